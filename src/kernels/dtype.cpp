@@ -1,0 +1,106 @@
+#include "kernels/dtype.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+namespace jf {
+
+bool dtype_from_ggml(uint32_t id, DType* out) {
+  switch (id) {
+    case 0: *out = DType::F32; return true;
+    case 1: *out = DType::F16; return true;
+    case 8: *out = DType::Q8_0; return true;
+    case 30: *out = DType::BF16; return true;
+    default: return false;
+  }
+}
+
+std::string dtype_name(DType t) {
+  switch (t) {
+    case DType::F32: return "f32";
+    case DType::F16: return "f16";
+    case DType::BF16: return "bf16";
+    case DType::Q8_0: return "q8_0";
+  }
+  return "?";
+}
+
+bool dtype_from_name(const std::string& name, DType* out) {
+  std::string s = name;
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+    if (s == dtype_name(t)) {
+      *out = t;
+      return true;
+    }
+  }
+  return false;
+}
+
+int dtype_block_size(DType t) { return t == DType::Q8_0 ? kQ8Block : 1; }
+
+size_t dtype_block_bytes(DType t) {
+  switch (t) {
+    case DType::F32: return 4;
+    case DType::F16:
+    case DType::BF16: return 2;
+    case DType::Q8_0: return sizeof(BlockQ8_0);
+  }
+  return 0;
+}
+
+void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
+  switch (t) {
+    case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
+    case DType::F16: {
+      const auto* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; i++) dst[i] = f16_to_f32(s[i]);
+      return;
+    }
+    case DType::BF16: {
+      const auto* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; i++) dst[i] = bf16_to_f32(s[i]);
+      return;
+    }
+    case DType::Q8_0: {
+      const auto* b = static_cast<const BlockQ8_0*>(src);
+      for (int64_t i = 0; i < n / kQ8Block; i++) {
+        float d = f16_to_f32(b[i].d);
+        for (int j = 0; j < kQ8Block; j++) dst[i * kQ8Block + j] = d * static_cast<float>(b[i].qs[j]);
+      }
+      return;
+    }
+  }
+}
+
+void quantize_row(DType t, const float* src, void* dst, int64_t n) {
+  switch (t) {
+    case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
+    case DType::F16: {
+      auto* d = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; i++) d[i] = f32_to_f16(src[i]);
+      return;
+    }
+    case DType::BF16: {
+      auto* d = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; i++) d[i] = f32_to_bf16(src[i]);
+      return;
+    }
+    case DType::Q8_0: {
+      auto* b = static_cast<BlockQ8_0*>(dst);
+      for (int64_t i = 0; i < n / kQ8Block; i++) {
+        const float* x = src + i * kQ8Block;
+        float amax = 0.0f;
+        for (int j = 0; j < kQ8Block; j++) amax = std::max(amax, std::fabs(x[j]));
+        float d = amax / 127.0f;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        b[i].d = f32_to_f16(d);
+        for (int j = 0; j < kQ8Block; j++) b[i].qs[j] = static_cast<int8_t>(std::lround(x[j] * id));
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace jf

@@ -1,0 +1,25 @@
+// Chat prompt formats (ChatML / Qwen2.5, Llama-3, Llama-2), detected from the model's chat template.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace jf {
+
+class Tokenizer;
+
+enum class ChatFormat { None, ChatML, Llama3, Llama2 };
+
+struct ChatMessage {
+  std::string role;  // "system", "user", "assistant"
+  std::string content;
+};
+
+std::string chat_format_name(ChatFormat f);
+bool chat_format_from_name(const std::string& name, ChatFormat* out);  // "chatml", "llama3", "llama2"
+// From tokenizer.chat_template text (and the vocabulary's special tokens when the template is missing).
+ChatFormat detect_chat_format(const Tokenizer& tok);
+// Prompt text ready for encode(..., add_special=false, parse_special=true); BOS included when the format has it.
+std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                        const Tokenizer& tok);
+
+}  // namespace jf

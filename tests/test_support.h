@@ -1,0 +1,30 @@
+// Helpers shared by the tests: locating ../shared (skip visibly when absent, fail under CI=true).
+#pragma once
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace jf::test {
+
+// Directory of the shared models/data, or "" when it is not present.
+std::string shared_dir();
+// True when running under CI (CI=true): tests that need ../shared must then run, not skip.
+bool in_ci();
+
+}  // namespace jf::test
+
+// Binds `var` to <shared>/<rel>; skips the test (or fails it under CI=true) when missing.
+#define JF_SHARED_PATH(var, rel)                                                                   \
+  std::string var;                                                                                 \
+  do {                                                                                             \
+    std::string base__ = ::jf::test::shared_dir();                                                 \
+    var = base__.empty() ? std::string() : base__ + "/" + (rel);                                   \
+    if (base__.empty() || !::jf::test::path_exists(var)) {                                         \
+      if (::jf::test::in_ci()) FAIL() << "CI=true but shared file is missing: " << (rel);         \
+      GTEST_SKIP() << "SKIPPED: ../shared/" << (rel) << " not found (set JF_SHARED to its location)"; \
+    }                                                                                              \
+  } while (0)
+
+namespace jf::test {
+bool path_exists(const std::string& p);
+}
