@@ -1,0 +1,47 @@
+#include "kernels/matmul.h"
+
+#include <vector>
+
+#include "base/error.h"
+#include "kernels/cpu.h"
+#include "kernels/parallel.h"
+
+namespace jf {
+
+namespace scalar {
+
+// Reference kernel: dequantize one weight row, then plain dot products in k order.
+void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t n0, int64_t n1) {
+  const int64_t K = w.cols, N = w.rows;
+  thread_local std::vector<float> row;
+  row.resize(static_cast<size_t>(K));
+  for (int64_t n = n0; n < n1; n++) {
+    dequantize_row(w.type, w.row(n), row.data(), K);
+    for (int64_t m = 0; m < M; m++) {
+      const float* xm = x + m * K;
+      float s = 0.0f;
+      for (int64_t k = 0; k < K; k++) s += xm[k] * row[k];
+      y[m * N + n] = s;
+    }
+  }
+}
+
+}  // namespace scalar
+
+void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y) {
+  JF_CHECK(w.data != nullptr && w.rows > 0 && w.cols > 0, "empty weight matrix");
+  if (M <= 0) return;
+  // Split the output columns into tiles; a thread gets a contiguous run of whole tiles.
+  const int64_t tile = active_isa() == Isa::Avx2 ? avx2::kColTile : 8;
+  const int64_t n_tiles = (w.rows + tile - 1) / tile;
+  const bool parallel = M * w.rows * w.cols >= (1 << 17);
+  parallel_for(n_tiles, parallel, [&](int64_t t0, int64_t t1) {
+    int64_t n0 = t0 * tile, n1 = std::min(t1 * tile, w.rows);
+    if (active_isa() == Isa::Avx2)
+      avx2::matmul_cols(x, M, w, y, n0, n1);
+    else
+      scalar::matmul_cols(x, M, w, y, n0, n1);
+  });
+}
+
+}  // namespace jf

@@ -1,0 +1,92 @@
+#include "kernels/ops.h"
+
+#include <cmath>
+
+#include "kernels/cpu.h"
+
+namespace jf {
+
+namespace scalar {
+
+void rmsnorm(const float* x, const float* g, int64_t n, float eps, float* out) {
+  float ss = 0.0f;
+  for (int64_t i = 0; i < n; i++) ss += x[i] * x[i];
+  ss = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+  for (int64_t i = 0; i < n; i++) out[i] = g[i] * (ss * x[i]);
+}
+
+void silu_mul(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    float v = gate[i];
+    gate[i] = v * (1.0f / (1.0f + std::exp(-v))) * up[i];
+  }
+}
+
+void attend_head(const float* q, const float* k, const float* v, int64_t stride, int head_dim, const int32_t* slots,
+                 int64_t n, float scale, float* scores, float* out) {
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < n; j++) {
+    const float* kj = k + slots[j] * stride;
+    float s = 0.0f;
+    for (int d = 0; d < head_dim; d++) s += q[d] * kj[d];
+    scores[j] = s * scale;
+    if (scores[j] > mx) mx = scores[j];
+  }
+  float sum = 0.0f;
+  for (int64_t j = 0; j < n; j++) {
+    scores[j] = std::exp(scores[j] - mx);
+    sum += scores[j];
+  }
+  for (int d = 0; d < head_dim; d++) out[d] = 0.0f;
+  for (int64_t j = 0; j < n; j++) {
+    const float* vj = v + slots[j] * stride;
+    for (int d = 0; d < head_dim; d++) out[d] += scores[j] * vj[d];
+  }
+  const float inv = 1.0f / sum;
+  for (int d = 0; d < head_dim; d++) out[d] *= inv;
+}
+
+}  // namespace scalar
+
+void rmsnorm(const float* x, const float* g, int64_t n, float eps, float* out) {
+  if (active_isa() == Isa::Avx2) return avx2::rmsnorm(x, g, n, eps, out);
+  scalar::rmsnorm(x, g, n, eps, out);
+}
+
+void silu_mul(float* gate, const float* up, int64_t n) {
+  if (active_isa() == Isa::Avx2) return avx2::silu_mul(gate, up, n);
+  scalar::silu_mul(gate, up, n);
+}
+
+void attend_head(const float* q, const float* k, const float* v, int64_t stride, int head_dim, const int32_t* slots,
+                 int64_t n, float scale, float* scores, float* out) {
+  if (active_isa() == Isa::Avx2) return avx2::attend_head(q, k, v, stride, head_dim, slots, n, scale, scores, out);
+  scalar::attend_head(q, k, v, stride, head_dim, slots, n, scale, scores, out);
+}
+
+void add_inplace(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+void rope(float* v, int n_heads, int head_dim, int rope_dim, const float* cos, const float* sin, RopeStyle style) {
+  const int half = rope_dim / 2;
+  for (int h = 0; h < n_heads; h++) {
+    float* x = v + h * head_dim;
+    for (int i = 0; i < half; i++) {
+      const int a = style == RopeStyle::Interleaved ? 2 * i : i;
+      const int b = style == RopeStyle::Interleaved ? 2 * i + 1 : i + half;
+      const float x0 = x[a], x1 = x[b];
+      x[a] = x0 * cos[i] - x1 * sin[i];
+      x[b] = x0 * sin[i] + x1 * cos[i];
+    }
+  }
+}
+
+int64_t argmax(const float* x, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; i++)
+    if (x[i] > x[best] || std::isnan(x[best])) best = i;
+  return best;
+}
+
+}  // namespace jf

@@ -1,0 +1,56 @@
+// The input of one forward pass: for each sequence, new tokens with explicit positions and an explicit
+// visibility relation among them (every new token always sees the sequence's whole cache before it).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace jf {
+
+class KvCache;
+
+// visible(i, j): new token i attends to new token j. A token must see itself. Any DAG/tree works;
+// an empty mask (size 0) means causal (i sees j <= i).
+class VisibilityMask {
+ public:
+  void reset(int n) {
+    n_ = n;
+    words_ = (n + 63) / 64;
+    bits_.assign(static_cast<size_t>(n) * words_, 0);
+  }
+  void make_causal(int n) {
+    reset(n);
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j <= i; j++) set(i, j);
+  }
+  void clear() { reset(0); }
+  int size() const { return n_; }
+  void set(int i, int j, bool v = true) {
+    uint64_t& w = bits_[static_cast<size_t>(i) * words_ + j / 64];
+    const uint64_t bit = uint64_t(1) << (j % 64);
+    w = v ? (w | bit) : (w & ~bit);
+  }
+  bool get(int i, int j) const { return (bits_[static_cast<size_t>(i) * words_ + j / 64] >> (j % 64)) & 1; }
+
+ private:
+  int n_ = 0, words_ = 0;
+  std::vector<uint64_t> bits_;
+};
+
+struct SequenceInput {
+  KvCache* cache = nullptr;
+  std::vector<int32_t> tokens;      // new tokens, stored in cache slots size() .. size() + M - 1
+  std::vector<int32_t> positions;   // RoPE position per token; empty: cache->size() + i
+  VisibilityMask mask;              // empty: causal
+  std::vector<int32_t> logit_rows;  // rows (indices into tokens) whose logits are returned, in this order
+
+  // Resets to plain causal input of `toks` at the end of the cache, with logits for the rows given.
+  void set_causal(KvCache* c, std::vector<int32_t> toks, std::vector<int32_t> rows) {
+    cache = c;
+    tokens = std::move(toks);
+    positions.clear();
+    mask.clear();
+    logit_rows = std::move(rows);
+  }
+};
+
+}  // namespace jf

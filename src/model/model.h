@@ -1,0 +1,41 @@
+// A loaded model: its config, its tensors (mapped from the file where possible) and the bound weights.
+// Immutable after construction and safe to share between threads.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace jf {
+
+class GgufFile;
+
+class Model {
+ public:
+  // Binds and validates the weights; `storage` keeps the memory the tensors point into alive.
+  Model(ModelConfig cfg, TensorSet tensors, std::string format, std::vector<std::shared_ptr<const void>> storage = {});
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelConfig& config() const { return cfg_; }
+  const ModelWeights& weights() const { return weights_; }
+  const TensorSet& tensors() const { return tensors_; }
+  const std::string& format() const { return format_; }  // "gguf", "llama2c", "safetensors", "memory"
+  size_t weight_bytes() const;                           // bytes of all tensors (what one forward streams)
+
+ private:
+  std::vector<std::shared_ptr<const void>> storage_;
+  ModelConfig cfg_;
+  TensorSet tensors_;
+  ModelWeights weights_;
+  std::string format_;
+};
+
+// GGUF: the file stays mapped for the model's lifetime.
+std::unique_ptr<Model> model_from_gguf(std::shared_ptr<const GgufFile> file);
+// llama2.c checkpoint (run.c format: 7-int header, fp32 weights, shared classifier when vocab_size > 0).
+std::unique_ptr<Model> model_from_llama2c(const std::string& path);
+
+}  // namespace jf

@@ -1,0 +1,20 @@
+// Randomly initialised models of any shape and weight type: the test oracles for batch invariance and the
+// realistic-size models for speed measurements (a forward's cost does not depend on the weights' values).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "model/model.h"
+
+namespace jf {
+
+// Tensors for `cfg` (tied_output / attn_bias / rope_freq_factors decide which exist), matrices of type
+// `type`, norms and biases fp32. Values ~ N(0, 1/fan_in) so activations stay in a realistic range.
+TensorSet random_tensors(const ModelConfig& cfg, DType type, uint64_t seed);
+std::unique_ptr<Model> random_model(const ModelConfig& cfg, DType type, uint64_t seed);
+
+// Named shapes for benchmarks: "tiny" (tests), "llama-1b" (TinyLlama-1.1B shape), "qwen2-0.5b"
+// (Qwen2.5-0.5B shape). Throws jf::Error for an unknown name.
+ModelConfig preset_config(const std::string& name);
+
+}  // namespace jf

@@ -1,0 +1,144 @@
+#include "model/transformer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/error.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "kernels/parallel.h"
+
+namespace jf {
+
+Transformer::Transformer(const ModelConfig& cfg, const ModelWeights& w) : cfg_(cfg), w_(w) {}
+
+void Transformer::ensure_capacity(int64_t n, int64_t nl) {
+  auto grow = [](std::vector<float>& v, int64_t size) {
+    if (static_cast<int64_t>(v.size()) < size) v.resize(static_cast<size_t>(size));
+  };
+  grow(x_, n * cfg_.dim);
+  grow(xb_, n * std::max(cfg_.dim, cfg_.q_dim()));
+  grow(q_, n * cfg_.q_dim());
+  grow(k_, n * cfg_.kv_dim());
+  grow(v_, n * cfg_.kv_dim());
+  grow(att_, n * cfg_.q_dim());
+  grow(hg_, n * cfg_.ffn_dim);
+  grow(hu_, n * cfg_.ffn_dim);
+  grow(rope_cos_, n * cfg_.rope_dim / 2);
+  grow(rope_sin_, n * cfg_.rope_dim / 2);
+  grow(logits_, nl * cfg_.vocab_size);
+}
+
+// Flattens the sequences into rows, validates them, claims cache slots and lists each row's visible slots.
+void Transformer::prepare(std::span<SequenceInput* const> seqs) {
+  rows_.clear();
+  slot_list_.clear();
+  logit_src_.clear();
+  for (SequenceInput* s : seqs) {
+    JF_CHECK(s && s->cache, "sequence without a cache");
+    const int m = static_cast<int>(s->tokens.size());
+    if (!s->positions.empty() && static_cast<int>(s->positions.size()) != m)
+      throw Error("forward: " + std::to_string(s->positions.size()) + " positions for " + std::to_string(m) + " tokens");
+    JF_CHECK(s->mask.size() == 0 || s->mask.size() == m, "mask size differs from token count");
+    for (int t : s->tokens)
+      if (t < 0 || t >= cfg_.vocab_size)
+        throw Error("token id " + std::to_string(t) + " is outside the vocabulary (0.." + std::to_string(cfg_.vocab_size - 1) + ")");
+    for (int r : s->logit_rows) JF_CHECK(r >= 0 && r < m, "logit row out of range");
+    for (int p : s->positions)
+      if (p < 0) throw Error("forward: negative position " + std::to_string(p));
+    const int base_row = static_cast<int>(rows_.size());
+    const int past = s->cache->size();
+    s->cache->append(m);  // throws when the context is full
+    for (int i = 0; i < m; i++) {
+      Row r{s->cache, s->tokens[i], s->positions.empty() ? past + i : s->positions[i], past + i, 0, 0};
+      r.slots_begin = static_cast<int32_t>(slot_list_.size());
+      for (int j = 0; j < past; j++) slot_list_.push_back(j);
+      for (int j = 0; j < m; j++) {
+        const bool vis = s->mask.size() == 0 ? j <= i : s->mask.get(i, j);
+        JF_CHECK(j != i || vis, "a token must see itself");
+        if (vis) slot_list_.push_back(past + j);
+      }
+      r.slots_end = static_cast<int32_t>(slot_list_.size());
+      rows_.push_back(r);
+    }
+    for (int lr : s->logit_rows) logit_src_.push_back(base_row + lr);
+  }
+}
+
+void Transformer::attention_layer(int l) {
+  const int64_t n = static_cast<int64_t>(rows_.size());
+  const int hd = cfg_.head_dim, group = cfg_.n_heads / cfg_.n_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  // Store this layer's new keys/values in their cache slots.
+  for (int64_t r = 0; r < n; r++) {
+    std::copy_n(&k_[r * cfg_.kv_dim()], cfg_.kv_dim(), rows_[r].cache->k(l, rows_[r].slot));
+    std::copy_n(&v_[r * cfg_.kv_dim()], cfg_.kv_dim(), rows_[r].cache->v(l, rows_[r].slot));
+  }
+  int64_t work = 0;
+  for (const Row& r : rows_) work += (r.slots_end - r.slots_begin);
+  const bool parallel = work * cfg_.n_heads * hd >= (1 << 15);
+  parallel_for(n * cfg_.n_heads, parallel, [&](int64_t u0, int64_t u1) {
+    thread_local std::vector<float> scores;
+    for (int64_t u = u0; u < u1; u++) {
+      const int64_t r = u / cfg_.n_heads;
+      const int h = static_cast<int>(u % cfg_.n_heads), kvh = h / group;
+      const Row& row = rows_[r];
+      const int64_t nv = row.slots_end - row.slots_begin;
+      if (static_cast<int64_t>(scores.size()) < nv) scores.resize(static_cast<size_t>(nv));
+      attend_head(&q_[r * cfg_.q_dim() + h * hd], row.cache->k(l, 0) + kvh * hd, row.cache->v(l, 0) + kvh * hd,
+                  row.cache->row_stride(), hd, &slot_list_[row.slots_begin], nv, scale, scores.data(),
+                  &att_[r * cfg_.q_dim() + h * hd]);
+    }
+  });
+}
+
+const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
+  prepare(seqs);
+  const int64_t n = static_cast<int64_t>(rows_.size());
+  const int64_t nl = static_cast<int64_t>(logit_src_.size());
+  ensure_capacity(std::max<int64_t>(n, 1), std::max<int64_t>(nl, 1));
+  n_forwards_++;
+  if (n == 0) return logits_.data();
+  const int dim = cfg_.dim, qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), ff = cfg_.ffn_dim, half = cfg_.rope_dim / 2;
+
+  // ---- embeddings and rotary angles
+  for (int64_t r = 0; r < n; r++) {
+    dequantize_row(w_.tok_embd.type, w_.tok_embd.row(rows_[r].token), &x_[r * dim], dim);
+    rope_angles(cfg_, rows_[r].pos, &rope_cos_[r * half], &rope_sin_[r * half]);
+  }
+
+  for (int l = 0; l < cfg_.n_layers; l++) {
+    const LayerWeights& L = w_.layers[l];
+    // ---- attention block: x += Wo · attn(RoPE(Wq·norm(x)), RoPE(Wk·norm(x)), Wv·norm(x))
+    for (int64_t r = 0; r < n; r++) rmsnorm(&x_[r * dim], L.attn_norm, dim, cfg_.norm_eps, &xb_[r * dim]);
+    matmul(xb_.data(), n, L.wq, q_.data());
+    matmul(xb_.data(), n, L.wk, k_.data());
+    matmul(xb_.data(), n, L.wv, v_.data());
+    for (int64_t r = 0; r < n; r++) {
+      if (L.bq) add_inplace(&q_[r * qd], L.bq, qd);
+      if (L.bk) add_inplace(&k_[r * kvd], L.bk, kvd);
+      if (L.bv) add_inplace(&v_[r * kvd], L.bv, kvd);
+      rope(&q_[r * qd], cfg_.n_heads, cfg_.head_dim, cfg_.rope_dim, &rope_cos_[r * half], &rope_sin_[r * half], cfg_.rope_style);
+      rope(&k_[r * kvd], cfg_.n_kv_heads, cfg_.head_dim, cfg_.rope_dim, &rope_cos_[r * half], &rope_sin_[r * half], cfg_.rope_style);
+    }
+    attention_layer(l);
+    matmul(att_.data(), n, L.wo, xb_.data());
+    for (int64_t r = 0; r < n; r++) add_inplace(&x_[r * dim], &xb_[r * dim], dim);
+
+    // ---- feed-forward block: x += W_down · (silu(W_gate·norm(x)) * W_up·norm(x))
+    for (int64_t r = 0; r < n; r++) rmsnorm(&x_[r * dim], L.ffn_norm, dim, cfg_.norm_eps, &xb_[r * dim]);
+    matmul(xb_.data(), n, L.w_gate, hg_.data());
+    matmul(xb_.data(), n, L.w_up, hu_.data());
+    for (int64_t r = 0; r < n; r++) silu_mul(&hg_[r * ff], &hu_[r * ff], ff);
+    matmul(hg_.data(), n, L.w_down, xb_.data());
+    for (int64_t r = 0; r < n; r++) add_inplace(&x_[r * dim], &xb_[r * dim], dim);
+  }
+
+  // ---- output head, only for the rows asked for
+  if (nl == 0) return logits_.data();
+  for (int64_t i = 0; i < nl; i++) rmsnorm(&x_[logit_src_[i] * dim], w_.output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
+  matmul(xb_.data(), nl, w_.output, logits_.data());
+  return logits_.data();
+}
+
+}  // namespace jf

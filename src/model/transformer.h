@@ -1,0 +1,53 @@
+// The forward pass of a Llama/Qwen2 decoder over a batch of new tokens from one or more sequences.
+// Holds only workspaces; weights and KV caches are owned elsewhere. Not thread-safe: one forward at a
+// time per Transformer (kernels parallelise internally).
+#pragma once
+#include <span>
+#include <vector>
+
+#include "model/batch.h"
+#include "model/config.h"
+#include "model/kv_cache.h"
+#include "model/weights.h"
+
+namespace jf {
+
+class Transformer {
+ public:
+  Transformer(const ModelConfig& cfg, const ModelWeights& w);
+
+  // Runs every sequence's new tokens through the model in one pass (each weight is read once for all
+  // rows), appends their keys/values to each sequence's cache (size grows by the number of new tokens),
+  // and returns logits for the requested rows, sequence after sequence, vocab_size floats per row.
+  // The pointer is valid until the next call. Throws jf::Error on bad tokens/positions or a full cache.
+  const float* forward(std::span<SequenceInput* const> seqs);
+  const float* forward(SequenceInput& seq) {
+    SequenceInput* p = &seq;
+    return forward(std::span<SequenceInput* const>(&p, 1));
+  }
+
+  const ModelConfig& config() const { return cfg_; }
+  int vocab_size() const { return cfg_.vocab_size; }
+  uint64_t n_forwards() const { return n_forwards_; }
+
+ private:
+  struct Row {  // one new token, flattened over all sequences
+    KvCache* cache;
+    int32_t token, pos, slot;
+    int32_t slots_begin, slots_end;  // its visible cache slots in slot_list_
+  };
+  void prepare(std::span<SequenceInput* const> seqs);
+  void attention_layer(int layer);
+  void ensure_capacity(int64_t rows, int64_t logit_rows);
+
+  ModelConfig cfg_;
+  const ModelWeights& w_;
+  uint64_t n_forwards_ = 0;
+  std::vector<Row> rows_;
+  std::vector<int32_t> slot_list_;
+  std::vector<int32_t> logit_src_;  // row index of each requested logit row
+  // activations, rows x width, allocated once for the largest batch seen
+  std::vector<float> x_, xb_, q_, k_, v_, att_, hg_, hu_, rope_cos_, rope_sin_, logits_;
+};
+
+}  // namespace jf

@@ -1,0 +1,64 @@
+// The weights of a Llama/Qwen2 transformer, bound by name (GGUF naming) from whatever file they came from.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/matmul.h"
+#include "model/config.h"
+
+namespace jf {
+
+// A named tensor in memory (mapped file or owned buffer). dims in GGML order (dims[0] contiguous).
+struct TensorRef {
+  DType type = DType::F32;
+  std::vector<int64_t> dims;
+  const void* data = nullptr;
+  int64_t n_elements() const {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    return n;
+  }
+  size_t nbytes() const { return dtype_row_bytes(type, n_elements()); }
+};
+
+// Name -> tensor, in GGUF naming ("token_embd.weight", "blk.0.attn_q.weight", ...), plus any buffers the
+// loader had to create (e.g. converted or permuted tensors).
+struct TensorSet {
+  std::map<std::string, TensorRef> tensors;
+  std::vector<std::shared_ptr<std::vector<uint8_t>>> owned;
+  const TensorRef* find(const std::string& name) const {
+    auto it = tensors.find(name);
+    return it == tensors.end() ? nullptr : &it->second;
+  }
+  // Copies `bytes` into an owned buffer and registers it under `name`.
+  void add_owned(const std::string& name, DType type, std::vector<int64_t> dims, std::vector<uint8_t> bytes);
+};
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;
+  WeightMatrix wq, wk, wv, wo;
+  const float* bq = nullptr;  // biases (Qwen2), null when absent
+  const float* bk = nullptr;
+  const float* bv = nullptr;
+  const float* ffn_norm = nullptr;
+  WeightMatrix w_gate, w_up, w_down;
+};
+
+struct ModelWeights {
+  WeightMatrix tok_embd;  // vocab x dim (rows are embeddings)
+  const float* output_norm = nullptr;
+  WeightMatrix output;    // vocab x dim (may alias tok_embd)
+  std::vector<LayerWeights> layers;
+  std::vector<std::vector<float>> f32_vectors;  // norms and biases converted to fp32
+};
+
+// Checks every tensor's presence, type and shape against `cfg`, completes cfg (vocab_size, tied_output,
+// attn_bias, rope_freq_factors) and returns the bound weights. Throws jf::Error naming the tensor.
+ModelWeights bind_weights(const TensorSet& ts, ModelConfig& cfg);
+
+// Names of the tensors a model with this config has, in canonical order (used by writers).
+std::vector<std::string> tensor_names(const ModelConfig& cfg);
+
+}  // namespace jf

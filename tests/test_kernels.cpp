@@ -1,0 +1,175 @@
+// Kernels against scalar references, and the batch invariance every kernel promises.
+#include <cmath>
+#include <vector>
+
+#include "base/rng.h"
+#include "kernels/cpu.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "kernels/parallel.h"
+#include "test_support.h"
+
+namespace jf {
+namespace {
+
+std::vector<float> randn(int64_t n, uint64_t seed) {
+  Rng r(seed);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = r.normal();
+  return v;
+}
+
+struct Weights {
+  std::vector<uint8_t> bytes;
+  WeightMatrix w;
+};
+
+Weights make_weights(DType t, int64_t N, int64_t K, uint64_t seed) {
+  Weights out;
+  auto f = randn(N * K, seed);
+  out.bytes.resize(dtype_row_bytes(t, K) * N);
+  for (int64_t n = 0; n < N; n++) quantize_row(t, &f[n * K], out.bytes.data() + n * dtype_row_bytes(t, K), K);
+  out.w = WeightMatrix{t, out.bytes.data(), N, K};
+  return out;
+}
+
+// y = x W^T in double precision from the dequantized weights.
+std::vector<double> reference(const std::vector<float>& x, int64_t M, const WeightMatrix& w) {
+  std::vector<float> row(static_cast<size_t>(w.cols));
+  std::vector<double> y(static_cast<size_t>(M * w.rows));
+  for (int64_t n = 0; n < w.rows; n++) {
+    dequantize_row(w.type, w.row(n), row.data(), w.cols);
+    for (int64_t m = 0; m < M; m++) {
+      double s = 0;
+      for (int64_t k = 0; k < w.cols; k++) s += double(x[m * w.cols + k]) * row[k];
+      y[m * w.rows + n] = s;
+    }
+  }
+  return y;
+}
+
+class IsaTest : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Isa::Avx2 && best_isa() != Isa::Avx2) GTEST_SKIP() << "SKIPPED: CPU lacks AVX2";
+    saved_ = active_isa();
+    set_active_isa(GetParam());
+  }
+  void TearDown() override {
+    set_active_isa(saved_);
+    set_num_threads(0);
+  }
+  Isa saved_ = Isa::Scalar;
+};
+
+TEST_P(IsaTest, MatmulMatchesReferenceAllTypes) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+    for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 37, 64}, {5, 29, 96}, {13, 50, 160}, {33, 12, 32}}) {
+      if (t != DType::Q8_0 && K == 96) K = 100;  // exercise the k tail for element types
+      Weights w = make_weights(t, N, K, 7);
+      auto x = randn(M * K, 11);
+      std::vector<float> y(static_cast<size_t>(M * N));
+      matmul(x.data(), M, w.w, y.data());
+      auto ref = reference(x, M, w.w);
+      for (size_t i = 0; i < y.size(); i++)
+        ASSERT_NEAR(y[i], ref[i], 1e-4 * std::sqrt(double(K)) * 4) << dtype_name(t) << " M=" << M << " i=" << i;
+    }
+  }
+}
+
+// The property that makes parallel decoding exactly lossless: a row's result does not depend on the
+// batch around it, its index in the batch, or the thread count.
+TEST_P(IsaTest, MatmulBatchInvariant) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+    const int64_t N = 77, K = t == DType::Q8_0 ? 128 : 131;
+    Weights w = make_weights(t, N, K, 3);
+    const int64_t Mmax = 70;
+    auto x = randn(Mmax * K, 5);
+    std::vector<float> single(static_cast<size_t>(Mmax * N));
+    set_num_threads(1);
+    for (int64_t m = 0; m < Mmax; m++) matmul(&x[m * K], 1, w.w, &single[m * N]);
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      for (int64_t M : {2, 3, 4, 5, 8, 17, 33, 70}) {
+        for (int64_t off : {int64_t(0), Mmax - M}) {
+          std::vector<float> y(static_cast<size_t>(M * N));
+          matmul(&x[off * K], M, w.w, y.data());
+          for (int64_t i = 0; i < M * N; i++)
+            ASSERT_EQ(y[i], single[off * N + i]) << dtype_name(t) << " M=" << M << " off=" << off << " threads=" << threads;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(IsaTest, RowOpsMatchScalarAndAreRowLocal) {
+  for (int64_t n : {8, 13, 64, 172}) {
+    auto x = randn(n, 1), g = randn(n, 2), up = randn(n, 3);
+    std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+    rmsnorm(x.data(), g.data(), n, 1e-5f, a.data());
+    scalar::rmsnorm(x.data(), g.data(), n, 1e-5f, b.data());
+    for (int64_t i = 0; i < n; i++) ASSERT_NEAR(a[i], b[i], 1e-5 * std::fabs(b[i]) + 1e-6);
+    a = x, b = x;
+    silu_mul(a.data(), up.data(), n);
+    scalar::silu_mul(b.data(), up.data(), n);
+    for (int64_t i = 0; i < n; i++) ASSERT_NEAR(a[i], b[i], 1e-5 * std::fabs(b[i]) + 1e-6);
+  }
+}
+
+TEST_P(IsaTest, AttentionMatchesReferenceAndDependsOnlyOnSlotList) {
+  const int hd = 16, stride = 48;
+  const int slots_total = 40;
+  auto k = randn(slots_total * stride, 4), v = randn(slots_total * stride, 5), q = randn(hd, 6);
+  std::vector<int32_t> slots = {0, 1, 2, 3, 5, 8, 13, 21, 34, 39};
+  std::vector<float> scores(slots.size()), out(hd), ref(hd, 0.0f);
+  attend_head(q.data(), k.data() + 16, v.data() + 16, stride, hd, slots.data(), slots.size(), 0.25f, scores.data(), out.data());
+  // double-precision reference
+  std::vector<double> s(slots.size());
+  double mx = -1e30, sum = 0;
+  for (size_t j = 0; j < slots.size(); j++) {
+    double d = 0;
+    for (int i = 0; i < hd; i++) d += double(q[i]) * k[slots[j] * stride + 16 + i];
+    s[j] = d * 0.25;
+    mx = std::max(mx, s[j]);
+  }
+  for (auto& e : s) sum += (e = std::exp(e - mx));
+  for (int i = 0; i < hd; i++) {
+    double o = 0;
+    for (size_t j = 0; j < slots.size(); j++) o += s[j] / sum * v[slots[j] * stride + 16 + i];
+    ASSERT_NEAR(out[i], o, 1e-5);
+  }
+  // Same keys/values reached through a different slot numbering give identical bits.
+  std::vector<float> k2(slots_total * stride), v2(slots_total * stride);
+  std::vector<int32_t> packed(slots.size());
+  for (size_t j = 0; j < slots.size(); j++) {
+    packed[j] = static_cast<int32_t>(j);
+    std::copy_n(&k[slots[j] * stride], stride, &k2[j * stride]);
+    std::copy_n(&v[slots[j] * stride], stride, &v2[j * stride]);
+  }
+  std::vector<float> out2(hd);
+  attend_head(q.data(), k2.data() + 16, v2.data() + 16, stride, hd, packed.data(), packed.size(), 0.25f, scores.data(), out2.data());
+  for (int i = 0; i < hd; i++) ASSERT_EQ(out[i], out2[i]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, IsaTest, ::testing::Values(Isa::Scalar, Isa::Avx2),
+                         [](const auto& info) { return isa_name(info.param); });
+
+TEST(Dtype, HalfConversionsRoundTrip) {
+  for (uint32_t h = 0; h < 65536; h++) {
+    float f = f16_to_f32(static_cast<uint16_t>(h));
+    if (std::isnan(f)) continue;
+    ASSERT_EQ(f32_to_f16(f), h) << h;
+  }
+  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);  // rounds to inf
+  EXPECT_EQ(f32_to_f16(1.0f + 1.0f / 2048), 0x3c00);  // tie to even
+  EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(bf16_to_f32(f32_to_bf16(3.140625f)), 3.140625f);
+}
+
+TEST(Ops, ArgmaxLowestIndexOnTies) {
+  std::vector<float> x = {1, 3, 3, -1};
+  EXPECT_EQ(argmax(x.data(), 4), 1);
+}
+
+}  // namespace
+}  // namespace jf

@@ -1,0 +1,285 @@
+// The forward pass: llama2.c and GGUF files agree, and a token's logits are bit-identical however it is
+// batched (alone, in chunks, inside a tree with other tokens, next to other sequences, any thread count).
+#include <cmath>
+#include <functional>
+#include <memory>
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+#include "base/rng.h"
+#include "formats/gguf.h"
+#include "kernels/cpu.h"
+#include "kernels/ops.h"
+#include "kernels/parallel.h"
+#include "model/convert.h"
+#include "model/model.h"
+#include "model/random_model.h"
+#include "model/transformer.h"
+#include "test_support.h"
+
+namespace jf {
+namespace {
+
+using Logits = std::vector<std::vector<float>>;
+
+std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed) {
+  Rng r(seed);
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = static_cast<int32_t>(r.below(vocab));
+  return t;
+}
+
+// One token per forward: the reference every batched computation must reproduce exactly.
+Logits stepwise(const Model& m, const std::vector<int32_t>& toks) {
+  Transformer tf(m.config(), m.weights());
+  KvCache cache(m.config(), 256);
+  Logits out;
+  SequenceInput in;
+  for (int32_t t : toks) {
+    in.set_causal(&cache, {t}, {0});
+    const float* l = tf.forward(in);
+    out.emplace_back(l, l + m.config().vocab_size);
+  }
+  return out;
+}
+
+void expect_rows_equal(const float* got, const std::vector<float>& want, const std::string& what) {
+  for (size_t i = 0; i < want.size(); i++)
+    ASSERT_EQ(got[i], want[i]) << what << " (vocab index " << i << ")";
+}
+
+// Chunked causal prefill with logits for every row.
+void check_chunks(const Model& m, const std::vector<int32_t>& toks, const Logits& ref, int chunk) {
+  Transformer tf(m.config(), m.weights());
+  KvCache cache(m.config(), 256);
+  SequenceInput in;
+  for (size_t b = 0; b < toks.size(); b += chunk) {
+    size_t e = std::min(toks.size(), b + chunk);
+    std::vector<int32_t> rows;
+    for (size_t i = 0; i < e - b; i++) rows.push_back(static_cast<int32_t>(i));
+    in.set_causal(&cache, std::vector<int32_t>(toks.begin() + b, toks.begin() + e), rows);
+    const float* l = tf.forward(in);
+    for (size_t i = b; i < e; i++)
+      expect_rows_equal(l + (i - b) * m.config().vocab_size, ref[i], "chunk " + std::to_string(chunk) + " token " + std::to_string(i));
+  }
+}
+
+// Real tokens interleaved with distractor tokens they cannot see; afterwards keep() moves the real
+// tokens' cache entries into place and decoding continues, as a tree-verifying decoder does.
+void check_tree(const Model& m, const std::vector<int32_t>& toks, const Logits& ref) {
+  Transformer tf(m.config(), m.weights());
+  KvCache cache(m.config(), 256);
+  const int V = m.config().vocab_size;
+  Rng rng(99);
+  SequenceInput in;
+  size_t done = 0;
+  while (done < toks.size()) {
+    const int past = cache.size();
+    const int n_real = static_cast<int>(std::min<size_t>(3, toks.size() - done));
+    // layout: junk, real0, junk, real1, junk, real2 ...
+    in.cache = &cache;
+    in.tokens.clear();
+    in.positions.clear();
+    std::vector<int32_t> real_idx;
+    for (int i = 0; i < n_real; i++) {
+      in.tokens.push_back(static_cast<int32_t>(rng.below(V)));
+      in.positions.push_back(past + i);
+      real_idx.push_back(static_cast<int32_t>(in.tokens.size()));
+      in.tokens.push_back(toks[done + i]);
+      in.positions.push_back(past + i);
+    }
+    const int M = static_cast<int>(in.tokens.size());
+    in.mask.reset(M);
+    for (int i = 0; i < M; i++) in.mask.set(i, i);
+    for (int a = 0; a < n_real; a++)
+      for (int b = 0; b <= a; b++) in.mask.set(real_idx[a], real_idx[b]);
+    for (int i = 0; i < M; i++)  // junk sees the real tokens before it (like a sibling branch would)
+      if (i % 2 == 0)
+        for (int b = 0; b < n_real && real_idx[b] < i; b++) in.mask.set(i, real_idx[b]);
+    in.logit_rows = real_idx;
+    const float* l = tf.forward(in);
+    for (int i = 0; i < n_real; i++) expect_rows_equal(l + i * V, ref[done + i], "tree token " + std::to_string(done + i));
+    std::vector<int32_t> slots;
+    for (int32_t r : real_idx) slots.push_back(past + r);
+    cache.keep(past, slots);
+    ASSERT_EQ(cache.size(), past + n_real);
+    done += n_real;
+  }
+}
+
+// Two sequences with different histories decoded in the same forward.
+void check_two_sequences(const Model& m, const std::vector<int32_t>& toks, const Logits& ref) {
+  Transformer tf(m.config(), m.weights());
+  KvCache a(m.config(), 256), b(m.config(), 256);
+  const int V = m.config().vocab_size;
+  auto other = random_tokens(static_cast<int>(toks.size()), V, 4242);
+  Logits ref_b = stepwise(m, other);
+  SequenceInput sa, sb;
+  for (size_t i = 0; i + 1 < toks.size(); i += 2) {
+    sa.set_causal(&a, {toks[i], toks[i + 1]}, {0, 1});
+    sb.set_causal(&b, {other[i], other[i + 1]}, {1, 0});  // rows in a different order
+    SequenceInput* both[] = {&sb, &sa};
+    const float* l = tf.forward(both);
+    expect_rows_equal(l + 0 * V, ref_b[i + 1], "seq b");
+    expect_rows_equal(l + 1 * V, ref_b[i], "seq b");
+    expect_rows_equal(l + 2 * V, ref[i], "seq a");
+    expect_rows_equal(l + 3 * V, ref[i + 1], "seq a");
+  }
+}
+
+struct ModelCase {
+  std::string label;
+  std::function<std::unique_ptr<Model>()> make;
+};
+
+ModelConfig qwen_like() {
+  ModelConfig c = preset_config("tiny");
+  c.arch = Arch::Qwen2;
+  c.n_heads = 8, c.n_kv_heads = 2, c.head_dim = 8, c.rope_dim = 8;
+  c.rope_style = RopeStyle::Neox;
+  c.rope_theta = 1000000.0f;
+  c.attn_bias = true, c.tied_output = true;
+  return c;
+}
+
+ModelConfig llama_mha_untied() {
+  ModelConfig c = preset_config("tiny");
+  c.n_heads = 2, c.n_kv_heads = 2, c.head_dim = 32, c.rope_dim = 32;
+  c.dim = 64, c.n_layers = 3;
+  c.rope_freq_factors = std::vector<float>(16, 1.0f);
+  for (int i = 0; i < 16; i++) c.rope_freq_factors[i] = 1.0f + 0.25f * i;
+  return c;
+}
+
+class BatchInvariance : public ::testing::TestWithParam<std::tuple<std::string, DType, Isa>> {};
+
+TEST_P(BatchInvariance, LogitsBitIdenticalAcrossBatchShapes) {
+  auto [which, type, isa] = GetParam();
+  if (isa == Isa::Avx2 && best_isa() != Isa::Avx2) GTEST_SKIP() << "SKIPPED: CPU lacks AVX2";
+  Isa saved = active_isa();
+  set_active_isa(isa);
+  std::unique_ptr<Model> m;
+  if (which == "stories260K") {
+    JF_SHARED_PATH(path, "models/stories260K/stories260K.gguf");
+    auto f = std::shared_ptr<const GgufFile>(GgufFile::open(path));
+    auto base = model_from_gguf(f);
+    m = std::make_unique<Model>(base->config(), convert_tensors(base->tensors(), type), "memory",
+                                std::vector<std::shared_ptr<const void>>{f});
+  } else if (which == "llama-gqa") {
+    m = random_model(preset_config("tiny"), type, 1);
+  } else if (which == "llama-mha-untied-ropefreqs") {
+    m = random_model(llama_mha_untied(), type, 2);
+  } else {
+    m = random_model(qwen_like(), type, 3);
+  }
+  auto toks = random_tokens(24, m->config().vocab_size, 17);
+  set_num_threads(1);
+  Logits ref = stepwise(*m, toks);
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    SCOPED_TRACE("threads=" + std::to_string(threads));
+    for (int chunk : {2, 5, 24}) check_chunks(*m, toks, ref, chunk);
+    check_tree(*m, toks, ref);
+    check_two_sequences(*m, toks, ref);
+  }
+  set_num_threads(0);
+  set_active_isa(saved);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, BatchInvariance,
+    ::testing::Combine(::testing::Values("stories260K", "llama-gqa", "llama-mha-untied-ropefreqs", "qwen2-bias-tied"),
+                       ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0),
+                       ::testing::Values(Isa::Scalar, Isa::Avx2)),
+    [](const auto& info) {
+      std::string s = std::get<0>(info.param) + "_" + dtype_name(std::get<1>(info.param)) + "_" + isa_name(std::get<2>(info.param));
+      for (char& c : s)
+        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+      return s;
+    });
+
+TEST(KvCache, TruncateThenReforwardEqualsFresh) {
+  auto m = random_model(qwen_like(), DType::F16, 5);
+  auto toks = random_tokens(20, m->config().vocab_size, 8);
+  Logits ref = stepwise(*m, toks);
+  Transformer tf(m->config(), m->weights());
+  KvCache cache(m->config(), 64);
+  SequenceInput in;
+  in.set_causal(&cache, std::vector<int32_t>(toks.begin(), toks.begin() + 10), {});
+  tf.forward(in);
+  in.set_causal(&cache, random_tokens(7, m->config().vocab_size, 9), {0});  // a rejected draft
+  tf.forward(in);
+  cache.truncate(10);
+  in.set_causal(&cache, std::vector<int32_t>(toks.begin() + 10, toks.end()), {});
+  for (int i = 0; i < 10; i++) in.logit_rows.push_back(i);
+  const float* l = tf.forward(in);
+  for (int i = 0; i < 10; i++) expect_rows_equal(l + i * m->config().vocab_size, ref[10 + i], "after truncate");
+}
+
+TEST(KvCache, ContextFullIsAnError) {
+  auto m = random_model(preset_config("tiny"), DType::F32, 5);
+  Transformer tf(m->config(), m->weights());
+  KvCache cache(m->config(), 8);
+  SequenceInput in;
+  in.set_causal(&cache, random_tokens(6, 256, 1), {});
+  tf.forward(in);
+  in.set_causal(&cache, random_tokens(3, 256, 2), {});
+  EXPECT_THROW(tf.forward(in), Error);
+  EXPECT_EQ(cache.size(), 6);
+  in.set_causal(&cache, {999}, {});
+  EXPECT_THROW(tf.forward(in), Error);  // token outside the vocabulary
+}
+
+// Reduced-precision weights stay close to fp32. Stated tolerance: max |logit difference| relative to the
+// logits' standard deviation below 3% for F16, 8% for BF16, 20% for Q8_0 on a random 2-layer model.
+TEST(Quantization, LogitsWithinToleranceOfF32) {
+  auto ref_model = random_model(preset_config("tiny"), DType::F32, 21);
+  auto toks = random_tokens(16, 256, 3);
+  Logits ref = stepwise(*ref_model, toks);
+  for (auto [type, tol] : {std::pair{DType::F16, 0.03}, {DType::BF16, 0.08}, {DType::Q8_0, 0.2}}) {
+    Model q(ref_model->config(), convert_tensors(ref_model->tensors(), type), "memory");
+    Logits got = stepwise(q, toks);
+    double worst = 0;
+    for (size_t t = 0; t < ref.size(); t++) {
+      double mean = 0, var = 0, maxd = 0;
+      for (float v : ref[t]) mean += v;
+      mean /= ref[t].size();
+      for (float v : ref[t]) var += (v - mean) * (v - mean);
+      double sd = std::sqrt(var / ref[t].size());
+      for (size_t i = 0; i < ref[t].size(); i++) maxd = std::max(maxd, std::fabs(double(got[t][i]) - ref[t][i]));
+      worst = std::max(worst, maxd / sd);
+    }
+    EXPECT_LT(worst, tol) << dtype_name(type);
+    std::printf("%s: max |logit error| / logit sd = %.4f (tolerance %.2f)\n", dtype_name(type).c_str(), worst, tol);
+    RecordProperty(dtype_name(type) + "_max_rel_logit_error", std::to_string(worst));
+  }
+}
+
+TEST(Stories260K, Llama2cAndGgufGiveIdenticalLogits) {
+  JF_SHARED_PATH(gguf, "models/stories260K/stories260K.gguf");
+  JF_SHARED_PATH(bin, "models/stories260K/stories260K.bin");
+  auto a = model_from_gguf(std::shared_ptr<const GgufFile>(GgufFile::open(gguf)));
+  auto b = model_from_llama2c(bin);
+  // The GGUF conversion stored the shared classifier as its own tensor and a longer context; the math is the same.
+  EXPECT_EQ(a->config().dim, b->config().dim);
+  EXPECT_TRUE(b->config().tied_output);
+  auto toks = random_tokens(30, 512, 1);
+  toks[0] = 1;
+  Logits la = stepwise(*a, toks), lb = stepwise(*b, toks);
+  for (size_t i = 0; i < la.size(); i++) expect_rows_equal(la[i].data(), lb[i], "llama2c vs gguf");
+}
+
+TEST(Stories260K, MalformedLlama2cCheckpoint) {
+  JF_SHARED_PATH(bin, "models/stories260K/stories260K.bin");
+  MappedFile f(bin);
+  std::string tmp = ::testing::TempDir() + "/trunc.bin";
+  write_file_atomic(tmp, f.data(), f.size() - 100);
+  EXPECT_THROW(model_from_llama2c(tmp), Error);
+  std::vector<uint8_t> junk(64, 0xff);
+  write_file_atomic(tmp, junk.data(), junk.size());
+  EXPECT_THROW(model_from_llama2c(tmp), Error);
+  std::remove(tmp.c_str());
+}
+
+}  // namespace
+}  // namespace jf
