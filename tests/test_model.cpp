@@ -36,7 +36,7 @@ Logits stepwise(const Model& m, const std::vector<int32_t>& toks) {
   Logits out;
   SequenceInput in;
   for (int32_t t : toks) {
-    in.set_causal(&cache, {t}, {0});
+    in.set_causal(&cache, std::vector<int32_t>{t}, SequenceInput::Logits::Last);
     const float* l = tf.forward(in);
     out.emplace_back(l, l + m.config().vocab_size);
   }
@@ -116,8 +116,8 @@ void check_two_sequences(const Model& m, const std::vector<int32_t>& toks, const
   Logits ref_b = stepwise(m, other);
   SequenceInput sa, sb;
   for (size_t i = 0; i + 1 < toks.size(); i += 2) {
-    sa.set_causal(&a, {toks[i], toks[i + 1]}, {0, 1});
-    sb.set_causal(&b, {other[i], other[i + 1]}, {1, 0});  // rows in a different order
+    sa.set_causal(&a, std::vector<int32_t>{toks[i], toks[i + 1]}, std::vector<int32_t>{0, 1});
+    sb.set_causal(&b, std::vector<int32_t>{other[i], other[i + 1]}, std::vector<int32_t>{1, 0});  // rows in a different order
     SequenceInput* both[] = {&sb, &sa};
     const float* l = tf.forward(both);
     expect_rows_equal(l + 0 * V, ref_b[i + 1], "seq b");
@@ -205,12 +205,12 @@ TEST(KvCache, TruncateThenReforwardEqualsFresh) {
   Transformer tf(m->config(), m->weights());
   KvCache cache(m->config(), 64);
   SequenceInput in;
-  in.set_causal(&cache, std::vector<int32_t>(toks.begin(), toks.begin() + 10), {});
+  in.set_causal(&cache, std::vector<int32_t>(toks.begin(), toks.begin() + 10), SequenceInput::Logits::None);
   tf.forward(in);
-  in.set_causal(&cache, random_tokens(7, m->config().vocab_size, 9), {0});  // a rejected draft
+  in.set_causal(&cache, random_tokens(7, m->config().vocab_size, 9), SequenceInput::Logits::Last);  // a rejected draft
   tf.forward(in);
   cache.truncate(10);
-  in.set_causal(&cache, std::vector<int32_t>(toks.begin() + 10, toks.end()), {});
+  in.set_causal(&cache, std::vector<int32_t>(toks.begin() + 10, toks.end()), SequenceInput::Logits::None);
   for (int i = 0; i < 10; i++) in.logit_rows.push_back(i);
   const float* l = tf.forward(in);
   for (int i = 0; i < 10; i++) expect_rows_equal(l + i * m->config().vocab_size, ref[10 + i], "after truncate");
@@ -221,12 +221,12 @@ TEST(KvCache, ContextFullIsAnError) {
   Transformer tf(m->config(), m->weights());
   KvCache cache(m->config(), 8);
   SequenceInput in;
-  in.set_causal(&cache, random_tokens(6, 256, 1), {});
+  in.set_causal(&cache, random_tokens(6, 256, 1), SequenceInput::Logits::None);
   tf.forward(in);
-  in.set_causal(&cache, random_tokens(3, 256, 2), {});
+  in.set_causal(&cache, random_tokens(3, 256, 2), SequenceInput::Logits::None);
   EXPECT_THROW(tf.forward(in), Error);
   EXPECT_EQ(cache.size(), 6);
-  in.set_causal(&cache, {999}, {});
+  in.set_causal(&cache, std::vector<int32_t>{999}, SequenceInput::Logits::None);
   EXPECT_THROW(tf.forward(in), Error);  // token outside the vocabulary
 }
 

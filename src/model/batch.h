@@ -2,6 +2,7 @@
 // visibility relation among them (every new token always sees the sequence's whole cache before it).
 #pragma once
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace jf {
@@ -43,12 +44,22 @@ struct SequenceInput {
   VisibilityMask mask;              // empty: causal
   std::vector<int32_t> logit_rows;  // rows (indices into tokens) whose logits are returned, in this order
 
-  // Resets to plain causal input of `toks` at the end of the cache, with logits for the rows given.
-  void set_causal(KvCache* c, std::vector<int32_t> toks, std::vector<int32_t> rows) {
+  enum class Logits { None, Last, All };
+  // Resets to plain causal input of `toks` at the end of the cache (reusing the vectors' storage).
+  void set_causal(KvCache* c, std::span<const int32_t> toks, Logits which) {
     cache = c;
-    tokens = std::move(toks);
+    tokens.assign(toks.begin(), toks.end());
     positions.clear();
     mask.clear();
+    logit_rows.clear();
+    const int n = static_cast<int>(toks.size());
+    if (which == Logits::Last && n > 0) logit_rows.push_back(n - 1);
+    if (which == Logits::All)
+      for (int i = 0; i < n; i++) logit_rows.push_back(i);
+  }
+  // Same, with logits for the given rows.
+  void set_causal(KvCache* c, std::span<const int32_t> toks, std::vector<int32_t> rows) {
+    set_causal(c, toks, Logits::None);
     logit_rows = std::move(rows);
   }
 };

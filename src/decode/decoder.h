@@ -1,0 +1,111 @@
+// The interface every decoding strategy implements, and what a generation returns.
+// A strategy only decides which tokens to forward and which to commit; the shared DecodeContext does the
+// bookkeeping (stop conditions, streaming, statistics) so every strategy stops exactly where AR would.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "decode/session.h"
+#include "sample/sampler.h"
+
+namespace jf {
+
+enum class StopReason { Eos, Length, ContextFull };
+std::string stop_reason_name(StopReason r);
+
+struct GenerationConfig {
+  int max_new_tokens = 256;
+  bool ignore_eos = false;
+  std::vector<int32_t> eos_ids;  // tokens that end generation (the tokenizer's end-of-generation set)
+  SamplingParams sampling;
+};
+
+struct GenerationStats {
+  int n_prompt = 0;
+  int n_tokens = 0;            // generated tokens
+  int64_t n_forwards = 0;      // generation forwards (the prefill of prompt[0 .. n-2] is not counted)
+  int64_t n_forward_rows = 0;  // tokens pushed through the model by those forwards
+  double prefill_seconds = 0;
+  double gen_seconds = 0;      // wall time of generation, prefill excluded
+  double forward_seconds = 0;  // part of gen_seconds spent inside the model forward
+  std::vector<int64_t> accepted_histogram;  // [k] = forwards that committed k tokens
+  std::map<std::string, int64_t> counters;  // strategy-specific (pool hits, candidates, ...)
+
+  double tpf() const { return n_forwards ? double(n_tokens) / n_forwards : 0.0; }
+  double tps() const { return gen_seconds > 0 ? n_tokens / gen_seconds : 0.0; }
+};
+
+struct GenerationResult {
+  std::vector<int32_t> tokens;  // generated ids, without the end-of-generation token
+  StopReason stop = StopReason::Length;
+  GenerationStats stats;
+};
+
+// Receives committed tokens as they are produced (for streaming).
+using TokenSink = std::function<void(std::span<const int32_t>)>;
+
+// State shared between the generate() driver and a strategy's decode loop.
+class DecodeContext {
+ public:
+  DecodeContext(Session& s, const GenerationConfig& cfg, const TokenSink& sink, GenerationResult& out);
+
+  Session& session() { return session_; }
+  const GenerationConfig& config() const { return cfg_; }
+  // The last committed token (initially the last prompt token): it has no KV entry yet and is the
+  // first input of the next forward.
+  int32_t pending() const { return pending_; }
+  // Tokens of prompt + generated so far (for drafting from context).
+  const std::vector<int32_t>& history() const { return history_; }
+  bool done() const { return done_; }
+  // Free KV slots; a forward may carry at most this many tokens.
+  int room() const { return session_.cache().capacity() - session_.cache().size(); }
+  // Tokens still allowed by max_new_tokens.
+  int remaining() const { return cfg_.max_new_tokens - static_cast<int>(out_.tokens.size()); }
+  bool is_eos(int32_t t) const;
+
+  const float* forward(SequenceInput& in) { return session_.forward(in); }
+  // Commits tokens in order, stopping at an end-of-generation token or the length limit; records how
+  // many were committed by this forward. Returns the number actually committed.
+  int commit(std::span<const int32_t> tokens);
+  // Ends generation for lack of context (called when room() < 1 before a forward).
+  void stop_context_full();
+  void count(const std::string& counter, int64_t delta = 1) { out_.stats.counters[counter] += delta; }
+
+ private:
+  Session& session_;
+  const GenerationConfig& cfg_;
+  const TokenSink& sink_;
+  GenerationResult& out_;
+  std::vector<int32_t> history_;
+  int32_t pending_ = -1;
+  bool done_ = false;
+  friend class Decoder;
+};
+
+class Decoder {
+ public:
+  virtual ~Decoder() = default;
+  virtual std::string name() const = 0;
+  // Prefills prompt[0 .. n-2], then runs decode() until a stop condition. Throws jf::Error when the
+  // prompt is empty or does not fit the context.
+  GenerationResult generate(Session& s, std::span<const int32_t> prompt, const GenerationConfig& cfg,
+                            const TokenSink& sink = {});
+
+ protected:
+  virtual void decode(DecodeContext& ctx) = 0;
+};
+
+// Plain autoregressive decoding: one token per forward.
+class ArDecoder : public Decoder {
+ public:
+  std::string name() const override { return "ar"; }
+
+ protected:
+  void decode(DecodeContext& ctx) override;
+};
+
+}  // namespace jf

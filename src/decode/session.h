@@ -1,0 +1,38 @@
+// One sequence being decoded: the model's forward pass plus this sequence's KV cache, with the forward
+// timed and counted for statistics.
+#pragma once
+#include <cstdint>
+
+#include "model/batch.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "model/transformer.h"
+
+namespace jf {
+
+class Session {
+ public:
+  Session(const Model& model, int context_size);  // context_size <= 0: the model's trained context
+
+  const Model& model() const { return model_; }
+  int vocab_size() const { return model_.config().vocab_size; }
+  KvCache& cache() { return cache_; }
+  const KvCache& cache() const { return cache_; }
+  int context_size() const { return cache_.capacity(); }
+
+  // Timed forward of one sequence's input (see Transformer::forward).
+  const float* forward(SequenceInput& in);
+  void reset_counters();
+  int64_t n_forwards() const { return n_forwards_; }
+  int64_t n_rows() const { return n_rows_; }  // tokens pushed through the model
+  double forward_seconds() const { return forward_seconds_; }
+
+ private:
+  const Model& model_;
+  Transformer transformer_;
+  KvCache cache_;
+  int64_t n_forwards_ = 0, n_rows_ = 0;
+  double forward_seconds_ = 0;
+};
+
+}  // namespace jf
