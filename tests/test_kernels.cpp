@@ -51,7 +51,7 @@ std::vector<double> reference(const std::vector<float>& x, int64_t M, const Weig
 class IsaTest : public ::testing::TestWithParam<Isa> {
  protected:
   void SetUp() override {
-    if (GetParam() == Isa::Avx2 && best_isa() != Isa::Avx2) GTEST_SKIP() << "SKIPPED: CPU lacks AVX2";
+    if (!isa_supported(GetParam())) GTEST_SKIP() << "SKIPPED: CPU lacks " << isa_name(GetParam());
     saved_ = active_isa();
     set_active_isa(GetParam());
   }
@@ -151,7 +151,7 @@ TEST_P(IsaTest, AttentionMatchesReferenceAndDependsOnlyOnSlotList) {
   for (int i = 0; i < hd; i++) ASSERT_EQ(out[i], out2[i]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Isa, IsaTest, ::testing::Values(Isa::Scalar, Isa::Avx2),
+INSTANTIATE_TEST_SUITE_P(Isa, IsaTest, ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
                          [](const auto& info) { return isa_name(info.param); });
 
 TEST(Dtype, HalfConversionsRoundTrip) {

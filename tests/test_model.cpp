@@ -155,7 +155,7 @@ class BatchInvariance : public ::testing::TestWithParam<std::tuple<std::string, 
 
 TEST_P(BatchInvariance, LogitsBitIdenticalAcrossBatchShapes) {
   auto [which, type, isa] = GetParam();
-  if (isa == Isa::Avx2 && best_isa() != Isa::Avx2) GTEST_SKIP() << "SKIPPED: CPU lacks AVX2";
+  if (!isa_supported(isa)) GTEST_SKIP() << "SKIPPED: CPU lacks " << isa_name(isa);
   Isa saved = active_isa();
   set_active_isa(isa);
   std::unique_ptr<Model> m;
@@ -190,7 +190,7 @@ INSTANTIATE_TEST_SUITE_P(
     Models, BatchInvariance,
     ::testing::Combine(::testing::Values("stories260K", "llama-gqa", "llama-mha-untied-ropefreqs", "qwen2-bias-tied"),
                        ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0),
-                       ::testing::Values(Isa::Scalar, Isa::Avx2)),
+                       ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512)),
     [](const auto& info) {
       std::string s = std::get<0>(info.param) + "_" + dtype_name(std::get<1>(info.param)) + "_" + isa_name(std::get<2>(info.param));
       for (char& c : s)

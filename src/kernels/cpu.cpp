@@ -12,7 +12,10 @@ namespace {
 Isa detect() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) return Isa::Avx2;
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  if (avx2 && avx512) return Isa::Avx512;
+  if (avx2) return Isa::Avx2;
 #endif
   return Isa::Scalar;
 }
@@ -21,6 +24,7 @@ Isa initial() {
   Isa best = detect();
   const char* env = std::getenv("JF_ISA");
   if (env && std::strcmp(env, "scalar") == 0) return Isa::Scalar;
+  if (env && std::strcmp(env, "avx2") == 0 && best != Isa::Scalar) return Isa::Avx2;
   return best;
 }
 
@@ -35,11 +39,20 @@ Isa best_isa() {
 
 Isa active_isa() { return g_active; }
 
+bool isa_supported(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(best_isa()); }
+
 void set_active_isa(Isa isa) {
-  if (isa == Isa::Avx2 && best_isa() != Isa::Avx2) throw Error("this CPU does not support AVX2+FMA+F16C");
+  if (!isa_supported(isa)) throw Error("this CPU does not support " + isa_name(isa));
   g_active = isa;
 }
 
-std::string isa_name(Isa isa) { return isa == Isa::Avx2 ? "avx2" : "scalar"; }
+std::string isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Avx512: return "avx512";
+    case Isa::Avx2: return "avx2";
+    case Isa::Scalar: return "scalar";
+  }
+  return "?";
+}
 
 }  // namespace jf

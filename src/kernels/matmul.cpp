@@ -32,15 +32,17 @@ void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y) {
   JF_CHECK(w.data != nullptr && w.rows > 0 && w.cols > 0, "empty weight matrix");
   if (M <= 0) return;
   // Split the output columns into tiles; a thread gets a contiguous run of whole tiles.
-  const int64_t tile = active_isa() == Isa::Avx2 ? avx2::kColTile : 8;
+  const Isa isa = active_isa();
+  const int64_t tile = isa == Isa::Scalar ? 8 : kColTile;
   const int64_t n_tiles = (w.rows + tile - 1) / tile;
   const bool parallel = M * w.rows * w.cols >= (1 << 17);
   parallel_for(n_tiles, parallel, [&](int64_t t0, int64_t t1) {
     int64_t n0 = t0 * tile, n1 = std::min(t1 * tile, w.rows);
-    if (active_isa() == Isa::Avx2)
-      avx2::matmul_cols(x, M, w, y, n0, n1);
-    else
-      scalar::matmul_cols(x, M, w, y, n0, n1);
+    switch (isa) {
+      case Isa::Avx512: avx512::matmul_cols(x, M, w, y, n0, n1); break;
+      case Isa::Avx2: avx2::matmul_cols(x, M, w, y, n0, n1); break;
+      case Isa::Scalar: scalar::matmul_cols(x, M, w, y, n0, n1); break;
+    }
   });
 }
 

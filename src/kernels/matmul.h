@@ -27,10 +27,13 @@ void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y);
 namespace scalar {
 void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
 }
-namespace avx2 {
-// Columns [n0, n1) of y; n0 must be a multiple of kColTile.
-void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
+// Weight rows per column tile in the SIMD kernels; a thread's column range starts at a multiple of it.
 constexpr int64_t kColTile = 12;
-}  // namespace avx2
+namespace avx2 {
+void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
+}
+namespace avx512 {
+void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
+}
 
 }  // namespace jf

@@ -49,18 +49,18 @@ void attend_head(const float* q, const float* k, const float* v, int64_t stride,
 }  // namespace scalar
 
 void rmsnorm(const float* x, const float* g, int64_t n, float eps, float* out) {
-  if (active_isa() == Isa::Avx2) return avx2::rmsnorm(x, g, n, eps, out);
+  if (active_isa() != Isa::Scalar) return avx2::rmsnorm(x, g, n, eps, out);
   scalar::rmsnorm(x, g, n, eps, out);
 }
 
 void silu_mul(float* gate, const float* up, int64_t n) {
-  if (active_isa() == Isa::Avx2) return avx2::silu_mul(gate, up, n);
+  if (active_isa() != Isa::Scalar) return avx2::silu_mul(gate, up, n);
   scalar::silu_mul(gate, up, n);
 }
 
 void attend_head(const float* q, const float* k, const float* v, int64_t stride, int head_dim, const int32_t* slots,
                  int64_t n, float scale, float* scores, float* out) {
-  if (active_isa() == Isa::Avx2) return avx2::attend_head(q, k, v, stride, head_dim, slots, n, scale, scores, out);
+  if (active_isa() != Isa::Scalar) return avx2::attend_head(q, k, v, stride, head_dim, slots, n, scale, scores, out);
   scalar::attend_head(q, k, v, stride, head_dim, slots, n, scale, scores, out);
 }
 

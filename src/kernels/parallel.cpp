@@ -1,21 +1,110 @@
 #include "kernels/parallel.h"
 
+#include <atomic>
+#include <memory>
 #include <thread>
+#include <vector>
 
 namespace jf {
 
 namespace {
+
+// A job is announced by bumping `generation_`; chunk claims go through one atomic word holding
+// (generation << 32 | next chunk), so a worker that wakes late can never claim a chunk of a job that
+// has already finished or been replaced.
+class Pool {
+ public:
+  explicit Pool(int threads) {
+    for (int i = 0; i + 1 < threads; i++) workers_.emplace_back([this] { worker_loop(); });
+  }
+  ~Pool() {
+    stop_.store(true);
+    generation_.fetch_add(1);
+    generation_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+  void run(int64_t n, const std::function<void(int64_t)>& fn) {
+    fn_.store(&fn, std::memory_order_relaxed);
+    n_.store(n, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    const uint64_t g = generation_.load(std::memory_order_relaxed) + 1;
+    claim_.store(g << 32, std::memory_order_release);
+    generation_.store(g, std::memory_order_release);
+    if (sleepers_.load(std::memory_order_acquire) > 0) generation_.notify_all();
+    work(g);
+    while (done_.load(std::memory_order_acquire) < n) std::this_thread::yield();
+  }
+
+ private:
+  // Claims and runs chunks of job g until none are left.
+  void work(uint64_t g) {
+    for (;;) {
+      uint64_t c = claim_.load(std::memory_order_acquire);
+      if ((c >> 32) != g || static_cast<int64_t>(c & 0xffffffffu) >= n_.load(std::memory_order_relaxed)) return;
+      if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) continue;
+      // The claim succeeded, so job g is still running and fn_/n_ are its own.
+      (*fn_.load(std::memory_order_relaxed))(static_cast<int64_t>(c & 0xffffffffu));
+      done_.fetch_add(1, std::memory_order_acq_rel);
+    }
+  }
+
+  void worker_loop() {
+    uint64_t seen = generation_.load();
+    while (!stop_.load()) {
+      uint64_t g = generation_.load(std::memory_order_acquire);
+      // Spin briefly (a forward pass issues jobs back to back), then sleep until the next job.
+      for (int spin = 0; g == seen && spin < 20000; spin++) {
+        std::this_thread::yield();
+        g = generation_.load(std::memory_order_acquire);
+      }
+      if (g == seen) {
+        sleepers_.fetch_add(1);
+        generation_.wait(seen);
+        sleepers_.fetch_sub(1);
+        continue;
+      }
+      seen = g;
+      if (!stop_.load()) work(g);
+    }
+  }
+
+  std::vector<std::thread> workers_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<int64_t> done_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<const std::function<void(int64_t)>*> fn_{nullptr};
+  std::atomic<int64_t> n_{0};
+};
+
 int g_threads = 0;
-}
+std::unique_ptr<Pool> g_pool;
+
+}  // namespace
 
 void set_num_threads(int n) {
   if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
-  g_threads = n < 1 ? 1 : n;
+  if (n < 1) n = 1;
+  if (n == g_threads && (n == 1 || g_pool)) return;
+  g_pool.reset();
+  g_threads = n;
+  if (n > 1) g_pool = std::make_unique<Pool>(n);
 }
 
 int num_threads() {
   if (g_threads == 0) set_num_threads(0);
   return g_threads;
+}
+
+void parallel_chunks(int64_t n_chunks, bool parallel, const std::function<void(int64_t)>& fn) {
+  if (!parallel || num_threads() <= 1 || n_chunks <= 1) {
+    for (int64_t c = 0; c < n_chunks; c++) fn(c);
+    return;
+  }
+  g_pool->run(n_chunks, fn);
 }
 
 }  // namespace jf

@@ -1,0 +1,96 @@
+// Per-forward time vs tokens per forward M for a model (random preset or file), against the memory
+// bandwidth limit and the compute roofline. Prints ratios measured in this run.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "base/rng.h"
+#include "base/timer.h"
+#include "formats/gguf.h"
+#include "kernels/cpu.h"
+#include "kernels/parallel.h"
+#include "model/model.h"
+#include "model/random_model.h"
+#include "model/transformer.h"
+
+using namespace jf;
+
+int main(int argc, char** argv) {
+  CLI::App app{"Per-forward cost vs number of tokens M"};
+  std::string preset = "llama-1b", type = "f16", file, ms_arg = "1,2,4,8,16,32,64";
+  int threads = 2, reps = 5, context = 128;
+  double bw_gbs = 30.0, peak_gflops = 200.0;
+  app.add_option("--preset", preset, "Random model shape: tiny, llama-1b, qwen2-0.5b");
+  app.add_option("--type", type, "Weight type for the random model: f32, f16, bf16, q8_0");
+  app.add_option("-m,--model", file, "Measure this GGUF file instead of a random model");
+  app.add_option("-t,--threads", threads, "Threads");
+  app.add_option("--ms", ms_arg, "Comma-separated token counts");
+  app.add_option("--reps", reps, "Repetitions per M (median reported)");
+  app.add_option("--context", context, "Tokens already in the KV cache");
+  app.add_option("--bandwidth", bw_gbs, "Memory bandwidth for the bound, GB/s");
+  app.add_option("--peak", peak_gflops, "Peak compute for the roofline, GFLOP/s");
+  CLI11_PARSE(app, argc, argv);
+  set_num_threads(threads);
+
+  std::unique_ptr<Model> model;
+  std::shared_ptr<const GgufFile> gguf;
+  double t0 = now_seconds();
+  if (!file.empty()) {
+    gguf = std::shared_ptr<const GgufFile>(GgufFile::open(file));
+    model = model_from_gguf(gguf);
+  } else {
+    DType t;
+    if (!dtype_from_name(type, &t)) { std::fprintf(stderr, "bad --type\n"); return 2; }
+    model = random_model(preset_config(preset), t, 1);
+  }
+  const ModelConfig& c = model->config();
+  // Bytes and FLOPs one forward streams: every matrix except the embedding table (rows are looked up).
+  double bytes = 0, params = 0;
+  for (const auto& [name, t] : model->tensors().tensors) {
+    if (t.dims.size() != 2 || name == "token_embd.weight") continue;
+    bytes += t.nbytes();
+    params += t.n_elements();
+  }
+  if (c.tied_output) bytes += model->weights().output.row_bytes() * c.vocab_size, params += double(c.vocab_size) * c.dim;
+  std::printf("model: %s (%s), %s kernels, %d threads, setup %.1f s\n", c.summary().c_str(),
+              file.empty() ? (preset + " " + type).c_str() : file.c_str(), isa_name(active_isa()).c_str(), threads,
+              now_seconds() - t0);
+  std::printf("streamed weights %.3f GB -> bandwidth bound %.1f ms at %.0f GB/s; %.2f GFLOP per token\n", bytes / 1e9,
+              bytes / (bw_gbs * 1e9) * 1e3, bw_gbs, 2 * params / 1e9);
+
+  Transformer tf(c, model->weights());
+  KvCache cache(c, context + 256);
+  Rng rng(7);
+  SequenceInput in;
+  std::vector<int32_t> toks(context);
+  for (auto& x : toks) x = static_cast<int32_t>(rng.below(c.vocab_size));
+  in.set_causal(&cache, toks, SequenceInput::Logits::None);
+  tf.forward(in);
+
+  std::vector<int> ms;
+  std::stringstream ss(ms_arg);
+  for (std::string tok; std::getline(ss, tok, ',');) ms.push_back(std::stoi(tok));
+  std::printf("\n| M | ms/forward | time(M)/time(1) | roofline ms | time/roofline | tokens/s (M x forwards/s) |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  double t1 = 0;
+  for (int M : ms) {
+    std::vector<int32_t> batch(M);
+    for (auto& x : batch) x = static_cast<int32_t>(rng.below(c.vocab_size));
+    std::vector<double> times;
+    for (int r = 0; r < reps + 1; r++) {
+      in.set_causal(&cache, batch, SequenceInput::Logits::All);
+      double s = now_seconds();
+      tf.forward(in);
+      double e = now_seconds() - s;
+      cache.truncate(context);
+      if (r > 0) times.push_back(e);  // first run warms caches
+    }
+    std::sort(times.begin(), times.end());
+    double t = times[times.size() / 2];
+    if (M == ms.front()) t1 = t;
+    double roof = std::max(bytes / (bw_gbs * 1e9), 2 * params * M / (peak_gflops * 1e9));
+    std::printf("| %d | %.2f | %.2f | %.2f | %.2f | %.0f |\n", M, t * 1e3, t / t1, roof * 1e3, t / roof, M / t);
+  }
+  return 0;
+}
