@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "base/error.h"
@@ -9,12 +10,20 @@
 
 namespace jf {
 
+namespace {
+std::string num(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+}  // namespace
+
 void SamplingParams::validate() const {
   if (!std::isfinite(temperature) || temperature < 0.0f || temperature > 100.0f)
-    throw Error("invalid temperature " + std::to_string(temperature) + " (expected 0..100; 0 = greedy)");
+    throw Error("invalid temperature " + num(temperature) + " (expected 0..100; 0 = greedy)");
   if (top_k < 0) throw Error("invalid top-k " + std::to_string(top_k) + " (expected >= 0; 0 = off)");
-  if (!(top_p > 0.0f && top_p <= 1.0f)) throw Error("invalid top-p " + std::to_string(top_p) + " (expected 0 < p <= 1)");
-  if (!(min_p >= 0.0f && min_p <= 1.0f)) throw Error("invalid min-p " + std::to_string(min_p) + " (expected 0..1)");
+  if (!(top_p > 0.0f && top_p <= 1.0f)) throw Error("invalid top-p " + num(top_p) + " (expected 0 < p <= 1)");
+  if (!(min_p >= 0.0f && min_p <= 1.0f)) throw Error("invalid min-p " + num(min_p) + " (expected 0..1)");
 }
 
 int32_t Distribution::draw(float coin) const {

@@ -1,0 +1,15 @@
+// The `jf` subcommands. Each registers its options on the app and returns the function that runs it.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace jf::cli {
+
+using Command = std::function<int()>;
+
+Command add_generate_command(CLI::App& app);
+Command add_inspect_command(CLI::App& app);
+Command add_convert_command(CLI::App& app);
+Command add_random_command(CLI::App& app);
+
+}  // namespace jf::cli

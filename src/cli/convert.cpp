@@ -1,0 +1,79 @@
+// `jf convert` (any supported model -> GGUF, optionally changing the weight type) and `jf random`
+// (randomly initialised models of realistic shapes, for speed measurements).
+#include <cstdio>
+
+#include "base/error.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "model/convert.h"
+#include "model/hf.h"
+#include "model/random_model.h"
+
+namespace jf::cli {
+
+namespace {
+
+DType parse_type(const std::string& s) {
+  DType t;
+  if (!dtype_from_name(s, &t)) throw Error("unknown weight type '" + s + "' (expected f32, f16, bf16 or q8_0)");
+  return t;
+}
+
+int run_convert(const ModelOptions& o, const std::string& out, const std::string& type) {
+  if (out.empty()) throw Error("missing output path (-o)");
+  LoadedModel lm = open_model(o);
+  ModelConfig cfg;
+  TensorSet ts = to_gguf_layout(lm.model->config(), lm.model->tensors(), &cfg);
+  if (!type.empty()) {
+    std::vector<std::string> kept;
+    ts = convert_tensors(ts, parse_type(type), &kept);
+    for (const auto& k : kept) std::fprintf(stderr, "jf: %s: row length not a multiple of 32, kept as f16\n", k.c_str());
+  }
+  GgufMetadata meta;
+  meta.set("general.file_type_name", GgufValue::of_string(type.empty() ? "unchanged" : type));
+  if (lm.tokenizer) lm.tokenizer->to_gguf(meta);
+  write_model_gguf(out, cfg, ts, meta);
+  std::fprintf(stderr, "jf: wrote %s (%s)\n", out.c_str(), cfg.summary().c_str());
+  return 0;
+}
+
+int run_random(const std::string& preset, const std::string& type, uint64_t seed, int layers, const std::string& out) {
+  if (out.empty()) throw Error("missing output path (-o)");
+  ModelConfig cfg = preset_config(preset);
+  if (layers > 0) cfg.n_layers = layers;
+  TensorSet ts = random_tensors(cfg, parse_type(type), seed);
+  write_model_gguf(out, cfg, ts, GgufMetadata{});
+  std::fprintf(stderr, "jf: wrote %s (%s, %s weights)\n", out.c_str(), cfg.summary().c_str(), type.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command add_convert_command(CLI::App& app) {
+  auto o = std::make_shared<ModelOptions>();
+  auto out = std::make_shared<std::string>();
+  auto type = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("convert", "Convert a model (llama2.c, safetensors or GGUF) to GGUF, optionally requantizing");
+  add_model_options(cmd, *o);
+  cmd->add_option("-o,--output", *out, "Output GGUF file")->required();
+  cmd->add_option("--type", *type, "Weight type of the output matrices: f32, f16, bf16, q8_0 (default: unchanged)");
+  return [o, out, type] { return run_convert(*o, *out, *type); };
+}
+
+Command add_random_command(CLI::App& app) {
+  struct Args {
+    std::string preset = "llama-1b", type = "f16", out;
+    uint64_t seed = 1;
+    int layers = 0;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("random", "Write a randomly initialised model of a realistic shape (for benchmarks)");
+  cmd->add_option("--preset", a->preset, "Shape: tiny, llama-1b (TinyLlama 1.1B), qwen2-0.5b (Qwen2.5 0.5B)");
+  cmd->add_option("--type", a->type, "Weight type: f32, f16, bf16, q8_0 (default f16)");
+  cmd->add_option("--seed", a->seed, "Random seed (default 1)");
+  cmd->add_option("--layers", a->layers, "Override the number of layers")->check(CLI::Range(0, 1000));
+  cmd->add_option("-o,--output", a->out, "Output GGUF file")->required();
+  return [a] { return run_random(a->preset, a->type, a->seed, a->layers, a->out); };
+}
+
+}  // namespace jf::cli

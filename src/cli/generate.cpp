@@ -1,0 +1,106 @@
+// `jf generate`: text generation with streaming output and an optional JSON report.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "kernels/parallel.h"
+#include "tokenizer/tokenizer.h"
+
+namespace jf::cli {
+
+namespace {
+
+struct GenerateArgs {
+  ModelOptions model;
+  PromptOptions prompt;
+  GenerationConfig gen;
+  bool json = false;
+  bool no_echo = false;
+};
+
+nlohmann::json stats_json(const GenerationResult& r) {
+  const GenerationStats& s = r.stats;
+  nlohmann::json j;
+  j["n_prompt"] = s.n_prompt;
+  j["n_tokens"] = s.n_tokens;
+  j["n_forwards"] = s.n_forwards;
+  j["n_forward_rows"] = s.n_forward_rows;
+  j["tpf"] = s.tpf();
+  j["tps"] = s.tps();
+  j["gen_seconds"] = s.gen_seconds;
+  j["prefill_seconds"] = s.prefill_seconds;
+  j["forward_seconds"] = s.forward_seconds;
+  j["decoder_seconds"] = s.gen_seconds - s.forward_seconds;
+  j["accepted_histogram"] = s.accepted_histogram;
+  j["counters"] = s.counters;
+  j["stop_reason"] = stop_reason_name(r.stop);
+  return j;
+}
+
+int run_generate(GenerateArgs& a) {
+  a.gen.sampling.validate();  // bad flag values fail before the model is loaded
+  LoadedModel lm = open_model(a.model);
+  if (!lm.tokenizer) throw Error(a.model.path + ": the model has no tokenizer; generate needs one");
+  const Tokenizer& tok = *lm.tokenizer;
+  std::string prompt_text;
+  std::vector<int32_t> prompt = prompt_tokens(a.prompt, tok, &prompt_text);
+  Session session(*lm.model, context_size(a.model, *lm.model));
+  a.gen.eos_ids.clear();
+  for (int32_t id = 0; id < tok.n_vocab(); id++)
+    if (tok.is_eog(id)) a.gen.eos_ids.push_back(id);
+
+  ArDecoder decoder;
+  StreamingDecoder stream(tok);
+  std::string text;
+  const bool echo = !a.json && !a.no_echo && !a.prompt.chat;
+  if (echo) {
+    std::fputs(prompt_text.c_str(), stdout);
+    std::fflush(stdout);
+  }
+  TokenSink sink = [&](std::span<const int32_t> toks) {
+    std::string piece;
+    for (int32_t t : toks) piece += stream.push(t);
+    text += piece;
+    if (!a.json && !piece.empty()) {
+      std::fputs(piece.c_str(), stdout);
+      std::fflush(stdout);
+    }
+  };
+  GenerationResult r = decoder.generate(session, prompt, a.gen, sink);
+  std::string tail = stream.finish();
+  text += tail;
+  if (a.json) {
+    nlohmann::json j = stats_json(r);
+    j["text"] = text;
+    j["tokens"] = r.tokens;
+    j["decoder"] = decoder.name();
+    j["prompt"] = prompt_text;
+    j["model"] = a.model.path;
+    j["threads"] = num_threads();
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
+    std::printf("%s\n", tail.c_str());
+  }
+  std::fprintf(stderr, "jf: %s: %d tokens, %lld forwards (%.2f tokens/forward), %.1f tokens/s, prefill %d tokens in %.3f s, stop: %s\n",
+               decoder.name().c_str(), r.stats.n_tokens, static_cast<long long>(r.stats.n_forwards), r.stats.tpf(),
+               r.stats.tps(), r.stats.n_prompt, r.stats.prefill_seconds, stop_reason_name(r.stop).c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command add_generate_command(CLI::App& app) {
+  auto args = std::make_shared<GenerateArgs>();
+  CLI::App* cmd = app.add_subcommand("generate", "Generate text from a prompt");
+  add_model_options(cmd, args->model);
+  add_prompt_options(cmd, args->prompt);
+  add_generation_options(cmd, args->gen);
+  add_sampling_options(cmd, args->gen.sampling);
+  cmd->add_flag("--json", args->json, "Print one JSON object with the text, token ids and statistics at the end");
+  cmd->add_flag("--no-echo", args->no_echo, "Do not print the prompt before the generated text");
+  return [args] { return run_generate(*args); };
+}
+
+}  // namespace jf::cli

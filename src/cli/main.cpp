@@ -1,0 +1,42 @@
+// jf: causal parallel decoding engine — command-line entry point.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <map>
+
+#include "base/error.h"
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"jf — run causal language models, decoding several tokens per forward pass, losslessly"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "jf 0.1.0");
+  std::map<CLI::App*, jf::cli::Command> commands;
+  auto add = [&](jf::cli::Command c) { commands[app.get_subcommands({}).back()] = std::move(c); };
+  add(jf::cli::add_generate_command(app));
+  add(jf::cli::add_inspect_command(app));
+  add(jf::cli::add_convert_command(app));
+  add(jf::cli::add_random_command(app));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "jf: error: %s (see jf --help)\n", e.what());
+    return 2;
+  }
+  try {
+    for (auto& [sub, run] : commands)
+      if (sub->parsed()) return run();
+    return 2;
+  } catch (const jf::Error& e) {
+    std::fprintf(stderr, "jf: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "jf: internal error: %s\n", e.what());
+    return 3;
+  }
+}

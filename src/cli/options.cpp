@@ -1,0 +1,75 @@
+#include "cli/options.h"
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+#include "kernels/parallel.h"
+#include "tokenizer/chat.h"
+
+namespace jf::cli {
+
+void add_model_options(CLI::App* app, ModelOptions& o) {
+  app->add_option("-m,--model", o.path, "Model: GGUF file, llama2.c .bin checkpoint, or Hugging Face directory")
+      ->required();
+  app->add_option("--tokenizer", o.tokenizer, "Tokenizer for llama2.c checkpoints (default: tokenizer.bin beside it)");
+  app->add_option("-t,--threads", o.threads, "Threads for the forward pass (default: all cores)")
+      ->check(CLI::Range(0, 1024));
+  app->add_option("-c,--ctx", o.context, "Context size in tokens (default: the model's, at most 4096)")
+      ->check(CLI::Range(0, 1 << 24));
+}
+
+void add_prompt_options(CLI::App* app, PromptOptions& o) {
+  auto* p = app->add_option("-p,--prompt", o.prompt, "Prompt text (default: empty, generation starts from BOS)");
+  app->add_option("-f,--file", o.file, "Read the prompt from a file")->excludes(p);
+  app->add_flag("--chat", o.chat, "Wrap the prompt as a user message in the model's chat template");
+  app->add_option("--chat-format", o.chat_format, "Chat format instead of the model's: chatml, llama3, llama2");
+  app->add_option("--system", o.system, "System message for --chat");
+}
+
+void add_sampling_options(CLI::App* app, SamplingParams& s) {
+  app->add_option("--temp", s.temperature, "Sampling temperature; 0 = greedy (default 0)");
+  app->add_option("--top-k", s.top_k, "Keep only the k most likely tokens; 0 = off (default 0)");
+  app->add_option("--top-p", s.top_p, "Nucleus sampling mass; 1 = off (default 1)");
+  app->add_option("--min-p", s.min_p, "Drop tokens below min-p x the top probability; 0 = off (default 0)");
+  app->add_option("--seed", s.seed, "Random seed for sampling (default 42)");
+}
+
+void add_generation_options(CLI::App* app, GenerationConfig& g) {
+  app->add_option("-n,--n-predict", g.max_new_tokens, "Maximum number of tokens to generate (default 256)")
+      ->check(CLI::Range(0, 1 << 24));
+  app->add_flag("--ignore-eos", g.ignore_eos, "Keep generating after the end-of-generation token");
+}
+
+LoadedModel open_model(const ModelOptions& o) {
+  set_num_threads(o.threads);
+  LoadOptions lo;
+  lo.tokenizer_path = o.tokenizer;
+  return load_model(o.path, lo);
+}
+
+int context_size(const ModelOptions& o, const Model& m) {
+  if (o.context > 0) return o.context;
+  return std::min(m.config().context_length, 4096);
+}
+
+std::vector<int32_t> prompt_tokens(const PromptOptions& o, const Tokenizer& tok, std::string* prompt_text) {
+  std::string text = o.file.empty() ? o.prompt : read_text_file(o.file);
+  *prompt_text = text;
+  if (!o.chat) {
+    std::vector<int32_t> ids = tok.encode(text, /*add_special=*/true, /*parse_special=*/false);
+    if (ids.empty() && tok.bos() >= 0) ids.push_back(tok.bos());  // empty prompt: start from BOS
+    if (ids.empty()) throw Error("the prompt is empty and the vocabulary has no BOS token to start from");
+    return ids;
+  }
+  ChatFormat fmt = detect_chat_format(tok);
+  if (!o.chat_format.empty() && !chat_format_from_name(o.chat_format, &fmt))
+    throw Error("unknown chat format '" + o.chat_format + "' (known: chatml, llama3, llama2)");
+  if (fmt == ChatFormat::None)
+    throw Error("the model has no chat template; pass --chat-format chatml|llama3|llama2 or drop --chat");
+  std::vector<ChatMessage> msgs;
+  if (!o.system.empty()) msgs.push_back({"system", o.system});
+  msgs.push_back({"user", text});
+  *prompt_text = render_chat(fmt, msgs, /*add_generation_prompt=*/true, tok);
+  return tok.encode(*prompt_text, /*add_special=*/false, /*parse_special=*/true);
+}
+
+}  // namespace jf::cli

@@ -1,0 +1,40 @@
+// Command-line options, each declared once (flag, default, help) and shared by the subcommands that
+// need them. Values are validated by the library types they fill (SamplingParams::validate, ...).
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "decode/decoder.h"
+#include "model/loader.h"
+#include "sample/sampler.h"
+
+namespace jf::cli {
+
+struct ModelOptions {
+  std::string path;
+  std::string tokenizer;
+  int threads = 0;  // 0: all hardware threads
+  int context = 0;  // 0: the model's trained context (capped, see context_size())
+};
+
+struct PromptOptions {
+  std::string prompt;
+  std::string file;
+  bool chat = false;
+  std::string chat_format;  // "" = from the model
+  std::string system;
+};
+
+void add_model_options(CLI::App* app, ModelOptions& o);
+void add_prompt_options(CLI::App* app, PromptOptions& o);
+void add_sampling_options(CLI::App* app, SamplingParams& s);
+void add_generation_options(CLI::App* app, GenerationConfig& g);
+
+// Loads the model and applies the thread count; errors name the path.
+LoadedModel open_model(const ModelOptions& o);
+// KV capacity to allocate: --ctx, else the model's context capped at 4096 (memory grows with it).
+int context_size(const ModelOptions& o, const Model& m);
+// Prompt text -> token ids (raw text gets BOS per the vocabulary; --chat renders the chat template).
+std::vector<int32_t> prompt_tokens(const PromptOptions& o, const Tokenizer& tok, std::string* prompt_text);
+
+}  // namespace jf::cli

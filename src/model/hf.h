@@ -1,0 +1,31 @@
+// Hugging Face model directories: config.json + *.safetensors (+ model.safetensors.index.json) +
+// tokenizer.json, for the Llama and Qwen2 architectures; and the re-layout that turns such weights into
+// what GGUF files of the same architecture expect.
+#pragma once
+#include <string>
+
+#include "model/config.h"
+#include "model/loader.h"
+#include "model/weights.h"
+
+namespace jf {
+
+// Reads config.json, maps the safetensors weights (zero-copy; the files stay mapped for the model's
+// lifetime) and loads tokenizer.json when present (tokenizer null otherwise). The model keeps HF's
+// rotate-half RoPE layout: config().rope_style == RopeStyle::Neox. Throws jf::Error naming file and key.
+LoadedModel load_hf_model(const std::string& dir);
+
+// Just the config.json part (exposed for tools and tests).
+ModelConfig config_from_hf(const std::string& dir);
+
+// Llama-3.1 ("rope_type": "llama3") per-frequency divisors for rope_dim / 2 frequencies.
+std::vector<float> llama3_rope_freq_factors(float rope_theta, int rope_dim, double factor, double low_freq_factor,
+                                            double high_freq_factor, double original_context);
+
+// Tensors laid out as GGUF's `cfg.arch` expects: GGUF `llama` rotates interleaved pairs, so Q/K rows (and
+// biases) of a Neox-layout Llama are permuted per head, as llama.cpp's converter does; `qwen2` is Neox.
+// Unchanged tensors are shared with `ts`; permuted ones are owned by the result. Works for every DType
+// (rows move whole). Adds rope_freqs.weight when cfg has frequency factors. *out_cfg gets the new style.
+TensorSet to_gguf_layout(const ModelConfig& cfg, const TensorSet& ts, ModelConfig* out_cfg);
+
+}  // namespace jf

@@ -1,0 +1,69 @@
+#include "model/loader.h"
+
+#include <cstring>
+#include <filesystem>
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+#include "formats/gguf.h"
+#include "model/hf.h"
+
+namespace jf {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool has_gguf_magic(const std::string& path) {
+  MappedFile f(path);
+  return f.size() >= 4 && std::memcmp(f.data(), "GGUF", 4) == 0;
+}
+
+// llama2.c keeps the tokenizer beside the checkpoint: tokenizer.bin, or a single tok*.bin.
+std::string find_llama2c_tokenizer(const std::string& model_path) {
+  fs::path dir = fs::path(model_path).parent_path();
+  if (dir.empty()) dir = ".";
+  if (fs::exists(dir / "tokenizer.bin")) return (dir / "tokenizer.bin").string();
+  std::string found;
+  int count = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (e.path() != fs::path(model_path) && name.rfind("tok", 0) == 0 && e.path().extension() == ".bin") {
+      found = e.path().string();
+      count++;
+    }
+  }
+  if (count == 1) return found;
+  throw Error(model_path + ": llama2.c checkpoint needs its tokenizer; pass --tokenizer PATH/tokenizer.bin");
+}
+
+}  // namespace
+
+LoadedModel load_model(const std::string& path, const LoadOptions& opts) {
+  if (!file_exists(path)) throw Error("model '" + path + "' not found");
+  LoadedModel out;
+  if (is_directory(path) || fs::path(path).extension() == ".safetensors") {
+    return load_hf_model(is_directory(path) ? path : fs::path(path).parent_path().string());
+  }
+  if (has_gguf_magic(path)) {
+    std::shared_ptr<const GgufFile> f(GgufFile::open(path));
+    out.model = model_from_gguf(f);
+    if (f->meta().has("tokenizer.ggml.tokens")) {
+      try {
+        out.tokenizer = Tokenizer::from_gguf(f->meta());
+      } catch (const Error& e) {
+        throw Error(path + ": " + e.what());
+      }
+    }
+  } else {
+    out.model = model_from_llama2c(path);
+    const std::string tok = opts.tokenizer_path.empty() ? find_llama2c_tokenizer(path) : opts.tokenizer_path;
+    out.tokenizer = Tokenizer::from_llama2c(tok, out.model->config().vocab_size);
+  }
+  if (out.tokenizer && out.tokenizer->n_vocab() > out.model->config().vocab_size)
+    throw Error(path + ": tokenizer has " + std::to_string(out.tokenizer->n_vocab()) + " tokens but the model only " +
+                std::to_string(out.model->config().vocab_size));
+  return out;
+}
+
+}  // namespace jf

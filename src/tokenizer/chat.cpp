@@ -1,0 +1,114 @@
+// Chat prompt formats: detection from the model's chat template / vocabulary, and rendering of messages.
+#include "tokenizer/chat.h"
+
+#include "base/error.h"
+#include "tokenizer/tokenizer.h"
+
+namespace jf {
+
+namespace {
+
+const char* const kQwenSystem = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
+
+std::string trim(const std::string& s) {
+  const char* ws = " \t\n\r\f\v";
+  size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return {};
+  size_t e = s.find_last_not_of(ws);
+  return s.substr(b, e - b + 1);
+}
+
+// True when `text` is a single (special) token of the vocabulary.
+bool has_token(const Tokenizer& tok, const std::string& text) {
+  std::vector<int32_t> ids = tok.encode(text, false, true);
+  return ids.size() == 1 && tok.token_text(ids[0]) == text;
+}
+
+std::string special_text(const Tokenizer& tok, int32_t id, const char* fallback) {
+  return id >= 0 ? tok.token_text(id) : std::string(fallback);
+}
+
+}  // namespace
+
+std::string chat_format_name(ChatFormat f) {
+  switch (f) {
+    case ChatFormat::ChatML: return "chatml";
+    case ChatFormat::Llama3: return "llama3";
+    case ChatFormat::Llama2: return "llama2";
+    case ChatFormat::None: break;
+  }
+  return "none";
+}
+
+bool chat_format_from_name(const std::string& name, ChatFormat* out) {
+  for (ChatFormat f : {ChatFormat::ChatML, ChatFormat::Llama3, ChatFormat::Llama2, ChatFormat::None}) {
+    if (name == chat_format_name(f)) {
+      if (out) *out = f;
+      return true;
+    }
+  }
+  return false;
+}
+
+ChatFormat detect_chat_format(const Tokenizer& tok) {
+  const std::string& t = tok.spec().chat_template;
+  if (t.find("<|im_start|>") != std::string::npos) return ChatFormat::ChatML;
+  if (t.find("<|start_header_id|>") != std::string::npos) return ChatFormat::Llama3;
+  if (t.find("[INST]") != std::string::npos) return ChatFormat::Llama2;
+  // No (recognised) template: go by the special tokens the vocabulary has.
+  if (has_token(tok, "<|im_start|>") && has_token(tok, "<|im_end|>")) return ChatFormat::ChatML;
+  if (has_token(tok, "<|start_header_id|>") && has_token(tok, "<|eot_id|>")) return ChatFormat::Llama3;
+  return ChatFormat::None;
+}
+
+std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                        const Tokenizer& tok) {
+  const VocabSpec& spec = tok.spec();
+  std::string out;
+  switch (f) {
+    case ChatFormat::ChatML: {
+      if (spec.add_bos && spec.bos >= 0) out += tok.token_text(spec.bos);
+      bool has_system = !messages.empty() && messages[0].role == "system";
+      if (!has_system && spec.chat_template.find(kQwenSystem) != std::string::npos)
+        out += std::string("<|im_start|>system\n") + kQwenSystem + "<|im_end|>\n";
+      for (const ChatMessage& m : messages) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+      if (add_generation_prompt) out += "<|im_start|>assistant\n";
+      return out;
+    }
+    case ChatFormat::Llama3: {
+      out += special_text(tok, spec.bos, "<|begin_of_text|>");
+      for (const ChatMessage& m : messages)
+        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(m.content) + "<|eot_id|>";
+      if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+      return out;
+    }
+    case ChatFormat::Llama2: {
+      // Meta's format: <s>[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user} [/INST] {answer} </s><s>[INST] ...
+      const std::string bos = special_text(tok, spec.bos, "<s>");
+      const std::string eos = special_text(tok, spec.eos, "</s>");
+      std::string system;
+      for (const ChatMessage& m : messages) {
+        if (m.role == "system") {
+          if (!system.empty()) system += '\n';
+          system += m.content;
+        } else if (m.role == "assistant") {
+          out += ' ';
+          out += trim(m.content);
+          out += ' ';
+          out += eos;
+        } else {
+          std::string content = m.content;
+          if (!system.empty()) content = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content;
+          system.clear();
+          out += bos + "[INST] " + trim(content) + " [/INST]";
+        }
+      }
+      return out;  // the prompt already ends with "[/INST]" when the last message is the user's
+    }
+    case ChatFormat::None:
+      break;
+  }
+  throw Error("no chat format: the model has no recognised chat template (use chatml, llama3 or llama2)");
+}
+
+}  // namespace jf

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# CLI behaviour: outputs, and one-line errors with a non-zero exit for bad input.
+# Usage: cli_test.sh JF_BINARY SHARED_DIR
+set -u
+jf="$1"
+shared="$2"
+fails=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+check_error() {  # name, expected exit code, command...
+  local name="$1" want="$2"
+  shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  local lines
+  lines=$(wc -l <"$tmp/err")
+  if [ "$rc" -ne "$want" ] || [ "$lines" -ne 1 ] || ! grep -q "^jf: error: " "$tmp/err"; then
+    echo "FAIL $name: exit $rc (want $want), stderr:"; cat "$tmp/err"; fails=$((fails + 1))
+  else
+    echo "ok   $name: $(cat "$tmp/err")"
+  fi
+}
+
+check_error "missing model file" 1 "$jf" generate -m /nonexistent.gguf
+check_error "unknown flag" 2 "$jf" generate -m x --bogus
+check_error "bad number" 2 "$jf" generate -m x -n abc
+check_error "negative threads" 2 "$jf" generate -m x -t -1
+check_error "no subcommand" 2 "$jf"
+printf 'GGUF\x03\x00\x00\x00junk' >"$tmp/bad.gguf"
+check_error "truncated gguf" 1 "$jf" generate -m "$tmp/bad.gguf"
+check_error "random model without output" 2 "$jf" random --preset tiny
+
+if [ -d "$shared/models/stories260K" ]; then
+  m="$shared/models/stories260K/stories260K.gguf"
+  check_error "bad temperature" 1 "$jf" generate -m "$m" --temp -2
+  check_error "bad top-p" 1 "$jf" generate -m "$m" --temp 1 --top-p 1.5
+  check_error "prompt longer than context" 1 "$jf" generate -m "$m" -c 4 -p "Once upon a time there was a dog"
+  check_error "missing prompt file" 1 "$jf" generate -m "$m" -f /nonexistent.txt
+  check_error "chat without template" 1 "$jf" generate -m "$m" --chat -p hi
+  check_error "llama2.c without tokenizer" 1 "$jf" generate -m "$shared/models/stories260K/stories260K.bin" --tokenizer /nonexistent.bin
+
+  # Golden output through the CLI (the file ends with a newline, as jf's output does).
+  if "$jf" generate -m "$m" -n 200 2>/dev/null | cmp -s - "$shared/models/stories260K/golden_greedy_n200.txt"; then
+    echo "ok   golden greedy via CLI"
+  else
+    echo "FAIL golden greedy via CLI"; fails=$((fails + 1))
+  fi
+  # --json prints exactly one JSON object with the documented fields.
+  "$jf" generate -m "$m" -n 20 -p "Once upon a time" --json >"$tmp/j" 2>/dev/null
+  if python3 - "$tmp/j" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+need = ["text", "tokens", "n_tokens", "n_forwards", "tpf", "tps", "gen_seconds", "prefill_seconds", "decoder", "stop_reason"]
+missing = [k for k in need if k not in j]
+assert not missing, missing
+assert j["n_tokens"] == len(j["tokens"]) == 20 and j["stop_reason"] == "length" and j["decoder"] == "ar"
+PY
+  then echo "ok   --json fields"; else echo "FAIL --json fields"; fails=$((fails + 1)); fi
+  # convert -> inspect -> generate round trip keeps the output identical (f32 -> f32).
+  "$jf" convert -m "$shared/models/stories260K/stories260K.bin" -o "$tmp/s.gguf" 2>/dev/null &&
+    "$jf" inspect -m "$tmp/s.gguf" >"$tmp/inspect" &&
+    grep -q "architecture:  llama" "$tmp/inspect" &&
+    "$jf" generate -m "$tmp/s.gguf" -n 200 2>/dev/null | cmp -s - "$shared/models/stories260K/golden_greedy_n200.txt" &&
+    echo "ok   convert llama2.c -> GGUF keeps output" || { echo "FAIL convert round trip"; fails=$((fails + 1)); }
+  "$jf" convert -m "$m" -o "$tmp/q8.gguf" --type q8_0 2>/dev/null && "$jf" generate -m "$tmp/q8.gguf" -n 20 >/dev/null 2>&1 &&
+    echo "ok   convert to q8_0 runs" || { echo "FAIL convert q8_0"; fails=$((fails + 1)); }
+  check_error "bad convert type" 1 "$jf" convert -m "$m" -o "$tmp/x.gguf" --type q4_k
+else
+  if [ "${CI:-}" = "true" ]; then echo "FAIL: CI=true but $shared is missing"; fails=$((fails + 1)); else
+    echo "SKIPPED: shared model tests ($shared not found)"; fi
+fi
+[ "$fails" -eq 0 ] && echo "all CLI checks passed" || { echo "$fails CLI checks failed"; exit 1; }

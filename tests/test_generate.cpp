@@ -1,0 +1,150 @@
+// End-to-end generation through the public loader and the AR decoder: the stories260K reference outputs
+// byte for byte (greedy and seeded sampling, GGUF and llama2.c files, every instruction set), and the
+// stop conditions every decoder shares.
+#include <cstdio>
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+#include "decode/decoder.h"
+#include "kernels/cpu.h"
+#include "model/loader.h"
+#include "model/random_model.h"
+#include "test_support.h"
+
+namespace jf {
+namespace {
+
+std::string trim_newline(std::string s) {
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+struct Golden {
+  const char* file;
+  float temp, top_p;
+};
+
+// llama2.c's loop runs pos = 0 .. steps-1 and prints one token per position, so a golden made with
+// steps = 200 holds 200 generated tokens after BOS.
+constexpr int kGoldenTokens = 200;
+
+class Stories : public ::testing::TestWithParam<std::tuple<std::string, Golden, Isa>> {};
+
+TEST_P(Stories, ReproducesReferenceOutputByteForByte) {
+  auto [file, golden, isa] = GetParam();
+  if (!isa_supported(isa)) GTEST_SKIP() << "SKIPPED: CPU lacks " << isa_name(isa);
+  JF_SHARED_PATH(model_path, "models/stories260K/" + file);
+  JF_SHARED_PATH(golden_path, std::string("models/stories260K/") + golden.file);
+  const Isa saved = active_isa();
+  set_active_isa(isa);
+  LoadedModel lm = load_model(model_path);
+  ASSERT_TRUE(lm.tokenizer);
+  Session s(*lm.model, 512);
+  GenerationConfig cfg;
+  cfg.max_new_tokens = kGoldenTokens;
+  cfg.sampling.temperature = golden.temp;
+  cfg.sampling.top_p = golden.top_p;
+  cfg.sampling.seed = 42;
+  cfg.eos_ids = {lm.tokenizer->eos()};
+  std::vector<int32_t> prompt = lm.tokenizer->encode("", true, false);
+  ASSERT_EQ(prompt, std::vector<int32_t>{lm.tokenizer->bos()});
+  ArDecoder ar;
+  StreamingDecoder stream(*lm.tokenizer);
+  std::string text;
+  GenerationResult r = ar.generate(s, prompt, cfg, [&](std::span<const int32_t> t) {
+    for (int32_t id : t) text += stream.push(id);
+  });
+  text += stream.finish();
+  set_active_isa(saved);
+  EXPECT_EQ(r.stop, StopReason::Length);
+  EXPECT_EQ(r.stats.n_tokens, kGoldenTokens);
+  EXPECT_EQ(r.stats.n_forwards, kGoldenTokens);
+  EXPECT_EQ(text, trim_newline(read_text_file(golden_path)));
+  EXPECT_EQ(text, lm.tokenizer->decode(r.tokens));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Goldens, Stories,
+    ::testing::Combine(::testing::Values("stories260K.gguf", "stories260K.bin"),
+                       ::testing::Values(Golden{"golden_greedy_n200.txt", 0.0f, 1.0f},
+                                         Golden{"golden_t1_p095_s42_n200.txt", 1.0f, 0.95f},
+                                         Golden{"golden_t1_p1_s42_n200.txt", 1.0f, 1.0f}),
+                       ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512)),
+    [](const auto& info) {
+      std::string s = std::get<0>(info.param) + "_" + std::get<1>(info.param).file + "_" + isa_name(std::get<2>(info.param));
+      for (char& c : s)
+        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+      return s;
+    });
+
+// Stop conditions on a random model, where EOS can be forced by choosing it as the end-of-generation id.
+class StopConditions : public ::testing::Test {
+ protected:
+  std::unique_ptr<Model> model = random_model(preset_config("tiny"), DType::F32, 3);
+  ArDecoder ar;
+  GenerationConfig cfg;
+  std::vector<int32_t> prompt = {1, 2, 3, 4};
+};
+
+TEST_F(StopConditions, LengthLimit) {
+  Session s(*model, 64);
+  cfg.max_new_tokens = 10;
+  GenerationResult r = ar.generate(s, prompt, cfg);
+  EXPECT_EQ(r.tokens.size(), 10u);
+  EXPECT_EQ(r.stop, StopReason::Length);
+}
+
+TEST_F(StopConditions, EosEndsGenerationAndIsNotReturned) {
+  Session s(*model, 64);
+  cfg.max_new_tokens = 30;
+  GenerationResult free_run = ar.generate(s, prompt, cfg);
+  cfg.eos_ids = {free_run.tokens[5]};
+  GenerationResult r = ar.generate(s, prompt, cfg);
+  size_t first = std::find(free_run.tokens.begin(), free_run.tokens.end(), free_run.tokens[5]) - free_run.tokens.begin();
+  EXPECT_EQ(r.stop, StopReason::Eos);
+  EXPECT_EQ(r.tokens, std::vector<int32_t>(free_run.tokens.begin(), free_run.tokens.begin() + first));
+  cfg.ignore_eos = true;
+  EXPECT_EQ(ar.generate(s, prompt, cfg).tokens, free_run.tokens);
+}
+
+TEST_F(StopConditions, ContextFullAfterCapacityPlusOneTokens) {
+  Session s(*model, 16);
+  cfg.max_new_tokens = 100;
+  GenerationResult r = ar.generate(s, prompt, cfg);
+  EXPECT_EQ(r.stop, StopReason::ContextFull);
+  EXPECT_EQ(prompt.size() + r.tokens.size(), 17u);  // the last token needs no cache slot
+}
+
+TEST_F(StopConditions, PromptLongerThanContextIsAnError) {
+  Session s(*model, 3);
+  EXPECT_THROW(ar.generate(s, prompt, cfg), Error);
+  EXPECT_THROW(ar.generate(s, std::vector<int32_t>{}, cfg), Error);
+}
+
+TEST_F(StopConditions, BadSamplingValuesAreErrors) {
+  Session s(*model, 64);
+  cfg.sampling.temperature = -1;
+  EXPECT_THROW(ar.generate(s, prompt, cfg), Error);
+  cfg.sampling.temperature = 1;
+  cfg.sampling.top_p = 0;
+  EXPECT_THROW(ar.generate(s, prompt, cfg), Error);
+  cfg.sampling.top_p = 1;
+  cfg.sampling.min_p = 2;
+  EXPECT_THROW(ar.generate(s, prompt, cfg), Error);
+}
+
+TEST_F(StopConditions, SeededSamplingIsReproducible) {
+  Session s(*model, 64);
+  cfg.max_new_tokens = 20;
+  cfg.sampling.temperature = 0.9f;
+  cfg.sampling.top_k = 40;
+  cfg.sampling.min_p = 0.01f;
+  cfg.sampling.seed = 7;
+  auto a = ar.generate(s, prompt, cfg).tokens;
+  EXPECT_EQ(ar.generate(s, prompt, cfg).tokens, a);
+  cfg.sampling.seed = 8;
+  EXPECT_NE(ar.generate(s, prompt, cfg).tokens, a);
+}
+
+}  // namespace
+}  // namespace jf

@@ -1,0 +1,143 @@
+// Chat formats: detection from real templates and vocabularies; rendered prompts against hand-written strings.
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "formats/gguf.h"
+#include "test_support.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
+
+namespace jf {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A small SentencePiece vocabulary holding the special tokens of all three formats.
+VocabSpec chat_vocab(const std::string& chat_template, bool with_chat_tokens = true) {
+  VocabSpec s;
+  s.kind = VocabKind::Spm;
+  s.tokens = {"<unk>", "<s>", "</s>", "\xE2\x96\x81", "H", "i", "\xE2\x96\x81Hi"};
+  s.types = {TokenKind::Unknown, TokenKind::Control, TokenKind::Control, TokenKind::Normal,
+             TokenKind::Normal,  TokenKind::Normal,  TokenKind::Normal};
+  if (with_chat_tokens) {
+    for (const char* t : {"<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|start_header_id|>",
+                          "<|end_header_id|>", "<|eot_id|>"}) {
+      s.tokens.push_back(t);
+      s.types.push_back(TokenKind::Control);
+    }
+  }
+  s.unk = 0, s.bos = 1, s.eos = 2;
+  s.chat_template = chat_template;
+  return s;
+}
+
+const std::vector<ChatMessage> kDialog = {
+    {"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Bye"}};
+
+TEST(Chat, Names) {
+  for (ChatFormat f : {ChatFormat::ChatML, ChatFormat::Llama3, ChatFormat::Llama2, ChatFormat::None}) {
+    ChatFormat back = ChatFormat::None;
+    EXPECT_TRUE(chat_format_from_name(chat_format_name(f), &back));
+    EXPECT_EQ(back, f);
+  }
+  EXPECT_EQ(chat_format_name(ChatFormat::ChatML), "chatml");
+  EXPECT_EQ(chat_format_name(ChatFormat::Llama3), "llama3");
+  EXPECT_EQ(chat_format_name(ChatFormat::Llama2), "llama2");
+  ChatFormat f;
+  EXPECT_FALSE(chat_format_from_name("vicuna", &f));
+}
+
+TEST(Chat, QwenTemplateIsChatML) {
+  JF_SHARED_PATH(path, "models/chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja");
+  VocabSpec s = chat_vocab(read_file(path));
+  s.add_bos = false;  // as Qwen2.5's GGUF says
+  Tokenizer tok(s);
+  EXPECT_EQ(detect_chat_format(tok), ChatFormat::ChatML);
+
+  // No system message: the template's default one is used.
+  EXPECT_EQ(render_chat(ChatFormat::ChatML, {{"user", "Hi"}}, true, tok),
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+            "<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  EXPECT_EQ(render_chat(ChatFormat::ChatML, kDialog, true, tok),
+            "<|im_start|>system\nBe brief.<|im_end|>\n"
+            "<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\nHello!<|im_end|>\n"
+            "<|im_start|>user\nBye<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  EXPECT_EQ(render_chat(ChatFormat::ChatML, {{"user", "Hi"}, {"assistant", "Yo"}}, false, tok).substr(0, 22),
+            "<|im_start|>system\nYou");
+
+  // The rendered text encodes its markers as control tokens.
+  std::vector<int32_t> ids = tok.encode(render_chat(ChatFormat::ChatML, {{"user", "Hi"}}, true, tok), false, true);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(tok.token_text(ids.front()), "<|im_start|>");
+}
+
+TEST(Chat, PlainChatMLHasNoDefaultSystem) {
+  Tokenizer tok(chat_vocab("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"));
+  EXPECT_EQ(detect_chat_format(tok), ChatFormat::ChatML);
+  // This vocabulary asks for BOS, so the prompt starts with it.
+  EXPECT_EQ(render_chat(ChatFormat::ChatML, {{"user", "Hi"}}, true, tok),
+            "<s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(Chat, Llama31TemplateIsLlama3) {
+  JF_SHARED_PATH(path, "models/chat-templates/meta-llama-Llama-3.1-8B-Instruct.jinja");
+  VocabSpec s = chat_vocab(read_file(path));
+  s.bos = 9;  // <|begin_of_text|>
+  Tokenizer tok(s);
+  EXPECT_EQ(detect_chat_format(tok), ChatFormat::Llama3);
+  EXPECT_EQ(render_chat(ChatFormat::Llama3, {{"system", "Be brief."}, {"user", " Hi \n"}}, true, tok),
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(render_chat(ChatFormat::Llama3, kDialog, false, tok),
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\nHello!<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nBye<|eot_id|>");
+}
+
+TEST(Chat, Llama2Format) {
+  const std::string tmpl =
+      "{% for message in messages %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + "
+      "message['content'] + ' [/INST]' }}{% endif %}{% endfor %}";
+  Tokenizer tok(chat_vocab(tmpl, false));
+  EXPECT_EQ(detect_chat_format(tok), ChatFormat::Llama2);
+  EXPECT_EQ(render_chat(ChatFormat::Llama2, kDialog, true, tok),
+            "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello! </s><s>[INST] Bye [/INST]");
+  EXPECT_EQ(render_chat(ChatFormat::Llama2, {{"user", " Hi "}}, true, tok), "<s>[INST] Hi [/INST]");
+  std::vector<int32_t> ids = tok.encode(render_chat(ChatFormat::Llama2, kDialog, true, tok), false, true);
+  EXPECT_EQ(ids.front(), 1);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 1);
+}
+
+TEST(Chat, DetectionFallsBackToVocabulary) {
+  EXPECT_EQ(detect_chat_format(Tokenizer(chat_vocab(""))), ChatFormat::ChatML);
+  EXPECT_EQ(detect_chat_format(Tokenizer(chat_vocab("", false))), ChatFormat::None);
+  VocabSpec l3 = chat_vocab("");
+  l3.tokens[7] = "<|im_start_x|>";  // no ChatML markers left, Llama-3 ones remain
+  EXPECT_EQ(detect_chat_format(Tokenizer(l3)), ChatFormat::Llama3);
+  EXPECT_THROW(render_chat(ChatFormat::None, kDialog, true, Tokenizer(chat_vocab(""))), Error);
+}
+
+TEST(Chat, RealVocabularies) {
+  JF_SHARED_PATH(phi_path, "models/tokenizers/ggml-vocab-phi-3.gguf");
+  auto phi = Tokenizer::from_gguf(GgufFile::open(phi_path)->meta());
+  EXPECT_EQ(detect_chat_format(*phi), ChatFormat::None);  // Phi-3's <|user|> format is not one of ours
+  JF_SHARED_PATH(gpt2_path, "models/tokenizers/ggml-vocab-gpt-2.gguf");
+  auto gpt2 = Tokenizer::from_gguf(GgufFile::open(gpt2_path)->meta());
+  EXPECT_EQ(detect_chat_format(*gpt2), ChatFormat::None);
+}
+
+}  // namespace
+}  // namespace jf
