@@ -5,13 +5,16 @@
 namespace jf {
 
 Session::Session(const Model& model, int context_size)
-    : model_(model),
-      transformer_(model.config(), model.weights()),
+    : owned_(std::make_unique<Transformer>(model.config(), model.weights())),
+      fwd_(owned_.get()),
       cache_(model.config(), context_size > 0 ? context_size : model.config().context_length) {}
+
+Session::Session(ForwardPass& fwd, int context_size)
+    : fwd_(&fwd), cache_(fwd.config(), context_size > 0 ? context_size : fwd.config().context_length) {}
 
 const float* Session::forward(SequenceInput& in) {
   const double t0 = now_seconds();
-  const float* logits = transformer_.forward(in);
+  const float* logits = fwd_->forward(in);
   forward_seconds_ += now_seconds() - t0;
   n_forwards_++;
   n_rows_ += static_cast<int64_t>(in.tokens.size());

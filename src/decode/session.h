@@ -2,6 +2,7 @@
 // timed and counted for statistics.
 #pragma once
 #include <cstdint>
+#include <memory>
 
 #include "model/batch.h"
 #include "model/kv_cache.h"
@@ -13,9 +14,11 @@ namespace jf {
 class Session {
  public:
   Session(const Model& model, int context_size);  // context_size <= 0: the model's trained context
+  // Any forward pass (tests use deterministic fakes); `fwd` must outlive the session.
+  Session(ForwardPass& fwd, int context_size);
 
-  const Model& model() const { return model_; }
-  int vocab_size() const { return model_.config().vocab_size; }
+  const ModelConfig& config() const { return fwd_->config(); }
+  int vocab_size() const { return fwd_->config().vocab_size; }
   KvCache& cache() { return cache_; }
   const KvCache& cache() const { return cache_; }
   int context_size() const { return cache_.capacity(); }
@@ -28,8 +31,8 @@ class Session {
   double forward_seconds() const { return forward_seconds_; }
 
  private:
-  const Model& model_;
-  Transformer transformer_;
+  std::unique_ptr<ForwardPass> owned_;
+  ForwardPass* fwd_;
   KvCache cache_;
   int64_t n_forwards_ = 0, n_rows_ = 0;
   double forward_seconds_ = 0;

@@ -1,5 +1,7 @@
 #include "kernels/cpu.h"
 
+#include <cpuid.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -11,13 +13,19 @@ namespace {
 
 Isa detect() {
 #if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-  if (avx2 && avx512) return Isa::Avx512;
-  if (avx2) return Isa::Avx2;
-#endif
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return Isa::Scalar;
+  const bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28), f16c = c & (1u << 29);
+  if (!(fma && osxsave && avx && f16c)) return Isa::Scalar;
+  unsigned lo, hi;
+  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));  // which register states the OS saves
+  if ((lo & 0x6) != 0x6) return Isa::Scalar;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & (1u << 5))) return Isa::Scalar;  // AVX2
+  const bool avx512 = (b & (1u << 16)) && (b & (1u << 30)) && (b & (1u << 31)) && (lo & 0xe0) == 0xe0;  // F, BW, VL
+  return avx512 ? Isa::Avx512 : Isa::Avx2;
+#else
   return Isa::Scalar;
+#endif
 }
 
 Isa initial() {

@@ -12,22 +12,33 @@
 
 namespace jf {
 
-class Transformer {
+// What decoders need from a model: one forward over a batch of sequences. The Transformer is the real
+// one; tests substitute deterministic fakes to drive decoders through exact scenarios.
+class ForwardPass {
  public:
-  Transformer(const ModelConfig& cfg, const ModelWeights& w);
+  virtual ~ForwardPass() = default;
+  // Runs every sequence's new tokens through the model in one pass, appends their keys/values to each
+  // sequence's cache (size grows by the number of new tokens), and returns logits for the requested rows,
+  // sequence after sequence, vocab_size floats per row. The pointer is valid until the next call.
+  // Throws jf::Error on bad tokens/positions or a full cache.
+  virtual const float* forward(std::span<SequenceInput* const> seqs) = 0;
+  virtual const ModelConfig& config() const = 0;
 
-  // Runs every sequence's new tokens through the model in one pass (each weight is read once for all
-  // rows), appends their keys/values to each sequence's cache (size grows by the number of new tokens),
-  // and returns logits for the requested rows, sequence after sequence, vocab_size floats per row.
-  // The pointer is valid until the next call. Throws jf::Error on bad tokens/positions or a full cache.
-  const float* forward(std::span<SequenceInput* const> seqs);
   const float* forward(SequenceInput& seq) {
     SequenceInput* p = &seq;
     return forward(std::span<SequenceInput* const>(&p, 1));
   }
+  int vocab_size() const { return config().vocab_size; }
+};
 
-  const ModelConfig& config() const { return cfg_; }
-  int vocab_size() const { return cfg_.vocab_size; }
+class Transformer : public ForwardPass {
+ public:
+  Transformer(const ModelConfig& cfg, const ModelWeights& w);
+
+  // Each weight is read once for all rows of all sequences.
+  const float* forward(std::span<SequenceInput* const> seqs) override;
+  using ForwardPass::forward;
+  const ModelConfig& config() const override { return cfg_; }
   uint64_t n_forwards() const { return n_forwards_; }
 
  private:
