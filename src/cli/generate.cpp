@@ -16,6 +16,7 @@ struct GenerateArgs {
   ModelOptions model;
   PromptOptions prompt;
   GenerationConfig gen;
+  DecoderOptions decoder;
   bool json = false;
   bool no_echo = false;
 };
@@ -41,6 +42,7 @@ nlohmann::json stats_json(const GenerationResult& r) {
 
 int run_generate(GenerateArgs& a) {
   a.gen.sampling.validate();  // bad flag values fail before the model is loaded
+  a.decoder.validate(a.gen.sampling.greedy());
   LoadedModel lm = open_model(a.model);
   if (!lm.tokenizer) throw Error(a.model.path + ": the model has no tokenizer; generate needs one");
   const Tokenizer& tok = *lm.tokenizer;
@@ -51,7 +53,8 @@ int run_generate(GenerateArgs& a) {
   for (int32_t id = 0; id < tok.n_vocab(); id++)
     if (tok.is_eog(id)) a.gen.eos_ids.push_back(id);
 
-  ArDecoder decoder;
+  std::unique_ptr<Decoder> decoder_ptr = make_decoder(a.decoder);
+  Decoder& decoder = *decoder_ptr;
   StreamingDecoder stream(tok);
   std::string text;
   const bool echo = !a.json && !a.no_echo && !a.prompt.chat;
@@ -98,6 +101,7 @@ Command add_generate_command(CLI::App& app) {
   add_prompt_options(cmd, args->prompt);
   add_generation_options(cmd, args->gen);
   add_sampling_options(cmd, args->gen.sampling);
+  add_decoder_options(cmd, args->decoder);
   cmd->add_flag("--json", args->json, "Print one JSON object with the text, token ids and statistics at the end");
   cmd->add_flag("--no-echo", args->no_echo, "Do not print the prompt before the generated text");
   return [args] { return run_generate(*args); };

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "decode/decoder.h"
+#include "decode/options.h"
 #include "model/loader.h"
 #include "sample/sampler.h"
 
@@ -29,6 +30,8 @@ void add_model_options(CLI::App* app, ModelOptions& o);
 void add_prompt_options(CLI::App* app, PromptOptions& o);
 void add_sampling_options(CLI::App* app, SamplingParams& s);
 void add_generation_options(CLI::App* app, GenerationConfig& g);
+// --decoder and every strategy's parameters. `with_name`: also declare --decoder (bench declares --decoders).
+void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name = true);
 
 // Loads the model and applies the thread count; errors name the path.
 LoadedModel open_model(const ModelOptions& o);

@@ -1,0 +1,60 @@
+// Draft tokens as a tree rooted at the pending token, laid out as rows of one forward pass, and the
+// verification every strategy shares: greedy (follow the argmax) or sampled (draw, then follow the child
+// that matches the draw — "sample then match", lossless for any sampler).
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/batch.h"
+#include "sample/sampler.h"
+
+namespace jf {
+
+class DraftTree {
+ public:
+  // Node 0 is the root: the pending token (committed, without a cache entry yet).
+  void reset(int32_t root_token);
+  // Child of `parent` with `token`; an existing identical child is reused, so shared prefixes of
+  // several candidates cost one row.
+  int add(int parent, int32_t token);
+  // Appends tokens as a chain under `parent`; returns the node of every token.
+  std::vector<int> add_chain(int parent, std::span<const int32_t> tokens);
+
+  int size() const { return static_cast<int>(token_.size()); }
+  int32_t token(int node) const { return token_[node]; }
+  int parent(int node) const { return parent_[node]; }
+  int depth(int node) const { return depth_[node]; }
+  int child(int node, int32_t token) const;  // -1 if none
+
+  // Writes the nodes as rows 0..size()-1 of `in` (tokens, positions base_pos + depth, each node seeing its
+  // ancestors); `in.mask` must already be reset to the total row count. Requests logits for every node.
+  void emit(SequenceInput& in, int base_pos) const;
+
+ private:
+  std::vector<int32_t> token_;
+  std::vector<int> parent_, depth_;
+  std::vector<std::vector<int>> children_;
+};
+
+struct Acceptance {
+  std::vector<int> path;        // accepted nodes below the root, in order (their rows hold valid KV)
+  std::vector<int32_t> tokens;  // tokens to commit: the path's tokens, then the next token
+};
+
+// Greedy: from the root, follow the child equal to argmax(logits of the current node); the last argmax is
+// the bonus token. `row_logits(node)` gives the node's logits.
+template <class RowLogits>
+void accept_greedy(const DraftTree& t, RowLogits row_logits, int vocab, Acceptance& out);
+// Sampling: draw the next token from the current node's distribution, follow the child equal to the draw.
+// Every committed token is an exact sample of the model's distribution given the committed prefix.
+template <class RowLogits>
+void accept_sampled(const DraftTree& t, RowLogits row_logits, Sampler& sampler, Acceptance& out);
+
+// Moves the cache entries of the root and the accepted path (rows first_slot + node) into place after
+// the committed prefix of length `first_slot`, dropping all other rows of this forward.
+void keep_path(KvCache& cache, int first_slot, const Acceptance& acc);
+
+}  // namespace jf
+
+#include "decode/draft_tree_inl.h"

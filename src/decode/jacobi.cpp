@@ -1,0 +1,64 @@
+#include "decode/jacobi.h"
+
+#include <algorithm>
+
+#include "kernels/ops.h"
+
+namespace jf {
+
+int max_draft(const DecodeContext& ctx, int wanted) {
+  return std::max(0, std::min({wanted, ctx.room() - 1, ctx.remaining() - 1}));
+}
+
+void JacobiDecoder::decode(DecodeContext& ctx) {
+  Session& s = ctx.session();
+  const int V = s.vocab_size(), n = opt_.block;
+  Rng rng(opt_.seed);
+  DraftTree tree;
+  SequenceInput in;
+  Acceptance acc;
+  std::vector<int32_t> draft, next;
+  int budget = 0;  // per-block mode: tokens the current block still has to commit
+  while (!ctx.done()) {
+    if (ctx.room() < 1) return ctx.stop_context_full();
+    if (opt_.running) {
+      budget = n;
+      if (static_cast<int>(draft.size()) < n - 1) add_guesses(opt_.init, ctx.history(), V, rng, n - 1 - static_cast<int>(draft.size()), draft);
+    } else if (budget == 0) {
+      budget = n;
+      draft.clear();
+      add_guesses(opt_.init, ctx.history(), V, rng, n - 1, draft);
+      ctx.count("blocks");
+    }
+    draft.resize(static_cast<size_t>(max_draft(ctx, std::min<int>(static_cast<int>(draft.size()), budget - 1))));
+
+    // ---- forward the pending token and the draft as one causal chain
+    const int S = s.cache().size();
+    tree.reset(ctx.pending());
+    tree.add_chain(0, draft);
+    in.cache = &s.cache();
+    in.logit_rows.clear();
+    in.tokens.clear();
+    in.positions.clear();
+    in.mask.reset(tree.size());
+    tree.emit(in, S);
+    const float* logits = ctx.forward(in);
+    auto row = [&](int r) { return logits + static_cast<size_t>(r) * V; };
+
+    // ---- accept the matching prefix plus one token; rejected positions' predictions form the next draft
+    accept_greedy(tree, row, V, acc);
+    const int k = static_cast<int>(acc.path.size());
+    keep_path(s.cache(), S, acc);
+    ctx.count("draft_tokens", static_cast<int64_t>(draft.size()));
+    ctx.count("accepted_draft_tokens", k);
+    budget = std::max(0, budget - (k + 1));
+    const int L = tree.size();
+    const int keep = opt_.running ? L - 1 - k : std::max(0, budget - 1);  // block mode: stay inside the block
+    next.clear();
+    for (int r = k + 1; r < L && static_cast<int>(next.size()) < keep; r++) next.push_back(static_cast<int32_t>(argmax(row(r), V)));
+    draft.swap(next);
+    ctx.commit(acc.tokens);
+  }
+}
+
+}  // namespace jf

@@ -1,0 +1,188 @@
+#include "decode/multiblock.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "decode/jacobi.h"
+#include "kernels/ops.h"
+
+namespace jf {
+
+namespace {
+
+struct PseudoBlock {
+  std::vector<int32_t> acc;    // pseudo-accepted tokens (conditioned on unverified text before them)
+  std::vector<int32_t> draft;  // |acc| + |draft| == n
+  int32_t after = -1;          // once converged: the prediction for the position after the block
+  std::vector<int32_t> tokens() const {
+    std::vector<int32_t> t = acc;
+    t.insert(t.end(), draft.begin(), draft.end());
+    return t;
+  }
+};
+
+// Pseudo-active blocks placed after the real-active chain: rows, positions, visibility, logit rows.
+void emit_pseudo(const std::vector<PseudoBlock>& blocks, int n, const std::vector<int>& ra_chain, int first_row,
+                 int first_pos, SequenceInput& in, std::vector<int>& draft_rows) {
+  draft_rows.clear();
+  int row = first_row;
+  for (const PseudoBlock& b : blocks) {
+    const std::vector<int32_t> t = b.tokens();
+    for (int j = 0; j < n; j++) {
+      const int r = row + j;
+      in.tokens[r] = t[j];
+      in.positions[r] = first_pos + (row - first_row) + j;
+      in.mask.set(r, 0);
+      for (int node : ra_chain) in.mask.set(r, node);
+      for (int e = first_row; e <= r; e++) in.mask.set(r, e);  // earlier blocks and itself, causally
+      if (j >= static_cast<int>(b.acc.size())) {
+        in.logit_rows.push_back(r);
+        draft_rows.push_back(r);
+      }
+    }
+    row += n;
+  }
+}
+
+// One Jacobi step of a pseudo-active block from the argmax of its draft rows.
+void advance_pseudo(PseudoBlock& b, const std::vector<int32_t>& g) {
+  const int L = static_cast<int>(b.draft.size());
+  if (L == 0) return;  // already converged
+  int a = 1;  // its first draft token is taken as given (pseudo-verified by the previous step)
+  while (a < L && b.draft[a] == g[a - 1]) a++;
+  b.acc.insert(b.acc.end(), b.draft.begin(), b.draft.begin() + a);
+  if (a == L) {
+    b.draft.clear();
+    b.after = g[L - 1];
+    return;
+  }
+  std::vector<int32_t> next = {g[a - 1]};
+  next.insert(next.end(), g.begin() + a, g.end() - 1);
+  b.draft.swap(next);
+}
+
+}  // namespace
+
+void MultiblockDecoder::decode(DecodeContext& ctx) {
+  Session& s = ctx.session();
+  const int V = s.vocab_size(), n = opt_.block, K = opt_.max_blocks;
+  const int spawn_at = static_cast<int>(std::ceil(opt_.spawn_ratio * n - 1e-6f));
+  Rng rng(opt_.seed);
+  DraftTree tree;
+  SequenceInput in;
+  Acceptance acc;
+  std::vector<int32_t> draft, next, cand, g;
+  std::vector<std::vector<int>> chains;  // tree chains: [0] the real-active draft, then recycled candidates
+  std::vector<int> pseudo_rows;
+  std::vector<PseudoBlock> pseudo;
+  std::deque<std::vector<int32_t>> recycle;
+  int budget = 0;  // tokens the real-active block still has to commit
+
+  while (!ctx.done()) {
+    if (ctx.room() < 1) return ctx.stop_context_full();
+    if (budget == 0) {  // the real-active block is complete: promote the next one, or start fresh
+      draft.clear();
+      if (!pseudo.empty()) {
+        const std::vector<int32_t> t = pseudo.front().tokens();
+        draft.assign(t.begin() + 1, t.end());  // its first token is now known: the pending token
+        pseudo.erase(pseudo.begin());
+        ctx.count("blocks_promoted");
+      } else {
+        add_guesses(opt_.init, ctx.history(), V, rng, n - 1, draft);
+        ctx.count("blocks_started");
+      }
+      budget = n;
+    }
+    const int d = max_draft(ctx, budget - 1);
+    if (static_cast<int>(draft.size()) > d) draft.resize(static_cast<size_t>(d));
+    if (static_cast<int>(draft.size()) < d) add_guesses(opt_.init, ctx.history(), V, rng, d - static_cast<int>(draft.size()), draft);
+
+    // ---- real-active draft plus recycled candidates that continue the pending token, as one tree
+    const int S = s.cache().size();
+    tree.reset(ctx.pending());
+    chains.assign(1, tree.add_chain(0, draft));
+    for (int e = static_cast<int>(recycle.size()) - 2; e >= 0 && d > 0; e--) {  // newest entry is the draft itself
+      const std::vector<int32_t>& entry = recycle[e];
+      auto it = std::find(entry.begin(), entry.end(), ctx.pending());
+      if (it == entry.end()) continue;
+      cand.assign(it + 1, it + 1 + std::min<ptrdiff_t>(d, entry.end() - (it + 1)));
+      for (size_t i = cand.size(); i < static_cast<size_t>(d); i++) cand.push_back(draft[i]);
+      if (cand == draft || tree.size() + d > ctx.room()) continue;
+      chains.push_back(tree.add_chain(0, cand));
+      ctx.count("recycled_candidates");
+    }
+
+    // ---- pseudo-active blocks follow the real-active block's full draft
+    const bool with_pseudo = !pseudo.empty() && d == budget - 1 &&
+                             tree.size() + static_cast<int>(pseudo.size()) * n <= ctx.room();
+    const int M = tree.size() + (with_pseudo ? static_cast<int>(pseudo.size()) * n : 0);
+    in.cache = &s.cache();
+    in.tokens.assign(M, 0);
+    in.positions.assign(M, 0);
+    in.logit_rows.clear();
+    in.mask.reset(M);
+    tree.emit(in, S);
+    if (with_pseudo) emit_pseudo(pseudo, n, chains[0], tree.size(), S + budget, in, pseudo_rows);
+    const float* logits = ctx.forward(in);
+    auto row = [&](int logit_row) { return logits + static_cast<size_t>(logit_row) * V; };  // tree nodes first
+
+    // ---- verify the real-active block
+    accept_greedy(tree, row, V, acc);
+    const int k = static_cast<int>(acc.path.size());
+    keep_path(s.cache(), S, acc);
+    ctx.count("accepted_draft_tokens", k);
+    size_t win = 0;  // the chain the accepted path runs along
+    for (size_t c = 0; c < chains.size(); c++)
+      if (static_cast<int>(chains[c].size()) >= k && std::equal(acc.path.begin(), acc.path.end(), chains[c].begin())) {
+        win = c;
+        break;
+      }
+    if (win > 0) ctx.count("recycle_wins");
+    const int32_t ra_tail_pred = d > 0 ? static_cast<int32_t>(argmax(row(chains[0].back()), V)) : -1;
+    const int new_budget = std::max(0, budget - (k + 1));
+    next.clear();
+    for (size_t i = k + 1; i < chains[win].size() && static_cast<int>(next.size()) < new_budget - 1; i++)
+      next.push_back(static_cast<int32_t>(argmax(row(chains[win][i]), V)));
+    if (opt_.pool > 0 && k < d) {  // rejection: keep what this step drafted for later recycling
+      std::vector<int32_t> all = {ctx.pending()};
+      all.insert(all.end(), draft.begin(), draft.end());
+      for (const PseudoBlock& b : pseudo) {
+        const std::vector<int32_t> t = b.tokens();
+        all.insert(all.end(), t.begin(), t.end());
+      }
+      recycle.push_back(std::move(all));
+      std::vector<int32_t> tail = {acc.tokens.back()};
+      tail.insert(tail.end(), next.begin(), next.end());
+      recycle.push_back(std::move(tail));
+      while (static_cast<int>(recycle.size()) > opt_.pool) recycle.pop_front();
+    }
+
+    // ---- pseudo-active blocks take one Jacobi step each
+    if (with_pseudo) {
+      size_t r = 0;
+      for (PseudoBlock& b : pseudo) {
+        g.clear();
+        for (size_t j = 0; j < b.draft.size(); j++, r++)
+          g.push_back(static_cast<int32_t>(argmax(row(tree.size() + static_cast<int>(r)), V)));
+        advance_pseudo(b, g);
+      }
+    }
+
+    // ---- spawn a block after the newest one once it is far enough along
+    const int newest_acc = pseudo.empty() ? n - new_budget : static_cast<int>(pseudo.back().acc.size());
+    if (1 + static_cast<int>(pseudo.size()) < K && newest_acc >= spawn_at && new_budget > 0) {
+      PseudoBlock b;
+      const int32_t first = pseudo.empty() ? ra_tail_pred : pseudo.back().after;
+      if (first >= 0) b.draft.push_back(first);
+      add_guesses(opt_.init, ctx.history(), V, rng, n - static_cast<int>(b.draft.size()), b.draft);
+      pseudo.push_back(std::move(b));
+      ctx.count("blocks_spawned");
+    }
+
+    budget = new_budget;
+    draft.swap(next);
+    ctx.commit(acc.tokens);
+  }
+}
+
+}  // namespace jf

@@ -1,0 +1,51 @@
+#include "decode/options.h"
+
+#include "base/error.h"
+#include "decode/jacobi.h"
+#include "decode/lookahead.h"
+#include "decode/multiblock.h"
+#include "decode/pld.h"
+#include "decode/sjd.h"
+
+namespace jf {
+
+namespace {
+void need(bool ok, const std::string& what) {
+  if (!ok) throw Error(what);
+}
+}  // namespace
+
+std::vector<std::string> decoder_names() { return {"ar", "jacobi", "lookahead", "pld", "multiblock", "sjd"}; }
+
+void DecoderOptions::validate(bool greedy) const {
+  bool known = false;
+  for (const auto& n : decoder_names()) known |= n == name;
+  need(known, "unknown decoder '" + name + "' (known: ar, jacobi, lookahead, pld, multiblock, sjd)");
+  need(block >= 1 && block <= 4096, "--block must be between 1 and 4096, got " + std::to_string(block));
+  need(window >= 1 && window <= 256, "--W must be between 1 and 256, got " + std::to_string(window));
+  need(ngram >= 2 && ngram <= 64, "--N must be between 2 and 64, got " + std::to_string(ngram));
+  need(guesses >= 0 && guesses <= 256, "--G must be between 0 and 256, got " + std::to_string(guesses));
+  need(draft_max >= 0 && draft_max <= 4096, "--draft-max must be between 0 and 4096, got " + std::to_string(draft_max));
+  need(ngram_max >= 1 && ngram_max <= 16, "--ngram-max must be between 1 and 16, got " + std::to_string(ngram_max));
+  need(max_blocks >= 1 && max_blocks <= 64, "--K must be between 1 and 64, got " + std::to_string(max_blocks));
+  need(spawn_ratio > 0.0f && spawn_ratio <= 1.0f, "--r must be in (0, 1], got " + std::to_string(spawn_ratio));
+  need(pool >= 0 && pool <= 1024, "--pool must be between 0 and 1024, got " + std::to_string(pool));
+  if (name == "jacobi" || name == "multiblock")
+    need(greedy, "decoder '" + name + "' is greedy only (--temp 0); for sampling use sjd, lookahead or pld");
+  if (name == "sjd") need(!greedy, "decoder 'sjd' is for sampling: give --temp > 0 (for greedy use jacobi)");
+}
+
+std::unique_ptr<Decoder> make_decoder(const DecoderOptions& o) {
+  if (o.name == "jacobi") return std::make_unique<JacobiDecoder>(JacobiOptions{o.block, o.running_window, o.init, o.draft_seed});
+  if (o.name == "lookahead")
+    return std::make_unique<LookaheadDecoder>(LookaheadOptions{o.window, o.ngram, o.guesses, o.pool_from_prompt, o.init, o.draft_seed});
+  if (o.name == "pld") return std::make_unique<PldDecoder>(PldOptions{o.draft_max, o.ngram_max});
+  if (o.name == "multiblock")
+    return std::make_unique<MultiblockDecoder>(
+        MultiblockOptions{o.block, o.max_blocks, o.spawn_ratio, o.pool, o.init, o.draft_seed});
+  if (o.name == "sjd") return std::make_unique<SjdDecoder>(SjdOptions{o.block, o.init, o.draft_seed, false});
+  if (o.name == "ar") return std::make_unique<ArDecoder>();
+  throw Error("unknown decoder '" + o.name + "'");
+}
+
+}  // namespace jf

@@ -1,0 +1,42 @@
+// Every decoding strategy's parameters in one struct, validated in one place, and the factory that
+// builds a strategy by name.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "decode/decoder.h"
+#include "decode/draft_init.h"
+
+namespace jf {
+
+struct DecoderOptions {
+  std::string name = "ar";  // ar | jacobi | lookahead | pld | multiblock | sjd
+
+  // jacobi, multiblock, sjd: block size n (tokens a block commits; a forward carries up to n rows)
+  int block = 4;
+  bool running_window = false;  // jacobi: keep the draft at block-1 tokens instead of shrinking per block
+  DraftInit init = DraftInit::Context;
+  uint64_t draft_seed = 1234;   // RNG for initial guesses (never affects greedy outputs)
+
+  // lookahead: window W, n-gram size N, verification candidates G (also n-grams kept per key)
+  int window = 4, ngram = 3, guesses = 4;
+  bool pool_from_prompt = true;  // seed the n-gram pool with the prompt's (and the output's) n-grams
+
+  // pld: longest earlier match of the last 1..ngram_max tokens proposes up to draft_max tokens
+  int draft_max = 8;
+  int ngram_max = 4;
+
+  // multiblock: up to K blocks in flight, spawn at ceil(r * n) accepted, rejection-recycling pool size
+  int max_blocks = 2;
+  float spawn_ratio = 0.85f;
+  int pool = 4;
+
+  // Throws jf::Error for values or combinations that make no sense (greedy = temperature 0).
+  void validate(bool greedy) const;
+};
+
+std::vector<std::string> decoder_names();
+std::unique_ptr<Decoder> make_decoder(const DecoderOptions& opts);
+
+}  // namespace jf

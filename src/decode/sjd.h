@@ -1,0 +1,34 @@
+// Speculative Jacobi Decoding (Teng et al. 2024) for sampling: each draft token was sampled from the
+// distribution its position had in the previous iteration (q); it is accepted with probability
+// min(1, p(x)/q(x)) under the current distribution p, and the first rejection is replaced by a draw from
+// normalize(max(0, p - q)). Guesses that were never sampled count as q = one-hot. Lossless in distribution.
+#pragma once
+#include "decode/decoder.h"
+#include "decode/draft_init.h"
+
+namespace jf {
+
+struct SjdOptions {
+  int block = 4;  // rows per forward: the pending token and block-1 draft tokens
+  DraftInit init = DraftInit::Context;
+  uint64_t seed = 1234;
+  bool accept_all_for_testing = false;  // a deliberately broken verifier, for the statistical test only
+};
+
+// One speculative-sampling decision for draft token x: p and q are normalised dense distributions
+// (q == nullptr: x was a guess, q is one-hot at x). Returns x if accepted, else a draw from the residual.
+int32_t speculative_verify(const std::vector<float>& p, const float* q, int32_t x, Rng& rng, bool* accepted);
+
+class SjdDecoder : public Decoder {
+ public:
+  explicit SjdDecoder(const SjdOptions& o) : opt_(o) {}
+  std::string name() const override { return "sjd"; }
+
+ protected:
+  void decode(DecodeContext& ctx) override;
+
+ private:
+  SjdOptions opt_;
+};
+
+}  // namespace jf

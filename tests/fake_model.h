@@ -1,0 +1,103 @@
+// A deterministic stand-in for a transformer, for driving decoders through exact scenarios.
+// Each row's logits are a function of the tokens the row can see (its cache slots, then its visible new
+// tokens, in slot order). The fake also checks the geometry every decoder must respect: a row's position
+// equals the number of tokens it sees before itself, and what it sees are positions 0, 1, 2, ... in order.
+// It keeps each slot's token and position in its KV cache, so truncate/keep are exercised for real.
+#pragma once
+#include <functional>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+#include "model/kv_cache.h"
+#include "model/transformer.h"
+
+namespace jf::test {
+
+// rule(visible tokens, logits out[vocab])
+using NextTokenRule = std::function<void(std::span<const int32_t>, float*)>;
+
+class FakeModel : public ForwardPass {
+ public:
+  FakeModel(int vocab, NextTokenRule rule, int context = 4096) : rule_(std::move(rule)) {
+    cfg_.vocab_size = vocab;
+    cfg_.dim = 1, cfg_.n_layers = 1, cfg_.n_heads = 1, cfg_.n_kv_heads = 1, cfg_.head_dim = 1, cfg_.ffn_dim = 1;
+    cfg_.rope_dim = 0;
+    cfg_.context_length = context;
+  }
+  const ModelConfig& config() const override { return cfg_; }
+  int64_t rows_seen() const { return rows_; }
+
+  const float* forward(std::span<SequenceInput* const> seqs) override {
+    logits_.clear();
+    std::vector<int32_t> visible;
+    for (SequenceInput* s : seqs) {
+      KvCache& c = *s->cache;
+      const int past = c.size(), m = static_cast<int>(s->tokens.size());
+      c.append(m);
+      for (int i = 0; i < m; i++) {
+        c.k(0, past + i)[0] = static_cast<float>(s->tokens[i]);
+        c.v(0, past + i)[0] = static_cast<float>(s->positions.empty() ? past + i : s->positions[i]);
+      }
+      std::vector<std::vector<float>> rows(m);
+      for (int i = 0; i < m; i++) {
+        visible.clear();
+        int expect_pos = 0;
+        auto see = [&](int slot) {
+          if (static_cast<int>(c.v(0, slot)[0]) != expect_pos)
+            throw std::logic_error("fake model: a row sees position " + std::to_string(c.v(0, slot)[0]) +
+                                   " where position " + std::to_string(expect_pos) + " belongs");
+          expect_pos++;
+          visible.push_back(static_cast<int32_t>(c.k(0, slot)[0]));
+        };
+        for (int j = 0; j < past; j++) see(j);
+        for (int j = 0; j < m; j++)
+          if (s->mask.size() == 0 ? j <= i : s->mask.get(i, j)) see(past + j);
+        rows[i].assign(cfg_.vocab_size, 0.0f);
+        rule_(visible, rows[i].data());
+        rows_++;
+      }
+      for (int r : s->logit_rows) logits_.insert(logits_.end(), rows[r].begin(), rows[r].end());
+    }
+    return logits_.data();
+  }
+
+ private:
+  ModelConfig cfg_;
+  NextTokenRule rule_;
+  std::vector<float> logits_;
+  int64_t rows_ = 0;
+};
+
+inline uint64_t mix(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
+}
+
+// Greedy rule that follows `text` while the visible tokens are a prefix of it, else falls back to a
+// function of the last two tokens (so wrong drafts lead somewhere deterministic). Peaked logits.
+inline NextTokenRule oracle_rule(std::vector<int32_t> text, int vocab) {
+  return [text = std::move(text), vocab](std::span<const int32_t> seen, float* logits) {
+    int32_t next;
+    if (seen.size() < text.size() && std::equal(seen.begin(), seen.end(), text.begin()))
+      next = text[seen.size()];
+    else
+      next = static_cast<int32_t>(mix(seen.back() * 1315423911ull + (seen.size() > 1 ? seen[seen.size() - 2] : 7)) % vocab);
+    for (int v = 0; v < vocab; v++) logits[v] = static_cast<float>(mix(v + 977) % 1000) / 1000.0f;
+    logits[next] = 10.0f;
+  };
+}
+
+// Sampling rule: a context-dependent, non-degenerate distribution over a small vocabulary.
+inline NextTokenRule sampling_rule(int vocab) {
+  return [vocab](std::span<const int32_t> seen, float* logits) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = seen.size() >= 2 ? seen.size() - 2 : 0; i < seen.size(); i++) h = mix(h ^ static_cast<uint64_t>(seen[i]));
+    for (int v = 0; v < vocab; v++) logits[v] = 2.5f * static_cast<float>(mix(h + v) % 1000) / 1000.0f;
+  };
+}
+
+}  // namespace jf::test

@@ -1,0 +1,218 @@
+// Every greedy strategy returns exactly the tokens and stop reason of AR — on stories260K, on random
+// models, and on a fake model that also checks every forward's positions and visibility — across a grid of
+// parameters and edge cases; bad parameters are errors.
+#include <cstdio>
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+#include "decode/options.h"
+#include "fake_model.h"
+#include "model/loader.h"
+#include "model/random_model.h"
+#include "test_support.h"
+
+namespace jf {
+namespace {
+
+struct Case {
+  std::string label;
+  DecoderOptions opt;
+};
+
+DecoderOptions dec(const std::string& name) {
+  DecoderOptions o;
+  o.name = name;
+  return o;
+}
+
+// The parameter grid every greedy strategy is checked over.
+std::vector<Case> greedy_grid() {
+  std::vector<Case> g;
+  for (int n : {2, 3, 4, 8, 16, 64}) {
+    DecoderOptions o = dec("jacobi");
+    o.block = n;
+    g.push_back({"jacobi n=" + std::to_string(n), o});
+    o.running_window = true;
+    g.push_back({"jacobi running n=" + std::to_string(n), o});
+  }
+  for (DraftInit init : {DraftInit::Random, DraftInit::Repeat}) {
+    DecoderOptions o = dec("jacobi");
+    o.init = init;
+    g.push_back({"jacobi init=" + draft_init_name(init), o});
+  }
+  for (auto [W, N, G] : {std::tuple{1, 2, 1}, {4, 3, 4}, {5, 4, 2}, {8, 5, 8}, {3, 6, 0}, {15, 5, 15}}) {
+    DecoderOptions o = dec("lookahead");
+    o.window = W, o.ngram = N, o.guesses = G;
+    g.push_back({"lookahead W=" + std::to_string(W) + " N=" + std::to_string(N) + " G=" + std::to_string(G), o});
+  }
+  DecoderOptions nopool = dec("lookahead");
+  nopool.pool_from_prompt = false;
+  g.push_back({"lookahead no prompt pool", nopool});
+  for (auto [dm, nm] : {std::pair{1, 1}, {4, 2}, {8, 4}, {32, 4}}) {
+    DecoderOptions o = dec("pld");
+    o.draft_max = dm, o.ngram_max = nm;
+    g.push_back({"pld draft=" + std::to_string(dm) + " ngram=" + std::to_string(nm), o});
+  }
+  for (auto [n, K, r, pool] : {std::tuple{4, 2, 0.85f, 4}, {8, 2, 0.5f, 4}, {8, 3, 0.25f, 8}, {16, 4, 0.85f, 0},
+                               {2, 2, 1.0f, 2}, {64, 2, 0.85f, 4}}) {
+    DecoderOptions o = dec("multiblock");
+    o.block = n, o.max_blocks = K, o.spawn_ratio = r, o.pool = pool;
+    g.push_back({"multiblock n=" + std::to_string(n) + " K=" + std::to_string(K) + " r=" + std::to_string(r) +
+                     " pool=" + std::to_string(pool), o});
+  }
+  return g;
+}
+
+GenerationResult run(Session& s, const DecoderOptions& o, const std::vector<int32_t>& prompt, const GenerationConfig& cfg) {
+  o.validate(cfg.sampling.greedy());
+  return make_decoder(o)->generate(s, prompt, cfg);
+}
+
+void expect_same_as_ar(Session& s, const std::vector<int32_t>& prompt, const GenerationConfig& cfg, const std::string& what) {
+  const GenerationResult ar = run(s, dec("ar"), prompt, cfg);
+  for (const Case& c : greedy_grid()) {
+    GenerationResult r;
+    try {
+      r = run(s, c.opt, prompt, cfg);
+    } catch (const std::exception& e) {
+      FAIL() << c.label << " on " << what << " threw: " << e.what();
+    }
+    ASSERT_EQ(r.tokens, ar.tokens) << c.label << " on " << what;
+    ASSERT_EQ(r.stop, ar.stop) << c.label << " on " << what;
+    ASSERT_LE(r.stats.n_forwards, ar.stats.n_forwards) << c.label << " on " << what;
+  }
+}
+
+// ---------------------------------------------------------------- stories260K
+
+class Stories260K : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    JF_SHARED_PATH(path, "models/stories260K/stories260K.gguf");
+    lm = load_model(path);
+    cfg.eos_ids = {lm.tokenizer->eos()};
+  }
+  LoadedModel lm;
+  GenerationConfig cfg;
+};
+
+TEST_F(Stories260K, GreedyStrategiesEqualArOverPromptsAndLengths) {
+  Session s(*lm.model, 512);
+  const char* prompts[] = {"", "Once upon a time", "Lily and Ben went to the park. They saw a big dog.",
+                           "The cat", "Tom had a red ball. He liked to play with it every day. One day"};
+  int i = 0;
+  for (const char* p : prompts) {
+    cfg.max_new_tokens = 40 + 37 * (i++ % 3);
+    expect_same_as_ar(s, lm.tokenizer->encode(p, true, false), cfg, std::string("prompt '") + p + "'");
+  }
+}
+
+TEST_F(Stories260K, EndOfGenerationInsideADraft) {
+  // Ask for a long generation whose end-of-text token (BOS ends a story in this model, and '.' is frequent)
+  // falls inside drafts: every strategy must stop at the same token.
+  Session s(*lm.model, 512);
+  cfg.max_new_tokens = 300;
+  for (int32_t eos : {lm.tokenizer->bos(), lm.tokenizer->encode(".", false, false).back()}) {
+    cfg.eos_ids = {eos};
+    expect_same_as_ar(s, lm.tokenizer->encode("Once upon a time", true, false), cfg, "eos " + std::to_string(eos));
+  }
+}
+
+TEST_F(Stories260K, LengthLimitsThatCutDraftsAndNearlyFullContext) {
+  std::vector<int32_t> prompt = lm.tokenizer->encode("One day, a little girl named Lily", true, false);
+  for (int n : {1, 2, 3, 5, 17}) {
+    Session s(*lm.model, 512);
+    cfg.max_new_tokens = n;
+    expect_same_as_ar(s, prompt, cfg, "n=" + std::to_string(n));
+  }
+  for (int ctx : {static_cast<int>(prompt.size()), static_cast<int>(prompt.size()) + 1, static_cast<int>(prompt.size()) + 13}) {
+    Session s(*lm.model, ctx);
+    cfg.max_new_tokens = 100;
+    expect_same_as_ar(s, prompt, cfg, "context " + std::to_string(ctx));
+  }
+}
+
+TEST_F(Stories260K, OneTokenPrompt) {
+  Session s(*lm.model, 512);
+  cfg.max_new_tokens = 60;
+  expect_same_as_ar(s, {lm.tokenizer->bos()}, cfg, "BOS only");
+  expect_same_as_ar(s, {lm.tokenizer->encode("Once", false, false).back()}, cfg, "one word");
+}
+
+// ---------------------------------------------------------------- random models
+
+TEST(RandomModels, GreedyStrategiesEqualAr) {
+  for (auto [name, type] : {std::pair{"tiny", DType::F16}, {"tiny", DType::Q8_0}}) {
+    ModelConfig c = preset_config(name);
+    auto m = random_model(c, type, 11);
+    Session s(*m, 256);
+    GenerationConfig cfg;
+    cfg.max_new_tokens = 50;
+    expect_same_as_ar(s, {1, 5, 9, 5, 9}, cfg, std::string("random ") + name + " " + dtype_name(type));
+  }
+}
+
+// ---------------------------------------------------------------- fake model: exact scenarios
+
+std::vector<int32_t> repeating_text(int n, int vocab) {
+  std::vector<int32_t> t;
+  for (int i = 0; i < n; i++) t.push_back(static_cast<int32_t>((i % 7 == 0 ? 3 : (i * 5) % vocab) % vocab));
+  return t;
+}
+
+TEST(FakeModel, GreedyStrategiesEqualArAndRespectGeometry) {
+  const int V = 50;
+  std::vector<int32_t> text = repeating_text(400, V);
+  test::FakeModel fake(V, test::oracle_rule(text, V));
+  Session s(fake, 300);
+  GenerationConfig cfg;
+  cfg.max_new_tokens = 120;
+  std::vector<int32_t> prompt(text.begin(), text.begin() + 10);
+  expect_same_as_ar(s, prompt, cfg, "fake oracle");
+  // The oracle text is predictable: drafting strategies must beat one token per forward on it.
+  for (const char* name : {"pld", "lookahead"}) {
+    GenerationResult r = run(s, dec(name), prompt, cfg);
+    EXPECT_GT(r.stats.tpf(), 1.5) << name;
+  }
+  cfg.eos_ids = {text[40]};  // an end token early in the text, inside drafts
+  expect_same_as_ar(s, prompt, cfg, "fake oracle with eos");
+}
+
+TEST(FakeModel, ContextFullStopsWhereArStops) {
+  const int V = 30;
+  std::vector<int32_t> text = repeating_text(200, V);
+  test::FakeModel fake(V, test::oracle_rule(text, V));
+  GenerationConfig cfg;
+  cfg.max_new_tokens = 1000;
+  for (int ctx : {5, 6, 9, 40}) {
+    Session s(fake, ctx);
+    expect_same_as_ar(s, std::vector<int32_t>(text.begin(), text.begin() + 5), cfg, "context " + std::to_string(ctx));
+  }
+}
+
+// ---------------------------------------------------------------- parameters
+
+TEST(DecoderOptions, BadValuesAreErrors) {
+  auto bad = [](std::function<void(DecoderOptions&)> f, bool greedy = true) {
+    DecoderOptions o;
+    f(o);
+    EXPECT_THROW(o.validate(greedy), Error);
+  };
+  bad([](auto& o) { o.name = "nope"; });
+  bad([](auto& o) { o.name = "jacobi", o.block = 0; });
+  bad([](auto& o) { o.name = "lookahead", o.ngram = 1; });
+  bad([](auto& o) { o.name = "lookahead", o.guesses = -1; });
+  bad([](auto& o) { o.name = "lookahead", o.window = 0; });
+  bad([](auto& o) { o.name = "multiblock", o.max_blocks = 0; });
+  bad([](auto& o) { o.name = "multiblock", o.spawn_ratio = 0.0f; });
+  bad([](auto& o) { o.name = "multiblock", o.spawn_ratio = 1.5f; });
+  bad([](auto& o) { o.name = "sjd"; });                          // sjd with --temp 0
+  bad([](auto& o) { o.name = "jacobi"; }, /*greedy=*/false);    // jacobi with sampling
+  bad([](auto& o) { o.name = "multiblock"; }, /*greedy=*/false);
+  DecoderOptions ok;
+  ok.name = "lookahead";
+  EXPECT_NO_THROW(ok.validate(false));
+}
+
+}  // namespace
+}  // namespace jf
