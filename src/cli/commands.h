@@ -11,5 +11,6 @@ Command add_generate_command(CLI::App& app);
 Command add_inspect_command(CLI::App& app);
 Command add_convert_command(CLI::App& app);
 Command add_random_command(CLI::App& app);
+Command add_bench_command(CLI::App& app);
 
 }  // namespace jf::cli

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   add(jf::cli::add_generate_command(app));
   add(jf::cli::add_inspect_command(app));
   add(jf::cli::add_convert_command(app));
+  add(jf::cli::add_bench_command(app));
   add(jf::cli::add_random_command(app));
   try {
     app.parse(argc, argv);

@@ -35,6 +35,66 @@ void DecoderOptions::validate(bool greedy) const {
   if (name == "sjd") need(!greedy, "decoder 'sjd' is for sampling: give --temp > 0 (for greedy use jacobi)");
 }
 
+namespace {
+
+int to_int(const std::string& key, const std::string& v) {
+  try {
+    size_t used = 0;
+    int x = std::stoi(v, &used);
+    if (used == v.size()) return x;
+  } catch (const std::exception&) {
+  }
+  throw Error("decoder option " + key + "=" + v + ": not an integer");
+}
+
+float to_float(const std::string& key, const std::string& v) {
+  try {
+    size_t used = 0;
+    float x = std::stof(v, &used);
+    if (used == v.size()) return x;
+  } catch (const std::exception&) {
+  }
+  throw Error("decoder option " + key + "=" + v + ": not a number");
+}
+
+}  // namespace
+
+DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions& base) {
+  DecoderOptions o = base;
+  size_t start = 0;
+  bool first = true;
+  while (start <= spec.size()) {
+    size_t end = spec.find(':', start);
+    if (end == std::string::npos) end = spec.size();
+    const std::string part = spec.substr(start, end - start);
+    start = end + 1;
+    if (first) {
+      o.name = part;
+      first = false;
+      continue;
+    }
+    const size_t eq = part.find('=');
+    if (eq == std::string::npos) throw Error("decoder spec '" + spec + "': expected key=value, got '" + part + "'");
+    const std::string k = part.substr(0, eq), v = part.substr(eq + 1);
+    if (k == "block") o.block = to_int(k, v);
+    else if (k == "window-mode") {
+      if (v != "block" && v != "running") throw Error("window-mode must be block or running, got '" + v + "'");
+      o.running_window = v == "running";
+    } else if (k == "draft-init") {
+      if (!draft_init_from_name(v, &o.init)) throw Error("draft-init must be context, random or repeat, got '" + v + "'");
+    } else if (k == "W") o.window = to_int(k, v);
+    else if (k == "N") o.ngram = to_int(k, v);
+    else if (k == "G") o.guesses = to_int(k, v);
+    else if (k == "draft-max") o.draft_max = to_int(k, v);
+    else if (k == "ngram-max") o.ngram_max = to_int(k, v);
+    else if (k == "K") o.max_blocks = to_int(k, v);
+    else if (k == "r") o.spawn_ratio = to_float(k, v);
+    else if (k == "pool") o.pool = to_int(k, v);
+    else throw Error("decoder spec '" + spec + "': unknown option '" + k + "'");
+  }
+  return o;
+}
+
 std::unique_ptr<Decoder> make_decoder(const DecoderOptions& o) {
   if (o.name == "jacobi") return std::make_unique<JacobiDecoder>(JacobiOptions{o.block, o.running_window, o.init, o.draft_seed});
   if (o.name == "lookahead")

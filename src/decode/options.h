@@ -37,6 +37,9 @@ struct DecoderOptions {
 };
 
 std::vector<std::string> decoder_names();
+// "name[:key=value...]" on top of `base`, keys as the command-line flags without dashes: block, window-mode,
+// draft-init, W, N, G, draft-max, ngram-max, K, r, pool. E.g. "lookahead:W=8:N=4:G=8".
+DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions& base);
 std::unique_ptr<Decoder> make_decoder(const DecoderOptions& opts);
 
 }  // namespace jf

@@ -1,0 +1,171 @@
+// `jf bench`: every decoder on every prompt in one process; a Markdown table in the shape of the papers'
+// (TPF, TPS, speedup over ar measured in the same run, outputs identical to ar) and per-prompt JSON.
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+#include "base/timer.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/prompts.h"
+#include "kernels/cpu.h"
+#include "kernels/parallel.h"
+
+namespace jf::cli {
+
+namespace {
+
+struct BenchArgs {
+  ModelOptions model;
+  PromptOptions prompt;  // --chat / --system / --chat-format apply to every prompt
+  std::string prompts_file, format = "auto", decoders = "ar,jacobi,lookahead,pld,multiblock", json_out;
+  int limit = 0;
+  DecoderOptions base;
+  GenerationConfig gen;
+};
+
+struct Totals {
+  int64_t tokens = 0, forwards = 0, rows = 0, identical = 0, runs = 0;
+  double gen_seconds = 0, forward_seconds = 0;
+};
+
+// A progress bar on stderr, shown once a run has taken a few seconds (a line per 10% when not a terminal).
+class Progress {
+ public:
+  explicit Progress(int total) : total_(total), start_(now_seconds()), tty_(isatty(2)) {}
+  void update(int done, const std::string& what) {
+    if (now_seconds() - start_ < 2.0) return;
+    if (tty_) {
+      const int width = 30, fill = total_ ? width * done / total_ : width;
+      std::fprintf(stderr, "\r[%s%s] %d/%d %-40.40s", std::string(fill, '#').c_str(), std::string(width - fill, '.').c_str(),
+                   done, total_, what.c_str());
+    } else if (done * 10 / total_ != last_decile_) {
+      last_decile_ = done * 10 / total_;
+      std::fprintf(stderr, "jf bench: %d/%d runs\n", done, total_);
+    }
+  }
+  void finish() {
+    if (tty_ && now_seconds() - start_ >= 2.0) std::fprintf(stderr, "\r%80s\r", "");
+  }
+
+ private:
+  int total_;
+  double start_;
+  bool tty_;
+  int last_decile_ = 0;
+};
+
+int run_bench(BenchArgs& a) {
+  a.gen.sampling.validate();
+  const bool greedy = a.gen.sampling.greedy();
+  std::vector<std::string> specs;
+  for (size_t s = 0, e; s <= a.decoders.size(); s = e + 1) {
+    e = a.decoders.find(',', s);
+    if (e == std::string::npos) e = a.decoders.size();
+    if (e > s) specs.push_back(a.decoders.substr(s, e - s));
+  }
+  if (specs.empty() || specs[0] != "ar") specs.insert(specs.begin(), "ar");  // the reference, measured in this run
+  std::vector<std::unique_ptr<Decoder>> decoders;
+  for (const auto& spec : specs) {
+    DecoderOptions o = parse_decoder_spec(spec, a.base);
+    o.validate(greedy);
+    decoders.push_back(make_decoder(o));
+  }
+  std::vector<std::string> texts = load_prompts(a.prompts_file, a.format);
+  if (a.limit > 0 && static_cast<int>(texts.size()) > a.limit) texts.resize(a.limit);
+
+  LoadedModel lm = open_model(a.model);
+  if (!lm.tokenizer) throw Error(a.model.path + ": the model has no tokenizer; bench needs one");
+  for (int32_t id = 0; id < lm.tokenizer->n_vocab(); id++)
+    if (lm.tokenizer->is_eog(id)) a.gen.eos_ids.push_back(id);
+  std::vector<std::vector<int32_t>> prompts;
+  for (const auto& t : texts) {
+    PromptOptions po = a.prompt;
+    po.prompt = t;
+    std::string rendered;
+    prompts.push_back(prompt_tokens(po, *lm.tokenizer, &rendered));
+  }
+  Session session(*lm.model, context_size(a.model, *lm.model));
+  decoders[0]->generate(session, prompts[0], a.gen);  // warm caches before measuring
+
+  std::vector<Totals> totals(decoders.size());
+  nlohmann::json runs = nlohmann::json::array();
+  Progress progress(static_cast<int>(prompts.size() * decoders.size()));
+  int done = 0;
+  for (size_t p = 0; p < prompts.size(); p++) {
+    std::vector<int32_t> reference;
+    for (size_t d = 0; d < decoders.size(); d++) {  // all decoders back to back on a prompt: noise hits all alike
+      progress.update(done++, specs[d] + ", prompt " + std::to_string(p + 1));
+      GenerationResult r = decoders[d]->generate(session, prompts[p], a.gen);
+      if (d == 0) reference = r.tokens;
+      const bool same = r.tokens == reference;
+      Totals& t = totals[d];
+      t.tokens += r.stats.n_tokens, t.forwards += r.stats.n_forwards, t.rows += r.stats.n_forward_rows;
+      t.gen_seconds += r.stats.gen_seconds, t.forward_seconds += r.stats.forward_seconds;
+      t.identical += same, t.runs++;
+      runs.push_back({{"prompt_index", p}, {"decoder", specs[d]}, {"n_prompt", r.stats.n_prompt},
+                      {"n_tokens", r.stats.n_tokens}, {"n_forwards", r.stats.n_forwards}, {"tpf", r.stats.tpf()},
+                      {"tps", r.stats.tps()}, {"gen_seconds", r.stats.gen_seconds},
+                      {"forward_seconds", r.stats.forward_seconds}, {"identical_to_ar", same},
+                      {"stop_reason", stop_reason_name(r.stop)}, {"accepted_histogram", r.stats.accepted_histogram},
+                      {"counters", r.stats.counters}, {"tokens", r.tokens}});
+    }
+  }
+  progress.finish();
+
+  const double ar_tps = totals[0].gen_seconds > 0 ? totals[0].tokens / totals[0].gen_seconds : 0;
+  std::printf("model %s, %zu prompts, %d new tokens max, %s, %d threads, %s kernels\n\n", a.model.path.c_str(),
+              prompts.size(), a.gen.max_new_tokens, greedy ? "greedy" : "sampling", num_threads(),
+              isa_name(active_isa()).c_str());
+  std::printf("| decoder | TPF | TPS | speedup | identical to ar | rows/forward | ms/forward |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
+  nlohmann::json summary = nlohmann::json::array();
+  for (size_t d = 0; d < decoders.size(); d++) {
+    const Totals& t = totals[d];
+    const double tpf = t.forwards ? double(t.tokens) / t.forwards : 0, tps = t.gen_seconds > 0 ? t.tokens / t.gen_seconds : 0;
+    const double speedup = ar_tps > 0 ? tps / ar_tps : 0;
+    const std::string same = greedy ? std::to_string(100 * t.identical / std::max<int64_t>(1, t.runs)) + "%" : "n/a (sampling)";
+    std::printf("| %s | %.2f | %.0f | %.2fx | %s | %.1f | %.3f |\n", specs[d].c_str(), tpf, tps, speedup, same.c_str(),
+                t.forwards ? double(t.rows) / t.forwards : 0, t.forwards ? 1e3 * t.forward_seconds / t.forwards : 0);
+    summary.push_back({{"decoder", specs[d]}, {"tpf", tpf}, {"tps", tps}, {"speedup", speedup},
+                       {"identical_percent", greedy ? 100.0 * t.identical / std::max<int64_t>(1, t.runs) : -1.0},
+                       {"tokens", t.tokens}, {"forwards", t.forwards}, {"gen_seconds", t.gen_seconds},
+                       {"forward_seconds", t.forward_seconds}});
+  }
+  if (!a.json_out.empty()) {
+    nlohmann::json j = {{"model", a.model.path}, {"prompts_file", a.prompts_file}, {"n_prompts", prompts.size()},
+                        {"max_new_tokens", a.gen.max_new_tokens}, {"greedy", greedy}, {"threads", num_threads()},
+                        {"kernels", isa_name(active_isa())}, {"summary", summary}, {"runs", runs}};
+    const std::string text = j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    write_file_atomic(a.json_out, text.data(), text.size());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& app) {
+  auto a = std::make_shared<BenchArgs>();
+  a->gen.max_new_tokens = 128;
+  CLI::App* cmd = app.add_subcommand("bench", "Run decoders over a prompt set and compare them with ar in one run");
+  add_model_options(cmd, a->model);
+  cmd->add_option("--prompts", a->prompts_file, "Prompt file (JSONL with a 'prompt' field, or a dataset file)")->required();
+  cmd->add_option("--format", a->format, "Prompt file format: auto, jsonl, humaneval, mbpp, gsm8k, text (default auto)");
+  cmd->add_option("--limit", a->limit, "Use only the first N prompts")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--decoders", a->decoders,
+                  "Comma-separated decoders, each name[:key=value...], e.g. ar,jacobi:block=8,lookahead:W=8:N=4 "
+                  "(ar is always run first as the reference)");
+  cmd->add_option("--json", a->json_out, "Write per-prompt results and the summary to this JSON file");
+  cmd->add_flag("--chat", a->prompt.chat, "Wrap each prompt in the model's chat template");
+  cmd->add_option("--system", a->prompt.system, "System message for --chat");
+  add_generation_options(cmd, a->gen);
+  add_sampling_options(cmd, a->gen.sampling);
+  add_decoder_options(cmd, a->base, /*with_name=*/false);
+  return [a] { return run_bench(*a); };
+}
+
+}  // namespace jf::cli
