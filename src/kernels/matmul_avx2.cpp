@@ -13,6 +13,8 @@ struct Vec {
   static constexpr int L = 8;
   static constexpr int MR = 2;  // 2 rows x 6 columns: 12 accumulators, the fastest shape measured
   static constexpr int nr(int mr) { return mr == 1 ? 12 : 6; }
+  // Q8_0 tiles also hold a broadcast scale per weight row: fewer columns per tile.
+  static constexpr int nr_q8(int mr) { return mr == 1 ? 12 : 6; }
   static T zero() { return _mm256_setzero_ps(); }
   static T set1(float v) { return _mm256_set1_ps(v); }
   static T loadu(const float* p) { return _mm256_loadu_ps(p); }
