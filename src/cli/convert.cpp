@@ -8,6 +8,7 @@
 #include "model/convert.h"
 #include "model/hf.h"
 #include "model/random_model.h"
+#include "tokenizer/tokenizer.h"
 
 namespace jf::cli {
 
@@ -37,12 +38,22 @@ int run_convert(const ModelOptions& o, const std::string& out, const std::string
   return 0;
 }
 
-int run_random(const std::string& preset, const std::string& type, uint64_t seed, int layers, const std::string& out) {
+int run_random(const std::string& preset, const std::string& type, uint64_t seed, int layers, const std::string& vocab_from,
+               const std::string& out) {
   if (out.empty()) throw Error("missing output path (-o)");
   ModelConfig cfg = preset_config(preset);
   if (layers > 0) cfg.n_layers = layers;
+  GgufMetadata meta;
+  if (!vocab_from.empty()) {  // borrow a real vocabulary so the random model can be driven with text
+    auto f = GgufFile::open(vocab_from);
+    auto tok = Tokenizer::from_gguf(f->meta());
+    if (tok->n_vocab() != cfg.vocab_size)
+      throw Error(vocab_from + " has " + std::to_string(tok->n_vocab()) + " tokens; preset '" + preset + "' needs " +
+                  std::to_string(cfg.vocab_size));
+    tok->to_gguf(meta);
+  }
   TensorSet ts = random_tensors(cfg, parse_type(type), seed);
-  write_model_gguf(out, cfg, ts, GgufMetadata{});
+  write_model_gguf(out, cfg, ts, meta);
   std::fprintf(stderr, "jf: wrote %s (%s, %s weights)\n", out.c_str(), cfg.summary().c_str(), type.c_str());
   return 0;
 }
@@ -65,6 +76,7 @@ Command add_random_command(CLI::App& app) {
     std::string preset = "llama-1b", type = "f16", out;
     uint64_t seed = 1;
     int layers = 0;
+    std::string vocab_from;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("random", "Write a randomly initialised model of a realistic shape (for benchmarks)");
@@ -72,8 +84,9 @@ Command add_random_command(CLI::App& app) {
   cmd->add_option("--type", a->type, "Weight type: f32, f16, bf16, q8_0 (default f16)");
   cmd->add_option("--seed", a->seed, "Random seed (default 1)");
   cmd->add_option("--layers", a->layers, "Override the number of layers")->check(CLI::Range(0, 1000));
+  cmd->add_option("--vocab-from", a->vocab_from, "Copy the tokenizer of this GGUF file (its size must match the preset)");
   cmd->add_option("-o,--output", a->out, "Output GGUF file")->required();
-  return [a] { return run_random(a->preset, a->type, a->seed, a->layers, a->out); };
+  return [a] { return run_random(a->preset, a->type, a->seed, a->layers, a->vocab_from, a->out); };
 }
 
 }  // namespace jf::cli
