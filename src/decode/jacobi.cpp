@@ -19,6 +19,8 @@ void JacobiDecoder::decode(DecodeContext& ctx) {
   Acceptance acc;
   std::vector<int32_t> draft, next;
   int budget = 0;  // per-block mode: tokens the current block still has to commit
+  int64_t block_start = 0;  // per-block mode: history index of the block's first token (the pending one)
+  std::vector<int32_t> state;
   while (!ctx.done()) {
     if (ctx.room() < 1) return ctx.stop_context_full();
     if (opt_.running) {
@@ -29,8 +31,15 @@ void JacobiDecoder::decode(DecodeContext& ctx) {
       draft.clear();
       add_guesses(opt_.init, ctx.history(), V, rng, n - 1, draft);
       ctx.count("blocks");
+      block_start = static_cast<int64_t>(ctx.history().size()) - 1;
     }
     draft.resize(static_cast<size_t>(max_draft(ctx, std::min<int>(static_cast<int>(draft.size()), budget - 1))));
+
+    if (opt_.observer && !opt_.running) {
+      state.assign(ctx.history().begin() + block_start, ctx.history().end());
+      state.insert(state.end(), draft.begin(), draft.end());
+      if (static_cast<int>(state.size()) == n) opt_.observer->on_state(block_start, state);
+    }
 
     // ---- forward the pending token and the draft as one causal chain
     const int S = s.cache().size();
@@ -57,7 +66,11 @@ void JacobiDecoder::decode(DecodeContext& ctx) {
     next.clear();
     for (int r = k + 1; r < L && static_cast<int>(next.size()) < keep; r++) next.push_back(static_cast<int32_t>(argmax(row(r), V)));
     draft.swap(next);
-    ctx.commit(acc.tokens);
+    const int committed = ctx.commit(acc.tokens);
+    if (opt_.observer && !opt_.running && budget == 0 && committed == k + 1) {
+      const auto& h = ctx.history();
+      opt_.observer->on_fixed_point(block_start, std::span<const int32_t>(h).subspan(block_start, n));
+    }
   }
 }
 

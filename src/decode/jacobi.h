@@ -9,11 +9,23 @@
 
 namespace jf {
 
+// Sees every state of every block (per-block mode), for recording Jacobi trajectories.
+class JacobiObserver {
+ public:
+  virtual ~JacobiObserver() = default;
+  // Before each forward: the block's n tokens as currently known — accepted so far, then the draft.
+  // `start` is the index of the block's first token in prompt + generated text.
+  virtual void on_state(int64_t start, std::span<const int32_t> state) = 0;
+  // After the block's last forward: its fixed point (the greedy output at those n positions).
+  virtual void on_fixed_point(int64_t start, std::span<const int32_t> tokens) = 0;
+};
+
 struct JacobiOptions {
   int block = 4;
   bool running = false;
   DraftInit init = DraftInit::Context;
   uint64_t seed = 1234;
+  JacobiObserver* observer = nullptr;  // per-block mode only; complete blocks only
 };
 
 class JacobiDecoder : public Decoder {

@@ -1,0 +1,59 @@
+// Jacobi Forcing sequence packing: per block choose the trajectory state whose noise is closest to a
+// schedule's target, and lay a prompt's blocks out as [context][noisy_0][clean_0][noisy_1][clean_1]...
+// where noisy_k and clean_k share RoPE positions. The attention mask is derived from the layout:
+//   NC    noisy_k sees the context, earlier noisy blocks and itself causally;
+//   NC-IC noisy_k sees the context, earlier clean blocks and itself causally;
+//   clean_k always sees the context, earlier clean blocks and itself causally (the plain AR stream).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/batch.h"
+#include "train/trajectory.h"
+
+namespace jf {
+
+enum class NoiseSchedule { Linear, Random, Reverse };
+enum class MaskKind { NC, NCIC };
+std::string noise_schedule_name(NoiseSchedule s);
+bool noise_schedule_from_name(const std::string& s, NoiseSchedule* out);
+std::string mask_kind_name(MaskKind m);
+bool mask_kind_from_name(const std::string& s, MaskKind* out);
+
+struct PackOptions {
+  NoiseSchedule schedule = NoiseSchedule::Linear;
+  int window = 16;            // w: targets 0, 1/w, ..., (w-1)/w
+  MaskKind mask = MaskKind::NC;
+  int max_len = 1024;         // packed tokens per sequence; longer responses are split
+  uint64_t seed = 1;          // Random schedule
+};
+
+// One packed training sequence.
+struct PackedSequence {
+  std::vector<int32_t> tokens, positions;
+  int context_len = 0;            // tokens before the first block
+  int n = 0;                      // block size
+  std::vector<int> first_mismatch;  // per block: first index where the noisy state differs from the fixed point (n if none)
+  MaskKind mask = MaskKind::NC;
+  int blocks() const { return static_cast<int>(first_mismatch.size()); }
+  int noisy_begin(int k) const { return context_len + 2 * k * n; }
+  int clean_begin(int k) const { return noisy_begin(k) + n; }
+
+  std::string to_json() const;
+  static PackedSequence from_json(const std::string& line);  // throws jf::Error
+  // Visibility of every token (row) to every other, per the mask kind.
+  void build_mask(VisibilityMask& m) const;
+};
+
+// (n - first mismatch with the fixed point) / n: 0 for the fixed point itself, 1 when the first token differs.
+double noise_ratio(const std::vector<int32_t>& state, const std::vector<int32_t>& fixed);
+int first_mismatch(const std::vector<int32_t>& state, const std::vector<int32_t>& fixed);
+// Target noise of block k.
+double schedule_target(const PackOptions& o, int k, uint64_t* rng_state);
+
+// Packs one prompt's trajectory into one or more sequences of at most max_len tokens (a split sequence
+// takes the clean text before it as context, cut from the left if needed).
+std::vector<PackedSequence> pack_record(const TrajectoryRecord& r, const PackOptions& o, uint64_t* rng_state);
+
+}  // namespace jf

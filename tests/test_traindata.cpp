@@ -1,0 +1,220 @@
+// Jacobi trajectories and packing: collected states are real Jacobi states ending in the AR output;
+// collection resumes and shards; noise, schedules, packed layout, positions and NC / NC-IC masks on
+// hand-made examples.
+#include <cstdio>
+#include <filesystem>
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+#include "fake_model.h"
+#include "train/packing.h"
+#include "train/trajectory.h"
+#include "test_support.h"
+
+namespace jf {
+namespace {
+
+std::string temp_file(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("jf_td_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+std::vector<int32_t> text_for_oracle(int n, int vocab) {
+  std::vector<int32_t> t;
+  for (int i = 0; i < n; i++) t.push_back(static_cast<int32_t>((i * 7 + (i / 5) * 3) % vocab));
+  return t;
+}
+
+TEST(Trajectories, StatesAreJacobiStatesEndingAtTheArOutput) {
+  const int V = 40, n = 8;
+  auto text = text_for_oracle(300, V);
+  test::FakeModel fake(V, test::oracle_rule(text, V));
+  Session s(fake, 256);
+  std::vector<std::vector<int32_t>> prompts = {std::vector<int32_t>(text.begin(), text.begin() + 6),
+                                               std::vector<int32_t>(text.begin(), text.begin() + 11)};
+  const std::string path = temp_file("traj.jsonl");
+  std::remove(path.c_str());
+  CollectOptions opt;
+  opt.block = n;
+  opt.max_new_tokens = 40;
+  CollectSummary sum = collect_trajectories(s, prompts, opt, path);
+  EXPECT_EQ(sum.prompts, 2);
+  auto recs = read_trajectories(path);
+  ASSERT_EQ(recs.size(), 2u);
+  for (const TrajectoryRecord& r : recs) {
+    // AR output for the same prompt.
+    GenerationConfig cfg;
+    cfg.max_new_tokens = 40;
+    GenerationResult ar = ArDecoder().generate(s, r.prompt, cfg);
+    EXPECT_EQ(r.tokens, ar.tokens);
+    const std::vector<int32_t> full = r.full();
+    ASSERT_GE(r.blocks.size(), 4u);
+    for (const TrajectoryBlock& b : r.blocks) {
+      EXPECT_EQ(b.fixed, std::vector<int32_t>(full.begin() + b.start, full.begin() + b.start + n));
+      EXPECT_EQ(b.states.front()[0], b.fixed[0]);  // the block's first token is known when it starts
+      int prev_correct = 0;
+      for (const auto& st : b.states) {  // the correct prefix never shrinks
+        const int c = first_mismatch(st, b.fixed);
+        EXPECT_GE(c, prev_correct);
+        prev_correct = c;
+      }
+      if (b.start > static_cast<int64_t>(r.prompt.size()) - 1) EXPECT_EQ(b.start, r.blocks.front().start + n * (&b - &r.blocks.front()));
+    }
+  }
+  std::remove(path.c_str());
+}
+
+TEST(Trajectories, ResumeSkipsCompletedAndDropsACutLine) {
+  const int V = 30;
+  auto text = text_for_oracle(200, V);
+  test::FakeModel fake(V, test::oracle_rule(text, V));
+  Session s(fake, 128);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 6; i++) prompts.emplace_back(text.begin() + i, text.begin() + i + 5);
+  const std::string path = temp_file("resume.jsonl");
+  std::remove(path.c_str());
+  CollectOptions opt;
+  opt.block = 4;
+  opt.max_new_tokens = 16;
+  opt.shards = 2;
+  opt.shard = 0;
+  EXPECT_EQ(collect_trajectories(s, prompts, opt, path).prompts, 3);  // ids 0, 2, 4
+  // Simulate an interruption in the middle of writing the next line.
+  {
+    std::string text_now = read_text_file(path);
+    text_now += "{\"id\": 1, \"n\": 4, \"prom";
+    write_file_atomic(path, text_now.data(), text_now.size());
+  }
+  opt.shard = 1;
+  CollectSummary second = collect_trajectories(s, prompts, opt, path);
+  EXPECT_EQ(second.prompts, 3);  // ids 1, 3, 5; the cut line is gone
+  opt.shards = 1, opt.shard = 0;
+  CollectSummary third = collect_trajectories(s, prompts, opt, path);
+  EXPECT_EQ(third.prompts, 0);
+  EXPECT_EQ(third.skipped, 6);
+  auto recs = read_trajectories(path);
+  std::vector<int64_t> ids;
+  for (auto& r : recs) ids.push_back(r.id);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+  std::remove(path.c_str());
+}
+
+TEST(Packing, NoiseRatioAndSchedules) {
+  std::vector<int32_t> fixed = {1, 2, 3, 4};
+  EXPECT_EQ(noise_ratio(fixed, fixed), 0.0);
+  EXPECT_EQ(noise_ratio({1, 2, 9, 9}, fixed), 0.5);
+  EXPECT_EQ(noise_ratio({9, 2, 3, 4}, fixed), 1.0);
+  PackOptions o;
+  o.window = 4;
+  uint64_t rs = 1;
+  EXPECT_EQ(schedule_target(o, 0, &rs), 0.0);
+  EXPECT_EQ(schedule_target(o, 3, &rs), 0.75);
+  EXPECT_EQ(schedule_target(o, 5, &rs), 0.25);
+  o.schedule = NoiseSchedule::Reverse;
+  EXPECT_EQ(schedule_target(o, 0, &rs), 0.75);
+  o.schedule = NoiseSchedule::Random;
+  for (int k = 0; k < 20; k++) {
+    double t = schedule_target(o, k, &rs);
+    EXPECT_TRUE(t == 0 || t == 0.25 || t == 0.5 || t == 0.75);
+  }
+}
+
+// A hand-made record: prompt [10, 11, 12], n = 2, two blocks.
+TrajectoryRecord toy_record() {
+  TrajectoryRecord r;
+  r.id = 0, r.n = 2;
+  r.prompt = {10, 11, 12};
+  r.tokens = {20, 21, 22, 23};  // full text: 10 11 12 20 21 22 23; block 0 = [12, 20] at 2, block 1 = [21, 22] at 4
+  TrajectoryBlock b0;
+  b0.start = 2;
+  b0.states = {{12, 99}, {12, 20}};
+  b0.fixed = {12, 20};
+  TrajectoryBlock b1;
+  b1.start = 4;
+  b1.states = {{21, 98}, {21, 22}};
+  b1.fixed = {21, 22};
+  r.blocks = {b0, b1};
+  return r;
+}
+
+TEST(Packing, LayoutPositionsAndStateChoice) {
+  PackOptions o;
+  o.window = 2;  // targets 0 for block 0, 0.5 for block 1
+  uint64_t rs = 1;
+  auto seqs = pack_record(toy_record(), o, &rs);
+  ASSERT_EQ(seqs.size(), 1u);
+  const PackedSequence& p = seqs[0];
+  EXPECT_EQ(p.context_len, 2);
+  // [10 11] [noisy0: 12 20 (noise 0)] [clean0: 12 20] [noisy1: 21 98 (noise 0.5)] [clean1: 21 22]
+  EXPECT_EQ(p.tokens, (std::vector<int32_t>{10, 11, 12, 20, 12, 20, 21, 98, 21, 22}));
+  EXPECT_EQ(p.positions, (std::vector<int32_t>{0, 1, 2, 3, 2, 3, 4, 5, 4, 5}));
+  EXPECT_EQ(p.first_mismatch, (std::vector<int>{2, 1}));
+  auto back = PackedSequence::from_json(p.to_json());
+  EXPECT_EQ(back.tokens, p.tokens);
+  EXPECT_EQ(back.positions, p.positions);
+}
+
+std::vector<std::string> mask_rows(const PackedSequence& p) {
+  VisibilityMask m;
+  p.build_mask(m);
+  std::vector<std::string> rows;
+  for (int i = 0; i < m.size(); i++) {
+    std::string r;
+    for (int j = 0; j < m.size(); j++) r += m.get(i, j) ? '1' : '.';
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+TEST(Packing, NoiseConditionedMasks) {
+  PackOptions o;
+  o.window = 2;
+  uint64_t rs = 1;
+  PackedSequence p = pack_record(toy_record(), o, &rs)[0];
+  //                 ctx   n0    c0    n1    c1
+  const std::vector<std::string> nc = {
+      "1.........",  // ctx 0
+      "11........",  // ctx 1
+      "111.......",  // noisy0[0]
+      "1111......",  // noisy0[1]
+      "11..1.....",  // clean0[0]
+      "11..11....",  // clean0[1]
+      "1111..1...",  // noisy1[0]: context + earlier NOISY block + itself
+      "1111..11..",  // noisy1[1]
+      "11..11..1.",  // clean1[0]: context + earlier clean block
+      "11..11..11",  // clean1[1]
+  };
+  EXPECT_EQ(mask_rows(p), nc);
+  p.mask = MaskKind::NCIC;
+  std::vector<std::string> ncic = nc;
+  ncic[6] = "11..111...";  // noisy1 sees the earlier CLEAN block instead
+  ncic[7] = "11..1111..";
+  EXPECT_EQ(mask_rows(p), ncic);
+}
+
+TEST(Packing, LongResponsesSplitWithCleanContext) {
+  TrajectoryRecord r = toy_record();
+  PackOptions o;
+  o.window = 2;
+  o.max_len = 7;  // context 2 + one block pair (4) fits, two do not
+  uint64_t rs = 1;
+  auto seqs = pack_record(r, o, &rs);
+  ASSERT_EQ(seqs.size(), 2u);
+  EXPECT_EQ(seqs[0].blocks(), 1);
+  EXPECT_EQ(seqs[1].blocks(), 1);
+  // The second sequence's context is the clean text before block 1, cut to max_len - 2n = 3 tokens.
+  const std::vector<int32_t> ctx(seqs[1].tokens.begin(), seqs[1].tokens.begin() + seqs[1].context_len);
+  EXPECT_EQ(ctx, (std::vector<int32_t>{11, 12, 20}));
+  EXPECT_EQ(seqs[1].positions[seqs[1].context_len], seqs[1].context_len);
+  o.max_len = 3;
+  EXPECT_THROW(pack_record(r, o, &rs), Error);
+}
+
+TEST(Packing, MalformedInputsAreErrors) {
+  EXPECT_THROW(TrajectoryRecord::from_json("{\"id\": 1}"), Error);
+  EXPECT_THROW(TrajectoryRecord::from_json("not json"), Error);
+  EXPECT_THROW(PackedSequence::from_json("{\"tokens\": [1], \"positions\": [], \"context_len\": 1, \"n\": 2, \"first_mismatch\": [], \"mask\": \"nc\"}"), Error);
+}
+
+}  // namespace
+}  // namespace jf
