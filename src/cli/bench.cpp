@@ -1,7 +1,5 @@
 // `jf bench`: every decoder on every prompt in one process; a Markdown table in the shape of the papers'
 // (TPF, TPS, speedup over ar measured in the same run, outputs identical to ar) and per-prompt JSON.
-#include <unistd.h>
-
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -11,6 +9,7 @@
 #include "base/timer.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/progress.h"
 #include "cli/prompts.h"
 #include "kernels/cpu.h"
 #include "kernels/parallel.h"
@@ -31,32 +30,6 @@ struct BenchArgs {
 struct Totals {
   int64_t tokens = 0, forwards = 0, rows = 0, identical = 0, runs = 0;
   double gen_seconds = 0, forward_seconds = 0;
-};
-
-// A progress bar on stderr, shown once a run has taken a few seconds (a line per 10% when not a terminal).
-class Progress {
- public:
-  explicit Progress(int total) : total_(total), start_(now_seconds()), tty_(isatty(2)) {}
-  void update(int done, const std::string& what) {
-    if (now_seconds() - start_ < 2.0) return;
-    if (tty_) {
-      const int width = 30, fill = total_ ? width * done / total_ : width;
-      std::fprintf(stderr, "\r[%s%s] %d/%d %-40.40s", std::string(fill, '#').c_str(), std::string(width - fill, '.').c_str(),
-                   done, total_, what.c_str());
-    } else if (done * 10 / total_ != last_decile_) {
-      last_decile_ = done * 10 / total_;
-      std::fprintf(stderr, "jf bench: %d/%d runs\n", done, total_);
-    }
-  }
-  void finish() {
-    if (tty_ && now_seconds() - start_ >= 2.0) std::fprintf(stderr, "\r%80s\r", "");
-  }
-
- private:
-  int total_;
-  double start_;
-  bool tty_;
-  int last_decile_ = 0;
 };
 
 int run_bench(BenchArgs& a) {
@@ -94,7 +67,7 @@ int run_bench(BenchArgs& a) {
 
   std::vector<Totals> totals(decoders.size());
   nlohmann::json runs = nlohmann::json::array();
-  Progress progress(static_cast<int>(prompts.size() * decoders.size()));
+  Progress progress(static_cast<int>(prompts.size() * decoders.size()), "bench");
   int done = 0;
   for (size_t p = 0; p < prompts.size(); p++) {
     std::vector<int32_t> reference;

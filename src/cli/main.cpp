@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   add(jf::cli::add_convert_command(app));
   add(jf::cli::add_bench_command(app));
   add(jf::cli::add_random_command(app));
+  add(jf::cli::add_collect_command(app));
+  add(jf::cli::add_pack_command(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
