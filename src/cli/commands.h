@@ -12,6 +12,7 @@ Command add_inspect_command(CLI::App& app);
 Command add_convert_command(CLI::App& app);
 Command add_random_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
+Command add_tokenizer_train_command(CLI::App& app);
 Command add_collect_command(CLI::App& app);
 Command add_pack_command(CLI::App& app);
 

@@ -20,6 +20,8 @@ size_t Model::weight_bytes() const {
 }
 
 std::unique_ptr<Model> model_from_gguf(std::shared_ptr<const GgufFile> file) {
+  if (file->tensors().empty())
+    throw Error(file->path() + ": the file has no tensors (a vocabulary-only GGUF?), so it is not a model");
   try {
     ModelConfig cfg = config_from_gguf(file->meta());
     if (cfg.vocab_size == 0 && file->meta().has("tokenizer.ggml.tokens"))
