@@ -1,0 +1,187 @@
+// `jf train`: Jacobi Forcing / CLLM fine-tuning on packed trajectories, or plain language-model training on a
+// text corpus, from a model file or from scratch; checkpoints resume exactly; `mpirun -np N` for data
+// parallelism.
+#include <cstdio>
+#include <sstream>
+
+#include "base/error.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "kernels/parallel.h"
+#include "model/convert.h"
+#include "model/hf.h"
+#include "tokenizer/bpe_train.h"
+#include "train/distributed.h"
+#include "train/trainer.h"
+
+namespace jf::cli {
+
+namespace {
+
+struct TrainArgs {
+  std::string model, tokenizer_from, init, objective = "jacobi-forcing", data, ext = ".txt", out, resume;
+  std::string save_type = "f32";
+  std::vector<std::string> corpus;
+  size_t max_bytes = 0;
+  int seq_len = 256, threads = 0, log_every = 10;
+  TrainOptions opt;
+};
+
+// "dim=256,layers=6,heads=8,kv-heads=8,ffn=768,ctx=512": a fresh Llama-architecture config.
+ModelConfig parse_init(const std::string& spec, int vocab) {
+  ModelConfig c;
+  c.arch = Arch::Llama;
+  c.name = "jf-scratch";
+  c.vocab_size = vocab;
+  c.dim = 256, c.n_layers = 6, c.n_heads = 8, c.n_kv_heads = 8, c.ffn_dim = 768, c.context_length = 1024;
+  std::stringstream ss(spec);
+  for (std::string kv; std::getline(ss, kv, ',');) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos) throw Error("--init: expected key=value, got '" + kv + "'");
+    const std::string k = kv.substr(0, eq);
+    int v = 0;
+    try {
+      v = std::stoi(kv.substr(eq + 1));
+    } catch (const std::exception&) {
+      throw Error("--init: " + kv + " is not an integer");
+    }
+    if (k == "dim") c.dim = v;
+    else if (k == "layers") c.n_layers = v;
+    else if (k == "heads") c.n_heads = v;
+    else if (k == "kv-heads") c.n_kv_heads = v;
+    else if (k == "ffn") c.ffn_dim = v;
+    else if (k == "ctx") c.context_length = v;
+    else throw Error("--init: unknown key '" + k + "' (dim, layers, heads, kv-heads, ffn, ctx)");
+  }
+  c.head_dim = c.n_heads > 0 ? c.dim / c.n_heads : 0;
+  c.rope_dim = c.head_dim;
+  c.validate();
+  return c;
+}
+
+// Corpus -> tokens (documents separated by EOS) -> non-overlapping sequences of seq_len tokens.
+std::vector<std::vector<int32_t>> corpus_sequences(const TrainArgs& a, const Tokenizer& tok) {
+  CorpusStats stats;
+  std::vector<std::string> docs = read_corpus(a.corpus, a.ext, a.max_bytes, &stats);
+  if (docs.empty()) throw Error("the corpus has no '" + a.ext + "' files");
+  std::vector<int32_t> all;
+  for (const std::string& d : docs) {
+    std::vector<int32_t> ids = tok.encode(d, false, false);
+    all.insert(all.end(), ids.begin(), ids.end());
+    all.push_back(tok.eos());
+  }
+  std::vector<std::vector<int32_t>> seqs;
+  for (size_t i = 0; i + a.seq_len <= all.size(); i += a.seq_len)
+    seqs.emplace_back(all.begin() + i, all.begin() + i + a.seq_len);
+  std::fprintf(stderr, "jf train: corpus of %zu documents, %zu tokens -> %zu sequences of %d\n", docs.size(), all.size(),
+               seqs.size(), a.seq_len);
+  return seqs;
+}
+
+int run_train(TrainArgs& a) {
+  if (!objective_from_name(a.objective, &a.opt.objective))
+    throw Error("--objective must be jacobi-forcing, cllm or ar, got '" + a.objective + "'");
+  DType save_type;
+  if (!dtype_from_name(a.save_type, &save_type)) throw Error("--save-type must be f32, f16, bf16 or q8_0");
+  if (a.out.empty()) throw Error("missing output path (-o)");
+  if (a.seq_len < 2) throw Error("--seq-len must be >= 2");
+  set_num_threads(a.threads);
+  Distributed& dist = Distributed::get();
+
+  // ---- model and tokenizer
+  std::unique_ptr<TrainableModel> model;
+  std::unique_ptr<Tokenizer> tok;
+  if (!a.model.empty()) {
+    LoadedModel lm = load_model(a.model);
+    tok = std::move(lm.tokenizer);
+    model = std::make_unique<TrainableModel>(TrainableModel::from_tensors(lm.model->config(), lm.model->tensors()));
+  } else {
+    if (a.tokenizer_from.empty()) throw Error("training from scratch needs --tokenizer-from VOCAB.gguf (and --init)");
+    tok = Tokenizer::from_gguf(GgufFile::open(a.tokenizer_from)->meta());
+    model = std::make_unique<TrainableModel>(parse_init(a.init, tok->n_vocab()));
+    model->init_random(a.opt.seed);
+  }
+  if (!tok) throw Error("the model has no tokenizer");
+  GgufMetadata meta;
+  tok->to_gguf(meta);
+
+  // ---- data
+  TrainData data;
+  if (a.opt.objective == Objective::Ar) {
+    if (a.corpus.empty()) throw Error("objective 'ar' needs --corpus DIR_OR_FILE");
+    data.text = corpus_sequences(a, *tok);
+  } else {
+    if (a.data.empty()) throw Error("objective '" + a.objective + "' needs --data PACKED.jsonl (from jf pack)");
+    std::istringstream in(read_text_file(a.data));
+    std::string line;
+    for (int lineno = 1; std::getline(in, line); lineno++) {
+      if (line.empty()) continue;
+      try {
+        data.packed.push_back(PackedSequence::from_json(line));
+      } catch (const Error& e) {
+        throw Error(a.data + ":" + std::to_string(lineno) + ": " + e.what());
+      }
+    }
+  }
+
+  a.opt.checkpoint_path = a.out + ".ckpt.gguf";
+  Trainer trainer(*model, data, a.opt, meta);
+  if (!a.resume.empty()) trainer.resume(a.resume);
+  if (dist.rank() == 0)
+    std::fprintf(stderr, "jf train: %s, %lld parameters, %zu examples, %lld steps x %d micro-batches x %d processes, %d threads\n",
+                 a.objective.c_str(), static_cast<long long>(model->n_params()), data.size(),
+                 static_cast<long long>(a.opt.steps), a.opt.accum, dist.size(), num_threads());
+  trainer.run([&](const StepReport& r) {
+    if (dist.rank() != 0 || (r.step % a.log_every != 0 && r.step != a.opt.steps && r.step != 1)) return;
+    const double micro = static_cast<double>(a.opt.accum) * dist.size();
+    std::fprintf(stderr, "step %lld/%lld  loss %.4f (ar %.4f, consistency %.4f)  lr %.2e  |g| %.3f  %.0f tok/s\n",
+                 static_cast<long long>(r.step), static_cast<long long>(a.opt.steps), r.loss.total / micro,
+                 r.loss.ar / micro, r.loss.consistency / micro, r.lr, r.grad_norm, r.tokens / r.seconds);
+  });
+  if (dist.rank() == 0) {
+    ModelConfig cfg;
+    TensorSet ts = to_gguf_layout(model->config(), model->to_tensor_set(DType::F32), &cfg);
+    if (save_type != DType::F32) ts = convert_tensors(ts, save_type);
+    meta.set("jf.train.objective", GgufValue::of_string(a.objective));
+    meta.set("jf.train.steps", GgufValue::of_u64(static_cast<uint64_t>(trainer.step())));
+    write_model_gguf(a.out, cfg, ts, meta);
+    std::fprintf(stderr, "jf train: wrote %s (checkpoint with optimizer state: %s)\n", a.out.c_str(),
+                 a.opt.checkpoint_path.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_train_command(CLI::App& app) {
+  auto a = std::make_shared<TrainArgs>();
+  CLI::App* cmd = app.add_subcommand("train", "Train: Jacobi Forcing / CLLM on packed trajectories, or a language model (ar)");
+  cmd->add_option("-m,--model", a->model, "Model to start from (any format jf reads); omit to train from scratch");
+  cmd->add_option("--tokenizer-from", a->tokenizer_from, "From scratch: vocabulary GGUF (e.g. from jf tokenizer-train)");
+  cmd->add_option("--init", a->init, "From scratch: dim=256,layers=6,heads=8,kv-heads=8,ffn=768,ctx=1024");
+  cmd->add_option("--objective", a->objective, "jacobi-forcing (default), cllm or ar");
+  cmd->add_option("--data", a->data, "jacobi-forcing / cllm: packed sequences from jf pack");
+  cmd->add_option("--corpus", a->corpus, "ar: text files or directories");
+  cmd->add_option("--ext", a->ext, "ar: file extension to read from corpus directories (default .txt)");
+  cmd->add_option("--max-bytes", a->max_bytes, "ar: read at most this many corpus bytes (default all)");
+  cmd->add_option("--seq-len", a->seq_len, "ar: tokens per training sequence (default 256)");
+  cmd->add_option("--steps", a->opt.steps, "Optimizer steps (default 100)");
+  cmd->add_option("--accum", a->opt.accum, "Micro-batches (sequences) per step and process (default 1)");
+  cmd->add_option("--lr", a->opt.lr, "Peak learning rate (default 1e-4)");
+  cmd->add_option("--min-lr", a->opt.min_lr, "Final learning rate of the cosine schedule (default 1e-5)");
+  cmd->add_option("--warmup", a->opt.warmup, "Warm-up fraction of the steps (default 0.03)");
+  cmd->add_option("--clip", a->opt.clip, "Gradient norm clip, 0 = off (default 1)");
+  cmd->add_option("--weight-decay", a->opt.adam.weight_decay, "AdamW weight decay on matrices (default 0)");
+  cmd->add_option("--ar-weight", a->opt.loss.ar_weight, "Weight of the AR loss in consistency + w * AR (default 10)");
+  cmd->add_option("--seed", a->opt.seed, "Data order and initialisation seed (default 1)");
+  cmd->add_option("--save-every", a->opt.save_every, "Write a checkpoint every N steps (default: at the end)");
+  cmd->add_option("--resume", a->resume, "Resume from a checkpoint (OUT.ckpt.gguf)");
+  cmd->add_option("--stop-at", a->opt.stop_at, "Stop after this step, with a checkpoint (resume later with --resume)");
+  cmd->add_option("--save-type", a->save_type, "Weight type of the final model: f32 (default), f16, bf16, q8_0");
+  cmd->add_option("--log-every", a->log_every, "Print the loss every N steps (default 10)");
+  cmd->add_option("-t,--threads", a->threads, "Threads per process (default: all cores)");
+  cmd->add_option("-o,--output", a->out, "Trained model (GGUF); OUT.ckpt.gguf holds the optimizer state")->required();
+  return [a] { return run_train(*a); };
+}
+
+}  // namespace jf::cli

@@ -1,0 +1,21 @@
+// The one matrix-product kernel of training (linear layers and attention, forward and backward), written as
+// plain loops over a register tile that the compiler vectorises; and the transpose that feeds it.
+#pragma once
+#include <cstdint>
+
+namespace jf {
+
+// C[m][n] += sum_k A(m, k) * B[k][n]  for m < M, n < N, k < K, with
+//   A(m, k) = a[m * a_ms + k * a_ks]  (strides pick A or A^T without copying),
+//   B[k][n] = b[k * ldb + n], C[m][n] = c[m * ldc + n]  (n contiguous in B and C).
+// Every C element is computed as acc = 0; for k in order: acc = acc + A(m,k) * B[k][n]; C += acc — the same
+// operations whatever the tile it falls in, the shape of the call and the thread count, so results are
+// deterministic and independent of how the work is split. `parallel` splits output tiles over threads with
+// parallel_for (do not set it from inside another parallel_for).
+void gemm_accumulate(bool parallel, int64_t M, int64_t N, int64_t K, const float* a, int64_t a_ms, int64_t a_ks,
+                     const float* b, int64_t ldb, float* c, int64_t ldc);
+
+// dst (cols x rows) = src^T (src: rows x cols, row-major), in cache-sized tiles; `parallel` as above.
+void transpose(bool parallel, int64_t rows, int64_t cols, const float* src, float* dst);
+
+}  // namespace jf

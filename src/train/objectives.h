@@ -1,0 +1,41 @@
+// Training objectives on the logits of one sequence: Jacobi Forcing (progressive consistency from each
+// block's first mismatch, against the detached clean-stream distribution, plus w x AR on the clean stream),
+// CLLM (the same consistency on clean-context packs, label-smoothed AR term), and plain language modelling.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "train/packing.h"
+
+namespace jf {
+
+enum class Objective { JacobiForcing, Cllm, Ar };
+std::string objective_name(Objective o);
+bool objective_from_name(const std::string& s, Objective* out);  // "jacobi-forcing", "cllm", "ar"
+
+struct ObjectiveOptions {
+  float ar_weight = 10.0f;        // w in consistency + w * AR (the reference uses 10)
+  float label_smoothing = 0.1f;   // cllm's AR term (as the CLLM reference); jacobi-forcing uses none
+};
+
+struct LossReport {
+  double total = 0, consistency = 0, ar = 0;  // consistency is reported as KL(teacher || student)
+  int64_t consistency_positions = 0, ar_tokens = 0;
+  void add(const LossReport& o) {
+    total += o.total, consistency += o.consistency, ar += o.ar;
+    consistency_positions += o.consistency_positions, ar_tokens += o.ar_tokens;
+  }
+};
+
+// The clean-stream next-token target of every row of a packed sequence (-1 where there is none: noisy
+// rows and the last clean token).
+std::vector<int32_t> clean_stream_targets(const PackedSequence& p);
+
+// Loss of a packed sequence for JacobiForcing or Cllm; writes dlogits (T x V; zero where no loss applies).
+LossReport packed_loss(Objective obj, const PackedSequence& p, const float* logits, int V, const ObjectiveOptions& o,
+                       float* dlogits);
+// Mean next-token cross-entropy of a causal sequence; writes dlogits (T x V).
+LossReport lm_loss(const std::vector<int32_t>& tokens, const float* logits, int V, float* dlogits);
+
+}  // namespace jf

@@ -1,0 +1,124 @@
+// A Llama/Qwen2 transformer with fp32 parameters and gradients: the forward over one packed training sequence
+// (saving every activation the backward needs) and the backward, built from train/layers.h.
+//
+// Memory. Parameters and gradients: 2 x 4 bytes per parameter. Activations saved by forward for a sequence of T
+// tokens, in floats per token (C = dim, Q = q_dim, KV = kv_dim, F = ffn_dim, H = n_heads, L = n_layers,
+// V = vocab_size):
+//     L * (4C + 2 + 2Q + 2KV + 3F + H*T)  +  2C + 1 + V + rope_dim
+//   per layer: residual input and post-attention residual (2C), the two normalised inputs (2C), two rstd,
+//   q and the attention output (2Q), k and v (2KV), gate, up and silu(gate)*up (3F), and the softmax
+//   probabilities (H*T: quadratic in T overall); then the last residual and its normalised copy (2C), its rstd,
+//   the logits (V) and the RoPE cos/sin (rope_dim).
+// The backward adds one layer's scratch, reused across layers: 2C + 2Q + 2KV + 3F + H*T floats per token (plus
+// the transposed copies of k, v and the largest weight that the kernels keep).
+// Example: dim 256, 6 layers, 8 heads, ffn 768, vocab 4096, T = 512: ~55k floats = 221 KB per token, i.e.
+// 113 MB of activations per sequence (50 MB of them attention probabilities), 16 MB of backward scratch,
+// and 58 MB of parameters + gradients (7.2M parameters).
+// Buffers grow to the largest T seen and are reused: no allocation per step once warmed up.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/batch.h"
+#include "model/config.h"
+#include "model/weights.h"
+#include "train/layers.h"
+
+namespace jf {
+
+// One packed training sequence: T tokens, each with its RoPE position and the tokens it attends to.
+// Several tokens may share a position (e.g. the noisy and clean copies of a Jacobi block).
+struct TrainSequence {
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> positions;  // RoPE position per token; empty: 0, 1, ..., T-1
+  VisibilityMask mask;             // T x T, mask.get(i, j): token i attends to token j; diagonal set; empty: causal
+
+  // Plain causal sequence at positions 0..T-1.
+  static TrainSequence causal(std::vector<int32_t> tokens);
+};
+
+class TrainableModel {
+ public:
+  // One trainable tensor, GGUF name and dims (GGML order: dims[0] contiguous); data and grad hold size floats.
+  struct Param {
+    std::string name;
+    std::vector<int64_t> dims;
+    float* data;
+    float* grad;
+    int64_t size;
+  };
+
+  // Parameters zero except norm weights = 1 (call init_random or load tensors before training).
+  explicit TrainableModel(const ModelConfig& cfg);
+  // Copies (dequantizing any dtype to fp32) the tensors of `ts`, checked with model/weights.h bind_weights,
+  // which also completes the config from the tensors (tied output, biases, vocab size, rope_freqs).
+  static TrainableModel from_tensors(const ModelConfig& cfg, const TensorSet& ts);
+  // Matrices ~ N(0, 0.02^2), the residual projections (attn_output, ffn_down) scaled by 1/sqrt(2 n_layers),
+  // norms = 1, biases = 0. Deterministic in `seed`.
+  void init_random(uint64_t seed);
+
+  const ModelConfig& config() const { return cfg_; }
+  // The trainable tensors in tensor_names(config()) order (rope_freqs, a constant, is not one of them).
+  std::vector<Param> params();
+  int64_t n_params() const { return static_cast<int64_t>(values_.size()); }
+  // All parameters / gradients as one contiguous array of n_params() floats (in params() order).
+  float* param_data() { return values_.data(); }
+  float* grad_data() { return grads_.data(); }
+
+  // Logits for all T rows (T x vocab_size, row-major), valid until the next forward. Throws jf::Error on bad
+  // tokens, positions or mask.
+  const float* forward(const TrainSequence& s);
+  // Accumulates into the gradients dL/dparams given dlogits = dL/dlogits (T x vocab_size) of the last forward.
+  void backward(const float* dlogits);
+  void zero_grad();
+  int64_t tokens() const { return T_; }  // T of the last forward
+
+  // Parameters as tensors of `type` (matrices; norms, biases and rope_freqs stay F32), named and shaped as
+  // tensor_names(config()) — ready for a GGUF checkpoint or an inference Model.
+  TensorSet to_tensor_set(DType type) const;
+
+ private:
+  struct Layer {  // offsets of a layer's tensors in values_ / grads_ (-1: absent)
+    int64_t attn_norm, wq, wk, wv, wo, bq = -1, bk = -1, bv = -1, ffn_norm, w_gate, w_up, w_down;
+  };
+  struct Entry {  // one tensor of the layout
+    std::string name;
+    std::vector<int64_t> dims;
+    int64_t offset, size;
+  };
+  // Activations saved by forward (layer-major: layer l's rows start at l * T * width).
+  struct Saved {
+    std::vector<float> resid, mid, xn_attn, xn_ffn, rstd_attn, rstd_ffn, q, k, v, att, probs, gate, up, hidden;
+    std::vector<float> xn_out, rstd_out, logits, rope_cos, rope_sin;
+  };
+  struct Grads {  // backward scratch, one layer at a time
+    std::vector<float> dres, dxn, dq, dk, dv, datt, dgate, dup, dhidden;
+  };
+
+  int64_t add_tensor(const std::string& name, std::vector<int64_t> dims);
+  void ensure_capacity(int64_t T);
+  void check_sequence(const TrainSequence& s) const;
+  const float* p(int64_t offset) const { return offset < 0 ? nullptr : values_.data() + offset; }
+  float* g(int64_t offset) { return offset < 0 ? nullptr : grads_.data() + offset; }
+  void attention_block_forward(int l);
+  void ffn_block_forward(int l);
+  void ffn_block_backward(int l);
+  void attention_block_backward(int l);
+  float* at(std::vector<float>& buf, int l, int64_t width) { return buf.data() + l * T_ * width; }
+
+  ModelConfig cfg_;
+  std::vector<Entry> layout_;
+  std::vector<float> values_, grads_;
+  int64_t tok_embd_ = 0, output_norm_ = 0, output_ = 0;  // output_ == tok_embd_ when tied
+  std::vector<Layer> layers_;
+
+  int64_t T_ = 0, capacity_ = 0;
+  std::vector<int32_t> tokens_;
+  VisibilityMask mask_;
+  Saved act_;
+  Grads grad_;
+  AttentionScratch attn_scratch_;
+};
+
+}  // namespace jf

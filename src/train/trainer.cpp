@@ -1,0 +1,176 @@
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/error.h"
+#include "base/rng.h"
+#include "base/timer.h"
+#include "model/convert.h"
+#include "train/distributed.h"
+
+namespace jf {
+
+namespace {
+
+std::vector<int64_t> param_sizes(TrainableModel& m) {
+  std::vector<int64_t> s;
+  for (const auto& p : m.params()) s.push_back(p.size);
+  return s;
+}
+
+}  // namespace
+
+Trainer::Trainer(TrainableModel& model, const TrainData& data, const TrainOptions& opt, GgufMetadata meta)
+    : model_(model), data_(data), opt_(opt), meta_(std::move(meta)), adam_(param_sizes(model), opt.adam) {
+  if (data_.size() == 0) throw Error("no training examples");
+  if (opt_.accum < 1) throw Error("--accum must be >= 1");
+  if (opt_.steps < 1) throw Error("--steps must be >= 1");
+  if (opt_.objective == Objective::Ar && data_.text.empty()) throw Error("objective 'ar' needs text sequences");
+  if (opt_.objective != Objective::Ar && data_.packed.empty()) throw Error("objective '" + objective_name(opt_.objective) + "' needs packed Jacobi sequences");
+}
+
+// Seeded shuffle per epoch: the order depends only on the seed and the position in the run, so a resumed
+// run sees the same examples as an uninterrupted one.
+size_t Trainer::example_index(int64_t g) {
+  const int64_t n = static_cast<int64_t>(data_.size());
+  const int64_t epoch = g / n;
+  if (epoch != perm_epoch_) {
+    perm_.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; i++) perm_[i] = static_cast<size_t>(i);
+    Rng rng(opt_.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch) + 1);
+    for (int64_t i = n - 1; i > 0; i--) std::swap(perm_[i], perm_[rng.below(static_cast<uint32_t>(i + 1))]);
+    perm_epoch_ = epoch;
+  }
+  return perm_[static_cast<size_t>(g % n)];
+}
+
+LossReport Trainer::micro_batch(size_t example, float* grad_out, int64_t* tokens) {
+  const int V = model_.config().vocab_size;
+  model_.zero_grad();
+  LossReport r;
+  if (opt_.objective == Objective::Ar) {
+    const std::vector<int32_t>& t = data_.text[example];
+    TrainSequence s = TrainSequence::causal(t);
+    const float* logits = model_.forward(s);
+    dlogits_.resize(t.size() * static_cast<size_t>(V));
+    r = lm_loss(t, logits, V, dlogits_.data());
+    *tokens = static_cast<int64_t>(t.size());
+  } else {
+    const PackedSequence& p = data_.packed[example];
+    TrainSequence s;
+    s.tokens = p.tokens;
+    s.positions = p.positions;
+    PackedSequence q = p;
+    if (opt_.objective == Objective::Cllm) q.mask = MaskKind::NCIC;  // CLLM: noisy blocks see clean context
+    q.build_mask(s.mask);
+    const float* logits = model_.forward(s);
+    dlogits_.resize(p.tokens.size() * static_cast<size_t>(V));
+    r = packed_loss(opt_.objective, q, logits, V, opt_.loss, dlogits_.data());
+    *tokens = static_cast<int64_t>(p.tokens.size());
+  }
+  model_.backward(dlogits_.data());
+  std::copy(model_.grad_data(), model_.grad_data() + model_.n_params(), grad_out);
+  return r;
+}
+
+void Trainer::run(const std::function<void(const StepReport&)>& on_step) {
+  Distributed& dist = Distributed::get();
+  const int64_t micro = static_cast<int64_t>(opt_.accum) * dist.size();  // micro-batches per step, all ranks
+  const int64_t n = model_.n_params();
+  const int64_t warmup = static_cast<int64_t>(std::lround(opt_.warmup * static_cast<float>(opt_.steps)));
+  std::vector<TrainableModel::Param> params = model_.params();
+  std::vector<float*> pdata, pgrad;
+  std::vector<int64_t> sizes;
+  std::vector<bool> decay_flags;
+  for (const auto& p : params) {
+    pdata.push_back(p.data);
+    sizes.push_back(p.size);
+    decay_flags.push_back(p.dims.size() == 2);
+  }
+  std::unique_ptr<bool[]> decay(new bool[decay_flags.size()]);
+  for (size_t i = 0; i < decay_flags.size(); i++) decay[i] = decay_flags[i];
+  total_grad_.resize(static_cast<size_t>(n));
+  micro_grads_.resize(static_cast<size_t>(opt_.accum));
+  for (auto& g : micro_grads_) g.resize(static_cast<size_t>(n));
+
+  const int64_t last = opt_.stop_at > 0 ? std::min(opt_.stop_at, opt_.steps) : opt_.steps;
+  while (step_ < last) {
+    const double t0 = now_seconds();
+    StepReport rep;
+    std::vector<const float*> mine;
+    for (int64_t j = dist.rank(), k = 0; j < micro; j += dist.size(), k++) {
+      int64_t toks = 0;
+      rep.loss.add(micro_batch(example_index(step_ * micro + j), micro_grads_[k].data(), &toks));
+      rep.tokens += toks;
+      mine.push_back(micro_grads_[k].data());
+    }
+    dist.ordered_sum(mine, micro, n, total_grad_.data());
+    const float inv = 1.0f / static_cast<float>(micro);
+    for (int64_t i = 0; i < n; i++) total_grad_[i] *= inv;
+    // Per-tensor views of the averaged gradient (same layout as the parameters).
+    pgrad.clear();
+    int64_t off = 0;
+    for (const auto& p : params) pgrad.push_back(total_grad_.data() + off), off += p.size;
+    rep.grad_norm = clip_grad_norm(pgrad, sizes, opt_.clip);
+    rep.lr = cosine_lr(step_, opt_.steps, warmup, opt_.lr, opt_.min_lr);
+    adam_.step(pdata, pgrad, std::span<const bool>(decay.get(), decay_flags.size()), rep.lr);
+    step_++;
+    rep.step = step_;
+    rep.loss.total = dist.sum(rep.loss.total);
+    rep.loss.ar = dist.sum(rep.loss.ar);
+    rep.loss.consistency = dist.sum(rep.loss.consistency);
+    rep.tokens = static_cast<int64_t>(dist.sum(static_cast<double>(rep.tokens)));
+    rep.seconds = now_seconds() - t0;
+    if (on_step) on_step(rep);
+    const bool save = !opt_.checkpoint_path.empty() &&
+                      ((opt_.save_every > 0 && step_ % opt_.save_every == 0) || step_ == last);
+    if (save && dist.rank() == 0) save_checkpoint(opt_.checkpoint_path);
+  }
+  dist.barrier();
+}
+
+void Trainer::save_checkpoint(const std::string& path) const {
+  TensorSet ts = const_cast<TrainableModel&>(model_).to_tensor_set(DType::F32);
+  GgufWriter w;
+  config_to_gguf(model_.config(), w.meta());
+  for (const std::string& k : meta_.order()) w.meta().set(k, *meta_.find(k));
+  w.meta().set("jf.train.step", GgufValue::of_u64(static_cast<uint64_t>(step_)));
+  w.meta().set("jf.train.objective", GgufValue::of_string(objective_name(opt_.objective)));
+  w.meta().set("jf.train.seed", GgufValue::of_u64(opt_.seed));
+  for (const std::string& name : tensor_names(model_.config())) {
+    const TensorRef* t = ts.find(name);
+    JF_CHECK(t != nullptr, "missing tensor " + name);
+    w.add_tensor(name, t->type, t->dims, t->data);
+  }
+  auto& self = const_cast<Trainer&>(*this);
+  std::vector<TrainableModel::Param> params = self.model_.params();
+  for (size_t i = 0; i < params.size(); i++) {
+    w.add_tensor("train.adam_m." + params[i].name, DType::F32, params[i].dims, self.adam_.m()[i].data());
+    w.add_tensor("train.adam_v." + params[i].name, DType::F32, params[i].dims, self.adam_.v()[i].data());
+  }
+  w.write(path);
+}
+
+void Trainer::resume(const std::string& path) {
+  auto f = GgufFile::open(path);
+  const GgufMetadata& m = f->meta();
+  if (!m.has("jf.train.step")) throw Error(path + ": not a jf training checkpoint (no jf.train.step)");
+  step_ = m.get_int("jf.train.step");
+  std::vector<TrainableModel::Param> params = model_.params();
+  for (size_t i = 0; i < params.size(); i++) {
+    const TrainableModel::Param& p = params[i];
+    auto load = [&](const std::string& name, float* dst) {
+      const GgufTensor* t = f->find_tensor(name);
+      if (!t || t->type != DType::F32 || t->n_elements() != p.size)
+        throw Error(path + ": tensor '" + name + "' is missing or has the wrong shape for this model");
+      std::copy_n(reinterpret_cast<const float*>(t->data), p.size, dst);
+    };
+    load(p.name, p.data);
+    load("train.adam_m." + p.name, adam_.m()[i].data());
+    load("train.adam_v." + p.name, adam_.v()[i].data());
+  }
+  adam_.set_steps(step_);
+}
+
+}  // namespace jf

@@ -1,0 +1,74 @@
+// The training loop: examples in a seeded order, gradient accumulation (micro-batches summed in order, also
+// across MPI ranks), global-norm clipping, AdamW with a cosine schedule, and GGUF checkpoints that carry
+// the optimizer state so a run resumes exactly where it stopped.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "formats/gguf.h"
+#include "train/objectives.h"
+#include "train/optimizer.h"
+#include "train/trainable_model.h"
+
+namespace jf {
+
+struct TrainData {
+  std::vector<PackedSequence> packed;      // jacobi-forcing / cllm
+  std::vector<std::vector<int32_t>> text;  // ar: causal sequences
+  size_t size() const { return packed.empty() ? text.size() : packed.size(); }
+};
+
+struct TrainOptions {
+  Objective objective = Objective::JacobiForcing;
+  ObjectiveOptions loss;
+  int64_t steps = 100;
+  int accum = 1;  // micro-batches per step (per process under MPI)
+  float lr = 1e-4f, min_lr = 1e-5f;
+  float warmup = 0.03f;  // fraction of the steps
+  float clip = 1.0f;     // global gradient norm; <= 0: off
+  AdamWOptions adam;
+  uint64_t seed = 1;
+  int save_every = 0;            // steps between checkpoints (0: only at the end)
+  int64_t stop_at = 0;           // stop (with a checkpoint) after this step; 0: run all `steps`
+  std::string checkpoint_path;   // where checkpoints (with optimizer state) go
+};
+
+struct StepReport {
+  int64_t step = 0;  // 1-based, after the update
+  float lr = 0;
+  double grad_norm = 0;
+  LossReport loss;   // summed over the step's micro-batches (all ranks)
+  int64_t tokens = 0;
+  double seconds = 0;
+};
+
+class Trainer {
+ public:
+  // `meta` is written into checkpoints alongside the model (e.g. the tokenizer's keys).
+  Trainer(TrainableModel& model, const TrainData& data, const TrainOptions& opt, GgufMetadata meta);
+  // Restores parameters, optimizer state and the step count from a checkpoint written by save_checkpoint.
+  void resume(const std::string& path);
+  // Trains until opt.steps; on_step runs after every update (on every rank).
+  void run(const std::function<void(const StepReport&)>& on_step = {});
+  int64_t step() const { return step_; }
+  // Atomic GGUF: model tensors (fp32), optimizer moments as train.adam_m.* / train.adam_v.*, jf.train.* keys.
+  void save_checkpoint(const std::string& path) const;
+
+ private:
+  size_t example_index(int64_t global_micro);
+  LossReport micro_batch(size_t example, float* grad_out, int64_t* tokens);
+
+  TrainableModel& model_;
+  const TrainData& data_;
+  TrainOptions opt_;
+  GgufMetadata meta_;
+  AdamW adam_;
+  int64_t step_ = 0;
+  int64_t perm_epoch_ = -1;
+  std::vector<size_t> perm_;
+  std::vector<float> dlogits_, total_grad_;
+  std::vector<std::vector<float>> micro_grads_;
+};
+
+}  // namespace jf
