@@ -66,6 +66,25 @@ PY
   "$jf" convert -m "$m" -o "$tmp/q8.gguf" --type q8_0 2>/dev/null && "$jf" generate -m "$tmp/q8.gguf" -n 20 >/dev/null 2>&1 &&
     echo "ok   convert to q8_0 runs" || { echo "FAIL convert q8_0"; fails=$((fails + 1)); }
   check_error "bad convert type" 1 "$jf" convert -m "$m" -o "$tmp/x.gguf" --type q4_k
+  check_error "bad decoder" 1 "$jf" generate -m "$m" --decoder nope
+  check_error "jacobi with sampling" 1 "$jf" generate -m "$m" --decoder jacobi --temp 0.8
+  check_error "sjd greedy" 1 "$jf" generate -m "$m" --decoder sjd
+  check_error "lookahead N < 2" 1 "$jf" generate -m "$m" --decoder lookahead --N 1
+  check_error "multiblock r > 1" 1 "$jf" generate -m "$m" --decoder multiblock --r 1.5
+  check_error "bench bad spec" 1 "$jf" bench -m "$m" --prompts /dev/null --decoders ar,jacobi:blok=3
+  check_error "collect bad shard" 1 "$jf" collect -m "$m" --prompts /dev/null --shard 3/2 -o "$tmp/t.jsonl"
+  check_error "pack missing file" 1 "$jf" pack --traj /nonexistent.jsonl -o "$tmp/p.jsonl"
+  check_error "train bad objective" 1 "$jf" train -m "$m" --objective magic -o "$tmp/m.gguf"
+  check_error "train without data" 1 "$jf" train -m "$m" -o "$tmp/m.gguf"
+  check_error "perplexity missing text" 1 "$jf" perplexity -m "$m" -f /nonexistent.txt
+  # Every decoder runs through the CLI and matches ar's text (greedy).
+  "$jf" generate -m "$m" -n 40 -p "Once upon a time" --no-echo >"$tmp/ar.txt" 2>/dev/null
+  for d in "jacobi --block 6" "lookahead" "pld" "multiblock --block 6" ; do
+    "$jf" generate -m "$m" -n 40 -p "Once upon a time" --no-echo --decoder $d >"$tmp/d.txt" 2>/dev/null
+    if cmp -s "$tmp/ar.txt" "$tmp/d.txt"; then echo "ok   --decoder $d == ar"; else echo "FAIL --decoder $d differs from ar"; fails=$((fails + 1)); fi
+  done
+  "$jf" generate -m "$m" -n 40 --decoder sjd --temp 0.8 --seed 3 >/dev/null 2>&1 && echo "ok   --decoder sjd runs" ||
+    { echo "FAIL sjd"; fails=$((fails + 1)); }
 else
   if [ "${CI:-}" = "true" ]; then echo "FAIL: CI=true but $shared is missing"; fails=$((fails + 1)); else
     echo "SKIPPED: shared model tests ($shared not found)"; fi
