@@ -20,15 +20,18 @@
 #include "model/loader.h"
 #include "model/random_model.h"
 #include "model/transformer.h"
+#include "model_helpers.h"
 #include "test_support.h"
 
 namespace jf {
 namespace {
 
+using test::Logits;
+using test::random_tokens;
+using test::stepwise;
+
 namespace fs = std::filesystem;
 using nlohmann::json;
-using Logits = std::vector<std::vector<float>>;
-
 // ---- helpers ----
 
 // A fresh directory, removed with everything in it when the test ends.
@@ -52,27 +55,6 @@ void expect_error(const std::function<void()>& fn, const std::string& needle) {
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
     EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "message is not one line: " << e.what();
   }
-}
-
-std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed) {
-  Rng r(seed);
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = static_cast<int32_t>(r.below(vocab));
-  return t;
-}
-
-// One token per forward, logits of every step.
-Logits stepwise(const Model& m, const std::vector<int32_t>& toks) {
-  Transformer tf(m.config(), m.weights());
-  KvCache cache(m.config(), 256);
-  Logits out;
-  SequenceInput in;
-  for (int32_t t : toks) {
-    in.set_causal(&cache, std::vector<int32_t>{t}, SequenceInput::Logits::Last);
-    const float* l = tf.forward(in);
-    out.emplace_back(l, l + m.config().vocab_size);
-  }
-  return out;
 }
 
 void expect_bit_identical(const Logits& got, const Logits& want, const std::string& what) {

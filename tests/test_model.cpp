@@ -15,33 +15,15 @@
 #include "model/model.h"
 #include "model/random_model.h"
 #include "model/transformer.h"
+#include "model_helpers.h"
 #include "test_support.h"
 
 namespace jf {
 namespace {
 
-using Logits = std::vector<std::vector<float>>;
-
-std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed) {
-  Rng r(seed);
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = static_cast<int32_t>(r.below(vocab));
-  return t;
-}
-
-// One token per forward: the reference every batched computation must reproduce exactly.
-Logits stepwise(const Model& m, const std::vector<int32_t>& toks) {
-  Transformer tf(m.config(), m.weights());
-  KvCache cache(m.config(), 256);
-  Logits out;
-  SequenceInput in;
-  for (int32_t t : toks) {
-    in.set_causal(&cache, std::vector<int32_t>{t}, SequenceInput::Logits::Last);
-    const float* l = tf.forward(in);
-    out.emplace_back(l, l + m.config().vocab_size);
-  }
-  return out;
-}
+using test::Logits;
+using test::random_tokens;
+using test::stepwise;
 
 void expect_rows_equal(const float* got, const std::vector<float>& want, const std::string& what) {
   for (size_t i = 0; i < want.size(); i++)

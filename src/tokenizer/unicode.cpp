@@ -12,16 +12,11 @@ size_t utf8_len(unsigned char lead) {
   return lookup[lead >> 4];
 }
 
-bool utf8_next(std::string_view s, size_t& i, uint32_t& cp) {
-  auto at = [&](size_t k) -> unsigned { return static_cast<unsigned char>(s[k]); };
-  unsigned b0 = at(i);
-  if (b0 < 0x80) {
-    cp = b0;
-    i += 1;
-    return true;
-  }
-  size_t n = 0;
-  unsigned lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+int utf8_classify(std::string_view s, size_t i) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  if (b0 < 0x80) return 1;
+  int n = 0;
+  unsigned lo = 0x80, hi = 0xBF;  // allowed range of the second byte (excludes overlongs and surrogates)
   if (b0 >= 0xC2 && b0 <= 0xDF) {
     n = 2;
   } else if (b0 >= 0xE0 && b0 <= 0xEF) {
@@ -32,23 +27,29 @@ bool utf8_next(std::string_view s, size_t& i, uint32_t& cp) {
     n = 4;
     if (b0 == 0xF0) lo = 0x90;
     if (b0 == 0xF4) hi = 0x8F;
+  } else {
+    return -1;
   }
-  if (n == 0 || i + n > s.size()) {
+  for (int k = 1; k < n; k++) {
+    if (i + k >= s.size()) return 0;
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    const unsigned l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
+    if (b < l || b > h) return -1;
+  }
+  return n;
+}
+
+bool utf8_next(std::string_view s, size_t& i, uint32_t& cp) {
+  const int n = utf8_classify(s, i);
+  if (n <= 0) {  // invalid, or a character cut off by the end of the string
     i += 1;
     return false;
   }
-  for (size_t k = 1; k < n; k++) {
-    unsigned b = at(i + k);
-    unsigned l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
-    if (b < l || b > h) {
-      i += 1;
-      return false;
-    }
-  }
-  uint32_t v = b0 & (n == 2 ? 0x1F : n == 3 ? 0x0F : 0x07);
-  for (size_t k = 1; k < n; k++) v = (v << 6) | (at(i + k) & 0x3F);
+  const auto at = [&](size_t k) -> unsigned { return static_cast<unsigned char>(s[k]); };
+  uint32_t v = n == 1 ? at(i) : at(i) & (n == 2 ? 0x1F : n == 3 ? 0x0F : 0x07);
+  for (int k = 1; k < n; k++) v = (v << 6) | (at(i + k) & 0x3F);
   cp = v;
-  i += n;
+  i += static_cast<size_t>(n);
   return true;
 }
 

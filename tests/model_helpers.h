@@ -1,0 +1,34 @@
+// Helpers shared by the model-level tests: random token sequences and the one-token-per-forward reference.
+#pragma once
+#include <vector>
+
+#include "base/rng.h"
+#include "model/model.h"
+#include "model/transformer.h"
+
+namespace jf::test {
+
+using Logits = std::vector<std::vector<float>>;
+
+inline std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed) {
+  Rng r(seed);
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = static_cast<int32_t>(r.below(static_cast<uint32_t>(vocab)));
+  return t;
+}
+
+// One token per forward: the reference every batched computation must reproduce exactly.
+inline Logits stepwise(const Model& m, const std::vector<int32_t>& toks) {
+  Transformer tf(m.config(), m.weights());
+  KvCache cache(m.config(), 256);
+  Logits out;
+  SequenceInput in;
+  for (int32_t t : toks) {
+    in.set_causal(&cache, std::vector<int32_t>{t}, SequenceInput::Logits::Last);
+    const float* l = tf.forward(in);
+    out.emplace_back(l, l + m.config().vocab_size);
+  }
+  return out;
+}
+
+}  // namespace jf::test
