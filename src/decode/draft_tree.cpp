@@ -40,9 +40,7 @@ std::vector<int> DraftTree::add_chain(int parent, std::span<const int32_t> token
 }
 
 void DraftTree::emit(SequenceInput& in, int base_pos) const {
-  JF_CHECK(in.mask.size() >= size(), "mask smaller than the tree");
-  in.tokens.resize(std::max<size_t>(in.tokens.size(), token_.size()));
-  in.positions.resize(std::max<size_t>(in.positions.size(), token_.size()));
+  JF_CHECK(in.mask.size() >= size() && static_cast<int>(in.tokens.size()) >= size(), "input rows not prepared (reset_rows)");
   for (int i = 0; i < size(); i++) {
     in.tokens[i] = token_[i];
     in.positions[i] = base_pos + depth_[i];

@@ -28,7 +28,8 @@ class DraftTree {
   int child(int node, int32_t token) const;  // -1 if none
 
   // Writes the nodes as rows 0..size()-1 of `in` (tokens, positions base_pos + depth, each node seeing its
-  // ancestors); `in.mask` must already be reset to the total row count. Requests logits for every node.
+  // ancestors); `in` must have been prepared with reset_rows for at least size() rows. Requests logits for
+  // every node.
   void emit(SequenceInput& in, int base_pos) const;
 
  private:

@@ -45,11 +45,7 @@ void JacobiDecoder::decode(DecodeContext& ctx) {
     const int S = s.cache().size();
     tree.reset(ctx.pending());
     tree.add_chain(0, draft);
-    in.cache = &s.cache();
-    in.logit_rows.clear();
-    in.tokens.clear();
-    in.positions.clear();
-    in.mask.reset(tree.size());
+    in.reset_rows(&s.cache(), tree.size());
     tree.emit(in, S);
     const float* logits = ctx.forward(in);
     auto row = [&](int r) { return logits + static_cast<size_t>(r) * V; };

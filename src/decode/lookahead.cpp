@@ -98,11 +98,7 @@ void LookaheadDecoder::decode(DecodeContext& ctx) {
     const bool with_window = tree.size() + win.rows() <= ctx.room();
     win.first_row = tree.size();
     const int M = tree.size() + (with_window ? win.rows() : 0);
-    in.cache = &s.cache();
-    in.tokens.assign(M, 0);
-    in.positions.assign(M, 0);
-    in.logit_rows.clear();
-    in.mask.reset(M);
+    in.reset_rows(&s.cache(), M);
     tree.emit(in, S);
     std::vector<int> last_rows;
     if (with_window) {

@@ -116,11 +116,7 @@ void MultiblockDecoder::decode(DecodeContext& ctx) {
     const bool with_pseudo = !pseudo.empty() && d == budget - 1 &&
                              tree.size() + static_cast<int>(pseudo.size()) * n <= ctx.room();
     const int M = tree.size() + (with_pseudo ? static_cast<int>(pseudo.size()) * n : 0);
-    in.cache = &s.cache();
-    in.tokens.assign(M, 0);
-    in.positions.assign(M, 0);
-    in.logit_rows.clear();
-    in.mask.reset(M);
+    in.reset_rows(&s.cache(), M);
     tree.emit(in, S);
     if (with_pseudo) emit_pseudo(pseudo, n, chains[0], tree.size(), S + budget, in, pseudo_rows);
     const float* logits = ctx.forward(in);

@@ -47,11 +47,7 @@ void PldDecoder::decode(DecodeContext& ctx) {
     const int S = s.cache().size();
     tree.reset(ctx.pending());
     tree.add_chain(0, draft);
-    in.cache = &s.cache();
-    in.tokens.clear();
-    in.positions.clear();
-    in.logit_rows.clear();
-    in.mask.reset(tree.size());
+    in.reset_rows(&s.cache(), tree.size());
     tree.emit(in, S);
     const float* logits = ctx.forward(in);
     auto row = [&](int node) { return logits + static_cast<size_t>(node) * V; };

@@ -44,6 +44,15 @@ struct SequenceInput {
   VisibilityMask mask;              // empty: causal
   std::vector<int32_t> logit_rows;  // rows (indices into tokens) whose logits are returned, in this order
 
+  // Prepares M rows with explicit positions and an empty (all-invisible) mask, for the caller to fill.
+  void reset_rows(KvCache* c, int m) {
+    cache = c;
+    tokens.assign(static_cast<size_t>(m), 0);
+    positions.assign(static_cast<size_t>(m), 0);
+    logit_rows.clear();
+    mask.reset(m);
+  }
+
   enum class Logits { None, Last, All };
   // Resets to plain causal input of `toks` at the end of the cache (reusing the vectors' storage).
   void set_causal(KvCache* c, std::span<const int32_t> toks, Logits which) {
