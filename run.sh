@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# Builds jf and generates text with the default model. Arguments are passed to `jf generate`.
+# Builds jf, generates code with the default model (a small Python model trained by jf, then Jacobi-Forcing
+# fine-tuned), and shows the parallel decoders against plain AR decoding on a few prompts.
+# Arguments go to `jf generate`; JF_MODEL=/path/to/model.gguf uses another model.
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/build.sh
-model="${JF_MODEL:-../shared/models/stories260K/stories260K.gguf}"
+model="${JF_MODEL:-models/pycode-jf-q8_0.gguf}"
 if [ ! -e "$model" ]; then
-  echo "jf: default model '$model' not found; run with JF_MODEL=/path/to/model.gguf ./run.sh" >&2
+  echo "jf: model '$model' not found; run with JF_MODEL=/path/to/model.gguf ./run.sh" >&2
   exit 1
 fi
-exec build/bin/jf generate -m "$model" -p "Once upon a time" -n 200 "$@"
+prompt=$'def read_config(path):\n    """Read a configuration file and return a dict."""\n'
+echo "== jf generate (prompt lookup decoding, lossless) =="
+build/bin/jf generate -m "$model" -p "$prompt" -n 128 --decoder pld --draft-max 2 "$@"
+echo
+echo "== jf bench: decoders vs ar on bench/prompts/code_demo.jsonl (same outputs, measured in one run) =="
+build/bin/jf bench -m "$model" --prompts bench/prompts/code_demo.jsonl -n 96 -t 1 \
+  --decoders ar,pld:draft-max=2,pld:draft-max=4,jacobi:block=8,multiblock:block=8,lookahead:W=2:N=2:G=2
