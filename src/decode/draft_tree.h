@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "decode/decoder.h"
 #include "model/batch.h"
 #include "sample/sampler.h"
 
@@ -51,6 +52,10 @@ void accept_greedy(const DraftTree& t, RowLogits row_logits, int vocab, Acceptan
 // Every committed token is an exact sample of the model's distribution given the committed prefix.
 template <class RowLogits>
 void accept_sampled(const DraftTree& t, RowLogits row_logits, Sampler& sampler, Acceptance& out);
+
+// Forwards the pending token followed by `draft` as one causal chain (rows 0..draft.size(), all with logits);
+// `tree` and `in` are scratch reused across calls. Returns the logits.
+const float* forward_chain(DecodeContext& ctx, std::span<const int32_t> draft, DraftTree& tree, SequenceInput& in);
 
 // Moves the cache entries of the root and the accepted path (rows first_slot + node) into place after
 // the committed prefix of length `first_slot`, dropping all other rows of this forward.

@@ -43,11 +43,7 @@ void JacobiDecoder::decode(DecodeContext& ctx) {
 
     // ---- forward the pending token and the draft as one causal chain
     const int S = s.cache().size();
-    tree.reset(ctx.pending());
-    tree.add_chain(0, draft);
-    in.reset_rows(&s.cache(), tree.size());
-    tree.emit(in, S);
-    const float* logits = ctx.forward(in);
+    const float* logits = forward_chain(ctx, draft, tree, in);
     auto row = [&](int r) { return logits + static_cast<size_t>(r) * V; };
 
     // ---- accept the matching prefix plus one token; rejected positions' predictions form the next draft

@@ -45,11 +45,7 @@ void PldDecoder::decode(DecodeContext& ctx) {
     if (ctx.room() < 1) return ctx.stop_context_full();
     index.propose(ctx.history(), max_draft(ctx, opt_.draft_max), draft);
     const int S = s.cache().size();
-    tree.reset(ctx.pending());
-    tree.add_chain(0, draft);
-    in.reset_rows(&s.cache(), tree.size());
-    tree.emit(in, S);
-    const float* logits = ctx.forward(in);
+    const float* logits = forward_chain(ctx, draft, tree, in);
     auto row = [&](int node) { return logits + static_cast<size_t>(node) * V; };
     if (greedy)
       accept_greedy(tree, row, V, acc);
