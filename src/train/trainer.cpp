@@ -82,14 +82,12 @@ void Trainer::run(const std::function<void(const StepReport&)>& on_step) {
   std::vector<TrainableModel::Param> params = model_.params();
   std::vector<float*> pdata, pgrad;
   std::vector<int64_t> sizes;
-  std::vector<bool> decay_flags;
-  for (const auto& p : params) {
-    pdata.push_back(p.data);
-    sizes.push_back(p.size);
-    decay_flags.push_back(p.dims.size() == 2);
+  std::unique_ptr<bool[]> decay(new bool[params.size()]);  // weight decay on matrices only
+  for (size_t i = 0; i < params.size(); i++) {
+    pdata.push_back(params[i].data);
+    sizes.push_back(params[i].size);
+    decay[i] = params[i].dims.size() == 2;
   }
-  std::unique_ptr<bool[]> decay(new bool[decay_flags.size()]);
-  for (size_t i = 0; i < decay_flags.size(); i++) decay[i] = decay_flags[i];
   total_grad_.resize(static_cast<size_t>(n));
   micro_grads_.resize(static_cast<size_t>(opt_.accum));
   for (auto& g : micro_grads_) g.resize(static_cast<size_t>(n));
@@ -114,7 +112,7 @@ void Trainer::run(const std::function<void(const StepReport&)>& on_step) {
     for (const auto& p : params) pgrad.push_back(total_grad_.data() + off), off += p.size;
     rep.grad_norm = clip_grad_norm(pgrad, sizes, opt_.clip);
     rep.lr = cosine_lr(step_, opt_.steps, warmup, opt_.lr, opt_.min_lr);
-    adam_.step(pdata, pgrad, std::span<const bool>(decay.get(), decay_flags.size()), rep.lr);
+    adam_.step(pdata, pgrad, std::span<const bool>(decay.get(), params.size()), rep.lr);
     step_++;
     rep.step = step_;
     rep.loss.total = dist.sum(rep.loss.total);
@@ -130,8 +128,8 @@ void Trainer::run(const std::function<void(const StepReport&)>& on_step) {
   dist.barrier();
 }
 
-void Trainer::save_checkpoint(const std::string& path) const {
-  TensorSet ts = const_cast<TrainableModel&>(model_).to_tensor_set(DType::F32);
+void Trainer::save_checkpoint(const std::string& path) {
+  TensorSet ts = model_.to_tensor_set(DType::F32);
   GgufWriter w;
   config_to_gguf(model_.config(), w.meta());
   for (const std::string& k : meta_.order()) w.meta().set(k, *meta_.find(k));
@@ -143,11 +141,10 @@ void Trainer::save_checkpoint(const std::string& path) const {
     JF_CHECK(t != nullptr, "missing tensor " + name);
     w.add_tensor(name, t->type, t->dims, t->data);
   }
-  auto& self = const_cast<Trainer&>(*this);
-  std::vector<TrainableModel::Param> params = self.model_.params();
+  std::vector<TrainableModel::Param> params = model_.params();
   for (size_t i = 0; i < params.size(); i++) {
-    w.add_tensor("train.adam_m." + params[i].name, DType::F32, params[i].dims, self.adam_.m()[i].data());
-    w.add_tensor("train.adam_v." + params[i].name, DType::F32, params[i].dims, self.adam_.v()[i].data());
+    w.add_tensor("train.adam_m." + params[i].name, DType::F32, params[i].dims, adam_.m()[i].data());
+    w.add_tensor("train.adam_v." + params[i].name, DType::F32, params[i].dims, adam_.v()[i].data());
   }
   w.write(path);
 }

@@ -53,7 +53,7 @@ class Trainer {
   void run(const std::function<void(const StepReport&)>& on_step = {});
   int64_t step() const { return step_; }
   // Atomic GGUF: model tensors (fp32), optimizer moments as train.adam_m.* / train.adam_v.*, jf.train.* keys.
-  void save_checkpoint(const std::string& path) const;
+  void save_checkpoint(const std::string& path);
 
  private:
   size_t example_index(int64_t global_micro);
