@@ -29,6 +29,18 @@ struct LoadBF16 {
   static float at(const uint8_t* row, int64_t k) { return bf16_to_f32(reinterpret_cast<const uint16_t*>(row)[k]); }
 };
 
+// The step every tile repeats: acc[i][j] += x_i[0 .. L) * w_j for MR rows of x (stride K) and NR weight
+// vectors already converted to fp32 lanes.
+template <class V, int MR, int NR>
+inline void fma_block(typename V::T (&acc)[MR][NR], const float* x, int64_t K, const typename V::T (&wv)[NR]) {
+#pragma GCC unroll 32
+  for (int i = 0; i < MR; i++) {
+    const typename V::T xv = V::loadu(x + i * K);
+#pragma GCC unroll 32
+    for (int j = 0; j < NR; j++) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
+  }
+}
+
 // y[i][j] = dot(x_i, w_j) for MR rows of x (stride K) and NR weight rows (stride ws bytes).
 template <class V, int MR, int NR, class L>
 void tile_float(const float* x, int64_t K, const uint8_t* w, size_t ws, float* y, int64_t ldy) {
@@ -43,12 +55,7 @@ void tile_float(const float* x, int64_t K, const uint8_t* w, size_t ws, float* y
     T wv[NR];
 #pragma GCC unroll 32
     for (int j = 0; j < NR; j++) wv[j] = L::load(w + j * ws, k);
-#pragma GCC unroll 32
-    for (int i = 0; i < MR; i++) {
-      const T xv = V::loadu(x + i * K + k);
-#pragma GCC unroll 32
-      for (int j = 0; j < NR; j++) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
-    }
+    fma_block<V, MR, NR>(acc, x + k, K, wv);
   }
   for (int i = 0; i < MR; i++)
     for (int j = 0; j < NR; j++) {
@@ -82,12 +89,7 @@ void tile_q8(const float* x, int64_t K, const uint8_t* w, size_t ws, float* y, i
       T wv[NR];
 #pragma GCC unroll 32
       for (int j = 0; j < NR; j++) wv[j] = V::mul(V::load_i8(blk[j]->qs + g * V::L), d[j]);
-#pragma GCC unroll 32
-      for (int i = 0; i < MR; i++) {
-        const T xv = V::loadu(x + i * K + k);
-#pragma GCC unroll 32
-        for (int j = 0; j < NR; j++) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
-      }
+      fma_block<V, MR, NR>(acc, x + k, K, wv);
     }
   }
   for (int i = 0; i < MR; i++)
