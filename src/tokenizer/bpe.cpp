@@ -8,11 +8,7 @@ namespace jf {
 
 namespace {
 
-struct Symbol {
-  int prev, next;
-  size_t start, n;  // raw byte span of the word
-  int32_t id;       // token of the symbol's text, -1 when the text is not a token
-};
+using tok::Symbol;
 
 struct Bigram {
   int left, right;
@@ -74,10 +70,7 @@ void Tokenizer::Impl::encode_bpe(std::string_view raw, std::vector<int32_t>& out
       Symbol& r = syms[bg.right];
       if (l.n == 0 || r.n == 0 || l.n + r.n != bg.size || l.next != bg.right) continue;  // stale
       l.id = merges.at(pair_key(l.id, r.id)).merged;
-      l.n += r.n;
-      r.n = 0;
-      l.next = r.next;
-      if (r.next >= 0) syms[r.next].prev = bg.left;
+      tok::absorb_next(syms, bg.left);
       try_add(l.prev, bg.left);
       try_add(bg.left, l.next);
     }

@@ -42,6 +42,23 @@ int unicode_to_byte(uint32_t cp);               // -1 when cp stands for no byte
 
 extern const char* const kSpace;  // U+2581 "▁", SentencePiece's escaped space
 
+// A piece of text in the doubly linked list both BPE variants merge over.
+struct Symbol {
+  int prev, next;   // neighbours (-1 at the ends)
+  size_t start, n;  // byte span; n == 0 once merged into its left neighbour
+  int32_t id = -1;  // token of the span when known (byte-level BPE), -1 otherwise
+};
+
+// Merges syms[left] with the symbol after it (which must exist) and relinks the list.
+inline void absorb_next(std::vector<Symbol>& syms, int left) {
+  Symbol& l = syms[left];
+  Symbol& r = syms[l.next];
+  l.n += r.n;
+  r.n = 0;
+  l.next = r.next;
+  if (l.next >= 0) syms[l.next].prev = left;
+}
+
 }  // namespace tok
 
 struct Tokenizer::Impl {

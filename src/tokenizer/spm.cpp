@@ -7,10 +7,7 @@ namespace jf {
 
 namespace {
 
-struct Symbol {
-  int prev, next;
-  size_t start, n;
-};
+using tok::Symbol;
 
 struct Bigram {
   int left, right;
@@ -35,7 +32,7 @@ void Tokenizer::Impl::encode_spm(std::string_view text, std::vector<int32_t>& ou
   for (size_t off = 0; off < text.size();) {
     size_t n = std::min(tok::utf8_len(static_cast<unsigned char>(text[off])), text.size() - off);
     int idx = static_cast<int>(syms.size());
-    syms.push_back({idx - 1, off + n == text.size() ? -1 : idx + 1, off, n});
+    syms.push_back({idx - 1, off + n == text.size() ? -1 : idx + 1, off, n, -1});
     off += n;
   }
 
@@ -55,10 +52,7 @@ void Tokenizer::Impl::encode_spm(std::string_view text, std::vector<int32_t>& ou
     Symbol& l = syms[bg.left];
     Symbol& r = syms[bg.right];
     if (l.n == 0 || r.n == 0 || l.n + r.n != bg.size) continue;  // stale: one side was merged meanwhile
-    l.n += r.n;
-    r.n = 0;
-    l.next = r.next;
-    if (r.next >= 0) syms[r.next].prev = bg.left;
+    tok::absorb_next(syms, bg.left);
     try_add(l.prev, bg.left);
     try_add(bg.left, l.next);
   }
