@@ -9,9 +9,7 @@
 namespace jf {
 namespace {
 
-std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("jf_test_" + std::to_string(::getpid()) + "_" + name)).string();
-}
+using test::temp_path;
 
 std::vector<uint8_t> read_all(const std::string& p) {
   MappedFile m(p);
@@ -20,12 +18,7 @@ std::vector<uint8_t> read_all(const std::string& p) {
 
 // Expects parse() of `bytes` to throw jf::Error whose message contains `needle`.
 void expect_parse_error(const std::vector<uint8_t>& bytes, const std::string& needle) {
-  try {
-    GgufFile::parse(bytes.data(), bytes.size(), "test.gguf");
-    FAIL() << "expected error containing '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
+  test::expect_error([&] { GgufFile::parse(bytes.data(), bytes.size(), "test.gguf"); }, needle);
 }
 
 // A small valid file with every metadata type and every tensor type, written by GgufWriter.

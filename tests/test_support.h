@@ -2,6 +2,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 
 namespace jf::test {
@@ -27,4 +28,18 @@ bool in_ci();
 
 namespace jf::test {
 bool path_exists(const std::string& p);
-}
+
+// A path in the temp directory unique to this process (the file is not created).
+std::string temp_path(const std::string& name);
+
+// A fresh directory, removed with everything in it when the object goes out of scope.
+struct TempDir {
+  std::string path;
+  explicit TempDir(const std::string& name);
+  ~TempDir();
+  std::string operator/(const std::string& file) const;
+};
+
+// Runs `fn`, expecting a one-line jf::Error whose message contains `needle`.
+void expect_error(const std::function<void()>& fn, const std::string& needle);
+}  // namespace jf::test

@@ -14,9 +14,7 @@
 namespace jf {
 namespace {
 
-std::string temp_file(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("jf_td_" + std::to_string(::getpid()) + "_" + name)).string();
-}
+using test::temp_path;
 
 std::vector<int32_t> text_for_oracle(int n, int vocab) {
   std::vector<int32_t> t;
@@ -31,7 +29,7 @@ TEST(Trajectories, StatesAreJacobiStatesEndingAtTheArOutput) {
   Session s(fake, 256);
   std::vector<std::vector<int32_t>> prompts = {std::vector<int32_t>(text.begin(), text.begin() + 6),
                                                std::vector<int32_t>(text.begin(), text.begin() + 11)};
-  const std::string path = temp_file("traj.jsonl");
+  const std::string path = temp_path("traj.jsonl");
   std::remove(path.c_str());
   CollectOptions opt;
   opt.block = n;
@@ -70,7 +68,7 @@ TEST(Trajectories, ResumeSkipsCompletedAndDropsACutLine) {
   Session s(fake, 128);
   std::vector<std::vector<int32_t>> prompts;
   for (int i = 0; i < 6; i++) prompts.emplace_back(text.begin() + i, text.begin() + i + 5);
-  const std::string path = temp_file("resume.jsonl");
+  const std::string path = temp_path("resume.jsonl");
   std::remove(path.c_str());
   CollectOptions opt;
   opt.block = 4;

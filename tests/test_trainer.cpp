@@ -111,7 +111,7 @@ TEST(Trainer, LossFalls) {
 
 TEST(Trainer, ResumedRunEqualsUninterruptedRun) {
   TinySetup s;
-  const std::string ckpt = (std::filesystem::temp_directory_path() / ("jf_trainer_" + std::to_string(::getpid()) + ".gguf")).string();
+  const std::string ckpt = test::temp_path("trainer.gguf");
   TrainOptions o;
   o.steps = 8;
   o.accum = 2;
