@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     double t = times[times.size() / 2];
     if (M == ms.front()) t1 = t;
     double roof = std::max(bytes / (bw_gbs * 1e9), 2 * params * M / (peak_gflops * 1e9));
-    std::printf("| %d | %.2f | %.2f | %.2f | %.2f | %.0f |\n", M, t * 1e3, t / t1, roof * 1e3, t / roof, M / t);
+    std::printf("| %d | %.3f | %.2f | %.3f | %.2f | %.0f |\n", M, t * 1e3, t / t1, roof * 1e3, t / roof, M / t);
   }
   return 0;
 }

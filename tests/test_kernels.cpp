@@ -21,15 +21,21 @@ std::vector<float> randn(int64_t n, uint64_t seed) {
 
 struct Weights {
   std::vector<uint8_t> bytes;
+  std::vector<float> packed;
   WeightMatrix w;
 };
 
-Weights make_weights(DType t, int64_t N, int64_t K, uint64_t seed) {
+// packed: also give the matrix its small-K panel copy (the SIMD kernels then use that layout).
+Weights make_weights(DType t, int64_t N, int64_t K, uint64_t seed, bool packed = false) {
   Weights out;
   auto f = randn(N * K, seed);
   out.bytes.resize(dtype_row_bytes(t, K) * N);
   for (int64_t n = 0; n < N; n++) quantize_row(t, &f[n * K], out.bytes.data() + n * dtype_row_bytes(t, K), K);
   out.w = WeightMatrix{t, out.bytes.data(), N, K};
+  if (packed) {
+    out.packed = pack_panels(out.w);
+    out.w.packed = out.packed.data();
+  }
   return out;
 }
 
@@ -63,16 +69,41 @@ class IsaTest : public ::testing::TestWithParam<Isa> {
 };
 
 TEST_P(IsaTest, MatmulMatchesReferenceAllTypes) {
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
-    for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 37, 64}, {5, 29, 96}, {13, 50, 160}, {33, 12, 32}}) {
-      if (t != DType::Q8_0 && K == 96) K = 100;  // exercise the k tail for element types
-      Weights w = make_weights(t, N, K, 7);
-      auto x = randn(M * K, 11);
-      std::vector<float> y(static_cast<size_t>(M * N));
+  for (bool packed : {false, true})
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+      for (auto [M, N, K] :
+           {std::tuple<int64_t, int64_t, int64_t>{1, 37, 64}, {5, 29, 96}, {13, 50, 160}, {33, 12, 32}}) {
+        if (t != DType::Q8_0 && K == 96) K = 100;  // exercise the k tail for element types
+        Weights w = make_weights(t, N, K, 7, packed);
+        auto x = randn(M * K, 11);
+        std::vector<float> y(static_cast<size_t>(M * N));
+        matmul(x.data(), M, w.w, y.data());
+        auto ref = reference(x, M, w.w);
+        for (size_t i = 0; i < y.size(); i++)
+          ASSERT_NEAR(y[i], ref[i], 1e-4 * std::sqrt(double(K)) * 4)
+              << dtype_name(t) << " packed=" << packed << " M=" << M << " i=" << i;
+      }
+    }
+}
+
+// The small-K layout's promise, exactly: every output is the FMA chain acc = fma(x[k], w[k], acc) over
+// k = 0..K-1 from 0, for any batch size and any number of output features (padding included).
+TEST_P(IsaTest, PackedMatmulIsTheSequentialFmaChain) {
+  if (GetParam() == Isa::Scalar) GTEST_SKIP() << "the scalar kernels do not use the packed layout";
+  for (DType t : {DType::F32, DType::Q8_0}) {
+    for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 37, 64}, {6, 9, 32}, {11, 70, 160}}) {
+      Weights w = make_weights(t, N, K, 21, true);
+      auto x = randn(M * K, 23);
+      std::vector<float> y(static_cast<size_t>(M * N)), row(static_cast<size_t>(K));
       matmul(x.data(), M, w.w, y.data());
-      auto ref = reference(x, M, w.w);
-      for (size_t i = 0; i < y.size(); i++)
-        ASSERT_NEAR(y[i], ref[i], 1e-4 * std::sqrt(double(K)) * 4) << dtype_name(t) << " M=" << M << " i=" << i;
+      for (int64_t n = 0; n < N; n++) {
+        dequantize_row(t, w.w.row(n), row.data(), K);
+        for (int64_t m = 0; m < M; m++) {
+          float acc = 0.0f;
+          for (int64_t k = 0; k < K; k++) acc = std::fma(x[m * K + k], row[k], acc);
+          ASSERT_EQ(y[m * N + n], acc) << dtype_name(t) << " M=" << M << " m=" << m << " n=" << n;
+        }
+      }
     }
   }
 }
@@ -80,26 +111,28 @@ TEST_P(IsaTest, MatmulMatchesReferenceAllTypes) {
 // The property that makes parallel decoding exactly lossless: a row's result does not depend on the
 // batch around it, its index in the batch, or the thread count.
 TEST_P(IsaTest, MatmulBatchInvariant) {
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
-    const int64_t N = 77, K = t == DType::Q8_0 ? 128 : 131;
-    Weights w = make_weights(t, N, K, 3);
-    const int64_t Mmax = 70;
-    auto x = randn(Mmax * K, 5);
-    std::vector<float> single(static_cast<size_t>(Mmax * N));
-    set_num_threads(1);
-    for (int64_t m = 0; m < Mmax; m++) matmul(&x[m * K], 1, w.w, &single[m * N]);
-    for (int threads : {1, 2, 3}) {
-      set_num_threads(threads);
-      for (int64_t M : {2, 3, 4, 5, 8, 17, 33, 70}) {
-        for (int64_t off : {int64_t(0), Mmax - M}) {
-          std::vector<float> y(static_cast<size_t>(M * N));
-          matmul(&x[off * K], M, w.w, y.data());
-          for (int64_t i = 0; i < M * N; i++)
-            ASSERT_EQ(y[i], single[off * N + i]) << dtype_name(t) << " M=" << M << " off=" << off << " threads=" << threads;
+  for (bool packed : {false, true})
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+      const int64_t N = 77, K = t == DType::Q8_0 ? 128 : 131;
+      Weights w = make_weights(t, N, K, 3, packed);
+      const int64_t Mmax = 70;
+      auto x = randn(Mmax * K, 5);
+      std::vector<float> single(static_cast<size_t>(Mmax * N));
+      set_num_threads(1);
+      for (int64_t m = 0; m < Mmax; m++) matmul(&x[m * K], 1, w.w, &single[m * N]);
+      for (int threads : {1, 2, 3}) {
+        set_num_threads(threads);
+        for (int64_t M : {2, 3, 4, 5, 8, 17, 33, 70}) {
+          for (int64_t off : {int64_t(0), Mmax - M}) {
+            std::vector<float> y(static_cast<size_t>(M * N));
+            matmul(&x[off * K], M, w.w, y.data());
+            for (int64_t i = 0; i < M * N; i++)
+              ASSERT_EQ(y[i], single[off * N + i]) << dtype_name(t) << " packed=" << packed << " M=" << M
+                                                   << " off=" << off << " threads=" << threads;
+          }
         }
       }
     }
-  }
 }
 
 TEST_P(IsaTest, RowOpsMatchScalarAndAreRowLocal) {
@@ -122,7 +155,8 @@ TEST_P(IsaTest, AttentionMatchesReferenceAndDependsOnlyOnSlotList) {
   auto k = randn(slots_total * stride, 4), v = randn(slots_total * stride, 5), q = randn(hd, 6);
   std::vector<int32_t> slots = {0, 1, 2, 3, 5, 8, 13, 21, 34, 39};
   std::vector<float> scores(slots.size()), out(hd), ref(hd, 0.0f);
-  attend_head(q.data(), k.data() + 16, v.data() + 16, stride, hd, slots.data(), slots.size(), 0.25f, scores.data(), out.data());
+  attend_head(q.data(), k.data() + 16, v.data() + 16, stride, hd, slots.data(), slots.size(), 0.25f,
+              scores.data(), out.data());
   // double-precision reference
   std::vector<double> s(slots.size());
   double mx = -1e30, sum = 0;
@@ -147,7 +181,8 @@ TEST_P(IsaTest, AttentionMatchesReferenceAndDependsOnlyOnSlotList) {
     std::copy_n(&v[slots[j] * stride], stride, &v2[j * stride]);
   }
   std::vector<float> out2(hd);
-  attend_head(q.data(), k2.data() + 16, v2.data() + 16, stride, hd, packed.data(), packed.size(), 0.25f, scores.data(), out2.data());
+  attend_head(q.data(), k2.data() + 16, v2.data() + 16, stride, hd, packed.data(), packed.size(), 0.25f,
+              scores.data(), out2.data());
   for (int i = 0; i < hd; i++) ASSERT_EQ(out[i], out2[i]);
 }
 
@@ -160,7 +195,7 @@ TEST(Dtype, HalfConversionsRoundTrip) {
     if (std::isnan(f)) continue;
     ASSERT_EQ(f32_to_f16(f), h) << h;
   }
-  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);  // rounds to inf
+  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);            // rounds to inf
   EXPECT_EQ(f32_to_f16(1.0f + 1.0f / 2048), 0x3c00);  // tie to even
   EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
   EXPECT_EQ(bf16_to_f32(f32_to_bf16(3.140625f)), 3.140625f);

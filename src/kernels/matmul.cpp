@@ -28,20 +28,44 @@ void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int
 
 }  // namespace scalar
 
+std::vector<float> pack_panels(const WeightMatrix& w) {
+  const int64_t K = w.cols, N = w.rows, n_panels = (N + kPanel - 1) / kPanel;
+  std::vector<float> packed(static_cast<size_t>(n_panels * K * kPanel), 0.0f);
+  std::vector<float> row(static_cast<size_t>(K));
+  for (int64_t n = 0; n < N; n++) {
+    dequantize_row(w.type, w.row(n), row.data(), K);
+    float* panel = packed.data() + (n / kPanel) * K * kPanel + n % kPanel;
+    for (int64_t k = 0; k < K; k++) panel[k * kPanel] = row[k];
+  }
+  return packed;
+}
+
 void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y) {
   JF_CHECK(w.data != nullptr && w.rows > 0 && w.cols > 0, "empty weight matrix");
   if (M <= 0) return;
-  // Split the output columns into tiles; a thread gets a contiguous run of whole tiles.
   const Isa isa = active_isa();
+  const bool parallel = M * w.rows * w.cols >= (1 << 17);
+  if (w.packed && isa != Isa::Scalar) {
+    const int64_t n_panels = (w.rows + kPanel - 1) / kPanel;
+    parallel_for(n_panels, parallel,
+                 [&](int64_t p0, int64_t p1) { avx2::matmul_panels(x, M, w, y, p0, p1); });
+    return;
+  }
+  // Split the output columns into tiles; a thread gets a contiguous run of whole tiles.
   const int64_t tile = isa == Isa::Scalar ? 8 : kColTile;
   const int64_t n_tiles = (w.rows + tile - 1) / tile;
-  const bool parallel = M * w.rows * w.cols >= (1 << 17);
   parallel_for(n_tiles, parallel, [&](int64_t t0, int64_t t1) {
     int64_t n0 = t0 * tile, n1 = std::min(t1 * tile, w.rows);
     switch (isa) {
-      case Isa::Avx512: avx512::matmul_cols(x, M, w, y, n0, n1); break;
-      case Isa::Avx2: avx2::matmul_cols(x, M, w, y, n0, n1); break;
-      case Isa::Scalar: scalar::matmul_cols(x, M, w, y, n0, n1); break;
+      case Isa::Avx512:
+        avx512::matmul_cols(x, M, w, y, n0, n1);
+        break;
+      case Isa::Avx2:
+        avx2::matmul_cols(x, M, w, y, n0, n1);
+        break;
+      case Isa::Scalar:
+        scalar::matmul_cols(x, M, w, y, n0, n1);
+        break;
     }
   });
 }

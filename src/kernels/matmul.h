@@ -2,6 +2,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/dtype.h"
 
@@ -14,6 +15,8 @@ struct WeightMatrix {
   const void* data = nullptr;
   int64_t rows = 0;  // N: output features
   int64_t cols = 0;  // K: input features
+  // Optional second copy in the small-K layout (see pack_panels), owned elsewhere; SIMD kernels use it.
+  const float* packed = nullptr;
   size_t row_bytes() const { return dtype_row_bytes(type, cols); }
   const uint8_t* row(int64_t n) const { return static_cast<const uint8_t*>(data) + n * row_bytes(); }
 };
@@ -24,6 +27,16 @@ struct WeightMatrix {
 // thread count, so a row's result is bit-identical alone or inside any batch.
 void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y);
 
+// Small-K layout: fp32 weights in panels of kPanel output features, k-major inside a panel:
+// packed[(p * K + k) * kPanel + c] = W[p * kPanel + c][k], zero past the last row. A kernel over this
+// layout broadcasts one x value and multiplies a whole panel with it, so it needs no horizontal sums —
+// the cost that dominates the row-major kernels when K is only a few hundred. Per output element the
+// order is acc = fma(x[k], w[k], acc) for k = 0, 1, ..., K-1 from acc = 0, whatever M or the tile shape.
+constexpr int64_t kPanel = 8;
+// Matrices with at most this many input features are worth repacking (measured: bench/forward_cost).
+constexpr int64_t kPackMaxCols = 512;
+std::vector<float> pack_panels(const WeightMatrix& w);
+
 namespace scalar {
 void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
 }
@@ -31,6 +44,8 @@ void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int
 constexpr int64_t kColTile = 12;
 namespace avx2 {
 void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
+// Panels [p0, p1) of y = x W^T from w.packed (used for every SIMD instruction set).
+void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t p0, int64_t p1);
 }
 namespace avx512 {
 void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);

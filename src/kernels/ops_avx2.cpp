@@ -20,7 +20,8 @@ void rmsnorm(const float* x, const float* g, int64_t n, float eps, float* out) {
   const float scale = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
   const __m256 sv = _mm256_set1_ps(scale);
   for (i = 0; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(g + i), _mm256_mul_ps(sv, _mm256_loadu_ps(x + i))));
+    _mm256_storeu_ps(out + i,
+                     _mm256_mul_ps(_mm256_loadu_ps(g + i), _mm256_mul_ps(sv, _mm256_loadu_ps(x + i))));
   for (; i < n; i++) out[i] = g[i] * (scale * x[i]);
 }
 
@@ -55,6 +56,16 @@ inline float dot(const float* a, const float* b, int n) {
   return s;
 }
 
+// The largest of n values (exact whatever the order, so the vector form changes no result).
+inline float max_of(const float* x, int64_t n) {
+  __m256 m = _mm256_set1_ps(-INFINITY);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + j));
+  float mx = hmax(m);
+  for (; j < n; j++) mx = x[j] > mx ? x[j] : mx;
+  return mx;
+}
+
 // Horizontal sums of 8 vectors at once: lane j of the result is ((x0+x1)+(x2+x3))+((x4+x5)+(x6+x7)) of a[j],
 // the same tree for every j.
 inline __m256 transpose_sum8(const __m256 a[8]) {
@@ -71,7 +82,12 @@ void scores_blocked(const float* q, const float* k, int64_t stride, int hd, cons
   const __m256 sv = _mm256_set1_ps(scale);
   for (int64_t j0 = 0; j0 < n; j0 += 8) {
     const float* kp[8];
-    for (int j = 0; j < 8; j++) kp[j] = k + slots[j0 + j < n ? j0 + j : j0] * stride;
+    if (j0 + 8 <= n) {
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; j++) kp[j] = k + slots[j0 + j] * stride;
+    } else {
+      for (int j = 0; j < 8; j++) kp[j] = k + slots[j0 + j < n ? j0 + j : j0] * stride;
+    }
     __m256 acc[8];
     for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
     for (int d = 0; d < hd; d += 8) {
@@ -120,12 +136,12 @@ void weighted_sum(const float* v, int64_t stride, const int32_t* slots, int64_t 
 
 }  // namespace
 
-void attend_head(const float* q, const float* k, const float* v, int64_t stride, int head_dim, const int32_t* slots,
-                 int64_t n, float scale, float* scores, float* out) {
+void attend_head(const float* q, const float* k, const float* v, int64_t stride, int head_dim,
+                 const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
   float mx = -INFINITY;
   if (head_dim % 8 == 0) {
     scores_blocked(q, k, stride, head_dim, slots, n, scale, scores);
-    for (int64_t j = 0; j < n; j++) mx = scores[j] > mx ? scores[j] : mx;
+    mx = max_of(scores, n);
   } else {
     for (int64_t j = 0; j < n; j++) {
       scores[j] = dot(q, k + slots[j] * stride, head_dim) * scale;
@@ -151,12 +167,18 @@ void attend_head(const float* q, const float* k, const float* v, int64_t stride,
   }
   const float inv = 1.0f / hsum(sumv);
   switch (head_dim) {
-    case 8: return weighted_sum<1>(v, stride, slots, n, scores, inv, out);
-    case 16: return weighted_sum<2>(v, stride, slots, n, scores, inv, out);
-    case 32: return weighted_sum<4>(v, stride, slots, n, scores, inv, out);
-    case 64: return weighted_sum<8>(v, stride, slots, n, scores, inv, out);
-    case 128: return weighted_sum<16>(v, stride, slots, n, scores, inv, out);
-    default: break;
+    case 8:
+      return weighted_sum<1>(v, stride, slots, n, scores, inv, out);
+    case 16:
+      return weighted_sum<2>(v, stride, slots, n, scores, inv, out);
+    case 32:
+      return weighted_sum<4>(v, stride, slots, n, scores, inv, out);
+    case 64:
+      return weighted_sum<8>(v, stride, slots, n, scores, inv, out);
+    case 128:
+      return weighted_sum<16>(v, stride, slots, n, scores, inv, out);
+    default:
+      break;
   }
   for (int d = 0; d < head_dim; d++) out[d] = 0.0f;
   for (j = 0; j < n; j++) {

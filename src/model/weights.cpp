@@ -6,7 +6,8 @@
 
 namespace jf {
 
-void TensorSet::add_owned(const std::string& name, DType type, std::vector<int64_t> dims, std::vector<uint8_t> bytes) {
+void TensorSet::add_owned(const std::string& name, DType type, std::vector<int64_t> dims,
+                          std::vector<uint8_t> bytes) {
   auto buf = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
   owned.push_back(buf);
   tensors[name] = TensorRef{type, std::move(dims), buf->data()};
@@ -30,7 +31,8 @@ class Binder {
     return t;
   }
   static void check_shape(const std::string& name, const TensorRef& t, std::vector<int64_t> want) {
-    if (t.dims != want) throw Error("tensor '" + name + "' has shape " + dims_str(t.dims) + ", expected " + dims_str(want));
+    if (t.dims != want)
+      throw Error("tensor '" + name + "' has shape " + dims_str(t.dims) + ", expected " + dims_str(want));
   }
   // rows x cols matrix (GGML dims {cols, rows}).
   WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols) {
@@ -60,7 +62,8 @@ ModelWeights bind_weights(const TensorSet& ts, ModelConfig& cfg) {
   ModelWeights w;
   Binder b(ts, w);
   const TensorRef* emb = b.get("token_embd.weight", true);
-  if (emb->dims.size() != 2) throw Error("tensor 'token_embd.weight' must be 2-D, has shape " + dims_str(emb->dims));
+  if (emb->dims.size() != 2)
+    throw Error("tensor 'token_embd.weight' must be 2-D, has shape " + dims_str(emb->dims));
   if (cfg.vocab_size == 0) cfg.vocab_size = static_cast<int>(emb->dims[1]);
   cfg.tied_output = ts.find("output.weight") == nullptr;
   cfg.attn_bias = ts.find("blk.0.attn_q.bias") != nullptr;
@@ -102,12 +105,29 @@ std::vector<std::string> tensor_names(const ModelConfig& cfg) {
   if (!cfg.rope_freq_factors.empty()) names.push_back("rope_freqs.weight");
   for (int l = 0; l < cfg.n_layers; l++) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    for (const char* n : {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"})
+    for (const char* n : {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate",
+                          "ffn_up", "ffn_down"})
       names.push_back(p + n + ".weight");
     if (cfg.attn_bias)
       for (const char* n : {"attn_q", "attn_k", "attn_v"}) names.push_back(p + n + ".bias");
   }
   return names;
+}
+
+void pack_small_matrices(ModelWeights& w) {
+  // fp32 copies cost up to 4x the bytes of F16/Q8_0 weights: only worth it while they stay cache-sized.
+  constexpr size_t kMaxPackedBytes = size_t(32) << 20;
+  size_t total = 0;
+  auto pack = [&](WeightMatrix& m) {
+    const size_t bytes = size_t(m.rows) * m.cols * sizeof(float);
+    if (m.cols > kPackMaxCols || total + bytes > kMaxPackedBytes) return;
+    total += bytes;
+    w.packed.push_back(pack_panels(m));
+    m.packed = w.packed.back().data();  // the inner buffer does not move when the outer vector grows
+  };
+  for (LayerWeights& L : w.layers)
+    for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) pack(*m);
+  pack(w.output);
 }
 
 }  // namespace jf
