@@ -55,7 +55,9 @@ TEST(Trajectories, StatesAreJacobiStatesEndingAtTheArOutput) {
         EXPECT_GE(c, prev_correct);
         prev_correct = c;
       }
-      if (b.start > static_cast<int64_t>(r.prompt.size()) - 1) EXPECT_EQ(b.start, r.blocks.front().start + n * (&b - &r.blocks.front()));
+      if (b.start > static_cast<int64_t>(r.prompt.size()) - 1) {
+        EXPECT_EQ(b.start, r.blocks.front().start + n * (&b - &r.blocks.front()));
+      }
     }
   }
   std::remove(path.c_str());

@@ -40,11 +40,11 @@ std::vector<float> pack_panels(const WeightMatrix& w) {
   return packed;
 }
 
-void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y) {
+void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool threads) {
   JF_CHECK(w.data != nullptr && w.rows > 0 && w.cols > 0, "empty weight matrix");
   if (M <= 0) return;
   const Isa isa = active_isa();
-  const bool parallel = M * w.rows * w.cols >= (1 << 17);
+  const bool parallel = threads && M * w.rows * w.cols >= (1 << 17);
   if (w.packed && isa != Isa::Scalar) {
     const int64_t n_panels = (w.rows + kPanel - 1) / kPanel;
     parallel_for(n_panels, parallel,

@@ -25,7 +25,8 @@ struct WeightMatrix {
 // Each weight is read from memory once per call for all M rows. Batch invariant: every y[m][n] is
 // computed by the same sequence of floating-point operations whatever M, the row's index m and the
 // thread count, so a row's result is bit-identical alone or inside any batch.
-void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y);
+// threads = false keeps it on the calling thread (for callers already inside a parallel loop).
+void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool threads = true);
 
 // Small-K layout: fp32 weights in panels of kPanel output features, k-major inside a panel:
 // packed[(p * K + k) * kPanel + c] = W[p * kPanel + c][k], zero past the last row. A kernel over this

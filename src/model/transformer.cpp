@@ -10,7 +10,17 @@
 
 namespace jf {
 
-Transformer::Transformer(const ModelConfig& cfg, const ModelWeights& w) : cfg_(cfg), w_(w) {}
+Transformer::Transformer(const ModelConfig& cfg, const ModelWeights& w) : cfg_(cfg), w_(w) {
+  // Splitting rows between threads makes each thread read all weights: worth it only while they are
+  // cache-sized, where splitting every matrix instead would cost more in synchronisation than it saves.
+  size_t bytes = 0;
+  auto add = [&bytes](const WeightMatrix& m) {
+    bytes += m.packed ? m.rows * m.cols * sizeof(float) : m.rows * m.row_bytes();
+  };
+  for (const LayerWeights& L : w.layers)
+    for (const WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) add(*m);
+  row_parallel_ = bytes <= kRowParallelMaxBytes;
+}
 
 void Transformer::ensure_capacity(int64_t n, int64_t nl) {
   auto grow = [](std::vector<float>& v, int64_t size) {
@@ -38,11 +48,13 @@ void Transformer::prepare(std::span<SequenceInput* const> seqs) {
     JF_CHECK(s && s->cache, "sequence without a cache");
     const int m = static_cast<int>(s->tokens.size());
     if (!s->positions.empty() && static_cast<int>(s->positions.size()) != m)
-      throw Error("forward: " + std::to_string(s->positions.size()) + " positions for " + std::to_string(m) + " tokens");
+      throw Error("forward: " + std::to_string(s->positions.size()) + " positions for " + std::to_string(m) +
+                  " tokens");
     JF_CHECK(s->mask.size() == 0 || s->mask.size() == m, "mask size differs from token count");
     for (int t : s->tokens)
       if (t < 0 || t >= cfg_.vocab_size)
-        throw Error("token id " + std::to_string(t) + " is outside the vocabulary (0.." + std::to_string(cfg_.vocab_size - 1) + ")");
+        throw Error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
+                    std::to_string(cfg_.vocab_size - 1) + ")");
     for (int r : s->logit_rows) JF_CHECK(r >= 0 && r < m, "logit row out of range");
     for (int p : s->positions)
       if (p < 0) throw Error("forward: negative position " + std::to_string(p));
@@ -65,31 +77,59 @@ void Transformer::prepare(std::span<SequenceInput* const> seqs) {
   }
 }
 
-void Transformer::attention_layer(int l) {
-  const int64_t n = static_cast<int64_t>(rows_.size());
+// Rows [r0, r1): q, k, v = projections of norm(x) (+ bias), RoPE on q and k, and k, v stored in the rows'
+// cache slots.
+void Transformer::qkv_rows(int l, int64_t r0, int64_t r1, bool threads) {
+  const LayerWeights& L = w_.layers[l];
+  const int dim = cfg_.dim, qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), half = cfg_.rope_dim / 2;
+  const int64_t m = r1 - r0;
+  for (int64_t r = r0; r < r1; r++) rmsnorm(&x_[r * dim], L.attn_norm, dim, cfg_.norm_eps, &xb_[r * dim]);
+  matmul(&xb_[r0 * dim], m, L.wq, &q_[r0 * qd], threads);
+  matmul(&xb_[r0 * dim], m, L.wk, &k_[r0 * kvd], threads);
+  matmul(&xb_[r0 * dim], m, L.wv, &v_[r0 * kvd], threads);
+  for (int64_t r = r0; r < r1; r++) {
+    if (L.bq) add_inplace(&q_[r * qd], L.bq, qd);
+    if (L.bk) add_inplace(&k_[r * kvd], L.bk, kvd);
+    if (L.bv) add_inplace(&v_[r * kvd], L.bv, kvd);
+    rope(&q_[r * qd], cfg_.n_heads, cfg_.head_dim, cfg_.rope_dim, &rope_cos_[r * half], &rope_sin_[r * half],
+         cfg_.rope_style);
+    rope(&k_[r * kvd], cfg_.n_kv_heads, cfg_.head_dim, cfg_.rope_dim, &rope_cos_[r * half],
+         &rope_sin_[r * half], cfg_.rope_style);
+    std::copy_n(&k_[r * kvd], kvd, rows_[r].cache->k(l, rows_[r].slot));
+    std::copy_n(&v_[r * kvd], kvd, rows_[r].cache->v(l, rows_[r].slot));
+  }
+}
+
+// Attention outputs for (row, head) units [u0, u1), unit u = row * n_heads + head.
+void Transformer::attend_units(int l, int64_t u0, int64_t u1) {
   const int hd = cfg_.head_dim, group = cfg_.n_heads / cfg_.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  // Store this layer's new keys/values in their cache slots.
-  for (int64_t r = 0; r < n; r++) {
-    std::copy_n(&k_[r * cfg_.kv_dim()], cfg_.kv_dim(), rows_[r].cache->k(l, rows_[r].slot));
-    std::copy_n(&v_[r * cfg_.kv_dim()], cfg_.kv_dim(), rows_[r].cache->v(l, rows_[r].slot));
+  thread_local std::vector<float> scores;
+  for (int64_t u = u0; u < u1; u++) {
+    const int64_t r = u / cfg_.n_heads;
+    const int h = static_cast<int>(u % cfg_.n_heads), kvh = h / group;
+    const Row& row = rows_[r];
+    const int64_t nv = row.slots_end - row.slots_begin;
+    if (static_cast<int64_t>(scores.size()) < nv) scores.resize(static_cast<size_t>(nv));
+    attend_head(&q_[r * cfg_.q_dim() + h * hd], row.cache->k(l, 0) + kvh * hd, row.cache->v(l, 0) + kvh * hd,
+                row.cache->row_stride(), hd, &slot_list_[row.slots_begin], nv, scale, scores.data(),
+                &att_[r * cfg_.q_dim() + h * hd]);
   }
-  int64_t work = 0;
-  for (const Row& r : rows_) work += (r.slots_end - r.slots_begin);
-  const bool parallel = work * cfg_.n_heads * hd >= (1 << 15);
-  parallel_for(n * cfg_.n_heads, parallel, [&](int64_t u0, int64_t u1) {
-    thread_local std::vector<float> scores;
-    for (int64_t u = u0; u < u1; u++) {
-      const int64_t r = u / cfg_.n_heads;
-      const int h = static_cast<int>(u % cfg_.n_heads), kvh = h / group;
-      const Row& row = rows_[r];
-      const int64_t nv = row.slots_end - row.slots_begin;
-      if (static_cast<int64_t>(scores.size()) < nv) scores.resize(static_cast<size_t>(nv));
-      attend_head(&q_[r * cfg_.q_dim() + h * hd], row.cache->k(l, 0) + kvh * hd, row.cache->v(l, 0) + kvh * hd,
-                  row.cache->row_stride(), hd, &slot_list_[row.slots_begin], nv, scale, scores.data(),
-                  &att_[r * cfg_.q_dim() + h * hd]);
-    }
-  });
+}
+
+// Rows [r0, r1) after attention: x += Wo · att, then x += W_down · (silu(W_gate·norm(x)) * W_up·norm(x)).
+void Transformer::out_ffn_rows(int l, int64_t r0, int64_t r1, bool threads) {
+  const LayerWeights& L = w_.layers[l];
+  const int dim = cfg_.dim, qd = cfg_.q_dim(), ff = cfg_.ffn_dim;
+  const int64_t m = r1 - r0;
+  matmul(&att_[r0 * qd], m, L.wo, &xb_[r0 * dim], threads);
+  for (int64_t r = r0; r < r1; r++) add_inplace(&x_[r * dim], &xb_[r * dim], dim);
+  for (int64_t r = r0; r < r1; r++) rmsnorm(&x_[r * dim], L.ffn_norm, dim, cfg_.norm_eps, &xb_[r * dim]);
+  matmul(&xb_[r0 * dim], m, L.w_gate, &hg_[r0 * ff], threads);
+  matmul(&xb_[r0 * dim], m, L.w_up, &hu_[r0 * ff], threads);
+  for (int64_t r = r0; r < r1; r++) silu_mul(&hg_[r * ff], &hu_[r * ff], ff);
+  matmul(&hg_[r0 * ff], m, L.w_down, &xb_[r0 * dim], threads);
+  for (int64_t r = r0; r < r1; r++) add_inplace(&x_[r * dim], &xb_[r * dim], dim);
 }
 
 const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
@@ -99,7 +139,7 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
   ensure_capacity(std::max<int64_t>(n, 1), std::max<int64_t>(nl, 1));
   n_forwards_++;
   if (n == 0) return logits_.data();
-  const int dim = cfg_.dim, qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), ff = cfg_.ffn_dim, half = cfg_.rope_dim / 2;
+  const int dim = cfg_.dim, half = cfg_.rope_dim / 2;
 
   // ---- embeddings and rotary angles
   for (int64_t r = 0; r < n; r++) {
@@ -107,36 +147,39 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
     rope_angles(cfg_, rows_[r].pos, &rope_cos_[r * half], &rope_sin_[r * half]);
   }
 
-  for (int l = 0; l < cfg_.n_layers; l++) {
-    const LayerWeights& L = w_.layers[l];
-    // ---- attention block: x += Wo · attn(RoPE(Wq·norm(x)), RoPE(Wk·norm(x)), Wv·norm(x))
-    for (int64_t r = 0; r < n; r++) rmsnorm(&x_[r * dim], L.attn_norm, dim, cfg_.norm_eps, &xb_[r * dim]);
-    matmul(xb_.data(), n, L.wq, q_.data());
-    matmul(xb_.data(), n, L.wk, k_.data());
-    matmul(xb_.data(), n, L.wv, v_.data());
-    for (int64_t r = 0; r < n; r++) {
-      if (L.bq) add_inplace(&q_[r * qd], L.bq, qd);
-      if (L.bk) add_inplace(&k_[r * kvd], L.bk, kvd);
-      if (L.bv) add_inplace(&v_[r * kvd], L.bv, kvd);
-      rope(&q_[r * qd], cfg_.n_heads, cfg_.head_dim, cfg_.rope_dim, &rope_cos_[r * half], &rope_sin_[r * half], cfg_.rope_style);
-      rope(&k_[r * kvd], cfg_.n_kv_heads, cfg_.head_dim, cfg_.rope_dim, &rope_cos_[r * half], &rope_sin_[r * half], cfg_.rope_style);
+  const int threads = num_threads();
+  if (row_parallel_ && threads > 1 && n > 1) {
+    // Small model, several rows: each thread takes a contiguous share of the rows through a whole layer
+    // (two jobs per layer: attention needs every row's keys and values first). A row's arithmetic is the
+    // same as in the other branch, so this changes speed, never results.
+    const int64_t pieces = std::min<int64_t>(n, threads);
+    auto rows_of = [&](int64_t c, auto&& fn) { fn(n * c / pieces, n * (c + 1) / pieces); };
+    for (int l = 0; l < cfg_.n_layers; l++) {
+      parallel_chunks(pieces, true, [&](int64_t c) {
+        rows_of(c, [&](int64_t r0, int64_t r1) { qkv_rows(l, r0, r1, false); });
+      });
+      parallel_chunks(pieces, true, [&](int64_t c) {
+        rows_of(c, [&](int64_t r0, int64_t r1) {
+          attend_units(l, r0 * cfg_.n_heads, r1 * cfg_.n_heads);
+          out_ffn_rows(l, r0, r1, false);
+        });
+      });
     }
-    attention_layer(l);
-    matmul(att_.data(), n, L.wo, xb_.data());
-    for (int64_t r = 0; r < n; r++) add_inplace(&x_[r * dim], &xb_[r * dim], dim);
-
-    // ---- feed-forward block: x += W_down · (silu(W_gate·norm(x)) * W_up·norm(x))
-    for (int64_t r = 0; r < n; r++) rmsnorm(&x_[r * dim], L.ffn_norm, dim, cfg_.norm_eps, &xb_[r * dim]);
-    matmul(xb_.data(), n, L.w_gate, hg_.data());
-    matmul(xb_.data(), n, L.w_up, hu_.data());
-    for (int64_t r = 0; r < n; r++) silu_mul(&hg_[r * ff], &hu_[r * ff], ff);
-    matmul(hg_.data(), n, L.w_down, xb_.data());
-    for (int64_t r = 0; r < n; r++) add_inplace(&x_[r * dim], &xb_[r * dim], dim);
+  } else {
+    for (int l = 0; l < cfg_.n_layers; l++) {
+      qkv_rows(l, 0, n, true);
+      int64_t work = 0;  // attention multiply-adds, to decide whether threads pay
+      for (const Row& r : rows_) work += (r.slots_end - r.slots_begin);
+      const bool parallel = work * cfg_.n_heads * cfg_.head_dim >= (1 << 15);
+      parallel_for(n * cfg_.n_heads, parallel, [&](int64_t u0, int64_t u1) { attend_units(l, u0, u1); });
+      out_ffn_rows(l, 0, n, true);
+    }
   }
 
   // ---- output head, only for the rows asked for
   if (nl == 0) return logits_.data();
-  for (int64_t i = 0; i < nl; i++) rmsnorm(&x_[logit_src_[i] * dim], w_.output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
+  for (int64_t i = 0; i < nl; i++)
+    rmsnorm(&x_[logit_src_[i] * dim], w_.output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
   matmul(xb_.data(), nl, w_.output, logits_.data());
   return logits_.data();
 }

@@ -48,12 +48,16 @@ class Transformer : public ForwardPass {
     int32_t slots_begin, slots_end;  // its visible cache slots in slot_list_
   };
   void prepare(std::span<SequenceInput* const> seqs);
-  void attention_layer(int layer);
+  void qkv_rows(int layer, int64_t r0, int64_t r1, bool threads);
+  void attend_units(int layer, int64_t u0, int64_t u1);
+  void out_ffn_rows(int layer, int64_t r0, int64_t r1, bool threads);
   void ensure_capacity(int64_t rows, int64_t logit_rows);
 
   ModelConfig cfg_;
   const ModelWeights& w_;
   uint64_t n_forwards_ = 0;
+  static constexpr size_t kRowParallelMaxBytes = size_t(8) << 20;  // layer weights, see the constructor
+  bool row_parallel_ = false;
   std::vector<Row> rows_;
   std::vector<int32_t> slot_list_;
   std::vector<int32_t> logit_src_;  // row index of each requested logit row
