@@ -12,6 +12,19 @@ namespace {
 // A job is announced by bumping `generation_`; chunk claims go through one atomic word holding
 // (generation << 32 | next chunk), so a worker that wakes late can never claim a chunk of a job that
 // has already finished or been replaced.
+// One step of a wait loop: first a CPU pause (a job or its last chunk usually arrives within
+// microseconds, and a system call would add about that much latency), later a yield to the OS so a
+// waiting thread does not starve others on a busy machine.
+inline void relax(int spin) {
+  if (spin < 4096) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  } else {
+    std::this_thread::yield();
+  }
+}
+
 class Pool {
  public:
   explicit Pool(int threads) {
@@ -34,7 +47,7 @@ class Pool {
     generation_.store(g, std::memory_order_release);
     if (sleepers_.load(std::memory_order_acquire) > 0) generation_.notify_all();
     work(g);
-    while (done_.load(std::memory_order_acquire) < n) std::this_thread::yield();
+    for (int spin = 0; done_.load(std::memory_order_acquire) < n; spin++) relax(spin);
   }
 
  private:
@@ -56,7 +69,7 @@ class Pool {
       uint64_t g = generation_.load(std::memory_order_acquire);
       // Spin briefly (a forward pass issues jobs back to back), then sleep until the next job.
       for (int spin = 0; g == seen && spin < 20000; spin++) {
-        std::this_thread::yield();
+        relax(spin);
         g = generation_.load(std::memory_order_acquire);
       }
       if (g == seen) {
