@@ -16,8 +16,11 @@ for isa in avx512 avx2 scalar; do
     for _ in $(seq "$reps"); do
       # Parse after the run: a JSON reader started in the same pipeline would compete for the CPU.
       JF_ISA=$isa "$jf" generate -m "$model" -n 256 --ignore-eos -t "$t" --json >"$tmp" 2>/dev/null
+      used=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["kernels"])' "$tmp")
+      [ "$used" = "$isa" ] || continue  # this CPU lacks the instruction set
       vals+=("$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["tps"]))' "$tmp")")
     done
+    [ ${#vals[@]} -gt 0 ] || { echo "| $t | $isa | (not supported by this CPU) | | |"; continue; }
     sorted=$(printf '%s\n' "${vals[@]}" | sort -n)
     med=$(echo "$sorted" | sed -n "$(( (reps + 1) / 2 ))p")
     echo "| $t | $isa | $med | $(echo "$sorted" | head -1) | $(echo "$sorted" | tail -1) |"

@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "kernels/cpu.h"
 #include "kernels/parallel.h"
 #include "tokenizer/tokenizer.h"
 
@@ -82,6 +83,7 @@ int run_generate(GenerateArgs& a) {
     j["prompt"] = prompt_text;
     j["model"] = a.model.path;
     j["threads"] = num_threads();
+    j["kernels"] = isa_name(active_isa());
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("%s\n", tail.c_str());

@@ -2,6 +2,7 @@
 
 #include <cpuid.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -31,8 +32,14 @@ Isa detect() {
 Isa initial() {
   Isa best = detect();
   const char* env = std::getenv("JF_ISA");
-  if (env && std::strcmp(env, "scalar") == 0) return Isa::Scalar;
-  if (env && std::strcmp(env, "avx2") == 0 && best != Isa::Scalar) return Isa::Avx2;
+  if (!env || !*env) return best;
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    if (isa_name(isa) != env) continue;
+    if (static_cast<int>(isa) <= static_cast<int>(best)) return isa;
+    std::fprintf(stderr, "jf: JF_ISA=%s: this CPU does not support it; using %s\n", env, isa_name(best).c_str());
+    return best;
+  }
+  std::fprintf(stderr, "jf: JF_ISA=%s is not one of scalar, avx2, avx512; using %s\n", env, isa_name(best).c_str());
   return best;
 }
 

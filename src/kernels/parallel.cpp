@@ -67,8 +67,10 @@ class Pool {
     uint64_t seen = generation_.load();
     while (!stop_.load()) {
       uint64_t g = generation_.load(std::memory_order_acquire);
-      // Spin briefly (a forward pass issues jobs back to back), then sleep until the next job.
-      for (int spin = 0; g == seen && spin < 20000; spin++) {
+      // Spin a while (a forward pass issues jobs back to back, and a decoder may run several one-row
+      // forwards without jobs in between: tens of milliseconds), then sleep until the next job. Waking a
+      // sleeping thread costs more than a small model's whole forward.
+      for (int spin = 0; g == seen && spin < 200000; spin++) {
         relax(spin);
         g = generation_.load(std::memory_order_acquire);
       }
