@@ -21,20 +21,28 @@ std::vector<float> randn(int64_t n, uint64_t seed) {
 
 struct Weights {
   std::vector<uint8_t> bytes;
-  std::vector<float> packed;
+  std::vector<uint8_t> packed;
   WeightMatrix w;
 };
 
-// packed: also give the matrix its small-K panel copy (the SIMD kernels then use that layout).
-Weights make_weights(DType t, int64_t N, int64_t K, uint64_t seed, bool packed = false) {
+// Which copy the SIMD kernels use: the row-major weights, fp32 panels, or panels in the weights' own type.
+enum class Layout { RowMajor, PanelsF32, PanelsOwn };
+const Layout kLayouts[] = {Layout::RowMajor, Layout::PanelsF32, Layout::PanelsOwn};
+const char* layout_name(Layout l) {
+  return l == Layout::RowMajor ? "row-major" : l == Layout::PanelsF32 ? "f32 panels" : "own-type panels";
+}
+
+Weights make_weights(DType t, int64_t N, int64_t K, uint64_t seed, Layout layout = Layout::RowMajor) {
   Weights out;
   auto f = randn(N * K, seed);
   out.bytes.resize(dtype_row_bytes(t, K) * N);
   for (int64_t n = 0; n < N; n++) quantize_row(t, &f[n * K], out.bytes.data() + n * dtype_row_bytes(t, K), K);
   out.w = WeightMatrix{t, out.bytes.data(), N, K};
-  if (packed) {
-    out.packed = pack_panels(out.w);
+  if (layout != Layout::RowMajor) {
+    const DType pt = layout == Layout::PanelsF32 ? DType::F32 : t;
+    out.packed = pack_panels(out.w, pt);
     out.w.packed = out.packed.data();
+    out.w.packed_type = pt;
   }
   return out;
 }
@@ -69,52 +77,56 @@ class IsaTest : public ::testing::TestWithParam<Isa> {
 };
 
 TEST_P(IsaTest, MatmulMatchesReferenceAllTypes) {
-  for (bool packed : {false, true})
+  for (Layout layout : kLayouts)
     for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
       for (auto [M, N, K] :
            {std::tuple<int64_t, int64_t, int64_t>{1, 37, 64}, {5, 29, 96}, {13, 50, 160}, {33, 12, 32}}) {
         if (t != DType::Q8_0 && K == 96) K = 100;  // exercise the k tail for element types
-        Weights w = make_weights(t, N, K, 7, packed);
+        Weights w = make_weights(t, N, K, 7, layout);
         auto x = randn(M * K, 11);
         std::vector<float> y(static_cast<size_t>(M * N));
         matmul(x.data(), M, w.w, y.data());
         auto ref = reference(x, M, w.w);
         for (size_t i = 0; i < y.size(); i++)
           ASSERT_NEAR(y[i], ref[i], 1e-4 * std::sqrt(double(K)) * 4)
-              << dtype_name(t) << " packed=" << packed << " M=" << M << " i=" << i;
+              << dtype_name(t) << " " << layout_name(layout) << " M=" << M << " i=" << i;
       }
     }
 }
 
-// The small-K layout's promise, exactly: every output is the FMA chain acc = fma(x[k], w[k], acc) over
-// k = 0..K-1 from 0, for any batch size and any number of output features (padding included).
-TEST_P(IsaTest, PackedMatmulIsTheSequentialFmaChain) {
-  if (GetParam() == Isa::Scalar) GTEST_SKIP() << "the scalar kernels do not use the packed layout";
-  for (DType t : {DType::F32, DType::Q8_0}) {
-    for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 37, 64}, {6, 9, 32}, {11, 70, 160}}) {
-      Weights w = make_weights(t, N, K, 21, true);
-      auto x = randn(M * K, 23);
-      std::vector<float> y(static_cast<size_t>(M * N)), row(static_cast<size_t>(K));
-      matmul(x.data(), M, w.w, y.data());
-      for (int64_t n = 0; n < N; n++) {
-        dequantize_row(t, w.w.row(n), row.data(), K);
-        for (int64_t m = 0; m < M; m++) {
-          float acc = 0.0f;
-          for (int64_t k = 0; k < K; k++) acc = std::fma(x[m * K + k], row[k], acc);
-          ASSERT_EQ(y[m * N + n], acc) << dtype_name(t) << " M=" << M << " m=" << m << " n=" << n;
+// The panel layout's promise, exactly: every output is the FMA chain acc = fma(x[k], w[k], acc) over
+// k = 0..K-1 from 0, for any batch size and any number of output features (padding included), in both
+// fp32 panels and panels of the weights' own type.
+TEST_P(IsaTest, PanelMatmulIsTheSequentialFmaChain) {
+  if (GetParam() == Isa::Scalar) GTEST_SKIP() << "the scalar kernels do not use the panel layout";
+  for (Layout layout : {Layout::PanelsF32, Layout::PanelsOwn})
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+      for (auto [M, N, K] :
+           {std::tuple<int64_t, int64_t, int64_t>{1, 37, 64}, {6, 9, 32}, {11, 70, 160}, {4, 200, 96}}) {
+        Weights w = make_weights(t, N, K, 21, layout);
+        auto x = randn(M * K, 23);
+        std::vector<float> y(static_cast<size_t>(M * N)), row(static_cast<size_t>(K));
+        matmul(x.data(), M, w.w, y.data());
+        for (int64_t n = 0; n < N; n++) {
+          dequantize_row(t, w.w.row(n), row.data(), K);
+          for (int64_t m = 0; m < M; m++) {
+            float acc = 0.0f;
+            for (int64_t k = 0; k < K; k++) acc = std::fma(x[m * K + k], row[k], acc);
+            ASSERT_EQ(y[m * N + n], acc)
+                << dtype_name(t) << " " << layout_name(layout) << " M=" << M << " m=" << m << " n=" << n;
+          }
         }
       }
     }
-  }
 }
 
 // The property that makes parallel decoding exactly lossless: a row's result does not depend on the
 // batch around it, its index in the batch, or the thread count.
 TEST_P(IsaTest, MatmulBatchInvariant) {
-  for (bool packed : {false, true})
+  for (Layout layout : kLayouts)
     for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
       const int64_t N = 77, K = t == DType::Q8_0 ? 128 : 131;
-      Weights w = make_weights(t, N, K, 3, packed);
+      Weights w = make_weights(t, N, K, 3, layout);
       const int64_t Mmax = 70;
       auto x = randn(Mmax * K, 5);
       std::vector<float> single(static_cast<size_t>(Mmax * N));
@@ -127,8 +139,8 @@ TEST_P(IsaTest, MatmulBatchInvariant) {
             std::vector<float> y(static_cast<size_t>(M * N));
             matmul(&x[off * K], M, w.w, y.data());
             for (int64_t i = 0; i < M * N; i++)
-              ASSERT_EQ(y[i], single[off * N + i]) << dtype_name(t) << " packed=" << packed << " M=" << M
-                                                   << " off=" << off << " threads=" << threads;
+              ASSERT_EQ(y[i], single[off * N + i]) << dtype_name(t) << " " << layout_name(layout)
+                                                   << " M=" << M << " off=" << off << " threads=" << threads;
           }
         }
       }

@@ -1,5 +1,7 @@
 #include "kernels/matmul.h"
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "base/error.h"
@@ -28,15 +30,39 @@ void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int
 
 }  // namespace scalar
 
-std::vector<float> pack_panels(const WeightMatrix& w) {
+size_t panel_bytes(DType type, int64_t K) {
+  if (type == DType::Q8_0) return size_t(K / kQ8Block) * kPanel * (sizeof(float) + kQ8Block);
+  return size_t(K) * kPanel * dtype_row_bytes(type, 1);
+}
+
+std::vector<uint8_t> pack_panels(const WeightMatrix& w, DType type) {
+  JF_CHECK(type == DType::F32 || type == w.type, "panels hold fp32 or the matrix's own type");
   const int64_t K = w.cols, N = w.rows, n_panels = (N + kPanel - 1) / kPanel;
-  std::vector<float> packed(static_cast<size_t>(n_panels * K * kPanel), 0.0f);
-  std::vector<float> row(static_cast<size_t>(K));
-  for (int64_t n = 0; n < N; n++) {
-    dequantize_row(w.type, w.row(n), row.data(), K);
-    float* panel = packed.data() + (n / kPanel) * K * kPanel + n % kPanel;
-    for (int64_t k = 0; k < K; k++) panel[k * kPanel] = row[k];
-  }
+  const size_t ps = panel_bytes(type, K);
+  std::vector<uint8_t> packed(ps * n_panels, 0);
+  parallel_for(n_panels, n_panels > 1, [&](int64_t p0, int64_t p1) {
+    std::vector<float> row(static_cast<size_t>(K));
+    for (int64_t n = p0 * kPanel; n < std::min(N, p1 * kPanel); n++) {
+      uint8_t* panel = packed.data() + (n / kPanel) * ps;
+      const int64_t c = n % kPanel;
+      if (type == DType::F32) {
+        dequantize_row(w.type, w.row(n), row.data(), K);
+        for (int64_t k = 0; k < K; k++) std::memcpy(panel + (k * kPanel + c) * 4, &row[k], 4);
+      } else if (type == DType::Q8_0) {
+        const auto* blocks = reinterpret_cast<const BlockQ8_0*>(w.row(n));
+        for (int64_t b = 0; b < K / kQ8Block; b++) {
+          uint8_t* bp = panel + b * panel_bytes(DType::Q8_0, kQ8Block);
+          const float d = f16_to_f32(blocks[b].d);
+          std::memcpy(bp + c * sizeof(float), &d, sizeof(float));
+          for (int kk = 0; kk < kQ8Block; kk++)
+            bp[kPanel * sizeof(float) + kk * kPanel + c] = static_cast<uint8_t>(blocks[b].qs[kk]);
+        }
+      } else {  // F16 / BF16: 2-byte values moved as they are
+        const uint8_t* src = w.row(n);
+        for (int64_t k = 0; k < K; k++) std::memcpy(panel + (k * kPanel + c) * 2, src + k * 2, 2);
+      }
+    }
+  });
   return packed;
 }
 

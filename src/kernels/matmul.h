@@ -15,8 +15,9 @@ struct WeightMatrix {
   const void* data = nullptr;
   int64_t rows = 0;  // N: output features
   int64_t cols = 0;  // K: input features
-  // Optional second copy in the small-K layout (see pack_panels), owned elsewhere; SIMD kernels use it.
-  const float* packed = nullptr;
+  // Optional second copy in the panel layout (see pack_panels), owned elsewhere; the SIMD kernels use it.
+  const uint8_t* packed = nullptr;
+  DType packed_type = DType::F32;
   size_t row_bytes() const { return dtype_row_bytes(type, cols); }
   const uint8_t* row(int64_t n) const { return static_cast<const uint8_t*>(data) + n * row_bytes(); }
 };
@@ -28,15 +29,20 @@ struct WeightMatrix {
 // threads = false keeps it on the calling thread (for callers already inside a parallel loop).
 void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool threads = true);
 
-// Small-K layout: fp32 weights in panels of kPanel output features, k-major inside a panel:
-// packed[(p * K + k) * kPanel + c] = W[p * kPanel + c][k], zero past the last row. A kernel over this
-// layout broadcasts one x value and multiplies a whole panel with it, so it needs no horizontal sums —
-// the cost that dominates the row-major kernels when K is only a few hundred. Per output element the
-// order is acc = fma(x[k], w[k], acc) for k = 0, 1, ..., K-1 from acc = 0, whatever M or the tile shape.
+// Panel layout: the weights in panels of kPanel output features, k-major inside a panel, so a kernel
+// multiplies one broadcast x value with 8 outputs' weights at once and needs no horizontal sums (the cost
+// that dominates the row-major kernels at small K) and converts each weight vector once for several rows.
+//   F32 / F16 / BF16: panel p is K groups of 8 values, group k = W[8p .. 8p+8)[k].
+//   Q8_0: panel p is K/32 blocks, each 8 fp32 scales then 32 groups of 8 int8 quants.
+// Rows past N are zero. Per output element the order is acc = fma(x[k], w[k], acc) for k = 0 .. K-1 from
+// acc = 0, whatever M or the tile shape (w[k] as fp32; for Q8_0 the product q * d rounded to fp32).
 constexpr int64_t kPanel = 8;
-// Matrices with at most this many input features are worth repacking (measured: bench/forward_cost).
+// Matrices with at most this many input features get an fp32 panel copy whatever their type (see
+// model/weights.h pack_matrices).
 constexpr int64_t kPackMaxCols = 512;
-std::vector<float> pack_panels(const WeightMatrix& w);
+size_t panel_bytes(DType type, int64_t K);  // bytes of one panel
+// The panel copy of w in `type` (F32, or w's own type).
+std::vector<uint8_t> pack_panels(const WeightMatrix& w, DType type);
 
 namespace scalar {
 void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
@@ -45,9 +51,9 @@ void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int
 constexpr int64_t kColTile = 12;
 namespace avx2 {
 void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
-// Panels [p0, p1) of y = x W^T from w.packed (used for every SIMD instruction set).
+// Panels [p0, p1) of y = x W^T from w.packed (AVX2 code, used by every SIMD instruction set).
 void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t p0, int64_t p1);
-}
+}  // namespace avx2
 namespace avx512 {
 void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
 }

@@ -55,7 +55,8 @@ class Pool {
   void work(uint64_t g) {
     for (;;) {
       uint64_t c = claim_.load(std::memory_order_acquire);
-      if ((c >> 32) != g || static_cast<int64_t>(c & 0xffffffffu) >= n_.load(std::memory_order_relaxed)) return;
+      if ((c >> 32) != g || static_cast<int64_t>(c & 0xffffffffu) >= n_.load(std::memory_order_relaxed))
+        return;
       if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) continue;
       // The claim succeeded, so job g is still running and fn_/n_ are its own.
       (*fn_.load(std::memory_order_relaxed))(static_cast<int64_t>(c & 0xffffffffu));

@@ -12,7 +12,7 @@ namespace jf {
 Model::Model(ModelConfig cfg, TensorSet tensors, std::string format, std::vector<std::shared_ptr<const void>> storage)
     : storage_(std::move(storage)), cfg_(std::move(cfg)), tensors_(std::move(tensors)), format_(std::move(format)) {
   weights_ = bind_weights(tensors_, cfg_);
-  if (best_isa() != Isa::Scalar) pack_small_matrices(weights_);
+  if (best_isa() != Isa::Scalar) pack_matrices(weights_, best_isa() == Isa::Avx2);
 }
 
 size_t Model::weight_bytes() const {

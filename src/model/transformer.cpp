@@ -15,7 +15,8 @@ Transformer::Transformer(const ModelConfig& cfg, const ModelWeights& w) : cfg_(c
   // cache-sized, where splitting every matrix instead would cost more in synchronisation than it saves.
   size_t bytes = 0;
   auto add = [&bytes](const WeightMatrix& m) {
-    bytes += m.packed ? m.rows * m.cols * sizeof(float) : m.rows * m.row_bytes();
+    bytes += m.packed ? (m.rows + kPanel - 1) / kPanel * panel_bytes(m.packed_type, m.cols)
+                      : m.rows * m.row_bytes();
   };
   for (const LayerWeights& L : w.layers)
     for (const WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) add(*m);

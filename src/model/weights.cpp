@@ -114,16 +114,22 @@ std::vector<std::string> tensor_names(const ModelConfig& cfg) {
   return names;
 }
 
-void pack_small_matrices(ModelWeights& w) {
+void pack_matrices(ModelWeights& w, bool same_type) {
   // fp32 copies cost up to 4x the bytes of F16/Q8_0 weights: only worth it while they stay cache-sized.
-  constexpr size_t kMaxPackedBytes = size_t(32) << 20;
-  size_t total = 0;
+  constexpr size_t kMaxF32Bytes = size_t(32) << 20;
+  size_t f32_total = 0;
   auto pack = [&](WeightMatrix& m) {
-    const size_t bytes = size_t(m.rows) * m.cols * sizeof(float);
-    if (m.cols > kPackMaxCols || total + bytes > kMaxPackedBytes) return;
-    total += bytes;
-    w.packed.push_back(pack_panels(m));
+    const size_t f32_bytes = size_t(m.rows) * m.cols * sizeof(float);
+    DType type = m.type;
+    if (m.cols <= kPackMaxCols && f32_total + f32_bytes <= kMaxF32Bytes) {
+      type = DType::F32;
+      f32_total += f32_bytes;
+    } else if (!same_type) {
+      return;
+    }
+    w.packed.push_back(pack_panels(m, type));
     m.packed = w.packed.back().data();  // the inner buffer does not move when the outer vector grows
+    m.packed_type = type;
   };
   for (LayerWeights& L : w.layers)
     for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) pack(*m);

@@ -49,21 +49,26 @@ struct LayerWeights {
 struct ModelWeights {
   WeightMatrix tok_embd;  // vocab x dim (rows are embeddings)
   const float* output_norm = nullptr;
-  WeightMatrix output;    // vocab x dim (may alias tok_embd)
+  WeightMatrix output;  // vocab x dim (may alias tok_embd)
   std::vector<LayerWeights> layers;
   std::vector<std::vector<float>> f32_vectors;  // norms and biases converted to fp32
-  std::vector<std::vector<float>> packed;       // small-K copies of matrices (see pack_small_matrices)
+  std::vector<std::vector<uint8_t>> packed;     // panel copies of matrices (see pack_matrices)
 };
 
 // Checks every tensor's presence, type and shape against `cfg`, completes cfg (vocab_size, tied_output,
 // attn_bias, rope_freq_factors) and returns the bound weights. Throws jf::Error naming the tensor.
 ModelWeights bind_weights(const TensorSet& ts, ModelConfig& cfg);
 
-// Gives matrices with at most kPackMaxCols input features a second, fp32 copy in the small-K panel layout
-// of kernels/matmul.h (layers first, then the output head, up to 32 MB in all), which the SIMD kernels run
-// 1.3-3x faster at these sizes. The weights' values are unchanged; only the summation order of the
-// SIMD kernels differs (still the same for every row, so batch invariance holds).
-void pack_small_matrices(ModelWeights& w);
+// Gives the layer and output matrices a second copy in the panel layout of kernels/matmul.h, which the
+// SIMD kernels use instead of the row-major weights:
+//   - matrices with at most kPackMaxCols input features: fp32 panels (up to 32 MB in all), 1.3-3x faster
+//     than the row-major kernels at these sizes (docs/BENCHMARKS.md);
+//   - the others, when `same_type` (AVX2 machines): panels in the matrix's own type (same size), 1.3-3x
+//     faster there at every batch size. On AVX-512 the row-major 16-lane kernels were measured fast
+//     enough and keep those matrices.
+// The weights' values are unchanged; only the summation order of the SIMD kernels differs (still the same
+// for every row, so batch invariance holds).
+void pack_matrices(ModelWeights& w, bool same_type);
 
 // Names of the tensors a model with this config has, in canonical order (used by writers).
 std::vector<std::string> tensor_names(const ModelConfig& cfg);
