@@ -30,6 +30,9 @@ int main(int argc, char** argv) {
   app.add_option("--context", context, "Tokens already in the KV cache");
   app.add_option("--bandwidth", bw_gbs, "Memory bandwidth for the bound, GB/s");
   app.add_option("--peak", peak_gflops, "Peak compute for the roofline, GFLOP/s");
+  bool compare = false;
+  app.add_flag("--compare-row-major", compare,
+               "Also time the row-major kernels (no panel copies), alternating with the default ones");
   CLI11_PARSE(app, argc, argv);
   set_num_threads(threads);
 
@@ -59,7 +62,12 @@ int main(int argc, char** argv) {
   std::printf("streamed weights %.3f GB -> bandwidth bound %.1f ms at %.0f GB/s; %.2f GFLOP per token\n", bytes / 1e9,
               bytes / (bw_gbs * 1e9) * 1e3, bw_gbs, 2 * params / 1e9);
 
-  Transformer tf(c, model->weights());
+  // The row-major variant: the same weights without their panel copies.
+  ModelWeights row_major = model->weights();
+  for (LayerWeights& L : row_major.layers)
+    for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) m->packed = nullptr;
+  row_major.output.packed = nullptr;
+  Transformer tf(c, model->weights()), tf_rm(c, row_major);
   KvCache cache(c, context + 256);
   Rng rng(7);
   SequenceInput in;
@@ -71,26 +79,35 @@ int main(int argc, char** argv) {
   std::vector<int> ms;
   std::stringstream ss(ms_arg);
   for (std::string tok; std::getline(ss, tok, ',');) ms.push_back(std::stoi(tok));
-  std::printf("\n| M | ms/forward | time(M)/time(1) | roofline ms | time/roofline | tokens/s (M x forwards/s) |\n");
-  std::printf("|---|---|---|---|---|---|\n");
+  std::printf("\n| M | ms/forward | time(M)/time(1) | roofline ms | time/roofline | tokens/s (M x forwards/s) |%s\n",
+              compare ? " row-major ms | row-major / default |" : "");
+  std::printf("|---|---|---|---|---|---|%s\n", compare ? "---|---|" : "");
   double t1 = 0;
   for (int M : ms) {
     std::vector<int32_t> batch(M);
     for (auto& x : batch) x = static_cast<int32_t>(rng.below(c.vocab_size));
-    std::vector<double> times;
+    std::vector<double> times, times_rm;
     for (int r = 0; r < reps + 1; r++) {
-      in.set_causal(&cache, batch, SequenceInput::Logits::All);
-      double s = now_seconds();
-      tf.forward(in);
-      double e = now_seconds() - s;
-      cache.truncate(context);
-      if (r > 0) times.push_back(e);  // first run warms caches
+      for (int variant = 0; variant < (compare ? 2 : 1); variant++) {  // alternate: same machine conditions
+        in.set_causal(&cache, batch, SequenceInput::Logits::All);
+        double s = now_seconds();
+        (variant == 0 ? tf : tf_rm).forward(in);
+        double e = now_seconds() - s;
+        cache.truncate(context);
+        if (r > 0) (variant == 0 ? times : times_rm).push_back(e);  // first run warms caches
+      }
     }
     std::sort(times.begin(), times.end());
     double t = times[times.size() / 2];
     if (M == ms.front()) t1 = t;
     double roof = std::max(bytes / (bw_gbs * 1e9), 2 * params * M / (peak_gflops * 1e9));
-    std::printf("| %d | %.3f | %.2f | %.3f | %.2f | %.0f |\n", M, t * 1e3, t / t1, roof * 1e3, t / roof, M / t);
+    std::printf("| %d | %.3f | %.2f | %.3f | %.2f | %.0f |", M, t * 1e3, t / t1, roof * 1e3, t / roof, M / t);
+    if (compare) {
+      std::sort(times_rm.begin(), times_rm.end());
+      const double trm = times_rm[times_rm.size() / 2];
+      std::printf(" %.3f | %.2f |", trm * 1e3, trm / t);
+    }
+    std::printf("\n");
   }
   return 0;
 }

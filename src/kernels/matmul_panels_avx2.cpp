@@ -141,7 +141,7 @@ void elem_rows(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y,
 template <int MR>
 void q8_rows(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t p0,
              int64_t p1) {
-  constexpr int NP = MR == 1 ? 6 : MR == 2 ? 3 : 2;
+  constexpr int NP = MR == 1 ? 6 : MR == 2 ? 4 : 2;
   panel_rows<Q8Tile<MR, NP>, Q8Tile<MR, 2>, Q8Tile<MR, 1>>(x, K, w, ps, y, N, p0, p1);
 }
 
