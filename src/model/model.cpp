@@ -12,7 +12,13 @@ namespace jf {
 Model::Model(ModelConfig cfg, TensorSet tensors, std::string format, std::vector<std::shared_ptr<const void>> storage)
     : storage_(std::move(storage)), cfg_(std::move(cfg)), tensors_(std::move(tensors)), format_(std::move(format)) {
   weights_ = bind_weights(tensors_, cfg_);
-  if (best_isa() != Isa::Scalar) pack_matrices(weights_, best_isa() == Isa::Avx2);
+}
+
+const ModelWeights& Model::weights() const {
+  std::call_once(packed_, [this] {
+    if (best_isa() != Isa::Scalar) pack_matrices(weights_, best_isa() == Isa::Avx2);
+  });
+  return weights_;
 }
 
 size_t Model::weight_bytes() const {

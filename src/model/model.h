@@ -2,6 +2,7 @@
 // Immutable after construction and safe to share between threads.
 #pragma once
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,9 @@ class Model {
   Model& operator=(const Model&) = delete;
 
   const ModelConfig& config() const { return cfg_; }
-  const ModelWeights& weights() const { return weights_; }
+  // The bound weights; the first call also builds their panel copies for the SIMD kernels (see
+  // pack_matrices), so commands that only read tensors (convert, inspect, train) never pay for them.
+  const ModelWeights& weights() const;
   const TensorSet& tensors() const { return tensors_; }
   const std::string& format() const { return format_; }  // "gguf", "llama2c", "safetensors", "memory"
   size_t weight_bytes() const;                           // bytes of all tensors (what one forward streams)
@@ -29,7 +32,8 @@ class Model {
   std::vector<std::shared_ptr<const void>> storage_;
   ModelConfig cfg_;
   TensorSet tensors_;
-  ModelWeights weights_;
+  mutable ModelWeights weights_;
+  mutable std::once_flag packed_;
   std::string format_;
 };
 
