@@ -19,12 +19,13 @@ struct DecoderOptions {
   DraftInit init = DraftInit::Context;
   uint64_t draft_seed = 1234;   // RNG for initial guesses (never affects greedy outputs)
 
-  // lookahead: window W, n-gram size N, verification candidates G (also n-grams kept per key)
-  int window = 4, ngram = 3, guesses = 4;
+  // lookahead: window W, n-gram size N, verification candidates G (also n-grams kept per key). The defaults
+  // keep a forward at ~3 rows, the most that pays on a CPU (docs/BENCHMARKS.md).
+  int window = 2, ngram = 2, guesses = 2;
   bool pool_from_prompt = true;  // seed the n-gram pool with the prompt's (and the output's) n-grams
 
   // pld: longest earlier match of the last 1..ngram_max tokens proposes up to draft_max tokens
-  int draft_max = 8;
+  int draft_max = 2;  // longer drafts rarely pay on a CPU, where each row costs (docs/BENCHMARKS.md)
   int ngram_max = 4;
 
   // multiblock: up to K blocks in flight, spawn at ceil(r * n) accepted, rejection-recycling pool size

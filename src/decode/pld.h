@@ -10,7 +10,7 @@
 namespace jf {
 
 struct PldOptions {
-  int draft_max = 8;
+  int draft_max = 2;  // defaults as in decode/options.h
   int ngram_max = 4;
 };
 
