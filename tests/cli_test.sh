@@ -46,6 +46,12 @@ if [ -d "$shared/models/stories260K" ]; then
   else
     echo "FAIL golden greedy via CLI"; fails=$((fails + 1))
   fi
+  # The row-major kernels alone (--no-panels) reproduce the golden output too.
+  if "$jf" generate -m "$m" -n 200 --no-panels 2>/dev/null | cmp -s - "$shared/models/stories260K/golden_greedy_n200.txt"; then
+    echo "ok   golden greedy via CLI, --no-panels"
+  else
+    echo "FAIL golden greedy via CLI, --no-panels"; fails=$((fails + 1))
+  fi
   # --json prints exactly one JSON object with the documented fields.
   "$jf" generate -m "$m" -n 20 -p "Once upon a time" --json >"$tmp/j" 2>/dev/null
   if python3 - "$tmp/j" <<'PY'

@@ -15,6 +15,9 @@ void add_model_options(CLI::App* app, ModelOptions& o) {
       ->check(CLI::Range(0, 1024));
   app->add_option("-c,--ctx", o.context, "Context size in tokens (default: the model's, at most 4096)")
       ->check(CLI::Range(0, 1 << 24));
+  app->add_flag("--no-panels", o.no_panels,
+                "Do not repack weights into the faster panel layout at load (saves a copy of the weights in "
+                "memory on AVX2 machines; slower)");
 }
 
 void add_prompt_options(CLI::App* app, PromptOptions& o) {
@@ -63,7 +66,9 @@ LoadedModel open_model(const ModelOptions& o) {
   set_num_threads(o.threads);
   LoadOptions lo;
   lo.tokenizer_path = o.tokenizer;
-  return load_model(o.path, lo);
+  LoadedModel lm = load_model(o.path, lo);
+  lm.model->set_panels(!o.no_panels);
+  return lm;
 }
 
 int context_size(const ModelOptions& o, const Model& m) {

@@ -16,6 +16,7 @@ struct ModelOptions {
   std::string tokenizer;
   int threads = 0;  // 0: all hardware threads
   int context = 0;  // 0: the model's trained context (capped, see context_size())
+  bool no_panels = false;  // keep only the file's row-major weights (see Model::set_panels)
 };
 
 struct PromptOptions {

@@ -24,6 +24,8 @@ class Model {
   // The bound weights; the first call also builds their panel copies for the SIMD kernels (see
   // pack_matrices), so commands that only read tensors (convert, inspect, train) never pay for them.
   const ModelWeights& weights() const;
+  // Whether weights() builds the panel copies (default on). Only effective before the first weights() call.
+  void set_panels(bool on) { panels_ = on; }
   const TensorSet& tensors() const { return tensors_; }
   const std::string& format() const { return format_; }  // "gguf", "llama2c", "safetensors", "memory"
   size_t weight_bytes() const;                           // bytes of all tensors (what one forward streams)
@@ -34,6 +36,7 @@ class Model {
   TensorSet tensors_;
   mutable ModelWeights weights_;
   mutable std::once_flag packed_;
+  bool panels_ = true;
   std::string format_;
 };
 
