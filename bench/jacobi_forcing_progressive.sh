@@ -7,7 +7,7 @@
 #   round 2: round-1 model, trajectories at n=16, 1,000 steps at lr 1e-3
 #   round 3: round-2 model, trajectories at n=32, 1,000 steps at lr 1e-3
 #   round 4: round-3 model, trajectories at n=32, 2,000 steps at lr 1e-3
-# Usage: bench/jacobi_forcing_progressive.sh [WORKDIR] [THREADS] [STEPS1]
+# Usage: bench/jacobi_forcing_progressive.sh [WORKDIR] [THREADS] [STEPS1] [AR_WEIGHT]
 # Every step is skipped when its output exists, so an interrupted run resumes where it stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +15,7 @@ jf=build/bin/jf
 work="${1:-/tmp/jf-progressive}"
 threads="${2:-2}"
 steps1="${3:-2000}"
+ar_weight="${4:-10}"  # weight of the AR term (jf train --ar-weight; 10 is its default)
 base=../shared/models/stories260K/stories260K.gguf
 text=../shared/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt
 mkdir -p "$work"
@@ -27,7 +28,7 @@ round() {  # name from_model block steps lr
   "$jf" pack --traj "$work/traj_$name.jsonl" --schedule linear --window "$block" --mask nc --max-len 1024 \
     -o "$work/packed_$name.jsonl"
   "$jf" train -m "$from" --objective jacobi-forcing --data "$work/packed_$name.jsonl" --steps "$steps" --accum 4 \
-    --lr "$lr" --min-lr 1e-4 --log-every 250 --seed 1 -t "$threads" -o "$work/$name.gguf" 2>&1 | tee "$work/train_$name.log" | tail -1
+    --lr "$lr" --min-lr 1e-4 --ar-weight "$ar_weight" --log-every 250 --seed 1 -t "$threads" -o "$work/$name.gguf" 2>&1 | tee "$work/train_$name.log" | tail -1
 }
 
 evaluate() {  # name model
