@@ -107,6 +107,26 @@ TEST_F(Stories260K, GreedyStrategiesEqualArOverPromptsAndLengths) {
   }
 }
 
+// With one block in flight and no recycling, multiblock is per-block Jacobi: the same drafts, so exactly
+// the same forwards and accepted tokens (a draft misaligned by one position would still give AR's tokens,
+// only more slowly; this catches it).
+TEST_F(Stories260K, MultiblockWithOneBlockIsPerBlockJacobi) {
+  Session s(*lm.model, 512);
+  cfg.max_new_tokens = 96;
+  for (int n : {3, 4, 8, 16}) {
+    for (const char* p : {"Once upon a time", "Lily and Ben went to the park."}) {
+      const std::vector<int32_t> prompt = lm.tokenizer->encode(p, true, false);
+      DecoderOptions j = dec("jacobi"), m = dec("multiblock");
+      j.block = m.block = n;
+      m.max_blocks = 1, m.pool = 0;
+      const GenerationResult rj = run(s, j, prompt, cfg), rm = run(s, m, prompt, cfg);
+      EXPECT_EQ(rm.tokens, rj.tokens) << "n=" << n << " '" << p << "'";
+      EXPECT_EQ(rm.stats.n_forwards, rj.stats.n_forwards) << "n=" << n << " '" << p << "'";
+      EXPECT_EQ(rm.stats.n_forward_rows, rj.stats.n_forward_rows) << "n=" << n << " '" << p << "'";
+    }
+  }
+}
+
 TEST_F(Stories260K, EndOfGenerationInsideADraft) {
   // Ask for a long generation whose end-of-text token (BOS ends a story in this model, and '.' is frequent)
   // falls inside drafts: every strategy must stop at the same token.

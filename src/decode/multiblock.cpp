@@ -136,8 +136,10 @@ void MultiblockDecoder::decode(DecodeContext& ctx) {
     if (win > 0) ctx.count("recycle_wins");
     const int32_t ra_tail_pred = d > 0 ? static_cast<int32_t>(argmax(row(chains[0].back()), V)) : -1;
     const int new_budget = std::max(0, budget - (k + 1));
+    // Jacobi update of the rest of the block: draft token i stood where token i + 1 of the block now goes
+    // (the bonus token took draft token k's place), so its row predicts the token after that.
     next.clear();
-    for (size_t i = k + 1; i < chains[win].size() && static_cast<int>(next.size()) < new_budget - 1; i++)
+    for (size_t i = k; i < chains[win].size() && static_cast<int>(next.size()) < new_budget - 1; i++)
       next.push_back(static_cast<int32_t>(argmax(row(chains[win][i]), V)));
     if (opt_.pool > 0 && k < d) {  // rejection: keep what this step drafted for later recycling
       std::vector<int32_t> all = {ctx.pending()};
