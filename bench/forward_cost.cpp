@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   // The row-major variant: the same weights without their panel copies.
   ModelWeights row_major = model->weights();
   for (LayerWeights& L : row_major.layers)
-    for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) m->packed = nullptr;
+    for (WeightMatrix* m : L.matrices()) m->packed = nullptr;
   row_major.output.packed = nullptr;
   Transformer tf(c, model->weights()), tf_rm(c, row_major);
   KvCache cache(c, context + 256);

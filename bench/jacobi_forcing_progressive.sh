@@ -48,23 +48,5 @@ evaluate round3 "$work/round3.gguf"
 round round4 "$work/round3.gguf" 32 2000 1e-3
 evaluate round4 "$work/round4.gguf"
 
-python3 - "$work" base round1 round2 round3 round4 <<'PY'
-import json, sys
-work, names = sys.argv[1], sys.argv[2:]
-def load(name):
-    b = json.load(open(f"{work}/bench_{name}.json"))
-    s = {r["decoder"]: r for r in b["summary"]}
-    ar = [r["tokens"] for r in b["runs"] if r["decoder"] == "ar"]
-    return s, ar, json.load(open(f"{work}/ppl_{name}.json"))["perplexity"]
-bs, bar, _ = load("base")
-print("| model | Jacobi TPF n=16 | Jacobi TPF n=32 | multiblock TPF n=16 | perplexity | greedy tokens equal to base |")
-print("|---|---|---|---|---|---|")
-for name in names:
-    s, ar, ppl = load(name)
-    same = sum(x == y for a, b in zip(ar, bar) for x, y in zip(a, b))
-    total = sum(min(len(a), len(b)) for a, b in zip(ar, bar))
-    tpf = lambda d: s[d]["tpf"]
-    print(f"| {name} | {tpf('jacobi:block=16'):.2f} ({tpf('jacobi:block=16') / bs['jacobi:block=16']['tpf']:.2f}x) | "
-          f"{tpf('jacobi:block=32'):.2f} ({tpf('jacobi:block=32') / bs['jacobi:block=32']['tpf']:.2f}x) | "
-          f"{tpf('multiblock:block=16'):.2f} | {ppl:.2f} | {100.0 * same / max(1, total):.1f}% |")
-PY
+python3 bench/jacobi_forcing_table.py "$work" jacobi:block=16,jacobi:block=32,multiblock:block=16 \
+  base round1 round2 round3 round4

@@ -32,22 +32,6 @@ evaluate() {  # name model
 evaluate base "$base"
 for v in $variants; do evaluate "${v%%:*}" "$work/model_${v%%:*}.gguf"; done
 
-python3 - "$work" $variants <<'PY'
-import json, sys
-work, variants = sys.argv[1], ["base"] + [v.split(":")[0] for v in sys.argv[2:]]
-labels = {"base": "base model", "jf": "jacobi-forcing, linear, NC", "cllm": "cllm (random, NC-IC)",
-          "ncic": "jacobi-forcing, linear, NC-IC", "random": "jacobi-forcing, random, NC", "reverse": "jacobi-forcing, reverse, NC"}
-def load(name):
-    b = json.load(open(f"{work}/bench_{name}.json"))
-    s = {r["decoder"]: r for r in b["summary"]}
-    ar = [r["tokens"] for r in b["runs"] if r["decoder"] == "ar"]
-    return s, ar, json.load(open(f"{work}/ppl_{name}.json"))["perplexity"]
-bs, bar, bppl = load("base")
-print("| model | Jacobi TPF (n=16) | multiblock TPF (n=16) | perplexity | greedy tokens equal to base |")
-print("|---|---|---|---|---|")
-for name in variants:
-    s, ar, ppl = load(name)
-    same = sum(x == y for a, b in zip(ar, bar) for x, y in zip(a, b))
-    total = sum(min(len(a), len(b)) for a, b in zip(ar, bar))
-    print(f"| {labels[name]} | {s['jacobi:block=16']['tpf']:.2f} | {s['multiblock:block=16']['tpf']:.2f} | {ppl:.2f} | {100.0 * same / max(1, total):.1f}% |")
-PY
+python3 bench/jacobi_forcing_table.py "$work" jacobi:block=16,multiblock:block=16 "base=base model" \
+  "jf=jacobi-forcing, linear, NC" "cllm=cllm (random, NC-IC)" "ncic=jacobi-forcing, linear, NC-IC" \
+  "random=jacobi-forcing, random, NC" "reverse=jacobi-forcing, reverse, NC"

@@ -167,8 +167,7 @@ TEST_P(IsaTest, AttentionMatchesReferenceAndDependsOnlyOnSlotList) {
   auto k = randn(slots_total * stride, 4), v = randn(slots_total * stride, 5), q = randn(hd, 6);
   std::vector<int32_t> slots = {0, 1, 2, 3, 5, 8, 13, 21, 34, 39};
   std::vector<float> scores(slots.size()), out(hd), ref(hd, 0.0f);
-  attend_head(q.data(), k.data() + 16, v.data() + 16, stride, hd, slots.data(), slots.size(), 0.25f,
-              scores.data(), out.data());
+  attend_head(q.data(), k.data() + 16, v.data() + 16, stride, hd, slots.data(), slots.size(), 0.25f, scores.data(), out.data());
   // double-precision reference
   std::vector<double> s(slots.size());
   double mx = -1e30, sum = 0;
@@ -193,8 +192,7 @@ TEST_P(IsaTest, AttentionMatchesReferenceAndDependsOnlyOnSlotList) {
     std::copy_n(&v[slots[j] * stride], stride, &v2[j * stride]);
   }
   std::vector<float> out2(hd);
-  attend_head(q.data(), k2.data() + 16, v2.data() + 16, stride, hd, packed.data(), packed.size(), 0.25f,
-              scores.data(), out2.data());
+  attend_head(q.data(), k2.data() + 16, v2.data() + 16, stride, hd, packed.data(), packed.size(), 0.25f, scores.data(), out2.data());
   for (int i = 0; i < hd; i++) ASSERT_EQ(out[i], out2[i]);
 }
 
@@ -207,7 +205,7 @@ TEST(Dtype, HalfConversionsRoundTrip) {
     if (std::isnan(f)) continue;
     ASSERT_EQ(f32_to_f16(f), h) << h;
   }
-  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);            // rounds to inf
+  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);  // rounds to inf
   EXPECT_EQ(f32_to_f16(1.0f + 1.0f / 2048), 0x3c00);  // tie to even
   EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
   EXPECT_EQ(bf16_to_f32(f32_to_bf16(3.140625f)), 3.140625f);

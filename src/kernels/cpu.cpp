@@ -4,7 +4,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 #include "base/error.h"
 
@@ -22,8 +21,7 @@ Isa detect() {
   __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));  // which register states the OS saves
   if ((lo & 0x6) != 0x6) return Isa::Scalar;
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & (1u << 5))) return Isa::Scalar;  // AVX2
-  const bool avx512 =
-      (b & (1u << 16)) && (b & (1u << 30)) && (b & (1u << 31)) && (lo & 0xe0) == 0xe0;  // F, BW, VL
+  const bool avx512 = (b & (1u << 16)) && (b & (1u << 30)) && (b & (1u << 31)) && (lo & 0xe0) == 0xe0;  // F, BW, VL
   return avx512 ? Isa::Avx512 : Isa::Avx2;
 #else
   return Isa::Scalar;
@@ -37,12 +35,10 @@ Isa initial() {
   for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
     if (isa_name(isa) != env) continue;
     if (static_cast<int>(isa) <= static_cast<int>(best)) return isa;
-    std::fprintf(stderr, "jf: JF_ISA=%s: this CPU does not support it; using %s\n", env,
-                 isa_name(best).c_str());
+    std::fprintf(stderr, "jf: JF_ISA=%s: this CPU does not support it; using %s\n", env, isa_name(best).c_str());
     return best;
   }
-  std::fprintf(stderr, "jf: JF_ISA=%s is not one of scalar, avx2, avx512; using %s\n", env,
-               isa_name(best).c_str());
+  std::fprintf(stderr, "jf: JF_ISA=%s is not one of scalar, avx2, avx512; using %s\n", env, isa_name(best).c_str());
   return best;
 }
 
@@ -55,13 +51,9 @@ Isa best_isa() {
   return best;
 }
 
-Isa active_isa() {
-  return g_active;
-}
+Isa active_isa() { return g_active; }
 
-bool isa_supported(Isa isa) {
-  return static_cast<int>(isa) <= static_cast<int>(best_isa());
-}
+bool isa_supported(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(best_isa()); }
 
 void set_active_isa(Isa isa) {
   if (!isa_supported(isa)) throw Error("this CPU does not support " + isa_name(isa));
@@ -70,12 +62,9 @@ void set_active_isa(Isa isa) {
 
 std::string isa_name(Isa isa) {
   switch (isa) {
-    case Isa::Avx512:
-      return "avx512";
-    case Isa::Avx2:
-      return "avx2";
-    case Isa::Scalar:
-      return "scalar";
+    case Isa::Avx512: return "avx512";
+    case Isa::Avx2: return "avx2";
+    case Isa::Scalar: return "scalar";
   }
   return "?";
 }

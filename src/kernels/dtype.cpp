@@ -8,33 +8,20 @@ namespace jf {
 
 bool dtype_from_ggml(uint32_t id, DType* out) {
   switch (id) {
-    case 0:
-      *out = DType::F32;
-      return true;
-    case 1:
-      *out = DType::F16;
-      return true;
-    case 8:
-      *out = DType::Q8_0;
-      return true;
-    case 30:
-      *out = DType::BF16;
-      return true;
-    default:
-      return false;
+    case 0: *out = DType::F32; return true;
+    case 1: *out = DType::F16; return true;
+    case 8: *out = DType::Q8_0; return true;
+    case 30: *out = DType::BF16; return true;
+    default: return false;
   }
 }
 
 std::string dtype_name(DType t) {
   switch (t) {
-    case DType::F32:
-      return "f32";
-    case DType::F16:
-      return "f16";
-    case DType::BF16:
-      return "bf16";
-    case DType::Q8_0:
-      return "q8_0";
+    case DType::F32: return "f32";
+    case DType::F16: return "f16";
+    case DType::BF16: return "bf16";
+    case DType::Q8_0: return "q8_0";
   }
   return "?";
 }
@@ -51,28 +38,21 @@ bool dtype_from_name(const std::string& name, DType* out) {
   return false;
 }
 
-int dtype_block_size(DType t) {
-  return t == DType::Q8_0 ? kQ8Block : 1;
-}
+int dtype_block_size(DType t) { return t == DType::Q8_0 ? kQ8Block : 1; }
 
 size_t dtype_block_bytes(DType t) {
   switch (t) {
-    case DType::F32:
-      return 4;
+    case DType::F32: return 4;
     case DType::F16:
-    case DType::BF16:
-      return 2;
-    case DType::Q8_0:
-      return sizeof(BlockQ8_0);
+    case DType::BF16: return 2;
+    case DType::Q8_0: return sizeof(BlockQ8_0);
   }
   return 0;
 }
 
 void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
   switch (t) {
-    case DType::F32:
-      std::memcpy(dst, src, static_cast<size_t>(n) * 4);
-      return;
+    case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
     case DType::F16: {
       const auto* s = static_cast<const uint16_t*>(src);
       for (int64_t i = 0; i < n; i++) dst[i] = f16_to_f32(s[i]);
@@ -96,9 +76,7 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
 
 void quantize_row(DType t, const float* src, void* dst, int64_t n) {
   switch (t) {
-    case DType::F32:
-      std::memcpy(dst, src, static_cast<size_t>(n) * 4);
-      return;
+    case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
     case DType::F16: {
       auto* d = static_cast<uint16_t*>(dst);
       for (int64_t i = 0; i < n; i++) d[i] = f32_to_f16(src[i]);

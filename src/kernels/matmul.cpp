@@ -35,6 +35,11 @@ size_t panel_bytes(DType type, int64_t K) {
   return size_t(K) * kPanel * dtype_row_bytes(type, 1);
 }
 
+size_t read_bytes(const WeightMatrix& w) {
+  if (!w.packed) return w.rows * w.row_bytes();
+  return (w.rows + kPanel - 1) / kPanel * panel_bytes(w.packed_type, w.cols);
+}
+
 std::vector<uint8_t> pack_panels(const WeightMatrix& w, DType type) {
   JF_CHECK(type == DType::F32 || type == w.type, "panels hold fp32 or the matrix's own type");
   const int64_t K = w.cols, N = w.rows, n_panels = (N + kPanel - 1) / kPanel;
@@ -73,8 +78,7 @@ void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool thr
   const bool parallel = threads && M * w.rows * w.cols >= (1 << 17);
   if (w.packed && isa != Isa::Scalar) {
     const int64_t n_panels = (w.rows + kPanel - 1) / kPanel;
-    parallel_for(n_panels, parallel,
-                 [&](int64_t p0, int64_t p1) { avx2::matmul_panels(x, M, w, y, p0, p1); });
+    parallel_for(n_panels, parallel, [&](int64_t p0, int64_t p1) { avx2::matmul_panels(x, M, w, y, p0, p1); });
     return;
   }
   // Split the output columns into tiles; a thread gets a contiguous run of whole tiles.
@@ -83,15 +87,9 @@ void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool thr
   parallel_for(n_tiles, parallel, [&](int64_t t0, int64_t t1) {
     int64_t n0 = t0 * tile, n1 = std::min(t1 * tile, w.rows);
     switch (isa) {
-      case Isa::Avx512:
-        avx512::matmul_cols(x, M, w, y, n0, n1);
-        break;
-      case Isa::Avx2:
-        avx2::matmul_cols(x, M, w, y, n0, n1);
-        break;
-      case Isa::Scalar:
-        scalar::matmul_cols(x, M, w, y, n0, n1);
-        break;
+      case Isa::Avx512: avx512::matmul_cols(x, M, w, y, n0, n1); break;
+      case Isa::Avx2: avx2::matmul_cols(x, M, w, y, n0, n1); break;
+      case Isa::Scalar: scalar::matmul_cols(x, M, w, y, n0, n1); break;
     }
   });
 }

@@ -41,6 +41,7 @@ constexpr int64_t kPanel = 8;
 // model/weights.h pack_matrices).
 constexpr int64_t kPackMaxCols = 512;
 size_t panel_bytes(DType type, int64_t K);  // bytes of one panel
+size_t read_bytes(const WeightMatrix& w);   // bytes the kernels read for one pass over w (its panels if any)
 // The panel copy of w in `type` (F32, or w's own type).
 std::vector<uint8_t> pack_panels(const WeightMatrix& w, DType type);
 

@@ -21,9 +21,7 @@ struct Vec {
   static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
   static T mul(T a, T b) { return _mm256_mul_ps(a, b); }
   static float hsum(T v) { return avx2::hsum(v); }
-  static T load_f16(const uint16_t* p) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  }
+  static T load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static T load_bf16(const uint16_t* p) {
     __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));

@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/matmul.h"
 
@@ -52,6 +53,14 @@ inline void fma_rows(__m256 (&acc)[MR][NP], const float* x, int64_t K, int64_t k
 }
 
 template <int MR, int NP>
+inline void zero_tile(__m256 (&acc)[MR][NP]) {
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; i++)
+#pragma GCC unroll 8
+    for (int p = 0; p < NP; p++) acc[i][p] = _mm256_setzero_ps();
+}
+
+template <int MR, int NP>
 inline void store_tile(const __m256 (&acc)[MR][NP], float* y, int64_t N, int64_t col0) {
 #pragma GCC unroll 8
   for (int i = 0; i < MR; i++)
@@ -63,10 +72,7 @@ inline void store_tile(const __m256 (&acc)[MR][NP], float* y, int64_t N, int64_t
 template <class L, int MR, int NP>
 void tile_elem(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t col0) {
   __m256 acc[MR][NP];
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; i++)
-#pragma GCC unroll 8
-    for (int p = 0; p < NP; p++) acc[i][p] = _mm256_setzero_ps();
+  zero_tile<MR, NP>(acc);
   for (int64_t k = 0; k < K; k++) {
     __m256 wv[NP];
 #pragma GCC unroll 8
@@ -81,10 +87,7 @@ void tile_elem(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y,
 template <int MR, int NP>
 void tile_q8(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t col0) {
   __m256 acc[MR][NP];
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; i++)
-#pragma GCC unroll 8
-    for (int p = 0; p < NP; p++) acc[i][p] = _mm256_setzero_ps();
+  zero_tile<MR, NP>(acc);
   const size_t bb = panel_bytes(DType::Q8_0, kQ8Block);
   for (int64_t b = 0; b < K / kQ8Block; b++) {
     __m256 d[NP];
@@ -105,97 +108,62 @@ void tile_q8(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y, i
   store_tile<MR, NP>(acc, y, N, col0);
 }
 
-template <class L, int MR, int NP>
-struct ElemTile {
-  static constexpr int np = NP;
-  static void run(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t col0) {
-    tile_elem<L, MR, NP>(x, K, w, ps, y, N, col0);
-  }
-};
-template <int MR, int NP>
-struct Q8Tile {
-  static constexpr int np = NP;
-  static void run(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t col0) {
-    tile_q8<MR, NP>(x, K, w, ps, y, N, col0);
-  }
-};
+// Tag for Q8_0 panels (scales per block), which tile_q8 handles.
+struct PanelQ8 {};
 
-// Panels [p0, p1) for MR rows: tiles of Wide::np panels, then of 2 and 1 for the rest.
-template <class Wide, class Two, class One>
+template <class L, int MR, int NP>
+void tile(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t col0) {
+  if constexpr (std::is_same_v<L, PanelQ8>)
+    tile_q8<MR, NP>(x, K, w, ps, y, N, col0);
+  else
+    tile_elem<L, MR, NP>(x, K, w, ps, y, N, col0);
+}
+
+// Panels per tile for MR rows, from the 16 vector registers: MR * NP accumulators + NP converted weights
+// (+ NP scales for Q8_0) + 1 broadcast.
+template <class L, int MR>
+constexpr int kWide = std::is_same_v<L, PanelQ8> ? (MR == 1 ? 6 : MR == 2 ? 4 : 2) : (MR == 1 ? 8 : MR == 2 ? 4 : 3);
+
+// Panels [p0, p1) for MR rows: tiles of kWide panels, then of 2 and 1 for the rest.
+template <class L, int MR>
 void panel_rows(const float* x, int64_t K, const uint8_t* packed, size_t ps, float* y, int64_t N, int64_t p0,
                 int64_t p1) {
+  constexpr int NP = kWide<L, MR>;
   int64_t p = p0;
-  for (; p + Wide::np <= p1; p += Wide::np) Wide::run(x, K, packed + p * ps, ps, y, N, p * kPanel);
-  for (; p + 2 <= p1; p += 2) Two::run(x, K, packed + p * ps, ps, y, N, p * kPanel);
-  for (; p < p1; p++) One::run(x, K, packed + p * ps, ps, y, N, p * kPanel);
+  for (; p + NP <= p1; p += NP) tile<L, MR, NP>(x, K, packed + p * ps, ps, y, N, p * kPanel);
+  for (; p + 2 <= p1; p += 2) tile<L, MR, 2>(x, K, packed + p * ps, ps, y, N, p * kPanel);
+  for (; p < p1; p++) tile<L, MR, 1>(x, K, packed + p * ps, ps, y, N, p * kPanel);
 }
 
-// Register budget (16): MR * NP accumulators + NP converted weights (+ NP scales for Q8_0) + 1 broadcast.
-template <class L, int MR>
-void elem_rows(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t p0,
-               int64_t p1) {
-  constexpr int NP = MR == 1 ? 8 : MR == 2 ? 4 : 3;
-  panel_rows<ElemTile<L, MR, NP>, ElemTile<L, MR, 2>, ElemTile<L, MR, 1>>(x, K, w, ps, y, N, p0, p1);
-}
-template <int MR>
-void q8_rows(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t p0,
-             int64_t p1) {
-  constexpr int NP = MR == 1 ? 6 : MR == 2 ? 4 : 2;
-  panel_rows<Q8Tile<MR, NP>, Q8Tile<MR, 2>, Q8Tile<MR, 1>>(x, K, w, ps, y, N, p0, p1);
-}
-
-using RowsFn = void (*)(const float*, int64_t, const uint8_t*, size_t, float*, int64_t, int64_t, int64_t);
-
-template <template <int> class F>
-constexpr RowsFn rows_fn(int mr) {
-  return mr == 1 ? &F<1>::f : mr == 2 ? &F<2>::f : mr == 3 ? &F<3>::f : &F<4>::f;
-}
 template <class L>
-struct ElemRows {
-  template <int MR>
-  struct R {
-    static void f(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t p0,
-                  int64_t p1) {
-      elem_rows<L, MR>(x, K, w, ps, y, N, p0, p1);
-    }
-  };
-};
-template <int MR>
-struct Q8Rows {
-  static void f(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t p0,
-                int64_t p1) {
-    q8_rows<MR>(x, K, w, ps, y, N, p0, p1);
-  }
-};
-
-RowsFn rows_for(DType t, int mr) {
-  switch (t) {
-    case DType::F32:
-      return rows_fn<ElemRows<PanelF32>::R>(mr);
-    case DType::F16:
-      return rows_fn<ElemRows<PanelF16>::R>(mr);
-    case DType::BF16:
-      return rows_fn<ElemRows<PanelBF16>::R>(mr);
-    case DType::Q8_0:
-      return rows_fn<Q8Rows>(mr);
-  }
-  return nullptr;
-}
-
-}  // namespace
-
-void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
+void run_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
   const int64_t K = w.cols, N = w.rows;
   const size_t ps = panel_bytes(w.packed_type, K);
   // Panels whose weights stay in cache (~256 KB) while every group of 4 rows passes over them.
   const int64_t group = std::max<int64_t>(12, static_cast<int64_t>((size_t(256) << 10) / ps) / 12 * 12);
   for (int64_t g = p0; g < p1; g += group) {
     const int64_t g1 = std::min(p1, g + group);
-    for (int64_t m = 0; m < M;) {
-      const int mr = static_cast<int>(std::min<int64_t>(4, M - m));
-      rows_for(w.packed_type, mr)(x + m * K, K, w.packed, ps, y + m * N, N, g, g1);
-      m += mr;
+    for (int64_t m = 0; m < M; m += 4) {
+      const float* xm = x + m * K;
+      float* ym = y + m * N;
+      switch (std::min<int64_t>(4, M - m)) {
+        case 1: panel_rows<L, 1>(xm, K, w.packed, ps, ym, N, g, g1); break;
+        case 2: panel_rows<L, 2>(xm, K, w.packed, ps, ym, N, g, g1); break;
+        case 3: panel_rows<L, 3>(xm, K, w.packed, ps, ym, N, g, g1); break;
+        default: panel_rows<L, 4>(xm, K, w.packed, ps, ym, N, g, g1); break;
+      }
     }
+  }
+}
+
+}  // namespace
+
+void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
+  switch (w.packed_type) {
+    case DType::F32: return run_panels<PanelF32>(x, M, w, y, p0, p1);
+    case DType::F16: return run_panels<PanelF16>(x, M, w, y, p0, p1);
+    case DType::BF16: return run_panels<PanelBF16>(x, M, w, y, p0, p1);
+    case DType::Q8_0: return run_panels<PanelQ8>(x, M, w, y, p0, p1);
   }
 }
 

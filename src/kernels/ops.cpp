@@ -22,8 +22,8 @@ void silu_mul(float* gate, const float* up, int64_t n) {
   }
 }
 
-void attend_head(const float* q, const float* k, const float* v, int64_t stride, int head_dim,
-                 const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+void attend_head(const float* q, const float* k, const float* v, int64_t stride, int head_dim, const int32_t* slots,
+                 int64_t n, float scale, float* scores, float* out) {
   float mx = -INFINITY;
   for (int64_t j = 0; j < n; j++) {
     const float* kj = k + slots[j] * stride;
@@ -58,10 +58,9 @@ void silu_mul(float* gate, const float* up, int64_t n) {
   scalar::silu_mul(gate, up, n);
 }
 
-void attend_head(const float* q, const float* k, const float* v, int64_t stride, int head_dim,
-                 const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
-  if (active_isa() != Isa::Scalar)
-    return avx2::attend_head(q, k, v, stride, head_dim, slots, n, scale, scores, out);
+void attend_head(const float* q, const float* k, const float* v, int64_t stride, int head_dim, const int32_t* slots,
+                 int64_t n, float scale, float* scores, float* out) {
+  if (active_isa() != Isa::Scalar) return avx2::attend_head(q, k, v, stride, head_dim, slots, n, scale, scores, out);
   scalar::attend_head(q, k, v, stride, head_dim, slots, n, scale, scores, out);
 }
 
@@ -69,8 +68,7 @@ void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; i++) y[i] += x[i];
 }
 
-void rope(float* v, int n_heads, int head_dim, int rope_dim, const float* cos, const float* sin,
-          RopeStyle style) {
+void rope(float* v, int n_heads, int head_dim, int rope_dim, const float* cos, const float* sin, RopeStyle style) {
   const int half = rope_dim / 2;
   for (int h = 0; h < n_heads; h++) {
     float* x = v + h * head_dim;

@@ -20,8 +20,7 @@ void rmsnorm(const float* x, const float* g, int64_t n, float eps, float* out) {
   const float scale = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
   const __m256 sv = _mm256_set1_ps(scale);
   for (i = 0; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(out + i,
-                     _mm256_mul_ps(_mm256_loadu_ps(g + i), _mm256_mul_ps(sv, _mm256_loadu_ps(x + i))));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(g + i), _mm256_mul_ps(sv, _mm256_loadu_ps(x + i))));
   for (; i < n; i++) out[i] = g[i] * (scale * x[i]);
 }
 
@@ -136,8 +135,8 @@ void weighted_sum(const float* v, int64_t stride, const int32_t* slots, int64_t 
 
 }  // namespace
 
-void attend_head(const float* q, const float* k, const float* v, int64_t stride, int head_dim,
-                 const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+void attend_head(const float* q, const float* k, const float* v, int64_t stride, int head_dim, const int32_t* slots,
+                 int64_t n, float scale, float* scores, float* out) {
   float mx = -INFINITY;
   if (head_dim % 8 == 0) {
     scores_blocked(q, k, stride, head_dim, slots, n, scale, scores);
@@ -167,18 +166,12 @@ void attend_head(const float* q, const float* k, const float* v, int64_t stride,
   }
   const float inv = 1.0f / hsum(sumv);
   switch (head_dim) {
-    case 8:
-      return weighted_sum<1>(v, stride, slots, n, scores, inv, out);
-    case 16:
-      return weighted_sum<2>(v, stride, slots, n, scores, inv, out);
-    case 32:
-      return weighted_sum<4>(v, stride, slots, n, scores, inv, out);
-    case 64:
-      return weighted_sum<8>(v, stride, slots, n, scores, inv, out);
-    case 128:
-      return weighted_sum<16>(v, stride, slots, n, scores, inv, out);
-    default:
-      break;
+    case 8: return weighted_sum<1>(v, stride, slots, n, scores, inv, out);
+    case 16: return weighted_sum<2>(v, stride, slots, n, scores, inv, out);
+    case 32: return weighted_sum<4>(v, stride, slots, n, scores, inv, out);
+    case 64: return weighted_sum<8>(v, stride, slots, n, scores, inv, out);
+    case 128: return weighted_sum<16>(v, stride, slots, n, scores, inv, out);
+    default: break;
   }
   for (int d = 0; d < head_dim; d++) out[d] = 0.0f;
   for (j = 0; j < n; j++) {

@@ -9,9 +9,6 @@ namespace jf {
 
 namespace {
 
-// A job is announced by bumping `generation_`; chunk claims go through one atomic word holding
-// (generation << 32 | next chunk), so a worker that wakes late can never claim a chunk of a job that
-// has already finished or been replaced.
 // One step of a wait loop: first a CPU pause (a job or its last chunk usually arrives within
 // microseconds, and a system call would add about that much latency), later a yield to the OS so a
 // waiting thread does not starve others on a busy machine.
@@ -25,6 +22,9 @@ inline void relax(int spin) {
   }
 }
 
+// A job is announced by bumping `generation_`; chunk claims go through one atomic word holding
+// (generation << 32 | next chunk), so a worker that wakes late can never claim a chunk of a job that
+// has already finished or been replaced.
 class Pool {
  public:
   explicit Pool(int threads) {
@@ -55,8 +55,7 @@ class Pool {
   void work(uint64_t g) {
     for (;;) {
       uint64_t c = claim_.load(std::memory_order_acquire);
-      if ((c >> 32) != g || static_cast<int64_t>(c & 0xffffffffu) >= n_.load(std::memory_order_relaxed))
-        return;
+      if ((c >> 32) != g || static_cast<int64_t>(c & 0xffffffffu) >= n_.load(std::memory_order_relaxed)) return;
       if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) continue;
       // The claim succeeded, so job g is still running and fn_/n_ are its own.
       (*fn_.load(std::memory_order_relaxed))(static_cast<int64_t>(c & 0xffffffffu));

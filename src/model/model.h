@@ -1,5 +1,6 @@
 // A loaded model: its config, its tensors (mapped from the file where possible) and the bound weights.
-// Immutable after construction and safe to share between threads.
+// Immutable after construction (weights() builds the kernels' panel copies once, thread-safely) and safe to
+// share between threads; set_panels() is configuration for before the first forward.
 #pragma once
 #include <memory>
 #include <mutex>

@@ -14,12 +14,8 @@ Transformer::Transformer(const ModelConfig& cfg, const ModelWeights& w) : cfg_(c
   // Splitting rows between threads makes each thread read all weights: worth it only while they are
   // cache-sized, where splitting every matrix instead would cost more in synchronisation than it saves.
   size_t bytes = 0;
-  auto add = [&bytes](const WeightMatrix& m) {
-    bytes += m.packed ? (m.rows + kPanel - 1) / kPanel * panel_bytes(m.packed_type, m.cols)
-                      : m.rows * m.row_bytes();
-  };
   for (const LayerWeights& L : w.layers)
-    for (const WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) add(*m);
+    for (const WeightMatrix* m : L.matrices()) bytes += read_bytes(*m);
   row_parallel_ = bytes <= kRowParallelMaxBytes;
 }
 
@@ -49,13 +45,11 @@ void Transformer::prepare(std::span<SequenceInput* const> seqs) {
     JF_CHECK(s && s->cache, "sequence without a cache");
     const int m = static_cast<int>(s->tokens.size());
     if (!s->positions.empty() && static_cast<int>(s->positions.size()) != m)
-      throw Error("forward: " + std::to_string(s->positions.size()) + " positions for " + std::to_string(m) +
-                  " tokens");
+      throw Error("forward: " + std::to_string(s->positions.size()) + " positions for " + std::to_string(m) + " tokens");
     JF_CHECK(s->mask.size() == 0 || s->mask.size() == m, "mask size differs from token count");
     for (int t : s->tokens)
       if (t < 0 || t >= cfg_.vocab_size)
-        throw Error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
-                    std::to_string(cfg_.vocab_size - 1) + ")");
+        throw Error("token id " + std::to_string(t) + " is outside the vocabulary (0.." + std::to_string(cfg_.vocab_size - 1) + ")");
     for (int r : s->logit_rows) JF_CHECK(r >= 0 && r < m, "logit row out of range");
     for (int p : s->positions)
       if (p < 0) throw Error("forward: negative position " + std::to_string(p));
@@ -92,10 +86,8 @@ void Transformer::qkv_rows(int l, int64_t r0, int64_t r1, bool threads) {
     if (L.bq) add_inplace(&q_[r * qd], L.bq, qd);
     if (L.bk) add_inplace(&k_[r * kvd], L.bk, kvd);
     if (L.bv) add_inplace(&v_[r * kvd], L.bv, kvd);
-    rope(&q_[r * qd], cfg_.n_heads, cfg_.head_dim, cfg_.rope_dim, &rope_cos_[r * half], &rope_sin_[r * half],
-         cfg_.rope_style);
-    rope(&k_[r * kvd], cfg_.n_kv_heads, cfg_.head_dim, cfg_.rope_dim, &rope_cos_[r * half],
-         &rope_sin_[r * half], cfg_.rope_style);
+    rope(&q_[r * qd], cfg_.n_heads, cfg_.head_dim, cfg_.rope_dim, &rope_cos_[r * half], &rope_sin_[r * half], cfg_.rope_style);
+    rope(&k_[r * kvd], cfg_.n_kv_heads, cfg_.head_dim, cfg_.rope_dim, &rope_cos_[r * half], &rope_sin_[r * half], cfg_.rope_style);
     std::copy_n(&k_[r * kvd], kvd, rows_[r].cache->k(l, rows_[r].slot));
     std::copy_n(&v_[r * kvd], kvd, rows_[r].cache->v(l, rows_[r].slot));
   }

@@ -132,7 +132,7 @@ void pack_matrices(ModelWeights& w, bool same_type) {
     m.packed_type = type;
   };
   for (LayerWeights& L : w.layers)
-    for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) pack(*m);
+    for (WeightMatrix* m : L.matrices()) pack(*m);
   pack(w.output);
 }
 

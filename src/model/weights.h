@@ -1,5 +1,6 @@
 // The weights of a Llama/Qwen2 transformer, bound by name (GGUF naming) from whatever file they came from.
 #pragma once
+#include <array>
 #include <map>
 #include <memory>
 #include <string>
@@ -44,6 +45,9 @@ struct LayerWeights {
   const float* bv = nullptr;
   const float* ffn_norm = nullptr;
   WeightMatrix w_gate, w_up, w_down;
+  // All seven matrices, for code that treats them alike (packing, byte counts).
+  std::array<WeightMatrix*, 7> matrices() { return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down}; }
+  std::array<const WeightMatrix*, 7> matrices() const { return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down}; }
 };
 
 struct ModelWeights {
