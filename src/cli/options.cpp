@@ -17,7 +17,7 @@ void add_model_options(CLI::App* app, ModelOptions& o) {
       ->check(CLI::Range(0, 1 << 24));
   app->add_flag("--no-panels", o.no_panels,
                 "Do not repack weights into the faster panel layout at load (saves a copy of the weights in "
-                "memory on AVX2 machines; slower)");
+                "memory; slower)");
 }
 
 void add_prompt_options(CLI::App* app, PromptOptions& o) {

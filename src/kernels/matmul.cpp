@@ -78,7 +78,12 @@ void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool thr
   const bool parallel = threads && M * w.rows * w.cols >= (1 << 17);
   if (w.packed && isa != Isa::Scalar) {
     const int64_t n_panels = (w.rows + kPanel - 1) / kPanel;
-    parallel_for(n_panels, parallel, [&](int64_t p0, int64_t p1) { avx2::matmul_panels(x, M, w, y, p0, p1); });
+    parallel_for(n_panels, parallel, [&](int64_t p0, int64_t p1) {
+      if (isa == Isa::Avx512)
+        avx512::matmul_panels(x, M, w, y, p0, p1);
+      else
+        avx2::matmul_panels(x, M, w, y, p0, p1);
+    });
     return;
   }
   // Split the output columns into tiles; a thread gets a contiguous run of whole tiles.

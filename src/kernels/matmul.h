@@ -52,11 +52,13 @@ void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int
 constexpr int64_t kColTile = 12;
 namespace avx2 {
 void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
-// Panels [p0, p1) of y = x W^T from w.packed (AVX2 code, used by every SIMD instruction set).
+// Panels [p0, p1) of y = x W^T from w.packed.
 void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t p0, int64_t p1);
 }  // namespace avx2
 namespace avx512 {
 void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
-}
+// Same results as avx2::matmul_panels, 16 lanes at a time.
+void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t p0, int64_t p1);
+}  // namespace avx512
 
 }  // namespace jf

@@ -16,7 +16,7 @@ Model::Model(ModelConfig cfg, TensorSet tensors, std::string format, std::vector
 
 const ModelWeights& Model::weights() const {
   std::call_once(packed_, [this] {
-    if (panels_ && best_isa() != Isa::Scalar) pack_matrices(weights_, best_isa() == Isa::Avx2);
+    if (panels_ && active_isa() != Isa::Scalar) pack_matrices(weights_);
   });
   return weights_;
 }

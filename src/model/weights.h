@@ -67,12 +67,11 @@ ModelWeights bind_weights(const TensorSet& ts, ModelConfig& cfg);
 // SIMD kernels use instead of the row-major weights:
 //   - matrices with at most kPackMaxCols input features: fp32 panels (up to 32 MB in all), 1.3-3x faster
 //     than the row-major kernels at these sizes (docs/BENCHMARKS.md);
-//   - the others, when `same_type` (AVX2 machines): panels in the matrix's own type (same size), 1.3-3x
-//     faster there at every batch size. On AVX-512 the row-major 16-lane kernels were measured fast
-//     enough and keep those matrices.
+//   - the others: panels in the matrix's own type (same size), 1.3-2.2x faster on AVX2 and AVX-512 up to
+//     8-16 rows (docs/BENCHMARKS.md).
 // The weights' values are unchanged; only the summation order of the SIMD kernels differs (still the same
 // for every row, so batch invariance holds).
-void pack_matrices(ModelWeights& w, bool same_type);
+void pack_matrices(ModelWeights& w);
 
 // Names of the tensors a model with this config has, in canonical order (used by writers).
 std::vector<std::string> tensor_names(const ModelConfig& cfg);

@@ -1,0 +1,151 @@
+// Register-blocked tiles over the panel layout (kernels/matmul.h), written once over a SIMD traits type V
+// whose vector covers V::PP panels (AVX2: one panel of 8 lanes; AVX-512: two adjacent panels in 16 lanes).
+// One broadcast x value times the weights of PP panels at a time, for MR rows of x and NV vectors per tile:
+// no horizontal sums, and each weight vector is converted to fp32 once per MR rows. Every output element is
+// the chain acc = fma(x[k], w[k], acc), k = 0 .. K-1, whatever V, MR or NV, so all instantiations agree bit
+// for bit. Include only from a file compiled for V's instruction set.
+#pragma once
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/matmul.h"
+
+namespace jf::panel_tiles {
+
+// Weight-type tags: the weights of position k of the PP panels starting at `panel` (ps bytes apart).
+struct PanelF32 {
+  template <class V>
+  static typename V::T load(const uint8_t* panel, size_t ps, int64_t k) { return V::load_f32(panel, ps, k * kPanel * 4); }
+};
+struct PanelF16 {
+  template <class V>
+  static typename V::T load(const uint8_t* panel, size_t ps, int64_t k) { return V::load_f16(panel, ps, k * kPanel * 2); }
+};
+struct PanelBF16 {
+  template <class V>
+  static typename V::T load(const uint8_t* panel, size_t ps, int64_t k) { return V::load_bf16(panel, ps, k * kPanel * 2); }
+};
+// Q8_0 panels (per block of 32 positions: 8 fp32 scales, then 32 groups of 8 int8 quants), see tile_q8.
+struct PanelQ8 {};
+
+// acc[i][j] = fma(x_i[k], wv[j], acc[i][j]) for MR rows of x (stride K).
+template <class V, int MR, int NV>
+inline void fma_rows(typename V::T (&acc)[MR][NV], const float* x, int64_t K, int64_t k, typename V::T (&wv)[NV]) {
+#pragma GCC unroll 8
+  for (int j = 0; j < NV; j++)
+    if constexpr (MR > 1) V::pin(wv[j]);  // keep the converted weights in registers for all rows
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; i++) {
+    const typename V::T b = V::broadcast(x + i * K + k);
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; j++) acc[i][j] = V::fma(b, wv[j], acc[i][j]);
+  }
+}
+
+template <class V, int MR, int NV>
+inline void zero_tile(typename V::T (&acc)[MR][NV]) {
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; i++)
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; j++) acc[i][j] = V::zero();
+}
+
+template <class V, int MR, int NV>
+inline void store_tile(const typename V::T (&acc)[MR][NV], float* y, int64_t N, int64_t col0) {
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; i++)
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; j++) V::store(acc[i][j], y + i * N, N, col0 + j * V::PP * kPanel);
+}
+
+// Element types (F32, F16, BF16): y[i][col0 + c] for MR rows and NV vectors of PP panels (ps bytes apart).
+template <class V, class L, int MR, int NV>
+void tile_elem(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t col0) {
+  typename V::T acc[MR][NV];
+  zero_tile<V, MR, NV>(acc);
+  for (int64_t k = 0; k < K; k++) {
+    typename V::T wv[NV];
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; j++) wv[j] = L::template load<V>(w + j * V::PP * ps, ps, k);
+    fma_rows<V, MR, NV>(acc, x, K, k, wv);
+  }
+  store_tile<V, MR, NV>(acc, y, N, col0);
+}
+
+// Q8_0: the weight is q * d rounded to fp32, as in the row-major kernels.
+template <class V, int MR, int NV>
+void tile_q8(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t col0) {
+  typename V::T acc[MR][NV];
+  zero_tile<V, MR, NV>(acc);
+  const size_t bb = panel_bytes(DType::Q8_0, kQ8Block);
+  for (int64_t b = 0; b < K / kQ8Block; b++) {
+    typename V::T d[NV];
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; j++) d[j] = V::load_f32(w + j * V::PP * ps, ps, b * bb);
+    for (int kk = 0; kk < kQ8Block; kk++) {
+      typename V::T wv[NV];
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; j++)
+        wv[j] = V::mul(V::load_i8(w + j * V::PP * ps, ps, b * bb + kPanel * sizeof(float) + kk * kPanel), d[j]);
+      fma_rows<V, MR, NV>(acc, x, K, b * kQ8Block + kk, wv);
+    }
+  }
+  store_tile<V, MR, NV>(acc, y, N, col0);
+}
+
+template <class V, class L, int MR, int NV>
+void tile(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t col0) {
+  if constexpr (std::is_same_v<L, PanelQ8>)
+    tile_q8<V, MR, NV>(x, K, w, ps, y, N, col0);
+  else
+    tile_elem<V, L, MR, NV>(x, K, w, ps, y, N, col0);
+}
+
+// Panels [p0, p1) for MR rows: tiles of V::wide<L>(MR) vectors, then of 2 and 1 for the rest.
+// (p1 - p0) is a multiple of V::PP.
+template <class V, class L, int MR>
+void panel_rows(const float* x, int64_t K, const uint8_t* packed, size_t ps, float* y, int64_t N, int64_t p0,
+                int64_t p1) {
+  constexpr int NV = V::template wide<L>(MR), PP = V::PP;
+  int64_t p = p0;
+  for (; p + NV * PP <= p1; p += NV * PP) tile<V, L, MR, NV>(x, K, packed + p * ps, ps, y, N, p * kPanel);
+  for (; p + 2 * PP <= p1; p += 2 * PP) tile<V, L, MR, 2>(x, K, packed + p * ps, ps, y, N, p * kPanel);
+  for (; p < p1; p += PP) tile<V, L, MR, 1>(x, K, packed + p * ps, ps, y, N, p * kPanel);
+}
+
+// Panels [p0, p1) of y = x W^T for all M rows, V::MR rows at a time; (p1 - p0) is a multiple of V::PP.
+template <class V, class L>
+void run_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
+  const int64_t K = w.cols, N = w.rows;
+  const size_t ps = panel_bytes(w.packed_type, K);
+  // Panels whose weights stay in cache (~256 KB) while every group of rows passes over them.
+  const int64_t group = std::max<int64_t>(12, static_cast<int64_t>((size_t(256) << 10) / ps) / 12 * 12);
+  for (int64_t g = p0; g < p1; g += group) {
+    const int64_t g1 = std::min(p1, g + group);
+    for (int64_t m = 0; m < M; m += V::MR) {
+      const float* xm = x + m * K;
+      float* ym = y + m * N;
+      switch (std::min<int64_t>(V::MR, M - m)) {
+        case 1: panel_rows<V, L, 1>(xm, K, w.packed, ps, ym, N, g, g1); break;
+        case 2: panel_rows<V, L, 2>(xm, K, w.packed, ps, ym, N, g, g1); break;
+        case 3: panel_rows<V, L, 3>(xm, K, w.packed, ps, ym, N, g, g1); break;
+        default: panel_rows<V, L, 4>(xm, K, w.packed, ps, ym, N, g, g1); break;
+      }
+    }
+  }
+}
+
+template <class V>
+void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
+  switch (w.packed_type) {
+    case DType::F32: return run_panels<V, PanelF32>(x, M, w, y, p0, p1);
+    case DType::F16: return run_panels<V, PanelF16>(x, M, w, y, p0, p1);
+    case DType::BF16: return run_panels<V, PanelBF16>(x, M, w, y, p0, p1);
+    case DType::Q8_0: return run_panels<V, PanelQ8>(x, M, w, y, p0, p1);
+  }
+}
+
+}  // namespace jf::panel_tiles

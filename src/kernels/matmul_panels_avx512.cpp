@@ -1,0 +1,64 @@
+// AVX-512 kernels over the panel layout: the shared panel tiles (kernels/matmul_panel_tiles.h) with two
+// adjacent panels (16 output features) per vector. An odd panel at the end of a range goes to the AVX2
+// kernel, which computes the same FMA chain.
+#include <immintrin.h>
+
+#include "kernels/matmul_panel_tiles.h"
+
+namespace jf::avx512 {
+
+namespace {
+
+struct PanelVec {
+  using T = __m512;
+  static constexpr int PP = 2;  // panels per vector
+  static constexpr int MR = 4;  // rows of x per pass over the weights
+  // Vectors per tile for MR rows, from the 32 vector registers: MR * NV accumulators + NV converted weights
+  // (+ NV scales for Q8_0) + 1 broadcast.
+  template <class L>
+  static constexpr int wide(int mr) {
+    if constexpr (std::is_same_v<L, panel_tiles::PanelQ8>) return mr == 1 ? 6 : mr == 2 ? 6 : mr == 3 ? 5 : 4;
+    return mr == 1 ? 8 : mr == 2 ? 8 : mr == 3 ? 6 : 5;
+  }
+  static T zero() { return _mm512_setzero_ps(); }
+  static T broadcast(const float* p) { return _mm512_set1_ps(*p); }
+  static T fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
+  static T mul(T a, T b) { return _mm512_mul_ps(a, b); }
+  static void pin(T& v) { __asm__("" : "+v"(v)); }
+  // Lanes 0-7: the 8 values at byte offset `off` of the first panel; lanes 8-15: of the next (ps bytes on).
+  static T load_f32(const uint8_t* panel, size_t ps, size_t off) {
+    const __m256 lo = _mm256_loadu_ps(reinterpret_cast<const float*>(panel + off));
+    const __m256 hi = _mm256_loadu_ps(reinterpret_cast<const float*>(panel + ps + off));
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
+  }
+  static __m256i load_2x16(const uint8_t* panel, size_t ps, size_t off) {
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(panel + off));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(panel + ps + off));
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+  }
+  static T load_f16(const uint8_t* panel, size_t ps, size_t off) { return _mm512_cvtph_ps(load_2x16(panel, ps, off)); }
+  static T load_bf16(const uint8_t* panel, size_t ps, size_t off) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load_2x16(panel, ps, off)), 16));
+  }
+  static T load_i8(const uint8_t* panel, size_t ps, size_t off) {
+    const __m128i lo = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(panel + off));
+    const __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(panel + ps + off));
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpacklo_epi64(lo, hi)));
+  }
+  // y[col .. col + 16) = v, clipped at N (the last panels of a matrix may be partly padding).
+  static void store(T v, float* y, int64_t N, int64_t col) {
+    if (col + 2 * kPanel <= N) return _mm512_storeu_ps(y + col, v);
+    const __mmask16 keep = static_cast<__mmask16>((1u << std::max<int64_t>(0, N - col)) - 1);
+    _mm512_mask_storeu_ps(y + col, keep, v);
+  }
+};
+
+}  // namespace
+
+void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
+  const int64_t pairs_end = p0 + (p1 - p0) / 2 * 2;
+  panel_tiles::matmul_panels<PanelVec>(x, M, w, y, p0, pairs_end);
+  if (pairs_end < p1) avx2::matmul_panels(x, M, w, y, pairs_end, p1);
+}
+
+}  // namespace jf::avx512
