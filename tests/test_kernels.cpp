@@ -102,7 +102,7 @@ TEST_P(IsaTest, PanelMatmulIsTheSequentialFmaChain) {
   for (Layout layout : {Layout::PanelsF32, Layout::PanelsOwn})
     for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
       for (auto [M, N, K] :
-           {std::tuple<int64_t, int64_t, int64_t>{1, 37, 64}, {6, 9, 32}, {11, 70, 160}, {4, 200, 96}}) {
+           {std::tuple<int64_t, int64_t, int64_t>{1, 37, 64}, {6, 9, 32}, {11, 70, 160}, {4, 200, 96}, {2, 50, 32}, {15, 90, 64}, {13, 40, 96}}) {
         Weights w = make_weights(t, N, K, 21, layout);
         auto x = randn(M * K, 23);
         std::vector<float> y(static_cast<size_t>(M * N)), row(static_cast<size_t>(K));

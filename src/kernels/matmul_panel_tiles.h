@@ -116,25 +116,27 @@ void panel_rows(const float* x, int64_t K, const uint8_t* packed, size_t ps, flo
   for (; p < p1; p += PP) tile<V, L, MR, 1>(x, K, packed + p * ps, ps, y, N, p * kPanel);
 }
 
-// Panels [p0, p1) of y = x W^T for all M rows, V::MR rows at a time; (p1 - p0) is a multiple of V::PP.
+// Tiles for the last `mr` (< MR) rows of a batch: the largest compiled row count that fits.
+template <class V, class L, int MR>
+void panel_rows_upto(int64_t mr, const float* x, int64_t K, const uint8_t* packed, size_t ps, float* y, int64_t N,
+                     int64_t p0, int64_t p1) {
+  if constexpr (MR > 1)
+    if (mr < MR) return panel_rows_upto<V, L, MR - 1>(mr, x, K, packed, ps, y, N, p0, p1);
+  panel_rows<V, L, MR>(x, K, packed, ps, y, N, p0, p1);
+}
+
+// Panels [p0, p1) of y = x W^T for all M rows, V::rows<L>() rows at a time; (p1 - p0) is a multiple of V::PP.
 template <class V, class L>
 void run_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
+  constexpr int MR = V::template rows<L>();
   const int64_t K = w.cols, N = w.rows;
   const size_t ps = panel_bytes(w.packed_type, K);
   // Panels whose weights stay in cache (~256 KB) while every group of rows passes over them.
   const int64_t group = std::max<int64_t>(12, static_cast<int64_t>((size_t(256) << 10) / ps) / 12 * 12);
   for (int64_t g = p0; g < p1; g += group) {
     const int64_t g1 = std::min(p1, g + group);
-    for (int64_t m = 0; m < M; m += V::MR) {
-      const float* xm = x + m * K;
-      float* ym = y + m * N;
-      switch (std::min<int64_t>(V::MR, M - m)) {
-        case 1: panel_rows<V, L, 1>(xm, K, w.packed, ps, ym, N, g, g1); break;
-        case 2: panel_rows<V, L, 2>(xm, K, w.packed, ps, ym, N, g, g1); break;
-        case 3: panel_rows<V, L, 3>(xm, K, w.packed, ps, ym, N, g, g1); break;
-        default: panel_rows<V, L, 4>(xm, K, w.packed, ps, ym, N, g, g1); break;
-      }
-    }
+    for (int64_t m = 0; m < M; m += MR)
+      panel_rows_upto<V, L, MR>(std::min<int64_t>(MR, M - m), x + m * K, K, w.packed, ps, y + m * N, N, g, g1);
   }
 }
 

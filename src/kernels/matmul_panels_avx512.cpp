@@ -12,13 +12,17 @@ namespace {
 struct PanelVec {
   using T = __m512;
   static constexpr int PP = 2;  // panels per vector
-  static constexpr int MR = 4;  // rows of x per pass over the weights
-  // Vectors per tile for MR rows, from the 32 vector registers: MR * NV accumulators + NV converted weights
+  // Rows of x per pass over the weights: 8 for the element types halves the weight conversions per FMA
+  // at large batches; Q8_0 tiles also hold the scales and keep 4.
+  template <class L>
+  static constexpr int rows() { return 8; }
+  // Vectors per tile for mr rows, from the 32 vector registers: mr * NV accumulators + NV converted weights
   // (+ NV scales for Q8_0) + 1 broadcast.
   template <class L>
   static constexpr int wide(int mr) {
-    if constexpr (std::is_same_v<L, panel_tiles::PanelQ8>) return mr == 1 ? 6 : mr == 2 ? 6 : mr == 3 ? 5 : 4;
-    return mr == 1 ? 8 : mr == 2 ? 8 : mr == 3 ? 6 : 5;
+    constexpr int kWideQ8[] = {0, 6, 6, 5, 4, 4, 3, 3, 3};
+    constexpr int kWide[] = {0, 8, 8, 6, 5, 5, 4, 3, 3};
+    return std::is_same_v<L, panel_tiles::PanelQ8> ? kWideQ8[mr] : kWide[mr];
   }
   static T zero() { return _mm512_setzero_ps(); }
   static T broadcast(const float* p) { return _mm512_set1_ps(*p); }
