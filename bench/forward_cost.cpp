@@ -33,8 +33,15 @@ int main(int argc, char** argv) {
   bool compare = false;
   app.add_flag("--compare-row-major", compare,
                "Also time the row-major kernels (no panel copies), alternating with the default ones");
+  std::string schedule = "auto";
+  app.add_option("--schedule", schedule,
+                 "Multi-row schedule for small models: auto (measure both, keep the faster), rows, matrices")
+      ->check(CLI::IsMember({"auto", "rows", "matrices"}));
   CLI11_PARSE(app, argc, argv);
   set_num_threads(threads);
+  set_multirow_schedule(schedule == "rows"       ? MultiRowSchedule::SplitRows
+                        : schedule == "matrices" ? MultiRowSchedule::SplitMatrices
+                                                 : MultiRowSchedule::Auto);
 
   std::unique_ptr<Model> model;
   std::shared_ptr<const GgufFile> gguf;

@@ -157,13 +157,16 @@ TEST_P(BatchInvariance, LogitsBitIdenticalAcrossBatchShapes) {
   auto toks = random_tokens(24, m->config().vocab_size, 17);
   set_num_threads(1);
   Logits ref = stepwise(*m, toks);
-  for (int threads : {1, 2, 3}) {
-    set_num_threads(threads);
-    SCOPED_TRACE("threads=" + std::to_string(threads));
-    for (int chunk : {2, 5, 24}) check_chunks(*m, toks, ref, chunk);
-    check_tree(*m, toks, ref);
-    check_two_sequences(*m, toks, ref);
-  }
+  for (int threads : {1, 2, 3})
+    for (MultiRowSchedule s : {MultiRowSchedule::SplitRows, MultiRowSchedule::SplitMatrices, MultiRowSchedule::Auto}) {
+      set_num_threads(threads);
+      set_multirow_schedule(s);
+      SCOPED_TRACE("threads=" + std::to_string(threads) + " schedule=" + std::to_string(static_cast<int>(s)));
+      for (int chunk : {2, 5, 24}) check_chunks(*m, toks, ref, chunk);
+      check_tree(*m, toks, ref);
+      check_two_sequences(*m, toks, ref);
+    }
+  set_multirow_schedule(MultiRowSchedule::Auto);
   set_num_threads(0);
   set_active_isa(saved);
 }
@@ -261,6 +264,38 @@ TEST(Stories260K, MalformedLlama2cCheckpoint) {
   write_file_atomic(tmp, junk.data(), junk.size());
   EXPECT_THROW(model_from_llama2c(tmp), Error);
   std::remove(tmp.c_str());
+}
+
+
+// Auto alternates between the schedules while measuring, then keeps the faster one per class of row
+// counts; an override wins over both.
+TEST(ScheduleChooser, KeepsTheFasterScheduleForEachBatchClass) {
+  ScheduleChooser c;
+  std::array<int, 2> tried{0, 0};
+  for (int i = 0; i < 2 * ScheduleChooser::kTrials; i++) {
+    // n = 2: rows split takes 1 ms, matrices 2 ms; n = 8: the other way round (with one slow outlier).
+    bool r2 = c.split_rows(2);
+    tried[r2]++;
+    c.record(2, r2, r2 ? 1e-3 : 2e-3);
+    bool r8 = c.split_rows(8);
+    c.record(8, r8, r8 ? (i == 0 ? 1e-4 : 4e-3) : 3e-3);
+  }
+  EXPECT_EQ(tried[0], ScheduleChooser::kTrials);
+  EXPECT_EQ(tried[1], ScheduleChooser::kTrials);
+  for (int i = 0; i < 5; i++) {
+    EXPECT_TRUE(c.split_rows(2));
+    EXPECT_TRUE(c.split_rows(1 + 1));
+    EXPECT_FALSE(c.split_rows(8));
+    EXPECT_FALSE(c.split_rows(5));
+    c.record(2, true, 1.0);  // later times no longer change the choice
+  }
+  EXPECT_TRUE(c.split_rows(2));
+  set_multirow_schedule(MultiRowSchedule::SplitMatrices);
+  EXPECT_FALSE(c.split_rows(2));
+  set_multirow_schedule(MultiRowSchedule::SplitRows);
+  EXPECT_TRUE(c.split_rows(8));
+  set_multirow_schedule(MultiRowSchedule::Auto);
+  EXPECT_FALSE(c.split_rows(8));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "model/transformer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "base/error.h"
@@ -11,8 +12,8 @@
 namespace jf {
 
 Transformer::Transformer(const ModelConfig& cfg, const ModelWeights& w) : cfg_(cfg), w_(w) {
-  // Splitting rows between threads makes each thread read all weights: worth it only while they are
-  // cache-sized, where splitting every matrix instead would cost more in synchronisation than it saves.
+  // Splitting rows between threads makes each thread read all weights: worth considering only while they
+  // are cache-sized, where splitting every matrix may cost more in synchronisation than it saves.
   size_t bytes = 0;
   for (const LayerWeights& L : w.layers)
     for (const WeightMatrix* m : L.matrices()) bytes += read_bytes(*m);
@@ -141,10 +142,13 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
   }
 
   const int threads = num_threads();
-  if (row_parallel_ && threads > 1 && n > 1) {
+  const bool choose = row_parallel_ && threads > 1 && n > 1;
+  const bool split_rows = choose && schedule_.split_rows(n);
+  const auto t0 = std::chrono::steady_clock::now();
+  if (split_rows) {
     // Small model, several rows: each thread takes a contiguous share of the rows through a whole layer
     // (two jobs per layer: attention needs every row's keys and values first). A row's arithmetic is the
-    // same as in the other branch, so this changes speed, never results.
+    // same as in the other branch, so this changes speed, never results (model/schedule.h).
     const int64_t pieces = std::min<int64_t>(n, threads);
     auto rows_of = [&](int64_t c, auto&& fn) { fn(n * c / pieces, n * (c + 1) / pieces); };
     for (int l = 0; l < cfg_.n_layers; l++) {
@@ -168,6 +172,8 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
       out_ffn_rows(l, 0, n, true);
     }
   }
+  if (choose)
+    schedule_.record(n, split_rows, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 
   // ---- output head, only for the rows asked for
   if (nl == 0) return logits_.data();

@@ -8,6 +8,7 @@
 #include "model/batch.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
+#include "model/schedule.h"
 #include "model/weights.h"
 
 namespace jf {
@@ -57,7 +58,8 @@ class Transformer : public ForwardPass {
   const ModelWeights& w_;
   uint64_t n_forwards_ = 0;
   static constexpr size_t kRowParallelMaxBytes = size_t(8) << 20;  // layer weights, see the constructor
-  bool row_parallel_ = false;
+  bool row_parallel_ = false;  // small enough that splitting rows between threads may pay
+  ScheduleChooser schedule_;
   std::vector<Row> rows_;
   std::vector<int32_t> slot_list_;
   std::vector<int32_t> logit_src_;  // row index of each requested logit row
