@@ -69,8 +69,11 @@ int main(int argc, char** argv) {
   std::printf("streamed weights %.3f GB -> bandwidth bound %.1f ms at %.0f GB/s; %.2f GFLOP per token\n", bytes / 1e9,
               bytes / (bw_gbs * 1e9) * 1e3, bw_gbs, 2 * params / 1e9);
 
-  // The row-major variant: the same weights without their panel copies.
-  ModelWeights row_major = model->weights();
+  // The row-major variant: the same weights without their panel copies (it points into model->weights()).
+  const ModelWeights& w = model->weights();
+  ModelWeights row_major;
+  row_major.tok_embd = w.tok_embd, row_major.output_norm = w.output_norm, row_major.output = w.output;
+  row_major.layers = w.layers;
   for (LayerWeights& L : row_major.layers)
     for (WeightMatrix* m : L.matrices()) m->packed = nullptr;
   row_major.output.packed = nullptr;

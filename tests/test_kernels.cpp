@@ -21,7 +21,7 @@ std::vector<float> randn(int64_t n, uint64_t seed) {
 
 struct Weights {
   std::vector<uint8_t> bytes;
-  std::vector<uint8_t> packed;
+  PageBuffer packed;
   WeightMatrix w;
 };
 

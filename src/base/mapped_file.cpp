@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <fstream>
 #include <sstream>
 
@@ -38,6 +39,41 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     data_ = static_cast<const uint8_t*>(p);
   }
   ::close(fd);
+}
+
+void MappedFile::drop_pages(const void* p, size_t n) const {
+  const auto* b = static_cast<const uint8_t*>(p);
+  if (data_ == nullptr || b < data_ || n > size_ || b - data_ > static_cast<ptrdiff_t>(size_ - n)) return;
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(b) + page - 1) / page * page;
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(b) + n) / page * page;
+  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);  // advice: failure is harmless
+}
+
+PageBuffer::PageBuffer(size_t n) : size_(n) {
+  if (n == 0) return;
+  void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw Error("cannot allocate " + std::to_string(n >> 20) + " MB: " + errno_text());
+  ::madvise(p, n, MADV_HUGEPAGE);  // advice: without it (or without THP) the memory is the same, only slower to fill
+  data_ = static_cast<uint8_t*>(p);
+}
+
+PageBuffer::~PageBuffer() {
+  if (data_) ::munmap(data_, size_);
+}
+
+PageBuffer::PageBuffer(PageBuffer&& o) noexcept : data_(o.data_), size_(o.size_) {
+  o.data_ = nullptr;
+  o.size_ = 0;
+}
+
+PageBuffer& PageBuffer::operator=(PageBuffer&& o) noexcept {
+  if (this != &o) {
+    if (data_) ::munmap(data_, size_);
+    data_ = o.data_, size_ = o.size_;
+    o.data_ = nullptr, o.size_ = 0;
+  }
+  return *this;
 }
 
 MappedFile::~MappedFile() { release(); }

@@ -19,12 +19,37 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // Gives back this process's copy of the whole pages inside [p, p + n), for data already copied
+  // elsewhere: they stay in the page cache and are read again from it if touched (the mapping is
+  // read-only, so nothing is lost). No-op for ranges outside this mapping.
+  void drop_pages(const void* p, size_t n) const;
 
  private:
   void release();
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
   std::string path_;
+};
+
+// Zero-filled anonymous memory for large derived copies (the weights' panel layout): mapped directly and
+// marked for transparent huge pages, so filling gigabytes costs a few thousand page faults instead of
+// hundreds of thousands, and no separate zeroing pass.
+class PageBuffer {
+ public:
+  PageBuffer() = default;
+  explicit PageBuffer(size_t n);  // throws jf::Error when the memory is not available
+  ~PageBuffer();
+  PageBuffer(const PageBuffer&) = delete;
+  PageBuffer& operator=(const PageBuffer&) = delete;
+  PageBuffer(PageBuffer&& o) noexcept;
+  PageBuffer& operator=(PageBuffer&& o) noexcept;
+
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
 };
 
 // Whole file as a string (small text files: config.json, prompts). Throws jf::Error.

@@ -16,8 +16,7 @@ void add_model_options(CLI::App* app, ModelOptions& o) {
   app->add_option("-c,--ctx", o.context, "Context size in tokens (default: the model's, at most 4096)")
       ->check(CLI::Range(0, 1 << 24));
   app->add_flag("--no-panels", o.no_panels,
-                "Do not repack weights into the faster panel layout at load (saves a copy of the weights in "
-                "memory; slower)");
+                "Do not repack weights into the faster panel layout at load (starts faster, generates slower)");
 }
 
 void add_prompt_options(CLI::App* app, PromptOptions& o) {

@@ -97,6 +97,7 @@ class GgufFile {
   const GgufTensor* find_tensor(const std::string& name) const;
   const std::string& path() const { return name_; }
   size_t file_size() const { return size_; }
+  const MappedFile& mapping() const { return map_; }
 
  private:
   GgufFile() = default;

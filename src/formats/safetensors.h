@@ -36,6 +36,7 @@ class SafetensorsFile {
   const SafetensorsTensor* find(const std::string& name) const;
   const std::map<std::string, std::string>& metadata() const { return metadata_; }  // "__metadata__"
   const std::string& path() const { return name_; }
+  const MappedFile& mapping() const { return map_; }
 
  private:
   SafetensorsFile() = default;

@@ -40,11 +40,11 @@ size_t read_bytes(const WeightMatrix& w) {
   return (w.rows + kPanel - 1) / kPanel * panel_bytes(w.packed_type, w.cols);
 }
 
-std::vector<uint8_t> pack_panels(const WeightMatrix& w, DType type) {
+PageBuffer pack_panels(const WeightMatrix& w, DType type) {
   JF_CHECK(type == DType::F32 || type == w.type, "panels hold fp32 or the matrix's own type");
   const int64_t K = w.cols, N = w.rows, n_panels = (N + kPanel - 1) / kPanel;
   const size_t ps = panel_bytes(type, K);
-  std::vector<uint8_t> packed(ps * n_panels, 0);
+  PageBuffer packed(ps * n_panels);  // zero-filled: rows past N stay zero
   parallel_for(n_panels, n_panels > 1, [&](int64_t p0, int64_t p1) {
     std::vector<float> row(static_cast<size_t>(K));
     for (int64_t n = p0 * kPanel; n < std::min(N, p1 * kPanel); n++) {

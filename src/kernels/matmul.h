@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/mapped_file.h"
 #include "kernels/dtype.h"
 
 namespace jf {
@@ -43,7 +44,7 @@ constexpr int64_t kPackMaxCols = 512;
 size_t panel_bytes(DType type, int64_t K);  // bytes of one panel
 size_t read_bytes(const WeightMatrix& w);   // bytes the kernels read for one pass over w (its panels if any)
 // The panel copy of w in `type` (F32, or w's own type).
-std::vector<uint8_t> pack_panels(const WeightMatrix& w, DType type);
+PageBuffer pack_panels(const WeightMatrix& w, DType type);
 
 namespace scalar {
 void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);

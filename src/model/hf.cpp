@@ -407,6 +407,7 @@ LoadedModel load_hf_model(const std::string& dir) {
   try {
     out.model = std::make_unique<Model>(cfg, std::move(ts), "safetensors",
                                         std::vector<std::shared_ptr<const void>>(shards.begin(), shards.end()));
+    for (const auto& shard : shards) out.model->add_file_mapping(shard->mapping());
   } catch (const Error& e) {
     throw Error(dir + ": " + e.what());
   }

@@ -16,7 +16,11 @@ Model::Model(ModelConfig cfg, TensorSet tensors, std::string format, std::vector
 
 const ModelWeights& Model::weights() const {
   std::call_once(packed_, [this] {
-    if (panels_ && active_isa() != Isa::Scalar) pack_matrices(weights_);
+    if (!panels_ || active_isa() == Isa::Scalar) return;
+    pack_matrices(weights_, [this](const WeightMatrix& m) {
+      if (m.data == weights_.tok_embd.data) return;  // a tied output: the rows are still looked up
+      for (const MappedFile* f : mappings_) f->drop_pages(m.data, m.row_bytes() * m.rows);
+    });
   });
   return weights_;
 }
@@ -36,7 +40,9 @@ std::unique_ptr<Model> model_from_gguf(std::shared_ptr<const GgufFile> file) {
       cfg.vocab_size = static_cast<int>(file->meta().get_strings("tokenizer.ggml.tokens").size());
     TensorSet ts;
     for (const GgufTensor& t : file->tensors()) ts.tensors[t.name] = TensorRef{t.type, t.dims, t.data};
-    return std::make_unique<Model>(std::move(cfg), std::move(ts), "gguf", std::vector<std::shared_ptr<const void>>{file});
+    auto model = std::make_unique<Model>(std::move(cfg), std::move(ts), "gguf", std::vector<std::shared_ptr<const void>>{file});
+    model->add_file_mapping(file->mapping());
+    return model;
   } catch (const Error& e) {
     throw Error(file->path() + ": " + e.what());
   }
@@ -102,7 +108,9 @@ std::unique_ptr<Model> model_from_llama2c(const std::string& path) {
   put("output_norm.weight", {D}, take(D));
   take(int64_t(c.context_length) * c.head_dim);  // precomputed RoPE tables (unused: angles are computed)
   if (!shared) put("output.weight", {D, V}, take(V * D));
-  return std::make_unique<Model>(std::move(c), std::move(ts), "llama2c", std::vector<std::shared_ptr<const void>>{file});
+  auto model = std::make_unique<Model>(std::move(c), std::move(ts), "llama2c", std::vector<std::shared_ptr<const void>>{file});
+  model->add_file_mapping(*file);
+  return model;
 }
 
 }  // namespace jf

@@ -13,6 +13,7 @@
 namespace jf {
 
 class GgufFile;
+class MappedFile;
 
 class Model {
  public:
@@ -30,9 +31,13 @@ class Model {
   const TensorSet& tensors() const { return tensors_; }
   const std::string& format() const { return format_; }  // "gguf", "llama2c", "safetensors", "memory"
   size_t weight_bytes() const;                           // bytes of all tensors (what one forward streams)
+  // A read-only file mapping (kept alive by `storage`) that tensors point into: once a matrix has its panel
+  // copy, weights() gives back the mapped original's pages, so resident memory holds one copy, not two.
+  void add_file_mapping(const MappedFile& f) { mappings_.push_back(&f); }
 
  private:
   std::vector<std::shared_ptr<const void>> storage_;
+  std::vector<const MappedFile*> mappings_;
   ModelConfig cfg_;
   TensorSet tensors_;
   mutable ModelWeights weights_;

@@ -1,6 +1,7 @@
 // The weights of a Llama/Qwen2 transformer, bound by name (GGUF naming) from whatever file they came from.
 #pragma once
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -56,7 +57,7 @@ struct ModelWeights {
   WeightMatrix output;  // vocab x dim (may alias tok_embd)
   std::vector<LayerWeights> layers;
   std::vector<std::vector<float>> f32_vectors;  // norms and biases converted to fp32
-  std::vector<std::vector<uint8_t>> packed;     // panel copies of matrices (see pack_matrices)
+  std::vector<PageBuffer> packed;               // panel copies of matrices (see pack_matrices)
 };
 
 // Checks every tensor's presence, type and shape against `cfg`, completes cfg (vocab_size, tied_output,
@@ -71,7 +72,8 @@ ModelWeights bind_weights(const TensorSet& ts, ModelConfig& cfg);
 //     8-16 rows (docs/BENCHMARKS.md).
 // The weights' values are unchanged; only the summation order of the SIMD kernels differs (still the same
 // for every row, so batch invariance holds).
-void pack_matrices(ModelWeights& w);
+// `packed(m)` is called after each matrix gets its copy (the caller may release the original's memory).
+void pack_matrices(ModelWeights& w, const std::function<void(const WeightMatrix&)>& packed = {});
 
 // Names of the tensors a model with this config has, in canonical order (used by writers).
 std::vector<std::string> tensor_names(const ModelConfig& cfg);
