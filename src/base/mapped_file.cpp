@@ -7,9 +7,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <string>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "base/error.h"
 

@@ -127,10 +127,10 @@ void panel_rows_upto(int64_t mr, const float* x, int64_t K, const uint8_t* packe
   panel_rows<V, L, MR>(x, K, packed, ps, y, N, p0, p1);
 }
 
-// Panels [p0, p1) of y = x W^T for all M rows, V::rows<L>() rows at a time; (p1 - p0) is a multiple of V::PP.
+// Panels [p0, p1) of y = x W^T for all M rows, V::MR rows at a time; (p1 - p0) is a multiple of V::PP.
 template <class V, class L>
 void run_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
-  constexpr int MR = V::template rows<L>();
+  constexpr int MR = V::MR;
   const int64_t K = w.cols, N = w.rows;
   const size_t ps = panel_bytes(w.packed_type, K);
   // Panels whose weights stay in cache (~256 KB) while every group of rows passes over them.

@@ -11,9 +11,7 @@ namespace {
 struct PanelVec {
   using T = __m256;
   static constexpr int PP = 1;  // panels per vector
-  // Rows of x per pass over the weights.
-  template <class L>
-  static constexpr int rows() { return 4; }
+  static constexpr int MR = 4;  // rows of x per pass over the weights
   // Vectors per tile for mr rows, from the 16 vector registers: MR * NV accumulators + NV converted weights
   // (+ NV scales for Q8_0) + 1 broadcast.
   template <class L>

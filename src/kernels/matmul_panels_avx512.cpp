@@ -12,10 +12,8 @@ namespace {
 struct PanelVec {
   using T = __m512;
   static constexpr int PP = 2;  // panels per vector
-  // Rows of x per pass over the weights: 8 for the element types halves the weight conversions per FMA
-  // at large batches; Q8_0 tiles also hold the scales and keep 4.
-  template <class L>
-  static constexpr int rows() { return 8; }
+  // Rows of x per pass over the weights: 8 (twice AVX2's) halves the weight conversions per FMA.
+  static constexpr int MR = 8;
   // Vectors per tile for mr rows, from the 32 vector registers: mr * NV accumulators + NV converted weights
   // (+ NV scales for Q8_0) + 1 broadcast.
   template <class L>

@@ -144,7 +144,7 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
   const int threads = num_threads();
   const bool choose = row_parallel_ && threads > 1 && n > 1;
   const bool split_rows = choose && schedule_.split_rows(n);
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = choose ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   if (split_rows) {
     // Small model, several rows: each thread takes a contiguous share of the rows through a whole layer
     // (two jobs per layer: attention needs every row's keys and values first). A row's arithmetic is the
