@@ -36,7 +36,8 @@ class FakeModel : public ForwardPass {
       const int past = c.size(), m = static_cast<int>(s->tokens.size());
       c.append(m);
       for (int i = 0; i < m; i++) {
-        c.k(0, past + i)[0] = static_cast<float>(s->tokens[i]);
+        const float token = static_cast<float>(s->tokens[i]);
+        c.store_key(0, past + i, &token);
         c.v(0, past + i)[0] = static_cast<float>(s->positions.empty() ? past + i : s->positions[i]);
       }
       std::vector<std::vector<float>> rows(m);
@@ -48,7 +49,7 @@ class FakeModel : public ForwardPass {
             throw std::logic_error("fake model: a row sees position " + std::to_string(c.v(0, slot)[0]) +
                                    " where position " + std::to_string(expect_pos) + " belongs");
           expect_pos++;
-          visible.push_back(static_cast<int32_t>(c.k(0, slot)[0]));
+          visible.push_back(static_cast<int32_t>(c.key(0, slot, 0)));
         };
         for (int j = 0; j < past; j++) see(j);
         for (int j = 0; j < m; j++)

@@ -161,39 +161,103 @@ TEST_P(IsaTest, RowOpsMatchScalarAndAreRowLocal) {
   }
 }
 
+// The vector argmax agrees with the scalar definition (lowest index on ties, NaN never wins) on lengths
+// around the vector width, with ties, infinities and NaNs in every position class.
+TEST_P(IsaTest, ArgmaxMatchesScalarDefinition) {
+  Rng rng(11);
+  for (int64_t n : {1, 7, 8, 9, 31, 512, 515}) {
+    for (int trial = 0; trial < 200; trial++) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (float& e : x) e = static_cast<float>(rng.below(5)) - 2.0f;  // many ties
+      const int specials = static_cast<int>(rng.below(4));
+      for (int s = 0; s < specials; s++) {
+        const float pick[] = {NAN, INFINITY, -INFINITY};
+        x[rng.below(static_cast<uint32_t>(n))] = pick[rng.below(3)];
+      }
+      if (trial == 0) std::fill(x.begin(), x.end(), NAN);
+      if (trial == 1) std::fill(x.begin(), x.end(), -INFINITY);
+      ASSERT_EQ(argmax(x.data(), n), scalar::argmax(x.data(), n)) << "n=" << n << " trial=" << trial;
+    }
+  }
+}
+
+// Keys in the blocked cache layout (kernels/ops.h) from slot-major rows.
+std::vector<float> blocked_keys(const std::vector<float>& rows, int n_slots, int hd) {
+  std::vector<float> keys(static_cast<size_t>((n_slots + kKeyBlock - 1) / kKeyBlock * kKeyBlock * hd), 0.0f);
+  for (int s = 0; s < n_slots; s++)
+    for (int i = 0; i < hd; i++) keys[key_offset(s, i, hd)] = rows[s * hd + i];
+  return keys;
+}
+
 TEST_P(IsaTest, AttentionMatchesReferenceAndDependsOnlyOnSlotList) {
-  const int hd = 16, stride = 48;
-  const int slots_total = 40;
-  auto k = randn(slots_total * stride, 4), v = randn(slots_total * stride, 5), q = randn(hd, 6);
-  std::vector<int32_t> slots = {0, 1, 2, 3, 5, 8, 13, 21, 34, 39};
-  std::vector<float> scores(slots.size()), out(hd), ref(hd, 0.0f);
-  attend_head(q.data(), k.data() + 16, v.data() + 16, stride, hd, slots.data(), slots.size(), 0.25f, scores.data(), out.data());
-  // double-precision reference
-  std::vector<double> s(slots.size());
-  double mx = -1e30, sum = 0;
-  for (size_t j = 0; j < slots.size(); j++) {
-    double d = 0;
-    for (int i = 0; i < hd; i++) d += double(q[i]) * k[slots[j] * stride + 16 + i];
-    s[j] = d * 0.25;
-    mx = std::max(mx, s[j]);
+  for (int hd : {8, 12, 16, 64}) {
+    const int stride = 3 * hd, slots_total = 90;
+    auto krows = randn(slots_total * hd, 4), v = randn(slots_total * stride, 5), q = randn(hd, 6);
+    const auto keys = blocked_keys(krows, slots_total, hd);
+    // whole blocks (0..23), a partial block, scattered slots
+    std::vector<int32_t> slots;
+    for (int s = 0; s < 24; s++) slots.push_back(s);
+    for (int s : {25, 26, 29, 34, 40, 41, 42, 43, 44, 45, 46, 47, 55, 89}) slots.push_back(s);
+    const int64_t n = static_cast<int64_t>(slots.size());
+    std::vector<float> scores(slots.size()), out(hd);
+    attend_head(q.data(), keys.data(), v.data() + hd, stride, hd, slots.data(), n, 0.25f, scores.data(), out.data());
+    // double-precision reference
+    std::vector<double> s(slots.size());
+    double mx = -1e30, sum = 0;
+    for (size_t j = 0; j < slots.size(); j++) {
+      double d = 0;
+      for (int i = 0; i < hd; i++) d += double(q[i]) * krows[slots[j] * hd + i];
+      s[j] = d * 0.25;
+      mx = std::max(mx, s[j]);
+    }
+    for (auto& e : s) sum += (e = std::exp(e - mx));
+    for (int i = 0; i < hd; i++) {
+      double o = 0;
+      for (size_t j = 0; j < slots.size(); j++) o += s[j] / sum * v[slots[j] * stride + hd + i];
+      ASSERT_NEAR(out[i], o, 1e-5) << "hd=" << hd;
+    }
+    // The same keys and values under other slot numbers (shifted so that whole blocks become partial ones,
+    // or packed so that scattered slots become whole blocks) give identical bits.
+    for (int shift : {-1, 3}) {
+      std::vector<float> k2(slots_total * hd * 2), v2(slots_total * stride * 2);
+      std::vector<int32_t> moved(slots.size());
+      for (size_t j = 0; j < slots.size(); j++) {
+        moved[j] = shift < 0 ? static_cast<int32_t>(j) : slots[j] + shift;
+        std::copy_n(&krows[slots[j] * hd], hd, &k2[moved[j] * hd]);
+        std::copy_n(&v[slots[j] * stride], stride, &v2[moved[j] * stride]);
+      }
+      const auto keys2 = blocked_keys(k2, 2 * slots_total, hd);
+      std::vector<float> out2(hd);
+      attend_head(q.data(), keys2.data(), v2.data() + hd, stride, hd, moved.data(), n, 0.25f, scores.data(), out2.data());
+      for (int i = 0; i < hd; i++) ASSERT_EQ(out[i], out2[i]) << "hd=" << hd << " shift=" << shift;
+    }
   }
-  for (auto& e : s) sum += (e = std::exp(e - mx));
-  for (int i = 0; i < hd; i++) {
-    double o = 0;
-    for (size_t j = 0; j < slots.size(); j++) o += s[j] / sum * v[slots[j] * stride + 16 + i];
-    ASSERT_NEAR(out[i], o, 1e-5);
+}
+
+// The AVX-512 attention (16-lane scores and exponentials) gives the AVX2 bits, for any list length and
+// any mix of whole and partial key blocks, so machines with and without AVX-512 decode alike.
+TEST(Attention, Avx512MatchesAvx2Bitwise) {
+  if (!isa_supported(Isa::Avx512)) GTEST_SKIP() << "SKIPPED: CPU lacks avx512";
+  Rng rng(5);
+  for (int hd : {8, 16, 64, 128}) {
+    const int slots_total = 200, stride = 2 * hd;
+    auto krows = randn(slots_total * hd, 7), v = randn(slots_total * stride, 8), q = randn(hd, 9);
+    for (float& e : q) e *= 3.0f;  // sharper softmax: some exponentials underflow
+    const auto keys = blocked_keys(krows, slots_total, hd);
+    for (int trial = 0; trial < 40; trial++) {
+      std::vector<int32_t> slots;
+      const int prefix = static_cast<int>(rng.below(150));
+      for (int s = 0; s < prefix; s++) slots.push_back(s);
+      for (int s = prefix; s < slots_total; s++)
+        if (rng.below(4) == 0) slots.push_back(s);
+      if (slots.empty()) slots.push_back(0);
+      const int64_t n = static_cast<int64_t>(slots.size());
+      std::vector<float> scores(slots.size()), a(hd), b(hd);
+      avx2::attend_head(q.data(), keys.data(), v.data(), stride, hd, slots.data(), n, 0.3f, scores.data(), a.data());
+      avx512::attend_head(q.data(), keys.data(), v.data(), stride, hd, slots.data(), n, 0.3f, scores.data(), b.data());
+      for (int i = 0; i < hd; i++) ASSERT_EQ(a[i], b[i]) << "hd=" << hd << " n=" << n;
+    }
   }
-  // Same keys/values reached through a different slot numbering give identical bits.
-  std::vector<float> k2(slots_total * stride), v2(slots_total * stride);
-  std::vector<int32_t> packed(slots.size());
-  for (size_t j = 0; j < slots.size(); j++) {
-    packed[j] = static_cast<int32_t>(j);
-    std::copy_n(&k[slots[j] * stride], stride, &k2[j * stride]);
-    std::copy_n(&v[slots[j] * stride], stride, &v2[j * stride]);
-  }
-  std::vector<float> out2(hd);
-  attend_head(q.data(), k2.data() + 16, v2.data() + 16, stride, hd, packed.data(), packed.size(), 0.25f, scores.data(), out2.data());
-  for (int i = 0; i < hd; i++) ASSERT_EQ(out[i], out2[i]);
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, IsaTest, ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),

@@ -22,13 +22,12 @@ void silu_mul(float* gate, const float* up, int64_t n) {
   }
 }
 
-void attend_head(const float* q, const float* k, const float* v, int64_t stride, int head_dim, const int32_t* slots,
-                 int64_t n, float scale, float* scores, float* out) {
+void attend_head(const float* q, const float* keys, const float* v, int64_t v_stride, int head_dim,
+                 const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
   float mx = -INFINITY;
   for (int64_t j = 0; j < n; j++) {
-    const float* kj = k + slots[j] * stride;
     float s = 0.0f;
-    for (int d = 0; d < head_dim; d++) s += q[d] * kj[d];
+    for (int d = 0; d < head_dim; d++) s += q[d] * keys[key_offset(slots[j], d, head_dim)];
     scores[j] = s * scale;
     if (scores[j] > mx) mx = scores[j];
   }
@@ -39,11 +38,18 @@ void attend_head(const float* q, const float* k, const float* v, int64_t stride,
   }
   for (int d = 0; d < head_dim; d++) out[d] = 0.0f;
   for (int64_t j = 0; j < n; j++) {
-    const float* vj = v + slots[j] * stride;
+    const float* vj = v + slots[j] * v_stride;
     for (int d = 0; d < head_dim; d++) out[d] += scores[j] * vj[d];
   }
   const float inv = 1.0f / sum;
   for (int d = 0; d < head_dim; d++) out[d] *= inv;
+}
+
+int64_t argmax(const float* x, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; i++)
+    if (x[i] > x[best] || std::isnan(x[best])) best = i;
+  return best;
 }
 
 }  // namespace scalar
@@ -58,10 +64,14 @@ void silu_mul(float* gate, const float* up, int64_t n) {
   scalar::silu_mul(gate, up, n);
 }
 
-void attend_head(const float* q, const float* k, const float* v, int64_t stride, int head_dim, const int32_t* slots,
-                 int64_t n, float scale, float* scores, float* out) {
-  if (active_isa() != Isa::Scalar) return avx2::attend_head(q, k, v, stride, head_dim, slots, n, scale, scores, out);
-  scalar::attend_head(q, k, v, stride, head_dim, slots, n, scale, scores, out);
+void attend_head(const float* q, const float* keys, const float* v, int64_t v_stride, int head_dim,
+                 const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+  switch (active_isa()) {
+    case Isa::Avx512: return avx512::attend_head(q, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
+    case Isa::Avx2: return avx2::attend_head(q, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
+    case Isa::Scalar: break;
+  }
+  scalar::attend_head(q, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
 }
 
 void add_inplace(float* y, const float* x, int64_t n) {
@@ -83,10 +93,8 @@ void rope(float* v, int n_heads, int head_dim, int rope_dim, const float* cos, c
 }
 
 int64_t argmax(const float* x, int64_t n) {
-  int64_t best = 0;
-  for (int64_t i = 1; i < n; i++)
-    if (x[i] > x[best] || std::isnan(x[best])) best = i;
-  return best;
+  if (active_isa() != Isa::Scalar) return avx2::argmax(x, n);
+  return scalar::argmax(x, n);
 }
 
 }  // namespace jf

@@ -26,25 +26,46 @@ void rope(float* v, int n_heads, int head_dim, int rope_dim, const float* cos, c
 // Index of the largest value (lowest index on ties; NaN never wins).
 int64_t argmax(const float* x, int64_t n);
 
+// Keys of one attention head are stored in blocks of kKeyBlock slots, transposed within a block: element i of
+// slot s's key is at keys[key_offset(s, i, head_dim)]. A vector load then holds dimension i of 8 (AVX2) or 16
+// (AVX-512) consecutive slots, so a block's scores are head_dim FMAs with no horizontal sums
+// (model/kv_cache.h owns the storage).
+inline constexpr int kKeyBlock = 16;
+inline int64_t key_offset(int64_t slot, int i, int head_dim) {
+  return (slot / kKeyBlock) * kKeyBlock * head_dim + i * kKeyBlock + slot % kKeyBlock;
+}
+
 // Attention of one query head over a compacted list of cache slots.
-//   q: head_dim values (already RoPE'd); k/v: cache rows of this layer, slot s at k + s * stride (+ head offset
-//   applied by the caller); slots: the n visible slots in order; scores: scratch of n floats.
-// out = sum_j softmax_j(q . k_j * scale) v_j. The visible slots are processed in the given order with a fixed
-// reduction order, so the same slot sequence always gives the same bits.
-void attend_head(const float* q, const float* k, const float* v, int64_t stride, int head_dim, const int32_t* slots,
-                 int64_t n, float scale, float* scores, float* out);
+//   q: head_dim values (already RoPE'd); keys: this head's keys in the blocked layout above (readable for
+//   whole blocks); v: value rows, slot s at v + s * v_stride; slots: the n visible slots; scores: scratch of
+//   n floats.
+// out = sum_j softmax_j(q . k_j * scale) v_j. A slot's score depends only on q and its key, and the list is
+// reduced in the given order with a fixed tree, so the same slot sequence always gives the same bits.
+void attend_head(const float* q, const float* keys, const float* v, int64_t v_stride, int head_dim,
+                 const int32_t* slots, int64_t n, float scale, float* scores, float* out);
 
 namespace scalar {
 void rmsnorm(const float* x, const float* g, int64_t n, float eps, float* out);
 void silu_mul(float* gate, const float* up, int64_t n);
-void attend_head(const float* q, const float* k, const float* v, int64_t stride, int head_dim, const int32_t* slots,
-                 int64_t n, float scale, float* scores, float* out);
+void attend_head(const float* q, const float* keys, const float* v, int64_t v_stride, int head_dim,
+                 const int32_t* slots, int64_t n, float scale, float* scores, float* out);
+int64_t argmax(const float* x, int64_t n);
 }  // namespace scalar
 namespace avx2 {
 void rmsnorm(const float* x, const float* g, int64_t n, float eps, float* out);
 void silu_mul(float* gate, const float* up, int64_t n);
-void attend_head(const float* q, const float* k, const float* v, int64_t stride, int head_dim, const int32_t* slots,
-                 int64_t n, float scale, float* scores, float* out);
+void attend_head(const float* q, const float* keys, const float* v, int64_t v_stride, int head_dim,
+                 const int32_t* slots, int64_t n, float scale, float* scores, float* out);
+int64_t argmax(const float* x, int64_t n);
+// The last step of attend_head, shared with the AVX-512 version: out = sum_j p[j] v[slots[j]] / sum, where
+// sum8 holds the 8 lane sums of the exponentials p (list positions j mod 8, in list order).
+void attend_values(const float* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, const float* p,
+                   const float* sum8, float* out);
 }  // namespace avx2
+namespace avx512 {
+// Scores and exponentials 16 lanes wide; the same bits as avx2::attend_head.
+void attend_head(const float* q, const float* keys, const float* v, int64_t v_stride, int head_dim,
+                 const int32_t* slots, int64_t n, float scale, float* scores, float* out);
+}  // namespace avx512
 
 }  // namespace jf

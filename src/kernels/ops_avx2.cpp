@@ -44,16 +44,24 @@ void silu_mul(float* gate, const float* up, int64_t n) {
   }
 }
 
-namespace {
-
-inline float dot(const float* a, const float* b, int n) {
-  __m256 acc = _mm256_setzero_ps();
-  int d = 0;
-  for (; d + 8 <= n; d += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + d), _mm256_loadu_ps(b + d), acc);
-  float s = hsum(acc);
-  for (; d < n; d++) s += a[d] * b[d];
-  return s;
+int64_t argmax(const float* x, int64_t n) {
+  // max_ps(x, m) returns m when x is NaN, so NaNs never win; then the first index holding the maximum.
+  __m256 m = _mm256_set1_ps(-INFINITY);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) m = _mm256_max_ps(_mm256_loadu_ps(x + i), m);
+  float mx = hmax(m);
+  for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+  const __m256 mv = _mm256_set1_ps(mx);
+  for (i = 0; i + 8 <= n; i += 8) {
+    const int mask = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), mv, _CMP_EQ_OQ));
+    if (mask) return i + __builtin_ctz(static_cast<unsigned>(mask));
+  }
+  for (; i < n; i++)
+    if (x[i] == mx) return i;
+  return scalar::argmax(x, n);  // every value is NaN
 }
+
+namespace {
 
 // The largest of n values (exact whatever the order, so the vector form changes no result).
 inline float max_of(const float* x, int64_t n) {
@@ -65,42 +73,75 @@ inline float max_of(const float* x, int64_t n) {
   return mx;
 }
 
-// Horizontal sums of 8 vectors at once: lane j of the result is ((x0+x1)+(x2+x3))+((x4+x5)+(x6+x7)) of a[j],
-// the same tree for every j.
-inline __m256 transpose_sum8(const __m256 a[8]) {
-  const __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
-  const __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
-  const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
-  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+// Scores are computed for groups of 8 consecutive slots (half a key block of kernels/ops.h): dimension d of
+// group g's slots is 8 floats at group_keys(keys, hd, g) + d * kKeyBlock.
+constexpr int kGroup = 8;
+inline const float* group_keys(const float* keys, int hd, int64_t g) {
+  constexpr int per_block = kKeyBlock / kGroup;
+  return keys + (g / per_block) * kKeyBlock * hd + (g % per_block) * kGroup;
 }
 
-// scores[j] = (q . k[slot j]) * scale for all n slots, 8 keys at a time (head_dim % 8 == 0). A key's score
-// depends only on q and that key (missing keys of the last group are stand-ins whose scores are dropped).
-void scores_blocked(const float* q, const float* k, int64_t stride, int hd, const int32_t* slots, int64_t n,
-                    float scale, float* scores) {
-  const __m256 sv = _mm256_set1_ps(scale);
-  for (int64_t j0 = 0; j0 < n; j0 += 8) {
-    const float* kp[8];
-    if (j0 + 8 <= n) {
+// out[b] = (q . keys of the 8 slots of group grp[b]) * scale, NB groups at a time so the FMA chains overlap.
+// Each lane is q[0]*k[0] followed by fma(q[d], k[d], .) for d = 1 .. hd-1: a slot's score does not depend on
+// which other slots share its group or its batch.
+template <int NB>
+inline void group_scores(const float* q, const float* const* grp, int hd, __m256 scale, __m256* out) {
+  __m256 acc[NB];
+  const __m256 q0 = _mm256_broadcast_ss(q);
 #pragma GCC unroll 8
-      for (int j = 0; j < 8; j++) kp[j] = k + slots[j0 + j] * stride;
-    } else {
-      for (int j = 0; j < 8; j++) kp[j] = k + slots[j0 + j < n ? j0 + j : j0] * stride;
+  for (int b = 0; b < NB; b++) acc[b] = _mm256_mul_ps(q0, _mm256_loadu_ps(grp[b]));
+  for (int d = 1; d < hd; d++) {
+    const __m256 qd = _mm256_broadcast_ss(q + d);
+#pragma GCC unroll 8
+    for (int b = 0; b < NB; b++) acc[b] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(grp[b] + d * kKeyBlock), acc[b]);
+  }
+#pragma GCC unroll 8
+  for (int b = 0; b < NB; b++) out[b] = _mm256_mul_ps(acc[b], scale);
+}
+
+// Whether s[0..8) are the 8 slots of one group, in order.
+inline bool whole_group(const int32_t* s) {
+  if (s[0] % kGroup != 0) return false;
+  const __m256i want = _mm256_add_epi32(_mm256_set1_epi32(s[0]), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256i got = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s));
+  return _mm256_movemask_epi8(_mm256_cmpeq_epi32(got, want)) == -1;
+}
+
+// scores[j] = (q . key of slots[j]) * scale. Runs of whole groups (the committed prefix) are scored up to 8
+// groups at a time; any other slot is read out of its group's full 8-lane score vector.
+void key_scores(const float* q, const float* keys, int hd, const int32_t* slots, int64_t n, float scale,
+                float* scores) {
+  const __m256 sv = _mm256_set1_ps(scale);
+  int64_t j = 0;
+  while (j < n) {
+    const float* grp[8];
+    int64_t at[8];
+    int nb = 0;
+    for (; nb < 8 && j + kGroup <= n && whole_group(slots + j); nb++, j += kGroup) {
+      grp[nb] = group_keys(keys, hd, slots[j] / kGroup);
+      at[nb] = j;
     }
-    __m256 acc[8];
-    for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
-    for (int d = 0; d < hd; d += 8) {
-      const __m256 qv = _mm256_loadu_ps(q + d);
-      for (int j = 0; j < 8; j++) acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kp[j] + d), acc[j]);
+    __m256 s[8];
+    switch (nb) {
+      case 0: break;
+      case 1: group_scores<1>(q, grp, hd, sv, s); break;
+      case 2: group_scores<2>(q, grp, hd, sv, s); break;
+      case 3: group_scores<3>(q, grp, hd, sv, s); break;
+      case 4: group_scores<4>(q, grp, hd, sv, s); break;
+      case 5: group_scores<5>(q, grp, hd, sv, s); break;
+      case 6: group_scores<6>(q, grp, hd, sv, s); break;
+      case 7: group_scores<7>(q, grp, hd, sv, s); break;
+      default: group_scores<8>(q, grp, hd, sv, s); break;
     }
-    const __m256 s = _mm256_mul_ps(transpose_sum8(acc), sv);
-    if (j0 + 8 <= n) {
-      _mm256_storeu_ps(scores + j0, s);
-    } else {
-      alignas(32) float t[8];
-      _mm256_store_ps(t, s);
-      for (int64_t j = j0; j < n; j++) scores[j] = t[j - j0];
-    }
+    for (int b = 0; b < nb; b++) _mm256_storeu_ps(scores + at[b], s[b]);
+    if (nb > 0) continue;
+    // A slot whose group is not listed whole: score the group, keep the lanes of the listed slots in it.
+    const int32_t g = slots[j] / kGroup;
+    grp[0] = group_keys(keys, hd, g);
+    group_scores<1>(q, grp, hd, sv, s);
+    alignas(32) float t[kGroup];
+    _mm256_store_ps(t, s[0]);
+    for (; j < n && slots[j] / kGroup == g; j++) scores[j] = t[slots[j] % kGroup];
   }
 }
 
@@ -135,18 +176,10 @@ void weighted_sum(const float* v, int64_t stride, const int32_t* slots, int64_t 
 
 }  // namespace
 
-void attend_head(const float* q, const float* k, const float* v, int64_t stride, int head_dim, const int32_t* slots,
-                 int64_t n, float scale, float* scores, float* out) {
-  float mx = -INFINITY;
-  if (head_dim % 8 == 0) {
-    scores_blocked(q, k, stride, head_dim, slots, n, scale, scores);
-    mx = max_of(scores, n);
-  } else {
-    for (int64_t j = 0; j < n; j++) {
-      scores[j] = dot(q, k + slots[j] * stride, head_dim) * scale;
-      mx = scores[j] > mx ? scores[j] : mx;
-    }
-  }
+void attend_head(const float* q, const float* keys, const float* v, int64_t v_stride, int head_dim,
+                 const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+  key_scores(q, keys, head_dim, slots, n, scale, scores);
+  const float mx = max_of(scores, n);
   // exp and sum over the score list in 8-wide blocks (padded tail), so equal lists give equal bits.
   const __m256 mv = _mm256_set1_ps(mx);
   __m256 sumv = _mm256_setzero_ps();
@@ -156,27 +189,33 @@ void attend_head(const float* q, const float* k, const float* v, int64_t stride,
     _mm256_storeu_ps(scores + j, e);
     sumv = _mm256_add_ps(sumv, e);
   }
-  if (j < n) {
-    alignas(32) float t[8];
-    for (int r = 0; r < 8; r++) t[r] = j + r < n ? scores[j + r] : -INFINITY;
-    __m256 e = exp(_mm256_sub_ps(_mm256_load_ps(t), mv));
-    _mm256_store_ps(t, e);
+  if (j < n) {  // the tail as one vector whose missing lanes are -inf (exp gives 0, the sum is unchanged)
+    const __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - j)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256 x = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_maskload_ps(scores + j, live), _mm256_castsi256_ps(live));
+    const __m256 e = exp(_mm256_sub_ps(x, mv));
+    _mm256_maskstore_ps(scores + j, live, e);
     sumv = _mm256_add_ps(sumv, e);
-    for (int r = 0; j + r < n; r++) scores[j + r] = t[r];
   }
-  const float inv = 1.0f / hsum(sumv);
+  alignas(32) float sum8[8];
+  _mm256_store_ps(sum8, sumv);
+  attend_values(v, v_stride, head_dim, slots, n, scores, sum8, out);
+}
+
+void attend_values(const float* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, const float* p,
+                   const float* sum8, float* out) {
+  const float inv = 1.0f / hsum(_mm256_loadu_ps(sum8));
   switch (head_dim) {
-    case 8: return weighted_sum<1>(v, stride, slots, n, scores, inv, out);
-    case 16: return weighted_sum<2>(v, stride, slots, n, scores, inv, out);
-    case 32: return weighted_sum<4>(v, stride, slots, n, scores, inv, out);
-    case 64: return weighted_sum<8>(v, stride, slots, n, scores, inv, out);
-    case 128: return weighted_sum<16>(v, stride, slots, n, scores, inv, out);
+    case 8: return weighted_sum<1>(v, v_stride, slots, n, p, inv, out);
+    case 16: return weighted_sum<2>(v, v_stride, slots, n, p, inv, out);
+    case 32: return weighted_sum<4>(v, v_stride, slots, n, p, inv, out);
+    case 64: return weighted_sum<8>(v, v_stride, slots, n, p, inv, out);
+    case 128: return weighted_sum<16>(v, v_stride, slots, n, p, inv, out);
     default: break;
   }
   for (int d = 0; d < head_dim; d++) out[d] = 0.0f;
-  for (j = 0; j < n; j++) {
-    const float* vj = v + slots[j] * stride;
-    for (int d = 0; d < head_dim; d++) out[d] += scores[j] * vj[d];
+  for (int64_t j = 0; j < n; j++) {
+    const float* vj = v + slots[j] * v_stride;
+    for (int d = 0; d < head_dim; d++) out[d] += p[j] * vj[d];
   }
   for (int d = 0; d < head_dim; d++) out[d] *= inv;
 }

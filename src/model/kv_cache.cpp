@@ -8,9 +8,33 @@
 namespace jf {
 
 KvCache::KvCache(const ModelConfig& cfg, int capacity)
-    : n_layers_(cfg.n_layers), capacity_(capacity), kv_dim_(cfg.kv_dim()) {
+    : n_layers_(cfg.n_layers),
+      n_kv_heads_(cfg.n_kv_heads),
+      head_dim_(cfg.head_dim),
+      capacity_(capacity),
+      kv_dim_(cfg.kv_dim()) {
   if (capacity <= 0) throw Error("context size must be positive, got " + std::to_string(capacity));
-  data_.assign(static_cast<size_t>(n_layers_) * 2 * capacity_ * kv_dim_, 0.0f);
+  const size_t blocks = (static_cast<size_t>(capacity) + kKeyBlock - 1) / kKeyBlock;
+  head_keys_ = blocks * kKeyBlock * static_cast<size_t>(head_dim_);
+  k_.assign(static_cast<size_t>(n_layers_) * n_kv_heads_ * head_keys_, 0.0f);
+  v_.assign(static_cast<size_t>(n_layers_) * capacity_ * kv_dim_, 0.0f);
+}
+
+void KvCache::store_key(int layer, int slot, const float* key) {
+  for (int h = 0; h < n_kv_heads_; h++) {
+    float* dst = k_.data() + key_base(layer, h);
+    for (int i = 0; i < head_dim_; i++) dst[key_offset(slot, i, head_dim_)] = key[h * head_dim_ + i];
+  }
+}
+
+void KvCache::move_slot(int from, int to) {
+  for (int l = 0; l < n_layers_; l++) {
+    for (int h = 0; h < n_kv_heads_; h++) {
+      float* keys = k_.data() + key_base(l, h);
+      for (int i = 0; i < head_dim_; i++) keys[key_offset(to, i, head_dim_)] = keys[key_offset(from, i, head_dim_)];
+    }
+    std::memcpy(v(l, to), v(l, from), sizeof(float) * kv_dim_);
+  }
 }
 
 int KvCache::append(int n) {
@@ -36,21 +60,21 @@ void KvCache::keep(int dst, std::span<const int32_t> slots) {
     JF_CHECK(s > prev && s < size_ && s >= dst + static_cast<int>(i), "keep: slots must increase and lie after dst");
     prev = s;
     const int to = dst + static_cast<int>(i);
-    if (s == to) continue;
-    for (int l = 0; l < n_layers_; l++) {
-      std::memcpy(k(l, to), k(l, s), sizeof(float) * kv_dim_);
-      std::memcpy(v(l, to), v(l, s), sizeof(float) * kv_dim_);
-    }
+    if (s != to) move_slot(s, to);
   }
   size_ = dst + static_cast<int>(slots.size());
 }
 
 void KvCache::copy_prefix(const KvCache& other, int n) {
-  JF_CHECK(other.n_layers_ == n_layers_ && other.kv_dim_ == kv_dim_, "copy_prefix: different models");
+  JF_CHECK(other.n_layers_ == n_layers_ && other.n_kv_heads_ == n_kv_heads_ && other.head_dim_ == head_dim_,
+           "copy_prefix: different models");
   JF_CHECK(n >= 0 && n <= other.size_, "copy_prefix: beyond source size");
   if (n > capacity_) throw Error("context is full: cannot copy " + std::to_string(n) + " tokens");
+  // Whole key blocks: lanes past n are copied too, and are overwritten before they are ever read.
+  const size_t key_floats = (static_cast<size_t>(n) + kKeyBlock - 1) / kKeyBlock * kKeyBlock * head_dim_;
   for (int l = 0; l < n_layers_; l++) {
-    std::memcpy(k(l, 0), other.k(l, 0), sizeof(float) * kv_dim_ * n);
+    for (int h = 0; h < n_kv_heads_; h++)
+      std::memcpy(k_.data() + key_base(l, h), other.k_.data() + other.key_base(l, h), sizeof(float) * key_floats);
     std::memcpy(v(l, 0), other.v(l, 0), sizeof(float) * kv_dim_ * n);
   }
   size_ = n;

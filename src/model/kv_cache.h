@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "kernels/ops.h"
 #include "model/config.h"
 
 namespace jf {
@@ -15,12 +16,21 @@ class KvCache {
 
   int size() const { return size_; }  // number of filled slots (committed + appended speculative ones)
   int capacity() const { return capacity_; }
-  int64_t row_stride() const { return kv_dim_; }  // floats per slot
 
-  float* k(int layer, int slot) { return data_.data() + offset(layer, 0, slot); }
-  float* v(int layer, int slot) { return data_.data() + offset(layer, 1, slot); }
-  const float* k(int layer, int slot) const { return data_.data() + offset(layer, 0, slot); }
-  const float* v(int layer, int slot) const { return data_.data() + offset(layer, 1, slot); }
+  // Keys of one layer and kv head in the blocked layout of kernels/ops.h (key_offset), readable for whole
+  // blocks of kKeyBlock slots.
+  const float* keys(int layer, int kv_head) const { return k_.data() + key_base(layer, kv_head); }
+  // Values: slot s of a layer at v(layer, s), v_stride() floats per slot (all kv heads side by side).
+  float* v(int layer, int slot) { return v_.data() + value_offset(layer, slot); }
+  const float* v(int layer, int slot) const { return v_.data() + value_offset(layer, slot); }
+  int64_t v_stride() const { return kv_dim_; }
+
+  // Writes a slot's key (kv_dim values, heads side by side) into the blocked layout.
+  void store_key(int layer, int slot, const float* key);
+  // Element i (0 <= i < kv_dim) of a slot's key.
+  float key(int layer, int slot, int i) const {
+    return keys(layer, i / head_dim_)[key_offset(slot, i % head_dim_, head_dim_)];
+  }
 
   // Claims slots [size, size + n) for new tokens; throws jf::Error when the context would overflow.
   int append(int n);
@@ -33,13 +43,18 @@ class KvCache {
   void copy_prefix(const KvCache& other, int n);
 
  private:
-  size_t offset(int layer, int kv, int slot) const {
-    return ((static_cast<size_t>(layer) * 2 + kv) * capacity_ + slot) * kv_dim_;
+  size_t key_base(int layer, int kv_head) const {
+    return (static_cast<size_t>(layer) * n_kv_heads_ + kv_head) * head_keys_;
   }
-  int n_layers_, capacity_;
+  size_t value_offset(int layer, int slot) const {
+    return (static_cast<size_t>(layer) * capacity_ + slot) * kv_dim_;
+  }
+  void move_slot(int from, int to);
+  int n_layers_, n_kv_heads_, head_dim_, capacity_;
   int64_t kv_dim_;
+  size_t head_keys_;  // floats of one layer and head: capacity rounded up to whole blocks, times head_dim
   int size_ = 0;
-  std::vector<float> data_;
+  std::vector<float> k_, v_;
 };
 
 }  // namespace jf

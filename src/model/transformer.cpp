@@ -89,7 +89,7 @@ void Transformer::qkv_rows(int l, int64_t r0, int64_t r1, bool threads) {
     if (L.bv) add_inplace(&v_[r * kvd], L.bv, kvd);
     rope(&q_[r * qd], cfg_.n_heads, cfg_.head_dim, cfg_.rope_dim, &rope_cos_[r * half], &rope_sin_[r * half], cfg_.rope_style);
     rope(&k_[r * kvd], cfg_.n_kv_heads, cfg_.head_dim, cfg_.rope_dim, &rope_cos_[r * half], &rope_sin_[r * half], cfg_.rope_style);
-    std::copy_n(&k_[r * kvd], kvd, rows_[r].cache->k(l, rows_[r].slot));
+    rows_[r].cache->store_key(l, rows_[r].slot, &k_[r * kvd]);
     std::copy_n(&v_[r * kvd], kvd, rows_[r].cache->v(l, rows_[r].slot));
   }
 }
@@ -105,8 +105,8 @@ void Transformer::attend_units(int l, int64_t u0, int64_t u1) {
     const Row& row = rows_[r];
     const int64_t nv = row.slots_end - row.slots_begin;
     if (static_cast<int64_t>(scores.size()) < nv) scores.resize(static_cast<size_t>(nv));
-    attend_head(&q_[r * cfg_.q_dim() + h * hd], row.cache->k(l, 0) + kvh * hd, row.cache->v(l, 0) + kvh * hd,
-                row.cache->row_stride(), hd, &slot_list_[row.slots_begin], nv, scale, scores.data(),
+    attend_head(&q_[r * cfg_.q_dim() + h * hd], row.cache->keys(l, kvh), row.cache->v(l, 0) + kvh * hd,
+                row.cache->v_stride(), hd, &slot_list_[row.slots_begin], nv, scale, scores.data(),
                 &att_[r * cfg_.q_dim() + h * hd]);
   }
 }
