@@ -78,6 +78,8 @@ PY
   check_error "lookahead N < 2" 1 "$jf" generate -m "$m" --decoder lookahead --N 1
   check_error "multiblock r > 1" 1 "$jf" generate -m "$m" --decoder multiblock --r 1.5
   check_error "bench bad spec" 1 "$jf" bench -m "$m" --prompts /dev/null --decoders ar,jacobi:blok=3
+  check_error "bad draft policy" 2 "$jf" generate -m "$m" --decoder pld --draft-policy sometimes
+  check_error "bench bad draft policy" 1 "$jf" bench -m "$m" --prompts /dev/null --decoders pld:draft-policy=no
   check_error "collect bad shard" 1 "$jf" collect -m "$m" --prompts /dev/null --shard 3/2 -o "$tmp/t.jsonl"
   check_error "pack missing file" 1 "$jf" pack --traj /nonexistent.jsonl -o "$tmp/p.jsonl"
   check_error "train bad objective" 1 "$jf" train -m "$m" --objective magic -o "$tmp/m.gguf"
@@ -85,7 +87,7 @@ PY
   check_error "perplexity missing text" 1 "$jf" perplexity -m "$m" -f /nonexistent.txt
   # Every decoder runs through the CLI and matches ar's text (greedy).
   "$jf" generate -m "$m" -n 40 -p "Once upon a time" --no-echo >"$tmp/ar.txt" 2>/dev/null
-  for d in "jacobi --block 6" "lookahead" "pld" "multiblock --block 6" ; do
+  for d in "jacobi --block 6" "lookahead" "pld" "pld --draft-policy fixed --draft-max 6" "multiblock --block 6" ; do
     "$jf" generate -m "$m" -n 40 -p "Once upon a time" --no-echo --decoder $d >"$tmp/d.txt" 2>/dev/null
     if cmp -s "$tmp/ar.txt" "$tmp/d.txt"; then echo "ok   --decoder $d == ar"; else echo "FAIL --decoder $d differs from ar"; fails=$((fails + 1)); fi
   done

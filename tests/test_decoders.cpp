@@ -6,6 +6,8 @@
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "decode/options.h"
+#include "decode/pld.h"
+#include "decode/row_cost.h"
 #include "fake_model.h"
 #include "model/loader.h"
 #include "model/random_model.h"
@@ -52,6 +54,8 @@ std::vector<Case> greedy_grid() {
     DecoderOptions o = dec("pld");
     o.draft_max = dm, o.ngram_max = nm;
     g.push_back({"pld draft=" + std::to_string(dm) + " ngram=" + std::to_string(nm), o});
+    o.draft_adaptive = false;
+    g.push_back({"pld fixed draft=" + std::to_string(dm) + " ngram=" + std::to_string(nm), o});
   }
   for (auto [n, K, r, pool] : {std::tuple{4, 2, 0.85f, 4}, {8, 2, 0.5f, 4}, {8, 3, 0.25f, 8}, {16, 4, 0.85f, 0},
                                {2, 2, 1.0f, 2}, {64, 2, 0.85f, 4}}) {
@@ -190,8 +194,11 @@ TEST(FakeModel, GreedyStrategiesEqualArAndRespectGeometry) {
   std::vector<int32_t> prompt(text.begin(), text.begin() + 10);
   expect_same_as_ar(s, prompt, cfg, "fake oracle");
   // The oracle text is predictable: drafting strategies must beat one token per forward on it.
+  // (pld's fixed draft policy: the adaptive one weighs acceptance against the fake's meaningless timings.)
   for (const char* name : {"pld", "lookahead"}) {
-    GenerationResult r = run(s, dec(name), prompt, cfg);
+    DecoderOptions o = dec(name);
+    o.draft_adaptive = false;
+    GenerationResult r = run(s, o, prompt, cfg);
     EXPECT_GT(r.stats.tpf(), 1.5) << name;
   }
   cfg.eos_ids = {text[40]};  // an end token early in the text, inside drafts
@@ -208,6 +215,50 @@ TEST(FakeModel, ContextFullStopsWhereArStops) {
     Session s(fake, ctx);
     expect_same_as_ar(s, std::vector<int32_t>(text.begin(), text.begin() + 5), cfg, "context " + std::to_string(ctx));
   }
+}
+
+// ---------------------------------------------------------------- pld's draft length policy
+
+TEST(RowCostModel, LearnsTheCostOfAnExtraRow) {
+  RowCostModel m;
+  EXPECT_DOUBLE_EQ(m.relative(3), 1.0 + 2 * RowCostModel::kDefaultRowCost);  // no data yet
+  for (int i = 0; i < 50; i++) {
+    m.record(1, 1.0e-3);
+    m.record(3, 1.6e-3);  // 0.3 per extra row
+    m.record(200, 1.0);   // a prefill: ignored
+  }
+  m.record(3, 50e-3);  // one preempted forward moves the estimate only a little
+  EXPECT_NEAR(m.per_row(), 0.3, 0.05);
+  EXPECT_NEAR(m.relative(5), 2.2, 0.2);
+}
+
+// The length chosen is the one with the most expected tokens per unit of time, and it follows what has
+// been observed: reliable long matches get long drafts, unreliable ones none, and cheap rows more.
+TEST(DraftLengthPolicy, ChoosesTheLengthThatPays) {
+  RowCostModel costly, cheap;
+  for (int i = 0; i < 30; i++) {
+    costly.record(1, 1.0), costly.record(2, 1.4);  // 0.4 per row
+    cheap.record(1, 1.0), cheap.record(2, 1.02);   // 0.02 per row
+  }
+  DraftLengthPolicy p(/*ngram_max=*/2, /*draft_max=*/8);
+  // Before any evidence every case is worth trying where rows are cheap.
+  EXPECT_GE(p.choose(1, 8, cheap), 2);
+  for (int i = 0; i < 200; i++) {
+    p.record(1, 1, 0);                   // 1-token matches: the first draft token always fails
+    p.record(2, 8, i % 10 == 0 ? 3 : 8);  // 2-token matches: almost always all accepted
+  }
+  EXPECT_LT(p.p_accept(1, 0), 0.02);
+  EXPECT_GT(p.p_accept(2, 0), 0.98);
+  EXPECT_EQ(p.choose(1, 8, costly), 0);
+  EXPECT_EQ(p.choose(1, 8, cheap), 0);
+  EXPECT_EQ(p.choose(2, 8, cheap), 8);
+  EXPECT_EQ(p.choose(2, 5, costly), 5);  // never more than proposed
+  // A mediocre case: 30% per token pays where rows cost 2% but not where they cost 40%.
+  DraftLengthPolicy q(1, 4);
+  for (int i = 0; i < 500; i++) q.record(1, 4, i % 10 < 3 ? 1 : 0);
+  EXPECT_NEAR(q.p_accept(1, 0), 0.3, 0.05);
+  EXPECT_EQ(q.choose(1, 4, costly), 0);
+  EXPECT_GE(q.choose(1, 4, cheap), 1);
 }
 
 // ---------------------------------------------------------------- parameters

@@ -54,8 +54,13 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
   app->add_option("--N", d.ngram, "lookahead: n-gram size N >= 2 (default 2)");
   app->add_option("--G", d.guesses, "lookahead: candidates verified per step and kept per key (default 2)");
   app->add_flag("!--no-pool-from-prompt", d.pool_from_prompt, "lookahead: do not seed the n-gram pool from the text");
-  app->add_option("--draft-max", d.draft_max, "pld: longest proposal (default 2)");
+  app->add_option("--draft-max", d.draft_max, "pld: longest proposal (default 8)");
   app->add_option("--ngram-max", d.ngram_max, "pld: longest suffix looked up (default 4)");
+  app->add_option_function<std::string>(
+         "--draft-policy", [&d](const std::string& v) { d.draft_adaptive = v == "adaptive"; },
+         "pld: adaptive (cut each proposal to the length that pays, from the acceptance seen so far and the "
+         "measured cost of a row) or fixed (always up to --draft-max) (default adaptive)")
+      ->check(CLI::IsMember({"adaptive", "fixed"}));
   app->add_option("--K", d.max_blocks, "multiblock: blocks in flight (default 2)");
   app->add_option("--r", d.spawn_ratio, "multiblock: spawn a block when the newest has ceil(r*n) accepted (default 0.85)");
   app->add_option("--pool", d.pool, "multiblock: rejection-recycling pool size, 0 = off (default 4)");

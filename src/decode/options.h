@@ -25,8 +25,11 @@ struct DecoderOptions {
   bool pool_from_prompt = true;  // seed the n-gram pool with the prompt's (and the output's) n-grams
 
   // pld: longest earlier match of the last 1..ngram_max tokens proposes up to draft_max tokens
-  int draft_max = 2;  // longer drafts rarely pay on a CPU, where each row costs (docs/BENCHMARKS.md)
+  // The adaptive policy cuts each proposal to the length that pays (acceptance so far vs the measured cost of
+  // a row: on a CPU a row is not free, docs/BENCHMARKS.md), so the cap can be generous; `fixed` drafts up to it.
+  int draft_max = 8;
   int ngram_max = 4;
+  bool draft_adaptive = true;
 
   // multiblock: up to K blocks in flight, spawn at ceil(r * n) accepted, rejection-recycling pool size
   int max_blocks = 2;
@@ -39,7 +42,7 @@ struct DecoderOptions {
 
 std::vector<std::string> decoder_names();
 // "name[:key=value...]" on top of `base`, keys as the command-line flags without dashes: block, window-mode,
-// draft-init, W, N, G, draft-max, ngram-max, K, r, pool. E.g. "lookahead:W=8:N=4:G=8".
+// draft-init, W, N, G, draft-max, ngram-max, draft-policy, K, r, pool. E.g. "lookahead:W=8:N=4:G=8".
 DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions& base);
 std::unique_ptr<Decoder> make_decoder(const DecoderOptions& opts);
 

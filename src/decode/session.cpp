@@ -15,7 +15,9 @@ Session::Session(ForwardPass& fwd, int context_size)
 const float* Session::forward(SequenceInput& in) {
   const double t0 = now_seconds();
   const float* logits = fwd_->forward(in);
-  forward_seconds_ += now_seconds() - t0;
+  const double dt = now_seconds() - t0;
+  forward_seconds_ += dt;
+  row_cost_.record(static_cast<int>(in.tokens.size()), dt);
   n_forwards_++;
   n_rows_ += static_cast<int64_t>(in.tokens.size());
   return logits;

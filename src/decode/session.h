@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "decode/row_cost.h"
 #include "model/batch.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
@@ -29,6 +30,8 @@ class Session {
   int64_t n_forwards() const { return n_forwards_; }
   int64_t n_rows() const { return n_rows_; }  // tokens pushed through the model
   double forward_seconds() const { return forward_seconds_; }
+  // Cost of a forward by row count, from this session's timed forwards (kept across reset_counters).
+  const RowCostModel& row_cost() const { return row_cost_; }
 
  private:
   std::unique_ptr<ForwardPass> owned_;
@@ -36,6 +39,7 @@ class Session {
   KvCache cache_;
   int64_t n_forwards_ = 0, n_rows_ = 0;
   double forward_seconds_ = 0;
+  RowCostModel row_cost_;
 };
 
 }  // namespace jf
