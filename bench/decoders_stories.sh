@@ -9,7 +9,7 @@ prompts="$(dirname "$0")/prompts/stories50.jsonl"
 sweep="ar"
 for n in 2 3 4 6 8; do sweep+=",jacobi:block=$n,jacobi:block=$n:window-mode=running"; done
 for w in 1 2 3 4; do for g in 1 2 4; do sweep+=",lookahead:W=$w:N=2:G=$g,lookahead:W=$w:N=3:G=$g"; done; done
-for d in 1 2 3 4 6 8; do sweep+=",pld:draft-max=$d,pld:draft-max=$d:ngram-max=2"; done
+for d in 1 2 3 4 6 8; do sweep+=",pld:draft-max=$d,pld:draft-max=$d:ngram-max=2,pld:draft-max=$d:draft-policy=fixed,pld:draft-max=$d:ngram-max=2:draft-policy=fixed"; done
 for n in 3 4 6; do for p in 0 4; do sweep+=",multiblock:block=$n:pool=$p,multiblock:block=$n:K=3:r=0.5:pool=$p"; done; done
 echo "## sweep, 1 thread"
 "$jf" bench -m "$model" --prompts "$prompts" -n 128 -t 1 --decoders "$sweep" --json /tmp/jf_sweep.json

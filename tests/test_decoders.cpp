@@ -111,6 +111,32 @@ TEST_F(Stories260K, GreedyStrategiesEqualArOverPromptsAndLengths) {
   }
 }
 
+// pld remembers earlier generations: one decoder over several prompts (and a prompt seen before) still
+// returns AR's tokens, and the memory is what makes the repeated prompt fast. A small memory budget (texts
+// longer than it, old texts dropped) changes nothing in the outputs either.
+TEST_F(Stories260K, PldMemoryOfEarlierGenerationsIsLossless) {
+  Session s(*lm.model, 512);
+  const char* prompts[] = {"Once upon a time", "The cat", "Lily and Ben went to the park.", "Once upon a time"};
+  cfg.max_new_tokens = 120;
+  for (int budget : {1 << 16, 100}) {
+    DecoderOptions o = dec("pld");
+    o.draft_adaptive = false, o.draft_max = 8, o.ngram_memory = budget;
+    o.validate(true);
+    auto pld = make_decoder(o);
+    for (int i = 0; i < 4; i++) {
+      const auto prompt = lm.tokenizer->encode(prompts[i], true, false);
+      const GenerationResult ar = run(s, dec("ar"), prompt, cfg);
+      const GenerationResult r = pld->generate(s, prompt, cfg);
+      ASSERT_EQ(r.tokens, ar.tokens) << "budget " << budget << " prompt " << i;
+      ASSERT_EQ(r.stop, ar.stop);
+      if (i == 3 && budget > 1000) {  // the whole earlier output is in memory
+        EXPECT_GT(r.stats.counters.at("memory_hits"), 0);
+        EXPECT_GT(r.stats.tpf(), 3.0);
+      }
+    }
+  }
+}
+
 // With one block in flight and no recycling, multiblock is per-block Jacobi: the same drafts, so exactly
 // the same forwards and accepted tokens (a draft misaligned by one position would still give AR's tokens,
 // only more slowly; this catches it).

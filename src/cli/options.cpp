@@ -61,6 +61,9 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
          "pld: adaptive (cut each proposal to the length that pays, from the acceptance seen so far and the "
          "measured cost of a row) or fixed (always up to --draft-max) (default adaptive)")
       ->check(CLI::IsMember({"adaptive", "fixed"}));
+  app->add_option("--ngram-memory", d.ngram_memory,
+                  "pld: tokens of earlier generations in this process (jf bench's earlier prompts) to draft from, "
+                  "0 = only the current text (default 65536)");
   app->add_option("--K", d.max_blocks, "multiblock: blocks in flight (default 2)");
   app->add_option("--r", d.spawn_ratio, "multiblock: spawn a block when the newest has ceil(r*n) accepted (default 0.85)");
   app->add_option("--pool", d.pool, "multiblock: rejection-recycling pool size, 0 = off (default 4)");

@@ -27,6 +27,8 @@ void DecoderOptions::validate(bool greedy) const {
   need(guesses >= 0 && guesses <= 256, "--G must be between 0 and 256, got " + std::to_string(guesses));
   need(draft_max >= 0 && draft_max <= 4096, "--draft-max must be between 0 and 4096, got " + std::to_string(draft_max));
   need(ngram_max >= 1 && ngram_max <= 16, "--ngram-max must be between 1 and 16, got " + std::to_string(ngram_max));
+  need(ngram_memory >= 0 && ngram_memory <= (1 << 26),
+       "--ngram-memory must be between 0 and 67108864 tokens, got " + std::to_string(ngram_memory));
   need(max_blocks >= 1 && max_blocks <= 64, "--K must be between 1 and 64, got " + std::to_string(max_blocks));
   need(spawn_ratio > 0.0f && spawn_ratio <= 1.0f, "--r must be in (0, 1], got " + std::to_string(spawn_ratio));
   need(pool >= 0 && pool <= 1024, "--pool must be between 0 and 1024, got " + std::to_string(pool));
@@ -90,7 +92,7 @@ DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions&
     else if (k == "draft-policy") {
       if (v != "adaptive" && v != "fixed") throw Error("draft-policy must be adaptive or fixed, got '" + v + "'");
       o.draft_adaptive = v == "adaptive";
-    }
+    } else if (k == "ngram-memory") o.ngram_memory = to_int(k, v);
     else if (k == "K") o.max_blocks = to_int(k, v);
     else if (k == "r") o.spawn_ratio = to_float(k, v);
     else if (k == "pool") o.pool = to_int(k, v);
@@ -103,7 +105,7 @@ std::unique_ptr<Decoder> make_decoder(const DecoderOptions& o) {
   if (o.name == "jacobi") return std::make_unique<JacobiDecoder>(JacobiOptions{o.block, o.running_window, o.init, o.draft_seed});
   if (o.name == "lookahead")
     return std::make_unique<LookaheadDecoder>(LookaheadOptions{o.window, o.ngram, o.guesses, o.pool_from_prompt, o.init, o.draft_seed});
-  if (o.name == "pld") return std::make_unique<PldDecoder>(PldOptions{o.draft_max, o.ngram_max, o.draft_adaptive});
+  if (o.name == "pld") return std::make_unique<PldDecoder>(PldOptions{o.draft_max, o.ngram_max, o.draft_adaptive, o.ngram_memory});
   if (o.name == "multiblock")
     return std::make_unique<MultiblockDecoder>(
         MultiblockOptions{o.block, o.max_blocks, o.spawn_ratio, o.pool, o.init, o.draft_seed});

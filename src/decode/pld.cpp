@@ -12,47 +12,55 @@ uint64_t NgramIndex::hash(std::span<const int32_t> t) {
   return h;
 }
 
-int NgramIndex::propose(std::span<const int32_t> text, int max, std::vector<int32_t>& out) {
-  out.clear();
-  const size_t H = text.size();
-  if (H < 2) return 0;
-  for (; indexed_ + 1 < H; indexed_++) {  // n-grams ending at index indexed_
-    for (int n = 1; n <= max_n_ && static_cast<size_t>(n) <= indexed_ + 1; n++)
-      last_[n - 1][hash(text.subspan(indexed_ + 1 - n, n))] = indexed_ + 1;
-  }
-  for (int n = std::min<int>(max_n_, static_cast<int>(H) - 1); n >= 1; n--) {
-    auto suffix = text.subspan(H - n, n);
-    auto it = last_[n - 1].find(hash(suffix));
+void NgramIndex::extend(std::span<const int32_t> text, size_t end) {
+  end = std::min(end, text.size());
+  for (size_t e = indexed_end_ + 1; e <= end; e++)
+    for (int n = 1; n <= max_n_ && static_cast<size_t>(n) <= e; n++)
+      last_[n - 1][hash(text.subspan(e - n, n))] = e;
+  indexed_end_ = std::max(indexed_end_, end);
+}
+
+int NgramIndex::longest_match(std::span<const int32_t> text, std::span<const int32_t> query, int min_n,
+                              size_t* next) const {
+  for (int n = std::min<int>(max_n_, static_cast<int>(query.size())); n >= std::max(min_n, 1); n--) {
+    const auto suffix = query.subspan(query.size() - n, n);
+    const auto it = last_[n - 1].find(hash(suffix));
     if (it == last_[n - 1].end()) continue;
     const size_t end = it->second;  // occurrence is text[end-n .. end)
     if (!std::equal(suffix.begin(), suffix.end(), text.begin() + (end - n))) continue;  // hash collision
-    for (size_t i = end; i < H && static_cast<int>(out.size()) < max; i++) out.push_back(text[i]);
-    return out.empty() ? 0 : n;
+    if (end >= text.size()) continue;  // nothing followed it
+    *next = end;
+    return n;
   }
   return 0;
 }
 
-DraftLengthPolicy::DraftLengthPolicy(int ngram_max, int draft_max) : positions_(std::clamp(draft_max, 1, 64)) {
-  const size_t cells = static_cast<size_t>(std::max(ngram_max, 1)) * positions_;
+void NgramIndex::clear() {
+  for (auto& m : last_) m.clear();
+  indexed_end_ = 0;
+}
+
+DraftLengthPolicy::DraftLengthPolicy(int kinds, int draft_max) : positions_(std::clamp(draft_max, 1, 64)) {
+  const size_t cells = static_cast<size_t>(std::max(kinds, 1)) * positions_;
   tried_.assign(cells, 0);
   hit_.assign(cells, 0);
 }
 
-double DraftLengthPolicy::p_accept(int n, int i) const {
-  const size_t c = static_cast<size_t>(n - 1) * positions_ + std::min(i, positions_ - 1);
+double DraftLengthPolicy::p_accept(int kind, int i) const {
+  const size_t c = static_cast<size_t>(kind - 1) * positions_ + std::min(i, positions_ - 1);
   const double p = (hit_[c] + 1.0) / (tried_[c] + 2.0);
   // Optimistic until a case has been tried a few times: an early failure (or an early slow forward) must
   // not stop a case from ever being drafted, and so from ever being measured again.
   return tried_[c] < kExplore ? std::max(p, 0.5) : p;
 }
 
-int DraftLengthPolicy::choose(int n, int available, const RowCostModel& cost) const {
-  if (n < 1 || available < 1) return 0;
+int DraftLengthPolicy::choose(int kind, int available, const RowCostModel& cost) const {
+  if (kind < 1 || available < 1) return 0;
   // Forwarding k draft tokens commits 1 + sum_{i<k} P(0..i accepted) tokens on average, for relative(1+k).
   int best_k = 0;
   double best = 1.0, expect = 1.0, all_accepted = 1.0;
   for (int k = 1; k <= available; k++) {
-    all_accepted *= p_accept(n, k - 1);
+    all_accepted *= p_accept(kind, k - 1);
     expect += all_accepted;
     const double rate = expect / cost.relative(1 + k);
     if (rate > best) best = rate, best_k = k;
@@ -60,13 +68,30 @@ int DraftLengthPolicy::choose(int n, int available, const RowCostModel& cost) co
   return best_k;
 }
 
-void DraftLengthPolicy::record(int n, int drafted, int accepted) {
-  if (n < 1) return;
+void DraftLengthPolicy::record(int kind, int drafted, int accepted) {
+  if (kind < 1) return;
   for (int i = 0; i < drafted && i <= accepted; i++) {
-    const size_t c = static_cast<size_t>(n - 1) * positions_ + std::min(i, positions_ - 1);
+    const size_t c = static_cast<size_t>(kind - 1) * positions_ + std::min(i, positions_ - 1);
     tried_[c]++;
     if (i < accepted) hit_[c]++;
   }
+}
+
+void PldDecoder::remember(std::span<const int32_t> text) {
+  const size_t cap = static_cast<size_t>(opt_.memory_tokens);
+  if (cap == 0 || text.empty()) return;
+  if (text.size() + 1 > cap) text = text.subspan(text.size() + 1 - cap);
+  if (memory_.size() + text.size() + 1 > cap) {
+    // Keep the newest texts that fit in half the budget (whole texts: cut at a separator), re-index them.
+    const size_t need = memory_.size() + text.size() + 1;
+    size_t from = std::min(memory_.size(), need > cap / 2 ? need - cap / 2 : 0);
+    while (from < memory_.size() && memory_[from] != kSeparator) from++;
+    memory_.erase(memory_.begin(), memory_.begin() + static_cast<std::ptrdiff_t>(from));
+    memory_index_.clear();
+  }
+  memory_.push_back(kSeparator);
+  memory_.insert(memory_.end(), text.begin(), text.end());
+  memory_index_.extend(memory_, memory_.size());
 }
 
 void PldDecoder::decode(DecodeContext& ctx) {
@@ -80,13 +105,33 @@ void PldDecoder::decode(DecodeContext& ctx) {
   Acceptance acc;
   std::vector<int32_t> draft;
   while (!ctx.done()) {
-    if (ctx.room() < 1) return ctx.stop_context_full();
-    const int matched = index.propose(ctx.history(), max_draft(ctx, opt_.draft_max), draft);
+    if (ctx.room() < 1) {
+      ctx.stop_context_full();
+      break;
+    }
+    // ---- propose: the longest match in this text, or a longer one in the memory of earlier texts
+    const std::span<const int32_t> text = ctx.history();
+    const int cap = max_draft(ctx, opt_.draft_max);
+    index.extend(text, text.size() - 1);  // not the suffix itself
+    size_t next = 0;
+    int n = index.longest_match(text, text, 1, &next);
+    std::span<const int32_t> source = text;
+    int kind = n;
+    if (const int nm = memory_index_.longest_match(memory_, text, n + 1, &next); nm > n) {
+      n = nm, kind = opt_.ngram_max + nm, source = memory_;
+      ctx.count("memory_hits");
+    } else if (n == 0) {
+      next = source.size();
+    }
+    draft.clear();
+    for (size_t i = next; i < source.size() && source[i] != kSeparator && static_cast<int>(draft.size()) < cap; i++)
+      draft.push_back(source[i]);
     if (opt_.adaptive) {
-      const int k = policy_.choose(matched, static_cast<int>(draft.size()), s.row_cost());
+      const int k = policy_.choose(kind, static_cast<int>(draft.size()), s.row_cost());
       ctx.count("draft_tokens_cut", static_cast<int64_t>(draft.size()) - k);
       draft.resize(static_cast<size_t>(k));
     }
+    // ---- verify
     const int S = s.cache().size();
     const float* logits = forward_chain(ctx, draft, tree, in);
     auto row = [&](int node) { return logits + static_cast<size_t>(node) * V; };
@@ -95,12 +140,13 @@ void PldDecoder::decode(DecodeContext& ctx) {
     else
       accept_sampled(tree, row, sampler, acc);
     keep_path(s.cache(), S, acc);
-    policy_.record(matched, static_cast<int>(draft.size()), static_cast<int>(acc.path.size()));
+    policy_.record(kind, static_cast<int>(draft.size()), static_cast<int>(acc.path.size()));
     ctx.count("draft_tokens", static_cast<int64_t>(draft.size()));
     ctx.count("accepted_draft_tokens", static_cast<int64_t>(acc.path.size()));
     if (!draft.empty()) ctx.count("lookups_hit");
     ctx.commit(acc.tokens);
   }
+  remember(ctx.history());
 }
 
 }  // namespace jf
