@@ -135,6 +135,17 @@ TEST_F(Stories260K, PldMemoryOfEarlierGenerationsIsLossless) {
       }
     }
   }
+  // A reference corpus that holds the AR output itself: drafts come from it, the output stays AR's.
+  const auto prompt = lm.tokenizer->encode("Once upon a time", true, false);
+  const GenerationResult ar = run(s, dec("ar"), prompt, cfg);
+  DecoderOptions o = dec("pld");
+  o.draft_adaptive = false, o.ngram_memory = 0;
+  o.corpus_tokens = lm.tokenizer->encode("Tom and Sue liked to play. ", false, false);
+  o.corpus_tokens.insert(o.corpus_tokens.end(), ar.tokens.begin(), ar.tokens.end());
+  const GenerationResult r = make_decoder(o)->generate(s, prompt, cfg);
+  ASSERT_EQ(r.tokens, ar.tokens);
+  EXPECT_GT(r.stats.counters.at("corpus_hits"), 0);
+  EXPECT_GT(r.stats.tpf(), 3.0);
 }
 
 // With one block in flight and no recycling, multiblock is per-block Jacobi: the same drafts, so exactly

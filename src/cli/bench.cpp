@@ -42,11 +42,10 @@ int run_bench(BenchArgs& a) {
     if (e > s) specs.push_back(a.decoders.substr(s, e - s));
   }
   if (specs.empty() || specs[0] != "ar") specs.insert(specs.begin(), "ar");  // the reference, measured in this run
-  std::vector<std::unique_ptr<Decoder>> decoders;
+  std::vector<DecoderOptions> options;  // checked before the model is loaded
   for (const auto& spec : specs) {
-    DecoderOptions o = parse_decoder_spec(spec, a.base);
-    o.validate(greedy);
-    decoders.push_back(make_decoder(o));
+    options.push_back(parse_decoder_spec(spec, a.base));
+    options.back().validate(greedy);
   }
   std::vector<std::string> texts = load_prompts(a.prompts_file, a.format);
   if (a.limit > 0 && static_cast<int>(texts.size()) > a.limit) texts.resize(a.limit);
@@ -61,6 +60,11 @@ int run_bench(BenchArgs& a) {
     po.prompt = t;
     std::string rendered;
     prompts.push_back(prompt_tokens(po, *lm.tokenizer, &rendered));
+  }
+  std::vector<std::unique_ptr<Decoder>> decoders;
+  for (DecoderOptions& o : options) {
+    load_ngram_corpus(o, *lm.tokenizer);
+    decoders.push_back(make_decoder(o));
   }
   Session session(*lm.model, context_size(a.model, *lm.model));
   decoders[0]->generate(session, prompts[0], a.gen);  // warm caches before measuring

@@ -64,6 +64,9 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
   app->add_option("--ngram-memory", d.ngram_memory,
                   "pld: tokens of earlier generations in this process (jf bench's earlier prompts) to draft from, "
                   "0 = only the current text (default 65536)");
+  app->add_option("--ngram-corpus", d.ngram_corpus,
+                  "pld: also draft from this text file (tokenized with the model's tokenizer), e.g. reference "
+                  "documents or code the output is likely to quote");
   app->add_option("--K", d.max_blocks, "multiblock: blocks in flight (default 2)");
   app->add_option("--r", d.spawn_ratio, "multiblock: spawn a block when the newest has ceil(r*n) accepted (default 0.85)");
   app->add_option("--pool", d.pool, "multiblock: rejection-recycling pool size, 0 = off (default 4)");
@@ -102,6 +105,11 @@ std::vector<int32_t> prompt_tokens(const PromptOptions& o, const Tokenizer& tok,
   msgs.push_back({"user", text});
   *prompt_text = render_chat(fmt, msgs, /*add_generation_prompt=*/true, tok);
   return tok.encode(*prompt_text, /*add_special=*/false, /*parse_special=*/true);
+}
+
+void load_ngram_corpus(DecoderOptions& d, const Tokenizer& tok) {
+  if (d.ngram_corpus.empty()) return;
+  d.corpus_tokens = tok.encode(read_text_file(d.ngram_corpus), false, false);
 }
 
 }  // namespace jf::cli

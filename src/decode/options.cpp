@@ -93,6 +93,7 @@ DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions&
       if (v != "adaptive" && v != "fixed") throw Error("draft-policy must be adaptive or fixed, got '" + v + "'");
       o.draft_adaptive = v == "adaptive";
     } else if (k == "ngram-memory") o.ngram_memory = to_int(k, v);
+    else if (k == "ngram-corpus") o.ngram_corpus = v;
     else if (k == "K") o.max_blocks = to_int(k, v);
     else if (k == "r") o.spawn_ratio = to_float(k, v);
     else if (k == "pool") o.pool = to_int(k, v);
@@ -105,7 +106,7 @@ std::unique_ptr<Decoder> make_decoder(const DecoderOptions& o) {
   if (o.name == "jacobi") return std::make_unique<JacobiDecoder>(JacobiOptions{o.block, o.running_window, o.init, o.draft_seed});
   if (o.name == "lookahead")
     return std::make_unique<LookaheadDecoder>(LookaheadOptions{o.window, o.ngram, o.guesses, o.pool_from_prompt, o.init, o.draft_seed});
-  if (o.name == "pld") return std::make_unique<PldDecoder>(PldOptions{o.draft_max, o.ngram_max, o.draft_adaptive, o.ngram_memory});
+  if (o.name == "pld") return std::make_unique<PldDecoder>(PldOptions{o.draft_max, o.ngram_max, o.draft_adaptive, o.ngram_memory, o.corpus_tokens});
   if (o.name == "multiblock")
     return std::make_unique<MultiblockDecoder>(
         MultiblockOptions{o.block, o.max_blocks, o.spawn_ratio, o.pool, o.init, o.draft_seed});

@@ -31,6 +31,8 @@ struct DecoderOptions {
   int ngram_max = 4;
   bool draft_adaptive = true;
   int ngram_memory = 1 << 16;  // tokens of earlier generations (same decoder) to draft from; 0 = off
+  std::string ngram_corpus;    // a text file to draft from as well (the CLI tokenizes it into corpus_tokens)
+  std::vector<int32_t> corpus_tokens;
 
   // multiblock: up to K blocks in flight, spawn at ceil(r * n) accepted, rejection-recycling pool size
   int max_blocks = 2;
@@ -43,7 +45,7 @@ struct DecoderOptions {
 
 std::vector<std::string> decoder_names();
 // "name[:key=value...]" on top of `base`, keys as the command-line flags without dashes: block, window-mode,
-// draft-init, W, N, G, draft-max, ngram-max, draft-policy, ngram-memory, K, r, pool. E.g. "lookahead:W=8:N=4:G=8".
+// draft-init, W, N, G, draft-max, ngram-max, draft-policy, ngram-memory, ngram-corpus, K, r, pool. E.g. "lookahead:W=8:N=4:G=8".
 DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions& base);
 std::unique_ptr<Decoder> make_decoder(const DecoderOptions& opts);
 

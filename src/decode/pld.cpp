@@ -77,6 +77,11 @@ void DraftLengthPolicy::record(int kind, int drafted, int accepted) {
   }
 }
 
+PldDecoder::PldDecoder(const PldOptions& o)
+    : opt_(o), policy_(3 * o.ngram_max, o.draft_max), memory_index_(o.ngram_max), corpus_index_(o.ngram_max) {
+  corpus_index_.extend(opt_.corpus, opt_.corpus.size());
+}
+
 void PldDecoder::remember(std::span<const int32_t> text) {
   const size_t cap = static_cast<size_t>(opt_.memory_tokens);
   if (cap == 0 || text.empty()) return;
@@ -109,7 +114,7 @@ void PldDecoder::decode(DecodeContext& ctx) {
       ctx.stop_context_full();
       break;
     }
-    // ---- propose: the longest match in this text, or a longer one in the memory of earlier texts
+    // ---- propose: the longest match in this text, or a longer one in the memory or the corpus
     const std::span<const int32_t> text = ctx.history();
     const int cap = max_draft(ctx, opt_.draft_max);
     index.extend(text, text.size() - 1);  // not the suffix itself
@@ -120,9 +125,12 @@ void PldDecoder::decode(DecodeContext& ctx) {
     if (const int nm = memory_index_.longest_match(memory_, text, n + 1, &next); nm > n) {
       n = nm, kind = opt_.ngram_max + nm, source = memory_;
       ctx.count("memory_hits");
-    } else if (n == 0) {
-      next = source.size();
     }
+    if (const int nc = corpus_index_.longest_match(opt_.corpus, text, n + 1, &next); nc > n) {
+      n = nc, kind = 2 * opt_.ngram_max + nc, source = opt_.corpus;
+      ctx.count("corpus_hits");
+    }
+    if (n == 0) next = source.size();
     draft.clear();
     for (size_t i = next; i < source.size() && source[i] != kSeparator && static_cast<int>(draft.size()) < cap; i++)
       draft.push_back(source[i]);

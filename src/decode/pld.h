@@ -14,6 +14,7 @@ struct PldOptions {
   int ngram_max = 4;
   bool adaptive = true;  // cut each proposal to the length with the best expected tokens per unit of time
   int memory_tokens = 1 << 16;  // earlier generations' text kept to draft from (0: only the current text)
+  std::vector<int32_t> corpus;  // tokens of a reference text to draft from as well (never dropped)
 };
 
 // Where each n-gram (n = 1..ngram_max) of a growing token sequence last ended.
@@ -56,11 +57,11 @@ class DraftLengthPolicy {
 };
 
 // Keeps its acceptance statistics and (up to memory_tokens) the texts of its earlier generations: what it
-// saw of this model's text carries over to the next prompt, as a server's would.
+// saw of this model's text carries over to the next prompt, as a server's would. A proposal comes from the
+// longest match among the current text, that memory and the reference corpus (ties: in that order).
 class PldDecoder : public Decoder {
  public:
-  explicit PldDecoder(const PldOptions& o)
-      : opt_(o), policy_(2 * o.ngram_max, o.draft_max), memory_index_(o.ngram_max) {}
+  explicit PldDecoder(const PldOptions& o);
   std::string name() const override { return "pld"; }
 
  protected:
@@ -74,7 +75,7 @@ class PldDecoder : public Decoder {
   PldOptions opt_;
   DraftLengthPolicy policy_;
   std::vector<int32_t> memory_;  // earlier texts, each preceded by kSeparator
-  NgramIndex memory_index_;
+  NgramIndex memory_index_, corpus_index_;
   static constexpr int32_t kSeparator = -1;  // never a token: no n-gram or continuation crosses it
 };
 
