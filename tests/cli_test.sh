@@ -80,6 +80,9 @@ PY
   check_error "bench bad spec" 1 "$jf" bench -m "$m" --prompts /dev/null --decoders ar,jacobi:blok=3
   check_error "bad draft policy" 2 "$jf" generate -m "$m" --decoder pld --draft-policy sometimes
   check_error "missing n-gram corpus" 1 "$jf" generate -m "$m" --decoder pld --ngram-corpus /nonexistent.txt
+  echo '{"prompt": "Once"}' >"$tmp/one.jsonl"
+  check_error "bench missing n-gram corpus" 1 "$jf" bench -m "$m" --prompts "$tmp/one.jsonl" --decoders pld:ngram-corpus=/nonexistent.txt
+  check_error "negative n-gram memory" 1 "$jf" generate -m "$m" --decoder pld --ngram-memory -1
   check_error "bench bad draft policy" 1 "$jf" bench -m "$m" --prompts /dev/null --decoders pld:draft-policy=no
   check_error "collect bad shard" 1 "$jf" collect -m "$m" --prompts /dev/null --shard 3/2 -o "$tmp/t.jsonl"
   check_error "pack missing file" 1 "$jf" pack --traj /nonexistent.jsonl -o "$tmp/p.jsonl"

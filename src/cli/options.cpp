@@ -110,7 +110,13 @@ std::vector<int32_t> prompt_tokens(const PromptOptions& o, const Tokenizer& tok,
 void load_ngram_corpus(DecoderOptions& d, const Tokenizer& tok) {
   if (d.ngram_corpus.empty()) return;
   constexpr size_t kMaxCorpusTokens = size_t(1) << 22;  // its index takes ~200 bytes per token
-  d.corpus_tokens = tok.encode(read_text_file(d.ngram_corpus), false, false);
+  std::string text;
+  try {
+    text = read_text_file(d.ngram_corpus);
+  } catch (const Error& e) {
+    throw Error(std::string("--ngram-corpus: ") + e.what());
+  }
+  d.corpus_tokens = tok.encode(text, false, false);
   if (d.corpus_tokens.size() > kMaxCorpusTokens)
     throw Error("--ngram-corpus " + d.ngram_corpus + ": " + std::to_string(d.corpus_tokens.size()) +
                 " tokens, more than the " + std::to_string(kMaxCorpusTokens) + " supported");
