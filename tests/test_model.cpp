@@ -201,6 +201,42 @@ TEST(KvCache, TruncateThenReforwardEqualsFresh) {
   for (int i = 0; i < 10; i++) expect_rows_equal(l + i * m->config().vocab_size, ref[10 + i], "after truncate");
 }
 
+// Keys live transposed in blocks of kKeyBlock slots: store, keep (moves across block boundaries) and
+// copy_prefix must carry every element of every head to the right slot.
+TEST(KvCache, KeepAndCopyMoveEveryKeyAndValueElement) {
+  ModelConfig cfg = preset_config("tiny");
+  cfg.n_layers = 2, cfg.n_heads = 4, cfg.n_kv_heads = 2, cfg.head_dim = 8;
+  const int kvd = cfg.kv_dim(), cap = 70;
+  KvCache cache(cfg, cap);
+  auto value_of = [&](int l, int slot, int i, int kv) { return float(l * 100000 + slot * 100 + i * 2 + kv); };
+  cache.append(60);
+  std::vector<float> row(kvd);
+  for (int l = 0; l < cfg.n_layers; l++)
+    for (int s = 0; s < 60; s++) {
+      for (int i = 0; i < kvd; i++) row[i] = value_of(l, s, i, 0);
+      cache.store_key(l, s, row.data());
+      for (int i = 0; i < kvd; i++) cache.v(l, s)[i] = value_of(l, s, i, 1);
+    }
+  // The layout the attention kernels read.
+  for (int h = 0; h < cfg.n_kv_heads; h++)
+    for (int i = 0; i < cfg.head_dim; i++)
+      ASSERT_EQ(cache.keys(1, h)[key_offset(37, i, cfg.head_dim)], value_of(1, 37, h * cfg.head_dim + i, 0));
+  const std::vector<int32_t> keep = {12, 15, 16, 31, 33, 47, 48, 59};  // into slots 10..17
+  cache.keep(10, keep);
+  ASSERT_EQ(cache.size(), 18);
+  KvCache copy(cfg, cap);
+  copy.copy_prefix(cache, 18);
+  for (const KvCache* c : {&cache, &copy})
+    for (int l = 0; l < cfg.n_layers; l++)
+      for (int s = 0; s < 18; s++) {
+        const int from = s < 10 ? s : keep[s - 10];
+        for (int i = 0; i < kvd; i++) {
+          ASSERT_EQ(c->key(l, s, i), value_of(l, from, i, 0)) << "layer " << l << " slot " << s << " elem " << i;
+          ASSERT_EQ(c->v(l, s)[i], value_of(l, from, i, 1)) << "layer " << l << " slot " << s << " elem " << i;
+        }
+      }
+}
+
 TEST(KvCache, ContextFullIsAnError) {
   auto m = random_model(preset_config("tiny"), DType::F32, 5);
   Transformer tf(m->config(), m->weights());
