@@ -234,6 +234,29 @@ TEST_P(IsaTest, AttentionMatchesReferenceAndDependsOnlyOnSlotList) {
   }
 }
 
+// A GQA group through attention together gives each head exactly what it gets alone.
+TEST_P(IsaTest, AttentionGroupEqualsHeadByHead) {
+  Rng rng(9);
+  for (int hd : {8, 16, 64}) {
+    const int slots_total = 120, stride = 3 * hd;
+    auto krows = randn(slots_total * hd, 3), v = randn(slots_total * stride, 4);
+    const auto keys = blocked_keys(krows, slots_total, hd);
+    for (int heads : {1, 2, 3, 4, 7, 8}) {
+      auto q = randn(heads * hd, 10 + heads);
+      std::vector<int32_t> slots;
+      for (int s = 0; s < 70 + heads; s++) slots.push_back(s);
+      for (int s = 90; s < slots_total; s += 1 + static_cast<int>(rng.below(5))) slots.push_back(s);
+      const int64_t n = static_cast<int64_t>(slots.size());
+      std::vector<float> scores(n * heads), group(heads * hd), one(hd);
+      attend_group(q.data(), heads, keys.data(), v.data() + hd, stride, hd, slots.data(), n, 0.2f, scores.data(), group.data());
+      for (int h = 0; h < heads; h++) {
+        attend_head(q.data() + h * hd, keys.data(), v.data() + hd, stride, hd, slots.data(), n, 0.2f, scores.data(), one.data());
+        for (int i = 0; i < hd; i++) ASSERT_EQ(group[h * hd + i], one[i]) << "hd=" << hd << " heads=" << heads << " h=" << h;
+      }
+    }
+  }
+}
+
 // The AVX-512 attention (16-lane scores and exponentials) gives the AVX2 bits, for any list length and
 // any mix of whole and partial key blocks, so machines with and without AVX-512 decode alike.
 TEST(Attention, Avx512MatchesAvx2Bitwise) {
@@ -252,10 +275,13 @@ TEST(Attention, Avx512MatchesAvx2Bitwise) {
         if (rng.below(4) == 0) slots.push_back(s);
       if (slots.empty()) slots.push_back(0);
       const int64_t n = static_cast<int64_t>(slots.size());
-      std::vector<float> scores(slots.size()), a(hd), b(hd);
-      avx2::attend_head(q.data(), keys.data(), v.data(), stride, hd, slots.data(), n, 0.3f, scores.data(), a.data());
-      avx512::attend_head(q.data(), keys.data(), v.data(), stride, hd, slots.data(), n, 0.3f, scores.data(), b.data());
-      for (int i = 0; i < hd; i++) ASSERT_EQ(a[i], b[i]) << "hd=" << hd << " n=" << n;
+      const int heads = 1 + trial % 3;
+      std::vector<float> scores(slots.size() * heads), a(hd * heads), b(hd * heads), qs(hd * heads);
+      for (int h = 0; h < heads; h++)
+        for (int i = 0; i < hd; i++) qs[h * hd + i] = q[i] * (1.0f - 0.3f * h);
+      avx2::attend_group(qs.data(), heads, keys.data(), v.data(), stride, hd, slots.data(), n, 0.3f, scores.data(), a.data());
+      avx512::attend_group(qs.data(), heads, keys.data(), v.data(), stride, hd, slots.data(), n, 0.3f, scores.data(), b.data());
+      for (int i = 0; i < hd * heads; i++) ASSERT_EQ(a[i], b[i]) << "hd=" << hd << " n=" << n << " heads=" << heads;
     }
   }
 }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "base/error.h"
 #include "kernels/cpu.h"
 
 namespace jf {
@@ -66,12 +67,20 @@ void silu_mul(float* gate, const float* up, int64_t n) {
 
 void attend_head(const float* q, const float* keys, const float* v, int64_t v_stride, int head_dim,
                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+  attend_group(q, 1, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
+}
+
+void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+  JF_CHECK(heads >= 1 && heads <= kMaxGroup, "attention group size out of range");
   switch (active_isa()) {
-    case Isa::Avx512: return avx512::attend_head(q, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
-    case Isa::Avx2: return avx2::attend_head(q, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
+    case Isa::Avx512: return avx512::attend_group(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
+    case Isa::Avx2: return avx2::attend_group(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
     case Isa::Scalar: break;
   }
-  scalar::attend_head(q, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
+  for (int h = 0; h < heads; h++)
+    scalar::attend_head(q + h * head_dim, keys, v, v_stride, head_dim, slots, n, scale, scores,
+                        out + h * head_dim);
 }
 
 void add_inplace(float* y, const float* x, int64_t n) {

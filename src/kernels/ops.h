@@ -44,6 +44,13 @@ inline int64_t key_offset(int64_t slot, int i, int head_dim) {
 void attend_head(const float* q, const float* keys, const float* v, int64_t v_stride, int head_dim,
                  const int32_t* slots, int64_t n, float scale, float* scores, float* out);
 
+// The same for `heads` (<= kMaxGroup) query heads that share one kv head (a GQA group) and one slot list:
+// q and out hold heads x head_dim values, scores is scratch of heads x n floats. Each head gets exactly
+// attend_head's bits; the list is walked, and each key and value row read, once for the group.
+inline constexpr int kMaxGroup = 64;
+void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out);
+
 namespace scalar {
 void rmsnorm(const float* x, const float* g, int64_t n, float eps, float* out);
 void silu_mul(float* gate, const float* up, int64_t n);
@@ -54,18 +61,19 @@ int64_t argmax(const float* x, int64_t n);
 namespace avx2 {
 void rmsnorm(const float* x, const float* g, int64_t n, float eps, float* out);
 void silu_mul(float* gate, const float* up, int64_t n);
-void attend_head(const float* q, const float* keys, const float* v, int64_t v_stride, int head_dim,
-                 const int32_t* slots, int64_t n, float scale, float* scores, float* out);
+void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out);
 int64_t argmax(const float* x, int64_t n);
-// The last step of attend_head, shared with the AVX-512 version: out = sum_j p[j] v[slots[j]] / sum, where
-// sum8 holds the 8 lane sums of the exponentials p (list positions j mod 8, in list order).
-void attend_values(const float* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, const float* p,
-                   const float* sum8, float* out);
+// The last step of attend_group, shared with the AVX-512 version: out_h = sum_j p_h[j] v[slots[j]] / sum_h,
+// where p_h = p + h * n and sum8 + 8 * h holds the 8 lane sums of head h's exponentials (list positions
+// j mod 8, in list order).
+void attend_values(const float* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, int heads,
+                   const float* p, const float* sum8, float* out);
 }  // namespace avx2
 namespace avx512 {
-// Scores and exponentials 16 lanes wide; the same bits as avx2::attend_head.
-void attend_head(const float* q, const float* keys, const float* v, int64_t v_stride, int head_dim,
-                 const int32_t* slots, int64_t n, float scale, float* scores, float* out);
+// Scores and exponentials 16 lanes wide; the same bits as avx2::attend_group.
+void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out);
 }  // namespace avx512
 
 }  // namespace jf

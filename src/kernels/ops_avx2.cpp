@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/ops.h"
+#include "kernels/attention_scores.h"
 #include "kernels/simd_avx2.h"
 
 namespace jf::avx2 {
@@ -73,151 +74,119 @@ inline float max_of(const float* x, int64_t n) {
   return mx;
 }
 
-// Scores are computed for groups of 8 consecutive slots (half a key block of kernels/ops.h): dimension d of
-// group g's slots is 8 floats at group_keys(keys, hd, g) + d * kKeyBlock.
-constexpr int kGroup = 8;
-inline const float* group_keys(const float* keys, int hd, int64_t g) {
-  constexpr int per_block = kKeyBlock / kGroup;
-  return keys + (g / per_block) * kKeyBlock * hd + (g % per_block) * kGroup;
-}
-
-// out[b] = (q . keys of the 8 slots of group grp[b]) * scale, NB groups at a time so the FMA chains overlap.
-// Each lane is q[0]*k[0] followed by fma(q[d], k[d], .) for d = 1 .. hd-1: a slot's score does not depend on
-// which other slots share its group or its batch.
-template <int NB>
-inline void group_scores(const float* q, const float* const* grp, int hd, __m256 scale, __m256* out) {
-  __m256 acc[NB];
-  const __m256 q0 = _mm256_broadcast_ss(q);
-#pragma GCC unroll 8
-  for (int b = 0; b < NB; b++) acc[b] = _mm256_mul_ps(q0, _mm256_loadu_ps(grp[b]));
-  for (int d = 1; d < hd; d++) {
-    const __m256 qd = _mm256_broadcast_ss(q + d);
-#pragma GCC unroll 8
-    for (int b = 0; b < NB; b++) acc[b] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(grp[b] + d * kKeyBlock), acc[b]);
+// Scores 8 slots (half a key block) per vector.
+struct ScoreVec {
+  using T = __m256;
+  static constexpr int L = 8;
+  static T set1(float v) { return _mm256_set1_ps(v); }
+  static T loadu(const float* p) { return _mm256_loadu_ps(p); }
+  static T mul(T a, T b) { return _mm256_mul_ps(a, b); }
+  static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
+  static void storeu(float* p, T v) { _mm256_storeu_ps(p, v); }
+  static bool consecutive(const int32_t* s) {
+    const __m256i want = _mm256_add_epi32(_mm256_set1_epi32(s[0]), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i got = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s));
+    return _mm256_movemask_epi8(_mm256_cmpeq_epi32(got, want)) == -1;
   }
-#pragma GCC unroll 8
-  for (int b = 0; b < NB; b++) out[b] = _mm256_mul_ps(acc[b], scale);
-}
+};
 
-// Whether s[0..8) are the 8 slots of one group, in order.
-inline bool whole_group(const int32_t* s) {
-  if (s[0] % kGroup != 0) return false;
-  const __m256i want = _mm256_add_epi32(_mm256_set1_epi32(s[0]), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  const __m256i got = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s));
-  return _mm256_movemask_epi8(_mm256_cmpeq_epi32(got, want)) == -1;
-}
-
-// scores[j] = (q . key of slots[j]) * scale. Runs of whole groups (the committed prefix) are scored up to 8
-// groups at a time; any other slot is read out of its group's full 8-lane score vector.
-void key_scores(const float* q, const float* keys, int hd, const int32_t* slots, int64_t n, float scale,
-                float* scores) {
-  const __m256 sv = _mm256_set1_ps(scale);
-  int64_t j = 0;
-  while (j < n) {
-    const float* grp[8];
-    int64_t at[8];
-    int nb = 0;
-    for (; nb < 8 && j + kGroup <= n && whole_group(slots + j); nb++, j += kGroup) {
-      grp[nb] = group_keys(keys, hd, slots[j] / kGroup);
-      at[nb] = j;
-    }
-    __m256 s[8];
-    switch (nb) {
-      case 0: break;
-      case 1: group_scores<1>(q, grp, hd, sv, s); break;
-      case 2: group_scores<2>(q, grp, hd, sv, s); break;
-      case 3: group_scores<3>(q, grp, hd, sv, s); break;
-      case 4: group_scores<4>(q, grp, hd, sv, s); break;
-      case 5: group_scores<5>(q, grp, hd, sv, s); break;
-      case 6: group_scores<6>(q, grp, hd, sv, s); break;
-      case 7: group_scores<7>(q, grp, hd, sv, s); break;
-      default: group_scores<8>(q, grp, hd, sv, s); break;
-    }
-    for (int b = 0; b < nb; b++) _mm256_storeu_ps(scores + at[b], s[b]);
-    if (nb > 0) continue;
-    // A slot whose group is not listed whole: score the group, keep the lanes of the listed slots in it.
-    const int32_t g = slots[j] / kGroup;
-    grp[0] = group_keys(keys, hd, g);
-    group_scores<1>(q, grp, hd, sv, s);
-    alignas(32) float t[kGroup];
-    _mm256_store_ps(t, s[0]);
-    for (; j < n && slots[j] / kGroup == g; j++) scores[j] = t[slots[j] % kGroup];
-  }
-}
-
-// out = inv * sum_j p_j v_j over head_dim = 8 * NV. Keys are spread over IL interleaved accumulator sets
-// by their index in the list (j mod IL) and the sets are added in a fixed order at the end: the result
-// depends only on the list, and independent chains keep the FMA units busy.
-template <int NV>
-void weighted_sum(const float* v, int64_t stride, const int32_t* slots, int64_t n, const float* p, float inv,
-                  float* out) {
-  constexpr int IL = NV >= 4 ? 1 : 4 / NV;
-  __m256 acc[IL][NV];
-  for (int a = 0; a < IL; a++)
-    for (int d = 0; d < NV; d++) acc[a][d] = _mm256_setzero_ps();
-  int64_t j = 0;
-  for (; j + IL <= n; j += IL)
-    for (int a = 0; a < IL; a++) {
-      const float* vj = v + slots[j + a] * stride;
-      const __m256 pj = _mm256_set1_ps(p[j + a]);
-      for (int d = 0; d < NV; d++) acc[a][d] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * d), acc[a][d]);
-    }
-  for (int a = 0; j < n; j++, a++) {
-    const float* vj = v + slots[j] * stride;
-    const __m256 pj = _mm256_set1_ps(p[j]);
-    for (int d = 0; d < NV; d++) acc[a][d] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * d), acc[a][d]);
-  }
-  for (int w = 1; w < IL; w *= 2)  // pairwise tree: (0+1)+(2+3)
-    for (int a = 0; a + w < IL; a += 2 * w)
-      for (int d = 0; d < NV; d++) acc[a][d] = _mm256_add_ps(acc[a][d], acc[a + w][d]);
-  const __m256 iv = _mm256_set1_ps(inv);
-  for (int d = 0; d < NV; d++) _mm256_storeu_ps(out + 8 * d, _mm256_mul_ps(acc[0][d], iv));
-}
-
-}  // namespace
-
-void attend_head(const float* q, const float* keys, const float* v, int64_t v_stride, int head_dim,
-                 const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
-  key_scores(q, keys, head_dim, slots, n, scale, scores);
-  const float mx = max_of(scores, n);
-  // exp and sum over the score list in 8-wide blocks (padded tail), so equal lists give equal bits.
-  const __m256 mv = _mm256_set1_ps(mx);
+// s[j] = exp(s[j] - max), and sum8 = the 8 lane sums of the exponentials over 8-wide blocks of the list in
+// order (padded tail), so equal lists give equal bits.
+void exp_scores(float* s, int64_t n, float* sum8) {
+  const __m256 mv = _mm256_set1_ps(max_of(s, n));
   __m256 sumv = _mm256_setzero_ps();
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
-    __m256 e = exp(_mm256_sub_ps(_mm256_loadu_ps(scores + j), mv));
-    _mm256_storeu_ps(scores + j, e);
+    __m256 e = exp(_mm256_sub_ps(_mm256_loadu_ps(s + j), mv));
+    _mm256_storeu_ps(s + j, e);
     sumv = _mm256_add_ps(sumv, e);
   }
   if (j < n) {  // the tail as one vector whose missing lanes are -inf (exp gives 0, the sum is unchanged)
     const __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - j)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    const __m256 x = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_maskload_ps(scores + j, live), _mm256_castsi256_ps(live));
+    const __m256 x = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_maskload_ps(s + j, live), _mm256_castsi256_ps(live));
     const __m256 e = exp(_mm256_sub_ps(x, mv));
-    _mm256_maskstore_ps(scores + j, live, e);
+    _mm256_maskstore_ps(s + j, live, e);
     sumv = _mm256_add_ps(sumv, e);
   }
-  alignas(32) float sum8[8];
-  _mm256_store_ps(sum8, sumv);
-  attend_values(v, v_stride, head_dim, slots, n, scores, sum8, out);
+  _mm256_storeu_ps(sum8, sumv);
 }
 
-void attend_values(const float* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, const float* p,
-                   const float* sum8, float* out) {
-  const float inv = 1.0f / hsum(_mm256_loadu_ps(sum8));
+// out_h = inv_h * sum_j p_h[j] v_j over head_dim = 8 * NV, for H heads (p_h = p + h * n, out_h = out + h * 8 *
+// NV). Keys are spread over IL interleaved accumulator sets by their index in the list (j mod IL) and the sets
+// are added in a fixed order at the end: a head's result depends only on the list, not on H, and independent
+// chains keep the FMA units busy. Each value row is read once for the H heads.
+template <int NV, int H>
+void weighted_sum(const float* v, int64_t stride, const int32_t* slots, int64_t n, const float* p, const float* inv,
+                  float* out) {
+  constexpr int IL = NV >= 4 ? 1 : 4 / NV;
+  __m256 acc[H][IL][NV];
+  for (int h = 0; h < H; h++)
+    for (int a = 0; a < IL; a++)
+      for (int d = 0; d < NV; d++) acc[h][a][d] = _mm256_setzero_ps();
+  auto add = [&](int a, int64_t j) {
+    const float* vj = v + slots[j] * stride;
+#pragma GCC unroll 4
+    for (int h = 0; h < H; h++) {
+      const __m256 pj = _mm256_set1_ps(p[h * n + j]);
+      for (int d = 0; d < NV; d++) acc[h][a][d] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * d), acc[h][a][d]);
+    }
+  };
+  int64_t j = 0;
+  for (; j + IL <= n; j += IL)
+    for (int a = 0; a < IL; a++) add(a, j + a);
+  for (int a = 0; j < n; j++, a++) add(a, j);
+  for (int h = 0; h < H; h++) {
+    for (int w = 1; w < IL; w *= 2)  // pairwise tree: (0+1)+(2+3)
+      for (int a = 0; a + w < IL; a += 2 * w)
+        for (int d = 0; d < NV; d++) acc[h][a][d] = _mm256_add_ps(acc[h][a][d], acc[h][a + w][d]);
+    const __m256 iv = _mm256_set1_ps(inv[h]);
+    for (int d = 0; d < NV; d++) _mm256_storeu_ps(out + h * 8 * NV + 8 * d, _mm256_mul_ps(acc[h][0][d], iv));
+  }
+}
+
+// weighted_sum over all heads, two at a time where their accumulators fit in the 16 registers.
+template <int NV>
+void weighted_sums(const float* v, int64_t stride, const int32_t* slots, int64_t n, int heads, const float* p,
+                   const float* inv, float* out) {
+  constexpr int IL = NV >= 4 ? 1 : 4 / NV;
+  int h = 0;
+  if constexpr (2 * IL * NV <= 8)
+    for (; h + 2 <= heads; h += 2)
+      weighted_sum<NV, 2>(v, stride, slots, n, p + h * n, inv + h, out + h * 8 * NV);
+  for (; h < heads; h++) weighted_sum<NV, 1>(v, stride, slots, n, p + h * n, inv + h, out + h * 8 * NV);
+}
+
+}  // namespace
+
+void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+  attention::key_scores<ScoreVec>(q, heads, keys, head_dim, slots, n, scale, scores);
+  float sum8[8 * kMaxGroup];
+  for (int h = 0; h < heads; h++) exp_scores(scores + h * n, n, sum8 + 8 * h);
+  attend_values(v, v_stride, head_dim, slots, n, heads, scores, sum8, out);
+}
+
+void attend_values(const float* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, int heads,
+                   const float* p, const float* sum8, float* out) {
+  float inv[kMaxGroup];
+  for (int h = 0; h < heads; h++) inv[h] = 1.0f / hsum(_mm256_loadu_ps(sum8 + 8 * h));
   switch (head_dim) {
-    case 8: return weighted_sum<1>(v, v_stride, slots, n, p, inv, out);
-    case 16: return weighted_sum<2>(v, v_stride, slots, n, p, inv, out);
-    case 32: return weighted_sum<4>(v, v_stride, slots, n, p, inv, out);
-    case 64: return weighted_sum<8>(v, v_stride, slots, n, p, inv, out);
-    case 128: return weighted_sum<16>(v, v_stride, slots, n, p, inv, out);
+    case 8: return weighted_sums<1>(v, v_stride, slots, n, heads, p, inv, out);
+    case 16: return weighted_sums<2>(v, v_stride, slots, n, heads, p, inv, out);
+    case 32: return weighted_sums<4>(v, v_stride, slots, n, heads, p, inv, out);
+    case 64: return weighted_sums<8>(v, v_stride, slots, n, heads, p, inv, out);
+    case 128: return weighted_sums<16>(v, v_stride, slots, n, heads, p, inv, out);
     default: break;
   }
-  for (int d = 0; d < head_dim; d++) out[d] = 0.0f;
-  for (int64_t j = 0; j < n; j++) {
-    const float* vj = v + slots[j] * v_stride;
-    for (int d = 0; d < head_dim; d++) out[d] += p[j] * vj[d];
+  for (int h = 0; h < heads; h++) {
+    float* o = out + h * head_dim;
+    for (int d = 0; d < head_dim; d++) o[d] = 0.0f;
+    for (int64_t j = 0; j < n; j++) {
+      const float* vj = v + slots[j] * v_stride;
+      for (int d = 0; d < head_dim; d++) o[d] += p[h * n + j] * vj[d];
+    }
+    for (int d = 0; d < head_dim; d++) o[d] *= inv[h];
   }
-  for (int d = 0; d < head_dim; d++) out[d] *= inv;
 }
 
 }  // namespace jf::avx2

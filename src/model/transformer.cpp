@@ -94,20 +94,24 @@ void Transformer::qkv_rows(int l, int64_t r0, int64_t r1, bool threads) {
   }
 }
 
-// Attention outputs for (row, head) units [u0, u1), unit u = row * n_heads + head.
+// Attention outputs for (row, kv head) units [u0, u1), unit u = row * n_kv_heads + kv head: the query heads
+// of a GQA group go through attention together (they share the keys, values and slot list).
 void Transformer::attend_units(int l, int64_t u0, int64_t u1) {
   const int hd = cfg_.head_dim, group = cfg_.n_heads / cfg_.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   thread_local std::vector<float> scores;
   for (int64_t u = u0; u < u1; u++) {
-    const int64_t r = u / cfg_.n_heads;
-    const int h = static_cast<int>(u % cfg_.n_heads), kvh = h / group;
+    const int64_t r = u / cfg_.n_kv_heads;
+    const int kvh = static_cast<int>(u % cfg_.n_kv_heads);
     const Row& row = rows_[r];
     const int64_t nv = row.slots_end - row.slots_begin;
-    if (static_cast<int64_t>(scores.size()) < nv) scores.resize(static_cast<size_t>(nv));
-    attend_head(&q_[r * cfg_.q_dim() + h * hd], row.cache->keys(l, kvh), row.cache->v(l, 0) + kvh * hd,
-                row.cache->v_stride(), hd, &slot_list_[row.slots_begin], nv, scale, scores.data(),
-                &att_[r * cfg_.q_dim() + h * hd]);
+    for (int h0 = 0; h0 < group; h0 += kMaxGroup) {
+      const int heads = std::min(kMaxGroup, group - h0);
+      if (static_cast<int64_t>(scores.size()) < heads * nv) scores.resize(static_cast<size_t>(heads * nv));
+      const int64_t at = r * cfg_.q_dim() + (int64_t{kvh} * group + h0) * hd;
+      attend_group(&q_[at], heads, row.cache->keys(l, kvh), row.cache->v(l, 0) + kvh * hd, row.cache->v_stride(), hd,
+                   &slot_list_[row.slots_begin], nv, scale, scores.data(), &att_[at]);
+    }
   }
 }
 
@@ -157,7 +161,7 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
       });
       parallel_chunks(pieces, true, [&](int64_t c) {
         rows_of(c, [&](int64_t r0, int64_t r1) {
-          attend_units(l, r0 * cfg_.n_heads, r1 * cfg_.n_heads);
+          attend_units(l, r0 * cfg_.n_kv_heads, r1 * cfg_.n_kv_heads);
           out_ffn_rows(l, r0, r1, false);
         });
       });
@@ -168,7 +172,7 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
       int64_t work = 0;  // attention multiply-adds, to decide whether threads pay
       for (const Row& r : rows_) work += (r.slots_end - r.slots_begin);
       const bool parallel = work * cfg_.n_heads * cfg_.head_dim >= (1 << 15);
-      parallel_for(n * cfg_.n_heads, parallel, [&](int64_t u0, int64_t u1) { attend_units(l, u0, u1); });
+      parallel_for(n * cfg_.n_kv_heads, parallel, [&](int64_t u0, int64_t u1) { attend_units(l, u0, u1); });
       out_ffn_rows(l, 0, n, true);
     }
   }
