@@ -62,8 +62,13 @@ int run_bench(BenchArgs& a) {
     prompts.push_back(prompt_tokens(po, *lm.tokenizer, &rendered));
   }
   std::vector<std::unique_ptr<Decoder>> decoders;
+  std::map<std::string, std::vector<int32_t>> corpora;  // each corpus file read once
   for (DecoderOptions& o : options) {
-    load_ngram_corpus(o, *lm.tokenizer);
+    if (!o.ngram_corpus.empty()) {
+      auto it = corpora.find(o.ngram_corpus);
+      if (it == corpora.end()) it = corpora.emplace(o.ngram_corpus, read_ngram_corpus(o.ngram_corpus, *lm.tokenizer)).first;
+      o.corpus_tokens = it->second;
+    }
     decoders.push_back(make_decoder(o));
   }
   Session session(*lm.model, context_size(a.model, *lm.model));

@@ -54,7 +54,7 @@ int run_generate(GenerateArgs& a) {
   for (int32_t id = 0; id < tok.n_vocab(); id++)
     if (tok.is_eog(id)) a.gen.eos_ids.push_back(id);
 
-  load_ngram_corpus(a.decoder, tok);
+  if (!a.decoder.ngram_corpus.empty()) a.decoder.corpus_tokens = read_ngram_corpus(a.decoder.ngram_corpus, tok);
   std::unique_ptr<Decoder> decoder_ptr = make_decoder(a.decoder);
   Decoder& decoder = *decoder_ptr;
   StreamingDecoder stream(tok);

@@ -107,19 +107,19 @@ std::vector<int32_t> prompt_tokens(const PromptOptions& o, const Tokenizer& tok,
   return tok.encode(*prompt_text, /*add_special=*/false, /*parse_special=*/true);
 }
 
-void load_ngram_corpus(DecoderOptions& d, const Tokenizer& tok) {
-  if (d.ngram_corpus.empty()) return;
+std::vector<int32_t> read_ngram_corpus(const std::string& path, const Tokenizer& tok) {
   constexpr size_t kMaxCorpusTokens = size_t(1) << 22;  // its index takes ~200 bytes per token
   std::string text;
   try {
-    text = read_text_file(d.ngram_corpus);
+    text = read_text_file(path);
   } catch (const Error& e) {
     throw Error(std::string("--ngram-corpus: ") + e.what());
   }
-  d.corpus_tokens = tok.encode(text, false, false);
-  if (d.corpus_tokens.size() > kMaxCorpusTokens)
-    throw Error("--ngram-corpus " + d.ngram_corpus + ": " + std::to_string(d.corpus_tokens.size()) +
-                " tokens, more than the " + std::to_string(kMaxCorpusTokens) + " supported");
+  std::vector<int32_t> tokens = tok.encode(text, false, false);
+  if (tokens.size() > kMaxCorpusTokens)
+    throw Error("--ngram-corpus " + path + ": " + std::to_string(tokens.size()) + " tokens, more than the " +
+                std::to_string(kMaxCorpusTokens) + " supported");
+  return tokens;
 }
 
 }  // namespace jf::cli

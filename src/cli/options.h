@@ -33,8 +33,8 @@ void add_sampling_options(CLI::App* app, SamplingParams& s);
 void add_generation_options(CLI::App* app, GenerationConfig& g);
 // --decoder and every strategy's parameters. `with_name`: also declare --decoder (bench declares --decoders).
 void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name = true);
-// Tokenizes the file named by d.ngram_corpus (if any) into d.corpus_tokens; throws jf::Error if unreadable.
-void load_ngram_corpus(DecoderOptions& d, const Tokenizer& tok);
+// The tokens of an --ngram-corpus file; throws jf::Error if unreadable or too large.
+std::vector<int32_t> read_ngram_corpus(const std::string& path, const Tokenizer& tok);
 
 // Loads the model and applies the thread count; errors name the path.
 LoadedModel open_model(const ModelOptions& o);

@@ -47,7 +47,7 @@ DraftLengthPolicy::DraftLengthPolicy(int kinds, int draft_max) : positions_(std:
 }
 
 double DraftLengthPolicy::p_accept(int kind, int i) const {
-  const size_t c = static_cast<size_t>(kind - 1) * positions_ + std::min(i, positions_ - 1);
+  const size_t c = cell(kind, i);
   const double p = (hit_[c] + 1.0) / (tried_[c] + 2.0);
   // Optimistic until a case has been tried a few times: an early failure (or an early slow forward) must
   // not stop a case from ever being drafted, and so from ever being measured again.
@@ -71,14 +71,14 @@ int DraftLengthPolicy::choose(int kind, int available, const RowCostModel& cost)
 void DraftLengthPolicy::record(int kind, int drafted, int accepted) {
   if (kind < 1) return;
   for (int i = 0; i < drafted && i <= accepted; i++) {
-    const size_t c = static_cast<size_t>(kind - 1) * positions_ + std::min(i, positions_ - 1);
+    const size_t c = cell(kind, i);
     tried_[c]++;
     if (i < accepted) hit_[c]++;
   }
 }
 
 PldDecoder::PldDecoder(const PldOptions& o)
-    : opt_(o), policy_(3 * o.ngram_max, o.draft_max), memory_index_(o.ngram_max), corpus_index_(o.ngram_max) {
+    : opt_(o), policy_(kSources * o.ngram_max, o.draft_max), memory_index_(o.ngram_max), corpus_index_(o.ngram_max) {
   corpus_index_.extend(opt_.corpus, opt_.corpus.size());
 }
 
@@ -121,21 +121,22 @@ void PldDecoder::decode(DecodeContext& ctx) {
     size_t next = 0;
     int n = index.longest_match(text, text, 1, &next);
     std::span<const int32_t> source = text;
-    int kind = n;
+    Source from = kText;
     if (const int nm = memory_index_.longest_match(memory_, text, n + 1, &next); nm > n) {
-      n = nm, kind = opt_.ngram_max + nm, source = memory_;
+      n = nm, from = kMemory, source = memory_;
       ctx.count("memory_hits");
     }
     if (const int nc = corpus_index_.longest_match(opt_.corpus, text, n + 1, &next); nc > n) {
-      n = nc, kind = 2 * opt_.ngram_max + nc, source = opt_.corpus;
+      n = nc, from = kCorpus, source = opt_.corpus;
       ctx.count("corpus_hits");
     }
+    const int proposal = kind(from, n);
     if (n == 0) next = source.size();
     draft.clear();
     for (size_t i = next; i < source.size() && source[i] != kSeparator && static_cast<int>(draft.size()) < cap; i++)
       draft.push_back(source[i]);
     if (opt_.adaptive) {
-      const int k = policy_.choose(kind, static_cast<int>(draft.size()), s.row_cost());
+      const int k = policy_.choose(proposal, static_cast<int>(draft.size()), s.row_cost());
       ctx.count("draft_tokens_cut", static_cast<int64_t>(draft.size()) - k);
       draft.resize(static_cast<size_t>(k));
     }
@@ -148,7 +149,7 @@ void PldDecoder::decode(DecodeContext& ctx) {
     else
       accept_sampled(tree, row, sampler, acc);
     keep_path(s.cache(), S, acc);
-    policy_.record(kind, static_cast<int>(draft.size()), static_cast<int>(acc.path.size()));
+    policy_.record(proposal, static_cast<int>(draft.size()), static_cast<int>(acc.path.size()));
     ctx.count("draft_tokens", static_cast<int64_t>(draft.size()));
     ctx.count("accepted_draft_tokens", static_cast<int64_t>(acc.path.size()));
     if (!draft.empty()) ctx.count("lookups_hit");

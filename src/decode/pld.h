@@ -2,6 +2,7 @@
 // this text, or in the decoder's memory of earlier generations — proposes the tokens that followed it there;
 // they are verified like any draft (greedy, or sample then match — lossless either way).
 #pragma once
+#include <algorithm>
 #include <unordered_map>
 
 #include "decode/decoder.h"
@@ -36,9 +37,9 @@ class NgramIndex {
   std::vector<std::unordered_map<uint64_t, size_t>> last_;  // [n-1]: hash -> end index (exclusive)
 };
 
-// How often draft token i was accepted, given that tokens 0..i-1 were, per kind of proposal (1..kinds:
-// pld uses the matched suffix length, offset for matches in its memory of earlier texts); and the draft
-// length that maximises expected committed tokens per unit of forward time.
+// How often draft token i was accepted, given that tokens 0..i-1 were, per kind of proposal (1..kinds; pld's
+// kinds are its source and matched suffix length, PldDecoder::kind); and the draft length that maximises
+// expected committed tokens per unit of forward time.
 class DraftLengthPolicy {
  public:
   DraftLengthPolicy(int kinds, int draft_max);
@@ -52,8 +53,9 @@ class DraftLengthPolicy {
   static constexpr int64_t kExplore = 8;
 
  private:
+  size_t cell(int kind, int i) const { return static_cast<size_t>(kind - 1) * positions_ + std::min(i, positions_ - 1); }
   int positions_;
-  std::vector<int64_t> tried_, hit_;  // [(n-1) * positions_ + min(i, positions_-1)]
+  std::vector<int64_t> tried_, hit_;  // [cell(kind, i)]
 };
 
 // Keeps its acceptance statistics and (up to memory_tokens) the texts of its earlier generations: what it
@@ -68,6 +70,9 @@ class PldDecoder : public Decoder {
   void decode(DecodeContext& ctx) override;
 
  private:
+  // Where a proposal came from; its policy kind is source * ngram_max + matched suffix length.
+  enum Source { kText, kMemory, kCorpus, kSources };
+  int kind(Source src, int n) const { return n == 0 ? 0 : src * opt_.ngram_max + n; }
   // Adds a finished generation's text (prompt and output) to the memory, dropping the oldest texts when
   // it would exceed memory_tokens.
   void remember(std::span<const int32_t> text);

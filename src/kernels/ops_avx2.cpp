@@ -45,15 +45,26 @@ void silu_mul(float* gate, const float* up, int64_t n) {
   }
 }
 
-int64_t argmax(const float* x, int64_t n) {
-  // max_ps(x, m) returns m when x is NaN, so NaNs never win; then the first index holding the maximum.
+namespace {
+
+// The largest of n values, NaNs ignored (max_ps(x, m) returns m when x is NaN). Exact whatever the order, so
+// the vector form changes no result.
+inline float max_of(const float* x, int64_t n) {
   __m256 m = _mm256_set1_ps(-INFINITY);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) m = _mm256_max_ps(_mm256_loadu_ps(x + i), m);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) m = _mm256_max_ps(_mm256_loadu_ps(x + j), m);
   float mx = hmax(m);
-  for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+  for (; j < n; j++) mx = x[j] > mx ? x[j] : mx;
+  return mx;
+}
+
+}  // namespace
+
+int64_t argmax(const float* x, int64_t n) {  // the first index holding the maximum
+  const float mx = max_of(x, n);
   const __m256 mv = _mm256_set1_ps(mx);
-  for (i = 0; i + 8 <= n; i += 8) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
     const int mask = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), mv, _CMP_EQ_OQ));
     if (mask) return i + __builtin_ctz(static_cast<unsigned>(mask));
   }
@@ -63,16 +74,6 @@ int64_t argmax(const float* x, int64_t n) {
 }
 
 namespace {
-
-// The largest of n values (exact whatever the order, so the vector form changes no result).
-inline float max_of(const float* x, int64_t n) {
-  __m256 m = _mm256_set1_ps(-INFINITY);
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + j));
-  float mx = hmax(m);
-  for (; j < n; j++) mx = x[j] > mx ? x[j] : mx;
-  return mx;
-}
 
 // Scores 8 slots (half a key block) per vector.
 struct ScoreVec {

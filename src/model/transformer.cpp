@@ -167,11 +167,11 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
       });
     }
   } else {
+    int64_t work = 0;  // attention multiply-adds per layer, to decide whether threads pay
+    for (const Row& r : rows_) work += (r.slots_end - r.slots_begin);
+    const bool parallel = work * cfg_.n_heads * cfg_.head_dim >= (1 << 15);
     for (int l = 0; l < cfg_.n_layers; l++) {
       qkv_rows(l, 0, n, true);
-      int64_t work = 0;  // attention multiply-adds, to decide whether threads pay
-      for (const Row& r : rows_) work += (r.slots_end - r.slots_begin);
-      const bool parallel = work * cfg_.n_heads * cfg_.head_dim >= (1 << 15);
       parallel_for(n * cfg_.n_kv_heads, parallel, [&](int64_t u0, int64_t u1) { attend_units(l, u0, u1); });
       out_ffn_rows(l, 0, n, true);
     }
