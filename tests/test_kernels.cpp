@@ -199,7 +199,7 @@ TEST_P(IsaTest, AttentionMatchesReferenceAndDependsOnlyOnSlotList) {
     for (int s = 0; s < 24; s++) slots.push_back(s);
     for (int s : {25, 26, 29, 34, 40, 41, 42, 43, 44, 45, 46, 47, 55, 89}) slots.push_back(s);
     const int64_t n = static_cast<int64_t>(slots.size());
-    std::vector<float> scores(slots.size()), out(hd);
+    std::vector<float> scores(attention_scratch(1, static_cast<int64_t>(slots.size()))), out(hd);
     attend_head(q.data(), keys.data(), v.data() + hd, stride, hd, slots.data(), n, 0.25f, scores.data(), out.data());
     // double-precision reference
     std::vector<double> s(slots.size());
@@ -247,7 +247,7 @@ TEST_P(IsaTest, AttentionGroupEqualsHeadByHead) {
       for (int s = 0; s < 70 + heads; s++) slots.push_back(s);
       for (int s = 90; s < slots_total; s += 1 + static_cast<int>(rng.below(5))) slots.push_back(s);
       const int64_t n = static_cast<int64_t>(slots.size());
-      std::vector<float> scores(n * heads), group(heads * hd), one(hd);
+      std::vector<float> scores(attention_scratch(heads, n)), group(heads * hd), one(hd);
       attend_group(q.data(), heads, keys.data(), v.data() + hd, stride, hd, slots.data(), n, 0.2f, scores.data(), group.data());
       for (int h = 0; h < heads; h++) {
         attend_head(q.data() + h * hd, keys.data(), v.data() + hd, stride, hd, slots.data(), n, 0.2f, scores.data(), one.data());
@@ -276,7 +276,7 @@ TEST(Attention, Avx512MatchesAvx2Bitwise) {
       if (slots.empty()) slots.push_back(0);
       const int64_t n = static_cast<int64_t>(slots.size());
       const int heads = 1 + trial % 3;
-      std::vector<float> scores(slots.size() * heads), a(hd * heads), b(hd * heads), qs(hd * heads);
+      std::vector<float> scores(attention_scratch(heads, n)), a(hd * heads), b(hd * heads), qs(hd * heads);
       for (int h = 0; h < heads; h++)
         for (int i = 0; i < hd; i++) qs[h * hd + i] = q[i] * (1.0f - 0.3f * h);
       avx2::attend_group(qs.data(), heads, keys.data(), v.data(), stride, hd, slots.data(), n, 0.3f, scores.data(), a.data());

@@ -35,7 +35,7 @@ inline void group_scores(const float* q, const float* const* grp, int hd, typena
   for (int b = 0; b < NB; b++) out[b] = V::mul(acc[b], scale);
 }
 
-// scores[h * n + j] = (q_h . key of slots[j]) * scale for the query vectors q_h = q + h * hd. Runs of whole
+// scores[h * score_stride(n) + j] = (q_h . key of slots[j]) * scale for the query vectors q_h = q + h * hd. Runs of whole
 // lane groups (the committed prefix) are scored up to 8 groups at a time; any other slot is read out of its
 // group's full score vector. The list is walked once for all heads.
 template <class V>
@@ -43,6 +43,7 @@ void key_scores(const float* q, int heads, const float* keys, int hd, const int3
                 float* scores) {
   constexpr int L = V::L;
   const typename V::T sv = V::set1(scale);
+  const int64_t ss = score_stride(n);
   int64_t j = 0;
   while (j < n) {
     const float* grp[8] = {};  // (zeroed: GCC cannot see that only nb are read)
@@ -56,7 +57,7 @@ void key_scores(const float* q, int heads, const float* keys, int hd, const int3
     if (nb > 0) {
       for (int h = 0; h < heads; h++) {
         with_count<8>(nb, [&](auto NB) { group_scores<V, NB>(q + h * hd, grp, hd, sv, s); });
-        for (int b = 0; b < nb; b++) V::storeu(scores + h * n + at[b], s[b]);
+        for (int b = 0; b < nb; b++) V::storeu(scores + h * ss + at[b], s[b]);
       }
       continue;
     }
@@ -69,7 +70,7 @@ void key_scores(const float* q, int heads, const float* keys, int hd, const int3
     for (int h = 0; h < heads; h++) {
       group_scores<V, 1>(q + h * hd, grp, hd, sv, s);
       V::storeu(t, s[0]);
-      for (int64_t i = j; i < end; i++) scores[h * n + i] = t[slots[i] % L];
+      for (int64_t i = j; i < end; i++) scores[h * ss + i] = t[slots[i] % L];
     }
     j = end;
   }

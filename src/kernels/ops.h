@@ -35,17 +35,22 @@ inline int64_t key_offset(int64_t slot, int i, int head_dim) {
   return (slot / kKeyBlock) * kKeyBlock * head_dim + i * kKeyBlock + slot % kKeyBlock;
 }
 
+// Scratch floats attention needs for `heads` query heads over n slots: each head's scores start on a
+// 16-float boundary (a cache line when the scratch is cache-aligned), so its vector loads never straddle two.
+inline int64_t score_stride(int64_t n) { return (n + 15) / 16 * 16; }
+inline int64_t attention_scratch(int heads, int64_t n) { return heads * score_stride(n); }
+
 // Attention of one query head over a compacted list of cache slots.
 //   q: head_dim values (already RoPE'd); keys: this head's keys in the blocked layout above (readable for
 //   whole blocks); v: value rows, slot s at v + s * v_stride; slots: the n visible slots; scores: scratch of
-//   n floats.
+//   attention_scratch(1, n) floats.
 // out = sum_j softmax_j(q . k_j * scale) v_j. A slot's score depends only on q and its key, and the list is
 // reduced in the given order with a fixed tree, so the same slot sequence always gives the same bits.
 void attend_head(const float* q, const float* keys, const float* v, int64_t v_stride, int head_dim,
                  const int32_t* slots, int64_t n, float scale, float* scores, float* out);
 
 // The same for `heads` (<= kMaxGroup) query heads that share one kv head (a GQA group) and one slot list:
-// q and out hold heads x head_dim values, scores is scratch of heads x n floats. Each head gets exactly
+// q and out hold heads x head_dim values, scores is scratch of attention_scratch(heads, n) floats. Each head gets exactly
 // attend_head's bits; the list is walked, and each key and value row read, once for the group.
 inline constexpr int kMaxGroup = 64;
 void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
@@ -65,10 +70,10 @@ void attend_group(const float* q, int heads, const float* keys, const float* v, 
                   const int32_t* slots, int64_t n, float scale, float* scores, float* out);
 int64_t argmax(const float* x, int64_t n);
 // The last step of attend_group, shared with the AVX-512 version: out_h = sum_j p_h[j] v[slots[j]] / sum_h,
-// where p_h = p + h * n and sum8 + 8 * h holds the 8 lane sums of head h's exponentials (list positions
-// j mod 8, in list order).
+// where p_h = p + h * score_stride(n) and sum16 + 16 * h holds the 16 lane sums of head h's exponentials
+// (lane l: list positions j = l mod 16, in list order).
 void attend_values(const float* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, int heads,
-                   const float* p, const float* sum8, float* out);
+                   const float* p, const float* sum16, float* out);
 }  // namespace avx2
 namespace avx512 {
 // Scores and exponentials 16 lanes wide; the same bits as avx2::attend_group.

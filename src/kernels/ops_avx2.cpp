@@ -91,34 +91,46 @@ struct ScoreVec {
   }
 };
 
-// s[j] = exp(s[j] - max), and sum8 = the 8 lane sums of the exponentials over 8-wide blocks of the list in
-// order (padded tail), so equal lists give equal bits.
-void exp_scores(float* s, int64_t n, float* sum8) {
+// s[j] = exp(s[j] - max), and sum16 = the 16 lane sums of the exponentials: lane l adds list positions
+// j = l mod 16 in list order (lanes 0-7 in one accumulator, 8-15 in the other; a tail's missing lanes add 0),
+// so equal lists give equal bits, and the AVX-512 version's single 16-lane accumulator gives the same ones.
+void exp_scores(float* s, int64_t n, float* sum16) {
   const __m256 mv = _mm256_set1_ps(max_of(s, n));
-  __m256 sumv = _mm256_setzero_ps();
+  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
   int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    __m256 e = exp(_mm256_sub_ps(_mm256_loadu_ps(s + j), mv));
+  for (; j + 16 <= n; j += 16) {
+    const __m256 e0 = exp(_mm256_sub_ps(_mm256_loadu_ps(s + j), mv));
+    const __m256 e1 = exp(_mm256_sub_ps(_mm256_loadu_ps(s + j + 8), mv));
+    _mm256_storeu_ps(s + j, e0);
+    _mm256_storeu_ps(s + j + 8, e1);
+    lo = _mm256_add_ps(lo, e0);
+    hi = _mm256_add_ps(hi, e1);
+  }
+  if (j + 8 <= n) {
+    const __m256 e = exp(_mm256_sub_ps(_mm256_loadu_ps(s + j), mv));
     _mm256_storeu_ps(s + j, e);
-    sumv = _mm256_add_ps(sumv, e);
+    lo = _mm256_add_ps(lo, e);
+    j += 8;
   }
   if (j < n) {  // the tail as one vector whose missing lanes are -inf (exp gives 0, the sum is unchanged)
     const __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - j)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     const __m256 x = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_maskload_ps(s + j, live), _mm256_castsi256_ps(live));
     const __m256 e = exp(_mm256_sub_ps(x, mv));
     _mm256_maskstore_ps(s + j, live, e);
-    sumv = _mm256_add_ps(sumv, e);
+    __m256& acc = j % 16 == 0 ? lo : hi;
+    acc = _mm256_add_ps(acc, e);
   }
-  _mm256_storeu_ps(sum8, sumv);
+  _mm256_storeu_ps(sum16, lo);
+  _mm256_storeu_ps(sum16 + 8, hi);
 }
 
-// out_h = inv_h * sum_j p_h[j] v_j over head_dim = 8 * NV, for H heads (p_h = p + h * n, out_h = out + h * 8 *
+// out_h = inv_h * sum_j p_h[j] v_j over head_dim = 8 * NV, for H heads (p_h = p + h * ps, out_h = out + h * 8 *
 // NV). Keys are spread over IL interleaved accumulator sets by their index in the list (j mod IL) and the sets
 // are added in a fixed order at the end: a head's result depends only on the list, not on H, and independent
 // chains keep the FMA units busy. Each value row is read once for the H heads.
 template <int NV, int H>
-void weighted_sum(const float* v, int64_t stride, const int32_t* slots, int64_t n, const float* p, const float* inv,
-                  float* out) {
+void weighted_sum(const float* v, int64_t stride, const int32_t* slots, int64_t n, const float* p, int64_t ps,
+                  const float* inv, float* out) {
   constexpr int IL = NV >= 4 ? 1 : 4 / NV;
   __m256 acc[H][IL][NV];
   for (int h = 0; h < H; h++)
@@ -128,7 +140,7 @@ void weighted_sum(const float* v, int64_t stride, const int32_t* slots, int64_t 
     const float* vj = v + slots[j] * stride;
 #pragma GCC unroll 4
     for (int h = 0; h < H; h++) {
-      const __m256 pj = _mm256_set1_ps(p[h * n + j]);
+      const __m256 pj = _mm256_set1_ps(p[h * ps + j]);
       for (int d = 0; d < NV; d++) acc[h][a][d] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * d), acc[h][a][d]);
     }
   };
@@ -150,11 +162,12 @@ template <int NV>
 void weighted_sums(const float* v, int64_t stride, const int32_t* slots, int64_t n, int heads, const float* p,
                    const float* inv, float* out) {
   constexpr int IL = NV >= 4 ? 1 : 4 / NV;
+  const int64_t ps = score_stride(n);
   int h = 0;
   if constexpr (2 * IL * NV <= 8)
     for (; h + 2 <= heads; h += 2)
-      weighted_sum<NV, 2>(v, stride, slots, n, p + h * n, inv + h, out + h * 8 * NV);
-  for (; h < heads; h++) weighted_sum<NV, 1>(v, stride, slots, n, p + h * n, inv + h, out + h * 8 * NV);
+      weighted_sum<NV, 2>(v, stride, slots, n, p + h * ps, ps, inv + h, out + h * 8 * NV);
+  for (; h < heads; h++) weighted_sum<NV, 1>(v, stride, slots, n, p + h * ps, ps, inv + h, out + h * 8 * NV);
 }
 
 }  // namespace
@@ -162,15 +175,16 @@ void weighted_sums(const float* v, int64_t stride, const int32_t* slots, int64_t
 void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
                   const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
   attention::key_scores<ScoreVec>(q, heads, keys, head_dim, slots, n, scale, scores);
-  float sum8[8 * kMaxGroup];
-  for (int h = 0; h < heads; h++) exp_scores(scores + h * n, n, sum8 + 8 * h);
-  attend_values(v, v_stride, head_dim, slots, n, heads, scores, sum8, out);
+  float sum16[16 * kMaxGroup];
+  for (int h = 0; h < heads; h++) exp_scores(scores + h * score_stride(n), n, sum16 + 16 * h);
+  attend_values(v, v_stride, head_dim, slots, n, heads, scores, sum16, out);
 }
 
 void attend_values(const float* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, int heads,
-                   const float* p, const float* sum8, float* out) {
+                   const float* p, const float* sum16, float* out) {
   float inv[kMaxGroup];
-  for (int h = 0; h < heads; h++) inv[h] = 1.0f / hsum(_mm256_loadu_ps(sum8 + 8 * h));
+  for (int h = 0; h < heads; h++)
+    inv[h] = 1.0f / hsum(_mm256_add_ps(_mm256_loadu_ps(sum16 + 16 * h), _mm256_loadu_ps(sum16 + 16 * h + 8)));
   switch (head_dim) {
     case 8: return weighted_sums<1>(v, v_stride, slots, n, heads, p, inv, out);
     case 16: return weighted_sums<2>(v, v_stride, slots, n, heads, p, inv, out);
@@ -184,7 +198,7 @@ void attend_values(const float* v, int64_t v_stride, int head_dim, const int32_t
     for (int d = 0; d < head_dim; d++) o[d] = 0.0f;
     for (int64_t j = 0; j < n; j++) {
       const float* vj = v + slots[j] * v_stride;
-      for (int d = 0; d < head_dim; d++) o[d] += p[h * n + j] * vj[d];
+      for (int d = 0; d < head_dim; d++) o[d] += p[h * score_stride(n) + j] * vj[d];
     }
     for (int d = 0; d < head_dim; d++) o[d] *= inv[h];
   }

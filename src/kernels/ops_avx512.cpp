@@ -29,25 +29,28 @@ struct ScoreVec {
   }
 };
 
-// s[j] = exp(s[j] - max), and sum8 = the lane sums in avx2's order: 8-lane vectors of list positions, in list
-// order. A missing tail lane is -inf, whose exp is 0, and adding a zero vector changes no lane.
-void exp_scores(float* s, int64_t n, float* sum8) {
+// s[j] = exp(s[j] - max), and sum16 = the 16 lane sums in avx2's order: lane l adds list positions j = l mod
+// 16 in list order. A missing tail lane is -inf, whose exp is 0, and adding zeros changes no lane.
+void exp_scores(float* s, int64_t n, float* sum16) {
   __m512 m = _mm512_set1_ps(-INFINITY);  // the maximum is exact in any order
   int64_t j = 0;
   for (; j + 16 <= n; j += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(s + j));
   float mx = _mm512_reduce_max_ps(m);
   for (; j < n; j++) mx = s[j] > mx ? s[j] : mx;
   const __m512 mv = _mm512_set1_ps(mx);
-  __m256 sumv = _mm256_setzero_ps();
-  for (j = 0; j < n; j += 16) {
-    const __mmask16 live = n - j >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (n - j)) - 1);
-    const __m512 x = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), live, s + j);
-    const __m512 e = exp(_mm512_sub_ps(x, mv));
-    _mm512_mask_storeu_ps(s + j, live, e);
-    sumv = _mm256_add_ps(sumv, _mm512_castps512_ps256(e));
-    sumv = _mm256_add_ps(sumv, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
+  __m512 sumv = _mm512_setzero_ps();
+  for (j = 0; j + 16 <= n; j += 16) {
+    const __m512 e = exp(_mm512_sub_ps(_mm512_loadu_ps(s + j), mv));
+    _mm512_storeu_ps(s + j, e);
+    sumv = _mm512_add_ps(sumv, e);
   }
-  _mm256_storeu_ps(sum8, sumv);
+  if (j < n) {
+    const __mmask16 live = static_cast<__mmask16>((1u << (n - j)) - 1);
+    const __m512 e = exp(_mm512_sub_ps(_mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), live, s + j), mv));
+    _mm512_mask_storeu_ps(s + j, live, e);
+    sumv = _mm512_add_ps(sumv, e);
+  }
+  _mm512_storeu_ps(sum16, sumv);
 }
 
 }  // namespace
@@ -55,9 +58,9 @@ void exp_scores(float* s, int64_t n, float* sum8) {
 void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
                   const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
   attention::key_scores<ScoreVec>(q, heads, keys, head_dim, slots, n, scale, scores);
-  float sum8[8 * kMaxGroup];
-  for (int h = 0; h < heads; h++) exp_scores(scores + h * n, n, sum8 + 8 * h);
-  avx2::attend_values(v, v_stride, head_dim, slots, n, heads, scores, sum8, out);
+  float sum16[16 * kMaxGroup];
+  for (int h = 0; h < heads; h++) exp_scores(scores + h * score_stride(n), n, sum16 + 16 * h);
+  avx2::attend_values(v, v_stride, head_dim, slots, n, heads, scores, sum16, out);
 }
 
 }  // namespace jf::avx512

@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "base/aligned.h"
 #include "kernels/ops.h"
 #include "model/config.h"
 
@@ -54,7 +55,7 @@ class KvCache {
   int64_t kv_dim_;
   size_t head_keys_;  // floats of one layer and head: capacity rounded up to whole blocks, times head_dim
   int size_ = 0;
-  std::vector<float> k_, v_;
+  aligned_vector<float> k_, v_;
 };
 
 }  // namespace jf

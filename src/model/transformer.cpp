@@ -21,7 +21,7 @@ Transformer::Transformer(const ModelConfig& cfg, const ModelWeights& w) : cfg_(c
 }
 
 void Transformer::ensure_capacity(int64_t n, int64_t nl) {
-  auto grow = [](std::vector<float>& v, int64_t size) {
+  auto grow = [](aligned_vector<float>& v, int64_t size) {
     if (static_cast<int64_t>(v.size()) < size) v.resize(static_cast<size_t>(size));
   };
   grow(x_, n * cfg_.dim);
@@ -99,7 +99,7 @@ void Transformer::qkv_rows(int l, int64_t r0, int64_t r1, bool threads) {
 void Transformer::attend_units(int l, int64_t u0, int64_t u1) {
   const int hd = cfg_.head_dim, group = cfg_.n_heads / cfg_.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  thread_local std::vector<float> scores;
+  thread_local aligned_vector<float> scores;
   for (int64_t u = u0; u < u1; u++) {
     const int64_t r = u / cfg_.n_kv_heads;
     const int kvh = static_cast<int>(u % cfg_.n_kv_heads);
@@ -107,7 +107,8 @@ void Transformer::attend_units(int l, int64_t u0, int64_t u1) {
     const int64_t nv = row.slots_end - row.slots_begin;
     for (int h0 = 0; h0 < group; h0 += kMaxGroup) {
       const int heads = std::min(kMaxGroup, group - h0);
-      if (static_cast<int64_t>(scores.size()) < heads * nv) scores.resize(static_cast<size_t>(heads * nv));
+      if (static_cast<int64_t>(scores.size()) < attention_scratch(heads, nv))
+        scores.resize(static_cast<size_t>(attention_scratch(heads, nv)));
       const int64_t at = r * cfg_.q_dim() + (int64_t{kvh} * group + h0) * hd;
       attend_group(&q_[at], heads, row.cache->keys(l, kvh), row.cache->v(l, 0) + kvh * hd, row.cache->v_stride(), hd,
                    &slot_list_[row.slots_begin], nv, scale, scores.data(), &att_[at]);

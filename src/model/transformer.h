@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "base/aligned.h"
 #include "model/batch.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
@@ -64,7 +65,7 @@ class Transformer : public ForwardPass {
   std::vector<int32_t> slot_list_;
   std::vector<int32_t> logit_src_;  // row index of each requested logit row
   // activations, rows x width, allocated once for the largest batch seen
-  std::vector<float> x_, xb_, q_, k_, v_, att_, hg_, hu_, rope_cos_, rope_sin_, logits_;
+  aligned_vector<float> x_, xb_, q_, k_, v_, att_, hg_, hu_, rope_cos_, rope_sin_, logits_;
 };
 
 }  // namespace jf
