@@ -35,12 +35,13 @@ int main(int argc, char** argv) {
                "Also time the row-major kernels (no panel copies), alternating with the default ones");
   std::string schedule = "auto";
   app.add_option("--schedule", schedule,
-                 "Multi-row schedule for small models: auto (measure both, keep the faster), rows, matrices")
-      ->check(CLI::IsMember({"auto", "rows", "matrices"}));
+                 "How a small model uses the threads: auto (time each way, keep the fastest), serial, rows, matrices")
+      ->check(CLI::IsMember({"auto", "serial", "rows", "matrices"}));
   CLI11_PARSE(app, argc, argv);
   set_num_threads(threads);
   set_multirow_schedule(schedule == "rows"       ? MultiRowSchedule::SplitRows
                         : schedule == "matrices" ? MultiRowSchedule::SplitMatrices
+                        : schedule == "serial"   ? MultiRowSchedule::Serial
                                                  : MultiRowSchedule::Auto);
 
   std::unique_ptr<Model> model;

@@ -2,6 +2,7 @@
 // batched (alone, in chunks, inside a tree with other tokens, next to other sequences, any thread count).
 #include <cmath>
 #include <functional>
+#include <map>
 #include <memory>
 
 #include "base/error.h"
@@ -158,7 +159,8 @@ TEST_P(BatchInvariance, LogitsBitIdenticalAcrossBatchShapes) {
   set_num_threads(1);
   Logits ref = stepwise(*m, toks);
   for (int threads : {1, 2, 3})
-    for (MultiRowSchedule s : {MultiRowSchedule::SplitRows, MultiRowSchedule::SplitMatrices, MultiRowSchedule::Auto}) {
+    for (MultiRowSchedule s : {MultiRowSchedule::Serial, MultiRowSchedule::SplitRows, MultiRowSchedule::SplitMatrices,
+                               MultiRowSchedule::Auto}) {
       set_num_threads(threads);
       set_multirow_schedule(s);
       SCOPED_TRACE("threads=" + std::to_string(threads) + " schedule=" + std::to_string(static_cast<int>(s)));
@@ -303,35 +305,45 @@ TEST(Stories260K, MalformedLlama2cCheckpoint) {
 }
 
 
-// Auto alternates between the schedules while measuring, then keeps the faster one per class of row
-// counts; an override wins over both.
-TEST(ScheduleChooser, KeepsTheFasterScheduleForEachBatchClass) {
+// Auto takes the candidate schedules in turn while measuring, then keeps the fastest per class of row
+// counts; one row never tries splitting rows; an override wins over all.
+TEST(ScheduleChooser, KeepsTheFastestScheduleForEachBatchClass) {
+  using S = MultiRowSchedule;
   ScheduleChooser c;
-  std::array<int, 2> tried{0, 0};
-  for (int i = 0; i < 2 * ScheduleChooser::kTrials; i++) {
-    // n = 2: rows split takes 1 ms, matrices 2 ms; n = 8: the other way round (with one slow outlier).
-    bool r2 = c.split_rows(2);
-    tried[r2]++;
-    c.record(2, r2, r2 ? 1e-3 : 2e-3);
-    bool r8 = c.split_rows(8);
-    c.record(8, r8, r8 ? (i == 0 ? 1e-4 : 4e-3) : 3e-3);
+  std::map<S, int> tried2, tried1;
+  auto seconds = [](int64_t n, S s, int i) {
+    switch (n) {
+      case 1: return s == S::Serial ? 1e-3 : 2e-3;                                        // serial wins
+      case 2: return s == S::SplitRows ? 1e-3 : s == S::Serial ? 1.5e-3 : 2e-3;           // rows win
+      default: return s == S::SplitMatrices ? 3e-3 : (i == 1 ? 1e-4 : 4e-3);  // matrices win (one outlier)
+    }
+  };
+  for (int i = 0; i < 3 * ScheduleChooser::kTrials; i++) {
+    for (int64_t n : {1, 2, 8}) {
+      const S s = c.choose(n);
+      ASSERT_NE(s, S::Auto);
+      if (n == 1) tried1[s]++;
+      if (n == 2) tried2[s]++;
+      c.record(n, s, seconds(n, s, i));
+    }
   }
-  EXPECT_EQ(tried[0], ScheduleChooser::kTrials);
-  EXPECT_EQ(tried[1], ScheduleChooser::kTrials);
+  EXPECT_EQ(tried1[S::SplitRows], 0);
+  EXPECT_GE(tried1[S::Serial], ScheduleChooser::kTrials);
+  for (S s : {S::Serial, S::SplitRows, S::SplitMatrices}) EXPECT_EQ(tried2[s], ScheduleChooser::kTrials);
   for (int i = 0; i < 5; i++) {
-    EXPECT_TRUE(c.split_rows(2));
-    EXPECT_TRUE(c.split_rows(1 + 1));
-    EXPECT_FALSE(c.split_rows(8));
-    EXPECT_FALSE(c.split_rows(5));
-    c.record(2, true, 1.0);  // later times no longer change the choice
+    EXPECT_EQ(c.choose(1), S::Serial);
+    EXPECT_EQ(c.choose(2), S::SplitRows);
+    EXPECT_EQ(c.choose(8), S::SplitMatrices);
+    EXPECT_EQ(c.choose(5), S::SplitMatrices);
+    c.record(2, S::Serial, 1e-9);  // later times no longer change the choice
   }
-  EXPECT_TRUE(c.split_rows(2));
-  set_multirow_schedule(MultiRowSchedule::SplitMatrices);
-  EXPECT_FALSE(c.split_rows(2));
-  set_multirow_schedule(MultiRowSchedule::SplitRows);
-  EXPECT_TRUE(c.split_rows(8));
-  set_multirow_schedule(MultiRowSchedule::Auto);
-  EXPECT_FALSE(c.split_rows(8));
+  EXPECT_EQ(c.choose(2), S::SplitRows);
+  set_multirow_schedule(S::SplitMatrices);
+  EXPECT_EQ(c.choose(2), S::SplitMatrices);
+  set_multirow_schedule(S::Serial);
+  EXPECT_EQ(c.choose(8), S::Serial);
+  set_multirow_schedule(S::Auto);
+  EXPECT_EQ(c.choose(8), S::SplitMatrices);
 }
 
 }  // namespace

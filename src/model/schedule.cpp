@@ -17,24 +17,31 @@ double median(std::vector<double> v) {
 void set_multirow_schedule(MultiRowSchedule s) { g_schedule.store(s); }
 MultiRowSchedule multirow_schedule() { return g_schedule.load(); }
 
-bool ScheduleChooser::split_rows(int64_t n) const {
-  switch (multirow_schedule()) {
-    case MultiRowSchedule::SplitRows: return true;
-    case MultiRowSchedule::SplitMatrices: return false;
-    case MultiRowSchedule::Auto: break;
-  }
+MultiRowSchedule ScheduleChooser::choose(int64_t n) const {
+  const MultiRowSchedule forced = multirow_schedule();
+  if (forced != MultiRowSchedule::Auto) return forced;
   const Class& c = classes_[class_of(n)];
-  if (c.decided >= 0) return c.decided == 1;
-  // Alternate, starting with rows: the schedule with fewer trials goes next.
-  return c.per_row[1].size() <= c.per_row[0].size();
+  if (c.decided >= 0) return kCandidates[c.decided];
+  // Round robin: the first candidate with the fewest trials goes next.
+  int next = 0;
+  for (int i = 1; i < candidates(n); i++)
+    if (c.per_row[i].size() < c.per_row[next].size()) next = i;
+  return kCandidates[next];
 }
 
-void ScheduleChooser::record(int64_t n, bool split_rows, double seconds) {
+void ScheduleChooser::record(int64_t n, MultiRowSchedule used, double seconds) {
   Class& c = classes_[class_of(n)];
   if (c.decided >= 0 || multirow_schedule() != MultiRowSchedule::Auto) return;
-  c.per_row[split_rows].push_back(seconds / static_cast<double>(n));
-  if (c.per_row[0].size() >= kTrials && c.per_row[1].size() >= kTrials)
-    c.decided = median(c.per_row[1]) <= median(c.per_row[0]) ? 1 : 0;
+  const int k = candidates(n);
+  const int i = static_cast<int>(std::find(kCandidates, kCandidates + k, used) - kCandidates);
+  if (i == k) return;  // not a candidate for this class (a forward from before an override was lifted)
+  c.per_row[i].push_back(seconds / static_cast<double>(std::max<int64_t>(n, 1)));
+  for (int j = 0; j < k; j++)
+    if (c.per_row[j].size() < kTrials) return;
+  int best = 0;
+  for (int j = 1; j < k; j++)
+    if (median(c.per_row[j]) < median(c.per_row[best])) best = j;
+  c.decided = best;
 }
 
 }  // namespace jf

@@ -146,15 +146,15 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
     rope_angles(cfg_, rows_[r].pos, &rope_cos_[r * half], &rope_sin_[r * half]);
   }
 
-  const int threads = num_threads();
-  const bool choose = row_parallel_ && threads > 1 && n > 1;
-  const bool split_rows = choose && schedule_.split_rows(n);
+  // Small models: how to use the threads is measured (model/schedule.h); large ones split every matrix.
+  const bool choose = row_parallel_ && num_threads() > 1;
+  const MultiRowSchedule schedule = choose ? schedule_.choose(n) : MultiRowSchedule::SplitMatrices;
+  const bool threads = schedule != MultiRowSchedule::Serial;
   const auto t0 = choose ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  if (split_rows) {
-    // Small model, several rows: each thread takes a contiguous share of the rows through a whole layer
-    // (two jobs per layer: attention needs every row's keys and values first). A row's arithmetic is the
-    // same as in the other branch, so this changes speed, never results (model/schedule.h).
-    const int64_t pieces = std::min<int64_t>(n, threads);
+  if (schedule == MultiRowSchedule::SplitRows) {
+    // Each thread takes a contiguous share of the rows through a whole layer (two jobs per layer: attention
+    // needs every row's keys and values first). A row's arithmetic is the same as in the other branch.
+    const int64_t pieces = std::min<int64_t>(n, num_threads());
     auto rows_of = [&](int64_t c, auto&& fn) { fn(n * c / pieces, n * (c + 1) / pieces); };
     for (int l = 0; l < cfg_.n_layers; l++) {
       parallel_chunks(pieces, true, [&](int64_t c) {
@@ -170,21 +170,21 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
   } else {
     int64_t work = 0;  // attention multiply-adds per layer, to decide whether threads pay
     for (const Row& r : rows_) work += (r.slots_end - r.slots_begin);
-    const bool parallel = work * cfg_.n_heads * cfg_.head_dim >= (1 << 15);
+    const bool parallel = threads && work * cfg_.n_heads * cfg_.head_dim >= (1 << 15);
     for (int l = 0; l < cfg_.n_layers; l++) {
-      qkv_rows(l, 0, n, true);
+      qkv_rows(l, 0, n, threads);
       parallel_for(n * cfg_.n_kv_heads, parallel, [&](int64_t u0, int64_t u1) { attend_units(l, u0, u1); });
-      out_ffn_rows(l, 0, n, true);
+      out_ffn_rows(l, 0, n, threads);
     }
   }
   if (choose)
-    schedule_.record(n, split_rows, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    schedule_.record(n, schedule, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 
   // ---- output head, only for the rows asked for
   if (nl == 0) return logits_.data();
   for (int64_t i = 0; i < nl; i++)
     rmsnorm(&x_[logit_src_[i] * dim], w_.output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
-  matmul(xb_.data(), nl, w_.output, logits_.data());
+  matmul(xb_.data(), nl, w_.output, logits_.data(), threads);
   return logits_.data();
 }
 
