@@ -95,8 +95,9 @@ TEST_P(IsaTest, MatmulMatchesReferenceAllTypes) {
 }
 
 // The panel layout's promise, exactly: every output is the FMA chain acc = fma(x[k], w[k], acc) over
-// k = 0..K-1 from 0, for any batch size and any number of output features (padding included), in both
-// fp32 panels and panels of the weights' own type.
+// k = 0..K-1 from 0 (Q8_0 in its own panels: that chain over each block's quants, then acc = fma(block sum,
+// scale, acc)), for any batch size and any number of output features (padding included), in both fp32
+// panels and panels of the weights' own type.
 TEST_P(IsaTest, PanelMatmulIsTheSequentialFmaChain) {
   if (GetParam() == Isa::Scalar) GTEST_SKIP() << "the scalar kernels do not use the panel layout";
   for (Layout layout : {Layout::PanelsF32, Layout::PanelsOwn})
@@ -107,11 +108,22 @@ TEST_P(IsaTest, PanelMatmulIsTheSequentialFmaChain) {
         auto x = randn(M * K, 23);
         std::vector<float> y(static_cast<size_t>(M * N)), row(static_cast<size_t>(K));
         matmul(x.data(), M, w.w, y.data());
+        // Q8_0 in its own panels: the chain over each block's quants, scaled once per block.
+        const bool q8_blocks = t == DType::Q8_0 && layout == Layout::PanelsOwn;
         for (int64_t n = 0; n < N; n++) {
           dequantize_row(t, w.w.row(n), row.data(), K);
+          const auto* blocks = reinterpret_cast<const BlockQ8_0*>(w.w.row(n));
           for (int64_t m = 0; m < M; m++) {
             float acc = 0.0f;
-            for (int64_t k = 0; k < K; k++) acc = std::fma(x[m * K + k], row[k], acc);
+            if (q8_blocks) {
+              for (int64_t b = 0; b < K / kQ8Block; b++) {
+                float s = 0.0f;
+                for (int k = 0; k < kQ8Block; k++) s = std::fma(x[m * K + b * kQ8Block + k], float(blocks[b].qs[k]), s);
+                acc = std::fma(s, f16_to_f32(blocks[b].d), acc);
+              }
+            } else {
+              for (int64_t k = 0; k < K; k++) acc = std::fma(x[m * K + k], row[k], acc);
+            }
             ASSERT_EQ(y[m * N + n], acc)
                 << dtype_name(t) << " " << layout_name(layout) << " M=" << M << " m=" << m << " n=" << n;
           }

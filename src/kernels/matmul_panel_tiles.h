@@ -2,8 +2,9 @@
 // whose vector covers V::PP panels (AVX2: one panel of 8 lanes; AVX-512: two adjacent panels in 16 lanes).
 // One broadcast x value times the weights of PP panels at a time, for MR rows of x and NV vectors per tile:
 // no horizontal sums, and each weight vector is converted to fp32 once per MR rows. Every output element is
-// the chain acc = fma(x[k], w[k], acc), k = 0 .. K-1, whatever V, MR or NV, so all instantiations agree bit
-// for bit. Include only from a file compiled for V's instruction set.
+// the chain acc = fma(x[k], w[k], acc), k = 0 .. K-1 (Q8_0 panels: that chain per block of 32 over the
+// quants, blocks combined by their scales, see tile_q8), whatever V, MR or NV, so all instantiations agree
+// bit for bit. Include only from a file compiled for V's instruction set.
 #pragma once
 #include <immintrin.h>
 
@@ -75,25 +76,35 @@ void tile_elem(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y,
   store_tile<V, MR, NV>(acc, y, N, col0);
 }
 
-// Q8_0: the weight is q * d rounded to fp32, as in the row-major kernels.
+// Q8_0: per block of 32 positions the int8 quants (exact in fp32) go through the FMA chain
+// s = fma(x[k], q[k], s), and the block's sum is scaled once, acc = fma(s, d, acc), blocks in order. Scaling
+// each weight instead (q * d) would put one multiply beside every MR FMAs. The running totals wait in
+// memory while a block's sums hold the registers.
 template <class V, int MR, int NV>
 void tile_q8(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t col0) {
-  typename V::T acc[MR][NV];
-  zero_tile<V, MR, NV>(acc);
+  constexpr int L = V::PP * kPanel;
+  alignas(64) float total[MR][NV][L] = {};
   const size_t bb = panel_bytes(DType::Q8_0, kQ8Block);
   for (int64_t b = 0; b < K / kQ8Block; b++) {
-    typename V::T d[NV];
-#pragma GCC unroll 8
-    for (int j = 0; j < NV; j++) d[j] = V::load_f32(w + j * V::PP * ps, ps, b * bb);
+    typename V::T acc[MR][NV];
+    zero_tile<V, MR, NV>(acc);
     for (int kk = 0; kk < kQ8Block; kk++) {
       typename V::T wv[NV];
 #pragma GCC unroll 8
-      for (int j = 0; j < NV; j++)
-        wv[j] = V::mul(V::load_i8(w + j * V::PP * ps, ps, b * bb + kPanel * sizeof(float) + kk * kPanel), d[j]);
+      for (int j = 0; j < NV; j++) wv[j] = V::load_i8(w + j * V::PP * ps, ps, b * bb + kPanel * sizeof(float) + kk * kPanel);
       fma_rows<V, MR, NV>(acc, x, K, b * kQ8Block + kk, wv);
     }
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; j++) {
+      const typename V::T d = V::load_f32(w + j * V::PP * ps, ps, b * bb);
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; i++) V::storeu(total[i][j], V::fma(acc[i][j], d, V::loadu(total[i][j])));
+    }
   }
-  store_tile<V, MR, NV>(acc, y, N, col0);
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; i++)
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; j++) V::store(V::loadu(total[i][j]), y + i * N, N, col0 + j * L);
 }
 
 // Kept out of line: inlined into the row loops, GCC 12 spilled an accumulator of the Q8_0 tiles to the

@@ -13,16 +13,14 @@ struct PanelVec {
   static constexpr int PP = 1;  // panels per vector
   static constexpr int MR = 4;  // rows of x per pass over the weights
   // Vectors per tile for mr rows, from the 16 vector registers: MR * NV accumulators + NV converted weights
-  // (+ NV scales for Q8_0) + 1 broadcast.
+  // + 1 broadcast (any weight type: Q8_0 scales are loaded only between blocks).
   template <class L>
-  static constexpr int wide(int mr) {
-    if constexpr (std::is_same_v<L, panel_tiles::PanelQ8>) return mr == 1 ? 6 : mr == 2 ? 4 : 2;
-    return mr == 1 ? 8 : mr == 2 ? 4 : 3;
-  }
+  static constexpr int wide(int mr) { return mr == 1 ? 8 : mr == 2 ? 4 : 3; }
   static T zero() { return _mm256_setzero_ps(); }
   static T broadcast(const float* p) { return _mm256_broadcast_ss(p); }
   static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
-  static T mul(T a, T b) { return _mm256_mul_ps(a, b); }
+  static T loadu(const float* p) { return _mm256_loadu_ps(p); }
+  static void storeu(float* p, T v) { _mm256_storeu_ps(p, v); }
   static void pin(T& v) { __asm__("" : "+x"(v)); }
   // The 8 values at byte offset `off` of the panel (ps, the panel stride, is unused with one panel).
   static T load_f32(const uint8_t* panel, size_t, size_t off) {

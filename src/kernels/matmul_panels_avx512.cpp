@@ -15,17 +15,17 @@ struct PanelVec {
   // Rows of x per pass over the weights: 8 (twice AVX2's) halves the weight conversions per FMA.
   static constexpr int MR = 8;
   // Vectors per tile for mr rows, from the 32 vector registers: mr * NV accumulators + NV converted weights
-  // (+ NV scales for Q8_0) + 1 broadcast.
+  // + 1 broadcast (any weight type: Q8_0 scales are loaded only between blocks).
   template <class L>
   static constexpr int wide(int mr) {
-    constexpr int kWideQ8[] = {0, 6, 6, 5, 4, 4, 3, 3, 3};
     constexpr int kWide[] = {0, 8, 8, 6, 5, 5, 4, 3, 3};
-    return std::is_same_v<L, panel_tiles::PanelQ8> ? kWideQ8[mr] : kWide[mr];
+    return kWide[mr];
   }
   static T zero() { return _mm512_setzero_ps(); }
   static T broadcast(const float* p) { return _mm512_set1_ps(*p); }
   static T fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
-  static T mul(T a, T b) { return _mm512_mul_ps(a, b); }
+  static T loadu(const float* p) { return _mm512_loadu_ps(p); }
+  static void storeu(float* p, T v) { _mm512_storeu_ps(p, v); }
   static void pin(T& v) { __asm__("" : "+v"(v)); }
   // Lanes 0-7: the 8 values at byte offset `off` of the first panel; lanes 8-15: of the next (ps bytes on).
   static T load_f32(const uint8_t* panel, size_t ps, size_t off) {
