@@ -36,7 +36,9 @@ void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool thr
 //   F32 / F16 / BF16: panel p is K groups of 8 values, group k = W[8p .. 8p+8)[k].
 //   Q8_0: panel p is K/32 blocks, each 8 fp32 scales then 32 groups of 8 int8 quants.
 // Rows past N are zero. Per output element the order is acc = fma(x[k], w[k], acc) for k = 0 .. K-1 from
-// acc = 0, whatever M or the tile shape (w[k] as fp32; for Q8_0 the product q * d rounded to fp32).
+// acc = 0, whatever M or the tile shape (w[k] as fp32; Q8_0 weights in fp32 panels are q * d rounded to
+// fp32; in Q8_0 panels each block's quants go through that chain from 0 and the block sums are added as
+// acc = fma(sum, d, acc), blocks in order).
 constexpr int64_t kPanel = 8;
 // Matrices with at most this many input features get an fp32 panel copy whatever their type (see
 // model/weights.h pack_matrices).
