@@ -1,0 +1,77 @@
+// The matmul kernels alone: GFLOP/s for one weight matrix by instruction set, weight type and rows M, with
+// the weights either cache-resident (one matrix) or streamed from memory (--copies cycles through several
+// panel copies larger than the L3 cache). Separates the kernels' efficiency from the rest of a forward.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+#include <vector>
+
+#include "base/rng.h"
+#include "base/timer.h"
+#include "kernels/cpu.h"
+#include "kernels/matmul.h"
+#include "kernels/parallel.h"
+
+using namespace jf;
+
+int main(int argc, char** argv) {
+  CLI::App app{"Matmul kernel throughput (panel layout)"};
+  std::string type = "q8_0", ms_arg = "1,4,8,16";
+  int64_t rows = 5632, cols = 2048;
+  int copies = 1, threads = 1, reps = 15;
+  app.add_option("--type", type, "Weight type: f32, f16, bf16, q8_0")->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}));
+  app.add_option("--rows", rows, "Output features N")->check(CLI::Range(int64_t(8), int64_t(1) << 20));
+  app.add_option("--cols", cols, "Input features K (a multiple of 32 for q8_0)")->check(CLI::Range(int64_t(32), int64_t(1) << 20));
+  app.add_option("--copies", copies, "Panel copies cycled through (weights streamed from memory when larger than the cache)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("-t,--threads", threads, "Threads")->check(CLI::Range(1, 256));
+  app.add_option("--ms", ms_arg, "Comma-separated row counts");
+  app.add_option("--reps", reps, "Repetitions (the fastest is reported)")->check(CLI::Range(1, 100000));
+  CLI11_PARSE(app, argc, argv);
+  const DType t = type == "f32" ? DType::F32 : type == "f16" ? DType::F16 : type == "bf16" ? DType::BF16 : DType::Q8_0;
+  if (t == DType::Q8_0 && cols % 32 != 0) {
+    std::fprintf(stderr, "error: --cols must be a multiple of 32 for q8_0, got %lld\n", static_cast<long long>(cols));
+    return 1;
+  }
+  std::vector<int64_t> ms;
+  std::stringstream ss(ms_arg);
+  for (std::string tok; std::getline(ss, tok, ',');) ms.push_back(std::stoll(tok));
+  set_num_threads(threads);
+
+  Rng rng(1);
+  std::vector<float> f(static_cast<size_t>(rows * cols));
+  for (float& v : f) v = rng.normal();
+  std::vector<uint8_t> bytes(dtype_row_bytes(t, cols) * rows);
+  for (int64_t n = 0; n < rows; n++) quantize_row(t, &f[n * cols], bytes.data() + n * dtype_row_bytes(t, cols), cols);
+  const WeightMatrix base{t, bytes.data(), rows, cols};
+  std::vector<PageBuffer> panels;
+  std::vector<WeightMatrix> ws;
+  for (int c = 0; c < copies; c++) panels.push_back(pack_panels(base, t));
+  for (int c = 0; c < copies; c++) {
+    WeightMatrix w = base;
+    w.packed = panels[c].data();
+    w.packed_type = t;
+    ws.push_back(w);
+  }
+  std::printf("%lld x %lld %s, %d copies (%.1f MB of panels), %d threads, fastest of %d\n\n", static_cast<long long>(rows),
+              static_cast<long long>(cols), type.c_str(), copies, copies * read_bytes(ws[0]) / 1e6, threads, reps);
+  std::printf("| kernels | M | ms per matmul | GFLOP/s |\n|---|---|---|---|\n");
+  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
+    if (!isa_supported(isa)) continue;
+    set_active_isa(isa);
+    for (int64_t m : ms) {
+      std::vector<float> x(static_cast<size_t>(m * cols)), y(static_cast<size_t>(m * rows));
+      for (float& v : x) v = rng.normal();
+      double best = 1e30;
+      for (int r = 0; r < reps; r++) {
+        const double t0 = now_seconds();
+        for (const WeightMatrix& w : ws) matmul(x.data(), m, w, y.data(), threads > 1);
+        best = std::min(best, (now_seconds() - t0) / copies);
+      }
+      std::printf("| %s | %lld | %.3f | %.1f |\n", isa_name(isa).c_str(), static_cast<long long>(m), best * 1e3,
+                  2.0 * m * rows * cols / best / 1e9);
+    }
+  }
+  return 0;
+}
