@@ -8,14 +8,14 @@ fails=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-check_error() {  # name, expected exit code, command...
+check_error() {  # name, expected exit code, command... (nothing on stdout, one error line on stderr)
   local name="$1" want="$2"
   shift 2
   "$@" >"$tmp/out" 2>"$tmp/err"
   local rc=$?
   local lines
   lines=$(wc -l <"$tmp/err")
-  if [ "$rc" -ne "$want" ] || [ "$lines" -ne 1 ] || ! grep -q "^jf: error: " "$tmp/err"; then
+  if [ "$rc" -ne "$want" ] || [ "$lines" -ne 1 ] || ! grep -q "^jf: error: " "$tmp/err" || [ -s "$tmp/out" ]; then
     echo "FAIL $name: exit $rc (want $want), stderr:"; cat "$tmp/err"; fails=$((fails + 1))
   else
     echo "ok   $name: $(cat "$tmp/err")"

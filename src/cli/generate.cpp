@@ -50,6 +50,7 @@ int run_generate(GenerateArgs& a) {
   std::string prompt_text;
   std::vector<int32_t> prompt = prompt_tokens(a.prompt, tok, &prompt_text);
   Session session(*lm.model, context_size(a.model, *lm.model));
+  check_prompt(prompt, session.context_size());  // before the prompt is echoed
   a.gen.eos_ids.clear();
   for (int32_t id = 0; id < tok.n_vocab(); id++)
     if (tok.is_eog(id)) a.gen.eos_ids.push_back(id);

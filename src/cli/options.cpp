@@ -54,7 +54,7 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
   app->add_option("--N", d.ngram, "lookahead: n-gram size N >= 2 (default 2)");
   app->add_option("--G", d.guesses, "lookahead: candidates verified per step and kept per key (default 2)");
   app->add_flag("!--no-pool-from-prompt", d.pool_from_prompt, "lookahead: do not seed the n-gram pool from the text");
-  app->add_option("--draft-max", d.draft_max, "pld: longest proposal (default 8)");
+  app->add_option("--draft-max", d.draft_max, "pld: longest proposal, 0 = none (plain AR, for comparisons) (default 8)");
   app->add_option("--ngram-max", d.ngram_max, "pld: longest suffix looked up (default 4)");
   app->add_option_function<std::string>(
          "--draft-policy", [&d](const std::string& v) { d.draft_adaptive = v == "adaptive"; },

@@ -54,12 +54,16 @@ void DecodeContext::stop_context_full() {
   done_ = true;
 }
 
+void check_prompt(std::span<const int32_t> prompt, int context_size) {
+  if (prompt.empty()) throw Error("the prompt is empty (it needs at least a BOS token)");
+  if (static_cast<int>(prompt.size()) > context_size)
+    throw Error("the prompt has " + std::to_string(prompt.size()) + " tokens, more than the context size " +
+                std::to_string(context_size));
+}
+
 GenerationResult Decoder::generate(Session& s, std::span<const int32_t> prompt, const GenerationConfig& cfg,
                                    const TokenSink& sink) {
-  if (prompt.empty()) throw Error("the prompt is empty (it needs at least a BOS token)");
-  if (static_cast<int>(prompt.size()) > s.context_size())
-    throw Error("the prompt has " + std::to_string(prompt.size()) + " tokens, more than the context size " +
-                std::to_string(s.context_size()));
+  check_prompt(prompt, s.context_size());
   if (cfg.max_new_tokens < 0) throw Error("the number of tokens to generate must be >= 0");
   cfg.sampling.validate();
 

@@ -86,6 +86,9 @@ class DecodeContext {
   friend class Decoder;
 };
 
+// Throws jf::Error when a prompt cannot start a generation: empty, or longer than the context.
+void check_prompt(std::span<const int32_t> prompt, int context_size);
+
 class Decoder {
  public:
   virtual ~Decoder() = default;
