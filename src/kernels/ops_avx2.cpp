@@ -1,7 +1,9 @@
 // AVX2 versions of the row operations; per element the same operation order as every other call.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kernels/ops.h"
 #include "kernels/attention_scores.h"
@@ -124,18 +126,22 @@ void exp_scores(float* s, int64_t n, float* sum16) {
   _mm256_storeu_ps(sum16 + 8, hi);
 }
 
-// out_h = inv_h * sum_j p_h[j] v_j over head_dim = 8 * NV, for H heads (p_h = p + h * ps, out_h = out + h * 8 *
-// NV). Keys are spread over IL interleaved accumulator sets by their index in the list (j mod IL) and the sets
-// are added in a fixed order at the end: a head's result depends only on the list, not on H, and independent
-// chains keep the FMA units busy. Each value row is read once for the H heads.
+// Running sums of p_h[j] v_j over head_dim = 8 * NV for H heads (p_h = p + h * ps), over list positions
+// [j0, j1). Keys are spread over IL interleaved accumulator sets by their index in the list (j mod IL; j0 is a
+// multiple of IL) and the sets are added in a fixed order at the end: a head's result depends only on the
+// list, not on H or on how the list is cut into ranges, and independent chains keep the FMA units busy.
+// `state` (H x IL x NV vectors) carries the sums between ranges: read unless `first`, written unless `last`;
+// after the last range out_h = inv_h * the sums (out_h = out + h * 8 * NV). Each value row is read once per
+// call for the H heads.
 template <int NV, int H>
-void weighted_sum(const float* v, int64_t stride, const int32_t* slots, int64_t n, const float* p, int64_t ps,
-                  const float* inv, float* out) {
+void weighted_sum(const float* v, int64_t stride, const int32_t* slots, int64_t j0, int64_t j1, const float* p,
+                  int64_t ps, bool first, bool last, float* state, const float* inv, float* out) {
   constexpr int IL = NV >= 4 ? 1 : 4 / NV;
   __m256 acc[H][IL][NV];
   for (int h = 0; h < H; h++)
     for (int a = 0; a < IL; a++)
-      for (int d = 0; d < NV; d++) acc[h][a][d] = _mm256_setzero_ps();
+      for (int d = 0; d < NV; d++)
+        acc[h][a][d] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(state + ((h * IL + a) * NV + d) * 8);
   auto add = [&](int a, int64_t j) {
     const float* vj = v + slots[j] * stride;
 #pragma GCC unroll 4
@@ -144,10 +150,16 @@ void weighted_sum(const float* v, int64_t stride, const int32_t* slots, int64_t 
       for (int d = 0; d < NV; d++) acc[h][a][d] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * d), acc[h][a][d]);
     }
   };
-  int64_t j = 0;
-  for (; j + IL <= n; j += IL)
+  int64_t j = j0;
+  for (; j + IL <= j1; j += IL)
     for (int a = 0; a < IL; a++) add(a, j + a);
-  for (int a = 0; j < n; j++, a++) add(a, j);
+  for (int a = 0; j < j1; j++, a++) add(a, j);
+  if (!last) {
+    for (int h = 0; h < H; h++)
+      for (int a = 0; a < IL; a++)
+        for (int d = 0; d < NV; d++) _mm256_storeu_ps(state + ((h * IL + a) * NV + d) * 8, acc[h][a][d]);
+    return;
+  }
   for (int h = 0; h < H; h++) {
     for (int w = 1; w < IL; w *= 2)  // pairwise tree: (0+1)+(2+3)
       for (int a = 0; a + w < IL; a += 2 * w)
@@ -157,17 +169,35 @@ void weighted_sum(const float* v, int64_t stride, const int32_t* slots, int64_t 
   }
 }
 
-// weighted_sum over all heads, two at a time where their accumulators fit in the 16 registers.
+// weighted_sum over all heads, two at a time where their accumulators fit in the 16 registers. When that
+// takes several passes over a long list (a GQA group of many heads), the list is cut into ranges whose value
+// rows fit in the L1 cache and every pass runs over one range before the next: the rows are then read from
+// memory once for the group instead of once per pass (the sums wait in `state` between ranges).
 template <int NV>
 void weighted_sums(const float* v, int64_t stride, const int32_t* slots, int64_t n, int heads, const float* p,
                    const float* inv, float* out) {
   constexpr int IL = NV >= 4 ? 1 : 4 / NV;
+  constexpr int kPair = 2 * IL * NV <= 8 ? 2 : 1;  // heads per pass
+  constexpr int64_t kRange = std::max<int64_t>(64, (16 << 10) / (32 * NV) / IL * IL);  // ~16 KB of value rows
   const int64_t ps = score_stride(n);
-  int h = 0;
-  if constexpr (2 * IL * NV <= 8)
-    for (; h + 2 <= heads; h += 2)
-      weighted_sum<NV, 2>(v, stride, slots, n, p + h * ps, ps, inv + h, out + h * 8 * NV);
-  for (; h < heads; h++) weighted_sum<NV, 1>(v, stride, slots, n, p + h * ps, ps, inv + h, out + h * 8 * NV);
+  const int passes = (heads + kPair - 1) / kPair;
+  const int64_t range = passes > 1 ? kRange : n;
+  thread_local std::vector<float> state;
+  if (static_cast<int64_t>(state.size()) < int64_t{heads} * IL * NV * 8)
+    state.resize(static_cast<size_t>(heads) * IL * NV * 8);
+  for (int64_t j0 = 0;; j0 += range) {
+    const int64_t j1 = std::min(n, j0 + range);
+    const bool first = j0 == 0, last = j1 == n;
+    int h = 0;
+    if constexpr (kPair == 2)
+      for (; h + 2 <= heads; h += 2)
+        weighted_sum<NV, 2>(v, stride, slots, j0, j1, p + h * ps, ps, first, last, state.data() + h * IL * NV * 8,
+                            inv + h, out + h * 8 * NV);
+    for (; h < heads; h++)
+      weighted_sum<NV, 1>(v, stride, slots, j0, j1, p + h * ps, ps, first, last, state.data() + h * IL * NV * 8, inv + h,
+                          out + h * 8 * NV);
+    if (last) break;
+  }
 }
 
 }  // namespace
