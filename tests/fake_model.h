@@ -38,15 +38,16 @@ class FakeModel : public ForwardPass {
       for (int i = 0; i < m; i++) {
         const float token = static_cast<float>(s->tokens[i]);
         c.store_key(0, past + i, &token);
-        c.v(0, past + i)[0] = static_cast<float>(s->positions.empty() ? past + i : s->positions[i]);
+        const float pos = static_cast<float>(s->positions.empty() ? past + i : s->positions[i]);
+        c.store_value(0, past + i, &pos);
       }
       std::vector<std::vector<float>> rows(m);
       for (int i = 0; i < m; i++) {
         visible.clear();
         int expect_pos = 0;
         auto see = [&](int slot) {
-          if (static_cast<int>(c.v(0, slot)[0]) != expect_pos)
-            throw std::logic_error("fake model: a row sees position " + std::to_string(c.v(0, slot)[0]) +
+          if (static_cast<int>(c.value(0, slot, 0)) != expect_pos)
+            throw std::logic_error("fake model: a row sees position " + std::to_string(c.value(0, slot, 0)) +
                                    " where position " + std::to_string(expect_pos) + " belongs");
           expect_pos++;
           visible.push_back(static_cast<int32_t>(c.key(0, slot, 0)));

@@ -217,12 +217,15 @@ TEST(KvCache, KeepAndCopyMoveEveryKeyAndValueElement) {
     for (int s = 0; s < 60; s++) {
       for (int i = 0; i < kvd; i++) row[i] = value_of(l, s, i, 0);
       cache.store_key(l, s, row.data());
-      for (int i = 0; i < kvd; i++) cache.v(l, s)[i] = value_of(l, s, i, 1);
+      for (int i = 0; i < kvd; i++) row[i] = value_of(l, s, i, 1);
+      cache.store_value(l, s, row.data());
     }
   // The layout the attention kernels read.
   for (int h = 0; h < cfg.n_kv_heads; h++)
-    for (int i = 0; i < cfg.head_dim; i++)
+    for (int i = 0; i < cfg.head_dim; i++) {
       ASSERT_EQ(cache.keys(1, h)[key_offset(37, i, cfg.head_dim)], value_of(1, 37, h * cfg.head_dim + i, 0));
+      ASSERT_EQ(cache.values(1, h)[37 * cfg.head_dim + i], value_of(1, 37, h * cfg.head_dim + i, 1));
+    }
   const std::vector<int32_t> keep = {12, 15, 16, 31, 33, 47, 48, 59};  // into slots 10..17
   cache.keep(10, keep);
   ASSERT_EQ(cache.size(), 18);
@@ -234,7 +237,7 @@ TEST(KvCache, KeepAndCopyMoveEveryKeyAndValueElement) {
         const int from = s < 10 ? s : keep[s - 10];
         for (int i = 0; i < kvd; i++) {
           ASSERT_EQ(c->key(l, s, i), value_of(l, from, i, 0)) << "layer " << l << " slot " << s << " elem " << i;
-          ASSERT_EQ(c->v(l, s)[i], value_of(l, from, i, 1)) << "layer " << l << " slot " << s << " elem " << i;
+          ASSERT_EQ(c->value(l, s, i), value_of(l, from, i, 1)) << "layer " << l << " slot " << s << " elem " << i;
         }
       }
 }

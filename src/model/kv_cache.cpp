@@ -11,13 +11,12 @@ KvCache::KvCache(const ModelConfig& cfg, int capacity)
     : n_layers_(cfg.n_layers),
       n_kv_heads_(cfg.n_kv_heads),
       head_dim_(cfg.head_dim),
-      capacity_(capacity),
-      kv_dim_(cfg.kv_dim()) {
+      capacity_(capacity) {
   if (capacity <= 0) throw Error("context size must be positive, got " + std::to_string(capacity));
   const size_t blocks = (static_cast<size_t>(capacity) + kKeyBlock - 1) / kKeyBlock;
   head_keys_ = blocks * kKeyBlock * static_cast<size_t>(head_dim_);
   k_.assign(static_cast<size_t>(n_layers_) * n_kv_heads_ * head_keys_, 0.0f);
-  v_.assign(static_cast<size_t>(n_layers_) * capacity_ * kv_dim_, 0.0f);
+  v_.assign(static_cast<size_t>(n_layers_) * n_kv_heads_ * capacity_ * head_dim_, 0.0f);
 }
 
 void KvCache::store_key(int layer, int slot, const float* key) {
@@ -27,14 +26,21 @@ void KvCache::store_key(int layer, int slot, const float* key) {
   }
 }
 
+void KvCache::store_value(int layer, int slot, const float* value) {
+  for (int h = 0; h < n_kv_heads_; h++)
+    std::memcpy(v_.data() + value_base(layer, h) + static_cast<size_t>(slot) * head_dim_, value + h * head_dim_,
+                sizeof(float) * head_dim_);
+}
+
 void KvCache::move_slot(int from, int to) {
-  for (int l = 0; l < n_layers_; l++) {
+  for (int l = 0; l < n_layers_; l++)
     for (int h = 0; h < n_kv_heads_; h++) {
       float* keys = k_.data() + key_base(l, h);
       for (int i = 0; i < head_dim_; i++) keys[key_offset(to, i, head_dim_)] = keys[key_offset(from, i, head_dim_)];
+      float* values = v_.data() + value_base(l, h);
+      std::memcpy(values + static_cast<size_t>(to) * head_dim_, values + static_cast<size_t>(from) * head_dim_,
+                  sizeof(float) * head_dim_);
     }
-    std::memcpy(v(l, to), v(l, from), sizeof(float) * kv_dim_);
-  }
 }
 
 int KvCache::append(int n) {
@@ -72,11 +78,12 @@ void KvCache::copy_prefix(const KvCache& other, int n) {
   if (n > capacity_) throw Error("context is full: cannot copy " + std::to_string(n) + " tokens");
   // Whole key blocks: lanes past n are copied too, and are overwritten before they are ever read.
   const size_t key_floats = (static_cast<size_t>(n) + kKeyBlock - 1) / kKeyBlock * kKeyBlock * head_dim_;
-  for (int l = 0; l < n_layers_; l++) {
-    for (int h = 0; h < n_kv_heads_; h++)
+  for (int l = 0; l < n_layers_; l++)
+    for (int h = 0; h < n_kv_heads_; h++) {
       std::memcpy(k_.data() + key_base(l, h), other.k_.data() + other.key_base(l, h), sizeof(float) * key_floats);
-    std::memcpy(v(l, 0), other.v(l, 0), sizeof(float) * kv_dim_ * n);
-  }
+      std::memcpy(v_.data() + value_base(l, h), other.v_.data() + other.value_base(l, h),
+                  sizeof(float) * head_dim_ * n);
+    }
   size_ = n;
 }
 

@@ -90,7 +90,7 @@ void Transformer::qkv_rows(int l, int64_t r0, int64_t r1, bool threads) {
     rope(&q_[r * qd], cfg_.n_heads, cfg_.head_dim, cfg_.rope_dim, &rope_cos_[r * half], &rope_sin_[r * half], cfg_.rope_style);
     rope(&k_[r * kvd], cfg_.n_kv_heads, cfg_.head_dim, cfg_.rope_dim, &rope_cos_[r * half], &rope_sin_[r * half], cfg_.rope_style);
     rows_[r].cache->store_key(l, rows_[r].slot, &k_[r * kvd]);
-    std::copy_n(&v_[r * kvd], kvd, rows_[r].cache->v(l, rows_[r].slot));
+    rows_[r].cache->store_value(l, rows_[r].slot, &v_[r * kvd]);
   }
 }
 
@@ -110,7 +110,7 @@ void Transformer::attend_units(int l, int64_t u0, int64_t u1) {
       if (static_cast<int64_t>(scores.size()) < attention_scratch(heads, nv))
         scores.resize(static_cast<size_t>(attention_scratch(heads, nv)));
       const int64_t at = r * cfg_.q_dim() + (int64_t{kvh} * group + h0) * hd;
-      attend_group(&q_[at], heads, row.cache->keys(l, kvh), row.cache->v(l, 0) + kvh * hd, row.cache->v_stride(), hd,
+      attend_group(&q_[at], heads, row.cache->keys(l, kvh), row.cache->values(l, kvh), hd, hd,
                    &slot_list_[row.slots_begin], nv, scale, scores.data(), &att_[at]);
     }
   }
