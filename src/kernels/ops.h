@@ -74,9 +74,11 @@ int64_t argmax(const float* x, int64_t n);
 // (lane l: list positions j = l mod 16, in list order).
 void attend_values(const float* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, int heads,
                    const float* p, const float* sum16, float* out);
+// inv[h] = 1 / (the sum of head h's 16 lane sums, in a fixed order): the softmax denominators.
+void softmax_inverses(const float* sum16, int heads, float* inv);
 }  // namespace avx2
 namespace avx512 {
-// Scores and exponentials 16 lanes wide; the same bits as avx2::attend_group.
+// Scores, exponentials and (head_dim >= 16) the weighted sum 16 lanes wide; the same bits as avx2::attend_group.
 void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
                   const int32_t* slots, int64_t n, float scale, float* scores, float* out);
 }  // namespace avx512

@@ -7,6 +7,7 @@
 
 #include "kernels/ops.h"
 #include "kernels/attention_scores.h"
+#include "kernels/attention_values.h"
 #include "kernels/simd_avx2.h"
 
 namespace jf::avx2 {
@@ -77,11 +78,14 @@ int64_t argmax(const float* x, int64_t n) {  // the first index holding the maxi
 
 namespace {
 
-// Scores 8 slots (half a key block) per vector.
-struct ScoreVec {
+// Scores 8 slots (half a key block) per vector; sums 8 elements of value rows per vector.
+struct AttnVec {
   using T = __m256;
   static constexpr int L = 8;
+  static constexpr int kAccRegs = 8;  // of 16
+  static T zero() { return _mm256_setzero_ps(); }
   static T set1(float v) { return _mm256_set1_ps(v); }
+  static T add(T a, T b) { return _mm256_add_ps(a, b); }
   static T loadu(const float* p) { return _mm256_loadu_ps(p); }
   static T mul(T a, T b) { return _mm256_mul_ps(a, b); }
   static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
@@ -126,101 +130,31 @@ void exp_scores(float* s, int64_t n, float* sum16) {
   _mm256_storeu_ps(sum16 + 8, hi);
 }
 
-// Running sums of p_h[j] v_j over head_dim = 8 * NV for H heads (p_h = p + h * ps), over list positions
-// [j0, j1). Keys are spread over IL interleaved accumulator sets by their index in the list (j mod IL; j0 is a
-// multiple of IL) and the sets are added in a fixed order at the end: a head's result depends only on the
-// list, not on H or on how the list is cut into ranges, and independent chains keep the FMA units busy.
-// `state` (H x IL x NV vectors) carries the sums between ranges: read unless `first`, written unless `last`;
-// after the last range out_h = inv_h * the sums (out_h = out + h * 8 * NV). Each value row is read once per
-// call for the H heads.
-template <int NV, int H>
-void weighted_sum(const float* v, int64_t stride, const int32_t* slots, int64_t j0, int64_t j1, const float* p,
-                  int64_t ps, bool first, bool last, float* state, const float* inv, float* out) {
-  constexpr int IL = NV >= 4 ? 1 : 4 / NV;
-  __m256 acc[H][IL][NV];
-  for (int h = 0; h < H; h++)
-    for (int a = 0; a < IL; a++)
-      for (int d = 0; d < NV; d++)
-        acc[h][a][d] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(state + ((h * IL + a) * NV + d) * 8);
-  auto add = [&](int a, int64_t j) {
-    const float* vj = v + slots[j] * stride;
-#pragma GCC unroll 4
-    for (int h = 0; h < H; h++) {
-      const __m256 pj = _mm256_set1_ps(p[h * ps + j]);
-      for (int d = 0; d < NV; d++) acc[h][a][d] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * d), acc[h][a][d]);
-    }
-  };
-  int64_t j = j0;
-  for (; j + IL <= j1; j += IL)
-    for (int a = 0; a < IL; a++) add(a, j + a);
-  for (int a = 0; j < j1; j++, a++) add(a, j);
-  if (!last) {
-    for (int h = 0; h < H; h++)
-      for (int a = 0; a < IL; a++)
-        for (int d = 0; d < NV; d++) _mm256_storeu_ps(state + ((h * IL + a) * NV + d) * 8, acc[h][a][d]);
-    return;
-  }
-  for (int h = 0; h < H; h++) {
-    for (int w = 1; w < IL; w *= 2)  // pairwise tree: (0+1)+(2+3)
-      for (int a = 0; a + w < IL; a += 2 * w)
-        for (int d = 0; d < NV; d++) acc[h][a][d] = _mm256_add_ps(acc[h][a][d], acc[h][a + w][d]);
-    const __m256 iv = _mm256_set1_ps(inv[h]);
-    for (int d = 0; d < NV; d++) _mm256_storeu_ps(out + h * 8 * NV + 8 * d, _mm256_mul_ps(acc[h][0][d], iv));
-  }
-}
-
-// weighted_sum over all heads, two at a time where their accumulators fit in the 16 registers. When that
-// takes several passes over a long list (a GQA group of many heads), the list is cut into ranges whose value
-// rows fit in the L1 cache and every pass runs over one range before the next: the rows are then read from
-// memory once for the group instead of once per pass (the sums wait in `state` between ranges).
-template <int NV>
-void weighted_sums(const float* v, int64_t stride, const int32_t* slots, int64_t n, int heads, const float* p,
-                   const float* inv, float* out) {
-  constexpr int IL = NV >= 4 ? 1 : 4 / NV;
-  constexpr int kPair = 2 * IL * NV <= 8 ? 2 : 1;  // heads per pass
-  constexpr int64_t kRange = std::max<int64_t>(64, (16 << 10) / (32 * NV) / IL * IL);  // ~16 KB of value rows
-  const int64_t ps = score_stride(n);
-  const int passes = (heads + kPair - 1) / kPair;
-  const int64_t range = passes > 1 ? kRange : n;
-  thread_local std::vector<float> state;
-  if (static_cast<int64_t>(state.size()) < int64_t{heads} * IL * NV * 8)
-    state.resize(static_cast<size_t>(heads) * IL * NV * 8);
-  for (int64_t j0 = 0;; j0 += range) {
-    const int64_t j1 = std::min(n, j0 + range);
-    const bool first = j0 == 0, last = j1 == n;
-    int h = 0;
-    if constexpr (kPair == 2)
-      for (; h + 2 <= heads; h += 2)
-        weighted_sum<NV, 2>(v, stride, slots, j0, j1, p + h * ps, ps, first, last, state.data() + h * IL * NV * 8,
-                            inv + h, out + h * 8 * NV);
-    for (; h < heads; h++)
-      weighted_sum<NV, 1>(v, stride, slots, j0, j1, p + h * ps, ps, first, last, state.data() + h * IL * NV * 8, inv + h,
-                          out + h * 8 * NV);
-    if (last) break;
-  }
-}
-
 }  // namespace
 
 void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
                   const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
-  attention::key_scores<ScoreVec>(q, heads, keys, head_dim, slots, n, scale, scores);
+  attention::key_scores<AttnVec>(q, heads, keys, head_dim, slots, n, scale, scores);
   float sum16[16 * kMaxGroup];
   for (int h = 0; h < heads; h++) exp_scores(scores + h * score_stride(n), n, sum16 + 16 * h);
   attend_values(v, v_stride, head_dim, slots, n, heads, scores, sum16, out);
 }
 
+void softmax_inverses(const float* sum16, int heads, float* inv) {
+  for (int h = 0; h < heads; h++)
+    inv[h] = 1.0f / hsum(_mm256_add_ps(_mm256_loadu_ps(sum16 + 16 * h), _mm256_loadu_ps(sum16 + 16 * h + 8)));
+}
+
 void attend_values(const float* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, int heads,
                    const float* p, const float* sum16, float* out) {
   float inv[kMaxGroup];
-  for (int h = 0; h < heads; h++)
-    inv[h] = 1.0f / hsum(_mm256_add_ps(_mm256_loadu_ps(sum16 + 16 * h), _mm256_loadu_ps(sum16 + 16 * h + 8)));
+  softmax_inverses(sum16, heads, inv);
   switch (head_dim) {
-    case 8: return weighted_sums<1>(v, v_stride, slots, n, heads, p, inv, out);
-    case 16: return weighted_sums<2>(v, v_stride, slots, n, heads, p, inv, out);
-    case 32: return weighted_sums<4>(v, v_stride, slots, n, heads, p, inv, out);
-    case 64: return weighted_sums<8>(v, v_stride, slots, n, heads, p, inv, out);
-    case 128: return weighted_sums<16>(v, v_stride, slots, n, heads, p, inv, out);
+    case 8: return attention::weighted_sums<AttnVec, 1>(v, v_stride, slots, n, heads, p, inv, out);
+    case 16: return attention::weighted_sums<AttnVec, 2>(v, v_stride, slots, n, heads, p, inv, out);
+    case 32: return attention::weighted_sums<AttnVec, 4>(v, v_stride, slots, n, heads, p, inv, out);
+    case 64: return attention::weighted_sums<AttnVec, 8>(v, v_stride, slots, n, heads, p, inv, out);
+    case 128: return attention::weighted_sums<AttnVec, 16>(v, v_stride, slots, n, heads, p, inv, out);
     default: break;
   }
   for (int h = 0; h < heads; h++) {

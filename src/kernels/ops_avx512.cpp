@@ -1,23 +1,27 @@
-// AVX-512 attention: key scores (kernels/attention_scores.h) and exponentials 16 lanes at a time. Every
-// lane does the arithmetic of the AVX2 version and the sums keep its 8-lane order, so both give the same
-// bits; the weighted sum of values is the AVX2 code (kernels/ops_avx2.cpp).
+// AVX-512 attention: key scores (kernels/attention_scores.h), exponentials and the weighted sum of values
+// (kernels/attention_values.h) 16 lanes at a time. Every lane does the arithmetic of the AVX2 version and the
+// sums keep its order, so both give the same bits; 8-wide heads take the AVX2 weighted sum.
 #include <immintrin.h>
 
 #include <cmath>
 
 #include "kernels/ops.h"
 #include "kernels/attention_scores.h"
+#include "kernels/attention_values.h"
 #include "kernels/simd_avx512.h"
 
 namespace jf::avx512 {
 
 namespace {
 
-// Scores a whole key block (16 slots) per vector.
-struct ScoreVec {
+// Scores a whole key block (16 slots) per vector; sums 16 elements of value rows per vector.
+struct AttnVec {
   using T = __m512;
   static constexpr int L = 16;
+  static constexpr int kAccRegs = 16;  // of 32
+  static T zero() { return _mm512_setzero_ps(); }
   static T set1(float v) { return _mm512_set1_ps(v); }
+  static T add(T a, T b) { return _mm512_add_ps(a, b); }
   static T loadu(const float* p) { return _mm512_loadu_ps(p); }
   static T mul(T a, T b) { return _mm512_mul_ps(a, b); }
   static T fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
@@ -57,10 +61,22 @@ void exp_scores(float* s, int64_t n, float* sum16) {
 
 void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
                   const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
-  attention::key_scores<ScoreVec>(q, heads, keys, head_dim, slots, n, scale, scores);
+  attention::key_scores<AttnVec>(q, heads, keys, head_dim, slots, n, scale, scores);
   float sum16[16 * kMaxGroup];
   for (int h = 0; h < heads; h++) exp_scores(scores + h * score_stride(n), n, sum16 + 16 * h);
-  avx2::attend_values(v, v_stride, head_dim, slots, n, heads, scores, sum16, out);
+  if (head_dim != 16 && head_dim != 32 && head_dim != 64 && head_dim != 128)
+    return avx2::attend_values(v, v_stride, head_dim, slots, n, heads, scores, sum16, out);
+  float inv[kMaxGroup];
+  avx2::softmax_inverses(sum16, heads, inv);
+  auto sums = [&](auto nv) {
+    attention::weighted_sums<AttnVec, decltype(nv)::value>(v, v_stride, slots, n, heads, scores, inv, out);
+  };
+  switch (head_dim) {
+    case 16: return sums(std::integral_constant<int, 1>{});
+    case 32: return sums(std::integral_constant<int, 2>{});
+    case 64: return sums(std::integral_constant<int, 4>{});
+    default: return sums(std::integral_constant<int, 8>{});
+  }
 }
 
 }  // namespace jf::avx512
