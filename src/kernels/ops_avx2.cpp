@@ -1,9 +1,7 @@
 // AVX2 versions of the row operations; per element the same operation order as every other call.
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "kernels/ops.h"
 #include "kernels/attention_scores.h"
