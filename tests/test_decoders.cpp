@@ -213,6 +213,35 @@ TEST(RandomModels, GreedyStrategiesEqualAr) {
   }
 }
 
+// A prompt longer than a prefill chunk goes through the model in pieces; the generation is the one a single
+// forward over the whole prompt leads to, token for token.
+TEST(RandomModels, ChunkedPrefillEqualsOneForward) {
+  auto m = random_model(preset_config("tiny"), DType::F16, 5);
+  const int V = m->config().vocab_size;
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 2 * kPrefillChunk + 77; i++) prompt.push_back(static_cast<int32_t>((i * 37 + i / 5) % V));
+  GenerationConfig cfg;
+  cfg.max_new_tokens = 24;
+  Session s(*m, 2 * kPrefillChunk + 200);
+  const GenerationResult chunked = run(s, dec("ar"), prompt, cfg);
+
+  Transformer tf(m->config(), m->weights());
+  KvCache cache(m->config(), 2 * kPrefillChunk + 200);
+  SequenceInput in;
+  in.set_causal(&cache, std::span<const int32_t>(prompt).first(prompt.size() - 1), SequenceInput::Logits::None);
+  tf.forward(in);
+  std::vector<int32_t> tokens;
+  int32_t next = prompt.back();
+  for (int i = 0; i < cfg.max_new_tokens; i++) {
+    const int32_t one[1] = {next};
+    in.set_causal(&cache, one, SequenceInput::Logits::Last);
+    next = static_cast<int32_t>(argmax(tf.forward(in), V));
+    tokens.push_back(next);
+  }
+  EXPECT_EQ(chunked.tokens, tokens);
+  EXPECT_EQ(chunked.stats.n_prompt, static_cast<int>(prompt.size()));
+}
+
 // ---------------------------------------------------------------- fake model: exact scenarios
 
 std::vector<int32_t> repeating_text(int n, int vocab) {

@@ -8,6 +8,7 @@
 #include "base/mapped_file.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "decode/decoder.h"
 #include "model/transformer.h"
 
 namespace jf::cli {
@@ -38,16 +39,21 @@ int run_perplexity(PplArgs& a) {
     win.assign(1, lm.tokenizer->bos() >= 0 ? lm.tokenizer->bos() : ids[start]);
     win.insert(win.end(), ids.begin() + start, ids.begin() + end);
     cache.truncate(0);
-    in.set_causal(&cache, win, SequenceInput::Logits::All);
-    const float* logits = tf.forward(in);
-    for (size_t i = 0; i + 1 < win.size(); i++) {
-      const float* row = logits + i * V;
-      float mx = row[0];
-      for (int v = 1; v < V; v++) mx = std::max(mx, row[v]);
-      double sum = 0;
-      for (int v = 0; v < V; v++) sum += std::exp(static_cast<double>(row[v] - mx));
-      nll += (std::log(sum) + mx) - row[win[i + 1]];
-      counted++;
+    // In pieces of kPrefillChunk tokens: the logits of a whole window (window x vocab floats) can be
+    // gigabytes for a large vocabulary; batch invariance makes the pieces give the same bits.
+    for (size_t c0 = 0; c0 + 1 < win.size(); c0 += kPrefillChunk) {
+      const size_t len = std::min<size_t>(kPrefillChunk, win.size() - 1 - c0);
+      in.set_causal(&cache, std::span<const int32_t>(win).subspan(c0, len), SequenceInput::Logits::All);
+      const float* logits = tf.forward(in);
+      for (size_t i = 0; i < len; i++) {
+        const float* row = logits + i * V;
+        float mx = row[0];
+        for (int v = 1; v < V; v++) mx = std::max(mx, row[v]);
+        double sum = 0;
+        for (int v = 0; v < V; v++) sum += std::exp(static_cast<double>(row[v] - mx));
+        nll += (std::log(sum) + mx) - row[win[c0 + i + 1]];
+        counted++;
+      }
     }
   }
   if (counted == 0) throw Error(a.file + ": no tokens to score");

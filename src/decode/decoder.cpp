@@ -61,6 +61,16 @@ void check_prompt(std::span<const int32_t> prompt, int context_size) {
                 std::to_string(context_size));
 }
 
+void prefill(Session& s, std::span<const int32_t> prompt) {
+  s.cache().truncate(0);
+  const size_t n = prompt.size() - 1;  // the last prompt token is the first one decoded
+  for (size_t i = 0; i < n; i += kPrefillChunk) {
+    SequenceInput in;
+    in.set_causal(&s.cache(), prompt.subspan(i, std::min<size_t>(kPrefillChunk, n - i)), SequenceInput::Logits::None);
+    s.forward(in);
+  }
+}
+
 GenerationResult Decoder::generate(Session& s, std::span<const int32_t> prompt, const GenerationConfig& cfg,
                                    const TokenSink& sink) {
   check_prompt(prompt, s.context_size());
@@ -72,14 +82,9 @@ GenerationResult Decoder::generate(Session& s, std::span<const int32_t> prompt, 
   DecodeContext ctx(s, cfg, sink, out);
   ctx.history_.assign(prompt.begin(), prompt.end());
   ctx.pending_ = prompt.back();
-  s.cache().truncate(0);
 
   const double t0 = now_seconds();
-  if (prompt.size() > 1) {
-    SequenceInput in;
-    in.set_causal(&s.cache(), prompt.first(prompt.size() - 1), SequenceInput::Logits::None);
-    s.forward(in);
-  }
+  prefill(s, prompt);
   const double t1 = now_seconds();
   s.reset_counters();
   if (cfg.max_new_tokens == 0) ctx.done_ = true;

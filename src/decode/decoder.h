@@ -89,6 +89,14 @@ class DecodeContext {
 // Throws jf::Error when a prompt cannot start a generation: empty, or longer than the context.
 void check_prompt(std::span<const int32_t> prompt, int context_size);
 
+// The prompt goes through the model in forwards of at most this many tokens: the workspace of a forward and
+// its list of visible cache slots grow with its rows (the list quadratically), and batch invariance makes
+// the result the same bits as one forward over the whole prompt.
+inline constexpr int kPrefillChunk = 512;
+
+// Runs prompt[0 .. n-2] through the model into s's cache (empty first), kPrefillChunk tokens at a time.
+void prefill(Session& s, std::span<const int32_t> prompt);
+
 class Decoder {
  public:
   virtual ~Decoder() = default;
