@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "base/rng.h"
 #include "decode/options.h"
 #include "decode/pld.h"
 #include "decode/row_cost.h"
@@ -284,6 +285,35 @@ TEST(FakeModel, ContextFullStopsWhereArStops) {
 }
 
 // ---------------------------------------------------------------- pld's draft length policy
+
+// The n-gram index finds the longest suffix (min_n..ngram_max tokens) that occurred earlier with a token after
+// it, at its most recent occurrence: checked against a brute-force search over a long text from a small
+// vocabulary (many repeats, so the tables grow and probe), indexed in uneven steps.
+TEST(NgramIndex, FindsTheMostRecentLongestMatch) {
+  Rng rng(3);
+  std::vector<int32_t> text;
+  NgramIndex index(4);
+  for (int step = 0; step < 400; step++) {
+    const int add = 1 + static_cast<int>(rng.below(40));
+    for (int i = 0; i < add; i++) text.push_back(static_cast<int32_t>(rng.below(step % 3 == 0 ? 3 : 12)));
+    index.extend(text, text.size() - 1);
+    const std::span<const int32_t> t(text);
+    for (int min_n : {1, 3}) {
+      size_t next = 0;
+      const int n = index.longest_match(t, t, min_n, &next);
+      int want_n = 0;
+      size_t want_next = 0;
+      for (int m = std::min<int>(4, static_cast<int>(text.size())); m >= min_n && want_n == 0; m--)
+        for (size_t e = text.size() - 1; e >= static_cast<size_t>(m); e--)  // occurrences ending before the suffix
+          if (std::equal(text.end() - m, text.end(), text.begin() + static_cast<std::ptrdiff_t>(e - m))) {
+            want_n = m, want_next = e;
+            break;
+          }
+      ASSERT_EQ(n, want_n) << "step " << step << " min_n " << min_n;
+      if (n > 0) ASSERT_EQ(next, want_next) << "step " << step;
+    }
+  }
+}
 
 TEST(RowCostModel, LearnsTheCostOfAnExtraRow) {
   RowCostModel m;

@@ -108,17 +108,33 @@ std::vector<int32_t> prompt_tokens(const PromptOptions& o, const Tokenizer& tok,
 }
 
 std::vector<int32_t> read_ngram_corpus(const std::string& path, const Tokenizer& tok) {
-  constexpr size_t kMaxCorpusTokens = size_t(1) << 22;  // its index takes ~200 bytes per token
+  constexpr size_t kMaxCorpusTokens = size_t(1) << 22;  // its index takes up to ~50 bytes per token
   std::string text;
   try {
     text = read_text_file(path);
   } catch (const Error& e) {
     throw Error(std::string("--ngram-corpus: ") + e.what());
   }
-  std::vector<int32_t> tokens = tok.encode(text, false, false);
-  if (tokens.size() > kMaxCorpusTokens)
-    throw Error("--ngram-corpus " + path + ": " + std::to_string(tokens.size()) + " tokens, more than the " +
-                std::to_string(kMaxCorpusTokens) + " supported");
+  // Encoded in pieces of about 64 KB cut after a newline: encoding a whole file at once held ~50 bytes of
+  // working memory per byte of text. Only a piece's first token can differ from a whole-file encoding, which
+  // costs a draft at most, never an output token.
+  std::vector<int32_t> tokens;
+  constexpr size_t kPiece = size_t(64) << 10;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = std::min(text.size(), at + kPiece);
+    if (end < text.size()) {
+      const size_t nl = text.rfind('\n', end - 1);
+      if (nl != std::string::npos && nl >= at) end = nl + 1;
+      else  // no newline: at least not inside a UTF-8 character
+        while (end > at + 1 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) end--;
+    }
+    const std::vector<int32_t> piece = tok.encode(std::string_view(text).substr(at, end - at), false, false);
+    tokens.insert(tokens.end(), piece.begin(), piece.end());
+    if (tokens.size() > kMaxCorpusTokens)
+      throw Error("--ngram-corpus " + path + ": more than the " + std::to_string(kMaxCorpusTokens) +
+                  " tokens supported");
+    at = end;
+  }
   return tokens;
 }
 

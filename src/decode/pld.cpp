@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/error.h"
 #include "decode/jacobi.h"
 
 namespace jf {
@@ -12,23 +13,57 @@ uint64_t NgramIndex::hash(std::span<const int32_t> t) {
   return h;
 }
 
+void NgramIndex::insert(Table& t, std::span<const int32_t> text, int n, size_t end) {
+  auto gram = [&](size_t e) { return text.subspan(e - n, n); };
+  if ((t.used + 1) * 2 > t.slots.size()) {  // grow: re-place every entry (all distinct n-grams)
+    std::vector<uint32_t> old = std::move(t.slots);
+    t.slots.assign(std::max<size_t>(1024, old.size() * 2), 0);
+    const size_t mask = t.slots.size() - 1;
+    for (uint32_t e : old)
+      if (e != 0) {
+        size_t i = hash(gram(e)) & mask;
+        while (t.slots[i] != 0) i = (i + 1) & mask;
+        t.slots[i] = e;
+      }
+  }
+  const size_t mask = t.slots.size() - 1;
+  const auto g = gram(end);
+  for (size_t i = hash(g) & mask;; i = (i + 1) & mask) {
+    const uint32_t e = t.slots[i];
+    if (e == 0) {
+      t.slots[i] = static_cast<uint32_t>(end);
+      t.used++;
+      return;
+    }
+    if (std::ranges::equal(gram(e), g)) {  // seen before: keep the most recent end
+      t.slots[i] = static_cast<uint32_t>(end);
+      return;
+    }
+  }
+}
+
 void NgramIndex::extend(std::span<const int32_t> text, size_t end) {
   end = std::min(end, text.size());
+  JF_CHECK(end < (size_t(1) << 32), "n-gram index: text too long");
   for (size_t e = indexed_end_ + 1; e <= end; e++)
-    for (int n = 1; n <= max_n_ && static_cast<size_t>(n) <= e; n++)
-      last_[n - 1][hash(text.subspan(e - n, n))] = e;
+    for (int n = 1; n <= max_n_ && static_cast<size_t>(n) <= e; n++) insert(tables_[n - 1], text, n, e);
   indexed_end_ = std::max(indexed_end_, end);
 }
 
 int NgramIndex::longest_match(std::span<const int32_t> text, std::span<const int32_t> query, int min_n,
                               size_t* next) const {
   for (int n = std::min<int>(max_n_, static_cast<int>(query.size())); n >= std::max(min_n, 1); n--) {
+    const Table& t = tables_[n - 1];
+    if (t.slots.empty()) continue;
     const auto suffix = query.subspan(query.size() - n, n);
-    const auto it = last_[n - 1].find(hash(suffix));
-    if (it == last_[n - 1].end()) continue;
-    const size_t end = it->second;  // occurrence is text[end-n .. end)
-    if (!std::equal(suffix.begin(), suffix.end(), text.begin() + (end - n))) continue;  // hash collision
-    if (end >= text.size()) continue;  // nothing followed it
+    const size_t mask = t.slots.size() - 1;
+    size_t end = 0;  // occurrence is text[end-n .. end)
+    for (size_t i = hash(suffix) & mask; t.slots[i] != 0; i = (i + 1) & mask)
+      if (std::ranges::equal(text.subspan(t.slots[i] - n, n), suffix)) {
+        end = t.slots[i];
+        break;
+      }
+    if (end == 0 || end >= text.size()) continue;  // absent, or nothing followed it
     *next = end;
     return n;
   }
@@ -36,7 +71,7 @@ int NgramIndex::longest_match(std::span<const int32_t> text, std::span<const int
 }
 
 void NgramIndex::clear() {
-  for (auto& m : last_) m.clear();
+  for (Table& t : tables_) t = Table{};
   indexed_end_ = 0;
 }
 

@@ -3,7 +3,8 @@
 // they are verified like any draft (greedy, or sample then match — lossless either way).
 #pragma once
 #include <algorithm>
-#include <unordered_map>
+#include <cstdint>
+#include <vector>
 
 #include "decode/decoder.h"
 #include "decode/draft_tree.h"
@@ -21,7 +22,7 @@ struct PldOptions {
 // Where each n-gram (n = 1..ngram_max) of a growing token sequence last ended.
 class NgramIndex {
  public:
-  explicit NgramIndex(int ngram_max) : max_n_(ngram_max), last_(static_cast<size_t>(ngram_max)) {}
+  explicit NgramIndex(int ngram_max) : max_n_(ngram_max), tables_(static_cast<size_t>(ngram_max)) {}
   // Indexes the n-grams of `text` that end at or before `end` (exclusive end); text must extend the text
   // indexed so far.
   void extend(std::span<const int32_t> text, size_t end);
@@ -31,10 +32,18 @@ class NgramIndex {
   void clear();
 
  private:
+  // One open-addressing table per n-gram length. A slot holds the end (exclusive, >= 1) of the most recent
+  // occurrence of one n-gram, 0 when empty; the n-gram itself is read back from the text, so a slot is 4
+  // bytes (a 4M-token corpus indexes in ~130 MB, where hash-map nodes took ~1 GB).
+  struct Table {
+    std::vector<uint32_t> slots;  // size a power of two, at most half full
+    size_t used = 0;
+  };
   static uint64_t hash(std::span<const int32_t> t);
+  static void insert(Table& t, std::span<const int32_t> text, int n, size_t end);
   int max_n_;
-  size_t indexed_end_ = 0;  // n-grams ending at or before this index are in the maps
-  std::vector<std::unordered_map<uint64_t, size_t>> last_;  // [n-1]: hash -> end index (exclusive)
+  size_t indexed_end_ = 0;  // n-grams ending at or before this index are in the tables
+  std::vector<Table> tables_;  // [n-1]
 };
 
 // How often draft token i was accepted, given that tokens 0..i-1 were, per kind of proposal (1..kinds; pld's
