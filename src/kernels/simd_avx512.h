@@ -6,8 +6,9 @@ namespace jf::avx512 {
 
 // exp(x) for 16 lanes: lane for lane the operations of avx2::exp (kernels/simd_avx2.h), so the same bits for
 // x < 88.37 (attention passes x <= 0). 2^n is applied with scalef, one instruction instead of avx2's four
-// (convert, add the bias, shift, multiply): the same product while 2^n is a normal number, i.e. n <= 127;
-// above, avx2 returns inf and this the finite p * 2^128.
+// (convert, add the bias, shift, multiply): the same product while 2^n is a normal number, i.e. n <= 127.
+// Inputs clamped to n = 128 (x >= 88.37, and NaN, which both versions clamp there) give inf in avx2 and the
+// finite p * 2^128 here; only a model already producing NaN scores reaches that in attention.
 inline __m512 exp(__m512 x) {
   const __m512 hi = _mm512_set1_ps(88.3762626647949f), lo = _mm512_set1_ps(-87.3365478515625f);
   const __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
