@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
   bool compare = false;
   app.add_flag("--compare-row-major", compare,
                "Also time the row-major kernels (no panel copies), alternating with the default ones");
+  std::string kv = "f32";
+  app.add_option("--kv-type", kv, "KV cache type: f32 or f16")->check(CLI::IsMember({"f32", "f16"}));
   std::string schedule = "auto";
   app.add_option("--schedule", schedule,
                  "How a small model uses the threads: auto (time each way, keep the fastest), serial, rows, matrices")
@@ -79,7 +81,7 @@ int main(int argc, char** argv) {
     for (WeightMatrix* m : L.matrices()) m->packed = nullptr;
   row_major.output.packed = nullptr;
   Transformer tf(c, model->weights()), tf_rm(c, row_major);
-  KvCache cache(c, context + 256);
+  KvCache cache(c, context + 256, kv == "f16" ? DType::F16 : DType::F32);
   Rng rng(7);
   SequenceInput in;
   std::vector<int32_t> toks(context);

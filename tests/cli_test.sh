@@ -35,6 +35,7 @@ if [ -d "$shared/models/stories260K" ]; then
   m="$shared/models/stories260K/stories260K.gguf"
   check_error "bad temperature" 1 "$jf" generate -m "$m" --temp -2
   check_error "bad top-p" 1 "$jf" generate -m "$m" --temp 1 --top-p 1.5
+  check_error "bad kv type" 2 "$jf" generate -m "$m" --kv-type q8_0
   check_error "prompt longer than context" 1 "$jf" generate -m "$m" -c 4 -p "Once upon a time there was a dog"
   check_error "missing prompt file" 1 "$jf" generate -m "$m" -f /nonexistent.txt
   check_error "chat without template" 1 "$jf" generate -m "$m" --chat -p hi

@@ -270,6 +270,36 @@ TEST_P(IsaTest, AttentionGroupEqualsHeadByHead) {
   }
 }
 
+// Keys and values stored as fp16 (an F16 KV cache) give exactly the result of the fp32 path on the same,
+// rounded, values: the kernels only convert on load.
+TEST_P(IsaTest, AttentionOverFp16StorageIsTheFp32PathOnRoundedValues) {
+  Rng rng(4);
+  for (int hd : {8, 12, 16, 64, 128}) {
+    const int slots_total = 150, stride = hd;
+    auto krows = randn(slots_total * hd, 7), v = randn(slots_total * stride, 8);
+    auto round16 = [](std::vector<float>& x) {
+      for (float& e : x) e = f16_to_f32(f32_to_f16(e));
+    };
+    round16(krows);
+    round16(v);
+    const auto keys = blocked_keys(krows, slots_total, hd);
+    std::vector<uint16_t> keys16(keys.size()), v16(v.size());
+    for (size_t i = 0; i < keys.size(); i++) keys16[i] = f32_to_f16(keys[i]);
+    for (size_t i = 0; i < v.size(); i++) v16[i] = f32_to_f16(v[i]);
+    for (int heads : {1, 3, 8}) {
+      auto q = randn(heads * hd, 9 + heads);
+      std::vector<int32_t> slots;
+      for (int s = 0; s < 100 + heads; s++) slots.push_back(s);
+      for (int s = 110; s < slots_total; s += 1 + static_cast<int>(rng.below(4))) slots.push_back(s);
+      const int64_t n = static_cast<int64_t>(slots.size());
+      std::vector<float> scores(attention_scratch(heads, n)), a(heads * hd), b(heads * hd);
+      attend_group(q.data(), heads, keys.data(), v.data(), stride, hd, slots.data(), n, 0.2f, scores.data(), a.data());
+      attend_group(q.data(), heads, keys16.data(), v16.data(), stride, hd, slots.data(), n, 0.2f, scores.data(), b.data());
+      for (int i = 0; i < heads * hd; i++) ASSERT_EQ(a[i], b[i]) << "hd=" << hd << " heads=" << heads;
+    }
+  }
+}
+
 // The AVX-512 attention (16-lane scores and exponentials) gives the AVX2 bits, for any list length and
 // any mix of whole and partial key blocks, so machines with and without AVX-512 decode alike.
 TEST(Attention, Avx512MatchesAvx2Bitwise) {

@@ -203,43 +203,78 @@ TEST(KvCache, TruncateThenReforwardEqualsFresh) {
   for (int i = 0; i < 10; i++) expect_rows_equal(l + i * m->config().vocab_size, ref[10 + i], "after truncate");
 }
 
+// An F16 cache rounds every key and value to fp16: the logits stay within a small tolerance of the F32
+// cache's (stated here: 2% of the logit range), and differ from them (the cache really is fp16).
+TEST(KvCache, F16CacheStaysCloseToF32) {
+  auto m = random_model(qwen_like(), DType::F32, 6);
+  const int V = m->config().vocab_size;
+  auto toks = random_tokens(40, V, 4);
+  Transformer tf(m->config(), m->weights());
+  std::vector<float> logits[2];
+  for (int t = 0; t < 2; t++) {
+    KvCache cache(m->config(), 64, t == 0 ? DType::F32 : DType::F16);
+    SequenceInput in;
+    in.set_causal(&cache, toks, SequenceInput::Logits::All);
+    const float* l = tf.forward(in);
+    logits[t].assign(l, l + toks.size() * V);
+  }
+  float range = 0, worst = 0;
+  for (size_t i = 0; i < logits[0].size(); i++) {
+    range = std::max(range, std::fabs(logits[0][i]));
+    worst = std::max(worst, std::fabs(logits[0][i] - logits[1][i]));
+  }
+  EXPECT_GT(worst, 0.0f);
+  EXPECT_LT(worst, 0.02f * range);
+}
+
 // Keys live transposed in blocks of kKeyBlock slots: store, keep (moves across block boundaries) and
 // copy_prefix must carry every element of every head to the right slot.
 TEST(KvCache, KeepAndCopyMoveEveryKeyAndValueElement) {
   ModelConfig cfg = preset_config("tiny");
   cfg.n_layers = 2, cfg.n_heads = 4, cfg.n_kv_heads = 2, cfg.head_dim = 8;
   const int kvd = cfg.kv_dim(), cap = 70;
-  KvCache cache(cfg, cap);
-  auto value_of = [&](int l, int slot, int i, int kv) { return float(l * 100000 + slot * 100 + i * 2 + kv); };
-  cache.append(60);
-  std::vector<float> row(kvd);
-  for (int l = 0; l < cfg.n_layers; l++)
-    for (int s = 0; s < 60; s++) {
-      for (int i = 0; i < kvd; i++) row[i] = value_of(l, s, i, 0);
-      cache.store_key(l, s, row.data());
-      for (int i = 0; i < kvd; i++) row[i] = value_of(l, s, i, 1);
-      cache.store_value(l, s, row.data());
-    }
-  // The layout the attention kernels read.
-  for (int h = 0; h < cfg.n_kv_heads; h++)
-    for (int i = 0; i < cfg.head_dim; i++) {
-      ASSERT_EQ(cache.keys(1, h)[key_offset(37, i, cfg.head_dim)], value_of(1, 37, h * cfg.head_dim + i, 0));
-      ASSERT_EQ(cache.values(1, h)[37 * cfg.head_dim + i], value_of(1, 37, h * cfg.head_dim + i, 1));
-    }
-  const std::vector<int32_t> keep = {12, 15, 16, 31, 33, 47, 48, 59};  // into slots 10..17
-  cache.keep(10, keep);
-  ASSERT_EQ(cache.size(), 18);
-  KvCache copy(cfg, cap);
-  copy.copy_prefix(cache, 18);
-  for (const KvCache* c : {&cache, &copy})
+  for (DType type : {DType::F32, DType::F16}) {
+    SCOPED_TRACE(dtype_name(type));
+    KvCache cache(cfg, cap, type);
+    // Distinct in both types: integers below 2048 are exact in fp16.
+    auto value_of = [&](int l, int slot, int i, int kv) { return float((l * 70 + slot) * 8 + i / 2) * (kv ? -1 : 1); };
+    auto stored = [&](float x) { return type == DType::F32 ? x : f16_to_f32(f32_to_f16(x)); };
+    cache.append(60);
+    std::vector<float> row(kvd);
     for (int l = 0; l < cfg.n_layers; l++)
-      for (int s = 0; s < 18; s++) {
-        const int from = s < 10 ? s : keep[s - 10];
-        for (int i = 0; i < kvd; i++) {
-          ASSERT_EQ(c->key(l, s, i), value_of(l, from, i, 0)) << "layer " << l << " slot " << s << " elem " << i;
-          ASSERT_EQ(c->value(l, s, i), value_of(l, from, i, 1)) << "layer " << l << " slot " << s << " elem " << i;
-        }
+      for (int s = 0; s < 60; s++) {
+        for (int i = 0; i < kvd; i++) row[i] = value_of(l, s, i, 0) + (i % 2) * 0.25f;
+        cache.store_key(l, s, row.data());
+        for (int i = 0; i < kvd; i++) row[i] = value_of(l, s, i, 1) - (i % 2) * 0.25f;
+        cache.store_value(l, s, row.data());
       }
+    auto key_of = [&](int l, int s, int i) { return stored(value_of(l, s, i, 0) + (i % 2) * 0.25f); };
+    auto val_of = [&](int l, int s, int i) { return stored(value_of(l, s, i, 1) - (i % 2) * 0.25f); };
+    // The layout the attention kernels read.
+    for (int h = 0; h < cfg.n_kv_heads; h++)
+      for (int i = 0; i < cfg.head_dim; i++) {
+        const int e = h * cfg.head_dim + i;
+        const size_t k = key_offset(37, i, cfg.head_dim), v = 37 * cfg.head_dim + i;
+        ASSERT_EQ(type == DType::F32 ? cache.keys(1, h)[k] : f16_to_f32(cache.keys_f16(1, h)[k]), key_of(1, 37, e));
+        ASSERT_EQ(type == DType::F32 ? cache.values(1, h)[v] : f16_to_f32(cache.values_f16(1, h)[v]), val_of(1, 37, e));
+      }
+    const std::vector<int32_t> keep = {12, 15, 16, 31, 33, 47, 48, 59};  // into slots 10..17
+    cache.keep(10, keep);
+    ASSERT_EQ(cache.size(), 18);
+    KvCache copy(cfg, cap, type);
+    copy.copy_prefix(cache, 18);
+    for (const KvCache* c : {&cache, &copy})
+      for (int l = 0; l < cfg.n_layers; l++)
+        for (int s = 0; s < 18; s++) {
+          const int from = s < 10 ? s : keep[s - 10];
+          for (int i = 0; i < kvd; i++) {
+            ASSERT_EQ(c->key(l, s, i), key_of(l, from, i)) << "layer " << l << " slot " << s << " elem " << i;
+            ASSERT_EQ(c->value(l, s, i), val_of(l, from, i)) << "layer " << l << " slot " << s << " elem " << i;
+          }
+        }
+  }
+  ModelConfig other = cfg;
+  EXPECT_THROW(KvCache(other, cap, DType::Q8_0), Error);
 }
 
 TEST(KvCache, ContextFullIsAnError) {

@@ -71,7 +71,7 @@ int run_bench(BenchArgs& a) {
     }
     decoders.push_back(make_decoder(o));
   }
-  Session session(*lm.model, context_size(a.model, *lm.model));
+  Session session(*lm.model, context_size(a.model, *lm.model), kv_type(a.model));
   decoders[0]->generate(session, prompts[0], a.gen);  // warm caches before measuring
 
   std::vector<Totals> totals(decoders.size());

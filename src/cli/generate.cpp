@@ -49,7 +49,7 @@ int run_generate(GenerateArgs& a) {
   const Tokenizer& tok = *lm.tokenizer;
   std::string prompt_text;
   std::vector<int32_t> prompt = prompt_tokens(a.prompt, tok, &prompt_text);
-  Session session(*lm.model, context_size(a.model, *lm.model));
+  Session session(*lm.model, context_size(a.model, *lm.model), kv_type(a.model));
   check_prompt(prompt, session.context_size());  // before the prompt is echoed
   a.gen.eos_ids.clear();
   for (int32_t id = 0; id < tok.n_vocab(); id++)
@@ -86,6 +86,7 @@ int run_generate(GenerateArgs& a) {
     j["model"] = a.model.path;
     j["threads"] = num_threads();
     j["kernels"] = isa_name(active_isa());
+    j["kv_type"] = a.model.kv_type;
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("%s\n", tail.c_str());

@@ -47,7 +47,7 @@ int run_collect(CollectArgs& a) {
     std::string rendered;
     prompts.push_back(prompt_tokens(po, *lm.tokenizer, &rendered));
   }
-  Session session(*lm.model, context_size(a.model, *lm.model));
+  Session session(*lm.model, context_size(a.model, *lm.model), kv_type(a.model));
   Progress progress(0, "collect");
   int64_t total = 0;
   CollectSummary s = collect_trajectories(session, prompts, a.opt, a.out, [&](int64_t done, int64_t all) {

@@ -17,7 +17,13 @@ void add_model_options(CLI::App* app, ModelOptions& o) {
       ->check(CLI::Range(0, 1 << 24));
   app->add_flag("--no-panels", o.no_panels,
                 "Do not repack weights into the faster panel layout at load (starts faster, generates slower)");
+  app->add_option("--kv-type", o.kv_type,
+                  "KV cache type: f32 (exact) or f16 (half the memory and the attention reads of long contexts; "
+                  "results differ slightly from f32) (default f32)")
+      ->check(CLI::IsMember({"f32", "f16"}));
 }
+
+DType kv_type(const ModelOptions& o) { return o.kv_type == "f16" ? DType::F16 : DType::F32; }
 
 void add_prompt_options(CLI::App* app, PromptOptions& o) {
   auto* p = app->add_option("-p,--prompt", o.prompt, "Prompt text (default: empty, generation starts from BOS)");

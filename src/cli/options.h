@@ -17,6 +17,7 @@ struct ModelOptions {
   int threads = 0;  // 0: all hardware threads
   int context = 0;  // 0: the model's trained context (capped, see context_size())
   bool no_panels = false;  // keep only the file's row-major weights (see Model::set_panels)
+  std::string kv_type = "f32";  // KV cache element type: f32 (exact) or f16 (see KvCache)
 };
 
 struct PromptOptions {
@@ -40,6 +41,8 @@ std::vector<int32_t> read_ngram_corpus(const std::string& path, const Tokenizer&
 LoadedModel open_model(const ModelOptions& o);
 // KV capacity to allocate: --ctx, else the model's context capped at 4096 (memory grows with it).
 int context_size(const ModelOptions& o, const Model& m);
+// The KV cache element type of --kv-type.
+DType kv_type(const ModelOptions& o);
 // Prompt text -> token ids (raw text gets BOS per the vocabulary; --chat renders the chat template).
 std::vector<int32_t> prompt_tokens(const PromptOptions& o, const Tokenizer& tok, std::string* prompt_text);
 

@@ -29,7 +29,7 @@ int run_perplexity(PplArgs& a) {
   const std::vector<int32_t> ids = lm.tokenizer->encode(read_text_file(a.file), false, false);
   const int V = lm.model->config().vocab_size, W = a.window - 1;  // each window: BOS + W text tokens
   Transformer tf(lm.model->config(), lm.model->weights());
-  KvCache cache(lm.model->config(), a.window);
+  KvCache cache(lm.model->config(), a.window, kv_type(a.model));
   SequenceInput in;
   std::vector<int32_t> win;
   double nll = 0;

@@ -4,10 +4,10 @@
 
 namespace jf {
 
-Session::Session(const Model& model, int context_size)
+Session::Session(const Model& model, int context_size, DType kv_type)
     : owned_(std::make_unique<Transformer>(model.config(), model.weights())),
       fwd_(owned_.get()),
-      cache_(model.config(), context_size > 0 ? context_size : model.config().context_length) {}
+      cache_(model.config(), context_size > 0 ? context_size : model.config().context_length, kv_type) {}
 
 Session::Session(ForwardPass& fwd, int context_size)
     : fwd_(&fwd), cache_(fwd.config(), context_size > 0 ? context_size : fwd.config().context_length) {}

@@ -14,7 +14,8 @@ namespace jf {
 
 class Session {
  public:
-  Session(const Model& model, int context_size);  // context_size <= 0: the model's trained context
+  // context_size <= 0: the model's trained context; kv_type: the KV cache's element type (see KvCache).
+  Session(const Model& model, int context_size, DType kv_type = DType::F32);
   // Any forward pass (tests use deterministic fakes); `fwd` must outlive the session.
   Session(ForwardPass& fwd, int context_size);
 

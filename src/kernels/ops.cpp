@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "kernels/cpu.h"
+#include "kernels/dtype.h"
 
 namespace jf {
 
@@ -23,12 +24,18 @@ void silu_mul(float* gate, const float* up, int64_t n) {
   }
 }
 
-void attend_head(const float* q, const float* keys, const float* v, int64_t v_stride, int head_dim,
-                 const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+namespace {
+
+float to_f32(float x) { return x; }
+float to_f32(uint16_t h) { return f16_to_f32(h); }
+
+template <class E>
+void attend_head_of(const float* q, const E* keys, const E* v, int64_t v_stride, int head_dim, const int32_t* slots,
+                    int64_t n, float scale, float* scores, float* out) {
   float mx = -INFINITY;
   for (int64_t j = 0; j < n; j++) {
     float s = 0.0f;
-    for (int d = 0; d < head_dim; d++) s += q[d] * keys[key_offset(slots[j], d, head_dim)];
+    for (int d = 0; d < head_dim; d++) s += q[d] * to_f32(keys[key_offset(slots[j], d, head_dim)]);
     scores[j] = s * scale;
     if (scores[j] > mx) mx = scores[j];
   }
@@ -39,11 +46,22 @@ void attend_head(const float* q, const float* keys, const float* v, int64_t v_st
   }
   for (int d = 0; d < head_dim; d++) out[d] = 0.0f;
   for (int64_t j = 0; j < n; j++) {
-    const float* vj = v + slots[j] * v_stride;
-    for (int d = 0; d < head_dim; d++) out[d] += scores[j] * vj[d];
+    const E* vj = v + slots[j] * v_stride;
+    for (int d = 0; d < head_dim; d++) out[d] += scores[j] * to_f32(vj[d]);
   }
   const float inv = 1.0f / sum;
   for (int d = 0; d < head_dim; d++) out[d] *= inv;
+}
+
+}  // namespace
+
+void attend_head(const float* q, const float* keys, const float* v, int64_t v_stride, int head_dim,
+                 const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+  attend_head_of(q, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
+}
+void attend_head(const float* q, const uint16_t* keys, const uint16_t* v, int64_t v_stride, int head_dim,
+                 const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+  attend_head_of(q, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
 }
 
 int64_t argmax(const float* x, int64_t n) {
@@ -70,8 +88,11 @@ void attend_head(const float* q, const float* keys, const float* v, int64_t v_st
   attend_group(q, 1, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
 }
 
-void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
-                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+namespace {
+
+template <class E>
+void attend_group_of(const float* q, int heads, const E* keys, const E* v, int64_t v_stride, int head_dim,
+                     const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
   JF_CHECK(heads >= 1 && heads <= kMaxGroup, "attention group size out of range");
   switch (active_isa()) {
     case Isa::Avx512: return avx512::attend_group(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
@@ -81,6 +102,17 @@ void attend_group(const float* q, int heads, const float* keys, const float* v, 
   for (int h = 0; h < heads; h++)
     scalar::attend_head(q + h * head_dim, keys, v, v_stride, head_dim, slots, n, scale, scores,
                         out + h * head_dim);
+}
+
+}  // namespace
+
+void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+  attend_group_of(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
+}
+void attend_group(const float* q, int heads, const uint16_t* keys, const uint16_t* v, int64_t v_stride, int head_dim,
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+  attend_group_of(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
 }
 
 void add_inplace(float* y, const float* x, int64_t n) {

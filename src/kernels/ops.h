@@ -55,11 +55,17 @@ void attend_head(const float* q, const float* keys, const float* v, int64_t v_st
 inline constexpr int kMaxGroup = 64;
 void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
                   const int32_t* slots, int64_t n, float scale, float* scores, float* out);
+// The same over keys and values stored as fp16 (a KV cache of type F16): each element is converted exactly,
+// so the result is that of the fp32 version on the same values.
+void attend_group(const float* q, int heads, const uint16_t* keys, const uint16_t* v, int64_t v_stride, int head_dim,
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out);
 
 namespace scalar {
 void rmsnorm(const float* x, const float* g, int64_t n, float eps, float* out);
 void silu_mul(float* gate, const float* up, int64_t n);
 void attend_head(const float* q, const float* keys, const float* v, int64_t v_stride, int head_dim,
+                 const int32_t* slots, int64_t n, float scale, float* scores, float* out);
+void attend_head(const float* q, const uint16_t* keys, const uint16_t* v, int64_t v_stride, int head_dim,
                  const int32_t* slots, int64_t n, float scale, float* scores, float* out);
 int64_t argmax(const float* x, int64_t n);
 }  // namespace scalar
@@ -68,11 +74,15 @@ void rmsnorm(const float* x, const float* g, int64_t n, float eps, float* out);
 void silu_mul(float* gate, const float* up, int64_t n);
 void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
                   const int32_t* slots, int64_t n, float scale, float* scores, float* out);
+void attend_group(const float* q, int heads, const uint16_t* keys, const uint16_t* v, int64_t v_stride, int head_dim,
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out);
 int64_t argmax(const float* x, int64_t n);
 // The last step of attend_group, shared with the AVX-512 version: out_h = sum_j p_h[j] v[slots[j]] / sum_h,
 // where p_h = p + h * score_stride(n) and sum16 + 16 * h holds the 16 lane sums of head h's exponentials
 // (lane l: list positions j = l mod 16, in list order).
 void attend_values(const float* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, int heads,
+                   const float* p, const float* sum16, float* out);
+void attend_values(const uint16_t* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, int heads,
                    const float* p, const float* sum16, float* out);
 // inv[h] = 1 / (the sum of head h's 16 lane sums, in a fixed order): the softmax denominators.
 void softmax_inverses(const float* sum16, int heads, float* inv);
@@ -80,6 +90,8 @@ void softmax_inverses(const float* sum16, int heads, float* inv);
 namespace avx512 {
 // Scores, exponentials and (head_dim >= 16) the weighted sum 16 lanes wide; the same bits as avx2::attend_group.
 void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out);
+void attend_group(const float* q, int heads, const uint16_t* keys, const uint16_t* v, int64_t v_stride, int head_dim,
                   const int32_t* slots, int64_t n, float scale, float* scores, float* out);
 }  // namespace avx512
 

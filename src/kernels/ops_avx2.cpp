@@ -85,6 +85,8 @@ struct AttnVec {
   static T set1(float v) { return _mm256_set1_ps(v); }
   static T add(T a, T b) { return _mm256_add_ps(a, b); }
   static T loadu(const float* p) { return _mm256_loadu_ps(p); }
+  static T load(const float* p) { return _mm256_loadu_ps(p); }
+  static T load(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static T mul(T a, T b) { return _mm256_mul_ps(a, b); }
   static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
   static void storeu(float* p, T v) { _mm256_storeu_ps(p, v); }
@@ -130,21 +132,14 @@ void exp_scores(float* s, int64_t n, float* sum16) {
 
 }  // namespace
 
-void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
-                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
-  attention::key_scores<AttnVec>(q, heads, keys, head_dim, slots, n, scale, scores);
-  float sum16[16 * kMaxGroup];
-  for (int h = 0; h < heads; h++) exp_scores(scores + h * score_stride(n), n, sum16 + 16 * h);
-  attend_values(v, v_stride, head_dim, slots, n, heads, scores, sum16, out);
-}
+namespace {
 
-void softmax_inverses(const float* sum16, int heads, float* inv) {
-  for (int h = 0; h < heads; h++)
-    inv[h] = 1.0f / hsum(_mm256_add_ps(_mm256_loadu_ps(sum16 + 16 * h), _mm256_loadu_ps(sum16 + 16 * h + 8)));
-}
+float to_f32(float x) { return x; }
+float to_f32(uint16_t h) { return _cvtsh_ss(h); }  // (not dtype.h's inline helper: this file has other flags)
 
-void attend_values(const float* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, int heads,
-                   const float* p, const float* sum16, float* out) {
+template <class E>
+void attend_values_of(const E* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, int heads,
+                      const float* p, const float* sum16, float* out) {
   float inv[kMaxGroup];
   softmax_inverses(sum16, heads, inv);
   switch (head_dim) {
@@ -159,11 +154,44 @@ void attend_values(const float* v, int64_t v_stride, int head_dim, const int32_t
     float* o = out + h * head_dim;
     for (int d = 0; d < head_dim; d++) o[d] = 0.0f;
     for (int64_t j = 0; j < n; j++) {
-      const float* vj = v + slots[j] * v_stride;
-      for (int d = 0; d < head_dim; d++) o[d] += p[h * score_stride(n) + j] * vj[d];
+      const E* vj = v + slots[j] * v_stride;
+      for (int d = 0; d < head_dim; d++) o[d] += p[h * score_stride(n) + j] * to_f32(vj[d]);
     }
     for (int d = 0; d < head_dim; d++) o[d] *= inv[h];
   }
+}
+
+template <class E>
+void attend_group_of(const float* q, int heads, const E* keys, const E* v, int64_t v_stride, int head_dim,
+                     const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+  attention::key_scores<AttnVec>(q, heads, keys, head_dim, slots, n, scale, scores);
+  float sum16[16 * kMaxGroup];
+  for (int h = 0; h < heads; h++) exp_scores(scores + h * score_stride(n), n, sum16 + 16 * h);
+  attend_values_of(v, v_stride, head_dim, slots, n, heads, scores, sum16, out);
+}
+
+}  // namespace
+
+void softmax_inverses(const float* sum16, int heads, float* inv) {
+  for (int h = 0; h < heads; h++)
+    inv[h] = 1.0f / hsum(_mm256_add_ps(_mm256_loadu_ps(sum16 + 16 * h), _mm256_loadu_ps(sum16 + 16 * h + 8)));
+}
+
+void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+  attend_group_of(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
+}
+void attend_group(const float* q, int heads, const uint16_t* keys, const uint16_t* v, int64_t v_stride, int head_dim,
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+  attend_group_of(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
+}
+void attend_values(const float* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, int heads,
+                   const float* p, const float* sum16, float* out) {
+  attend_values_of(v, v_stride, head_dim, slots, n, heads, p, sum16, out);
+}
+void attend_values(const uint16_t* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, int heads,
+                   const float* p, const float* sum16, float* out) {
+  attend_values_of(v, v_stride, head_dim, slots, n, heads, p, sum16, out);
 }
 
 }  // namespace jf::avx2

@@ -23,6 +23,8 @@ struct AttnVec {
   static T set1(float v) { return _mm512_set1_ps(v); }
   static T add(T a, T b) { return _mm512_add_ps(a, b); }
   static T loadu(const float* p) { return _mm512_loadu_ps(p); }
+  static T load(const float* p) { return _mm512_loadu_ps(p); }
+  static T load(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   static T mul(T a, T b) { return _mm512_mul_ps(a, b); }
   static T fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
   static void storeu(float* p, T v) { _mm512_storeu_ps(p, v); }
@@ -59,8 +61,11 @@ void exp_scores(float* s, int64_t n, float* sum16) {
 
 }  // namespace
 
-void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
-                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+namespace {
+
+template <class E>
+void attend_group_of(const float* q, int heads, const E* keys, const E* v, int64_t v_stride, int head_dim,
+                     const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
   attention::key_scores<AttnVec>(q, heads, keys, head_dim, slots, n, scale, scores);
   float sum16[16 * kMaxGroup];
   for (int h = 0; h < heads; h++) exp_scores(scores + h * score_stride(n), n, sum16 + 16 * h);
@@ -77,6 +82,17 @@ void attend_group(const float* q, int heads, const float* keys, const float* v, 
     case 64: return sums(std::integral_constant<int, 4>{});
     default: return sums(std::integral_constant<int, 8>{});
   }
+}
+
+}  // namespace
+
+void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+  attend_group_of(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
+}
+void attend_group(const float* q, int heads, const uint16_t* keys, const uint16_t* v, int64_t v_stride, int head_dim,
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+  attend_group_of(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
 }
 
 }  // namespace jf::avx512

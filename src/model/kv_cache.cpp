@@ -1,46 +1,73 @@
 #include "model/kv_cache.h"
 
-#include <cstring>
+#include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "base/error.h"
 
 namespace jf {
 
-KvCache::KvCache(const ModelConfig& cfg, int capacity)
+namespace {
+// An fp32 value as a cache element: itself, or rounded to fp16 (to nearest, ties to even).
+template <class T>
+T stored(float x) {
+  if constexpr (std::is_same_v<T, float>)
+    return x;
+  else
+    return f32_to_f16(x);
+}
+}  // namespace
+
+KvCache::KvCache(const ModelConfig& cfg, int capacity, DType type)
     : n_layers_(cfg.n_layers),
       n_kv_heads_(cfg.n_kv_heads),
       head_dim_(cfg.head_dim),
-      capacity_(capacity) {
+      capacity_(capacity),
+      type_(type) {
   if (capacity <= 0) throw Error("context size must be positive, got " + std::to_string(capacity));
+  if (type != DType::F32 && type != DType::F16)
+    throw Error("KV cache type must be f32 or f16, got " + dtype_name(type));
   const size_t blocks = (static_cast<size_t>(capacity) + kKeyBlock - 1) / kKeyBlock;
   head_keys_ = blocks * kKeyBlock * static_cast<size_t>(head_dim_);
-  k_.assign(static_cast<size_t>(n_layers_) * n_kv_heads_ * head_keys_, 0.0f);
-  v_.assign(static_cast<size_t>(n_layers_) * n_kv_heads_ * capacity_ * head_dim_, 0.0f);
+  const size_t keys = static_cast<size_t>(n_layers_) * n_kv_heads_ * head_keys_;
+  const size_t values = static_cast<size_t>(n_layers_) * n_kv_heads_ * capacity_ * head_dim_;
+  with_storage([&](auto& k, auto& v) {
+    k.assign(keys, 0);
+    v.assign(values, 0);
+  });
 }
 
 void KvCache::store_key(int layer, int slot, const float* key) {
-  for (int h = 0; h < n_kv_heads_; h++) {
-    float* dst = k_.data() + key_base(layer, h);
-    for (int i = 0; i < head_dim_; i++) dst[key_offset(slot, i, head_dim_)] = key[h * head_dim_ + i];
-  }
+  with_storage([&](auto& k, auto&) {
+    using T = typename std::decay_t<decltype(k)>::value_type;
+    for (int h = 0; h < n_kv_heads_; h++) {
+      T* dst = k.data() + key_base(layer, h);
+      for (int i = 0; i < head_dim_; i++) dst[key_offset(slot, i, head_dim_)] = stored<T>(key[h * head_dim_ + i]);
+    }
+  });
 }
 
 void KvCache::store_value(int layer, int slot, const float* value) {
-  for (int h = 0; h < n_kv_heads_; h++)
-    std::memcpy(v_.data() + value_base(layer, h) + static_cast<size_t>(slot) * head_dim_, value + h * head_dim_,
-                sizeof(float) * head_dim_);
+  with_storage([&](auto&, auto& v) {
+    using T = typename std::decay_t<decltype(v)>::value_type;
+    for (int h = 0; h < n_kv_heads_; h++) {
+      T* dst = v.data() + value_base(layer, h) + static_cast<size_t>(slot) * head_dim_;
+      for (int i = 0; i < head_dim_; i++) dst[i] = stored<T>(value[h * head_dim_ + i]);
+    }
+  });
 }
 
 void KvCache::move_slot(int from, int to) {
-  for (int l = 0; l < n_layers_; l++)
-    for (int h = 0; h < n_kv_heads_; h++) {
-      float* keys = k_.data() + key_base(l, h);
-      for (int i = 0; i < head_dim_; i++) keys[key_offset(to, i, head_dim_)] = keys[key_offset(from, i, head_dim_)];
-      float* values = v_.data() + value_base(l, h);
-      std::memcpy(values + static_cast<size_t>(to) * head_dim_, values + static_cast<size_t>(from) * head_dim_,
-                  sizeof(float) * head_dim_);
-    }
+  with_storage([&](auto& k, auto& v) {
+    for (int l = 0; l < n_layers_; l++)
+      for (int h = 0; h < n_kv_heads_; h++) {
+        auto* keys = k.data() + key_base(l, h);
+        for (int i = 0; i < head_dim_; i++) keys[key_offset(to, i, head_dim_)] = keys[key_offset(from, i, head_dim_)];
+        auto* values = v.data() + value_base(l, h);
+        std::copy_n(values + static_cast<size_t>(from) * head_dim_, head_dim_, values + static_cast<size_t>(to) * head_dim_);
+      }
+  });
 }
 
 int KvCache::append(int n) {
@@ -72,18 +99,25 @@ void KvCache::keep(int dst, std::span<const int32_t> slots) {
 }
 
 void KvCache::copy_prefix(const KvCache& other, int n) {
-  JF_CHECK(other.n_layers_ == n_layers_ && other.n_kv_heads_ == n_kv_heads_ && other.head_dim_ == head_dim_,
-           "copy_prefix: different models");
+  JF_CHECK(other.n_layers_ == n_layers_ && other.n_kv_heads_ == n_kv_heads_ && other.head_dim_ == head_dim_ &&
+               other.type_ == type_,
+           "copy_prefix: different models or cache types");
   JF_CHECK(n >= 0 && n <= other.size_, "copy_prefix: beyond source size");
   if (n > capacity_) throw Error("context is full: cannot copy " + std::to_string(n) + " tokens");
   // Whole key blocks: lanes past n are copied too, and are overwritten before they are ever read.
-  const size_t key_floats = (static_cast<size_t>(n) + kKeyBlock - 1) / kKeyBlock * kKeyBlock * head_dim_;
-  for (int l = 0; l < n_layers_; l++)
-    for (int h = 0; h < n_kv_heads_; h++) {
-      std::memcpy(k_.data() + key_base(l, h), other.k_.data() + other.key_base(l, h), sizeof(float) * key_floats);
-      std::memcpy(v_.data() + value_base(l, h), other.v_.data() + other.value_base(l, h),
-                  sizeof(float) * head_dim_ * n);
-    }
+  const size_t key_elements = (static_cast<size_t>(n) + kKeyBlock - 1) / kKeyBlock * kKeyBlock * head_dim_;
+  const size_t value_elements = static_cast<size_t>(n) * head_dim_;
+  auto copy = [&](auto& k, auto& v, const auto& ok, const auto& ov) {
+    for (int l = 0; l < n_layers_; l++)
+      for (int h = 0; h < n_kv_heads_; h++) {
+        std::copy_n(ok.data() + other.key_base(l, h), key_elements, k.data() + key_base(l, h));
+        std::copy_n(ov.data() + other.value_base(l, h), value_elements, v.data() + value_base(l, h));
+      }
+  };
+  if (type_ == DType::F32)
+    copy(k32_, v32_, other.k32_, other.v32_);
+  else
+    copy(k16_, v16_, other.k16_, other.v16_);
   size_ = n;
 }
 

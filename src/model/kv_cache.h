@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/aligned.h"
+#include "kernels/dtype.h"
 #include "kernels/ops.h"
 #include "model/config.h"
 
@@ -13,30 +14,37 @@ namespace jf {
 
 class KvCache {
  public:
-  KvCache(const ModelConfig& cfg, int capacity);  // throws jf::Error if capacity is invalid
+  // type: F32 (exact), or F16 (half the memory and the attention reads of long contexts; every key and value
+  // rounded to fp16, so results differ slightly from F32, identically for every batch). Throws jf::Error if
+  // capacity or type is invalid.
+  KvCache(const ModelConfig& cfg, int capacity, DType type = DType::F32);
 
   int size() const { return size_; }  // number of filled slots (committed + appended speculative ones)
   int capacity() const { return capacity_; }
+  DType type() const { return type_; }
 
   // Keys of one layer and kv head in the blocked layout of kernels/ops.h (key_offset), readable for whole
-  // blocks of kKeyBlock slots.
-  const float* keys(int layer, int kv_head) const { return k_.data() + key_base(layer, kv_head); }
+  // blocks of kKeyBlock slots; keys() for an F32 cache, keys_f16() for an F16 one.
+  const float* keys(int layer, int kv_head) const { return k32_.data() + key_base(layer, kv_head); }
+  const uint16_t* keys_f16(int layer, int kv_head) const { return k16_.data() + key_base(layer, kv_head); }
   // Values of one layer and kv head: slot s's head_dim values at values(layer, kv_head) + s * head_dim, so
   // one head's values are contiguous (attention reads them slot after slot; with all heads side by side a
-  // 128-wide head of a 32-head model sat 16 KB from the next slot's, a page per slot).
-  const float* values(int layer, int kv_head) const { return v_.data() + value_base(layer, kv_head); }
+  // 128-wide head of a 32-head model sat 16 KB from the next slot's, a page per slot). values() for an F32
+  // cache, values_f16() for an F16 one.
+  const float* values(int layer, int kv_head) const { return v32_.data() + value_base(layer, kv_head); }
+  const uint16_t* values_f16(int layer, int kv_head) const { return v16_.data() + value_base(layer, kv_head); }
 
   // Writes a slot's key (kv_dim values, heads side by side) into the blocked layout.
   void store_key(int layer, int slot, const float* key);
-  // Element i (0 <= i < kv_dim) of a slot's key.
+  // Element i (0 <= i < kv_dim) of a slot's key, as stored.
   float key(int layer, int slot, int i) const {
-    return keys(layer, i / head_dim_)[key_offset(slot, i % head_dim_, head_dim_)];
+    return element(k32_, k16_, key_base(layer, i / head_dim_) + key_offset(slot, i % head_dim_, head_dim_));
   }
   // Writes a slot's value (kv_dim values, heads side by side) into the per-head layout.
   void store_value(int layer, int slot, const float* value);
-  // Element i (0 <= i < kv_dim) of a slot's value.
+  // Element i (0 <= i < kv_dim) of a slot's value, as stored.
   float value(int layer, int slot, int i) const {
-    return values(layer, i / head_dim_)[static_cast<int64_t>(slot) * head_dim_ + i % head_dim_];
+    return element(v32_, v16_, value_base(layer, i / head_dim_) + static_cast<size_t>(slot) * head_dim_ + i % head_dim_);
   }
 
   // Claims slots [size, size + n) for new tokens; throws jf::Error when the context would overflow.
@@ -56,11 +64,24 @@ class KvCache {
   size_t value_base(int layer, int kv_head) const {
     return (static_cast<size_t>(layer) * n_kv_heads_ + kv_head) * capacity_ * head_dim_;
   }
+  // Calls f(keys, values) on the storage of this cache's type.
+  template <class F>
+  void with_storage(F&& f) {
+    if (type_ == DType::F32)
+      f(k32_, v32_);
+    else
+      f(k16_, v16_);
+  }
+  float element(const aligned_vector<float>& f32, const aligned_vector<uint16_t>& f16, size_t at) const {
+    return type_ == DType::F32 ? f32[at] : f16_to_f32(f16[at]);
+  }
   void move_slot(int from, int to);
   int n_layers_, n_kv_heads_, head_dim_, capacity_;
-  size_t head_keys_;  // floats of one layer and head: capacity rounded up to whole blocks, times head_dim
+  DType type_;
+  size_t head_keys_;  // elements of one layer and head: capacity rounded up to whole blocks, times head_dim
   int size_ = 0;
-  aligned_vector<float> k_, v_;
+  aligned_vector<float> k32_, v32_;      // an F32 cache
+  aligned_vector<uint16_t> k16_, v16_;   // an F16 cache
 };
 
 }  // namespace jf
