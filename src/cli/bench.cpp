@@ -100,9 +100,9 @@ int run_bench(BenchArgs& a) {
   progress.finish();
 
   const double ar_tps = totals[0].gen_seconds > 0 ? totals[0].tokens / totals[0].gen_seconds : 0;
-  std::printf("model %s, %zu prompts, %d new tokens max, %s, %d threads, %s kernels\n\n", a.model.path.c_str(),
-              prompts.size(), a.gen.max_new_tokens, greedy ? "greedy" : "sampling", num_threads(),
-              isa_name(active_isa()).c_str());
+  std::printf("model %s, %zu prompts, %d new tokens max, %s, %d threads, %s kernels, %s KV cache\n\n",
+              a.model.path.c_str(), prompts.size(), a.gen.max_new_tokens, greedy ? "greedy" : "sampling",
+              num_threads(), isa_name(active_isa()).c_str(), a.model.kv_type.c_str());
   std::printf("| decoder | TPF | TPS | speedup | identical to ar | rows/forward | ms/forward |\n");
   std::printf("|---|---|---|---|---|---|---|\n");
   nlohmann::json summary = nlohmann::json::array();
@@ -121,7 +121,8 @@ int run_bench(BenchArgs& a) {
   if (!a.json_out.empty()) {
     nlohmann::json j = {{"model", a.model.path}, {"prompts_file", a.prompts_file}, {"n_prompts", prompts.size()},
                         {"max_new_tokens", a.gen.max_new_tokens}, {"greedy", greedy}, {"threads", num_threads()},
-                        {"kernels", isa_name(active_isa())}, {"summary", summary}, {"runs", runs}};
+                        {"kernels", isa_name(active_isa())}, {"kv_type", a.model.kv_type}, {"summary", summary},
+                        {"runs", runs}};
     const std::string text = j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     write_file_atomic(a.json_out, text.data(), text.size());
   }
