@@ -36,6 +36,9 @@ if [ -d "$shared/models/stories260K" ]; then
   check_error "bad temperature" 1 "$jf" generate -m "$m" --temp -2
   check_error "bad top-p" 1 "$jf" generate -m "$m" --temp 1 --top-p 1.5
   check_error "bad kv type" 2 "$jf" generate -m "$m" --kv-type q8_0
+  # A flag given twice keeps its last value (./run.sh -n 50 overrides run.sh's own -n 128).
+  n=$("$jf" generate -m "$m" -n 128 -n 3 --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["n_tokens"])')
+  if [ "$n" != "3" ]; then echo "FAIL repeated flag: got $n tokens, want 3"; fails=$((fails + 1)); else echo "ok   repeated flag: last -n wins"; fi
   check_error "prompt longer than context" 1 "$jf" generate -m "$m" -c 4 -p "Once upon a time there was a dog"
   check_error "missing prompt file" 1 "$jf" generate -m "$m" -f /nonexistent.txt
   check_error "chat without template" 1 "$jf" generate -m "$m" --chat -p hi

@@ -339,6 +339,27 @@ TEST(RowCostModel, LearnsTheCostOfAnExtraRow) {
   EXPECT_NEAR(m.relative(5), 2.2, 0.2);
 }
 
+// Slow early multi-row forwards (a thread schedule being tried out) neither decide the estimate nor stop
+// drafting for good: the median ignores a minority of them, and an estimate that stopped all drafting is
+// retried after kStale one-row forwards.
+TEST(RowCostModel, RecoversFromSlowEarlyForwards) {
+  RowCostModel m;
+  m.record(1, 1.0e-3);
+  m.record(3, 9.0e-3);  // 4 per extra row: a bad schedule's trial
+  EXPECT_LE(m.per_row(), RowCostModel::kDefaultRowCost);  // still exploring
+  for (int i = 0; i < 4; i++) m.record(3, 1.4e-3);  // 0.2 per extra row
+  m.record(2, 5.0e-3);
+  EXPECT_NEAR(m.per_row(), 0.2, 1e-9);
+  RowCostModel stuck;
+  stuck.record(1, 1.0e-3);
+  for (int i = 0; i < 8; i++) stuck.record(2, 4.0e-3);  // 3 per extra row: the decoder stops drafting
+  EXPECT_NEAR(stuck.per_row(), 3.0, 1e-9);
+  for (int i = 0; i < RowCostModel::kStale; i++) stuck.record(1, 1.0e-3);
+  EXPECT_LE(stuck.per_row(), RowCostModel::kDefaultRowCost);  // so it tries again
+  stuck.record(2, 1.1e-3);
+  EXPECT_NEAR(stuck.per_row(), 3.0, 1e-9);  // one cheap sample is a minority of the window
+}
+
 // The length chosen is the one with the most expected tokens per unit of time, and it follows what has
 // been observed: reliable long matches get long drafts, unreliable ones none, and cheap rows more.
 TEST(DraftLengthPolicy, ChoosesTheLengthThatPays) {

@@ -117,7 +117,9 @@ Command add_collect_command(CLI::App& app) {
 Command add_pack_command(CLI::App& app) {
   auto a = std::make_shared<PackArgs>();
   CLI::App* cmd = app.add_subcommand("pack", "Pack trajectories into noise-conditioned training sequences");
-  cmd->add_option("--traj", a->inputs, "Trajectory file(s) from jf collect")->required();
+  cmd->add_option("--traj", a->inputs, "Trajectory file(s) from jf collect")
+      ->required()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--schedule", a->schedule, "Noise schedule: linear, random, reverse (default linear)");
   cmd->add_option("--window", a->opt.window, "Schedule window w: targets 0, 1/w, ..., (w-1)/w (default 16)");
   cmd->add_option("--mask", a->mask, "Attention mask: nc (noisy blocks see noisy context) or nc-ic (default nc)");

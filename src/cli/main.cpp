@@ -10,6 +10,9 @@ int main(int argc, char** argv) {
   CLI::App app{"jf — run causal language models, decoding several tokens per forward pass, losslessly"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "jf 0.1.0");
+  // A flag given twice keeps its last value, so wrappers can set defaults that the user's flags override
+  // (./run.sh passes -n 128; ./run.sh -n 50 means 50).
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::map<CLI::App*, jf::cli::Command> commands;
   auto add = [&](jf::cli::Command c) { commands[app.get_subcommands({}).back()] = std::move(c); };
   add(jf::cli::add_generate_command(app));

@@ -84,7 +84,9 @@ int run_tokenizer_train(const TrainArgs& a) {
 Command add_tokenizer_train_command(CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("tokenizer-train", "Train a byte-level BPE vocabulary on source files; write it as GGUF");
-  cmd->add_option("--corpus", a->corpus, "Directory (walked in sorted order) or file to train on; repeatable")->required();
+  cmd->add_option("--corpus", a->corpus, "Directory (walked in sorted order) or file to train on; repeatable")
+      ->required()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--ext", a->ext, "File name extension to read under directories (default .py; \"\" for all)");
   cmd->add_option("--max-bytes", a->max_bytes, "Stop adding files at this many bytes (default 0: no limit)");
   cmd->add_option("--vocab", a->vocab, "Vocabulary size, byte and special tokens included (default 4096)")

@@ -161,7 +161,8 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--init", a->init, "From scratch: dim=256,layers=6,heads=8,kv-heads=8,ffn=768,ctx=1024");
   cmd->add_option("--objective", a->objective, "jacobi-forcing (default), cllm or ar");
   cmd->add_option("--data", a->data, "jacobi-forcing / cllm: packed sequences from jf pack");
-  cmd->add_option("--corpus", a->corpus, "ar: text files or directories");
+  cmd->add_option("--corpus", a->corpus, "ar: text files or directories")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--ext", a->ext, "ar: file extension to read from corpus directories (default .txt)");
   cmd->add_option("--max-bytes", a->max_bytes, "ar: read at most this many corpus bytes (default all)");
   cmd->add_option("--seq-len", a->seq_len, "ar: tokens per training sequence (default 256)");

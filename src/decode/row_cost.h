@@ -3,6 +3,7 @@
 // tiny model each extra row costs about a third of a forward, on a memory-bound one a few percent.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace jf {
@@ -13,21 +14,28 @@ class RowCostModel {
   void record(int rows, double seconds);
   // Estimated time(rows) / time(1) = 1 + per_row() * (rows - 1).
   double relative(int rows) const { return 1.0 + per_row() * (rows < 1 ? 0 : rows - 1); }
-  // Cost of one extra row as a fraction of a one-row forward: the running mean over forwards of 2..32 rows
-  // (larger ones, like a prefill, say little about a decoder's few rows), kDefaultRowCost before any.
-  double per_row() const { return per_row_.n ? per_row_.mean : kDefaultRowCost; }
+  // Cost of one extra row as a fraction of a one-row forward: the median of the last kSamples forwards of
+  // 2..32 rows (larger ones, like a prefill, say little about a decoder's few rows; a median ignores the
+  // odd slow one: a preempted forward, or a thread schedule being tried out, model/schedule.h).
+  // Optimistic, at most kDefaultRowCost, while fewer than kExplore such forwards were seen or none for
+  // kStale one-row forwards: a decoder that stopped drafting on an early estimate would never measure again.
+  double per_row() const;
 
   static constexpr double kDefaultRowCost = 0.25;
+  static constexpr int kSamples = 15, kExplore = 4, kStale = 32;
 
  private:
   // A plain mean over the first samples, then an exponential moving average; after the first few, one
-  // sample (a preempted forward can take 10x as long) moves it by at most a factor 1 +- the weight.
+  // sample moves it by at most a factor 1 +- the weight.
   struct Mean {
     double mean = 0;
     int64_t n = 0;
     void add(double x);
   };
-  Mean one_row_seconds_, per_row_;
+  Mean one_row_seconds_;
+  std::array<double, kSamples> samples_{};  // extra-row costs, a ring buffer
+  int64_t n_samples_ = 0;
+  int64_t one_rows_since_sample_ = 0;
 };
 
 }  // namespace jf
