@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/aligned.h"
+#include "base/error.h"
 #include "kernels/dtype.h"
 #include "kernels/ops.h"
 #include "model/config.h"
@@ -25,14 +26,26 @@ class KvCache {
 
   // Keys of one layer and kv head in the blocked layout of kernels/ops.h (key_offset), readable for whole
   // blocks of kKeyBlock slots; keys() for an F32 cache, keys_f16() for an F16 one.
-  const float* keys(int layer, int kv_head) const { return k32_.data() + key_base(layer, kv_head); }
-  const uint16_t* keys_f16(int layer, int kv_head) const { return k16_.data() + key_base(layer, kv_head); }
+  const float* keys(int layer, int kv_head) const {
+    JF_CHECK(type_ == DType::F32, "fp32 keys of an f16 cache");
+    return k32_.data() + key_base(layer, kv_head);
+  }
+  const uint16_t* keys_f16(int layer, int kv_head) const {
+    JF_CHECK(type_ == DType::F16, "fp16 keys of an f32 cache");
+    return k16_.data() + key_base(layer, kv_head);
+  }
   // Values of one layer and kv head: slot s's head_dim values at values(layer, kv_head) + s * head_dim, so
   // one head's values are contiguous (attention reads them slot after slot; with all heads side by side a
   // 128-wide head of a 32-head model sat 16 KB from the next slot's, a page per slot). values() for an F32
   // cache, values_f16() for an F16 one.
-  const float* values(int layer, int kv_head) const { return v32_.data() + value_base(layer, kv_head); }
-  const uint16_t* values_f16(int layer, int kv_head) const { return v16_.data() + value_base(layer, kv_head); }
+  const float* values(int layer, int kv_head) const {
+    JF_CHECK(type_ == DType::F32, "fp32 values of an f16 cache");
+    return v32_.data() + value_base(layer, kv_head);
+  }
+  const uint16_t* values_f16(int layer, int kv_head) const {
+    JF_CHECK(type_ == DType::F16, "fp16 values of an f32 cache");
+    return v16_.data() + value_base(layer, kv_head);
+  }
 
   // Writes a slot's key (kv_dim values, heads side by side) into the blocked layout.
   void store_key(int layer, int slot, const float* key);
