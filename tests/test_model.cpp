@@ -255,8 +255,10 @@ TEST(KvCache, KeepAndCopyMoveEveryKeyAndValueElement) {
       for (int i = 0; i < cfg.head_dim; i++) {
         const int e = h * cfg.head_dim + i;
         const size_t k = key_offset(37, i, cfg.head_dim), v = 37 * cfg.head_dim + i;
-        ASSERT_EQ(type == DType::F32 ? cache.keys(1, h)[k] : f16_to_f32(cache.keys_f16(1, h)[k]), key_of(1, 37, e));
-        ASSERT_EQ(type == DType::F32 ? cache.values(1, h)[v] : f16_to_f32(cache.values_f16(1, h)[v]), val_of(1, 37, e));
+        ASSERT_EQ(type == DType::F32 ? cache.keys<float>(1, h)[k] : f16_to_f32(cache.keys<uint16_t>(1, h)[k]),
+                  key_of(1, 37, e));
+        ASSERT_EQ(type == DType::F32 ? cache.values<float>(1, h)[v] : f16_to_f32(cache.values<uint16_t>(1, h)[v]),
+                  val_of(1, 37, e));
       }
     const std::vector<int32_t> keep = {12, 15, 16, 31, 33, 47, 48, 59};  // into slots 10..17
     cache.keep(10, keep);

@@ -13,33 +13,23 @@ uint64_t NgramIndex::hash(std::span<const int32_t> t) {
   return h;
 }
 
+size_t NgramIndex::find_slot(const Table& t, std::span<const int32_t> text, std::span<const int32_t> gram) {
+  const size_t mask = t.slots.size() - 1, n = gram.size();
+  size_t i = hash(gram) & mask;
+  while (t.slots[i] != 0 && !std::ranges::equal(text.subspan(t.slots[i] - n, n), gram)) i = (i + 1) & mask;
+  return i;
+}
+
 void NgramIndex::insert(Table& t, std::span<const int32_t> text, int n, size_t end) {
-  auto gram = [&](size_t e) { return text.subspan(e - n, n); };
-  if ((t.used + 1) * 2 > t.slots.size()) {  // grow: re-place every entry (all distinct n-grams)
+  if ((t.used + 1) * 2 > t.slots.size()) {  // grow: re-place every entry (all distinct, so each finds a free slot)
     std::vector<uint32_t> old = std::move(t.slots);
     t.slots.assign(std::max<size_t>(1024, old.size() * 2), 0);
-    const size_t mask = t.slots.size() - 1;
     for (uint32_t e : old)
-      if (e != 0) {
-        size_t i = hash(gram(e)) & mask;
-        while (t.slots[i] != 0) i = (i + 1) & mask;
-        t.slots[i] = e;
-      }
+      if (e != 0) t.slots[find_slot(t, text, text.subspan(e - n, n))] = e;
   }
-  const size_t mask = t.slots.size() - 1;
-  const auto g = gram(end);
-  for (size_t i = hash(g) & mask;; i = (i + 1) & mask) {
-    const uint32_t e = t.slots[i];
-    if (e == 0) {
-      t.slots[i] = static_cast<uint32_t>(end);
-      t.used++;
-      return;
-    }
-    if (std::ranges::equal(gram(e), g)) {  // seen before: keep the most recent end
-      t.slots[i] = static_cast<uint32_t>(end);
-      return;
-    }
-  }
+  uint32_t& slot = t.slots[find_slot(t, text, text.subspan(end - n, n))];
+  if (slot == 0) t.used++;
+  slot = static_cast<uint32_t>(end);  // new, or seen before: keep the most recent end
 }
 
 void NgramIndex::extend(std::span<const int32_t> text, size_t end) {
@@ -55,14 +45,7 @@ int NgramIndex::longest_match(std::span<const int32_t> text, std::span<const int
   for (int n = std::min<int>(max_n_, static_cast<int>(query.size())); n >= std::max(min_n, 1); n--) {
     const Table& t = tables_[n - 1];
     if (t.slots.empty()) continue;
-    const auto suffix = query.subspan(query.size() - n, n);
-    const size_t mask = t.slots.size() - 1;
-    size_t end = 0;  // occurrence is text[end-n .. end)
-    for (size_t i = hash(suffix) & mask; t.slots[i] != 0; i = (i + 1) & mask)
-      if (std::ranges::equal(text.subspan(t.slots[i] - n, n), suffix)) {
-        end = t.slots[i];
-        break;
-      }
+    const size_t end = t.slots[find_slot(t, text, query.subspan(query.size() - n, n))];  // text[end-n .. end)
     if (end == 0 || end >= text.size()) continue;  // absent, or nothing followed it
     *next = end;
     return n;

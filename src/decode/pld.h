@@ -40,6 +40,8 @@ class NgramIndex {
     size_t used = 0;
   };
   static uint64_t hash(std::span<const int32_t> t);
+  // The slot holding `gram` (its occurrences read back from `text`), or the empty slot where it would go.
+  static size_t find_slot(const Table& t, std::span<const int32_t> text, std::span<const int32_t> gram);
   static void insert(Table& t, std::span<const int32_t> text, int n, size_t end);
   int max_n_;
   size_t indexed_end_ = 0;  // n-grams ending at or before this index are in the tables

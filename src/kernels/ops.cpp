@@ -29,9 +29,11 @@ namespace {
 float to_f32(float x) { return x; }
 float to_f32(uint16_t h) { return f16_to_f32(h); }
 
+}  // namespace
+
 template <class E>
-void attend_head_of(const float* q, const E* keys, const E* v, int64_t v_stride, int head_dim, const int32_t* slots,
-                    int64_t n, float scale, float* scores, float* out) {
+void attend_head(const float* q, const E* keys, const E* v, int64_t v_stride, int head_dim, const int32_t* slots,
+                 int64_t n, float scale, float* scores, float* out) {
   float mx = -INFINITY;
   for (int64_t j = 0; j < n; j++) {
     float s = 0.0f;
@@ -52,17 +54,10 @@ void attend_head_of(const float* q, const E* keys, const E* v, int64_t v_stride,
   const float inv = 1.0f / sum;
   for (int d = 0; d < head_dim; d++) out[d] *= inv;
 }
-
-}  // namespace
-
-void attend_head(const float* q, const float* keys, const float* v, int64_t v_stride, int head_dim,
-                 const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
-  attend_head_of(q, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
-}
-void attend_head(const float* q, const uint16_t* keys, const uint16_t* v, int64_t v_stride, int head_dim,
-                 const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
-  attend_head_of(q, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
-}
+template void attend_head(const float*, const float*, const float*, int64_t, int, const int32_t*, int64_t, float,
+                          float*, float*);
+template void attend_head(const float*, const uint16_t*, const uint16_t*, int64_t, int, const int32_t*, int64_t, float,
+                          float*, float*);
 
 int64_t argmax(const float* x, int64_t n) {
   int64_t best = 0;
@@ -88,11 +83,9 @@ void attend_head(const float* q, const float* keys, const float* v, int64_t v_st
   attend_group(q, 1, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
 }
 
-namespace {
-
 template <class E>
-void attend_group_of(const float* q, int heads, const E* keys, const E* v, int64_t v_stride, int head_dim,
-                     const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+void attend_group(const float* q, int heads, const E* keys, const E* v, int64_t v_stride, int head_dim,
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
   JF_CHECK(heads >= 1 && heads <= kMaxGroup, "attention group size out of range");
   switch (active_isa()) {
     case Isa::Avx512: return avx512::attend_group(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
@@ -103,17 +96,10 @@ void attend_group_of(const float* q, int heads, const E* keys, const E* v, int64
     scalar::attend_head(q + h * head_dim, keys, v, v_stride, head_dim, slots, n, scale, scores,
                         out + h * head_dim);
 }
-
-}  // namespace
-
-void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
-                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
-  attend_group_of(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
-}
-void attend_group(const float* q, int heads, const uint16_t* keys, const uint16_t* v, int64_t v_stride, int head_dim,
-                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
-  attend_group_of(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
-}
+template void attend_group(const float*, int, const float*, const float*, int64_t, int, const int32_t*, int64_t, float,
+                            float*, float*);
+template void attend_group(const float*, int, const uint16_t*, const uint16_t*, int64_t, int, const int32_t*, int64_t,
+                            float, float*, float*);
 
 void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; i++) y[i] += x[i];

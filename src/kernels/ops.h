@@ -50,48 +50,44 @@ void attend_head(const float* q, const float* keys, const float* v, int64_t v_st
                  const int32_t* slots, int64_t n, float scale, float* scores, float* out);
 
 // The same for `heads` (<= kMaxGroup) query heads that share one kv head (a GQA group) and one slot list:
-// q and out hold heads x head_dim values, scores is scratch of attention_scratch(heads, n) floats. Each head gets exactly
-// attend_head's bits; the list is walked, and each key and value row read, once for the group.
+// q and out hold heads x head_dim values, scores is scratch of attention_scratch(heads, n) floats. Each head
+// gets exactly attend_head's bits; the list is walked, and each key and value row read, once for the group.
+// Keys and values are stored as E: float, or uint16_t holding fp16 (a KV cache of type F16), each element
+// converted exactly on load, so the result is the float version's on the same values. The attention
+// functions below that take E are instantiated for these two.
 inline constexpr int kMaxGroup = 64;
-void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
-                  const int32_t* slots, int64_t n, float scale, float* scores, float* out);
-// The same over keys and values stored as fp16 (a KV cache of type F16): each element is converted exactly,
-// so the result is that of the fp32 version on the same values.
-void attend_group(const float* q, int heads, const uint16_t* keys, const uint16_t* v, int64_t v_stride, int head_dim,
+template <class E>
+void attend_group(const float* q, int heads, const E* keys, const E* v, int64_t v_stride, int head_dim,
                   const int32_t* slots, int64_t n, float scale, float* scores, float* out);
 
 namespace scalar {
 void rmsnorm(const float* x, const float* g, int64_t n, float eps, float* out);
 void silu_mul(float* gate, const float* up, int64_t n);
-void attend_head(const float* q, const float* keys, const float* v, int64_t v_stride, int head_dim,
-                 const int32_t* slots, int64_t n, float scale, float* scores, float* out);
-void attend_head(const float* q, const uint16_t* keys, const uint16_t* v, int64_t v_stride, int head_dim,
-                 const int32_t* slots, int64_t n, float scale, float* scores, float* out);
+template <class E>
+void attend_head(const float* q, const E* keys, const E* v, int64_t v_stride, int head_dim, const int32_t* slots,
+                 int64_t n, float scale, float* scores, float* out);
 int64_t argmax(const float* x, int64_t n);
 }  // namespace scalar
 namespace avx2 {
 void rmsnorm(const float* x, const float* g, int64_t n, float eps, float* out);
 void silu_mul(float* gate, const float* up, int64_t n);
-void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
-                  const int32_t* slots, int64_t n, float scale, float* scores, float* out);
-void attend_group(const float* q, int heads, const uint16_t* keys, const uint16_t* v, int64_t v_stride, int head_dim,
+template <class E>
+void attend_group(const float* q, int heads, const E* keys, const E* v, int64_t v_stride, int head_dim,
                   const int32_t* slots, int64_t n, float scale, float* scores, float* out);
 int64_t argmax(const float* x, int64_t n);
 // The last step of attend_group, shared with the AVX-512 version: out_h = sum_j p_h[j] v[slots[j]] / sum_h,
 // where p_h = p + h * score_stride(n) and sum16 + 16 * h holds the 16 lane sums of head h's exponentials
 // (lane l: list positions j = l mod 16, in list order).
-void attend_values(const float* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, int heads,
-                   const float* p, const float* sum16, float* out);
-void attend_values(const uint16_t* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, int heads,
+template <class E>
+void attend_values(const E* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, int heads,
                    const float* p, const float* sum16, float* out);
 // inv[h] = 1 / (the sum of head h's 16 lane sums, in a fixed order): the softmax denominators.
 void softmax_inverses(const float* sum16, int heads, float* inv);
 }  // namespace avx2
 namespace avx512 {
 // Scores, exponentials and (head_dim >= 16) the weighted sum 16 lanes wide; the same bits as avx2::attend_group.
-void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
-                  const int32_t* slots, int64_t n, float scale, float* scores, float* out);
-void attend_group(const float* q, int heads, const uint16_t* keys, const uint16_t* v, int64_t v_stride, int head_dim,
+template <class E>
+void attend_group(const float* q, int heads, const E* keys, const E* v, int64_t v_stride, int head_dim,
                   const int32_t* slots, int64_t n, float scale, float* scores, float* out);
 }  // namespace avx512
 

@@ -137,9 +137,11 @@ namespace {
 float to_f32(float x) { return x; }
 float to_f32(uint16_t h) { return _cvtsh_ss(h); }  // (not dtype.h's inline helper: this file has other flags)
 
+}  // namespace
+
 template <class E>
-void attend_values_of(const E* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, int heads,
-                      const float* p, const float* sum16, float* out) {
+void attend_values(const E* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, int heads,
+                   const float* p, const float* sum16, float* out) {
   float inv[kMaxGroup];
   softmax_inverses(sum16, heads, inv);
   switch (head_dim) {
@@ -161,37 +163,27 @@ void attend_values_of(const E* v, int64_t v_stride, int head_dim, const int32_t*
   }
 }
 
+template void attend_values(const float*, int64_t, int, const int32_t*, int64_t, int, const float*, const float*,
+                             float*);
+template void attend_values(const uint16_t*, int64_t, int, const int32_t*, int64_t, int, const float*, const float*,
+                             float*);
+
 template <class E>
-void attend_group_of(const float* q, int heads, const E* keys, const E* v, int64_t v_stride, int head_dim,
-                     const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+void attend_group(const float* q, int heads, const E* keys, const E* v, int64_t v_stride, int head_dim,
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
   attention::key_scores<AttnVec>(q, heads, keys, head_dim, slots, n, scale, scores);
   float sum16[16 * kMaxGroup];
   for (int h = 0; h < heads; h++) exp_scores(scores + h * score_stride(n), n, sum16 + 16 * h);
-  attend_values_of(v, v_stride, head_dim, slots, n, heads, scores, sum16, out);
+  attend_values(v, v_stride, head_dim, slots, n, heads, scores, sum16, out);
 }
-
-}  // namespace
+template void attend_group(const float*, int, const float*, const float*, int64_t, int, const int32_t*, int64_t, float,
+                            float*, float*);
+template void attend_group(const float*, int, const uint16_t*, const uint16_t*, int64_t, int, const int32_t*, int64_t,
+                            float, float*, float*);
 
 void softmax_inverses(const float* sum16, int heads, float* inv) {
   for (int h = 0; h < heads; h++)
     inv[h] = 1.0f / hsum(_mm256_add_ps(_mm256_loadu_ps(sum16 + 16 * h), _mm256_loadu_ps(sum16 + 16 * h + 8)));
-}
-
-void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
-                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
-  attend_group_of(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
-}
-void attend_group(const float* q, int heads, const uint16_t* keys, const uint16_t* v, int64_t v_stride, int head_dim,
-                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
-  attend_group_of(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
-}
-void attend_values(const float* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, int heads,
-                   const float* p, const float* sum16, float* out) {
-  attend_values_of(v, v_stride, head_dim, slots, n, heads, p, sum16, out);
-}
-void attend_values(const uint16_t* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, int heads,
-                   const float* p, const float* sum16, float* out) {
-  attend_values_of(v, v_stride, head_dim, slots, n, heads, p, sum16, out);
 }
 
 }  // namespace jf::avx2

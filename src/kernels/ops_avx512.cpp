@@ -61,11 +61,9 @@ void exp_scores(float* s, int64_t n, float* sum16) {
 
 }  // namespace
 
-namespace {
-
 template <class E>
-void attend_group_of(const float* q, int heads, const E* keys, const E* v, int64_t v_stride, int head_dim,
-                     const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+void attend_group(const float* q, int heads, const E* keys, const E* v, int64_t v_stride, int head_dim,
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
   attention::key_scores<AttnVec>(q, heads, keys, head_dim, slots, n, scale, scores);
   float sum16[16 * kMaxGroup];
   for (int h = 0; h < heads; h++) exp_scores(scores + h * score_stride(n), n, sum16 + 16 * h);
@@ -83,16 +81,9 @@ void attend_group_of(const float* q, int heads, const E* keys, const E* v, int64
     default: return sums(std::integral_constant<int, 8>{});
   }
 }
-
-}  // namespace
-
-void attend_group(const float* q, int heads, const float* keys, const float* v, int64_t v_stride, int head_dim,
-                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
-  attend_group_of(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
-}
-void attend_group(const float* q, int heads, const uint16_t* keys, const uint16_t* v, int64_t v_stride, int head_dim,
-                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
-  attend_group_of(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
-}
+template void attend_group(const float*, int, const float*, const float*, int64_t, int, const int32_t*, int64_t, float,
+                            float*, float*);
+template void attend_group(const float*, int, const uint16_t*, const uint16_t*, int64_t, int, const int32_t*, int64_t,
+                            float, float*, float*);
 
 }  // namespace jf::avx512

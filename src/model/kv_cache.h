@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "base/aligned.h"
@@ -25,27 +26,14 @@ class KvCache {
   DType type() const { return type_; }
 
   // Keys of one layer and kv head in the blocked layout of kernels/ops.h (key_offset), readable for whole
-  // blocks of kKeyBlock slots; keys() for an F32 cache, keys_f16() for an F16 one.
-  const float* keys(int layer, int kv_head) const {
-    JF_CHECK(type_ == DType::F32, "fp32 keys of an f16 cache");
-    return k32_.data() + key_base(layer, kv_head);
-  }
-  const uint16_t* keys_f16(int layer, int kv_head) const {
-    JF_CHECK(type_ == DType::F16, "fp16 keys of an f32 cache");
-    return k16_.data() + key_base(layer, kv_head);
-  }
+  // blocks of kKeyBlock slots, as stored: E = float in an F32 cache, uint16_t (fp16) in an F16 one.
+  template <class E>
+  const E* keys(int layer, int kv_head) const { return storage<E>(k32_, k16_) + key_base(layer, kv_head); }
   // Values of one layer and kv head: slot s's head_dim values at values(layer, kv_head) + s * head_dim, so
   // one head's values are contiguous (attention reads them slot after slot; with all heads side by side a
-  // 128-wide head of a 32-head model sat 16 KB from the next slot's, a page per slot). values() for an F32
-  // cache, values_f16() for an F16 one.
-  const float* values(int layer, int kv_head) const {
-    JF_CHECK(type_ == DType::F32, "fp32 values of an f16 cache");
-    return v32_.data() + value_base(layer, kv_head);
-  }
-  const uint16_t* values_f16(int layer, int kv_head) const {
-    JF_CHECK(type_ == DType::F16, "fp16 values of an f32 cache");
-    return v16_.data() + value_base(layer, kv_head);
-  }
+  // 128-wide head of a 32-head model sat 16 KB from the next slot's, a page per slot). E as for keys().
+  template <class E>
+  const E* values(int layer, int kv_head) const { return storage<E>(v32_, v16_) + value_base(layer, kv_head); }
 
   // Writes a slot's key (kv_dim values, heads side by side) into the blocked layout.
   void store_key(int layer, int slot, const float* key);
@@ -84,6 +72,14 @@ class KvCache {
       f(k32_, v32_);
     else
       f(k16_, v16_);
+  }
+  template <class E>
+  const E* storage(const aligned_vector<float>& f32, const aligned_vector<uint16_t>& f16) const {
+    JF_CHECK(type_ == (std::is_same_v<E, float> ? DType::F32 : DType::F16), "KV cache read as the wrong type");
+    if constexpr (std::is_same_v<E, float>)
+      return f32.data();
+    else
+      return f16.data();
   }
   float element(const aligned_vector<float>& f32, const aligned_vector<uint16_t>& f16, size_t at) const {
     return type_ == DType::F32 ? f32[at] : f16_to_f32(f16[at]);

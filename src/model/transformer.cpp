@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <type_traits>
 
 #include "base/error.h"
 #include "kernels/matmul.h"
@@ -110,12 +111,15 @@ void Transformer::attend_units(int l, int64_t u0, int64_t u1) {
       if (static_cast<int64_t>(scores.size()) < attention_scratch(heads, nv))
         scores.resize(static_cast<size_t>(attention_scratch(heads, nv)));
       const int64_t at = r * cfg_.q_dim() + (int64_t{kvh} * group + h0) * hd;
+      auto attend = [&](auto element) {  // the cache's element type
+        using E = typename decltype(element)::type;
+        attend_group(&q_[at], heads, row.cache->keys<E>(l, kvh), row.cache->values<E>(l, kvh), hd, hd,
+                     &slot_list_[row.slots_begin], nv, scale, scores.data(), &att_[at]);
+      };
       if (row.cache->type() == DType::F16)
-        attend_group(&q_[at], heads, row.cache->keys_f16(l, kvh), row.cache->values_f16(l, kvh), hd, hd,
-                     &slot_list_[row.slots_begin], nv, scale, scores.data(), &att_[at]);
+        attend(std::type_identity<uint16_t>{});
       else
-        attend_group(&q_[at], heads, row.cache->keys(l, kvh), row.cache->values(l, kvh), hd, hd,
-                     &slot_list_[row.slots_begin], nv, scale, scores.data(), &att_[at]);
+        attend(std::type_identity<float>{});
     }
   }
 }
