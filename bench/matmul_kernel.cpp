@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   std::printf("%lld x %lld %s, %d copies (%.1f MB of panels), %d threads, fastest of %d\n\n", static_cast<long long>(rows),
               static_cast<long long>(cols), type.c_str(), copies, copies * read_bytes(ws[0]) / 1e6, threads, reps);
   std::printf("| kernels | M | ms per matmul | GFLOP/s |\n|---|---|---|---|\n");
-  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
+  for (Isa isa : {Isa::Avx2, Isa::Avx2Vnni, Isa::Avx512}) {
     if (!isa_supported(isa)) continue;
     set_active_isa(isa);
     for (int64_t m : ms) {

@@ -203,14 +203,16 @@ TEST_F(Stories260K, OneTokenPrompt) {
 
 // ---------------------------------------------------------------- random models
 
+// ffn_dim 576 (> kPackMaxCols): Q8_0 weights give ffn_down Q8_0 panels and int8 activations.
 TEST(RandomModels, GreedyStrategiesEqualAr) {
-  for (auto [name, type] : {std::pair{"tiny", DType::F16}, {"tiny", DType::Q8_0}}) {
-    ModelConfig c = preset_config(name);
+  for (auto [ffn_dim, type] : {std::pair{0, DType::F16}, {0, DType::Q8_0}, {576, DType::Q8_0}}) {
+    ModelConfig c = preset_config("tiny");
+    if (ffn_dim) c.ffn_dim = ffn_dim;
     auto m = random_model(c, type, 11);
     Session s(*m, 256);
     GenerationConfig cfg;
     cfg.max_new_tokens = 50;
-    expect_same_as_ar(s, {1, 5, 9, 5, 9}, cfg, std::string("random ") + name + " " + dtype_name(type));
+    expect_same_as_ar(s, {1, 5, 9, 5, 9}, cfg, "random tiny, ffn " + std::to_string(c.ffn_dim) + " " + dtype_name(type));
   }
 }
 

@@ -69,7 +69,7 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(Golden{"golden_greedy_n200.txt", 0.0f, 1.0f},
                                          Golden{"golden_t1_p095_s42_n200.txt", 1.0f, 0.95f},
                                          Golden{"golden_t1_p1_s42_n200.txt", 1.0f, 1.0f}),
-                       ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512)),
+                       ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx2Vnni, Isa::Avx512)),
     [](const auto& info) {
       std::string s = std::get<0>(info.param) + "_" + std::get<1>(info.param).file + "_" + isa_name(std::get<2>(info.param));
       for (char& c : s)

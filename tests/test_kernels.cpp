@@ -62,6 +62,18 @@ std::vector<double> reference(const std::vector<float>& x, int64_t M, const Weig
   return y;
 }
 
+// The rows a matmul over w effectively multiplies: x itself, or for Q8_0 panels x quantized per block of 32
+// and dequantized (see Q8Rows).
+std::vector<float> effective_rows(const std::vector<float>& x, int64_t M, const WeightMatrix& w) {
+  if (!(w.type == DType::Q8_0 && w.packed_type == DType::Q8_0)) return x;
+  Q8Rows q;
+  quantize_rows_q8(x.data(), M, w.cols, q);
+  std::vector<float> out(x.size());
+  for (int64_t m = 0; m < M; m++)
+    for (int64_t k = 0; k < w.cols; k++) out[m * w.cols + k] = q.row_q(m)[k] * q.row_d(m)[k / kQ8Block];
+  return out;
+}
+
 class IsaTest : public ::testing::TestWithParam<Isa> {
  protected:
   void SetUp() override {
@@ -86,7 +98,7 @@ TEST_P(IsaTest, MatmulMatchesReferenceAllTypes) {
         auto x = randn(M * K, 11);
         std::vector<float> y(static_cast<size_t>(M * N));
         matmul(x.data(), M, w.w, y.data());
-        auto ref = reference(x, M, w.w);
+        auto ref = reference(effective_rows(x, M, w.w), M, w.w);
         for (size_t i = 0; i < y.size(); i++)
           ASSERT_NEAR(y[i], ref[i], 1e-4 * std::sqrt(double(K)) * 4)
               << dtype_name(t) << " " << layout_name(layout) << " M=" << M << " i=" << i;
@@ -95,31 +107,35 @@ TEST_P(IsaTest, MatmulMatchesReferenceAllTypes) {
 }
 
 // The panel layout's promise, exactly: every output is the FMA chain acc = fma(x[k], w[k], acc) over
-// k = 0..K-1 from 0 (Q8_0 in its own panels: that chain over each block's quants, then acc = fma(block sum,
-// scale, acc)), for any batch size and any number of output features (padding included), in both fp32
-// panels and panels of the weights' own type.
+// k = 0..K-1 from 0 (Q8_0 in its own panels: exact integer block sums of quantized rows, then
+// acc = fma(sum, dw * dx, acc), on every instruction set including the scalar one), for any batch size and
+// any number of output features (padding included), in both fp32 panels and panels of the weights' own type.
 TEST_P(IsaTest, PanelMatmulIsTheSequentialFmaChain) {
-  if (GetParam() == Isa::Scalar) GTEST_SKIP() << "the scalar kernels do not use the panel layout";
   for (Layout layout : {Layout::PanelsF32, Layout::PanelsOwn})
     for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+      // Q8_0 in its own panels: integer block sums of the quantized rows, scaled once per block.
+      const bool q8_blocks = t == DType::Q8_0 && layout == Layout::PanelsOwn;
+      if (GetParam() == Isa::Scalar && !q8_blocks) continue;  // the scalar kernels do not use fp32 panels
       for (auto [M, N, K] :
            {std::tuple<int64_t, int64_t, int64_t>{1, 37, 64}, {6, 9, 32}, {11, 70, 160}, {4, 200, 96}, {2, 50, 32}, {15, 90, 64}, {13, 40, 96}}) {
         Weights w = make_weights(t, N, K, 21, layout);
         auto x = randn(M * K, 23);
         std::vector<float> y(static_cast<size_t>(M * N)), row(static_cast<size_t>(K));
         matmul(x.data(), M, w.w, y.data());
-        // Q8_0 in its own panels: the chain over each block's quants, scaled once per block.
-        const bool q8_blocks = t == DType::Q8_0 && layout == Layout::PanelsOwn;
+        std::vector<int8_t> xq(static_cast<size_t>(K));
+        std::vector<float> xd(static_cast<size_t>(K / kQ8Block));
+        std::vector<int32_t> bias(xd.size());
         for (int64_t n = 0; n < N; n++) {
           dequantize_row(t, w.w.row(n), row.data(), K);
           const auto* blocks = reinterpret_cast<const BlockQ8_0*>(w.w.row(n));
           for (int64_t m = 0; m < M; m++) {
             float acc = 0.0f;
             if (q8_blocks) {
+              scalar::quantize_row_q8(&x[m * K], K, xq.data(), xd.data(), bias.data());
               for (int64_t b = 0; b < K / kQ8Block; b++) {
-                float s = 0.0f;
-                for (int k = 0; k < kQ8Block; k++) s = std::fma(x[m * K + b * kQ8Block + k], float(blocks[b].qs[k]), s);
-                acc = std::fma(s, f16_to_f32(blocks[b].d), acc);
+                int32_t sum = 0;
+                for (int k = 0; k < kQ8Block; k++) sum += xq[b * kQ8Block + k] * blocks[b].qs[k];
+                acc = std::fma(float(sum), f16_to_f32(blocks[b].d) * xd[b], acc);
               }
             } else {
               for (int64_t k = 0; k < K; k++) acc = std::fma(x[m * K + k], row[k], acc);
@@ -130,6 +146,86 @@ TEST_P(IsaTest, PanelMatmulIsTheSequentialFmaChain) {
         }
       }
     }
+}
+
+// Quantizing activations: the SIMD code gives the scalar definition's bits, including ties, tiny, zero,
+// infinite and NaN blocks; each quant is the nearest multiple of the scale (|x - q d| <= d / 2); the bias
+// undoes the weights' +128.
+TEST_P(IsaTest, ActivationQuantizationIsTheScalarDefinition) {
+  const int64_t K = 32 * 12;
+  auto x = randn(K, 31);
+  for (int i = 0; i < 32; i++) x[i] = 0.0f;                              // block 0: zero
+  for (int i = 32; i < 64; i++) x[i] *= 1e-31f;                          // block 1: below kQ8MinAbsMax
+  x[70] = INFINITY;                                                      // block 2: inf
+  x[100] = NAN;                                                          // block 3: NaN
+  for (int i = 128; i < 160; i++) x[i] = float(i - 144) * 0.5f;          // block 4: a ramp
+  x[160] = 127.0f;                                                       // block 5: scale 1, with ties
+  x[161] = 2.5f;
+  x[162] = 3.5f;
+  x[163] = -2.5f;
+  for (int i = 192; i < 224; i++) x[i] = -std::fabs(x[i]) - 1.0f;        // block 6: all negative
+  Q8Rows got;
+  quantize_rows_q8(x.data(), 1, K, got);
+  std::vector<int8_t> q(K);
+  std::vector<float> d(K / 32);
+  std::vector<int32_t> bias(K / 32);
+  scalar::quantize_row_q8(x.data(), K, q.data(), d.data(), bias.data());
+  for (int64_t k = 0; k < K; k++) ASSERT_EQ(got.q[k], q[k]) << "k=" << k;
+  for (int64_t b = 0; b < K / 32; b++) {
+    if (b == 2 || b == 3) {
+      EXPECT_TRUE(std::isnan(got.d[b]) && std::isnan(d[b])) << "a block with inf or NaN has a NaN scale";
+    } else {
+      ASSERT_EQ(got.d[b], d[b]) << "b=" << b;
+    }
+    ASSERT_EQ(got.bias[b], bias[b]) << "b=" << b;
+    int32_t sum = 0;
+    for (int i = 0; i < 32; i++) {
+      const float xi = x[b * 32 + i];
+      sum += q[b * 32 + i];
+      if (b >= 4) {
+        ASSERT_LE(std::fabs(double(xi) - double(q[b * 32 + i]) * d[b]), d[b] * 0.5 * (1 + 1e-5)) << b * 32 + i;
+      }
+    }
+    EXPECT_EQ(bias[b], -128 * sum);
+  }
+  EXPECT_EQ(d[0], 0.0f);
+  EXPECT_EQ(d[1], 0.0f);
+  EXPECT_EQ(q[160], 127);
+  EXPECT_EQ(q[161], 2);  // ties go to the even neighbour
+  EXPECT_EQ(q[162], 4);
+  EXPECT_EQ(q[163], -2);
+}
+
+// Q8_0 panels on every instruction set give the same bits, also for quants of -128 (possible in files)
+// and a NaN activation, which must reach the outputs it feeds.
+TEST(Q8Panels, AllInstructionSetsAgreeAndNaNPropagates) {
+  const int64_t N = 45, K = 128, M = 9;
+  Weights w = make_weights(DType::Q8_0, N, K, 41);
+  auto* blocks = reinterpret_cast<BlockQ8_0*>(w.bytes.data());
+  for (int64_t i = 0; i < N * K / kQ8Block; i += 3) blocks[i].qs[i % kQ8Block] = -128;
+  PageBuffer packed = pack_panels(w.w, DType::Q8_0);
+  w.w.packed = packed.data();
+  w.w.packed_type = DType::Q8_0;
+  auto x = randn(M * K, 43);
+  x[5 * K + 40] = NAN;  // row 5
+  const Isa saved = active_isa();
+  std::vector<float> first;
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx2Vnni, Isa::Avx512}) {
+    if (!isa_supported(isa)) {
+      std::printf("SKIPPED: CPU lacks %s\n", isa_name(isa).c_str());
+      continue;
+    }
+    set_active_isa(isa);
+    std::vector<float> y(static_cast<size_t>(M * N));
+    matmul(x.data(), M, w.w, y.data());
+    for (int64_t n = 0; n < N; n++) ASSERT_TRUE(std::isnan(y[5 * N + n])) << isa_name(isa) << " n=" << n;
+    if (first.empty()) first = y;
+    for (size_t i = 0; i < y.size(); i++)
+      if (!std::isnan(first[i])) {
+        ASSERT_EQ(y[i], first[i]) << isa_name(isa) << " i=" << i;
+      }
+  }
+  set_active_isa(saved);
 }
 
 // The property that makes parallel decoding exactly lossless: a row's result does not depend on the
@@ -329,7 +425,7 @@ TEST(Attention, Avx512MatchesAvx2Bitwise) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Isa, IsaTest, ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
+INSTANTIATE_TEST_SUITE_P(Isa, IsaTest, ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx2Vnni, Isa::Avx512),
                          [](const auto& info) { return isa_name(info.param); });
 
 TEST(Dtype, HalfConversionsRoundTrip) {

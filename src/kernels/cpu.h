@@ -5,11 +5,12 @@
 
 namespace jf {
 
-// Avx2: AVX2 + FMA + F16C. Avx512: additionally AVX-512 F/BW/VL (matmul uses 512-bit tiles; other ops
-// keep their AVX2 code).
-enum class Isa { Scalar, Avx2, Avx512 };
+// Avx2: AVX2 + FMA + F16C. Avx2Vnni: additionally AVX-VNNI, used only by int8 dot products (Q8_0 matmul);
+// everything else runs the AVX2 code. Avx512: AVX2 + AVX-512 F/BW/VL/VNNI (matmul and attention use
+// 512-bit code; other ops keep their AVX2 code). A CPU may support Avx512 without Avx2Vnni.
+enum class Isa { Scalar, Avx2, Avx2Vnni, Avx512 };
 
-Isa best_isa();    // the best this CPU supports
+Isa best_isa();    // the best this CPU supports (Avx512 over Avx2Vnni over Avx2)
 Isa active_isa();  // what kernels dispatch to now
 bool isa_supported(Isa isa);
 void set_active_isa(Isa isa);  // throws jf::Error if the CPU lacks it; not thread-safe with running kernels

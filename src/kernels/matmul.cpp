@@ -1,6 +1,7 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -28,7 +29,68 @@ void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int
   }
 }
 
+void quantize_row_q8(const float* x, int64_t K, int8_t* q, float* d, int32_t* bias) {
+  for (int64_t b = 0; b < K / kQ8Block; b++) {
+    const float* xb = x + b * kQ8Block;
+    int8_t* qb = q + b * kQ8Block;
+    float amax = 0.0f;
+    bool finite = true;
+    for (int i = 0; i < kQ8Block; i++) {
+      amax = std::max(amax, std::fabs(xb[i]));
+      finite = finite && xb[i] - xb[i] == 0.0f;
+    }
+    int32_t sum = 0;
+    if (!finite || amax < kQ8MinAbsMax) {
+      std::fill(qb, qb + kQ8Block, 0);
+      d[b] = finite ? 0.0f : kQ8NotFinite;
+    } else {
+      d[b] = amax / 127.0f;
+      const float inv = 127.0f / amax;
+      for (int i = 0; i < kQ8Block; i++) {
+        qb[i] = static_cast<int8_t>(std::nearbyint(std::min(127.0f, std::max(-127.0f, xb[i] * inv))));
+        sum += qb[i];
+      }
+    }
+    bias[b] = -128 * sum;
+  }
+}
+
+void matmul_cols_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t n0, int64_t n1) {
+  const int64_t K = w.cols, N = w.rows;
+  for (int64_t n = n0; n < n1; n++) {
+    const auto* blocks = reinterpret_cast<const BlockQ8_0*>(w.row(n));
+    for (int64_t m = 0; m < x.M; m++) {
+      const int8_t* q = x.row_q(m);
+      const float* d = x.row_d(m);
+      float acc = 0.0f;
+      for (int64_t b = 0; b < K / kQ8Block; b++) {
+        int32_t sum = 0;
+        for (int i = 0; i < kQ8Block; i++) sum += int32_t(q[b * kQ8Block + i]) * blocks[b].qs[i];
+        acc = std::fma(static_cast<float>(sum), f16_to_f32(blocks[b].d) * d[b], acc);
+      }
+      y[m * N + n] = acc;
+    }
+  }
+}
+
 }  // namespace scalar
+
+void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool threads) {
+  JF_CHECK(K % kQ8Block == 0, "Q8_0 activations need a multiple of 32 values per row");
+  const int64_t nb = K / kQ8Block;
+  out.M = M;
+  out.K = K;
+  out.q.resize(size_t(M * K));
+  out.d.resize(size_t(M * nb));
+  out.bias.resize(size_t(M * nb));
+  const bool simd = active_isa() != Isa::Scalar;
+  parallel_for(M, threads && M > 1 && M * K >= (1 << 14), [&](int64_t m0, int64_t m1) {
+    for (int64_t m = m0; m < m1; m++) {
+      auto* quantize = simd ? avx2::quantize_row_q8 : scalar::quantize_row_q8;
+      quantize(x + m * K, K, out.q.data() + m * K, out.d.data() + m * nb, out.bias.data() + m * nb);
+    }
+  });
+}
 
 size_t panel_bytes(DType type, int64_t K) {
   if (type == DType::Q8_0) return size_t(K / kQ8Block) * kPanel * (sizeof(float) + kQ8Block);
@@ -59,8 +121,9 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type) {
           uint8_t* bp = panel + b * panel_bytes(DType::Q8_0, kQ8Block);
           const float d = f16_to_f32(blocks[b].d);
           std::memcpy(bp + c * sizeof(float), &d, sizeof(float));
-          for (int kk = 0; kk < kQ8Block; kk++)
-            bp[kPanel * sizeof(float) + kk * kPanel + c] = static_cast<uint8_t>(blocks[b].qs[kk]);
+          uint8_t* quants = bp + kPanel * sizeof(float);
+          for (int kk = 0; kk < kQ8Block; kk++)  // group kk / 4, output c, byte kk % 4; stored as q + 128
+            quants[(kk / 4) * (4 * kPanel) + c * 4 + kk % 4] = static_cast<uint8_t>(blocks[b].qs[kk] + 128);
         }
       } else {  // F16 / BF16: 2-byte values moved as they are
         const uint8_t* src = w.row(n);
@@ -71,11 +134,37 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type) {
   return packed;
 }
 
+namespace {
+
+// Q8_0 panels: quantize the rows, then integer block dot products (see Q8Rows).
+void matmul_q8(const float* x, int64_t M, const WeightMatrix& w, float* y, bool parallel) {
+  thread_local Q8Rows calling_threads;
+  // Lambdas do not capture thread_local variables (a worker naming it would get its own): pass a reference.
+  Q8Rows& xq = calling_threads;
+  quantize_rows_q8(x, M, w.cols, xq, parallel);
+  const Isa isa = active_isa();
+  if (isa == Isa::Scalar || !w.packed) {
+    parallel_for(w.rows, parallel, [&](int64_t n0, int64_t n1) { scalar::matmul_cols_q8(xq, w, y, n0, n1); });
+    return;
+  }
+  const int64_t n_panels = (w.rows + kPanel - 1) / kPanel;
+  parallel_for(n_panels, parallel, [&](int64_t p0, int64_t p1) {
+    switch (isa) {
+      case Isa::Avx512: return avx512::matmul_panels_q8(xq, w, y, p0, p1);
+      case Isa::Avx2Vnni: return avx2vnni::matmul_panels_q8(xq, w, y, p0, p1);
+      default: return avx2::matmul_panels_q8(xq, w, y, p0, p1);
+    }
+  });
+}
+
+}  // namespace
+
 void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool threads) {
   JF_CHECK(w.data != nullptr && w.rows > 0 && w.cols > 0, "empty weight matrix");
   if (M <= 0) return;
   const Isa isa = active_isa();
   const bool parallel = threads && M * w.rows * w.cols >= (1 << 17);
+  if (w.type == DType::Q8_0 && w.packed_type == DType::Q8_0) return matmul_q8(x, M, w, y, parallel);
   if (w.packed && isa != Isa::Scalar) {
     const int64_t n_panels = (w.rows + kPanel - 1) / kPanel;
     parallel_for(n_panels, parallel, [&](int64_t p0, int64_t p1) {
@@ -93,7 +182,8 @@ void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool thr
     int64_t n0 = t0 * tile, n1 = std::min(t1 * tile, w.rows);
     switch (isa) {
       case Isa::Avx512: avx512::matmul_cols(x, M, w, y, n0, n1); break;
-      case Isa::Avx2: avx2::matmul_cols(x, M, w, y, n0, n1); break;
+      case Isa::Avx2:
+      case Isa::Avx2Vnni: avx2::matmul_cols(x, M, w, y, n0, n1); break;
       case Isa::Scalar: scalar::matmul_cols(x, M, w, y, n0, n1); break;
     }
   });

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/aligned.h"
 #include "base/mapped_file.h"
 #include "kernels/dtype.h"
 
@@ -17,6 +18,7 @@ struct WeightMatrix {
   int64_t rows = 0;  // N: output features
   int64_t cols = 0;  // K: input features
   // Optional second copy in the panel layout (see pack_panels), owned elsewhere; the SIMD kernels use it.
+  // packed_type Q8_0 (with or without the copy) selects int8 activations for a Q8_0 matrix, see matmul.
   const uint8_t* packed = nullptr;
   DType packed_type = DType::F32;
   size_t row_bytes() const { return dtype_row_bytes(type, cols); }
@@ -27,18 +29,20 @@ struct WeightMatrix {
 // Each weight is read from memory once per call for all M rows. Batch invariant: every y[m][n] is
 // computed by the same sequence of floating-point operations whatever M, the row's index m and the
 // thread count, so a row's result is bit-identical alone or inside any batch.
-// threads = false keeps it on the calling thread (for callers already inside a parallel loop).
+// A Q8_0 matrix with packed_type Q8_0 multiplies the rows quantized to int8 (Q8Rows), on every instruction
+// set (the scalar kernels, and any without the panel copy, from the row-major weights). threads = false keeps it on the calling thread (for callers already inside a parallel
+// loop).
 void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool threads = true);
 
 // Panel layout: the weights in panels of kPanel output features, k-major inside a panel, so a kernel
 // multiplies one broadcast x value with 8 outputs' weights at once and needs no horizontal sums (the cost
 // that dominates the row-major kernels at small K) and converts each weight vector once for several rows.
 //   F32 / F16 / BF16: panel p is K groups of 8 values, group k = W[8p .. 8p+8)[k].
-//   Q8_0: panel p is K/32 blocks, each 8 fp32 scales then 32 groups of 8 int8 quants.
+//   Q8_0: panel p is K/32 blocks, each 8 fp32 scales, then 8 groups of 32 bytes: group g holds, for each
+//   output c of the panel, its quants k = 4g .. 4g+3 as q + 128 (unsigned), bytes 4c .. 4c+3.
 // Rows past N are zero. Per output element the order is acc = fma(x[k], w[k], acc) for k = 0 .. K-1 from
 // acc = 0, whatever M or the tile shape (w[k] as fp32; Q8_0 weights in fp32 panels are q * d rounded to
-// fp32; in Q8_0 panels each block's quants go through that chain from 0 and the block sums are added as
-// acc = fma(sum, d, acc), blocks in order).
+// fp32). Q8_0 panels multiply int8 activations instead, see Q8Rows.
 constexpr int64_t kPanel = 8;
 // Matrices with at most this many input features get an fp32 panel copy whatever their type (see
 // model/weights.h pack_matrices).
@@ -48,8 +52,32 @@ size_t read_bytes(const WeightMatrix& w);   // bytes the kernels read for one pa
 // The panel copy of w in `type` (F32, or w's own type).
 PageBuffer pack_panels(const WeightMatrix& w, DType type);
 
+// Activations for Q8_0 panels, quantized like the weights: per row and block of 32, d = max|x| / 127 and
+// q = x * (127 / max|x|) rounded to nearest even (a block with max|x| < 1e-30 is all zero; one holding inf
+// or NaN gets d = NaN, which every output it reaches then carries). With them each output is exact integer
+// block dot products chained as acc = fma(float(sum_k qx * qw), dx * dw, acc), blocks in order from 0:
+// the same bits on every instruction set (integer sums do not depend on their order), for any M or thread
+// count. int8 products are 4-8x cheaper than fp32 FMAs with VNNI; the error they add is that of the
+// weights' own quantization (|q| <= 127 per block of 32).
+struct Q8Rows {
+  int64_t M = 0, K = 0;
+  aligned_vector<int8_t> q;   // M x K quants
+  std::vector<float> d;       // M x K/32 scales
+  std::vector<int32_t> bias;  // M x K/32: -128 * (sum of the block's quants), undoes the weights' + 128
+  const int8_t* row_q(int64_t m) const { return q.data() + m * K; }
+  const float* row_d(int64_t m) const { return d.data() + m * (K / kQ8Block); }
+  const int32_t* row_bias(int64_t m) const { return bias.data() + m * (K / kQ8Block); }
+};
+// Quantizes M rows of K (a multiple of 32) values; every instruction set gives the same bits.
+void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool threads = false);
+constexpr float kQ8MinAbsMax = 1e-30f;  // blocks below this are all zero (127 / max|x| stays finite)
+constexpr float kQ8NotFinite = __builtin_nanf("");  // the scale of a block holding inf or NaN
+
 namespace scalar {
 void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
+// Outputs [n0, n1) of a Q8_0 matrix from quantized activations (the row-major weights), as the panels do.
+void matmul_cols_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
+void quantize_row_q8(const float* x, int64_t K, int8_t* q, float* d, int32_t* bias);
 }
 // Weight rows per column tile in the SIMD kernels; a thread's column range starts at a multiple of it.
 constexpr int64_t kColTile = 12;
@@ -57,11 +85,20 @@ namespace avx2 {
 void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
 // Panels [p0, p1) of y = x W^T from w.packed.
 void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t p0, int64_t p1);
+// The same from Q8_0 panels and quantized activations (pmaddubsw), and the quantization of one row.
+void matmul_panels_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t p0, int64_t p1);
+void quantize_row_q8(const float* x, int64_t K, int8_t* q, float* d, int32_t* bias);
 }  // namespace avx2
+namespace avx2vnni {
+// avx2::matmul_panels_q8 with AVX-VNNI dot products: the same bits.
+void matmul_panels_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t p0, int64_t p1);
+}  // namespace avx2vnni
 namespace avx512 {
 void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
 // Same results as avx2::matmul_panels, 16 lanes at a time.
 void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t p0, int64_t p1);
+// Same results as avx2::matmul_panels_q8, with AVX-512 VNNI dot products over two panels at a time.
+void matmul_panels_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t p0, int64_t p1);
 }  // namespace avx512
 
 }  // namespace jf

@@ -2,9 +2,9 @@
 // whose vector covers V::PP panels (AVX2: one panel of 8 lanes; AVX-512: two adjacent panels in 16 lanes).
 // One broadcast x value times the weights of PP panels at a time, for MR rows of x and NV vectors per tile:
 // no horizontal sums, and each weight vector is converted to fp32 once per MR rows. Every output element is
-// the chain acc = fma(x[k], w[k], acc), k = 0 .. K-1 (Q8_0 panels: that chain per block of 32 over the
-// quants, blocks combined by their scales, see tile_q8), whatever V, MR or NV, so all instantiations agree
-// bit for bit. Include only from a file compiled for V's instruction set.
+// the chain acc = fma(x[k], w[k], acc), k = 0 .. K-1 (Q8_0 panels: exact integer block sums with int8
+// activations, blocks combined by their scales, see tile_q8), whatever V, MR or NV, so all instantiations
+// agree bit for bit. Include only from a file compiled for V's instruction set.
 #pragma once
 #include <immintrin.h>
 
@@ -29,7 +29,8 @@ struct PanelBF16 {
   template <class V>
   static typename V::T load(const uint8_t* panel, size_t ps, int64_t k) { return V::load_bf16(panel, ps, k * kPanel * 2); }
 };
-// Q8_0 panels (per block of 32 positions: 8 fp32 scales, then 32 groups of 8 int8 quants), see tile_q8.
+// Q8_0 panels (per block of 32 positions: 8 fp32 scales, then 8 groups of 4 quants x 8 outputs), see
+// tile_q8.
 struct PanelQ8 {};
 
 // acc[i][j] = fma(x_i[k], wv[j], acc[i][j]) for MR rows of x (stride K).
@@ -76,29 +77,54 @@ void tile_elem(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y,
   store_tile<V, MR, NV>(acc, y, N, col0);
 }
 
-// Q8_0: per block of 32 positions the int8 quants (exact in fp32) go through the FMA chain
-// s = fma(x[k], q[k], s), and the block's sum is scaled once, acc = fma(s, d, acc), blocks in order. Scaling
-// each weight instead (q * d) would put one multiply beside every MR FMAs. The running totals wait in
-// memory while a block's sums hold the registers.
+// Q8_0 panels times quantized activations (Q8Rows): per block of 32 positions, exact int32 dot products
+// of the activations' quants with the weights' (stored as q + 128, so V::dot4 may be an unsigned x signed
+// byte product; V::block_start supplies the -128 * sum(x) that undoes it where it is), then
+// acc = fma(float(sum), dw * dx, acc), blocks in order. Each step multiplies 4 broadcast activation bytes
+// with 4 positions of every output in the vector. The running totals wait in memory while a block's integer
+// sums hold the registers.
+struct Q8Input {  // MR rows of a Q8Rows from row m on
+  const int8_t* q;
+  const float* d;
+  const int32_t* bias;
+  int64_t K;
+};
+
 template <class V, int MR, int NV>
-void tile_q8(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t col0) {
+void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t col0) {
   constexpr int L = V::PP * kPanel;
   alignas(64) float total[MR][NV][L] = {};
+  const int64_t K = x.K, nb = K / kQ8Block;
   const size_t bb = panel_bytes(DType::Q8_0, kQ8Block);
-  for (int64_t b = 0; b < K / kQ8Block; b++) {
-    typename V::T acc[MR][NV];
-    zero_tile<V, MR, NV>(acc);
-    for (int kk = 0; kk < kQ8Block; kk++) {
-      typename V::T wv[NV];
+  for (int64_t b = 0; b < nb; b++) {
+    typename V::I acc[MR][NV];
 #pragma GCC unroll 8
-      for (int j = 0; j < NV; j++) wv[j] = V::load_i8(w + j * V::PP * ps, ps, b * bb + kPanel * sizeof(float) + kk * kPanel);
-      fma_rows<V, MR, NV>(acc, x, K, b * kQ8Block + kk, wv);
+    for (int i = 0; i < MR; i++)
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; j++) acc[i][j] = V::block_start(x.bias + i * nb + b);
+#pragma GCC unroll 8
+    for (int g = 0; g < kQ8Block / 4; g++) {
+      typename V::W wv[NV];
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; j++) {
+        wv[j] = V::load_q(w + j * V::PP * ps, ps, b * bb + kPanel * sizeof(float) + g * 4 * kPanel);
+        if constexpr (MR > 1) V::pin(wv[j]);
+      }
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; i++) {
+        const auto xb = V::broadcast4(x.q + i * K + b * kQ8Block + 4 * g);
+#pragma GCC unroll 8
+        for (int j = 0; j < NV; j++) acc[i][j] = V::dot4(acc[i][j], wv[j], xb);
+      }
     }
 #pragma GCC unroll 8
     for (int j = 0; j < NV; j++) {
-      const typename V::T d = V::load_f32(w + j * V::PP * ps, ps, b * bb);
+      const typename V::T dw = V::load_f32(w + j * V::PP * ps, ps, b * bb);
 #pragma GCC unroll 8
-      for (int i = 0; i < MR; i++) V::storeu(total[i][j], V::fma(acc[i][j], d, V::loadu(total[i][j])));
+      for (int i = 0; i < MR; i++) {
+        const typename V::T scale = V::mul(dw, V::broadcast(x.d + i * nb + b));
+        V::storeu(total[i][j], V::fma(V::to_float(acc[i][j]), scale, V::loadu(total[i][j])));
+      }
     }
   }
 #pragma GCC unroll 8
@@ -107,20 +133,27 @@ void tile_q8(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y, i
     for (int j = 0; j < NV; j++) V::store(V::loadu(total[i][j]), y + i * N, N, col0 + j * L);
 }
 
+// Rows m.. of the input: fp32 rows or quantized ones.
+inline const float* rows_from(const float* x, int64_t m, int64_t K) { return x + m * K; }
+inline Q8Input rows_from(const Q8Input& x, int64_t m, int64_t K) {
+  const int64_t nb = K / kQ8Block;
+  return {x.q + m * K, x.d + m * nb, x.bias + m * nb, K};
+}
+
 // Kept out of line: inlined into the row loops, GCC 12 spilled an accumulator of the Q8_0 tiles to the
 // stack (a store-to-load chain on every FMA, 3x slower).
-template <class V, class L, int MR, int NV>
-__attribute__((noinline)) void tile(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t col0) {
+template <class V, class L, int MR, int NV, class X>
+__attribute__((noinline)) void tile(const X& x, int64_t K, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t col0) {
   if constexpr (std::is_same_v<L, PanelQ8>)
-    tile_q8<V, MR, NV>(x, K, w, ps, y, N, col0);
+    tile_q8<V, MR, NV>(x, w, ps, y, N, col0);
   else
     tile_elem<V, L, MR, NV>(x, K, w, ps, y, N, col0);
 }
 
 // Panels [p0, p1) for MR rows: tiles of V::wide<L>(MR) vectors, then of 2 and 1 for the rest.
 // (p1 - p0) is a multiple of V::PP.
-template <class V, class L, int MR>
-void panel_rows(const float* x, int64_t K, const uint8_t* packed, size_t ps, float* y, int64_t N, int64_t p0,
+template <class V, class L, int MR, class X>
+void panel_rows(const X& x, int64_t K, const uint8_t* packed, size_t ps, float* y, int64_t N, int64_t p0,
                 int64_t p1) {
   constexpr int NV = V::template wide<L>(MR), PP = V::PP;
   int64_t p = p0;
@@ -130,8 +163,8 @@ void panel_rows(const float* x, int64_t K, const uint8_t* packed, size_t ps, flo
 }
 
 // Tiles for the last `mr` (< MR) rows of a batch: the largest compiled row count that fits.
-template <class V, class L, int MR>
-void panel_rows_upto(int64_t mr, const float* x, int64_t K, const uint8_t* packed, size_t ps, float* y, int64_t N,
+template <class V, class L, int MR, class X>
+void panel_rows_upto(int64_t mr, const X& x, int64_t K, const uint8_t* packed, size_t ps, float* y, int64_t N,
                      int64_t p0, int64_t p1) {
   if constexpr (MR > 1)
     if (mr < MR) return panel_rows_upto<V, L, MR - 1>(mr, x, K, packed, ps, y, N, p0, p1);
@@ -139,8 +172,9 @@ void panel_rows_upto(int64_t mr, const float* x, int64_t K, const uint8_t* packe
 }
 
 // Panels [p0, p1) of y = x W^T for all M rows, V::MR rows at a time; (p1 - p0) is a multiple of V::PP.
-template <class V, class L>
-void run_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
+// x: fp32 rows, or a Q8Input for PanelQ8.
+template <class V, class L, class X>
+void run_panels(const X& x, int64_t M, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
   constexpr int MR = V::MR;
   const int64_t K = w.cols, N = w.rows;
   const size_t ps = panel_bytes(w.packed_type, K);
@@ -149,7 +183,7 @@ void run_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, int6
   for (int64_t g = p0; g < p1; g += group) {
     const int64_t g1 = std::min(p1, g + group);
     for (int64_t m = 0; m < M; m += MR)
-      panel_rows_upto<V, L, MR>(std::min<int64_t>(MR, M - m), x + m * K, K, w.packed, ps, y + m * N, N, g, g1);
+      panel_rows_upto<V, L, MR>(std::min<int64_t>(MR, M - m), rows_from(x, m, K), K, w.packed, ps, y + m * N, N, g, g1);
   }
 }
 
@@ -159,8 +193,13 @@ void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, i
     case DType::F32: return run_panels<V, PanelF32>(x, M, w, y, p0, p1);
     case DType::F16: return run_panels<V, PanelF16>(x, M, w, y, p0, p1);
     case DType::BF16: return run_panels<V, PanelBF16>(x, M, w, y, p0, p1);
-    case DType::Q8_0: return run_panels<V, PanelQ8>(x, M, w, y, p0, p1);
+    case DType::Q8_0: break;  // needs quantized rows: matmul_panels_q8
   }
+}
+
+template <class V>
+void matmul_panels_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
+  run_panels<V, PanelQ8>(Q8Input{x.q.data(), x.d.data(), x.bias.data(), x.K}, x.M, w, y, p0, p1);
 }
 
 }  // namespace jf::panel_tiles

@@ -3,6 +3,8 @@
 // kernel, which computes the same FMA chain.
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "kernels/matmul_panel_tiles.h"
 
 namespace jf::avx512 {
@@ -42,11 +44,27 @@ struct PanelVec {
   static T load_bf16(const uint8_t* panel, size_t ps, size_t off) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load_2x16(panel, ps, off)), 16));
   }
-  static T load_i8(const uint8_t* panel, size_t ps, size_t off) {
-    const __m128i lo = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(panel + off));
-    const __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(panel + ps + off));
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpacklo_epi64(lo, hi)));
+  static T mul(T a, T b) { return _mm512_mul_ps(a, b); }
+
+  // Q8_0 (tile_q8): 32-bit integer lanes, one per output of the two panels; vpdpbusd adds 4 products of
+  // unsigned weight bytes (q + 128) and signed activation bytes to each.
+  using I = __m512i;
+  using W = __m512i;
+  static W load_q(const uint8_t* panel, size_t ps, size_t off) {
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + off));
+    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + ps + off));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
   }
+  static void pin(W& w) { __asm__("" : "+v"(w)); }
+  static __m512i broadcast4(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+  }
+  // sum (q + 128) * x = sum q * x + 128 * sum x: start each block from -128 * sum x.
+  static I block_start(const int32_t* bias) { return _mm512_set1_epi32(*bias); }
+  static I dot4(I acc, W w, __m512i x) { return _mm512_dpbusd_epi32(acc, w, x); }
+  static T to_float(I v) { return _mm512_cvtepi32_ps(v); }
   // y[col .. col + 16) = v, clipped at N (the last panels of a matrix may be partly padding).
   static void store(T v, float* y, int64_t N, int64_t col) {
     if (col + 2 * kPanel <= N) return _mm512_storeu_ps(y + col, v);
@@ -61,6 +79,12 @@ void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, i
   const int64_t pairs_end = p0 + (p1 - p0) / 2 * 2;
   panel_tiles::matmul_panels<PanelVec>(x, M, w, y, p0, pairs_end);
   if (pairs_end < p1) avx2::matmul_panels(x, M, w, y, pairs_end, p1);
+}
+
+void matmul_panels_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
+  const int64_t pairs_end = p0 + (p1 - p0) / 2 * 2;
+  panel_tiles::matmul_panels_q8<PanelVec>(x, w, y, p0, pairs_end);
+  if (pairs_end < p1) avx2::matmul_panels_q8(x, w, y, pairs_end, p1);
 }
 
 }  // namespace jf::avx512

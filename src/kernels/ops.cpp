@@ -89,7 +89,8 @@ void attend_group(const float* q, int heads, const E* keys, const E* v, int64_t 
   JF_CHECK(heads >= 1 && heads <= kMaxGroup, "attention group size out of range");
   switch (active_isa()) {
     case Isa::Avx512: return avx512::attend_group(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
-    case Isa::Avx2: return avx2::attend_group(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
+    case Isa::Avx2:
+    case Isa::Avx2Vnni: return avx2::attend_group(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
     case Isa::Scalar: break;
   }
   for (int h = 0; h < heads; h++)

@@ -16,7 +16,8 @@ Model::Model(ModelConfig cfg, TensorSet tensors, std::string format, std::vector
 
 const ModelWeights& Model::weights() const {
   std::call_once(packed_, [this] {
-    if (!panels_ || active_isa() == Isa::Scalar) return;
+    if (!panels_) return;
+    if (active_isa() == Isa::Scalar) return pack_matrices(weights_, {}, false);
     pack_matrices(weights_, [this](const WeightMatrix& m) {
       if (m.data == weights_.tok_embd.data) return;  // a tied output: the rows are still looked up
       for (const MappedFile* f : mappings_) f->drop_pages(m.data, m.row_bytes() * m.rows);

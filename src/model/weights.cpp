@@ -114,7 +114,7 @@ std::vector<std::string> tensor_names(const ModelConfig& cfg) {
   return names;
 }
 
-void pack_matrices(ModelWeights& w, const std::function<void(const WeightMatrix&)>& packed) {
+void pack_matrices(ModelWeights& w, const std::function<void(const WeightMatrix&)>& packed, bool build) {
   // fp32 copies cost up to 4x the bytes of F16/Q8_0 weights: only worth it while they stay cache-sized.
   constexpr size_t kMaxF32Bytes = size_t(32) << 20;
   size_t f32_total = 0;
@@ -125,9 +125,10 @@ void pack_matrices(ModelWeights& w, const std::function<void(const WeightMatrix&
       type = DType::F32;
       f32_total += f32_bytes;
     }
+    m.packed_type = type;
+    if (!build) return;
     w.packed.push_back(pack_panels(m, type));
     m.packed = w.packed.back().data();  // the inner buffer does not move when the outer vector grows
-    m.packed_type = type;
     if (packed) packed(m);
   };
   for (LayerWeights& L : w.layers)

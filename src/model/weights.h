@@ -71,9 +71,12 @@ ModelWeights bind_weights(const TensorSet& ts, ModelConfig& cfg);
 //   - the others: panels in the matrix's own type (same size), 1.3-2.2x faster on AVX2 and AVX-512 up to
 //     8-16 rows (docs/BENCHMARKS.md).
 // The weights' values are unchanged; only the summation order of the SIMD kernels differs (still the same
-// for every row, so batch invariance holds).
+// for every row, so batch invariance holds), and Q8_0 matrices in Q8_0 panels multiply int8-quantized
+// activations (kernels/matmul.h Q8Rows).
 // `packed(m)` is called after each matrix gets its copy (the caller may release the original's memory).
-void pack_matrices(ModelWeights& w, const std::function<void(const WeightMatrix&)>& packed = {});
+// build = false only records each matrix's panel type (for the scalar kernels, which read the row-major
+// weights but must compute what the SIMD ones do: int8 activations for the Q8_0 ones).
+void pack_matrices(ModelWeights& w, const std::function<void(const WeightMatrix&)>& packed = {}, bool build = true);
 
 // Names of the tensors a model with this config has, in canonical order (used by writers).
 std::vector<std::string> tensor_names(const ModelConfig& cfg);

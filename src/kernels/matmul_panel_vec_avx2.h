@@ -1,0 +1,80 @@
+// The AVX2 traits of the panel tiles (kernels/matmul_panel_tiles.h): one panel of 8 output features per
+// vector. Shared by the AVX2 and AVX-VNNI files; the anonymous namespace gives each its own copy, compiled
+// with its own flags (one inline definition under two instruction sets would break the one-definition rule).
+#pragma once
+#include <immintrin.h>
+
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/matmul_panel_tiles.h"
+
+namespace jf::avx2 {
+namespace {
+
+struct PanelVec {
+  using T = __m256;
+  static constexpr int PP = 1;  // panels per vector
+  static constexpr int MR = 4;  // rows of x per pass over the weights
+  // Vectors per tile for mr rows, from the 16 vector registers: MR * NV accumulators + NV converted weights
+  // + 1 broadcast (any weight type: Q8_0 scales are loaded only between blocks).
+  // Q8_0 tiles hold |q| and q per weight vector and two temporaries per product (see dot4).
+  template <class L>
+  static constexpr int wide(int mr) {
+    if constexpr (std::is_same_v<L, panel_tiles::PanelQ8>) return mr == 1 ? 4 : mr == 2 ? 3 : 2;
+    return mr == 1 ? 8 : mr == 2 ? 4 : 3;
+  }
+  static T zero() { return _mm256_setzero_ps(); }
+  static T broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
+  static T loadu(const float* p) { return _mm256_loadu_ps(p); }
+  static void storeu(float* p, T v) { _mm256_storeu_ps(p, v); }
+  static void pin(T& v) { __asm__("" : "+x"(v)); }
+  // The 8 values at byte offset `off` of the panel (ps, the panel stride, is unused with one panel).
+  static T load_f32(const uint8_t* panel, size_t, size_t off) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(panel + off));
+  }
+  static T load_f16(const uint8_t* panel, size_t, size_t off) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(panel + off)));
+  }
+  static T load_bf16(const uint8_t* panel, size_t, size_t off) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(panel + off));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  static T mul(T a, T b) { return _mm256_mul_ps(a, b); }
+
+  // Q8_0 (tile_q8): 32-bit integer lanes, one per output; a step adds 4 byte products to each.
+  using I = __m256i;
+  struct W {  // a group of 4 quants of 8 outputs as |q| and q: pmaddubsw multiplies unsigned by signed bytes
+    __m256i abs, q;
+  };
+  static W load_q(const uint8_t* panel, size_t, size_t off) {
+    const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + off));
+    const __m256i q = _mm256_xor_si256(u, _mm256_set1_epi8(static_cast<char>(0x80)));  // q + 128 -> q
+    return {_mm256_abs_epi8(q), q};
+  }
+  static void pin(W& w) { __asm__("" : "+x"(w.abs), "+x"(w.q)); }
+  static __m256i broadcast4(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+  }
+  static I block_start(const int32_t*) { return _mm256_setzero_si256(); }  // products of q itself: no bias
+  // acc += sum of 4 products q * x per output, as |q| * (x with q's sign): pairs of them are at most
+  // 2 * 128 * 127, inside pmaddubsw's int16, so the sum is exact.
+  static I dot4(I acc, const W& w, __m256i x) {
+    const __m256i pairs = _mm256_maddubs_epi16(w.abs, _mm256_sign_epi8(x, w.q));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+  }
+  static T to_float(I v) { return _mm256_cvtepi32_ps(v); }
+  // y[col .. col + 8) = v, clipped at N (the last panel of a matrix may be partly padding).
+  static void store(T v, float* y, int64_t N, int64_t col) {
+    if (col + kPanel <= N) return _mm256_storeu_ps(y + col, v);
+    alignas(32) float t[kPanel];
+    _mm256_store_ps(t, v);
+    for (int64_t c = col; c < N; c++) y[c] = t[c - col];
+  }
+};
+
+}  // namespace
+}  // namespace jf::avx2
