@@ -16,7 +16,8 @@ void add_model_options(CLI::App* app, ModelOptions& o) {
   app->add_option("-c,--ctx", o.context, "Context size in tokens (default: the model's, at most 4096)")
       ->check(CLI::Range(0, 1 << 24));
   app->add_flag("--no-panels", o.no_panels,
-                "Do not repack weights into the faster panel layout at load (starts faster, generates slower)");
+                "Do not repack weights into the faster panel layout at load (starts faster, generates slower; "
+                "Q8_0 weights then multiply fp32 activations instead of int8 ones, so results differ slightly)");
   app->add_option("--kv-type", o.kv_type,
                   "KV cache type: f32 (exact) or f16 (half the memory and the attention reads of long contexts; "
                   "results differ slightly from f32) (default f32)")

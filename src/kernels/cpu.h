@@ -1,4 +1,4 @@
-// Which instruction set the kernels use: detected once at startup, overridable (JF_ISA=scalar|avx2|avx512
+// Which instruction set the kernels use: detected once at startup, overridable (JF_ISA=scalar|avx2|avx2vnni|avx512
 // or set_active_isa) so tests cover the portable scalar path on any machine.
 #pragma once
 #include <string>
