@@ -44,7 +44,7 @@ void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool thr
 // acc = 0, whatever M or the tile shape (w[k] as fp32; Q8_0 weights in fp32 panels are q * d rounded to
 // fp32). Q8_0 panels multiply int8 activations instead, see Q8Rows.
 constexpr int64_t kPanel = 8;
-// Matrices with at most this many input features get an fp32 panel copy whatever their type (see
+// F32 / F16 / BF16 matrices with at most this many input features get an fp32 panel copy (see
 // model/weights.h pack_matrices).
 constexpr int64_t kPackMaxCols = 512;
 size_t panel_bytes(DType type, int64_t K);  // bytes of one panel

@@ -115,13 +115,14 @@ std::vector<std::string> tensor_names(const ModelConfig& cfg) {
 }
 
 void pack_matrices(ModelWeights& w, const std::function<void(const WeightMatrix&)>& packed, bool build) {
-  // fp32 copies cost up to 4x the bytes of F16/Q8_0 weights: only worth it while they stay cache-sized.
+  // fp32 copies cost up to 4x the bytes of F16 weights: only worth it while they stay cache-sized. Q8_0
+  // keeps its own type at every size: its int8 kernels beat fp32 panels there too.
   constexpr size_t kMaxF32Bytes = size_t(32) << 20;
   size_t f32_total = 0;
   auto pack = [&](WeightMatrix& m) {
     const size_t f32_bytes = size_t(m.rows) * m.cols * sizeof(float);
     DType type = m.type;
-    if (m.cols <= kPackMaxCols && f32_total + f32_bytes <= kMaxF32Bytes) {
+    if (m.type != DType::Q8_0 && m.cols <= kPackMaxCols && f32_total + f32_bytes <= kMaxF32Bytes) {
       type = DType::F32;
       f32_total += f32_bytes;
     }

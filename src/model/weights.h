@@ -66,13 +66,14 @@ ModelWeights bind_weights(const TensorSet& ts, ModelConfig& cfg);
 
 // Gives the layer and output matrices a second copy in the panel layout of kernels/matmul.h, which the
 // SIMD kernels use instead of the row-major weights:
-//   - matrices with at most kPackMaxCols input features: fp32 panels (up to 32 MB in all), 1.3-3x faster
-//     than the row-major kernels at these sizes (docs/BENCHMARKS.md);
-//   - the others: panels in the matrix's own type (same size), 1.3-2.2x faster on AVX2 and AVX-512 up to
-//     8-16 rows (docs/BENCHMARKS.md).
+//   - Q8_0 matrices: Q8_0 panels, whose kernels multiply int8-quantized activations (kernels/matmul.h
+//     Q8Rows); 1.3-2.5x faster than fp32 panels even for small matrices (docs/BENCHMARKS.md);
+//   - other matrices with at most kPackMaxCols input features: fp32 panels (up to 32 MB in all), 1.3-3x
+//     faster than the row-major kernels at these sizes;
+//   - the rest: panels in the matrix's own type (same size), 1.3-2.2x faster on AVX2 and AVX-512 up to
+//     8-16 rows.
 // The weights' values are unchanged; only the summation order of the SIMD kernels differs (still the same
-// for every row, so batch invariance holds), and Q8_0 matrices in Q8_0 panels multiply int8-quantized
-// activations (kernels/matmul.h Q8Rows).
+// for every row, so batch invariance holds), and Q8_0 matrices multiply int8 activations.
 // `packed(m)` is called after each matrix gets its copy (the caller may release the original's memory).
 // build = false only records each matrix's panel type (for the scalar kernels, which read the row-major
 // weights but must compute what the SIMD ones do: int8 activations for the Q8_0 ones).
