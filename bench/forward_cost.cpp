@@ -100,16 +100,21 @@ int main(int argc, char** argv) {
     std::vector<int32_t> batch(M);
     for (auto& x : batch) x = static_cast<int32_t>(rng.below(c.vocab_size));
     std::vector<double> times, times_rm;
-    for (int r = 0; r < reps + 1; r++) {
-      for (int variant = 0; variant < (compare ? 2 : 1); variant++) {  // alternate: same machine conditions
-        in.set_causal(&cache, batch, SequenceInput::Logits::All);
-        double s = now_seconds();
-        (variant == 0 ? tf : tf_rm).forward(in);
-        double e = now_seconds() - s;
-        cache.truncate(context);
-        if (r > 0) (variant == 0 ? times : times_rm).push_back(e);  // first run warms caches
-      }
-    }
+    auto run = [&](int variant) {
+      in.set_causal(&cache, batch, SequenceInput::Logits::All);
+      const double s = now_seconds();
+      (variant == 0 ? tf : tf_rm).forward(in);
+      const double e = now_seconds() - s;
+      cache.truncate(context);
+      return e;
+    };
+    // Warm caches (and the core's clock) for at least 0.1 s: a single warm-up forward of a small model
+    // left the first M measured ~1.5x slow.
+    for (const double until = now_seconds() + 0.1; now_seconds() < until;)
+      for (int variant = 0; variant < (compare ? 2 : 1); variant++) run(variant);
+    for (int r = 0; r < reps; r++)
+      for (int variant = 0; variant < (compare ? 2 : 1); variant++)  // alternate: same machine conditions
+        (variant == 0 ? times : times_rm).push_back(run(variant));
     std::sort(times.begin(), times.end());
     double t = times[times.size() / 2];
     if (M == ms.front()) t1 = t;
