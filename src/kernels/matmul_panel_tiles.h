@@ -107,8 +107,9 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
   for (int64_t b = 0; b < nb; b++) {
     // Fetch each panel's block 4 ahead: without it the streamed weights arrived too late (2-thread AVX2
     // tiles at 4 rows ran at half their cached speed; 2 and 8 blocks ahead measured slower than 4).
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int j = 0; j < NV * V::PP; j++)
+#pragma GCC unroll 8
       for (size_t off = 0; off < bb; off += 64) _mm_prefetch(reinterpret_cast<const char*>(w + j * ps + (b + 4) * bb + off), _MM_HINT_T0);
     typename V::I acc[MR][NV];
 #pragma GCC unroll 8
