@@ -1,6 +1,8 @@
 // SentencePiece-style BPE: merge adjacent symbols by the score of the token they form (llama.cpp's SPM path).
+#include <climits>
 #include <queue>
 
+#include "base/error.h"
 #include "tokenizer/internal.h"
 
 namespace jf {
@@ -27,6 +29,9 @@ struct BigramLess {
 // `text` has spaces already escaped to U+2581 (and the dummy prefix added when the vocabulary wants one).
 void Tokenizer::Impl::encode_spm(std::string_view text, std::vector<int32_t>& out) const {
   if (text.empty()) return;
+  // Symbols link to each other by int index, one per character to begin with.
+  if (text.size() >= static_cast<size_t>(INT_MAX))
+    throw Error("a text of " + std::to_string(text.size()) + " bytes is too long to tokenize in one piece (limit 2 GiB)");
   std::vector<Symbol> syms;
   syms.reserve(text.size());
   for (size_t off = 0; off < text.size();) {
