@@ -559,5 +559,46 @@ TEST(Tokenizer, EncodesLongPromptQuickly) {
   EXPECT_EQ(other, ids);
 }
 
+// Large texts are encoded in pieces (--ngram-corpus): the pieces must concatenate to the text, stay within
+// the size, end after the window's last newline when it has one, and otherwise never split a character.
+TEST(TextPieces, CutAfterNewlinesAndNeverInsideACharacter) {
+  std::string text;
+  const char* parts[] = {"a", "bc", "\n", "\xc3\xa9", "\xe2\x96\x81", "\xf0\x9f\x99\x82", "word ", "\n\n"};
+  uint64_t state = 12345;
+  for (int i = 0; i < 4000; i++) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    // Long stretches without newlines too: only every 8th draw may pick one.
+    int k = static_cast<int>((state >> 33) % 8);
+    if ((k == 2 || k == 7) && (i % 8) != 0) k = 1;
+    text += parts[k];
+  }
+  for (size_t max_bytes : {size_t(1), size_t(3), size_t(4), size_t(7), size_t(64), size_t(1000), size_t(1) << 20}) {
+    const auto pieces = text_pieces(text, max_bytes);
+    std::string joined;
+    size_t at = 0;
+    for (size_t i = 0; i < pieces.size(); i++) {
+      const std::string_view p = pieces[i];
+      ASSERT_FALSE(p.empty());
+      ASSERT_LE(p.size(), max_bytes);
+      ASSERT_EQ(p.data(), text.data() + at) << "pieces are consecutive views of the text";
+      joined += p;
+      const size_t end = at + p.size();
+      if (i + 1 < pieces.size()) {
+        const std::string_view window = std::string_view(text).substr(at, max_bytes);
+        const size_t nl = window.rfind('\n');
+        if (nl != std::string_view::npos) {
+          ASSERT_EQ(end, at + nl + 1) << "max " << max_bytes << " piece " << i;
+        } else if (max_bytes >= 4) {  // room for any whole character
+          ASSERT_NE(static_cast<unsigned char>(text[end]) & 0xC0, 0x80) << "max " << max_bytes << " piece " << i;
+        }
+      }
+      at = end;
+    }
+    ASSERT_EQ(joined, text) << "max " << max_bytes;
+  }
+  EXPECT_TRUE(text_pieces("", 10).empty());
+  EXPECT_THROW(text_pieces("abc", 0), std::logic_error);  // a caller bug, not bad input
+}
+
 }  // namespace
 }  // namespace jf

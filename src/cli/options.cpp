@@ -126,21 +126,12 @@ std::vector<int32_t> read_ngram_corpus(const std::string& path, const Tokenizer&
   // working memory per byte of text. Only a piece's first token can differ from a whole-file encoding, which
   // costs a draft at most, never an output token.
   std::vector<int32_t> tokens;
-  constexpr size_t kPiece = size_t(64) << 10;
-  for (size_t at = 0; at < text.size();) {
-    size_t end = std::min(text.size(), at + kPiece);
-    if (end < text.size()) {
-      const size_t nl = text.rfind('\n', end - 1);
-      if (nl != std::string::npos && nl >= at) end = nl + 1;
-      else  // no newline: at least not inside a UTF-8 character
-        while (end > at + 1 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) end--;
-    }
-    const std::vector<int32_t> piece = tok.encode(std::string_view(text).substr(at, end - at), false, false);
-    tokens.insert(tokens.end(), piece.begin(), piece.end());
+  for (std::string_view piece : text_pieces(text, size_t(64) << 10)) {
+    const std::vector<int32_t> ids = tok.encode(piece, false, false);
+    tokens.insert(tokens.end(), ids.begin(), ids.end());
     if (tokens.size() > kMaxCorpusTokens)
       throw Error("--ngram-corpus " + path + ": more than the " + std::to_string(kMaxCorpusTokens) +
                   " tokens supported");
-    at = end;
   }
   return tokens;
 }

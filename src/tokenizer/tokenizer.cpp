@@ -278,4 +278,25 @@ bool Tokenizer::is_control(int32_t id) const {
 
 const VocabSpec& Tokenizer::spec() const { return impl_->spec; }
 
+std::vector<std::string_view> text_pieces(std::string_view text, size_t max_bytes) {
+  JF_CHECK(max_bytes > 0, "text pieces need a positive size");
+  std::vector<std::string_view> pieces;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = std::min(text.size(), at + max_bytes);
+    if (end < text.size()) {
+      const size_t nl = text.rfind('\n', end - 1);
+      if (nl != std::string_view::npos && nl >= at) {
+        end = nl + 1;
+      } else {  // no newline: back up to the start of a character (continuation bytes are 10xxxxxx)
+        size_t e = end;
+        while (e > at && (static_cast<unsigned char>(text[e]) & 0xC0) == 0x80) e--;
+        if (e > at) end = e;  // else one "character" longer than a piece (invalid UTF-8): cut anyway
+      }
+    }
+    pieces.push_back(text.substr(at, end - at));
+    at = end;
+  }
+  return pieces;
+}
+
 }  // namespace jf

@@ -72,6 +72,11 @@ class Tokenizer {
   std::unique_ptr<Impl> impl_;
 };
 
+// Cuts text into consecutive pieces of at most max_bytes (> 0) that concatenate to it: each piece ends after
+// its last newline when it has one, else before a UTF-8 character starts, so no character is split. For
+// encoding large texts piece by piece (the encoders hold tens of bytes of working memory per byte).
+std::vector<std::string_view> text_pieces(std::string_view text, size_t max_bytes);
+
 // Incremental detokenizer: returns text only at UTF-8 character boundaries, so a character spanning
 // several tokens is never printed broken. Handles the SentencePiece leading-space rule for the first token.
 class StreamingDecoder {
