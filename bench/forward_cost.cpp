@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <sstream>
 
 #include "base/rng.h"
 #include "base/timer.h"
@@ -16,20 +15,23 @@
 
 using namespace jf;
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app{"Per-forward cost vs number of tokens M"};
-  std::string preset = "llama-1b", type = "f16", file, ms_arg = "1,2,4,8,16,32,64";
+  std::string preset = "llama-1b", type = "f16", file;
+  std::vector<int> ms = {1, 2, 4, 8, 16, 32, 64};
   int threads = 2, reps = 5, context = 128;
   double bw_gbs = 30.0, peak_gflops = 200.0;
-  app.add_option("--preset", preset, "Random model shape: tiny, llama-1b, qwen2-0.5b");
-  app.add_option("--type", type, "Weight type for the random model: f32, f16, bf16, q8_0");
+  app.add_option("--preset", preset, "Random model shape: tiny, llama-1b, qwen2-0.5b")
+      ->check(CLI::IsMember({"tiny", "llama-1b", "qwen2-0.5b"}));
+  app.add_option("--type", type, "Weight type for the random model: f32, f16, bf16, q8_0")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}));
   app.add_option("-m,--model", file, "Measure this GGUF file instead of a random model");
-  app.add_option("-t,--threads", threads, "Threads");
-  app.add_option("--ms", ms_arg, "Comma-separated token counts");
-  app.add_option("--reps", reps, "Repetitions per M (median reported)");
-  app.add_option("--context", context, "Tokens already in the KV cache");
-  app.add_option("--bandwidth", bw_gbs, "Memory bandwidth for the bound, GB/s");
-  app.add_option("--peak", peak_gflops, "Peak compute for the roofline, GFLOP/s");
+  app.add_option("-t,--threads", threads, "Threads")->check(CLI::Range(1, 256));
+  app.add_option("--ms", ms, "Comma-separated token counts")->delimiter(',')->check(CLI::Range(1, 1 << 16));
+  app.add_option("--reps", reps, "Repetitions per M (median reported)")->check(CLI::Range(1, 100000));
+  app.add_option("--context", context, "Tokens already in the KV cache")->check(CLI::Range(0, 1 << 20));
+  app.add_option("--bandwidth", bw_gbs, "Memory bandwidth for the bound, GB/s")->check(CLI::PositiveNumber);
+  app.add_option("--peak", peak_gflops, "Peak compute for the roofline, GFLOP/s")->check(CLI::PositiveNumber);
   bool compare = false;
   app.add_flag("--compare-row-major", compare,
                "Also time the row-major kernels (no panel copies), alternating with the default ones");
@@ -81,7 +83,7 @@ int main(int argc, char** argv) {
     for (WeightMatrix* m : L.matrices()) m->packed = nullptr;
   row_major.output.packed = nullptr;
   Transformer tf(c, model->weights()), tf_rm(c, row_major);
-  KvCache cache(c, context + 256, kv == "f16" ? DType::F16 : DType::F32);
+  KvCache cache(c, context + *std::max_element(ms.begin(), ms.end()), kv == "f16" ? DType::F16 : DType::F32);
   Rng rng(7);
   SequenceInput in;
   std::vector<int32_t> toks(context);
@@ -89,9 +91,6 @@ int main(int argc, char** argv) {
   in.set_causal(&cache, toks, SequenceInput::Logits::None);
   tf.forward(in);
 
-  std::vector<int> ms;
-  std::stringstream ss(ms_arg);
-  for (std::string tok; std::getline(ss, tok, ',');) ms.push_back(std::stoi(tok));
   std::printf("\n| M | ms/forward | time(M)/time(1) | roofline ms | time/roofline | tokens/s (M x forwards/s) |%s\n",
               compare ? " row-major ms | row-major / default |" : "");
   std::printf("|---|---|---|---|---|---|%s\n", compare ? "---|---|" : "");
@@ -128,4 +127,13 @@ int main(int argc, char** argv) {
     std::printf("\n");
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {  // a bad model file, a context too small for --context + M, ...
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
 }

@@ -4,7 +4,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <sstream>
 #include <vector>
 
 #include "base/rng.h"
@@ -17,7 +16,8 @@ using namespace jf;
 
 int main(int argc, char** argv) {
   CLI::App app{"Matmul kernel throughput (panel layout)"};
-  std::string type = "q8_0", ms_arg = "1,4,8,16";
+  std::string type = "q8_0";
+  std::vector<int64_t> ms = {1, 4, 8, 16};
   int64_t rows = 5632, cols = 2048;
   int copies = 1, threads = 1, reps = 15;
   app.add_option("--type", type, "Weight type: f32, f16, bf16, q8_0")->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}));
@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   app.add_option("--copies", copies, "Panel copies cycled through (weights streamed from memory when larger than the cache)")
       ->check(CLI::Range(1, 64));
   app.add_option("-t,--threads", threads, "Threads")->check(CLI::Range(1, 256));
-  app.add_option("--ms", ms_arg, "Comma-separated row counts");
+  app.add_option("--ms", ms, "Comma-separated row counts")->delimiter(',')->check(CLI::Range(int64_t(1), int64_t(1) << 16));
   app.add_option("--reps", reps, "Repetitions (the fastest is reported)")->check(CLI::Range(1, 100000));
   CLI11_PARSE(app, argc, argv);
   const DType t = type == "f32" ? DType::F32 : type == "f16" ? DType::F16 : type == "bf16" ? DType::BF16 : DType::Q8_0;
@@ -34,9 +34,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: --cols must be a multiple of 32 for q8_0, got %lld\n", static_cast<long long>(cols));
     return 1;
   }
-  std::vector<int64_t> ms;
-  std::stringstream ss(ms_arg);
-  for (std::string tok; std::getline(ss, tok, ',');) ms.push_back(std::stoll(tok));
   set_num_threads(threads);
 
   Rng rng(1);
