@@ -20,18 +20,19 @@ int main(int argc, char** argv) {
   std::vector<int64_t> ms = {1, 4, 8, 16};
   int64_t rows = 5632, cols = 2048;
   int copies = 1, threads = 1, reps = 15;
-  app.add_option("--type", type, "Weight type: f32, f16, bf16, q8_0")->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}));
+  app.add_option("--type", type, "Weight type: f32, f16, bf16, q8_0, q4_0")->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0"}));
   app.add_option("--rows", rows, "Output features N")->check(CLI::Range(int64_t(8), int64_t(1) << 20));
-  app.add_option("--cols", cols, "Input features K (a multiple of 32 for q8_0)")->check(CLI::Range(int64_t(32), int64_t(1) << 20));
+  app.add_option("--cols", cols, "Input features K (a multiple of 32 for q8_0 and q4_0)")->check(CLI::Range(int64_t(32), int64_t(1) << 20));
   app.add_option("--copies", copies, "Panel copies cycled through (weights streamed from memory when larger than the cache)")
       ->check(CLI::Range(1, 64));
   app.add_option("-t,--threads", threads, "Threads")->check(CLI::Range(1, 256));
   app.add_option("--ms", ms, "Comma-separated row counts")->delimiter(',')->check(CLI::Range(int64_t(1), int64_t(1) << 16));
   app.add_option("--reps", reps, "Repetitions (the fastest is reported)")->check(CLI::Range(1, 100000));
   CLI11_PARSE(app, argc, argv);
-  const DType t = type == "f32" ? DType::F32 : type == "f16" ? DType::F16 : type == "bf16" ? DType::BF16 : DType::Q8_0;
-  if (t == DType::Q8_0 && cols % 32 != 0) {
-    std::fprintf(stderr, "error: --cols must be a multiple of 32 for q8_0, got %lld\n", static_cast<long long>(cols));
+  DType t = DType::F32;
+  dtype_from_name(type, &t);  // checked above
+  if (dtype_is_block_quantized(t) && cols % 32 != 0) {
+    std::fprintf(stderr, "error: --cols must be a multiple of 32 for %s, got %lld\n", type.c_str(), static_cast<long long>(cols));
     return 1;
   }
   set_num_threads(threads);

@@ -75,6 +75,9 @@ PY
     echo "ok   convert llama2.c -> GGUF keeps output" || { echo "FAIL convert round trip"; fails=$((fails + 1)); }
   "$jf" convert -m "$m" -o "$tmp/q8.gguf" --type q8_0 2>/dev/null && "$jf" generate -m "$tmp/q8.gguf" -n 20 >/dev/null 2>&1 &&
     echo "ok   convert to q8_0 runs" || { echo "FAIL convert q8_0"; fails=$((fails + 1)); }
+  "$jf" convert -m "$m" -o "$tmp/q4.gguf" --type q4_0 2>/dev/null && "$jf" generate -m "$tmp/q4.gguf" -n 20 >/dev/null 2>&1 &&
+    "$jf" inspect -m "$tmp/q4.gguf" 2>/dev/null | grep -q "q4_0" &&
+    echo "ok   convert to q4_0 runs" || { echo "FAIL convert q4_0"; fails=$((fails + 1)); }
   check_error "bad convert type" 1 "$jf" convert -m "$m" -o "$tmp/x.gguf" --type q4_k
   check_error "bad decoder" 1 "$jf" generate -m "$m" --decoder nope
   check_error "jacobi with sampling" 1 "$jf" generate -m "$m" --decoder jacobi --temp 0.8

@@ -205,7 +205,7 @@ TEST_F(Stories260K, OneTokenPrompt) {
 
 // ffn_dim 576 (> kPackMaxCols): F16 weights in fp32 and F16 panels in one model.
 TEST(RandomModels, GreedyStrategiesEqualAr) {
-  for (auto [ffn_dim, type] : {std::pair{0, DType::F16}, {576, DType::F16}, {0, DType::Q8_0}}) {
+  for (auto [ffn_dim, type] : {std::pair{0, DType::F16}, {576, DType::F16}, {0, DType::Q8_0}, {0, DType::Q4_0}}) {
     ModelConfig c = preset_config("tiny");
     if (ffn_dim) c.ffn_dim = ffn_dim;
     auto m = random_model(c, type, 11);

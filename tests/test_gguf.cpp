@@ -39,10 +39,13 @@ std::vector<uint8_t> make_sample(const std::string& path) {
   for (int i = 0; i < 64; i++) f16[i] = f32_to_f16(f32[i]), bf16[i] = f32_to_bf16(f32[i]);
   std::vector<BlockQ8_0> q8(2);
   quantize_row(DType::Q8_0, f32.data(), q8.data(), 64);
+  std::vector<BlockQ4_0> q4(2);
+  quantize_row(DType::Q4_0, f32.data(), q4.data(), 64);
   w.add_tensor_copy("t.f32", DType::F32, {16, 4}, f32.data());
   w.add_tensor_copy("t.f16", DType::F16, {64}, f16.data());
   w.add_tensor_copy("t.bf16", DType::BF16, {32, 2}, bf16.data());
   w.add_tensor_copy("t.q8", DType::Q8_0, {64, 1}, q8.data());
+  w.add_tensor_copy("t.q4", DType::Q4_0, {32, 2}, q4.data());
   w.write(path);
   return read_all(path);
 }
@@ -62,7 +65,7 @@ TEST(Gguf, WriteReadRoundTrip) {
   EXPECT_EQ(m.get_strings("strs"), (std::vector<std::string>{"a", "", "héllo"}));
   EXPECT_EQ(m.get_floats("floats"), (std::vector<float>{1.5f, -2.0f}));
   EXPECT_EQ(m.get_ints("ints"), (std::vector<int32_t>{1, -1, 3}));
-  ASSERT_EQ(f->tensors().size(), 4u);
+  ASSERT_EQ(f->tensors().size(), 5u);
   const GgufTensor* t = f->find_tensor("t.f32");
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->dims, (std::vector<int64_t>{16, 4}));
@@ -73,6 +76,10 @@ TEST(Gguf, WriteReadRoundTrip) {
   dequantize_row(DType::Q8_0, f->find_tensor("t.q8")->data, back.data(), 64);
   for (int i = 0; i < 64; i++) EXPECT_NEAR(back[i], 0.25f * i - 3, 0.13);
   EXPECT_EQ(f->find_tensor("t.q8")->nbytes, 68u);
+  EXPECT_EQ(f->find_tensor("t.q4")->nbytes, 36u);
+  EXPECT_EQ(f->find_tensor("t.q4")->type, DType::Q4_0);
+  dequantize_row(DType::Q4_0, f->find_tensor("t.q4")->data, back.data(), 64);
+  for (int i = 0; i < 64; i++) EXPECT_NEAR(back[i], 0.25f * i - 3, 1.3);  // one step of the larger block's scale
 
   // Rewriting what was read gives the same bytes (metadata types and order are preserved).
   GgufWriter w2;

@@ -25,6 +25,8 @@ struct Weights {
   WeightMatrix w;
 };
 
+const DType kTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0};
+
 // Which copy the SIMD kernels use: the row-major weights, fp32 panels, or panels in the weights' own type.
 enum class Layout { RowMajor, PanelsF32, PanelsOwn };
 const Layout kLayouts[] = {Layout::RowMajor, Layout::PanelsF32, Layout::PanelsOwn};
@@ -62,10 +64,23 @@ std::vector<double> reference(const std::vector<float>& x, int64_t M, const Weig
   return y;
 }
 
+// Block b of a Q8_0 or Q4_0 row as its scale and signed quants (Q4_0: the nibble minus 8).
+void block_quants(DType t, const uint8_t* row, int64_t b, float* d, int* q) {
+  if (t == DType::Q8_0) {
+    const auto& blk = reinterpret_cast<const BlockQ8_0*>(row)[b];
+    *d = f16_to_f32(blk.d);
+    for (int k = 0; k < kQ8Block; k++) q[k] = blk.qs[k];
+  } else {
+    const auto& blk = reinterpret_cast<const BlockQ4_0*>(row)[b];
+    *d = f16_to_f32(blk.d);
+    for (int k = 0; k < kQ8Block / 2; k++) q[k] = (blk.qs[k] & 0x0F) - 8, q[k + kQ8Block / 2] = (blk.qs[k] >> 4) - 8;
+  }
+}
+
 // The rows a matmul over w effectively multiplies: x itself, or for Q8_0 panels x quantized per block of 32
 // and dequantized (see Q8Rows).
 std::vector<float> effective_rows(const std::vector<float>& x, int64_t M, const WeightMatrix& w) {
-  if (!(w.type == DType::Q8_0 && w.packed_type == DType::Q8_0)) return x;
+  if (!(dtype_is_block_quantized(w.type) && w.packed_type == w.type)) return x;
   Q8Rows q;
   quantize_rows_q8(x.data(), M, w.cols, q);
   std::vector<float> out(x.size());
@@ -90,10 +105,10 @@ class IsaTest : public ::testing::TestWithParam<Isa> {
 
 TEST_P(IsaTest, MatmulMatchesReferenceAllTypes) {
   for (Layout layout : kLayouts)
-    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+    for (DType t : kTypes) {
       for (auto [M, N, K] :
            {std::tuple<int64_t, int64_t, int64_t>{1, 37, 64}, {5, 29, 96}, {13, 50, 160}, {33, 12, 32}}) {
-        if (t != DType::Q8_0 && K == 96) K = 100;  // exercise the k tail for element types
+        if (!dtype_is_block_quantized(t) && K == 96) K = 100;  // exercise the k tail for element types
         Weights w = make_weights(t, N, K, 7, layout);
         auto x = randn(M * K, 11);
         std::vector<float> y(static_cast<size_t>(M * N));
@@ -112,9 +127,9 @@ TEST_P(IsaTest, MatmulMatchesReferenceAllTypes) {
 // any number of output features (padding included), in both fp32 panels and panels of the weights' own type.
 TEST_P(IsaTest, PanelMatmulIsTheSequentialFmaChain) {
   for (Layout layout : {Layout::PanelsF32, Layout::PanelsOwn})
-    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
-      // Q8_0 in its own panels: integer block sums of the quantized rows, scaled once per block.
-      const bool q8_blocks = t == DType::Q8_0 && layout == Layout::PanelsOwn;
+    for (DType t : kTypes) {
+      // Q8_0 / Q4_0 in their own panels: integer block sums of the quantized rows, scaled once per block.
+      const bool q8_blocks = dtype_is_block_quantized(t) && layout == Layout::PanelsOwn;
       if (GetParam() == Isa::Scalar && !q8_blocks) continue;  // the scalar kernels do not use fp32 panels
       for (auto [M, N, K] :
            {std::tuple<int64_t, int64_t, int64_t>{1, 37, 64}, {6, 9, 32}, {11, 70, 160}, {4, 200, 96}, {2, 50, 32}, {15, 90, 64}, {13, 40, 96}}) {
@@ -127,15 +142,17 @@ TEST_P(IsaTest, PanelMatmulIsTheSequentialFmaChain) {
         std::vector<int32_t> bias(xd.size());
         for (int64_t n = 0; n < N; n++) {
           dequantize_row(t, w.w.row(n), row.data(), K);
-          const auto* blocks = reinterpret_cast<const BlockQ8_0*>(w.w.row(n));
           for (int64_t m = 0; m < M; m++) {
             float acc = 0.0f;
             if (q8_blocks) {
               scalar::quantize_row_q8(&x[m * K], K, xq.data(), xd.data(), bias.data());
               for (int64_t b = 0; b < K / kQ8Block; b++) {
+                float dw;
+                int qw[kQ8Block];
+                block_quants(t, w.w.row(n), b, &dw, qw);
                 int32_t sum = 0;
-                for (int k = 0; k < kQ8Block; k++) sum += xq[b * kQ8Block + k] * blocks[b].qs[k];
-                acc = std::fma(float(sum), f16_to_f32(blocks[b].d) * xd[b], acc);
+                for (int k = 0; k < kQ8Block; k++) sum += xq[b * kQ8Block + k] * qw[k];
+                acc = std::fma(float(sum), dw * xd[b], acc);
               }
             } else {
               for (int64_t k = 0; k < K; k++) acc = std::fma(x[m * K + k], row[k], acc);
@@ -199,13 +216,17 @@ TEST_P(IsaTest, ActivationQuantizationIsTheScalarDefinition) {
 // Q8_0 panels on every instruction set give the same bits, also for quants of -128 (possible in files)
 // and a NaN activation, which must reach the outputs it feeds.
 TEST(Q8Panels, AllInstructionSetsAgreeAndNaNPropagates) {
+  for (DType type : {DType::Q8_0, DType::Q4_0}) {
+  SCOPED_TRACE(dtype_name(type));
   const int64_t N = 45, K = 128, M = 9;
-  Weights w = make_weights(DType::Q8_0, N, K, 41);
-  auto* blocks = reinterpret_cast<BlockQ8_0*>(w.bytes.data());
-  for (int64_t i = 0; i < N * K / kQ8Block; i += 3) blocks[i].qs[i % kQ8Block] = -128;
-  PageBuffer packed = pack_panels(w.w, DType::Q8_0);
+  Weights w = make_weights(type, N, K, 41);
+  if (type == DType::Q8_0) {
+    auto* blocks = reinterpret_cast<BlockQ8_0*>(w.bytes.data());
+    for (int64_t i = 0; i < N * K / kQ8Block; i += 3) blocks[i].qs[i % kQ8Block] = -128;
+  }
+  PageBuffer packed = pack_panels(w.w, type);
   w.w.packed = packed.data();
-  w.w.packed_type = DType::Q8_0;
+  w.w.packed_type = type;
   auto x = randn(M * K, 43);
   x[5 * K + 40] = NAN;  // row 5
   const Isa saved = active_isa();
@@ -226,14 +247,15 @@ TEST(Q8Panels, AllInstructionSetsAgreeAndNaNPropagates) {
       }
   }
   set_active_isa(saved);
+  }
 }
 
 // The property that makes parallel decoding exactly lossless: a row's result does not depend on the
 // batch around it, its index in the batch, or the thread count.
 TEST_P(IsaTest, MatmulBatchInvariant) {
   for (Layout layout : kLayouts)
-    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
-      const int64_t N = 77, K = t == DType::Q8_0 ? 128 : 131;
+    for (DType t : kTypes) {
+      const int64_t N = 77, K = dtype_is_block_quantized(t) ? 128 : 131;
       Weights w = make_weights(t, N, K, 3, layout);
       const int64_t Mmax = 70;
       auto x = randn(Mmax * K, 5);
@@ -427,6 +449,33 @@ TEST(Attention, Avx512MatchesAvx2Bitwise) {
 
 INSTANTIATE_TEST_SUITE_P(Isa, IsaTest, ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx2Vnni, Isa::Avx512),
                          [](const auto& info) { return isa_name(info.param); });
+
+// Q4_0 as GGML lays it out: byte j holds weight j (low nibble) and j + 16 (high), weight = d * (q - 8); the
+// reference quantizer maps the value of largest magnitude to -8 exactly and every weight within one step.
+TEST(Dtype, Q4_0LayoutAndQuantization) {
+  BlockQ4_0 blk{};
+  blk.d = f32_to_f16(0.5f);
+  for (int j = 0; j < 16; j++) blk.qs[j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+  float out[32];
+  dequantize_row(DType::Q4_0, &blk, out, 32);
+  for (int j = 0; j < 16; j++) {
+    EXPECT_EQ(out[j], 0.5f * (j - 8));
+    EXPECT_EQ(out[j + 16], 0.5f * (7 - j));
+  }
+  auto x = randn(32 * 20, 77);
+  std::vector<BlockQ4_0> q(20);
+  quantize_row(DType::Q4_0, x.data(), q.data(), 32 * 20);
+  std::vector<float> back(32 * 20);
+  dequantize_row(DType::Q4_0, q.data(), back.data(), 32 * 20);
+  for (int b = 0; b < 20; b++) {
+    int big = 0;
+    for (int j = 1; j < 32; j++)
+      if (std::fabs(x[b * 32 + j]) > std::fabs(x[b * 32 + big])) big = j;
+    const float d = f16_to_f32(q[b].d);
+    EXPECT_NEAR(back[b * 32 + big], x[b * 32 + big], std::fabs(x[b * 32 + big]) * 2e-3);  // -8 * d (fp16 d)
+    for (int j = 0; j < 32; j++) ASSERT_LE(std::fabs(back[b * 32 + j] - x[b * 32 + j]), std::fabs(d) * 1.01) << b << " " << j;
+  }
+}
 
 TEST(Dtype, HalfConversionsRoundTrip) {
   for (uint32_t h = 0; h < 65536; h++) {

@@ -185,7 +185,7 @@ TEST_P(BatchInvariance, LogitsBitIdenticalAcrossBatchShapes) {
 INSTANTIATE_TEST_SUITE_P(
     Models, BatchInvariance,
     ::testing::Combine(::testing::Values("stories260K", "llama-gqa", "llama-mha-untied-ropefreqs", "qwen2-bias-tied"),
-                       ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0),
+                       ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0),
                        ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx2Vnni, Isa::Avx512)),
     [](const auto& info) {
       std::string s = std::get<0>(info.param) + "_" + dtype_name(std::get<1>(info.param)) + "_" + isa_name(std::get<2>(info.param));
@@ -307,7 +307,7 @@ TEST(KvCache, ContextFullIsAnError) {
 // and without AVX-512 or VNNI. The wide feed-forward puts fp32 and own-type panels in one model.
 TEST(SimdInstructionSets, GiveBitIdenticalLogits) {
   const Isa saved = active_isa();
-  for (DType type : {DType::F32, DType::F16, DType::Q8_0}) {
+  for (DType type : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0}) {
     auto toks = random_tokens(12, 256, 9);
     std::optional<Logits> first;
     for (Isa isa : {Isa::Avx2, Isa::Avx2Vnni, Isa::Avx512}) {
@@ -353,6 +353,30 @@ TEST(Quantization, LogitsWithinToleranceOfF32) {
     std::printf("%s: max |logit error| / logit sd = %.4f (tolerance %.2f)\n", dtype_name(type).c_str(), worst, tol);
     RecordProperty(dtype_name(type) + "_max_rel_logit_error_ffn" + std::to_string(cfg.ffn_dim), std::to_string(worst));
   }
+  }
+}
+
+// Q4_0's 16 levels move a random model's logits by more than its spread, so its test separates the kernels
+// from the weights: a Q4_0 model (int8 activations) against the fp32 model of its own dequantized weights,
+// within the Q8_0 tolerance above (the activations' quantization is the only difference).
+TEST(Quantization, Q4_0ComputesItsDequantizedWeights) {
+  for (const ModelConfig& cfg : {preset_config("tiny"), llama_wide_ffn()}) {
+    auto base = random_model(cfg, DType::F32, 21);
+    Model q4(base->config(), convert_tensors(base->tensors(), DType::Q4_0), "memory");
+    Model ref(base->config(), convert_tensors(q4.tensors(), DType::F32), "memory");
+    auto toks = random_tokens(16, 256, 3);
+    const Logits want = stepwise(ref, toks), got = stepwise(q4, toks);
+    double worst = 0;
+    for (size_t t = 0; t < want.size(); t++) {
+      double mean = 0, var = 0, maxd = 0;
+      for (float v : want[t]) mean += v;
+      mean /= want[t].size();
+      for (float v : want[t]) var += (v - mean) * (v - mean);
+      for (size_t i = 0; i < want[t].size(); i++) maxd = std::max(maxd, std::fabs(double(got[t][i]) - want[t][i]));
+      worst = std::max(worst, maxd / std::sqrt(var / want[t].size()));
+    }
+    EXPECT_LT(worst, 0.2) << "ffn_dim " << cfg.ffn_dim;
+    std::printf("q4_0 against its dequantized weights: max |logit error| / logit sd = %.4f (tolerance 0.20)\n", worst);
   }
 }
 

@@ -16,7 +16,7 @@ namespace {
 
 DType parse_type(const std::string& s) {
   DType t;
-  if (!dtype_from_name(s, &t)) throw Error("unknown weight type '" + s + "' (expected f32, f16, bf16 or q8_0)");
+  if (!dtype_from_name(s, &t)) throw Error("unknown weight type '" + s + "' (expected f32, f16, bf16, q8_0 or q4_0)");
   return t;
 }
 
@@ -67,7 +67,7 @@ Command add_convert_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("convert", "Convert a model (llama2.c, safetensors or GGUF) to GGUF, optionally requantizing");
   add_model_options(cmd, *o);
   cmd->add_option("-o,--output", *out, "Output GGUF file")->required();
-  cmd->add_option("--type", *type, "Weight type of the output matrices: f32, f16, bf16, q8_0 (default: unchanged)");
+  cmd->add_option("--type", *type, "Weight type of the output matrices: f32, f16, bf16, q8_0, q4_0 (default: unchanged)");
   return [o, out, type] { return run_convert(*o, *out, *type); };
 }
 
@@ -81,7 +81,7 @@ Command add_random_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("random", "Write a randomly initialised model of a realistic shape (for benchmarks)");
   cmd->add_option("--preset", a->preset, "Shape: tiny, llama-1b (TinyLlama 1.1B), qwen2-0.5b (Qwen2.5 0.5B)");
-  cmd->add_option("--type", a->type, "Weight type: f32, f16, bf16, q8_0 (default f16)");
+  cmd->add_option("--type", a->type, "Weight type: f32, f16, bf16, q8_0, q4_0 (default f16)");
   cmd->add_option("--seed", a->seed, "Random seed (default 1)");
   cmd->add_option("--layers", a->layers, "Override the number of layers")->check(CLI::Range(0, 1000));
   cmd->add_option("--vocab-from", a->vocab_from, "Copy the tokenizer of this GGUF file (its size must match the preset)");

@@ -10,6 +10,7 @@ bool dtype_from_ggml(uint32_t id, DType* out) {
   switch (id) {
     case 0: *out = DType::F32; return true;
     case 1: *out = DType::F16; return true;
+    case 2: *out = DType::Q4_0; return true;
     case 8: *out = DType::Q8_0; return true;
     case 30: *out = DType::BF16; return true;
     default: return false;
@@ -22,6 +23,7 @@ std::string dtype_name(DType t) {
     case DType::F16: return "f16";
     case DType::BF16: return "bf16";
     case DType::Q8_0: return "q8_0";
+    case DType::Q4_0: return "q4_0";
   }
   return "?";
 }
@@ -29,7 +31,7 @@ std::string dtype_name(DType t) {
 bool dtype_from_name(const std::string& name, DType* out) {
   std::string s = name;
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0}) {
     if (s == dtype_name(t)) {
       *out = t;
       return true;
@@ -38,7 +40,7 @@ bool dtype_from_name(const std::string& name, DType* out) {
   return false;
 }
 
-int dtype_block_size(DType t) { return t == DType::Q8_0 ? kQ8Block : 1; }
+int dtype_block_size(DType t) { return dtype_is_block_quantized(t) ? kQ8Block : 1; }
 
 size_t dtype_block_bytes(DType t) {
   switch (t) {
@@ -46,6 +48,7 @@ size_t dtype_block_bytes(DType t) {
     case DType::F16:
     case DType::BF16: return 2;
     case DType::Q8_0: return sizeof(BlockQ8_0);
+    case DType::Q4_0: return sizeof(BlockQ4_0);
   }
   return 0;
 }
@@ -68,6 +71,17 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
       for (int64_t i = 0; i < n / kQ8Block; i++) {
         float d = f16_to_f32(b[i].d);
         for (int j = 0; j < kQ8Block; j++) dst[i * kQ8Block + j] = d * static_cast<float>(b[i].qs[j]);
+      }
+      return;
+    }
+    case DType::Q4_0: {
+      const auto* b = static_cast<const BlockQ4_0*>(src);
+      for (int64_t i = 0; i < n / kQ8Block; i++) {
+        const float d = f16_to_f32(b[i].d);
+        for (int j = 0; j < kQ8Block / 2; j++) {
+          dst[i * kQ8Block + j] = d * static_cast<float>((b[i].qs[j] & 0x0F) - 8);
+          dst[i * kQ8Block + j + kQ8Block / 2] = d * static_cast<float>((b[i].qs[j] >> 4) - 8);
+        }
       }
       return;
     }
@@ -97,6 +111,22 @@ void quantize_row(DType t, const float* src, void* dst, int64_t n) {
         float id = d != 0.0f ? 1.0f / d : 0.0f;
         b[i].d = f32_to_f16(d);
         for (int j = 0; j < kQ8Block; j++) b[i].qs[j] = static_cast<int8_t>(std::lround(x[j] * id));
+      }
+      return;
+    }
+    case DType::Q4_0: {
+      auto* b = static_cast<BlockQ4_0*>(dst);
+      for (int64_t i = 0; i < n / kQ8Block; i++) {
+        const float* x = src + i * kQ8Block;
+        float amax = 0.0f, m = 0.0f;  // the value of largest magnitude, with its sign
+        for (int j = 0; j < kQ8Block; j++)
+          if (std::fabs(x[j]) > amax) amax = std::fabs(x[j]), m = x[j];
+        const float d = m / -8.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        b[i].d = f32_to_f16(d);
+        auto q = [&](float v) { return static_cast<uint8_t>(std::min(15, static_cast<int>(v * id + 8.5f))); };
+        for (int j = 0; j < kQ8Block / 2; j++)
+          b[i].qs[j] = static_cast<uint8_t>(q(x[j]) | (q(x[j + kQ8Block / 2]) << 4));
       }
       return;
     }

@@ -6,7 +6,7 @@
 
 namespace jf {
 
-enum class DType : uint32_t { F32 = 0, F16 = 1, Q8_0 = 8, BF16 = 30 };
+enum class DType : uint32_t { F32 = 0, F16 = 1, Q4_0 = 2, Q8_0 = 8, BF16 = 30 };
 
 // Q8_0: blocks of 32 weights sharing one fp16 scale d; weight = d * q, q in [-127, 127].
 constexpr int kQ8Block = 32;
@@ -16,10 +16,21 @@ struct BlockQ8_0 {
 };
 static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 block must be packed to 34 bytes");
 
+// Q4_0: blocks of 32 weights sharing one fp16 scale d; weight = d * (q - 8), q in [0, 15]. Byte j holds
+// weight j in its low nibble and weight j + 16 in its high nibble (GGML's layout).
+struct BlockQ4_0 {
+  uint16_t d;  // fp16 bits
+  uint8_t qs[kQ8Block / 2];
+};
+static_assert(sizeof(BlockQ4_0) == 18, "Q4_0 block must be packed to 18 bytes");
+
+// Q8_0 and Q4_0: weights in blocks of 32 with a scale each (matmul multiplies them with int8 activations).
+inline bool dtype_is_block_quantized(DType t) { return t == DType::Q8_0 || t == DType::Q4_0; }
+
 // Returns false for type ids jf cannot compute with.
 bool dtype_from_ggml(uint32_t id, DType* out);
 std::string dtype_name(DType t);
-bool dtype_from_name(const std::string& name, DType* out);  // "f32", "f16", "bf16", "q8_0" (any case)
+bool dtype_from_name(const std::string& name, DType* out);  // "f32", "f16", "bf16", "q8_0", "q4_0" (any case)
 int dtype_block_size(DType t);                               // elements per block (1 or 32)
 size_t dtype_block_bytes(DType t);                           // bytes per block
 // Bytes of a row of n elements; n must be a multiple of the block size.
@@ -75,7 +86,9 @@ inline uint16_t f32_to_bf16(float f) {
 
 // Converts n elements of a row (any DType) to fp32.
 void dequantize_row(DType t, const void* src, float* dst, int64_t n);
-// Converts n fp32 values to a row of type t (Q8_0: n % 32 == 0; scale = max|x| / 127, as GGML does).
+// Converts n fp32 values to a row of type t (Q8_0, Q4_0: n % 32 == 0). As GGML's reference quantizers do:
+// Q8_0 scale = max|x| / 127, q = round(x / scale); Q4_0 scale = -m / 8 for the value m of largest magnitude,
+// q = min(15, trunc(x / scale + 8.5)).
 void quantize_row(DType t, const float* src, void* dst, int64_t n);
 
 }  // namespace jf

@@ -56,17 +56,32 @@ void quantize_row_q8(const float* x, int64_t K, int8_t* q, float* d, int32_t* bi
 }
 
 void matmul_cols_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t n0, int64_t n1) {
-  const int64_t K = w.cols, N = w.rows;
+  const int64_t K = w.cols, N = w.rows, nb = K / kQ8Block;
+  std::vector<int8_t> qw(static_cast<size_t>(K));
+  std::vector<float> dw(static_cast<size_t>(nb));
   for (int64_t n = n0; n < n1; n++) {
-    const auto* blocks = reinterpret_cast<const BlockQ8_0*>(w.row(n));
+    for (int64_t b = 0; b < nb; b++) {  // the row's quants as int8 and its scales
+      if (w.type == DType::Q4_0) {
+        const auto& blk = reinterpret_cast<const BlockQ4_0*>(w.row(n))[b];
+        dw[b] = f16_to_f32(blk.d);
+        for (int i = 0; i < kQ8Block / 2; i++) {
+          qw[b * kQ8Block + i] = static_cast<int8_t>((blk.qs[i] & 0x0F) - 8);
+          qw[b * kQ8Block + i + kQ8Block / 2] = static_cast<int8_t>((blk.qs[i] >> 4) - 8);
+        }
+      } else {
+        const auto& blk = reinterpret_cast<const BlockQ8_0*>(w.row(n))[b];
+        dw[b] = f16_to_f32(blk.d);
+        std::memcpy(&qw[b * kQ8Block], blk.qs, kQ8Block);
+      }
+    }
     for (int64_t m = 0; m < x.M; m++) {
       const int8_t* q = x.row_q(m);
       const float* d = x.row_d(m);
       float acc = 0.0f;
-      for (int64_t b = 0; b < K / kQ8Block; b++) {
+      for (int64_t b = 0; b < nb; b++) {
         int32_t sum = 0;
-        for (int i = 0; i < kQ8Block; i++) sum += int32_t(q[b * kQ8Block + i]) * blocks[b].qs[i];
-        acc = std::fma(static_cast<float>(sum), f16_to_f32(blocks[b].d) * d[b], acc);
+        for (int i = 0; i < kQ8Block; i++) sum += int32_t(q[b * kQ8Block + i]) * qw[b * kQ8Block + i];
+        acc = std::fma(static_cast<float>(sum), dw[b] * d[b], acc);
       }
       y[m * N + n] = acc;
     }
@@ -94,6 +109,7 @@ void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool th
 
 size_t panel_bytes(DType type, int64_t K) {
   if (type == DType::Q8_0) return size_t(K / kQ8Block) * kPanel * (sizeof(float) + kQ8Block);
+  if (type == DType::Q4_0) return size_t(K / kQ8Block) * kPanel * (sizeof(float) + kQ8Block / 2);
   return size_t(K) * kPanel * dtype_row_bytes(type, 1);
 }
 
@@ -125,6 +141,19 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type) {
           for (int kk = 0; kk < kQ8Block; kk++)  // group kk / 4, output c, byte kk % 4; stored as q + 128
             quants[(kk / 4) * (4 * kPanel) + c * 4 + kk % 4] = static_cast<uint8_t>(blocks[b].qs[kk] + 128);
         }
+      } else if (type == DType::Q4_0) {
+        const auto* blocks = reinterpret_cast<const BlockQ4_0*>(w.row(n));
+        for (int64_t b = 0; b < K / kQ8Block; b++) {
+          uint8_t* bp = panel + b * panel_bytes(DType::Q4_0, kQ8Block);
+          const float d = f16_to_f32(blocks[b].d);
+          std::memcpy(bp + c * sizeof(float), &d, sizeof(float));
+          uint8_t* quants = bp + kPanel * sizeof(float);
+          for (int kk = 0; kk < kQ8Block; kk++) {  // the file's nibble of position kk (q + 8)
+            const uint8_t nib = kk < kQ8Block / 2 ? blocks[b].qs[kk] & 0x0F : blocks[b].qs[kk - kQ8Block / 2] >> 4;
+            const int g = kk / 4;  // group g: pair g / 2, low nibbles for even g, high for odd
+            quants[(g / 2) * (4 * kPanel) + c * 4 + kk % 4] |= static_cast<uint8_t>(nib << (4 * (g % 2)));
+          }
+        }
       } else {  // F16 / BF16: 2-byte values moved as they are
         const uint8_t* src = w.row(n);
         for (int64_t k = 0; k < K; k++) std::memcpy(panel + (k * kPanel + c) * 2, src + k * 2, 2);
@@ -136,7 +165,7 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type) {
 
 namespace {
 
-// Q8_0 panels: quantize the rows, then integer block dot products (see Q8Rows).
+// Q8_0 and Q4_0 panels: quantize the rows, then integer block dot products (see Q8Rows).
 void matmul_q8(const float* x, int64_t M, const WeightMatrix& w, float* y, bool parallel) {
   thread_local Q8Rows calling_threads;
   // Lambdas do not capture thread_local variables (a worker naming it would get its own): pass a reference.
@@ -164,7 +193,7 @@ void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool thr
   if (M <= 0) return;
   const Isa isa = active_isa();
   const bool parallel = threads && M * w.rows * w.cols >= (1 << 17);
-  if (w.type == DType::Q8_0 && w.packed_type == DType::Q8_0) return matmul_q8(x, M, w, y, parallel);
+  if (dtype_is_block_quantized(w.type) && w.packed_type == w.type) return matmul_q8(x, M, w, y, parallel);
   if (w.packed && isa != Isa::Scalar) {
     const int64_t n_panels = (w.rows + kPanel - 1) / kPanel;
     parallel_for(n_panels, parallel, [&](int64_t p0, int64_t p1) {
@@ -175,12 +204,14 @@ void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool thr
     });
     return;
   }
-  // Split the output columns into tiles; a thread gets a contiguous run of whole tiles.
-  const int64_t tile = isa == Isa::Scalar ? 8 : kColTile;
+  // Split the output columns into tiles; a thread gets a contiguous run of whole tiles. The row-major SIMD
+  // kernels have no Q4_0 tiles: Q4_0 without panels (--no-panels) takes the scalar one.
+  const Isa cols_isa = w.type == DType::Q4_0 ? Isa::Scalar : isa;
+  const int64_t tile = cols_isa == Isa::Scalar ? 8 : kColTile;
   const int64_t n_tiles = (w.rows + tile - 1) / tile;
   parallel_for(n_tiles, parallel, [&](int64_t t0, int64_t t1) {
     int64_t n0 = t0 * tile, n1 = std::min(t1 * tile, w.rows);
-    switch (isa) {
+    switch (cols_isa) {
       case Isa::Avx512: avx512::matmul_cols(x, M, w, y, n0, n1); break;
       case Isa::Avx2:
       case Isa::Avx2Vnni: avx2::matmul_cols(x, M, w, y, n0, n1); break;

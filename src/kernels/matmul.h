@@ -29,8 +29,9 @@ struct WeightMatrix {
 // Each weight is read from memory once per call for all M rows. Batch invariant: every y[m][n] is
 // computed by the same sequence of floating-point operations whatever M, the row's index m and the
 // thread count, so a row's result is bit-identical alone or inside any batch.
-// A Q8_0 matrix with packed_type Q8_0 multiplies the rows quantized to int8 (Q8Rows), on every instruction
-// set (the scalar kernels, and any without the panel copy, from the row-major weights). threads = false keeps it on the calling thread (for callers already inside a parallel
+// A Q8_0 or Q4_0 matrix whose packed_type is its own type multiplies the rows quantized to int8 (Q8Rows),
+// on every instruction set (the scalar kernels, and any without the panel copy, from the row-major
+// weights). Without that (e.g. --no-panels) it multiplies fp32 rows with dequantized weights. threads = false keeps it on the calling thread (for callers already inside a parallel
 // loop).
 void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool threads = true);
 
@@ -40,6 +41,8 @@ void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool thr
 //   F32 / F16 / BF16: panel p is K groups of 8 values, group k = W[8p .. 8p+8)[k].
 //   Q8_0: panel p is K/32 blocks, each 8 fp32 scales, then 8 groups of 32 bytes: group g holds, for each
 //   output c of the panel, its quants k = 4g .. 4g+3 as q + 128 (unsigned), bytes 4c .. 4c+3.
+//   Q4_0: the same with 4-bit quants as in the file (q + 8, unsigned): 4 pairs of groups of 32 bytes, pair
+//   h holding group 2h in the low nibbles and group 2h + 1 in the high ones.
 // Rows past N are zero. Per output element the order is acc = fma(x[k], w[k], acc) for k = 0 .. K-1 from
 // acc = 0, whatever M or the tile shape (w[k] as fp32; Q8_0 weights in fp32 panels are q * d rounded to
 // fp32). Q8_0 panels multiply int8 activations instead, see Q8Rows.
@@ -55,7 +58,8 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type);
 // Activations for Q8_0 panels, quantized like the weights: per row and block of 32, d = max|x| / 127 and
 // q = x * (127 / max|x|) rounded to nearest even (a block with max|x| < 1e-30 is all zero; one holding inf
 // or NaN gets d = NaN, which every output it reaches then carries). With them each output is exact integer
-// block dot products chained as acc = fma(float(sum_k qx * qw), dx * dw, acc), blocks in order from 0:
+// block dot products chained as acc = fma(float(sum_k qx * qw), dx * dw, acc), blocks in order from 0
+// (qw: the Q8_0 quant, or the Q4_0 one minus 8):
 // the same bits on every instruction set (integer sums do not depend on their order), for any M or thread
 // count. int8 products are 4-8x cheaper than fp32 FMAs with VNNI; the error they add is that of the
 // weights' own quantization (|q| <= 127 per block of 32).
@@ -75,7 +79,8 @@ constexpr float kQ8NotFinite = __builtin_nanf("");  // the scale of a block hold
 
 namespace scalar {
 void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
-// Outputs [n0, n1) of a Q8_0 matrix from quantized activations (the row-major weights), as the panels do.
+// Outputs [n0, n1) of a Q8_0 or Q4_0 matrix from quantized activations (the row-major weights), as the
+// panels do.
 void matmul_cols_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
 void quantize_row_q8(const float* x, int64_t K, int8_t* q, float* d, int32_t* bias);
 }

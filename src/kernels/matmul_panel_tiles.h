@@ -32,9 +32,16 @@ struct PanelBF16 {
   template <class V>
   static typename V::T load(const uint8_t* panel, size_t ps, int64_t k) { return V::load_bf16(panel, ps, k * kPanel * 2); }
 };
-// Q8_0 panels (per block of 32 positions: 8 fp32 scales, then 8 groups of 4 quants x 8 outputs), see
+// Q8_0 / Q4_0 panels (per block of 32 positions: 8 fp32 scales, then groups of 4 quants x 8 outputs), see
 // tile_q8.
-struct PanelQ8 {};
+struct PanelQ8 {
+  static constexpr DType kType = DType::Q8_0;
+};
+struct PanelQ4 {
+  static constexpr DType kType = DType::Q4_0;
+};
+template <class L>
+constexpr bool kIntPanel = std::is_same_v<L, PanelQ8> || std::is_same_v<L, PanelQ4>;
 
 // acc[i][j] = fma(x_i[k], wv[j], acc[i][j]) for MR rows of x (stride K).
 template <class V, int MR, int NV>
@@ -86,9 +93,10 @@ void tile_elem(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y,
   store_tile<V, MR, NV>(acc, y, N, col0);
 }
 
-// Q8_0 panels times quantized activations (Q8Rows): per block of 32 positions, exact int32 dot products
-// of the activations' quants with the weights' (stored as q + 128, so V::dot4 may be an unsigned x signed
-// byte product; V::block_start supplies the -128 * sum(x) that undoes it where it is), then
+// Q8_0 / Q4_0 panels times quantized activations (Q8Rows): per block of 32 positions, exact int32 dot
+// products of the activations' quants with the weights' (stored unsigned: Q8_0 as q + 128, Q4_0 as in the
+// file, q + 8; V::dot4 / V::dot4u may then multiply unsigned by signed bytes, and V::block_start /
+// V::block_start_q4 supply the -128 * sum(x) or -8 * sum(x) that undoes the offset where they do), then
 // acc = fma(float(sum), dw * dx, acc), blocks in order. Each step multiplies 4 broadcast activation bytes
 // with 4 positions of every output in the vector. The running totals wait in memory while a block's integer
 // sums hold the registers.
@@ -99,12 +107,13 @@ struct Q8Input {  // MR rows of a Q8Rows from row m on
   int64_t K;
 };
 
-template <class V, int MR, int NV>
+template <class V, class F, int MR, int NV>
 void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t col0) {
   constexpr int L = V::PP * kPanel;
+  constexpr bool q4 = std::is_same_v<F, PanelQ4>;
   alignas(64) float total[MR][NV][L] = {};
   const int64_t K = x.K, nb = K / kQ8Block;
-  const size_t bb = panel_bytes(DType::Q8_0, kQ8Block);
+  const size_t bb = panel_bytes(F::kType, kQ8Block);
   for (int64_t b = 0; b < nb; b++) {
     // Fetch each panel's block 4 ahead: without it the streamed weights arrived too late (2-thread AVX2
     // tiles at 4 rows ran at half their cached speed; 2 and 8 blocks ahead measured slower than 4). A
@@ -117,20 +126,40 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++)
 #pragma GCC unroll 8
-      for (int j = 0; j < NV; j++) acc[i][j] = V::block_start(x.bias + i * nb + b);
+      for (int j = 0; j < NV; j++) acc[i][j] = q4 ? V::block_start_q4(x.bias + i * nb + b) : V::block_start(x.bias + i * nb + b);
+    const size_t quants = b * bb + kPanel * sizeof(float);
+    if constexpr (q4) {
+#pragma GCC unroll 4
+      for (int h = 0; h < kQ8Block / 8; h++) {  // a pair of groups per load: 2h (low nibbles), 2h + 1 (high)
+        typename V::W4 lo[NV], hi[NV];
 #pragma GCC unroll 8
-    for (int g = 0; g < kQ8Block / 4; g++) {
-      typename V::W wv[NV];
+        for (int j = 0; j < NV; j++) {
+          V::load_q4(w + j * V::PP * ps, ps, quants + h * 4 * kPanel, lo[j], hi[j]);
+          if constexpr (MR > 1) V::pin(lo[j]), V::pin(hi[j]);
+        }
 #pragma GCC unroll 8
-      for (int j = 0; j < NV; j++) {
-        wv[j] = V::load_q(w + j * V::PP * ps, ps, b * bb + kPanel * sizeof(float) + g * 4 * kPanel);
-        if constexpr (MR > 1) V::pin(wv[j]);
+        for (int i = 0; i < MR; i++) {
+          const auto x0 = V::broadcast4(x.q + i * K + b * kQ8Block + 8 * h);
+          const auto x1 = V::broadcast4(x.q + i * K + b * kQ8Block + 8 * h + 4);
+#pragma GCC unroll 8
+          for (int j = 0; j < NV; j++) acc[i][j] = V::dot4u(V::dot4u(acc[i][j], lo[j], x0), hi[j], x1);
+        }
       }
+    } else {
 #pragma GCC unroll 8
-      for (int i = 0; i < MR; i++) {
-        const auto xb = V::broadcast4(x.q + i * K + b * kQ8Block + 4 * g);
+      for (int g = 0; g < kQ8Block / 4; g++) {
+        typename V::W wv[NV];
 #pragma GCC unroll 8
-        for (int j = 0; j < NV; j++) acc[i][j] = V::dot4(acc[i][j], wv[j], xb);
+        for (int j = 0; j < NV; j++) {
+          wv[j] = V::load_q(w + j * V::PP * ps, ps, quants + g * 4 * kPanel);
+          if constexpr (MR > 1) V::pin(wv[j]);
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) {
+          const auto xb = V::broadcast4(x.q + i * K + b * kQ8Block + 4 * g);
+#pragma GCC unroll 8
+          for (int j = 0; j < NV; j++) acc[i][j] = V::dot4(acc[i][j], wv[j], xb);
+        }
       }
     }
 #pragma GCC unroll 8
@@ -160,8 +189,8 @@ inline Q8Input rows_from(const Q8Input& x, int64_t m, int64_t K) {
 // stack (a store-to-load chain on every FMA, 3x slower).
 template <class V, class L, int MR, int NV, class X>
 __attribute__((noinline)) void tile(const X& x, int64_t K, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t col0) {
-  if constexpr (std::is_same_v<L, PanelQ8>)
-    tile_q8<V, MR, NV>(x, w, ps, y, N, col0);
+  if constexpr (kIntPanel<L>)
+    tile_q8<V, L, MR, NV>(x, w, ps, y, N, col0);
   else
     tile_elem<V, L, MR, NV>(x, K, w, ps, y, N, col0);
 }
@@ -188,7 +217,7 @@ void panel_rows_upto(int64_t mr, const X& x, int64_t K, const uint8_t* packed, s
 }
 
 // Panels [p0, p1) of y = x W^T for all M rows, V::MR rows at a time; (p1 - p0) is a multiple of V::PP.
-// x: fp32 rows, or a Q8Input for PanelQ8.
+// x: fp32 rows, or a Q8Input for PanelQ8 / PanelQ4.
 template <class V, class L, class X>
 void run_panels(const X& x, int64_t M, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
   constexpr int MR = V::MR;
@@ -209,13 +238,18 @@ void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, i
     case DType::F32: return run_panels<V, PanelF32>(x, M, w, y, p0, p1);
     case DType::F16: return run_panels<V, PanelF16>(x, M, w, y, p0, p1);
     case DType::BF16: return run_panels<V, PanelBF16>(x, M, w, y, p0, p1);
-    case DType::Q8_0: break;  // needs quantized rows: matmul_panels_q8
+    case DType::Q8_0:
+    case DType::Q4_0: break;  // need quantized rows: matmul_panels_q8
   }
 }
 
 template <class V>
 void matmul_panels_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
-  run_panels<V, PanelQ8>(Q8Input{x.q.data(), x.d.data(), x.bias.data(), x.K}, x.M, w, y, p0, p1);
+  const Q8Input in{x.q.data(), x.d.data(), x.bias.data(), x.K};
+  if (w.packed_type == DType::Q4_0)
+    run_panels<V, PanelQ4>(in, x.M, w, y, p0, p1);
+  else
+    run_panels<V, PanelQ8>(in, x.M, w, y, p0, p1);
 }
 
 }  // namespace jf::panel_tiles

@@ -18,10 +18,10 @@ struct PanelVec {
   static constexpr int MR = 4;  // rows of x per pass over the weights
   // Vectors per tile for mr rows, from the 16 vector registers: MR * NV accumulators + NV converted weights
   // + 1 broadcast (any weight type: Q8_0 scales are loaded only between blocks).
-  // Q8_0 tiles hold |q| and q per weight vector and two temporaries per product (see dot4).
+  // Q8_0 tiles hold |q| and q per weight vector (Q4_0: two groups) and two temporaries per product.
   template <class L>
   static constexpr int wide(int mr) {
-    if constexpr (std::is_same_v<L, panel_tiles::PanelQ8>) return mr == 1 ? 4 : mr == 2 ? 3 : 2;
+    if constexpr (panel_tiles::kIntPanel<L>) return mr == 1 ? 4 : mr == 2 ? 3 : 2;
     return mr == 1 ? 8 : mr == 2 ? 4 : 3;
   }
   static T zero() { return _mm256_setzero_ps(); }
@@ -67,6 +67,22 @@ struct PanelVec {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
   }
   static T to_float(I v) { return _mm256_cvtepi32_ps(v); }
+
+  // Q4_0: two groups per 32-byte load, as the file's unsigned nibbles (q + 8).
+  using W4 = __m256i;
+  static void load_q4(const uint8_t* panel, size_t, size_t off, W4& lo, W4& hi) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + off));
+    const __m256i nibble = _mm256_set1_epi8(0x0F);
+    lo = _mm256_and_si256(v, nibble);
+    hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+  }
+  static void pin(__m256i& w) { __asm__("" : "+x"(w)); }
+  // sum (q + 8) * x = sum q * x + 8 * sum x: start each block from -8 * sum x (the bias is -128 * sum x).
+  static I block_start_q4(const int32_t* bias) { return _mm256_set1_epi32(*bias / 16); }
+  // acc += 4 products (q + 8) * x per output: at most 15 * 127 each, so pmaddubsw's int16 pairs are exact.
+  static I dot4u(I acc, W4 w, __m256i x) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
+  }
   // y[col .. col + 8) = v, clipped at N (the last panel of a matrix may be partly padding).
   static void store(T v, float* y, int64_t N, int64_t col) {
     if (col + kPanel <= N) return _mm256_storeu_ps(y + col, v);

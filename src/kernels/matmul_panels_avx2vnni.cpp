@@ -3,6 +3,8 @@
 // sums are exact either way, so the results are avx2::matmul_panels_q8's bit for bit.
 #include <immintrin.h>
 
+#include <type_traits>
+
 #include "kernels/matmul_panel_vec_avx2.h"
 
 namespace jf::avx2vnni {
@@ -11,18 +13,20 @@ namespace {
 
 struct PanelVec : avx2::PanelVec {
   static constexpr int MR = 4;
-  // mr * NV accumulators + NV weight vectors + 1 broadcast, from 16 registers.
+  // mr * NV accumulators + NV weight vectors (Q4_0: 2 NV) + 1 broadcast, from 16 registers.
   template <class L>
-  static constexpr int wide(int mr) { return mr == 1 ? 7 : mr == 2 ? 5 : 3; }
+  static constexpr int wide(int mr) {
+    if constexpr (std::is_same_v<L, panel_tiles::PanelQ4>) return mr == 1 ? 5 : mr == 2 ? 3 : 2;
+    return mr == 1 ? 7 : mr == 2 ? 5 : 3;
+  }
   using W = __m256i;  // the weights as stored: q + 128, unsigned
   static W load_q(const uint8_t* panel, size_t, size_t off) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + off));
   }
-  using avx2::PanelVec::pin;
-  static void pin(W& w) { __asm__("" : "+x"(w)); }
   // sum (q + 128) * x = sum q * x + 128 * sum x: start each block from -128 * sum x.
   static I block_start(const int32_t* bias) { return _mm256_set1_epi32(*bias); }
   static I dot4(I acc, W w, __m256i x) { return _mm256_dpbusd_avx_epi32(acc, w, x); }
+  static I dot4u(I acc, W4 w, __m256i x) { return _mm256_dpbusd_avx_epi32(acc, w, x); }  // Q4_0: q + 8
 };
 
 }  // namespace

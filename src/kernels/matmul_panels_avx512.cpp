@@ -25,7 +25,9 @@ struct PanelVec {
     // Q8_0: narrower tiles for 5-8 rows (GCC spilled accumulators of the 8 x 3 tile; 8 x 2 ran 10-15%
     // faster at 8-16 rows).
     constexpr int kWideQ8[] = {0, 8, 8, 6, 5, 4, 3, 2, 2};
+    constexpr int kWideQ4[] = {0, 8, 7, 5, 4, 4, 3, 2, 2};  // two weight vectors (groups) per vector
     if constexpr (std::is_same_v<L, panel_tiles::PanelQ8>) return kWideQ8[mr];
+    if constexpr (std::is_same_v<L, panel_tiles::PanelQ4>) return kWideQ4[mr];
     return kWide[mr];
   }
   static T zero() { return _mm512_setzero_ps(); }
@@ -70,6 +72,15 @@ struct PanelVec {
   static I block_start(const int32_t* bias) { return _mm512_set1_epi32(*bias); }
   static I dot4(I acc, W w, __m512i x) { return _mm512_dpbusd_epi32(acc, w, x); }
   static T to_float(I v) { return _mm512_cvtepi32_ps(v); }
+  // Q4_0: two groups per load, as the file's unsigned nibbles (q + 8); start from -8 * sum x.
+  using W4 = __m512i;
+  static void load_q4(const uint8_t* panel, size_t ps, size_t off, W4& lo, W4& hi) {
+    const __m512i v = load_q(panel, ps, off), nibble = _mm512_set1_epi8(0x0F);
+    lo = _mm512_and_si512(v, nibble);
+    hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+  }
+  static I block_start_q4(const int32_t* bias) { return _mm512_set1_epi32(*bias / 16); }
+  static I dot4u(I acc, W4 w, __m512i x) { return _mm512_dpbusd_epi32(acc, w, x); }
   // y[col .. col + 16) = v, clipped at N (the last panels of a matrix may be partly padding).
   static void store(T v, float* y, int64_t N, int64_t col) {
     if (col + 2 * kPanel <= N) return _mm512_storeu_ps(y + col, v);

@@ -10,7 +10,7 @@ TensorSet convert_tensors(const TensorSet& src, DType type, std::vector<std::str
   std::vector<float> row;
   for (const auto& [name, t] : src.tensors) {
     DType target = t.dims.size() == 2 ? type : DType::F32;
-    if (target == DType::Q8_0 && t.dims[0] % kQ8Block != 0) {
+    if (dtype_is_block_quantized(target) && t.dims[0] % kQ8Block != 0) {
       target = DType::F16;
       if (kept) kept->push_back(name);
     }

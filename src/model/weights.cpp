@@ -45,7 +45,7 @@ class Binder {
     const TensorRef* t = get(name, required);
     if (!t) return nullptr;
     check_shape(name, *t, {n});
-    if (t->type == DType::Q8_0) throw Error("tensor '" + name + "' must not be quantized");
+    if (dtype_is_block_quantized(t->type)) throw Error("tensor '" + name + "' must not be quantized");
     w_.f32_vectors.emplace_back(static_cast<size_t>(n));
     dequantize_row(t->type, t->data, w_.f32_vectors.back().data(), n);
     return w_.f32_vectors.back().data();
@@ -69,7 +69,7 @@ ModelWeights bind_weights(const TensorSet& ts, ModelConfig& cfg) {
   cfg.attn_bias = ts.find("blk.0.attn_q.bias") != nullptr;
   if (const TensorRef* rf = ts.find("rope_freqs.weight")) {
     cfg.rope_freq_factors.resize(static_cast<size_t>(rf->n_elements()));
-    if (rf->type == DType::Q8_0) throw Error("tensor 'rope_freqs.weight' must not be quantized");
+    if (dtype_is_block_quantized(rf->type)) throw Error("tensor 'rope_freqs.weight' must not be quantized");
     dequantize_row(rf->type, rf->data, cfg.rope_freq_factors.data(), rf->n_elements());
   }
   cfg.validate();
@@ -116,13 +116,13 @@ std::vector<std::string> tensor_names(const ModelConfig& cfg) {
 
 void pack_matrices(ModelWeights& w, const std::function<void(const WeightMatrix&)>& packed, bool build) {
   // fp32 copies cost up to 4x the bytes of F16 weights: only worth it while they stay cache-sized. Q8_0
-  // keeps its own type at every size: its int8 kernels beat fp32 panels there too.
+  // and Q4_0 keep their own type at every size: their int8 kernels beat fp32 panels there too.
   constexpr size_t kMaxF32Bytes = size_t(32) << 20;
   size_t f32_total = 0;
   auto pack = [&](WeightMatrix& m) {
     const size_t f32_bytes = size_t(m.rows) * m.cols * sizeof(float);
     DType type = m.type;
-    if (m.type != DType::Q8_0 && m.cols <= kPackMaxCols && f32_total + f32_bytes <= kMaxF32Bytes) {
+    if (!dtype_is_block_quantized(m.type) && m.cols <= kPackMaxCols && f32_total + f32_bytes <= kMaxF32Bytes) {
       type = DType::F32;
       f32_total += f32_bytes;
     }
