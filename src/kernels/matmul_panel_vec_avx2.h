@@ -16,9 +16,9 @@ struct PanelVec {
   using T = __m256;
   static constexpr int PP = 1;  // panels per vector
   static constexpr int MR = 4;  // rows of x per pass over the weights
-  // Vectors per tile for mr rows, from the 16 vector registers: MR * NV accumulators + NV converted weights
-  // + 1 broadcast (any weight type: Q8_0 scales are loaded only between blocks).
-  // Q8_0 tiles hold |q| and q per weight vector (Q4_0: two groups) and two temporaries per product.
+  // Vectors per tile for mr rows, from the 16 vector registers: mr * NV accumulators + NV converted weights
+  // + 1 broadcast. The int8 tiles hold two vectors per weight vector (Q8_0: |q| and q; Q4_0: two groups)
+  // and two temporaries per product; their scales are loaded only between blocks.
   template <class L>
   static constexpr int wide(int mr) {
     if constexpr (panel_tiles::kIntPanel<L>) return mr == 1 ? 4 : mr == 2 ? 3 : 2;
