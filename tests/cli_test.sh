@@ -36,6 +36,28 @@ if [ -d "$shared/models/stories260K" ]; then
   check_error "bad temperature" 1 "$jf" generate -m "$m" --temp -2
   check_error "bad top-p" 1 "$jf" generate -m "$m" --temp 1 --top-p 1.5
   check_error "bad kv type" 2 "$jf" generate -m "$m" --kv-type q8_0
+  # JF_ISA: an unknown value is reported and the best instruction set used; every supported one gives the
+  # same greedy tokens here, and --json names the one used.
+  JF_ISA=bogus "$jf" generate -m "$m" -n 16 --json >"$tmp/isa.json" 2>"$tmp/isa.err"
+  if [ $? -eq 0 ] && grep -q "JF_ISA=bogus is not one of scalar, avx2, avx2vnni, avx512" "$tmp/isa.err"; then
+    echo "ok   unknown JF_ISA reported"
+  else
+    echo "FAIL unknown JF_ISA: $(cat "$tmp/isa.err")"; fails=$((fails + 1))
+  fi
+  want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tokens"])' "$tmp/isa.json")
+  for isa in scalar avx2 avx2vnni avx512; do
+    got=$(JF_ISA=$isa "$jf" generate -m "$m" -n 16 --json 2>/dev/null |
+          python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["tokens"], j["kernels"])')
+    case "$got" in
+      "$want $isa") echo "ok   JF_ISA=$isa: same tokens" ;;
+      *" $isa") echo "FAIL JF_ISA=$isa: tokens differ"; fails=$((fails + 1)) ;;
+      *) if [ "$isa" = scalar ]; then  # every CPU runs the scalar kernels: JF_ISA was ignored
+           echo "FAIL JF_ISA=scalar ran ${got##* }"; fails=$((fails + 1))
+         else
+           echo "skip JF_ISA=$isa: not supported by this CPU (ran ${got##* })"
+         fi ;;
+    esac
+  done
   # A flag given twice keeps its last value (./run.sh -n 50 overrides run.sh's own -n 128).
   n=$("$jf" generate -m "$m" -n 128 -n 3 --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["n_tokens"])')
   if [ "$n" != "3" ]; then echo "FAIL repeated flag: got $n tokens, want 3"; fails=$((fails + 1)); else echo "ok   repeated flag: last -n wins"; fi
