@@ -132,7 +132,8 @@ TEST_P(IsaTest, PanelMatmulIsTheSequentialFmaChain) {
       const bool q8_blocks = dtype_is_block_quantized(t) && layout == Layout::PanelsOwn;
       if (GetParam() == Isa::Scalar && !q8_blocks) continue;  // the scalar kernels do not use fp32 panels
       for (auto [M, N, K] :
-           {std::tuple<int64_t, int64_t, int64_t>{1, 37, 64}, {6, 9, 32}, {11, 70, 160}, {4, 200, 96}, {2, 50, 32}, {15, 90, 64}, {13, 40, 96}}) {
+           {std::tuple<int64_t, int64_t, int64_t>{1, 37, 64}, {6, 9, 32}, {11, 70, 160}, {4, 200, 96}, {2, 50, 32}, {15, 90, 64}, {13, 40, 96},
+            {5, 7300, 32}}) {  // the last spans several cache-sized panel groups (run_panels)
         Weights w = make_weights(t, N, K, 21, layout);
         auto x = randn(M * K, 23);
         std::vector<float> y(static_cast<size_t>(M * N)), row(static_cast<size_t>(K));
