@@ -12,7 +12,7 @@ namespace jf {
 namespace {
 
 struct Features {
-  bool avx2 = false, avx2vnni = false, avx512 = false;
+  bool avx2 = false, avx2vnni = false, avx512 = false, avx512vnni = false;
 };
 
 Features detect() {
@@ -27,8 +27,9 @@ Features detect() {
   if ((lo & 0x6) != 0x6) return f;
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & (1u << 5))) return f;  // AVX2
   f.avx2 = true;
-  // F, BW, VL, VNNI, and the OS saving the 512-bit state.
-  f.avx512 = (b & (1u << 16)) && (b & (1u << 30)) && (b & (1u << 31)) && (c & (1u << 11)) && (lo & 0xe0) == 0xe0;
+  // F, BW, VL, and the OS saving the 512-bit state; VNNI on top of them.
+  f.avx512 = (b & (1u << 16)) && (b & (1u << 30)) && (b & (1u << 31)) && (lo & 0xe0) == 0xe0;
+  f.avx512vnni = f.avx512 && (c & (1u << 11));
   f.avx2vnni = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4));  // AVX-VNNI
 #endif
   return f;
@@ -75,6 +76,17 @@ Isa g_active = initial();
 }  // namespace
 
 Isa best_isa() { return best(); }
+
+namespace {
+bool g_avx512_vnni = features().avx512vnni;
+}  // namespace
+
+bool has_avx512_vnni() { return g_avx512_vnni; }
+
+void set_avx512_vnni(bool on) {
+  if (on && !features().avx512vnni) throw Error("this CPU does not support AVX-512 VNNI");
+  g_avx512_vnni = on;
+}
 
 Isa active_isa() { return g_active; }
 

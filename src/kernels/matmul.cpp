@@ -179,7 +179,8 @@ void matmul_q8(const float* x, int64_t M, const WeightMatrix& w, float* y, bool 
   const int64_t n_panels = (w.rows + kPanel - 1) / kPanel;
   parallel_for(n_panels, parallel, [&](int64_t p0, int64_t p1) {
     switch (isa) {
-      case Isa::Avx512: return avx512::matmul_panels_q8(xq, w, y, p0, p1);
+      case Isa::Avx512:  // its int8 tiles need VNNI; the AVX2 ones give the same bits
+        return has_avx512_vnni() ? avx512::matmul_panels_q8(xq, w, y, p0, p1) : avx2::matmul_panels_q8(xq, w, y, p0, p1);
       case Isa::Avx2Vnni: return avx2vnni::matmul_panels_q8(xq, w, y, p0, p1);
       default: return avx2::matmul_panels_q8(xq, w, y, p0, p1);
     }

@@ -102,7 +102,8 @@ namespace avx512 {
 void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
 // Same results as avx2::matmul_panels, 16 lanes at a time.
 void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t p0, int64_t p1);
-// Same results as avx2::matmul_panels_q8, with AVX-512 VNNI dot products over two panels at a time.
+// Same results as avx2::matmul_panels_q8, with AVX-512 VNNI dot products over two panels at a time (needs
+// has_avx512_vnni()).
 void matmul_panels_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t p0, int64_t p1);
 }  // namespace avx512
 

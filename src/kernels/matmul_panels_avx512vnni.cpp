@@ -1,0 +1,54 @@
+// Q8_0 and Q4_0 panel tiles with AVX-512 VNNI (vpdpbusd on 512-bit vectors, two panels per vector), in a
+// file of their own so that only it is compiled for VNNI: CPUs with AVX-512 but without VNNI (Skylake-SP)
+// keep the AVX-512 float kernels and take the AVX2 integer tiles, which give the same bits.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/matmul_panel_vec_avx512.h"
+
+namespace jf::avx512 {
+
+namespace {
+
+struct PanelVecVnni : PanelVec {
+  using PanelVec::pin;
+  // Q8_0 (tile_q8): 32-bit integer lanes, one per output of the two panels; vpdpbusd adds 4 products of
+  // unsigned weight bytes (q + 128) and signed activation bytes to each.
+  using I = __m512i;
+  using W = __m512i;
+  static W load_q(const uint8_t* panel, size_t ps, size_t off) {
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + off));
+    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + ps + off));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  }
+  static void pin(W& w) { __asm__("" : "+v"(w)); }
+  static __m512i broadcast4(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+  }
+  // sum (q + 128) * x = sum q * x + 128 * sum x: start each block from -128 * sum x.
+  static I block_start(const int32_t* bias) { return _mm512_set1_epi32(*bias); }
+  static I dot4(I acc, W w, __m512i x) { return _mm512_dpbusd_epi32(acc, w, x); }
+  static T to_float(I v) { return _mm512_cvtepi32_ps(v); }
+  // Q4_0: two groups per load, as the file's unsigned nibbles (q + 8); start from -8 * sum x.
+  using W4 = __m512i;
+  static void load_q4(const uint8_t* panel, size_t ps, size_t off, W4& lo, W4& hi) {
+    const __m512i v = load_q(panel, ps, off), nibble = _mm512_set1_epi8(0x0F);
+    lo = _mm512_and_si512(v, nibble);
+    hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+  }
+  static I block_start_q4(const int32_t* bias) { return _mm512_set1_epi32(*bias / 16); }
+  static I dot4u(I acc, W4 w, __m512i x) { return _mm512_dpbusd_epi32(acc, w, x); }
+};
+
+}  // namespace
+
+void matmul_panels_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
+  const int64_t pairs_end = p0 + (p1 - p0) / 2 * 2;
+  panel_tiles::matmul_panels_q8<PanelVecVnni>(x, w, y, p0, pairs_end);
+  if (pairs_end < p1) avx2::matmul_panels_q8(x, w, y, pairs_end, p1);
+}
+
+}  // namespace jf::avx512
