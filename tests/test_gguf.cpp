@@ -198,7 +198,7 @@ TEST_F(Malformed, UnsupportedTensorType) {
   size_t name = find("t.f16");
   // name, u32 rank (1), u64 dim, u32 type
   poke<uint32_t>(b, name + 5 + 4 + 8, 12);  // Q4_K
-  expect_parse_error(b, "unsupported type id 12");
+  expect_parse_error(b, "unsupported type q4_K (id 12");
 }
 
 TEST_F(Malformed, BadRankAndDims) {

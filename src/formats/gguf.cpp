@@ -1,6 +1,7 @@
 #include "formats/gguf.h"
 
 #include <cstring>
+#include <iterator>
 #include <limits>
 
 #include "base/error.h"
@@ -33,6 +34,15 @@ bool is_int_type(GgufType t) {
 }
 
 bool is_float_type(GgufType t) { return t == GgufType::F32 || t == GgufType::F64; }
+
+// GGML's names for its tensor types, so an unsupported one is named in the error (K-quants are the usual).
+std::string ggml_type_name(uint32_t id) {
+  static const char* const kNames[] = {"f32",  "f16",  "q4_0", "q4_1", "q4_2", "q4_3", "q5_0", "q5_1",
+                                       "q8_0", "q8_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q8_K",
+                                       "iq2_xxs", "iq2_xs", "iq3_xxs", "iq1_s", "iq4_nl", "iq3_s", "iq2_s",
+                                       "iq4_xs", "i8", "i16", "i32", "i64", "f64", "iq1_m", "bf16"};
+  return id < std::size(kNames) ? kNames[id] : "unknown";
+}
 
 // Bounds-checked little-endian reader over the file image.
 class Cursor {
@@ -339,7 +349,8 @@ void GgufFile::parse_all() {
     }
     uint32_t type_id = c.get<uint32_t>("tensor type");
     if (!dtype_from_ggml(type_id, &t.type))
-      c.fail("tensor '" + t.name + "' has unsupported type id " + std::to_string(type_id) + " (supported: f32, f16, bf16, q8_0)");
+      c.fail("tensor '" + t.name + "' has unsupported type " + ggml_type_name(type_id) + " (id " + std::to_string(type_id) +
+             "; supported: f32, f16, bf16, q8_0, q4_0)");
     t.offset = c.get<uint64_t>("tensor offset");
     try {
       t.nbytes = gguf_tensor_bytes(t.type, t.dims, t.name);
