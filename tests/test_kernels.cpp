@@ -65,19 +65,6 @@ std::vector<double> reference(const std::vector<float>& x, int64_t M, const Weig
   return y;
 }
 
-// Block b of a Q8_0 or Q4_0 row as its scale and signed quants (Q4_0: the nibble minus 8).
-void block_quants(DType t, const uint8_t* row, int64_t b, float* d, int* q) {
-  if (t == DType::Q8_0) {
-    const auto& blk = reinterpret_cast<const BlockQ8_0*>(row)[b];
-    *d = f16_to_f32(blk.d);
-    for (int k = 0; k < kQ8Block; k++) q[k] = blk.qs[k];
-  } else {
-    const auto& blk = reinterpret_cast<const BlockQ4_0*>(row)[b];
-    *d = f16_to_f32(blk.d);
-    for (int k = 0; k < kQ8Block / 2; k++) q[k] = (blk.qs[k] & 0x0F) - 8, q[k + kQ8Block / 2] = (blk.qs[k] >> 4) - 8;
-  }
-}
-
 // The rows a matmul over w effectively multiplies: x itself, or for Q8_0 panels x quantized per block of 32
 // and dequantized (see Q8Rows).
 std::vector<float> effective_rows(const std::vector<float>& x, int64_t M, const WeightMatrix& w) {
@@ -149,9 +136,8 @@ TEST_P(IsaTest, PanelMatmulIsTheSequentialFmaChain) {
             if (q8_blocks) {
               scalar::quantize_row_q8(&x[m * K], K, xq.data(), xd.data(), bias.data());
               for (int64_t b = 0; b < K / kQ8Block; b++) {
-                float dw;
-                int qw[kQ8Block];
-                block_quants(t, w.w.row(n), b, &dw, qw);
+                int8_t qw[kQ8Block];
+                const float dw = block_quants(t, w.w.row(n), b, qw);
                 int32_t sum = 0;
                 for (int k = 0; k < kQ8Block; k++) sum += xq[b * kQ8Block + k] * qw[k];
                 acc = std::fma(float(sum), dw * xd[b], acc);

@@ -327,6 +327,20 @@ TEST(SimdInstructionSets, GiveBitIdenticalLogits) {
   set_active_isa(saved);
 }
 
+// The largest |got - want| over each position's logits, in units of that position's logit standard deviation.
+double max_logit_error_over_sd(const Logits& want, const Logits& got) {
+  double worst = 0;
+  for (size_t t = 0; t < want.size(); t++) {
+    double mean = 0, var = 0, maxd = 0;
+    for (float v : want[t]) mean += v;
+    mean /= want[t].size();
+    for (float v : want[t]) var += (v - mean) * (v - mean);
+    for (size_t i = 0; i < want[t].size(); i++) maxd = std::max(maxd, std::fabs(double(got[t][i]) - want[t][i]));
+    worst = std::max(worst, maxd / std::sqrt(var / want[t].size()));
+  }
+  return worst;
+}
+
 // Reduced-precision weights stay close to fp32. Stated tolerance: max |logit difference| relative to the
 // logits' standard deviation below 3% for F16, 8% for BF16, 20% for Q8_0 (int8 activations included) on
 // random 2-layer models.
@@ -338,17 +352,7 @@ TEST(Quantization, LogitsWithinToleranceOfF32) {
   Logits ref = stepwise(*ref_model, toks);
   for (auto [type, tol] : {std::pair{DType::F16, 0.03}, {DType::BF16, 0.08}, {DType::Q8_0, 0.2}}) {
     Model q(ref_model->config(), convert_tensors(ref_model->tensors(), type), "memory");
-    Logits got = stepwise(q, toks);
-    double worst = 0;
-    for (size_t t = 0; t < ref.size(); t++) {
-      double mean = 0, var = 0, maxd = 0;
-      for (float v : ref[t]) mean += v;
-      mean /= ref[t].size();
-      for (float v : ref[t]) var += (v - mean) * (v - mean);
-      double sd = std::sqrt(var / ref[t].size());
-      for (size_t i = 0; i < ref[t].size(); i++) maxd = std::max(maxd, std::fabs(double(got[t][i]) - ref[t][i]));
-      worst = std::max(worst, maxd / sd);
-    }
+    const double worst = max_logit_error_over_sd(ref, stepwise(q, toks));
     EXPECT_LT(worst, tol) << dtype_name(type);
     std::printf("%s: max |logit error| / logit sd = %.4f (tolerance %.2f)\n", dtype_name(type).c_str(), worst, tol);
     RecordProperty(dtype_name(type) + "_max_rel_logit_error_ffn" + std::to_string(cfg.ffn_dim), std::to_string(worst));
@@ -365,16 +369,7 @@ TEST(Quantization, Q4_0ComputesItsDequantizedWeights) {
     Model q4(base->config(), convert_tensors(base->tensors(), DType::Q4_0), "memory");
     Model ref(base->config(), convert_tensors(q4.tensors(), DType::F32), "memory");
     auto toks = random_tokens(16, 256, 3);
-    const Logits want = stepwise(ref, toks), got = stepwise(q4, toks);
-    double worst = 0;
-    for (size_t t = 0; t < want.size(); t++) {
-      double mean = 0, var = 0, maxd = 0;
-      for (float v : want[t]) mean += v;
-      mean /= want[t].size();
-      for (float v : want[t]) var += (v - mean) * (v - mean);
-      for (size_t i = 0; i < want[t].size(); i++) maxd = std::max(maxd, std::fabs(double(got[t][i]) - want[t][i]));
-      worst = std::max(worst, maxd / std::sqrt(var / want[t].size()));
-    }
+    const double worst = max_logit_error_over_sd(stepwise(ref, toks), stepwise(q4, toks));
     EXPECT_LT(worst, 0.2) << "ffn_dim " << cfg.ffn_dim;
     std::printf("q4_0 against its dequantized weights: max |logit error| / logit sd = %.4f (tolerance 0.20)\n", worst);
   }

@@ -53,6 +53,20 @@ size_t dtype_block_bytes(DType t) {
   return 0;
 }
 
+float block_quants(DType t, const void* row, int64_t b, int8_t* q) {
+  if (t == DType::Q4_0) {
+    const BlockQ4_0& blk = static_cast<const BlockQ4_0*>(row)[b];
+    for (int j = 0; j < kQ8Block / 2; j++) {
+      q[j] = static_cast<int8_t>((blk.qs[j] & 0x0F) - 8);
+      q[j + kQ8Block / 2] = static_cast<int8_t>((blk.qs[j] >> 4) - 8);
+    }
+    return f16_to_f32(blk.d);
+  }
+  const BlockQ8_0& blk = static_cast<const BlockQ8_0*>(row)[b];
+  std::memcpy(q, blk.qs, kQ8Block);
+  return f16_to_f32(blk.d);
+}
+
 void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
   switch (t) {
     case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
@@ -66,22 +80,12 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
       for (int64_t i = 0; i < n; i++) dst[i] = bf16_to_f32(s[i]);
       return;
     }
-    case DType::Q8_0: {
-      const auto* b = static_cast<const BlockQ8_0*>(src);
-      for (int64_t i = 0; i < n / kQ8Block; i++) {
-        float d = f16_to_f32(b[i].d);
-        for (int j = 0; j < kQ8Block; j++) dst[i * kQ8Block + j] = d * static_cast<float>(b[i].qs[j]);
-      }
-      return;
-    }
+    case DType::Q8_0:
     case DType::Q4_0: {
-      const auto* b = static_cast<const BlockQ4_0*>(src);
+      int8_t q[kQ8Block];
       for (int64_t i = 0; i < n / kQ8Block; i++) {
-        const float d = f16_to_f32(b[i].d);
-        for (int j = 0; j < kQ8Block / 2; j++) {
-          dst[i * kQ8Block + j] = d * static_cast<float>((b[i].qs[j] & 0x0F) - 8);
-          dst[i * kQ8Block + j + kQ8Block / 2] = d * static_cast<float>((b[i].qs[j] >> 4) - 8);
-        }
+        const float d = block_quants(t, src, i, q);
+        for (int j = 0; j < kQ8Block; j++) dst[i * kQ8Block + j] = d * static_cast<float>(q[j]);
       }
       return;
     }

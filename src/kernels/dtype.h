@@ -84,6 +84,10 @@ inline uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
+// Block b (32 weights) of a Q8_0 or Q4_0 row: returns its scale and writes its quants as signed int8 (Q4_0:
+// the nibble minus 8), so weight i = scale * q[i].
+float block_quants(DType t, const void* row, int64_t b, int8_t* q);
+
 // Converts n elements of a row (any DType) to fp32.
 void dequantize_row(DType t, const void* src, float* dst, int64_t n);
 // Converts n fp32 values to a row of type t (Q8_0, Q4_0: n % 32 == 0). As GGML's reference quantizers do:

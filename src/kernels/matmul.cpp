@@ -60,20 +60,7 @@ void matmul_cols_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t n0
   std::vector<int8_t> qw(static_cast<size_t>(K));
   std::vector<float> dw(static_cast<size_t>(nb));
   for (int64_t n = n0; n < n1; n++) {
-    for (int64_t b = 0; b < nb; b++) {  // the row's quants as int8 and its scales
-      if (w.type == DType::Q4_0) {
-        const auto& blk = reinterpret_cast<const BlockQ4_0*>(w.row(n))[b];
-        dw[b] = f16_to_f32(blk.d);
-        for (int i = 0; i < kQ8Block / 2; i++) {
-          qw[b * kQ8Block + i] = static_cast<int8_t>((blk.qs[i] & 0x0F) - 8);
-          qw[b * kQ8Block + i + kQ8Block / 2] = static_cast<int8_t>((blk.qs[i] >> 4) - 8);
-        }
-      } else {
-        const auto& blk = reinterpret_cast<const BlockQ8_0*>(w.row(n))[b];
-        dw[b] = f16_to_f32(blk.d);
-        std::memcpy(&qw[b * kQ8Block], blk.qs, kQ8Block);
-      }
-    }
+    for (int64_t b = 0; b < nb; b++) dw[b] = block_quants(w.type, w.row(n), b, &qw[b * kQ8Block]);
     for (int64_t m = 0; m < x.M; m++) {
       const int8_t* q = x.row_q(m);
       const float* d = x.row_d(m);
@@ -131,27 +118,19 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type) {
       if (type == DType::F32) {
         dequantize_row(w.type, w.row(n), row.data(), K);
         for (int64_t k = 0; k < K; k++) std::memcpy(panel + (k * kPanel + c) * 4, &row[k], 4);
-      } else if (type == DType::Q8_0) {
-        const auto* blocks = reinterpret_cast<const BlockQ8_0*>(w.row(n));
+      } else if (dtype_is_block_quantized(type)) {  // quants stored unsigned: Q8_0 as q + 128, Q4_0 as q + 8
+        int8_t q[kQ8Block];
         for (int64_t b = 0; b < K / kQ8Block; b++) {
-          uint8_t* bp = panel + b * panel_bytes(DType::Q8_0, kQ8Block);
-          const float d = f16_to_f32(blocks[b].d);
+          uint8_t* bp = panel + b * panel_bytes(type, kQ8Block);
+          const float d = block_quants(type, w.row(n), b, q);
           std::memcpy(bp + c * sizeof(float), &d, sizeof(float));
           uint8_t* quants = bp + kPanel * sizeof(float);
-          for (int kk = 0; kk < kQ8Block; kk++)  // group kk / 4, output c, byte kk % 4; stored as q + 128
-            quants[(kk / 4) * (4 * kPanel) + c * 4 + kk % 4] = static_cast<uint8_t>(blocks[b].qs[kk] + 128);
-        }
-      } else if (type == DType::Q4_0) {
-        const auto* blocks = reinterpret_cast<const BlockQ4_0*>(w.row(n));
-        for (int64_t b = 0; b < K / kQ8Block; b++) {
-          uint8_t* bp = panel + b * panel_bytes(DType::Q4_0, kQ8Block);
-          const float d = f16_to_f32(blocks[b].d);
-          std::memcpy(bp + c * sizeof(float), &d, sizeof(float));
-          uint8_t* quants = bp + kPanel * sizeof(float);
-          for (int kk = 0; kk < kQ8Block; kk++) {  // the file's nibble of position kk (q + 8)
-            const uint8_t nib = kk < kQ8Block / 2 ? blocks[b].qs[kk] & 0x0F : blocks[b].qs[kk - kQ8Block / 2] >> 4;
-            const int g = kk / 4;  // group g: pair g / 2, low nibbles for even g, high for odd
-            quants[(g / 2) * (4 * kPanel) + c * 4 + kk % 4] |= static_cast<uint8_t>(nib << (4 * (g % 2)));
+          for (int kk = 0; kk < kQ8Block; kk++) {  // group g = kk / 4: output c's bytes 4c .. 4c+3
+            const int g = kk / 4, at = c * 4 + kk % 4;
+            if (type == DType::Q8_0)
+              quants[g * (4 * kPanel) + at] = static_cast<uint8_t>(q[kk] + 128);
+            else  // Q4_0: group pair g / 2, even groups in the low nibbles
+              quants[(g / 2) * (4 * kPanel) + at] |= static_cast<uint8_t>((q[kk] + 8) << (4 * (g % 2)));
           }
         }
       } else {  // F16 / BF16: 2-byte values moved as they are
