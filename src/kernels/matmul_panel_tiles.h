@@ -2,7 +2,7 @@
 // whose vector covers V::PP panels (AVX2: one panel of 8 lanes; AVX-512: two adjacent panels in 16 lanes).
 // One broadcast x value times the weights of PP panels at a time, for MR rows of x and NV vectors per tile:
 // no horizontal sums, and each weight vector is converted to fp32 once per MR rows. Every output element is
-// the chain acc = fma(x[k], w[k], acc), k = 0 .. K-1 (Q8_0 panels: exact integer block sums with int8
+// the chain acc = fma(x[k], w[k], acc), k = 0 .. K-1 (Q8_0 / Q4_0 panels: exact integer block sums with int8
 // activations, blocks combined by their scales, see tile_q8), whatever V, MR or NV, so all instantiations
 // agree bit for bit. Include only from a file compiled for V's instruction set.
 #pragma once
