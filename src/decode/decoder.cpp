@@ -61,55 +61,97 @@ void check_prompt(std::span<const int32_t> prompt, int context_size) {
                 std::to_string(context_size));
 }
 
-void prefill(Session& s, std::span<const int32_t> prompt) {
+Generation::Generation(Decoder& decoder, Session& s, std::span<const int32_t> prompt, const GenerationConfig& cfg,
+                       TokenSink sink, int prefill_chunk)
+    : decoder_(decoder), session_(s), cfg_(cfg), sink_(std::move(sink)), ctx_(s, cfg_, sink_, out_),
+      prompt_(prompt.begin(), prompt.end()), prefill_chunk_(std::max(1, prefill_chunk)) {
+  check_prompt(prompt, s.context_size());
+  if (cfg.max_new_tokens < 0) throw Error("the number of tokens to generate must be >= 0");
+  cfg.sampling.validate();
+  out_.stats.n_prompt = static_cast<int>(prompt.size());
+  ctx_.history_ = prompt_;
+  ctx_.pending_ = prompt_.back();
   s.cache().truncate(0);
-  const size_t n = prompt.size() - 1;  // the last prompt token is the first one decoded
-  for (size_t i = 0; i < n; i += kPrefillChunk) {
-    SequenceInput in;
-    in.set_causal(&s.cache(), prompt.subspan(i, std::min<size_t>(kPrefillChunk, n - i)), SequenceInput::Logits::None);
-    s.forward(in);
+  t_start_ = now_seconds();
+  if (prompt_.size() == 1) start_decoding();  // nothing to prefill: the only token is the pending one
+}
+
+SequenceInput* Generation::next_input() {
+  if (phase_ == Phase::Prefill) {
+    // prompt[0 .. n-2]; the last prompt token is the first one decoded
+    const size_t n = prompt_.size() - 1;
+    const size_t len = std::min<size_t>(static_cast<size_t>(prefill_chunk_), n - prefilled_);
+    prefill_in_.set_causal(&session_.cache(), std::span<const int32_t>(prompt_).subspan(prefilled_, len),
+                           SequenceInput::Logits::None);
+    return &prefill_in_;
   }
+  if (phase_ == Phase::Decode) return ctx_.slot().input;
+  return nullptr;
+}
+
+void Generation::consume(const float* logits, double seconds) {
+  if (phase_ == Phase::Prefill) {
+    prefilled_ += prefill_in_.tokens.size();
+    if (prefilled_ + 1 >= prompt_.size()) start_decoding();
+    return;
+  }
+  JF_CHECK(phase_ == Phase::Decode && ctx_.slot().input, "consume() without a pending forward");
+  session_.record_forward(static_cast<int>(ctx_.slot().input->tokens.size()), seconds);
+  ctx_.slot().logits = logits;
+  try {
+    loop_.resume();
+  } catch (...) {
+    finish();
+    throw;
+  }
+  if (loop_.finished()) finish();
+}
+
+void Generation::start_decoding() {
+  t_decode_ = now_seconds();
+  out_.stats.prefill_seconds = t_decode_ - t_start_;
+  session_.reset_counters();
+  phase_ = Phase::Decode;
+  if (cfg_.max_new_tokens == 0) ctx_.done_ = true;
+  if (ctx_.done_) return finish();
+  loop_ = decoder_.decode(ctx_);
+  loop_.resume();  // runs up to the first forward
+  if (loop_.finished()) finish();
+}
+
+void Generation::finish() {
+  phase_ = Phase::Finished;
+  out_.stats.gen_seconds = now_seconds() - t_decode_;
+  out_.stats.n_tokens = static_cast<int>(out_.tokens.size());
+  out_.stats.n_forwards = session_.n_forwards();
+  out_.stats.n_forward_rows = session_.n_rows();
+  out_.stats.forward_seconds = session_.forward_seconds();
 }
 
 GenerationResult Decoder::generate(Session& s, std::span<const int32_t> prompt, const GenerationConfig& cfg,
                                    const TokenSink& sink) {
-  check_prompt(prompt, s.context_size());
-  if (cfg.max_new_tokens < 0) throw Error("the number of tokens to generate must be >= 0");
-  cfg.sampling.validate();
-
-  GenerationResult out;
-  out.stats.n_prompt = static_cast<int>(prompt.size());
-  DecodeContext ctx(s, cfg, sink, out);
-  ctx.history_.assign(prompt.begin(), prompt.end());
-  ctx.pending_ = prompt.back();
-
-  const double t0 = now_seconds();
-  prefill(s, prompt);
-  const double t1 = now_seconds();
-  s.reset_counters();
-  if (cfg.max_new_tokens == 0) ctx.done_ = true;
-  if (!ctx.done_) decode(ctx);
-  const double t2 = now_seconds();
-
-  out.stats.prefill_seconds = t1 - t0;
-  out.stats.gen_seconds = t2 - t1;
-  out.stats.n_tokens = static_cast<int>(out.tokens.size());
-  out.stats.n_forwards = s.n_forwards();
-  out.stats.n_forward_rows = s.n_rows();
-  out.stats.forward_seconds = s.forward_seconds();
-  return out;
+  Generation g(*this, s, prompt, cfg, sink);
+  while (SequenceInput* in = g.next_input()) {
+    const double t0 = now_seconds();
+    const float* logits = s.forward_pass().forward(*in);
+    g.consume(logits, now_seconds() - t0);
+  }
+  return g.take_result();
 }
 
-void ArDecoder::decode(DecodeContext& ctx) {
+DecodeLoop ArDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   Sampler sampler(ctx.config().sampling, s.vocab_size());
   SequenceInput in;
   int32_t tok[1];
   while (!ctx.done()) {
-    if (ctx.room() < 1) return ctx.stop_context_full();
+    if (ctx.room() < 1) {
+      ctx.stop_context_full();
+      co_return;
+    }
     tok[0] = ctx.pending();
     in.set_causal(&s.cache(), tok, SequenceInput::Logits::Last);
-    const float* logits = ctx.forward(in);
+    const float* logits = co_await ctx.forward(in);
     tok[0] = sampler.sample(logits);
     ctx.commit(tok);
   }

@@ -2,6 +2,7 @@
 // A strategy only decides which tokens to forward and which to commit; the shared DecodeContext does the
 // bookkeeping (stop conditions, streaming, statistics) so every strategy stops exactly where AR would.
 #pragma once
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "decode/decode_loop.h"
 #include "decode/session.h"
 #include "sample/sampler.h"
 
@@ -48,7 +50,7 @@ struct GenerationResult {
 // Receives committed tokens as they are produced (for streaming).
 using TokenSink = std::function<void(std::span<const int32_t>)>;
 
-// State shared between the generate() driver and a strategy's decode loop.
+// State shared between the driver of a generation (class Generation) and a strategy's decode loop.
 class DecodeContext {
  public:
   DecodeContext(Session& s, const GenerationConfig& cfg, const TokenSink& sink, GenerationResult& out);
@@ -61,13 +63,18 @@ class DecodeContext {
   // Tokens of prompt + generated so far (for drafting from context).
   const std::vector<int32_t>& history() const { return history_; }
   bool done() const { return done_; }
-  // Free KV slots; a forward may carry at most this many tokens.
-  int room() const { return session_.cache().capacity() - session_.cache().size(); }
+  // Rows the next forward may carry: the free KV slots, capped by the driver's row budget (a server with
+  // many sequences gives each fewer draft rows, docs/ARCHITECTURE.md). The cap is >= 1, so room() < 1
+  // means the context is full.
+  int room() const { return std::min(session_.cache().capacity() - session_.cache().size(), row_cap_); }
+  void set_row_cap(int cap) { row_cap_ = std::max(1, cap); }
   // Tokens still allowed by max_new_tokens.
   int remaining() const { return cfg_.max_new_tokens - static_cast<int>(out_.tokens.size()); }
   bool is_eos(int32_t t) const;
 
-  const float* forward(SequenceInput& in) { return session_.forward(in); }
+  // `co_await ctx.forward(in)`: suspends the loop until its driver has run `in` through the model.
+  ForwardAwaiter forward(SequenceInput& in) { return ForwardAwaiter{slot_, in}; }
+  ForwardSlot& slot() { return slot_; }
   // Commits tokens in order, stopping at an end-of-generation token or the length limit; records how
   // many were committed by this forward. Returns the number actually committed.
   int commit(std::span<const int32_t> tokens);
@@ -83,7 +90,9 @@ class DecodeContext {
   std::vector<int32_t> history_;
   int32_t pending_ = -1;
   bool done_ = false;
-  friend class Decoder;
+  int row_cap_ = 1 << 30;
+  ForwardSlot slot_;
+  friend class Generation;
 };
 
 // Throws jf::Error when a prompt cannot start a generation: empty, or longer than the context.
@@ -94,29 +103,67 @@ void check_prompt(std::span<const int32_t> prompt, int context_size);
 // the result the same bits as one forward over the whole prompt.
 inline constexpr int kPrefillChunk = 512;
 
-// Runs prompt[0 .. n-2] through the model into s's cache (empty first), kPrefillChunk tokens at a time.
-void prefill(Session& s, std::span<const int32_t> prompt);
+class Decoder;
+
+// One generation driven one forward at a time: the prompt's prefill in chunks, then the strategy's decode
+// loop. next_input() says what the next forward must carry (nullptr when finished); the driver runs it,
+// alone or batched with other generations' inputs, and hands back the logits with consume(). Not movable:
+// the loop refers to its members.
+class Generation {
+ public:
+  // Throws jf::Error when the prompt is empty or does not fit the context, or for a bad config.
+  // prefill_chunk: most prompt tokens per forward.
+  Generation(Decoder& decoder, Session& s, std::span<const int32_t> prompt, const GenerationConfig& cfg,
+             TokenSink sink = {}, int prefill_chunk = kPrefillChunk);
+  Generation(const Generation&) = delete;
+  Generation& operator=(const Generation&) = delete;
+
+  SequenceInput* next_input();
+  // `seconds`: the forward's wall time (shared by every sequence in the batch); rethrows the loop's errors.
+  void consume(const float* logits, double seconds);
+  bool finished() const { return phase_ == Phase::Finished; }
+  bool prefilling() const { return phase_ == Phase::Prefill; }
+  DecodeContext& context() { return ctx_; }
+  const GenerationResult& result() const { return out_; }
+  GenerationResult take_result() { return std::move(out_); }
+
+ private:
+  enum class Phase { Prefill, Decode, Finished };
+  void start_decoding();
+  void finish();
+
+  Decoder& decoder_;
+  Session& session_;
+  GenerationConfig cfg_;
+  TokenSink sink_;
+  GenerationResult out_;
+  DecodeContext ctx_;
+  std::vector<int32_t> prompt_;
+  size_t prefilled_ = 0;
+  int prefill_chunk_;
+  SequenceInput prefill_in_;
+  DecodeLoop loop_;
+  Phase phase_ = Phase::Prefill;
+  double t_start_ = 0, t_decode_ = 0;
+};
 
 class Decoder {
  public:
   virtual ~Decoder() = default;
   virtual std::string name() const = 0;
-  // Prefills prompt[0 .. n-2], then runs decode() until a stop condition. Throws jf::Error when the
-  // prompt is empty or does not fit the context.
+  // Prefills prompt[0 .. n-2], then decodes until a stop condition: a Generation driven as a batch of one.
+  // Throws jf::Error when the prompt is empty or does not fit the context.
   GenerationResult generate(Session& s, std::span<const int32_t> prompt, const GenerationConfig& cfg,
                             const TokenSink& sink = {});
-
- protected:
-  virtual void decode(DecodeContext& ctx) = 0;
+  // The strategy's loop over forwards; it ends when ctx.done() (or after ctx.stop_context_full()).
+  virtual DecodeLoop decode(DecodeContext& ctx) = 0;
 };
 
 // Plain autoregressive decoding: one token per forward.
 class ArDecoder : public Decoder {
  public:
   std::string name() const override { return "ar"; }
-
- protected:
-  void decode(DecodeContext& ctx) override;
+  DecodeLoop decode(DecodeContext& ctx) override;
 };
 
 }  // namespace jf

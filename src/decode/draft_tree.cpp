@@ -49,14 +49,13 @@ void DraftTree::emit(SequenceInput& in, int base_pos) const {
   }
 }
 
-const float* forward_chain(DecodeContext& ctx, std::span<const int32_t> draft, DraftTree& tree, SequenceInput& in) {
+void prepare_chain(DecodeContext& ctx, std::span<const int32_t> draft, DraftTree& tree, SequenceInput& in) {
   KvCache& cache = ctx.session().cache();
   const int S = cache.size();
   tree.reset(ctx.pending());
   tree.add_chain(0, draft);
   in.reset_rows(&cache, tree.size());
   tree.emit(in, S);
-  return ctx.forward(in);
 }
 
 void keep_path(KvCache& cache, int first_slot, const Acceptance& acc) {

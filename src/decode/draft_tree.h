@@ -53,9 +53,9 @@ void accept_greedy(const DraftTree& t, RowLogits row_logits, int vocab, Acceptan
 template <class RowLogits>
 void accept_sampled(const DraftTree& t, RowLogits row_logits, Sampler& sampler, Acceptance& out);
 
-// Forwards the pending token followed by `draft` as one causal chain (rows 0..draft.size(), all with logits);
-// `tree` and `in` are scratch reused across calls. Returns the logits.
-const float* forward_chain(DecodeContext& ctx, std::span<const int32_t> draft, DraftTree& tree, SequenceInput& in);
+// Lays out the pending token followed by `draft` as one causal chain (rows 0..draft.size(), all with logits)
+// in `in`, ready for `co_await ctx.forward(in)`; `tree` and `in` are scratch reused across calls.
+void prepare_chain(DecodeContext& ctx, std::span<const int32_t> draft, DraftTree& tree, SequenceInput& in);
 
 // Moves the cache entries of the root and the accepted path (rows first_slot + node) into place after
 // the committed prefix of length `first_slot`, dropping all other rows of this forward.

@@ -10,7 +10,7 @@ int max_draft(const DecodeContext& ctx, int wanted) {
   return std::max(0, std::min({wanted, ctx.room() - 1, ctx.remaining() - 1}));
 }
 
-void JacobiDecoder::decode(DecodeContext& ctx) {
+DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int V = s.vocab_size(), n = opt_.block;
   Rng rng(opt_.seed);
@@ -22,7 +22,10 @@ void JacobiDecoder::decode(DecodeContext& ctx) {
   int64_t block_start = 0;  // per-block mode: history index of the block's first token (the pending one)
   std::vector<int32_t> state;
   while (!ctx.done()) {
-    if (ctx.room() < 1) return ctx.stop_context_full();
+    if (ctx.room() < 1) {
+      ctx.stop_context_full();
+      co_return;
+    }
     if (opt_.running) {
       budget = n;
       if (static_cast<int>(draft.size()) < n - 1) add_guesses(opt_.init, ctx.history(), V, rng, n - 1 - static_cast<int>(draft.size()), draft);
@@ -43,7 +46,8 @@ void JacobiDecoder::decode(DecodeContext& ctx) {
 
     // ---- forward the pending token and the draft as one causal chain
     const int S = s.cache().size();
-    const float* logits = forward_chain(ctx, draft, tree, in);
+    prepare_chain(ctx, draft, tree, in);
+    const float* logits = co_await ctx.forward(in);
     auto row = [&](int r) { return logits + static_cast<size_t>(r) * V; };
 
     // ---- accept the matching prefix plus one token; rejected positions' predictions form the next draft

@@ -33,8 +33,7 @@ class JacobiDecoder : public Decoder {
   explicit JacobiDecoder(const JacobiOptions& o) : opt_(o) {}
   std::string name() const override { return "jacobi"; }
 
- protected:
-  void decode(DecodeContext& ctx) override;
+  DecodeLoop decode(DecodeContext& ctx) override;
 
  private:
   JacobiOptions opt_;

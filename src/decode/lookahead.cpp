@@ -61,7 +61,7 @@ struct Window {
 
 }  // namespace
 
-void LookaheadDecoder::decode(DecodeContext& ctx) {
+DecodeLoop LookaheadDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int V = s.vocab_size(), W = opt_.window, N = opt_.ngram, G = opt_.guesses;
   Rng rng(opt_.seed);
@@ -83,7 +83,10 @@ void LookaheadDecoder::decode(DecodeContext& ctx) {
   std::vector<std::span<const int32_t>> cands;
   std::vector<int32_t> preds, cont;
   while (!ctx.done()) {
-    if (ctx.room() < 1) return ctx.stop_context_full();
+    if (ctx.room() < 1) {
+      ctx.stop_context_full();
+      co_return;
+    }
     const int S = s.cache().size();
 
     // ---- verification branch: pool n-grams that follow the pending token, as a prefix tree
@@ -107,7 +110,7 @@ void LookaheadDecoder::decode(DecodeContext& ctx) {
       for (int r : last_rows)
         if (r != 0) in.logit_rows.push_back(r);
     }
-    const float* logits = ctx.forward(in);
+    const float* logits = co_await ctx.forward(in);
     // logit rows are the tree's nodes, then the window's last level (row 0 is the tree's root)
     auto tree_row = [&](int node) { return logits + static_cast<size_t>(node) * V; };
     auto window_row = [&](int r) {

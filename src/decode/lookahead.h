@@ -24,8 +24,7 @@ class LookaheadDecoder : public Decoder {
   explicit LookaheadDecoder(const LookaheadOptions& o) : opt_(o) {}
   std::string name() const override { return "lookahead"; }
 
- protected:
-  void decode(DecodeContext& ctx) override;
+  DecodeLoop decode(DecodeContext& ctx) override;
 
  private:
   LookaheadOptions opt_;

@@ -63,7 +63,7 @@ void advance_pseudo(PseudoBlock& b, const std::vector<int32_t>& g) {
 
 }  // namespace
 
-void MultiblockDecoder::decode(DecodeContext& ctx) {
+DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int V = s.vocab_size(), n = opt_.block, K = opt_.max_blocks;
   const int spawn_at = static_cast<int>(std::ceil(opt_.spawn_ratio * n - 1e-6f));
@@ -79,7 +79,10 @@ void MultiblockDecoder::decode(DecodeContext& ctx) {
   int budget = 0;  // tokens the real-active block still has to commit
 
   while (!ctx.done()) {
-    if (ctx.room() < 1) return ctx.stop_context_full();
+    if (ctx.room() < 1) {
+      ctx.stop_context_full();
+      co_return;
+    }
     if (budget == 0) {  // the real-active block is complete: promote the next one, or start fresh
       draft.clear();
       if (!pseudo.empty()) {
@@ -119,7 +122,7 @@ void MultiblockDecoder::decode(DecodeContext& ctx) {
     in.reset_rows(&s.cache(), M);
     tree.emit(in, S);
     if (with_pseudo) emit_pseudo(pseudo, n, chains[0], tree.size(), S + budget, in, pseudo_rows);
-    const float* logits = ctx.forward(in);
+    const float* logits = co_await ctx.forward(in);
     auto row = [&](int logit_row) { return logits + static_cast<size_t>(logit_row) * V; };  // tree nodes first
 
     // ---- verify the real-active block

@@ -28,8 +28,7 @@ class MultiblockDecoder : public Decoder {
   explicit MultiblockDecoder(const MultiblockOptions& o) : opt_(o) {}
   std::string name() const override { return "multiblock"; }
 
- protected:
-  void decode(DecodeContext& ctx) override;
+  DecodeLoop decode(DecodeContext& ctx) override;
 
  private:
   MultiblockOptions opt_;

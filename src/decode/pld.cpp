@@ -117,7 +117,7 @@ void PldDecoder::remember(std::span<const int32_t> text) {
   memory_index_.extend(memory_, memory_.size());
 }
 
-void PldDecoder::decode(DecodeContext& ctx) {
+DecodeLoop PldDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int V = s.vocab_size();
   Sampler sampler(ctx.config().sampling, V);
@@ -160,7 +160,8 @@ void PldDecoder::decode(DecodeContext& ctx) {
     }
     // ---- verify
     const int S = s.cache().size();
-    const float* logits = forward_chain(ctx, draft, tree, in);
+    prepare_chain(ctx, draft, tree, in);
+    const float* logits = co_await ctx.forward(in);
     auto row = [&](int node) { return logits + static_cast<size_t>(node) * V; };
     if (greedy)
       accept_greedy(tree, row, V, acc);

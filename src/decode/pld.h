@@ -77,8 +77,7 @@ class PldDecoder : public Decoder {
   explicit PldDecoder(const PldOptions& o);
   std::string name() const override { return "pld"; }
 
- protected:
-  void decode(DecodeContext& ctx) override;
+  DecodeLoop decode(DecodeContext& ctx) override;
 
  private:
   // Where a proposal came from; its policy kind is source * ngram_max + matched suffix length.

@@ -9,18 +9,21 @@ Session::Session(const Model& model, int context_size, DType kv_type)
       fwd_(owned_.get()),
       cache_(model.config(), context_size > 0 ? context_size : model.config().context_length, kv_type) {}
 
-Session::Session(ForwardPass& fwd, int context_size)
-    : fwd_(&fwd), cache_(fwd.config(), context_size > 0 ? context_size : fwd.config().context_length) {}
+Session::Session(ForwardPass& fwd, int context_size, DType kv_type)
+    : fwd_(&fwd), cache_(fwd.config(), context_size > 0 ? context_size : fwd.config().context_length, kv_type) {}
 
 const float* Session::forward(SequenceInput& in) {
   const double t0 = now_seconds();
   const float* logits = fwd_->forward(in);
-  const double dt = now_seconds() - t0;
-  forward_seconds_ += dt;
-  row_cost_.record(static_cast<int>(in.tokens.size()), dt);
-  n_forwards_++;
-  n_rows_ += static_cast<int64_t>(in.tokens.size());
+  record_forward(static_cast<int>(in.tokens.size()), now_seconds() - t0);
   return logits;
+}
+
+void Session::record_forward(int rows, double seconds) {
+  forward_seconds_ += seconds;
+  row_cost_.record(rows, seconds);
+  n_forwards_++;
+  n_rows_ += rows;
 }
 
 void Session::reset_counters() {

@@ -17,7 +17,7 @@ class Session {
   // context_size <= 0: the model's trained context; kv_type: the KV cache's element type (see KvCache).
   Session(const Model& model, int context_size, DType kv_type = DType::F32);
   // Any forward pass (tests use deterministic fakes); `fwd` must outlive the session.
-  Session(ForwardPass& fwd, int context_size);
+  Session(ForwardPass& fwd, int context_size, DType kv_type = DType::F32);
 
   const ModelConfig& config() const { return fwd_->config(); }
   int vocab_size() const { return fwd_->config().vocab_size; }
@@ -27,6 +27,10 @@ class Session {
 
   // Timed forward of one sequence's input (see Transformer::forward).
   const float* forward(SequenceInput& in);
+  // The model, for a driver that batches several sessions' inputs into one forward.
+  ForwardPass& forward_pass() { return *fwd_; }
+  // Counts a forward this session's rows took part in (its wall time, shared with the batch).
+  void record_forward(int rows, double seconds);
   void reset_counters();
   int64_t n_forwards() const { return n_forwards_; }
   int64_t n_rows() const { return n_rows_; }  // tokens pushed through the model

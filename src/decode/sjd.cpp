@@ -33,7 +33,7 @@ int32_t speculative_verify(const std::vector<float>& p, const float* q, int32_t 
   return last;
 }
 
-void SjdDecoder::decode(DecodeContext& ctx) {
+DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int V = s.vocab_size();
   Sampler sampler(ctx.config().sampling, V);
@@ -44,7 +44,10 @@ void SjdDecoder::decode(DecodeContext& ctx) {
   std::vector<std::vector<float>> q, next_q;  // q[i]: distribution draft[i] was drawn from (empty = one-hot)
   std::vector<std::vector<float>> p;          // p[r]: processed distribution of forward row r
   while (!ctx.done()) {
-    if (ctx.room() < 1) return ctx.stop_context_full();
+    if (ctx.room() < 1) {
+      ctx.stop_context_full();
+      co_return;
+    }
     const int m = max_draft(ctx, opt_.block - 1);
     if (static_cast<int>(draft.size()) < m) {
       guesses.clear();
@@ -58,7 +61,7 @@ void SjdDecoder::decode(DecodeContext& ctx) {
     rows.assign(1, ctx.pending());
     rows.insert(rows.end(), draft.begin(), draft.end());
     in.set_causal(&s.cache(), rows, SequenceInput::Logits::All);
-    const float* logits = ctx.forward(in);
+    const float* logits = co_await ctx.forward(in);
     if (static_cast<int>(p.size()) < m + 1) p.resize(static_cast<size_t>(m + 1));
     // Processed distribution of row r, dense in p[r]; `dist` keeps its sparse form for drawing.
     auto prob = [&](int r) -> const std::vector<float>& {

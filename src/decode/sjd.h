@@ -24,8 +24,7 @@ class SjdDecoder : public Decoder {
   explicit SjdDecoder(const SjdOptions& o) : opt_(o) {}
   std::string name() const override { return "sjd"; }
 
- protected:
-  void decode(DecodeContext& ctx) override;
+  DecodeLoop decode(DecodeContext& ctx) override;
 
  private:
   SjdOptions opt_;
