@@ -172,6 +172,10 @@ DecodeLoop PldDecoder::decode(DecodeContext& ctx) {
     ctx.count("draft_tokens", static_cast<int64_t>(draft.size()));
     ctx.count("accepted_draft_tokens", static_cast<int64_t>(acc.path.size()));
     if (!draft.empty()) ctx.count("lookups_hit");
+    if (from == kCorpus) {  // the server reports these as predicted-output tokens
+      ctx.count("corpus_draft_tokens", static_cast<int64_t>(draft.size()));
+      ctx.count("corpus_accepted_tokens", static_cast<int64_t>(acc.path.size()));
+    }
     ctx.commit(acc.tokens);
   }
   remember(ctx.history());

@@ -1,0 +1,162 @@
+// `jf serve`: the OpenAI-compatible HTTP server (src/serve). Binds first (so /health answers 503 while the
+// model loads), loads the model, measures its cost curve, then runs the scheduler until SIGINT/SIGTERM,
+// which drains in-flight requests for up to --drain-timeout seconds and exits 0.
+#include <csignal>
+#include <cstdio>
+#include <pthread.h>
+#include <thread>
+
+#include "base/error.h"
+#include "base/timer.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "kernels/cpu.h"
+#include "kernels/parallel.h"
+#include "serve/http_server.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
+
+namespace jf::cli {
+
+namespace {
+
+struct ServeArgs {
+  ModelOptions model;
+  HttpOptions http;
+  SchedulerOptions sched;
+  DecoderOptions decoder;
+  std::string api_key_file;
+  std::string chat_format;
+  std::string model_id;
+  int max_tokens = 256;
+  double drain_timeout = 30;
+  bool no_calibrate = false;
+};
+
+std::string file_name(const std::string& path) {
+  std::string p = path;
+  while (!p.empty() && p.back() == '/') p.pop_back();
+  const size_t slash = p.find_last_of('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+void check_args(ServeArgs& a) {
+  if (a.http.port < 0 || a.http.port > 65535) throw Error("--port must be between 0 and 65535");
+  if (a.sched.parallel < 1 || a.sched.parallel > 256) throw Error("--parallel must be between 1 and 256");
+  if (a.sched.queue < 0 || a.sched.queue > 100000) throw Error("--queue must be between 0 and 100000");
+  if (a.sched.prefill_chunk < 1) throw Error("--prefill-chunk must be >= 1");
+  if (a.sched.max_rows < 1 || a.sched.max_rows > 1024) throw Error("--max-rows must be between 1 and 1024");
+  if (a.sched.draft_tolerance < 0) throw Error("--draft-tolerance must be >= 0");
+  if (a.max_tokens < 0) throw Error("--max-tokens must be >= 0");
+  if (a.drain_timeout < 0) throw Error("--drain-timeout must be >= 0");
+  if (!a.decoder.ngram_corpus.empty()) throw Error("--ngram-corpus is not available in the server; requests can send 'prediction'");
+  a.decoder.validate(/*greedy=*/a.decoder.name != "sjd");
+  if (!a.api_key_file.empty()) {
+    std::string key = read_text_file(a.api_key_file);
+    while (!key.empty() && (key.back() == '\n' || key.back() == '\r' || key.back() == ' ')) key.pop_back();
+    if (key.empty()) throw Error("--api-key-file " + a.api_key_file + " is empty");
+    a.http.api_key = key;
+  }
+  a.http.threads = std::max(a.http.threads, a.sched.parallel + a.sched.queue / 4 + 8);
+}
+
+// SIGINT / SIGTERM are blocked in every thread and taken by sigwait here.
+int wait_for_signal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  int sig = 0;
+  sigwait(&set, &sig);
+  return sig;
+}
+
+int run_serve(ServeArgs& a) {
+  check_args(a);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before any thread starts, so they all inherit it
+
+  Metrics metrics;
+  HttpServer http(a.http, metrics);
+  http.start();
+  std::fprintf(stderr, "jf serve: listening on http://%s:%d (loading %s)\n", a.http.host.c_str(), http.port(), a.model.path.c_str());
+
+  LoadedModel lm = open_model(a.model);
+  a.sched.context = context_size(a.model, *lm.model);
+  a.sched.kv_type = kv_type(a.model);
+  Transformer fwd(lm.model->config(), lm.model->weights());
+  CostCurve curve;
+  if (!a.no_calibrate) curve = CostCurve::measure(fwd, std::min(64, a.sched.max_rows * 2));
+  Scheduler scheduler(fwd, a.sched, curve, &metrics);
+
+  ApiContext api;
+  api.tokenizer = lm.tokenizer.get();
+  api.context = a.sched.context;
+  api.vocab_size = lm.model->config().vocab_size;
+  api.default_decoder = a.decoder;
+  api.default_max_tokens = a.max_tokens;
+  if (lm.tokenizer) {
+    api.chat_format = detect_chat_format(*lm.tokenizer);
+    if (!a.chat_format.empty() && !chat_format_from_name(a.chat_format, &api.chat_format))
+      throw Error("unknown chat format '" + a.chat_format + "' (known: chatml, llama3, llama2)");
+    for (int32_t id = 0; id < lm.tokenizer->n_vocab(); id++)
+      if (lm.tokenizer->is_eog(id)) api.eos_ids.push_back(id);
+  }
+  const std::string model_id = a.model_id.empty() ? file_name(a.model.path) : a.model_id;
+  std::thread model_loop([&] { scheduler.run(); });
+  http.attach(scheduler, api, model_id);
+  std::fprintf(stderr, "jf serve: ready: model %s, %d threads (%s), %d sequences x %d tokens, queue %d, default decoder %s\n",
+               model_id.c_str(), num_threads(), isa_name(active_isa()).c_str(), a.sched.parallel, a.sched.context,
+               a.sched.queue, a.decoder.name.c_str());
+  if (!curve.empty())
+    std::fprintf(stderr, "jf serve: forward cost 1/4/16 rows: %.2f/%.2f/%.2f ms; draft rows per sequence with 2/4/8 decoding: %d/%d/%d\n",
+                 1e3 * curve.seconds(1), 1e3 * curve.seconds(4), 1e3 * curve.seconds(16), scheduler.row_cap(2),
+                 scheduler.row_cap(4), scheduler.row_cap(8));
+
+  const int sig = wait_for_signal();
+  std::fprintf(stderr, "jf serve: %s: draining %d request(s) for up to %.0f s\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+               scheduler.in_flight(), a.drain_timeout);
+  http.begin_drain();
+  scheduler.begin_drain();
+  const double deadline = now_seconds() + a.drain_timeout;
+  while (scheduler.in_flight() > 0 && now_seconds() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const int left = scheduler.in_flight();
+  scheduler.shutdown();
+  model_loop.join();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the HTTP threads send the last bytes
+  http.stop();
+  std::fprintf(stderr, "jf serve: stopped%s\n", left ? (" (" + std::to_string(left) + " request(s) cancelled)").c_str() : "");
+  return 0;
+}
+
+}  // namespace
+
+Command add_serve_command(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  CLI::App* cmd = app.add_subcommand("serve", "Serve the model over an OpenAI-compatible HTTP API (docs/SERVING.md)");
+  add_model_options(cmd, a->model);
+  add_decoder_options(cmd, a->decoder);
+  cmd->add_option("--host", a->http.host, "Address to listen on (default 127.0.0.1: this machine only)");
+  cmd->add_option("--port", a->http.port, "Port to listen on; 0 picks a free one (default 8080)");
+  cmd->add_option("--api-key", a->http.api_key, "Require 'Authorization: Bearer KEY' on /v1/* and /metrics");
+  cmd->add_option("--api-key-file", a->api_key_file, "Read the API key from this file");
+  cmd->add_option("-P,--parallel", a->sched.parallel, "Sequences decoded together, each with its own --ctx KV cache (default 4)");
+  cmd->add_option("--queue", a->sched.queue, "Requests that may wait for a free sequence; more get 429 (default 64)");
+  cmd->add_option("--max-tokens", a->max_tokens, "Tokens generated when a request gives no max_tokens (default 256)");
+  cmd->add_option("--prefill-chunk", a->sched.prefill_chunk, "Most prompt tokens one sequence adds to a forward, so long prompts do not stall the others (default 128)");
+  cmd->add_option("--draft-tolerance", a->sched.draft_tolerance,
+                  "With several sequences decoding, draft rows per sequence are cut until they cost the batch at most this "
+                  "factor more, relatively, than they cost one sequence alone (measured cost curve); 0 = no cut (default 1.1)");
+  cmd->add_option("--max-rows", a->sched.max_rows, "Most rows one sequence may put into a forward (default 64)");
+  cmd->add_flag("--no-calibrate", a->no_calibrate, "Skip measuring the forward cost curve at start (no draft-row cut)");
+  cmd->add_option("--chat-format", a->chat_format, "Chat format instead of the model's template: chatml, llama3, llama2");
+  cmd->add_option("--model-id", a->model_id, "Model name reported by /v1/models and in responses (default: the file name)");
+  cmd->add_option("--max-body", a->http.max_body_bytes, "Largest request body in bytes; larger ones get 413 (default 8 MiB)");
+  cmd->add_option("--drain-timeout", a->drain_timeout, "Seconds SIGINT/SIGTERM waits for in-flight requests before cancelling them (default 30)");
+  return [a] { return run_serve(*a); };
+}
+
+}  // namespace jf::cli

@@ -1,0 +1,264 @@
+#include "serve/request.h"
+
+#include <cmath>
+#include <set>
+
+namespace jf {
+
+using nlohmann::json;
+
+json error_body(int status, const std::string& message, const std::string& param, std::string type) {
+  if (type.empty()) {
+    type = status == 401   ? "authentication_error"
+           : status == 404 ? "not_found_error"
+           : status == 429 ? "rate_limit_error"
+           : status == 503 ? "unavailable_error"
+           : status >= 500 ? "server_error"
+                           : "invalid_request_error";
+  }
+  json e = {{"message", message}, {"type", type}, {"code", status}};
+  e["param"] = param.empty() ? json(nullptr) : json(param);
+  return json{{"error", e}};
+}
+
+namespace {
+
+[[noreturn]] void bad(const std::string& param, const std::string& message) { throw ApiError(400, message, param); }
+
+bool present(const json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
+
+double number_in(const json& body, const char* key, double lo, double hi, double fallback) {
+  if (!present(body, key)) return fallback;
+  const json& v = body[key];
+  if (!v.is_number()) bad(key, std::string("'") + key + "' must be a number");
+  const double x = v.get<double>();
+  if (!(x >= lo && x <= hi)) bad(key, std::string("'") + key + "' must be between " + json(lo).dump() + " and " + json(hi).dump() + ", got " + v.dump());
+  return x;
+}
+
+int64_t integer_in(const json& body, const char* key, int64_t lo, int64_t hi, int64_t fallback) {
+  if (!present(body, key)) return fallback;
+  const json& v = body[key];
+  if (!v.is_number_integer()) bad(key, std::string("'") + key + "' must be an integer");
+  const int64_t x = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX) ? INT64_MAX : v.get<int64_t>();
+  if (x < lo || x > hi) bad(key, std::string("'") + key + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + v.dump());
+  return x;
+}
+
+bool boolean(const json& body, const char* key, bool fallback) {
+  if (!present(body, key)) return fallback;
+  if (!body[key].is_boolean()) bad(key, std::string("'") + key + "' must be true or false");
+  return body[key].get<bool>();
+}
+
+// Text of a message or prediction: a string, or an array of {"type": "text", "text": ...} parts.
+std::string content_text(const json& v, const std::string& param) {
+  if (v.is_string()) return v.get<std::string>();
+  if (!v.is_array()) bad(param, "'" + param + "' must be a string or an array of text parts");
+  std::string text;
+  for (const json& part : v) {
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+      bad(param, "'" + param + "': only parts of type \"text\" with a string \"text\" are supported");
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+// Fields that change the output and are not supported: refused unless absent, null, or the value that
+// means "off".
+void refuse_unsupported(const json& body, bool chat) {
+  auto off = [&](const char* key, auto&&... allowed) {
+    if (!present(body, key)) return;
+    const json& v = body[key];
+    if ((... || (v == json(allowed)))) return;
+    bad(key, std::string("'") + key + "' is not supported by this server (got " + v.dump() + ")");
+  };
+  off("n", 1);
+  off("best_of", 1);
+  off("echo", false);
+  off("suffix", "");
+  off("presence_penalty", 0, 0.0);
+  off("frequency_penalty", 0, 0.0);
+  off("logit_bias", json::object());
+  off("logprobs", false);
+  off("top_logprobs", 0);
+  off("tools", json::array());
+  off("functions", json::array());
+  off("tool_choice", "none");
+  off("function_call", "none");
+  off("audio", json::object());
+  off("modalities", json::array({"text"}));
+  if (present(body, "response_format")) {
+    const json& f = body["response_format"];
+    if (!f.is_object() || f.value("type", "") != "text")
+      bad("response_format", "'response_format' other than {\"type\": \"text\"} is not supported");
+  }
+  static const std::set<std::string> known = {
+      "model", "prompt", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
+      "min_p", "seed", "stop", "stream", "stream_options", "decoder", "prediction", "n", "best_of", "echo",
+      "suffix", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "tools",
+      "functions", "tool_choice", "function_call", "response_format", "user", "metadata", "store",
+      "service_tier", "parallel_tool_calls", "ignore_eos", "audio", "modalities"};
+  for (const auto& [key, value] : body.items())
+    if (!known.count(key)) bad(key, "unknown field '" + key + "' (it may change the output, so it is refused)");
+  if (!chat && present(body, "messages")) bad("messages", "'messages' belongs to /v1/chat/completions");
+  if (chat && present(body, "prompt")) bad("prompt", "'prompt' belongs to /v1/completions; send 'messages'");
+}
+
+std::vector<int32_t> encode_prompt(const json& body, const ApiContext& ctx) {
+  if (!present(body, "prompt")) bad("prompt", "'prompt' is required");
+  json p = body["prompt"];
+  if (p.is_array() && p.size() == 1 && (p[0].is_string() || p[0].is_array())) p = p[0];  // a batch of one
+  std::vector<int32_t> ids;
+  if (p.is_string()) {
+    if (!ctx.tokenizer) bad("prompt", "the model has no tokenizer: send the prompt as an array of token ids");
+    ids = ctx.tokenizer->encode(p.get<std::string>(), /*add_special=*/true, /*parse_special=*/false);
+    if (ids.empty() && ctx.tokenizer->bos() >= 0) ids.push_back(ctx.tokenizer->bos());
+  } else if (p.is_array()) {
+    for (const json& t : p) {
+      if (t.is_string() || t.is_array()) bad("prompt", "several prompts in one request are not supported (n = 1)");
+      if (!t.is_number_integer()) bad("prompt", "'prompt' token ids must be integers");
+      const int64_t id = t.get<int64_t>();
+      if (id < 0 || id >= ctx.vocab_size)
+        bad("prompt", "token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(ctx.vocab_size - 1) + ")");
+      ids.push_back(static_cast<int32_t>(id));
+    }
+  } else {
+    bad("prompt", "'prompt' must be a string or an array of token ids");
+  }
+  if (ids.empty()) bad("prompt", "the prompt is empty");
+  return ids;
+}
+
+std::vector<int32_t> encode_messages(const json& body, const ApiContext& ctx) {
+  if (!present(body, "messages")) bad("messages", "'messages' is required");
+  const json& m = body["messages"];
+  if (!m.is_array() || m.empty()) bad("messages", "'messages' must be a non-empty array");
+  if (!ctx.tokenizer) bad("messages", "the model has no tokenizer, so it cannot chat");
+  if (ctx.chat_format == ChatFormat::None)
+    bad("messages", "the model has no chat template; use /v1/completions (or start the server with --chat-format)");
+  std::vector<ChatMessage> msgs;
+  for (size_t i = 0; i < m.size(); i++) {
+    const std::string param = "messages[" + std::to_string(i) + "]";
+    if (!m[i].is_object() || !m[i].contains("role") || !m[i]["role"].is_string())
+      bad(param, "'" + param + "' must be an object with a string 'role'");
+    std::string role = m[i]["role"].get<std::string>();
+    if (role == "developer") role = "system";
+    if (role != "system" && role != "user" && role != "assistant")
+      bad(param + ".role", "role '" + role + "' is not supported (system, developer, user, assistant)");
+    if (!m[i].contains("content") || m[i]["content"].is_null()) bad(param + ".content", "'" + param + ".content' is required");
+    msgs.push_back({role, content_text(m[i]["content"], param + ".content")});
+  }
+  const std::string text = render_chat(ctx.chat_format, msgs, /*add_generation_prompt=*/true, *ctx.tokenizer);
+  return ctx.tokenizer->encode(text, /*add_special=*/false, /*parse_special=*/true);
+}
+
+std::vector<std::string> parse_stop(const json& body) {
+  std::vector<std::string> stop;
+  if (!present(body, "stop")) return stop;
+  const json& s = body["stop"];
+  if (s.is_string()) {
+    stop.push_back(s.get<std::string>());
+  } else if (s.is_array()) {
+    if (s.size() > 4) bad("stop", "'stop' takes at most 4 strings");
+    for (const json& x : s) {
+      if (!x.is_string()) bad("stop", "'stop' must be a string or an array of strings");
+      stop.push_back(x.get<std::string>());
+    }
+  } else {
+    bad("stop", "'stop' must be a string or an array of strings");
+  }
+  for (const auto& x : stop)
+    if (x.empty()) bad("stop", "'stop' strings must not be empty");
+  return stop;
+}
+
+// The request's decoder: its spec on top of the server's default, or the default adapted to greedy vs
+// sampling (jacobi/multiblock are greedy only, sjd sampling only: their counterparts with the same block).
+DecoderOptions choose_decoder(const json& body, bool greedy, const ApiContext& ctx) {
+  DecoderOptions d = ctx.default_decoder;
+  if (present(body, "decoder")) {
+    if (!body["decoder"].is_string()) bad("decoder", "'decoder' must be a string such as \"lookahead:W=4:N=3:G=4\"");
+    const std::string spec = body["decoder"].get<std::string>();
+    if (spec.find("ngram-corpus") != std::string::npos)
+      bad("decoder", "'ngram-corpus' reads a server file and cannot be set per request; use 'prediction'");
+    try {
+      d = parse_decoder_spec(spec, ctx.default_decoder);
+    } catch (const Error& e) {
+      bad("decoder", e.what());
+    }
+  } else if (!greedy && (d.name == "jacobi" || d.name == "multiblock")) {
+    d.name = "sjd";
+  } else if (greedy && d.name == "sjd") {
+    d.name = "jacobi";
+  }
+  try {
+    d.validate(greedy);
+  } catch (const Error& e) {
+    bad("decoder", e.what());
+  }
+  return d;
+}
+
+void apply_prediction(const json& body, CompletionRequest& r, const ApiContext& ctx) {
+  if (!present(body, "prediction")) return;
+  const json& p = body["prediction"];
+  if (!p.is_object() || p.value("type", "") != "content" || !p.contains("content"))
+    bad("prediction", "'prediction' must be {\"type\": \"content\", \"content\": \"...\"}");
+  if (!ctx.tokenizer) bad("prediction", "the model has no tokenizer to read a predicted text with");
+  if (present(body, "decoder") && r.decoder.name != "pld")
+    bad("prediction", "'prediction' drafts by prompt lookup: leave 'decoder' out or use \"pld\"");
+  if (!present(body, "decoder")) {
+    r.decoder = ctx.default_decoder;
+    r.decoder.name = "pld";
+  }
+  r.decoder.ngram_corpus.clear();
+  r.decoder.corpus_tokens = ctx.tokenizer->encode(content_text(p["content"], "prediction.content"), false, false);
+  r.prediction = true;
+}
+
+}  // namespace
+
+CompletionRequest parse_completion_request(const json& body, bool chat, const ApiContext& ctx) {
+  if (!body.is_object()) bad("", "the request body must be a JSON object");
+  refuse_unsupported(body, chat);
+  if (present(body, "model") && !body["model"].is_string()) bad("model", "'model' must be a string");
+  if (present(body, "user") && !body["user"].is_string()) bad("user", "'user' must be a string");
+
+  CompletionRequest r;
+  r.chat = chat;
+  r.prompt = chat ? encode_messages(body, ctx) : encode_prompt(body, ctx);
+  if (static_cast<int>(r.prompt.size()) > ctx.context)
+    throw ApiError(400, "the prompt has " + std::to_string(r.prompt.size()) + " tokens, more than the context size " +
+                            std::to_string(ctx.context), chat ? "messages" : "prompt");
+
+  const char* max_key = chat && present(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  r.gen.max_new_tokens = static_cast<int>(integer_in(body, max_key, 0, 1 << 24, ctx.default_max_tokens));
+  r.gen.ignore_eos = boolean(body, "ignore_eos", false);
+  r.gen.eos_ids = ctx.eos_ids;
+  SamplingParams& s = r.gen.sampling;
+  s.temperature = static_cast<float>(number_in(body, "temperature", 0, 2, 0));
+  s.top_p = static_cast<float>(number_in(body, "top_p", 0, 1, 1));
+  if (present(body, "top_p") && s.top_p <= 0) bad("top_p", "'top_p' must be greater than 0");
+  s.top_k = static_cast<int>(integer_in(body, "top_k", 0, 1 << 30, 0));
+  s.min_p = static_cast<float>(number_in(body, "min_p", 0, 1, 0));
+  s.seed = static_cast<uint64_t>(integer_in(body, "seed", INT64_MIN, INT64_MAX, 42));
+  try {
+    s.validate();
+  } catch (const Error& e) {
+    bad("", e.what());
+  }
+  r.stop = parse_stop(body);
+  r.stream = boolean(body, "stream", false);
+  if (present(body, "stream_options")) {
+    const json& o = body["stream_options"];
+    if (!o.is_object()) bad("stream_options", "'stream_options' must be an object");
+    if (!r.stream) bad("stream_options", "'stream_options' is only allowed with \"stream\": true");
+    r.include_usage = boolean(o, "include_usage", false);
+  }
+  r.decoder = choose_decoder(body, s.greedy(), ctx);
+  apply_prediction(body, r, ctx);
+  return r;
+}
+
+}  // namespace jf

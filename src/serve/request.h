@@ -1,0 +1,53 @@
+// The OpenAI-style request bodies of /v1/completions and /v1/chat/completions, parsed and validated into
+// what the scheduler needs. Anything that would change the output and is not supported is refused by name
+// (ApiError, 400), never silently ignored (../shared/SERVING.md, docs/SERVING.md).
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "decode/decoder.h"
+#include "decode/options.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
+
+namespace jf {
+
+// An error answered with an OpenAI error body: {"error": {"message", "type", "param", "code"}}.
+struct ApiError : Error {
+  ApiError(int status, const std::string& message, std::string param = {}, std::string type = {})
+      : Error(message), status(status), param(std::move(param)), type(std::move(type)) {}
+  int status;
+  std::string param;
+  std::string type;  // empty: derived from the status
+};
+
+nlohmann::json error_body(int status, const std::string& message, const std::string& param = {}, std::string type = {});
+
+// What the server knows that requests are checked against.
+struct ApiContext {
+  const Tokenizer* tokenizer = nullptr;  // null: a model without vocabulary (prompts must be token ids)
+  ChatFormat chat_format = ChatFormat::None;
+  int context = 0;                        // KV slots per sequence
+  int vocab_size = 0;
+  std::vector<int32_t> eos_ids;
+  DecoderOptions default_decoder;
+  int default_max_tokens = 256;
+};
+
+struct CompletionRequest {
+  bool chat = false;
+  std::vector<int32_t> prompt;
+  GenerationConfig gen;
+  DecoderOptions decoder;
+  std::vector<std::string> stop;  // up to 4, none empty
+  bool stream = false;
+  bool include_usage = false;
+  bool prediction = false;        // the decoder drafts from a predicted text (pld over it)
+};
+
+// Throws ApiError (400) naming the field and the problem.
+CompletionRequest parse_completion_request(const nlohmann::json& body, bool chat, const ApiContext& ctx);
+
+}  // namespace jf

@@ -1,0 +1,96 @@
+#include "serve/response.h"
+
+namespace jf {
+
+using nlohmann::json;
+
+std::string openai_finish_reason(FinishReason r) {
+  return r == FinishReason::Length || r == FinishReason::ContextFull ? "length" : "stop";
+}
+
+namespace {
+
+int64_t counter(const GenerationResult& r, const char* name) {
+  auto it = r.stats.counters.find(name);
+  return it == r.stats.counters.end() ? 0 : it->second;
+}
+
+json base(const CompletionRequest& req, const ResponseIds& ids, bool chunk) {
+  const char* object = req.chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";
+  return json{{"id", ids.id}, {"object", object}, {"created", ids.created}, {"model", ids.model}};
+}
+
+}  // namespace
+
+json usage_json(const CompletionRequest& req, const GenerationResult& r) {
+  const int64_t completion = static_cast<int64_t>(r.tokens.size());
+  json u = {{"prompt_tokens", req.prompt.size()}, {"completion_tokens", completion},
+            {"total_tokens", static_cast<int64_t>(req.prompt.size()) + completion}};
+  if (req.prediction) {
+    const int64_t accepted = counter(r, "corpus_accepted_tokens");
+    u["completion_tokens_details"] = {{"accepted_prediction_tokens", accepted},
+                                      {"rejected_prediction_tokens", counter(r, "corpus_draft_tokens") - accepted}};
+  }
+  return u;
+}
+
+json jf_stats_json(const CompletionRequest& req, const TextStream& out) {
+  const GenerationResult& r = out.result();
+  return json{{"decoder", req.decoder.name},
+              {"forwards", r.stats.n_forwards},
+              {"forward_rows", r.stats.n_forward_rows},
+              {"tokens_per_forward", r.stats.tpf()},
+              {"tokens_per_second", r.stats.tps()},
+              {"accepted_histogram", r.stats.accepted_histogram},
+              {"counters", r.stats.counters},
+              {"tokens", r.tokens},
+              {"finish", finish_reason_name(out.reason())}};
+}
+
+json completion_response(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out) {
+  json j = base(req, ids, false);
+  json choice = {{"index", 0}, {"finish_reason", openai_finish_reason(out.reason())}};
+  if (req.chat) {
+    choice["message"] = {{"role", "assistant"}, {"content", out.text()}};
+  } else {
+    choice["text"] = out.text();
+    choice["logprobs"] = nullptr;
+  }
+  j["choices"] = json::array({choice});
+  j["usage"] = usage_json(req, out.result());
+  j["jf"] = jf_stats_json(req, out);
+  return j;
+}
+
+json stream_chunk(const CompletionRequest& req, const ResponseIds& ids, const std::string& text, bool role) {
+  json j = base(req, ids, true);
+  json choice = {{"index", 0}, {"finish_reason", nullptr}};
+  if (req.chat) {
+    choice["delta"] = json::object();
+    if (role) choice["delta"]["role"] = "assistant";
+    choice["delta"]["content"] = text;
+  } else {
+    choice["text"] = text;
+    choice["logprobs"] = nullptr;
+  }
+  j["choices"] = json::array({choice});
+  return j;
+}
+
+json final_chunk(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out) {
+  json j = stream_chunk(req, ids, "");
+  if (req.chat) j["choices"][0]["delta"] = json::object();
+  j["choices"][0]["finish_reason"] = openai_finish_reason(out.reason());
+  j["jf"] = jf_stats_json(req, out);
+  return j;
+}
+
+json usage_chunk(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out) {
+  json j = base(req, ids, true);
+  j["choices"] = json::array();
+  j["usage"] = usage_json(req, out.result());
+  j["jf"] = jf_stats_json(req, out);
+  return j;
+}
+
+}  // namespace jf

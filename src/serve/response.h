@@ -1,0 +1,32 @@
+// The JSON the OpenAI clients expect back (../shared/SERVING.md): whole responses, streamed chunks, usage,
+// and jf's own statistics object.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "serve/request.h"
+#include "serve/text_stream.h"
+
+namespace jf {
+
+// What every response and chunk of one request shares.
+struct ResponseIds {
+  std::string id;       // "cmpl-..." or "chatcmpl-..."
+  int64_t created = 0;  // unix seconds
+  std::string model;
+};
+
+// OpenAI's finish_reason: "stop" (EOS or a stop string) or "length" (max_tokens or the context).
+std::string openai_finish_reason(FinishReason r);
+nlohmann::json usage_json(const CompletionRequest& req, const GenerationResult& r);
+// {decoder, forwards, forward_rows, tokens_per_forward, accepted_histogram, counters, tokens, finish}
+nlohmann::json jf_stats_json(const CompletionRequest& req, const TextStream& out);
+nlohmann::json completion_response(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out);
+// One streamed chunk carrying `text` (chat: as delta.content; `role`: also delta.role).
+nlohmann::json stream_chunk(const CompletionRequest& req, const ResponseIds& ids, const std::string& text, bool role = false);
+// The last content chunk: empty delta/text, finish_reason, and the jf statistics.
+nlohmann::json final_chunk(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out);
+// With stream_options.include_usage: choices [] and the usage.
+nlohmann::json usage_chunk(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out);
+
+}  // namespace jf

@@ -1,0 +1,203 @@
+#include "serve/scheduler.h"
+
+#include "base/error.h"
+#include "base/timer.h"
+
+namespace jf {
+
+std::string finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::Eos: return "eos";
+    case FinishReason::Length: return "length";
+    case FinishReason::ContextFull: return "context";
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Cancelled: return "cancelled";
+    case FinishReason::Error: return "error";
+  }
+  return "?";
+}
+
+// A sequence slot: its KV cache lives as long as the scheduler; a job borrows it from admission to finish.
+struct Scheduler::Slot {
+  explicit Slot(ForwardPass& fwd, const SchedulerOptions& o) : session(fwd, o.context, o.kv_type) {}
+  Session session;
+  std::shared_ptr<Job> job;
+  std::unique_ptr<Decoder> decoder;
+  std::unique_ptr<Generation> generation;
+  bool stop_requested = false;  // the observer matched a stop string
+  size_t committed_before = 0;  // tokens before the current step
+};
+
+Scheduler::Scheduler(ForwardPass& fwd, const SchedulerOptions& opts, CostCurve curve, Metrics* metrics)
+    : fwd_(fwd), opts_(opts), curve_(std::move(curve)), metrics_(metrics) {
+  if (opts_.parallel < 1) throw Error("--parallel must be >= 1");
+  if (opts_.queue < 0) throw Error("--queue must be >= 0");
+  if (opts_.prefill_chunk < 1) throw Error("the prefill chunk must be >= 1");
+  for (int i = 0; i < opts_.parallel; i++) slots_.push_back(std::make_unique<Slot>(fwd_, opts_));
+}
+
+Scheduler::~Scheduler() = default;
+
+Scheduler::Admit Scheduler::submit(std::shared_ptr<Job> job) {
+  {
+    std::lock_guard lock(mu_);
+    if (draining_ || stopping_) return Admit::Draining;
+    if (static_cast<int>(queue_.size()) >= opts_.queue + opts_.parallel - active_count_.load()) return Admit::QueueFull;
+    queue_.push_back(std::move(job));
+  }
+  wake_.notify_all();
+  return Admit::Queued;
+}
+
+int Scheduler::queued() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int>(queue_.size());
+}
+
+int Scheduler::in_flight() const { return queued() + active_count_.load(); }
+
+int Scheduler::row_cap(int decoding) const {
+  if (curve_.empty() || opts_.draft_tolerance <= 0) return opts_.max_rows;
+  return curve_.rows_per_sequence(decoding, opts_.draft_tolerance, opts_.max_rows);
+}
+
+void Scheduler::begin_drain() {
+  std::lock_guard lock(mu_);
+  draining_ = true;
+}
+
+void Scheduler::shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    draining_ = stopping_ = true;
+  }
+  wake_.notify_all();
+}
+
+void Scheduler::admit_locked() {
+  for (auto& slot : slots_) {
+    if (slot->job || queue_.empty()) continue;
+    std::shared_ptr<Job> job = std::move(queue_.front());
+    queue_.pop_front();
+    Slot& s = *slot;
+    s.job = std::move(job);
+    s.stop_requested = false;
+    s.committed_before = 0;
+    active_count_++;
+    if (s.job->cancel.load()) {
+      finish(s, FinishReason::Cancelled);
+      continue;
+    }
+    try {
+      s.decoder = make_decoder(s.job->decoder);
+      TokenSink sink = [&s](std::span<const int32_t> toks) {
+        if (!s.job->observer->on_tokens(toks)) s.stop_requested = true;
+      };
+      s.generation = std::make_unique<Generation>(*s.decoder, s.session, s.job->prompt, s.job->gen, std::move(sink),
+                                                  opts_.prefill_chunk);
+      if (s.generation->finished()) finish(s, FinishReason::Length);
+    } catch (const std::exception& e) {
+      finish(s, FinishReason::Error, e.what());
+    }
+  }
+}
+
+void Scheduler::finish(Slot& s, FinishReason why, const std::string& error) {
+  static const GenerationResult kEmpty;
+  const GenerationResult& r = s.generation ? s.generation->result() : kEmpty;
+  if (metrics_) metrics_->tokens(static_cast<int64_t>(s.job->prompt.size()), static_cast<int64_t>(r.tokens.size()));
+  std::shared_ptr<Job> job = std::move(s.job);
+  job->observer->on_finished(r, why, error);
+  s.generation.reset();  // destroys a suspended decode loop (its locals) before its decoder
+  s.decoder.reset();
+  s.job.reset();
+  s.session.cache().truncate(0);
+  active_count_--;
+}
+
+bool Scheduler::step() {
+  {
+    std::lock_guard lock(mu_);
+    admit_locked();
+  }
+  inputs_.clear();
+  stepping_.clear();
+  int decoding = 0;
+  for (auto& slot : slots_) {
+    if (!slot->job) continue;
+    if (slot->job->cancel.load()) {
+      finish(*slot, FinishReason::Cancelled);
+      continue;
+    }
+    inputs_.push_back(slot->generation->next_input());
+    stepping_.push_back(slot.get());
+    if (!slot->generation->prefilling()) decoding++;
+  }
+  if (inputs_.empty()) return false;
+
+  int64_t rows = 0;
+  for (const SequenceInput* in : inputs_) rows += static_cast<int64_t>(in->tokens.size());
+  const double t0 = now_seconds();
+  const float* logits = nullptr;
+  try {
+    logits = fwd_.forward(inputs_);
+  } catch (const std::exception& e) {  // a bad input of one sequence fails every sequence of this forward
+    for (Slot* s : stepping_) finish(*s, FinishReason::Error, e.what());
+    return true;
+  }
+  const double seconds = now_seconds() - t0;
+  if (metrics_) metrics_->forward(rows);
+
+  // Each sequence's next forward shares the batch with the sequences decoding now and those finishing
+  // their prefill in this step.
+  const int cap = row_cap(std::max(1, static_cast<int>(stepping_.size())));
+  const size_t V = static_cast<size_t>(fwd_.vocab_size());
+  size_t offset = 0;
+  for (size_t i = 0; i < stepping_.size(); i++) {
+    Slot& s = *stepping_[i];
+    const float* own = logits + offset * V;
+    offset += inputs_[i]->logit_rows.size();
+    const bool was_decoding = !s.generation->prefilling();
+    s.generation->context().set_row_cap(cap);
+    try {
+      s.generation->consume(own, seconds);
+    } catch (const std::exception& e) {
+      finish(s, FinishReason::Error, e.what());
+      continue;
+    }
+    const GenerationResult& r = s.generation->result();
+    if (was_decoding && metrics_) metrics_->committed(static_cast<int>(r.tokens.size() - s.committed_before));
+    s.committed_before = r.tokens.size();
+    if (s.generation->finished()) {
+      const FinishReason why = r.stop == StopReason::Eos      ? FinishReason::Eos
+                               : r.stop == StopReason::Length ? FinishReason::Length
+                                                              : FinishReason::ContextFull;
+      finish(s, s.stop_requested ? FinishReason::Stop : why);
+    } else if (s.stop_requested) {
+      finish(s, FinishReason::Stop);
+    }
+  }
+  (void)decoding;
+  return true;
+}
+
+void Scheduler::run() {
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || active_count_.load() > 0; });
+      if (stopping_) break;
+    }
+    step();
+  }
+  std::lock_guard lock(mu_);
+  for (auto& slot : slots_)
+    if (slot->job) finish(*slot, FinishReason::Cancelled);
+  while (!queue_.empty()) {
+    std::shared_ptr<Job> job = std::move(queue_.front());
+    queue_.pop_front();
+    job->observer->on_finished(GenerationResult{}, FinishReason::Cancelled, {});
+  }
+}
+
+}  // namespace jf

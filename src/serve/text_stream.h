@@ -1,0 +1,61 @@
+// A job's output as text, between the scheduler thread (which reports tokens) and the HTTP thread that
+// answers the request: incremental detokenization, stop strings (cut, never sent: a stop string's possible
+// beginning is held back until it is decided), and one text piece per forward for streaming.
+#pragma once
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "serve/metrics.h"
+#include "serve/scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace jf {
+
+class TextStream : public JobObserver {
+ public:
+  // tokenizer null: no text, tokens only. t_submit: arrival time, for latency metrics (metrics may be null).
+  TextStream(const Tokenizer* tokenizer, std::vector<std::string> stop, double t_submit, Metrics* metrics);
+
+  bool on_tokens(std::span<const int32_t> tokens) override;
+  void on_finished(const GenerationResult& result, FinishReason why, const std::string& error) override;
+
+  // HTTP side. Waits up to `timeout_seconds` for text; returns the pieces that arrived (one per forward that
+  // produced text) and whether the job has finished (then every piece has been returned).
+  bool wait(std::vector<std::string>& pieces, double timeout_seconds);
+  // After finished: the outcome.
+  bool finished() const;
+  FinishReason reason() const;
+  const std::string& error() const { return error_; }
+  const GenerationResult& result() const { return result_; }
+  std::string text() const;  // everything sent, after the stop cut
+
+ private:
+  void append_locked(const std::string& piece);  // and cuts at the first stop string
+  void emit_locked(bool final);
+
+  const Tokenizer* tokenizer_;
+  std::optional<StreamingDecoder> detok_;
+  std::vector<std::string> stop_;
+  size_t max_stop_ = 0;
+  double t_submit_;
+  Metrics* metrics_;
+  bool first_token_seen_ = false;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::string text_;       // detokenized so far (cut at a stop string)
+  size_t sent_ = 0;        // bytes of text_ handed to pieces_
+  bool stopped_ = false;   // a stop string matched
+  std::deque<std::string> pieces_;
+  bool finished_ = false;
+  FinishReason reason_ = FinishReason::Length;
+  std::string error_;
+  GenerationResult result_;
+};
+
+}  // namespace jf
