@@ -2,6 +2,7 @@
 // model loads), loads the model, measures its cost curve, then runs the scheduler until SIGINT/SIGTERM,
 // which drains in-flight requests for up to --drain-timeout seconds and exits 0.
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <pthread.h>
 #include <thread>
@@ -84,6 +85,8 @@ int run_serve(ServeArgs& a) {
   http.start();
   std::fprintf(stderr, "jf serve: listening on http://%s:%d (loading %s)\n", a.http.host.c_str(), http.port(), a.model.path.c_str());
 
+  // Tests hold the loading phase open to see /health answer 503 (tests/serve/server.test.mjs).
+  if (const char* ms = std::getenv("JF_SERVE_TEST_LOAD_DELAY_MS")) std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
   LoadedModel lm = open_model(a.model);
   a.sched.context = context_size(a.model, *lm.model);
   a.sched.kv_type = kv_type(a.model);

@@ -52,7 +52,13 @@ void HttpServer::start() {
   const int threads = std::max(4, opts_.threads);
   svr_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   svr_->set_payload_max_length(opts_.max_body_bytes);
-  svr_->set_keep_alive_timeout(30);
+  // Idle keep-alive connections hold a thread until this passes, and a shutdown waits for them.
+  svr_->set_keep_alive_timeout(2);
+  // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, which lets a second server bind a port in use.
+  svr_->set_socket_options([](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   svr_->set_read_timeout(60);
   svr_->set_write_timeout(60);
   if (opts_.port == 0) {
