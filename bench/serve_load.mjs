@@ -1,0 +1,124 @@
+#!/usr/bin/env node
+// Load benchmark of `jf serve`: for each decoder, one server; for each client count, that many clients send
+// streamed completions back to back (each a fixed number of new tokens, EOS ignored). Prints aggregate
+// generated tokens/s, its ratio to `ar` at the same client count (measured in this run), p50/p95 request
+// latency and time to first token, and tokens per forward. Results go to docs/BENCHMARKS.md with the command.
+//
+//   node bench/serve_load.mjs --model M.gguf [--jf build/bin/jf] [--clients 1,2,4,8,16]
+//        [--decoders ar,pld,lookahead] [--n 32] [--requests 3] [--threads 2] [--prompts bench/prompts/code_demo.jsonl]
+//        [--serve-args "--draft-tolerance 1.1"]
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+
+const { values: opt } = parseArgs({
+  options: {
+    jf: { type: 'string', default: 'build/bin/jf' },
+    model: { type: 'string' },
+    clients: { type: 'string', default: '1,2,4,8,16' },
+    decoders: { type: 'string', default: 'ar,pld,lookahead' },
+    n: { type: 'string', default: '32' },
+    requests: { type: 'string', default: '3' },
+    threads: { type: 'string', default: '2' },
+    prompts: { type: 'string', default: 'bench/prompts/code_demo.jsonl' },
+    'serve-args': { type: 'string', default: '' },
+  },
+});
+if (!opt.model) {
+  console.error('serve_load: --model is required');
+  process.exit(2);
+}
+const clientCounts = opt.clients.split(',').map(Number);
+const decoders = opt.decoders.split(',');
+const n = Number(opt.n);
+const perClient = Number(opt.requests);
+const prompts = readFileSync(opt.prompts, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l).prompt);
+
+async function startServer(decoder) {
+  const args = ['serve', '-m', opt.model, '--port', '0', '-t', opt.threads, '-P', String(Math.max(...clientCounts)),
+    '--decoder', decoder.split(':')[0], ...decoder.split(':').slice(1).flatMap((kv) => {
+      const [k, v] = kv.split('=');
+      return [`--${k}`, v];
+    }), ...opt['serve-args'].split(' ').filter(Boolean)];
+  const proc = spawn(opt.jf, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  const port = await new Promise((resolve, reject) => {
+    proc.stderr.on('data', (d) => {
+      log += d;
+      const m = log.match(/listening on http:\/\/[\d.]+:(\d+)/);
+      if (m) resolve(Number(m[1]));
+    });
+    proc.on('exit', (code) => reject(new Error(`jf serve exited ${code}: ${log}`)));
+  });
+  const base = `http://127.0.0.1:${port}`;
+  for (;;) {
+    try {
+      if ((await fetch(`${base}/health`)).status === 200) break;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { proc, base, log: () => log };
+}
+
+// One streamed request: latency, time to first token, tokens, forwards.
+async function request(base, prompt) {
+  const t0 = performance.now();
+  const res = await fetch(`${base}/v1/completions`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ prompt, max_tokens: n, ignore_eos: true, stream: true }),
+  });
+  if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
+  let ttft = null;
+  let buffer = '';
+  let stats = null;
+  const decoder = new TextDecoder();
+  for await (const chunk of res.body) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let cut;
+    while ((cut = buffer.indexOf('\n\n')) >= 0) {
+      const event = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      if (!event.startsWith('data: ') || event === 'data: [DONE]') continue;
+      const j = JSON.parse(event.slice(6));
+      if (ttft === null && j.choices?.[0]?.text) ttft = performance.now() - t0;
+      if (j.jf) stats = j.jf;
+    }
+  }
+  const latency = performance.now() - t0;
+  return { latency, ttft: ttft ?? latency, tokens: stats.tokens.length, forwards: stats.forwards };
+}
+
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(p * (s.length - 1) + 0.5))];
+};
+
+const rows = [];
+for (const decoder of decoders) {
+  const srv = await startServer(decoder);
+  for (let k = 0; k < 3; k++) await request(srv.base, prompts[k % prompts.length]);  // warm-up
+  for (const c of clientCounts) {
+    const results = [];
+    const t0 = performance.now();
+    await Promise.all([...Array(c).keys()].map(async (i) => {
+      for (let k = 0; k < perClient; k++) results.push(await request(srv.base, prompts[(i + k * c) % prompts.length]));
+    }));
+    const seconds = (performance.now() - t0) / 1000;
+    const tokens = results.reduce((s, r) => s + r.tokens, 0);
+    const forwards = results.reduce((s, r) => s + r.forwards, 0);
+    rows.push({ decoder, c, tps: tokens / seconds, p50: pct(results.map((r) => r.latency), 0.5),
+      p95: pct(results.map((r) => r.latency), 0.95), ttft: pct(results.map((r) => r.ttft), 0.5), tpf: tokens / forwards });
+    process.stderr.write(`${decoder} x${c}: ${(tokens / seconds).toFixed(1)} tok/s\n`);
+  }
+  srv.proc.kill('SIGTERM');
+  await new Promise((r) => srv.proc.on('exit', r));
+}
+
+console.log(`model ${opt.model}, ${opt.threads} threads, ${n} new tokens per request, ${perClient} requests per client\n`);
+console.log('| decoder | clients | tokens/s | vs ar | p50 latency ms | p95 latency ms | p50 TTFT ms | TPF |');
+console.log('|---|---|---|---|---|---|---|---|');
+for (const r of rows) {
+  const ar = rows.find((x) => x.decoder === 'ar' && x.c === r.c);
+  console.log(`| ${r.decoder} | ${r.c} | ${r.tps.toFixed(1)} | ${ar ? (r.tps / ar.tps).toFixed(2) + 'x' : '-'} | ` +
+    `${r.p50.toFixed(0)} | ${r.p95.toFixed(0)} | ${r.ttft.toFixed(0)} | ${r.tpf.toFixed(2)} |`);
+}
