@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # HTTP tests of the real `jf serve` (tests/serve/*.test.mjs) with Node's test runner and the official
-# `openai` npm client, which this script installs into a cache directory on first use.
+# `openai` npm client, and the web page in headless Chromium driven by `playwright-core`; the npm packages
+# are installed into a cache directory on first use.
 # Usage: serve_test.sh JF_BINARY SHARED_DIR
 set -euo pipefail
 jf="$1"
@@ -11,14 +12,15 @@ if [ ! -e "$model" ]; then
   if [ "${CI:-}" = "true" ]; then echo "FAIL: CI=true but $model is missing"; exit 1; fi
   echo "SKIPPED: ../shared/models/stories260K not found (set JF_SHARED_DIR)"; exit 0
 fi
-"$here/../scripts/install-node.sh"
+"$here/../scripts/install-web-test-deps.sh"
 cache="${JF_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jf-node}"
-if [ ! -e "$cache/node_modules/openai/package.json" ]; then
+if [ ! -e "$cache/node_modules/openai/package.json" ] || [ ! -e "$cache/node_modules/playwright-core/package.json" ]; then
   mkdir -p "$cache"
-  echo "installing the openai npm package into $cache"
-  (cd "$cache" && npm install --no-audit --no-fund --silent --no-save openai@5 >/dev/null)
+  echo "installing the openai and playwright-core npm packages into $cache"
+  (cd "$cache" && npm install --no-audit --no-fund --silent --no-save openai@5 playwright-core@1 >/dev/null)
 fi
-export JF_BIN="$jf" JF_MODEL="$model" JF_NODE_MODULES="$cache/node_modules"
+mkdir -p test-output
+export JF_BIN="$jf" JF_MODEL="$model" JF_NODE_MODULES="$cache/node_modules" JF_TEST_OUTPUT="$PWD/test-output"
 files=("$here"/serve/*.test.mjs)
 [ -n "${JF_SERVE_TESTS:-}" ] && files=("$here/serve/$JF_SERVE_TESTS")
 exec node --test --test-concurrency=1 "${files[@]}"

@@ -231,15 +231,24 @@ TEST(TextStream, StopStringsAreCutAndNeverSentEvenAcrossForwards) {
   v.tokens[5] = "\xc3\x83", v.tokens[6] = "\xc2\xa9";
   Tokenizer tok(v);
   TextStream s(&tok, {"XY", "cc"}, 0, nullptr);
+  std::vector<TextStream::Piece> got;
   std::vector<std::string> pieces;
+  auto texts = [&] {
+    pieces.clear();
+    for (auto& p : got) pieces.push_back(p.text);
+  };
   EXPECT_TRUE(s.on_tokens(std::vector<int32_t>{0, 1, 3}));  // "abX": "X" may start a stop string
-  s.wait(pieces, 0);
+  s.wait(got, 0);
+  texts();
   EXPECT_EQ(pieces, std::vector<std::string>{"ab"});
+  EXPECT_EQ(got[0].tokens, 3);
   EXPECT_TRUE(s.on_tokens(std::vector<int32_t>{5, 6}));  // "\xc3\xa9" (two bytes): X was no stop after all
-  s.wait(pieces, 0);
+  s.wait(got, 0);
+  texts();
   EXPECT_EQ(pieces, std::vector<std::string>{"X"});  // the held-back byte would split the character
   EXPECT_FALSE(s.on_tokens(std::vector<int32_t>{3, 4, 0}));  // "XYa": a stop string
-  s.wait(pieces, 0);
+  s.wait(got, 0);
+  texts();
   EXPECT_EQ(pieces, std::vector<std::string>{"\xc3\xa9"});
   s.on_finished(GenerationResult{}, FinishReason::Length, {});
   EXPECT_EQ(s.text(), "abX\xc3\xa9");

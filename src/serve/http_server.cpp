@@ -7,6 +7,7 @@
 
 #include "base/timer.h"
 #include "serve/response.h"
+#include "serve/web/page.h"
 
 namespace jf {
 
@@ -100,7 +101,7 @@ bool HttpServer::authorised(const httplib::Request& req, httplib::Response& res)
 void HttpServer::routes() {
   httplib::Server& s = *svr_;
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    const bool open = req.path == "/health";
+    const bool open = req.path == "/health" || req.path == "/" || req.path == "/props";
     if (open || authorised(req, res)) return httplib::Server::HandlerResponse::Unhandled;
     return httplib::Server::HandlerResponse::Handled;
   });
@@ -127,6 +128,15 @@ void HttpServer::routes() {
     if (draining_) return send_error(res, 503, "Shutting down", {}, "unavailable_error");
     send_json(res, 200, {{"status", "ok"}});
   });
+  s.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(kIndexHtml.data(), kIndexHtml.size(), "text/html; charset=utf-8");
+  });
+  // What the page needs to know before the first request (open like /health: it holds no secrets).
+  s.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
+    if (!scheduler_.load()) return send_error(res, 503, "Loading model", {}, "unavailable_error");
+    send_json(res, 200, {{"model", model_id_}, {"chat", api_.tokenizer && api_.chat_format != ChatFormat::None},
+                         {"decoder", api_.default_decoder.name}, {"context", api_.context}});
+  });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     Scheduler* sch = scheduler_.load();
     res.set_content(metrics_.render(sch ? sch->queued() : 0, sch ? sch->active() : 0), "text/plain; version=0.0.4");
@@ -152,7 +162,7 @@ void HttpServer::routes() {
     s.Delete(path, not_allowed("POST"));
     s.Patch(path, not_allowed("POST"));
   }
-  for (const char* path : {"/health", "/metrics", "/v1/models"}) {
+  for (const char* path : {"/", "/props", "/health", "/metrics", "/v1/models"}) {
     s.Post(path, not_allowed("GET"));
     s.Put(path, not_allowed("GET"));
     s.Delete(path, not_allowed("GET"));
@@ -191,7 +201,7 @@ void HttpServer::generate(const httplib::Request& http_req, httplib::Response& r
   }
 
   if (!state->req.stream) {
-    std::vector<std::string> pieces;
+    std::vector<TextStream::Piece> pieces;
     while (!state->out->wait(pieces, 1.0)) {
     }
     const FinishReason why = state->out->reason();
@@ -210,10 +220,10 @@ void HttpServer::generate(const httplib::Request& http_req, httplib::Response& r
           state->sent_role = true;
           if (!write(sse(stream_chunk(state->req, state->ids, "", true)))) return false;
         }
-        std::vector<std::string> pieces;
+        std::vector<TextStream::Piece> pieces;
         const bool done = state->out->wait(pieces, 1.0);
         for (const auto& p : pieces)
-          if (!write(sse(stream_chunk(state->req, state->ids, p)))) return false;
+          if (!write(sse(stream_chunk(state->req, state->ids, p.text, false, p.tokens)))) return false;
         if (!done) return pieces.empty() ? write(": keep-alive\n\n") : true;  // a ping finds a vanished client
         const FinishReason why = state->out->reason();
         if (why == FinishReason::Error || why == FinishReason::Cancelled) {

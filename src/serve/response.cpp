@@ -62,7 +62,7 @@ json completion_response(const CompletionRequest& req, const ResponseIds& ids, c
   return j;
 }
 
-json stream_chunk(const CompletionRequest& req, const ResponseIds& ids, const std::string& text, bool role) {
+json stream_chunk(const CompletionRequest& req, const ResponseIds& ids, const std::string& text, bool role, int tokens) {
   json j = base(req, ids, true);
   json choice = {{"index", 0}, {"finish_reason", nullptr}};
   if (req.chat) {
@@ -74,6 +74,7 @@ json stream_chunk(const CompletionRequest& req, const ResponseIds& ids, const st
     choice["logprobs"] = nullptr;
   }
   j["choices"] = json::array({choice});
+  if (tokens > 0) j["jf"] = {{"tokens", tokens}};
   return j;
 }
 

@@ -22,8 +22,10 @@ nlohmann::json usage_json(const CompletionRequest& req, const GenerationResult& 
 // {decoder, forwards, forward_rows, tokens_per_forward, accepted_histogram, counters, tokens, finish}
 nlohmann::json jf_stats_json(const CompletionRequest& req, const TextStream& out);
 nlohmann::json completion_response(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out);
-// One streamed chunk carrying `text` (chat: as delta.content; `role`: also delta.role).
-nlohmann::json stream_chunk(const CompletionRequest& req, const ResponseIds& ids, const std::string& text, bool role = false);
+// One streamed chunk carrying `text` (chat: as delta.content; `role`: also delta.role). tokens > 0: also
+// {"jf": {"tokens": n}}, the tokens behind this text (one forward's).
+nlohmann::json stream_chunk(const CompletionRequest& req, const ResponseIds& ids, const std::string& text, bool role = false,
+                            int tokens = 0);
 // The last content chunk: empty delta/text, finish_reason, and the jf statistics.
 nlohmann::json final_chunk(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out);
 // With stream_options.include_usage: choices [] and the usage.

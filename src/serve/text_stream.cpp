@@ -33,6 +33,7 @@ bool TextStream::on_tokens(std::span<const int32_t> tokens) {
     for (int32_t t : tokens) piece += detok_->push(t);
   std::lock_guard lock(mu_);
   if (stopped_) return false;
+  unsent_tokens_ += static_cast<int>(tokens.size());
   append_locked(piece);
   emit_locked(stopped_);
   cv_.notify_all();
@@ -57,7 +58,8 @@ void TextStream::emit_locked(bool final) {
   size_t end = text_.size();
   if (!final && max_stop_ > 1) end = utf8_cut(text_, end >= max_stop_ - 1 ? end - (max_stop_ - 1) : 0);
   if (end > sent_) {
-    pieces_.push_back(text_.substr(sent_, end - sent_));
+    pieces_.push_back({text_.substr(sent_, end - sent_), unsent_tokens_});
+    unsent_tokens_ = 0;
     sent_ = end;
   }
 }
@@ -75,7 +77,7 @@ void TextStream::on_finished(const GenerationResult& result, FinishReason why, c
   cv_.notify_all();
 }
 
-bool TextStream::wait(std::vector<std::string>& pieces, double timeout_seconds) {
+bool TextStream::wait(std::vector<Piece>& pieces, double timeout_seconds) {
   std::unique_lock lock(mu_);
   cv_.wait_for(lock, std::chrono::duration<double>(timeout_seconds), [&] { return finished_ || !pieces_.empty(); });
   pieces.assign(pieces_.begin(), pieces_.end());

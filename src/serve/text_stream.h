@@ -18,6 +18,10 @@ namespace jf {
 
 class TextStream : public JobObserver {
  public:
+  struct Piece {
+    std::string text;
+    int tokens = 0;  // tokens committed since the previous piece (one forward's, unless text was held back)
+  };
   // tokenizer null: no text, tokens only. t_submit: arrival time, for latency metrics (metrics may be null).
   TextStream(const Tokenizer* tokenizer, std::vector<std::string> stop, double t_submit, Metrics* metrics);
 
@@ -26,7 +30,7 @@ class TextStream : public JobObserver {
 
   // HTTP side. Waits up to `timeout_seconds` for text; returns the pieces that arrived (one per forward that
   // produced text) and whether the job has finished (then every piece has been returned).
-  bool wait(std::vector<std::string>& pieces, double timeout_seconds);
+  bool wait(std::vector<Piece>& pieces, double timeout_seconds);
   // After finished: the outcome.
   bool finished() const;
   FinishReason reason() const;
@@ -51,7 +55,8 @@ class TextStream : public JobObserver {
   std::string text_;       // detokenized so far (cut at a stop string)
   size_t sent_ = 0;        // bytes of text_ handed to pieces_
   bool stopped_ = false;   // a stop string matched
-  std::deque<std::string> pieces_;
+  std::deque<Piece> pieces_;
+  int unsent_tokens_ = 0;
   bool finished_ = false;
   FinishReason reason_ = FinishReason::Length;
   std::string error_;
