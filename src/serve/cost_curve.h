@@ -14,7 +14,7 @@ class CostCurve {
   CostCurve() = default;
   // Points (rows, seconds) with increasing rows; seconds are made non-decreasing.
   explicit CostCurve(std::vector<std::pair<int, double>> points);
-  // Times forwards of 1, 2, 4, ... max_rows rows (median of a few each) on a scratch cache.
+  // Times forwards of 1, 2, 4, ... max_rows rows (the fastest of a few each) on a scratch cache.
   static CostCurve measure(ForwardPass& fwd, int max_rows = 64);
 
   bool empty() const { return points_.empty(); }
