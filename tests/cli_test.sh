@@ -26,7 +26,12 @@ check_error "missing model file" 1 "$jf" generate -m /nonexistent.gguf
 check_error "unknown flag" 2 "$jf" generate -m x --bogus
 check_error "bad number" 2 "$jf" generate -m x -n abc
 check_error "negative threads" 2 "$jf" generate -m x -t -1
-check_error "no subcommand" 2 "$jf"
+check_error "unknown subcommand" 2 "$jf" frobnicate
+if "$jf" >"$tmp/out" 2>"$tmp/err" && grep -q "generate" "$tmp/out" && grep -q "serve" "$tmp/out" && [ ! -s "$tmp/err" ]; then
+  echo "ok   no arguments: usage on stdout, exit 0"
+else
+  echo "FAIL no arguments: want the usage on stdout and exit 0"; fails=$((fails + 1))
+fi
 printf 'GGUF\x03\x00\x00\x00junk' >"$tmp/bad.gguf"
 check_error "truncated gguf" 1 "$jf" generate -m "$tmp/bad.gguf"
 check_error "random model without output" 2 "$jf" random --preset tiny

@@ -7,7 +7,7 @@
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"jf — run causal language models, decoding several tokens per forward pass, losslessly"};
+  CLI::App app{"jf — run causal language models, decoding several tokens per forward pass, losslessly", "jf"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "jf 0.1.0");
   // A flag given twice keeps its last value, so wrappers can set defaults that the user's flags override
@@ -26,6 +26,10 @@ int main(int argc, char** argv) {
   add(jf::cli::add_pack_command(app));
   add(jf::cli::add_train_command(app));
   add(jf::cli::add_perplexity_command(app));
+  if (argc == 1) {  // no arguments: what jf can do, not an error
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

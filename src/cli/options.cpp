@@ -1,5 +1,7 @@
 #include "cli/options.h"
 
+#include <filesystem>
+
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "kernels/parallel.h"
@@ -8,8 +10,13 @@
 namespace jf::cli {
 
 void add_model_options(CLI::App* app, ModelOptions& o) {
-  app->add_option("-m,--model", o.path, "Model: GGUF file, llama2.c .bin checkpoint, or Hugging Face directory")
-      ->required();
+  app->add_option("-m,--model", o.path,
+                  "Model: GGUF file, llama2.c .bin checkpoint, or Hugging Face directory (default: the default model, "
+                  "models/" + std::string(kDefaultModel) + " beside the jf executable's build directory)");
+  // Filled here rather than as the option's default so that --help shows no machine-specific path.
+  app->parse_complete_callback([&o] {
+    if (o.path.empty()) o.path = default_model_path();
+  });
   app->add_option("--tokenizer", o.tokenizer, "Tokenizer for llama2.c checkpoints (default: tokenizer.bin beside it)");
   app->add_option("-t,--threads", o.threads, "Threads for the forward pass (default: all cores)")
       ->check(CLI::Range(0, 1024));
@@ -79,7 +86,22 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
   app->add_option("--pool", d.pool, "multiblock: rejection-recycling pool size, 0 = off (default 4)");
 }
 
+std::string default_model_path() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  // build/bin/jf in a checkout; bin/jf with share/jf/models in an installation.
+  for (const char* rel : {"../../models/", "../share/jf/models/", "../models/"}) {
+    const std::filesystem::path p = exe.parent_path() / rel / kDefaultModel;
+    if (std::filesystem::exists(p, ec)) return std::filesystem::weakly_canonical(p, ec).string();
+  }
+  return {};
+}
+
 LoadedModel open_model(const ModelOptions& o) {
+  if (o.path.empty())
+    throw Error(std::string("no model given: pass -m MODEL (the default model, models/") + kDefaultModel +
+                ", was not found beside the jf executable)");
   set_num_threads(o.threads);
   LoadOptions lo;
   lo.tokenizer_path = o.tokenizer;

@@ -37,7 +37,11 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name = true
 // The tokens of an --ngram-corpus file; throws jf::Error if unreadable or too large.
 std::vector<int32_t> read_ngram_corpus(const std::string& path, const Tokenizer& tok);
 
-// Loads the model and applies the thread count; errors name the path.
+// The model used when -m is not given: the fine-tuned default code model of this checkout.
+inline constexpr const char* kDefaultModel = "pycode-jf-q8_0.gguf";
+// Its path found relative to the running executable, or "" when it is not there.
+std::string default_model_path();
+// Loads the model and applies the thread count; errors name the path (or that none was given).
 LoadedModel open_model(const ModelOptions& o);
 // KV capacity to allocate: --ctx, else the model's context capped at 4096 (memory grows with it).
 int context_size(const ModelOptions& o, const Model& m);
