@@ -36,6 +36,16 @@ if [ -d "$shared/models/stories260K" ]; then
   check_error "bad temperature" 1 "$jf" generate -m "$m" --temp -2
   check_error "bad top-p" 1 "$jf" generate -m "$m" --temp 1 --top-p 1.5
   check_error "bad kv type" 2 "$jf" generate -m "$m" --kv-type q8_0
+  # The continuation keeps the space after the prompt (SentencePiece drops it only at the start of a
+  # text), in the printed text and in --json's "text".
+  out=$("$jf" generate -m "$m" -p "Once upon a time, there was a little dog named Max." -n 5 2>/dev/null)
+  json_text=$("$jf" generate -m "$m" -p "Once upon a time, there was a little dog named Max." -n 5 --json 2>/dev/null |
+              python3 -c 'import json,sys; print(repr(json.load(sys.stdin)["text"]))')
+  if [ "$out" = "Once upon a time, there was a little dog named Max. Max loved" ] && [ "$json_text" = "' Max loved'" ]; then
+    echo "ok   continuation keeps its leading space"
+  else
+    echo "FAIL continuation text: '$out' / $json_text"; fails=$((fails + 1))
+  fi
   # JF_ISA: an unknown value is reported and the best instruction set used; every supported one gives the
   # same greedy tokens here, and --json names the one used.
   JF_ISA=bogus "$jf" generate -m "$m" -n 16 --json >"$tmp/isa.json" 2>"$tmp/isa.err"
