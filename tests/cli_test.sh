@@ -110,7 +110,19 @@ PY
   "$jf" convert -m "$m" -o "$tmp/q4.gguf" --type q4_0 2>/dev/null && "$jf" generate -m "$tmp/q4.gguf" -n 20 >/dev/null 2>&1 &&
     "$jf" inspect -m "$tmp/q4.gguf" 2>/dev/null | grep -q "q4_0" &&
     echo "ok   convert to q4_0 runs" || { echo "FAIL convert q4_0"; fails=$((fails + 1)); }
-  check_error "bad convert type" 1 "$jf" convert -m "$m" -o "$tmp/x.gguf" --type q4_k
+  check_error "bad convert type" 1 "$jf" convert -m "$m" -o "$tmp/x.gguf" --type q3_k
+  # GGML's file types: stories260K's rows (64, 172) fit no K-quant block, so each matrix takes the
+  # reference's fallback (q4_k -> q5_0, q5_k -> q5_1, q6_k -> q8_0, f16 below 32); the model still runs.
+  for t in q4_k_m:q5_0 q4_k_s:q5_0 q5_k_m:q5_1 q6_k:q8_0 q5_0:q5_0 q5_1:q5_1 q4_1:q4_1; do
+    "$jf" convert -m "$m" -o "$tmp/$t.gguf" --type "${t%%:*}" 2>/dev/null &&
+      "$jf" generate -m "$tmp/$t.gguf" -n 20 >/dev/null 2>&1 &&
+      "$jf" inspect -m "$tmp/$t.gguf" | grep -q "blk.0.attn_q.weight *${t##*:} " &&
+      "$jf" inspect -m "$tmp/$t.gguf" | grep -q "blk.0.ffn_down.weight *f16 " &&
+      echo "ok   convert to ${t%%:*} runs (attn_q ${t##*:})" || { echo "FAIL convert ${t%%:*}"; fails=$((fails + 1)); }
+  done
+  "$jf" random --preset tiny --type q4_k_m -o "$tmp/rk.gguf" 2>/dev/null &&
+    "$jf" inspect -m "$tmp/rk.gguf" | grep -q "output.weight *q8_0 " &&
+    echo "ok   random --type q4_k_m (output q6_k -> q8_0 at width 64)" || { echo "FAIL random q4_k_m"; fails=$((fails + 1)); }
   check_error "bad decoder" 1 "$jf" generate -m "$m" --decoder nope
   check_error "jacobi with sampling" 1 "$jf" generate -m "$m" --decoder jacobi --temp 0.8
   check_error "sjd greedy" 1 "$jf" generate -m "$m" --decoder sjd
