@@ -10,6 +10,7 @@
 #include "kernels/cpu.h"
 #include "kernels/parallel.h"
 #include "model/model.h"
+#include "model/quant_mix.h"
 #include "model/random_model.h"
 #include "model/transformer.h"
 
@@ -23,7 +24,7 @@ int run(int argc, char** argv) {
   double bw_gbs = 30.0, peak_gflops = 200.0;
   app.add_option("--preset", preset, "Random model shape: tiny, llama-1b, qwen2-0.5b")
       ->check(CLI::IsMember({"tiny", "llama-1b", "qwen2-0.5b"}));
-  app.add_option("--type", type, "Weight type for the random model: f32, f16, bf16, q8_0, q4_0")
+  app.add_option("--type", type, "Weight type for the random model: f32, f16, bf16, q8_0, q4_0, ..., q4_k_m (see jf random)")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0"}));
   app.add_option("-m,--model", file, "Measure this GGUF file instead of a random model");
   app.add_option("-t,--threads", threads, "Threads")->check(CLI::Range(1, 256));
@@ -55,9 +56,13 @@ int run(int argc, char** argv) {
     gguf = std::shared_ptr<const GgufFile>(GgufFile::open(file));
     model = model_from_gguf(gguf);
   } else {
-    DType t;
-    if (!dtype_from_name(type, &t)) { std::fprintf(stderr, "bad --type\n"); return 2; }
-    model = random_model(preset_config(preset), t, 1);
+    WeightScheme scheme;
+    if (!weight_scheme_from_name(type, &scheme)) {
+      std::fprintf(stderr, "bad --type (expected %s)\n", weight_scheme_names());
+      return 2;
+    }
+    const ModelConfig cfg = preset_config(preset);
+    model = std::make_unique<Model>(cfg, random_tensors(cfg, scheme, 1), "memory");
   }
   const ModelConfig& c = model->config();
   // Bytes and FLOPs one forward streams: every matrix except the embedding table (rows are looked up).

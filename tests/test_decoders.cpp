@@ -11,6 +11,7 @@
 #include "decode/row_cost.h"
 #include "fake_model.h"
 #include "model/loader.h"
+#include "model/quant_mix.h"
 #include "model/random_model.h"
 #include "test_support.h"
 
@@ -218,6 +219,21 @@ TEST(RandomModels, GreedyStrategiesEqualAr) {
 
 // With an F16 KV cache the strategies still return AR's tokens (AR with the same cache type): rounding the
 // cache changes no batch invariance.
+// Every decoder stays lossless on K-quant models: GGML's q4_k_m mix (Q4_K + Q6_K) and q5_k_m (Q5_K + Q6_K).
+TEST(RandomModels, GreedyStrategiesEqualArOnKQuantModels) {
+  ModelConfig c = preset_config("tiny");
+  c.dim = 256, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 64, c.rope_dim = 64, c.ffn_dim = 512;
+  for (const char* name : {"q4_k_m", "q5_k_m"}) {
+    WeightScheme scheme;
+    ASSERT_TRUE(weight_scheme_from_name(name, &scheme));
+    Model m(c, random_tensors(c, scheme, 11), "memory");
+    Session s(m, 256);
+    GenerationConfig cfg;
+    cfg.max_new_tokens = 50;
+    expect_same_as_ar(s, {1, 5, 9, 5, 9}, cfg, std::string("random 256-wide ") + name);
+  }
+}
+
 TEST(RandomModels, GreedyStrategiesEqualArWithAnF16Cache) {
   auto m = random_model(preset_config("tiny"), DType::F16, 12);
   Session s(*m, 256, DType::F16);

@@ -2,6 +2,7 @@
 // byte for byte (greedy and seeded sampling, GGUF and llama2.c files, every instruction set), and the
 // stop conditions every decoder shares.
 #include <cstdio>
+#include <cstring>
 
 #include "base/error.h"
 #include "base/mapped_file.h"
@@ -10,6 +11,7 @@
 #include "model/loader.h"
 #include "model/random_model.h"
 #include "test_support.h"
+#include "tokenizer/tokenizer.h"
 
 namespace jf {
 namespace {
@@ -76,6 +78,57 @@ INSTANTIATE_TEST_SUITE_P(
         if (!isalnum(static_cast<unsigned char>(c))) c = '_';
       return s;
     });
+
+// The streamed continuation of a prompt is the text as it reads after the prompt: decode(prompt + new)
+// minus decode(prompt). SentencePiece drops the dummy-prefix space only at the start of a text, so the
+// first generated word keeps its space ("named Max." + " Max loved", as the reference engine prints).
+TEST(Continuation, StreamedTextIsWhatFollowsThePrompt) {
+  JF_SHARED_PATH(model_path, "models/stories260K/stories260K.gguf");
+  LoadedModel lm = load_model(model_path);
+  const Tokenizer& tok = *lm.tokenizer;
+  struct Case {
+    const char* prompt;
+    const char* starts;  // the reference engine's continuation, where known
+  };
+  for (const Case& c : {Case{"Once upon a time, there was a little dog named Max.", " Max loved"},
+                        Case{"Once upon a time", ""}, Case{"Lily went to the park", ""},
+                        Case{"The sun was", ""}, Case{"One day, Tom", ""}}) {
+    Session s(*lm.model, 256);
+    GenerationConfig cfg;
+    cfg.max_new_tokens = 40;
+    cfg.eos_ids = {tok.eos()};
+    const std::vector<int32_t> prompt = tok.encode(c.prompt, true, false);
+    ArDecoder ar;
+    StreamingDecoder stream(tok, prompt);
+    std::string text;
+    GenerationResult r = ar.generate(s, prompt, cfg, [&](std::span<const int32_t> t) {
+      for (int32_t id : t) text += stream.push(id);
+    });
+    text += stream.finish();
+    std::vector<int32_t> all = prompt;
+    all.insert(all.end(), r.tokens.begin(), r.tokens.end());
+    const std::string whole = tok.decode(all), before = tok.decode(prompt);
+    ASSERT_EQ(whole.compare(0, before.size(), before), 0) << c.prompt;
+    EXPECT_EQ(text, whole.substr(before.size())) << c.prompt;
+    EXPECT_EQ(text.compare(0, strlen(c.starts), c.starts), 0) << c.prompt << " -> " << text;
+  }
+}
+
+// A context ending inside a multi-byte character: the new bytes complete it and only they are handed out.
+TEST(Continuation, CompletesTheContextsUnfinishedCharacter) {
+  JF_SHARED_PATH(model_path, "models/stories260K/stories260K.gguf");
+  LoadedModel lm = load_model(model_path);
+  const Tokenizer& tok = *lm.tokenizer;
+  const int32_t e4 = 3 + 0xE4, bd = 3 + 0xBD, a0 = 3 + 0xA0;  // byte tokens of U+4F60
+  ASSERT_EQ(tok.token_bytes(e4), "\xE4");
+  const std::vector<int32_t> context = {tok.bos(), tok.encode("Hi", false, false)[0], e4};
+  StreamingDecoder stream(tok, context);
+  EXPECT_EQ(stream.push(bd), "");
+  EXPECT_EQ(stream.push(a0), "\xBD\xA0");
+  EXPECT_EQ(stream.finish(), "");
+  StreamingDecoder alone(tok);  // the same bytes as a text of their own: the first one is invalid
+  EXPECT_EQ(alone.push(bd), "\xEF\xBF\xBD");
+}
 
 // Stop conditions on a random model, where EOS can be forced by choosing it as the end-of-generation id.
 class StopConditions : public ::testing::Test {

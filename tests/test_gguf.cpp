@@ -1,4 +1,5 @@
 // GGUF reader/writer: real files, write -> read round trip, and every malformed-file case.
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -90,6 +91,49 @@ TEST(Gguf, WriteReadRoundTrip) {
   EXPECT_EQ(read_all(p), read_all(p2));
   std::remove(p.c_str());
   std::remove(p2.c_str());
+}
+
+// The legacy and K-quant types: GGML's type ids and block sizes, so a file written here has the tensor
+// sizes and offsets the reference reader computes; the bytes come back as written.
+TEST(Gguf, QuantizedTypesRoundTrip) {
+  struct Case {
+    DType t;
+    uint32_t ggml_id;
+    int64_t cols;
+    size_t row_bytes;
+  };
+  const Case cases[] = {{DType::Q4_1, 3, 64, 40},   {DType::Q5_0, 6, 64, 44},   {DType::Q5_1, 7, 64, 48},
+                        {DType::Q4_K, 12, 512, 288}, {DType::Q5_K, 13, 512, 352}, {DType::Q6_K, 14, 512, 420}};
+  std::string p = temp_path("quants.gguf");
+  GgufWriter w;
+  w.meta().set("general.architecture", GgufValue::of_string("llama"));
+  std::vector<std::vector<uint8_t>> data;
+  for (const Case& c : cases) {
+    DType t;
+    ASSERT_TRUE(dtype_from_ggml(c.ggml_id, &t));
+    EXPECT_EQ(t, c.t);
+    ASSERT_EQ(dtype_row_bytes(c.t, c.cols), c.row_bytes) << dtype_name(c.t);
+    std::vector<float> x(static_cast<size_t>(c.cols * 3));
+    for (size_t i = 0; i < x.size(); i++) x[i] = std::sin(0.37f * float(i));
+    std::vector<uint8_t> bytes(c.row_bytes * 3);
+    for (int r = 0; r < 3; r++) quantize_row(c.t, &x[r * c.cols], bytes.data() + r * c.row_bytes, c.cols);
+    data.push_back(bytes);
+    w.add_tensor_copy("t." + dtype_name(c.t), c.t, {c.cols, 3}, bytes.data());
+  }
+  w.write(p);
+  auto f = GgufFile::open(p);
+  for (size_t i = 0; i < std::size(cases); i++) {
+    const GgufTensor* t = f->find_tensor("t." + dtype_name(cases[i].t));
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->type, cases[i].t);
+    ASSERT_EQ(t->nbytes, data[i].size());
+    EXPECT_EQ(std::memcmp(t->data, data[i].data(), t->nbytes), 0) << dtype_name(cases[i].t);
+  }
+  std::remove(p.c_str());
+  // A K-quant row must hold whole super-blocks of 256.
+  GgufWriter bad;
+  std::vector<uint8_t> z(288);
+  EXPECT_THROW(bad.add_tensor_copy("t", DType::Q4_K, {128, 2}, z.data()), Error);
 }
 
 TEST(Gguf, OpensSharedModel) {
@@ -197,8 +241,8 @@ TEST_F(Malformed, UnsupportedTensorType) {
   auto b = good;
   size_t name = find("t.f16");
   // name, u32 rank (1), u64 dim, u32 type
-  poke<uint32_t>(b, name + 5 + 4 + 8, 12);  // Q4_K
-  expect_parse_error(b, "unsupported type q4_K (id 12");
+  poke<uint32_t>(b, name + 5 + 4 + 8, 11);  // Q3_K
+  expect_parse_error(b, "unsupported type q3_K (id 11");
 }
 
 TEST_F(Malformed, BadRankAndDims) {

@@ -26,7 +26,35 @@ struct Weights {
   WeightMatrix w;
 };
 
-const DType kTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0};
+const DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
+                        DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+// K-quants need rows of 256: the test shapes' K (multiples of 32) mapped to 256, 512 or 768.
+int64_t cols_for(DType t, int64_t K) { return dtype_is_kquant(t) ? kQK * (K / kQ8Block % 3 + 1) : K; }
+
+// The int8 kernels' chain for one output (matmul.h, Q8Rows): exact integer sums per block (per half for
+// Q6_K), acc = fma(sum, dw * dx, acc), and for types with a min acc = fma(sum of x's quants, m * dx, acc).
+float int8_chain(DType t, const uint8_t* wrow, const int8_t* xq, const float* xd, int64_t K) {
+  float acc = 0.0f;
+  for (int64_t b = 0; b < K / kQ8Block; b++) {
+    Quants32 wb;
+    block32(t, wrow, b, wb);
+    const int8_t* x = xq + b * kQ8Block;
+    if (dtype_scales_per_32(t) == 2) {
+      for (int h = 0; h < 2; h++) {
+        int32_t sum = 0;
+        for (int k = 16 * h; k < 16 * h + 16; k++) sum += x[k] * wb.q[k];
+        acc = std::fma(float(sum), wb.d[h] * xd[b], acc);
+      }
+      continue;
+    }
+    int32_t sum = 0, xsum = 0;
+    for (int k = 0; k < kQ8Block; k++) sum += x[k] * wb.q[k], xsum += x[k];
+    acc = std::fma(float(sum), wb.d[0] * xd[b], acc);
+    if (dtype_has_min(t)) acc = std::fma(float(xsum), wb.m * xd[b], acc);
+  }
+  return acc;
+}
 
 // Which copy the SIMD kernels use: the row-major weights, fp32 panels, or panels in the weights' own type.
 enum class Layout { RowMajor, PanelsF32, PanelsOwn };
@@ -97,6 +125,7 @@ TEST_P(IsaTest, MatmulMatchesReferenceAllTypes) {
       for (auto [M, N, K] :
            {std::tuple<int64_t, int64_t, int64_t>{1, 37, 64}, {5, 29, 96}, {13, 50, 160}, {33, 12, 32}}) {
         if (!dtype_is_block_quantized(t) && K == 96) K = 100;  // exercise the k tail for element types
+        K = cols_for(t, K);
         Weights w = make_weights(t, N, K, 7, layout);
         auto x = randn(M * K, 11);
         std::vector<float> y(static_cast<size_t>(M * N));
@@ -122,6 +151,7 @@ TEST_P(IsaTest, PanelMatmulIsTheSequentialFmaChain) {
       for (auto [M, N, K] :
            {std::tuple<int64_t, int64_t, int64_t>{1, 37, 64}, {6, 9, 32}, {11, 70, 160}, {4, 200, 96}, {2, 50, 32}, {15, 90, 64}, {13, 40, 96},
             {5, 7300, 32}}) {  // the last spans several cache-sized panel groups (run_panels)
+        K = cols_for(t, K);
         Weights w = make_weights(t, N, K, 21, layout);
         auto x = randn(M * K, 23);
         std::vector<float> y(static_cast<size_t>(M * N)), row(static_cast<size_t>(K));
@@ -135,13 +165,7 @@ TEST_P(IsaTest, PanelMatmulIsTheSequentialFmaChain) {
             float acc = 0.0f;
             if (q8_blocks) {
               scalar::quantize_row_q8(&x[m * K], K, xq.data(), xd.data(), bias.data());
-              for (int64_t b = 0; b < K / kQ8Block; b++) {
-                int8_t qw[kQ8Block];
-                const float dw = block_quants(t, w.w.row(n), b, qw);
-                int32_t sum = 0;
-                for (int k = 0; k < kQ8Block; k++) sum += xq[b * kQ8Block + k] * qw[k];
-                acc = std::fma(float(sum), dw * xd[b], acc);
-              }
+              acc = int8_chain(t, w.w.row(n), xq.data(), xd.data(), K);
             } else {
               for (int64_t k = 0; k < K; k++) acc = std::fma(x[m * K + k], row[k], acc);
             }
@@ -204,9 +228,10 @@ TEST_P(IsaTest, ActivationQuantizationIsTheScalarDefinition) {
 // Q8_0 panels on every instruction set give the same bits, also for quants of -128 (possible in files)
 // and a NaN activation, which must reach the outputs it feeds.
 TEST(Q8Panels, AllInstructionSetsAgreeAndNaNPropagates) {
-  for (DType type : {DType::Q8_0, DType::Q4_0}) {
+  for (DType type : kTypes) {
+  if (!dtype_is_block_quantized(type)) continue;
   SCOPED_TRACE(dtype_name(type));
-  const int64_t N = 45, K = 128, M = 9;
+  const int64_t N = 45, K = cols_for(type, 128), M = 9;
   Weights w = make_weights(type, N, K, 41);
   if (type == DType::Q8_0) {
     auto* blocks = reinterpret_cast<BlockQ8_0*>(w.bytes.data());
@@ -248,7 +273,7 @@ TEST(Q8Panels, AllInstructionSetsAgreeAndNaNPropagates) {
 TEST_P(IsaTest, MatmulBatchInvariant) {
   for (Layout layout : kLayouts)
     for (DType t : kTypes) {
-      const int64_t N = 77, K = dtype_is_block_quantized(t) ? 128 : 131;
+      const int64_t N = 77, K = dtype_is_kquant(t) ? 256 : dtype_is_block_quantized(t) ? 128 : 131;
       Weights w = make_weights(t, N, K, 3, layout);
       const int64_t Mmax = 70;
       auto x = randn(Mmax * K, 5);

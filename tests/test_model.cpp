@@ -15,6 +15,7 @@
 #include "kernels/parallel.h"
 #include "model/convert.h"
 #include "model/model.h"
+#include "model/quant_mix.h"
 #include "model/random_model.h"
 #include "model/transformer.h"
 #include "model_helpers.h"
@@ -143,6 +144,20 @@ ModelConfig llama_wide_ffn() {
   return c;
 }
 
+// Rows of 256 and 512: every K-quant fits, so each matrix keeps the type asked for.
+ModelConfig llama_256() {
+  ModelConfig c = preset_config("tiny");
+  c.dim = 256, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 64, c.rope_dim = 64, c.ffn_dim = 512;
+  return c;
+}
+
+// A model of llama_256's shape in one of GGML's file types (its per-tensor mix).
+std::unique_ptr<Model> file_type_model(const std::string& scheme_name, uint64_t seed) {
+  WeightScheme scheme;
+  EXPECT_TRUE(weight_scheme_from_name(scheme_name, &scheme));
+  return std::make_unique<Model>(llama_256(), random_tensors(llama_256(), scheme, seed), "memory");
+}
+
 class BatchInvariance : public ::testing::TestWithParam<std::tuple<std::string, DType, Isa>> {};
 
 TEST_P(BatchInvariance, LogitsBitIdenticalAcrossBatchShapes) {
@@ -159,6 +174,8 @@ TEST_P(BatchInvariance, LogitsBitIdenticalAcrossBatchShapes) {
                                 std::vector<std::shared_ptr<const void>>{f});
   } else if (which == "llama-gqa") {
     m = random_model(preset_config("tiny"), type, 1);
+  } else if (which == "llama-256") {
+    m = random_model(llama_256(), type, 4);
   } else if (which == "llama-mha-untied-ropefreqs") {
     m = random_model(llama_mha_untied(), type, 2);
   } else {
@@ -186,6 +203,20 @@ INSTANTIATE_TEST_SUITE_P(
     Models, BatchInvariance,
     ::testing::Combine(::testing::Values("stories260K", "llama-gqa", "llama-mha-untied-ropefreqs", "qwen2-bias-tied"),
                        ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0),
+                       ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx2Vnni, Isa::Avx512)),
+    [](const auto& info) {
+      std::string s = std::get<0>(info.param) + "_" + dtype_name(std::get<1>(info.param)) + "_" + isa_name(std::get<2>(info.param));
+      for (char& c : s)
+        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+      return s;
+    });
+
+// The legacy and K-quant types on a shape where each keeps its own type (int8 tiles with mins and Q6_K's
+// half blocks).
+INSTANTIATE_TEST_SUITE_P(
+    Quants, BatchInvariance,
+    ::testing::Combine(::testing::Values("llama-256"),
+                       ::testing::Values(DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K),
                        ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx2Vnni, Isa::Avx512)),
     [](const auto& info) {
       std::string s = std::get<0>(info.param) + "_" + dtype_name(std::get<1>(info.param)) + "_" + isa_name(std::get<2>(info.param));
@@ -324,6 +355,21 @@ TEST(SimdInstructionSets, GiveBitIdenticalLogits) {
           ASSERT_EQ(got[t][i], (*first)[t][i]) << dtype_name(type) << " " << isa_name(isa) << " t=" << t << " i=" << i;
     }
   }
+  // GGML's file types' mixes (Q4_K with Q6_K, Q5_K with Q6_K, Q5_1 with Q6_K in one model).
+  for (const char* scheme : {"q4_k_m", "q5_k_m", "q5_1"}) {
+    auto toks = random_tokens(12, 256, 9);
+    std::optional<Logits> first;
+    for (Isa isa : {Isa::Avx2, Isa::Avx2Vnni, Isa::Avx512}) {
+      if (!isa_supported(isa)) continue;
+      set_active_isa(isa);
+      auto m = file_type_model(scheme, 8);
+      Logits got = stepwise(*m, toks);
+      if (!first) first = got;
+      for (size_t t = 0; t < got.size(); t++)
+        for (size_t i = 0; i < got[t].size(); i++)
+          ASSERT_EQ(got[t][i], (*first)[t][i]) << scheme << " " << isa_name(isa) << " t=" << t << " i=" << i;
+    }
+  }
   set_active_isa(saved);
 }
 
@@ -373,6 +419,65 @@ TEST(Quantization, Q4_0ComputesItsDequantizedWeights) {
     EXPECT_LT(worst, 0.2) << "ffn_dim " << cfg.ffn_dim;
     std::printf("q4_0 against its dequantized weights: max |logit error| / logit sd = %.4f (tolerance 0.20)\n", worst);
   }
+}
+
+// The same for every legacy and K-quant type: a model in the type against the fp32 model of its own
+// dequantized weights (the reference engine's values, see block32), differing only by activation rounding.
+TEST(Quantization, QuantTypesComputeTheirDequantizedWeights) {
+  auto base = random_model(llama_256(), DType::F32, 21);
+  auto toks = random_tokens(16, 256, 3);
+  for (DType t : {DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    Model q(base->config(), convert_tensors(base->tensors(), t), "memory");
+    ASSERT_EQ(q.tensors().find("blk.0.ffn_down.weight")->type, t);
+    Model ref(base->config(), convert_tensors(q.tensors(), DType::F32), "memory");
+    const double worst = max_logit_error_over_sd(stepwise(ref, toks), stepwise(q, toks));
+    EXPECT_LT(worst, 0.2) << dtype_name(t);
+    std::printf("%s against its dequantized weights: max |logit error| / logit sd = %.4f (tolerance 0.20)\n",
+                dtype_name(t).c_str(), worst);
+  }
+}
+
+// GGML's per-tensor mix of its file types on a 22-layer model (TinyLlama's shape): output Q6_K; attn_v and
+// ffn_down Q6_K on the layers i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2 (q4_k_m); q4_k_s's Q5_K on the
+// first layers; and the reference's fallbacks for rows that do not fit the blocks.
+TEST(QuantMix, FileTypesFollowTheReferenceMix) {
+  WeightScheme m, s, q6, q50, pure;
+  ASSERT_TRUE(weight_scheme_from_name("Q4_K_M", &m));
+  ASSERT_TRUE(weight_scheme_from_name("q4_k_s", &s));
+  ASSERT_TRUE(weight_scheme_from_name("q6_k", &q6));
+  ASSERT_TRUE(weight_scheme_from_name("q5_0", &q50));
+  ASSERT_TRUE(weight_scheme_from_name("q4_k", &pure));
+  EXPECT_FALSE(weight_scheme_from_name("q3_k_m", &pure));
+  const int n = 22;
+  std::string more;
+  for (int i = 0; i < n; i++) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    const DType v = scheme_tensor_type(m, p + "attn_v.weight", 2048, n, true);
+    EXPECT_EQ(scheme_tensor_type(m, p + "ffn_down.weight", 5632, n, true), v);
+    EXPECT_EQ(scheme_tensor_type(m, p + "attn_q.weight", 2048, n, true), DType::Q4_K);
+    EXPECT_EQ(scheme_tensor_type(s, p + "attn_v.weight", 2048, n, true), i < 4 ? DType::Q5_K : DType::Q4_K);
+    EXPECT_EQ(scheme_tensor_type(s, p + "ffn_down.weight", 5632, n, true), i < 2 ? DType::Q5_K : DType::Q4_K);
+    EXPECT_EQ(scheme_tensor_type(s, p + "attn_v.weight", 896, n, true), i < 4 ? DType::Q5_1 : DType::Q5_0);
+    more += v == DType::Q6_K ? '6' : '4';
+  }
+  // n / 8 = 2, 7n / 8 = 19: layers 0, 1, 4, 7, 10, 13, 16, 19, 20, 21
+  EXPECT_EQ(more, "6644644644644644644666");
+  EXPECT_EQ(scheme_tensor_type(m, "output.weight", 2048, n, true), DType::Q6_K);
+  EXPECT_EQ(scheme_tensor_type(m, "token_embd.weight", 2048, n, true), DType::Q4_K);
+  EXPECT_EQ(scheme_tensor_type(m, "token_embd.weight", 2048, n, false), DType::Q6_K);  // tied: the output's type
+  EXPECT_EQ(scheme_tensor_type(m, "output.weight", 896, n, true), DType::Q8_0);       // Qwen2.5-0.5B's width
+  EXPECT_EQ(scheme_tensor_type(m, "blk.0.attn_q.weight", 896, n, true), DType::Q5_0);
+  EXPECT_EQ(scheme_tensor_type(m, "blk.3.attn_v.weight", 896, n, true), DType::Q5_0);
+  EXPECT_EQ(scheme_tensor_type(m, "blk.0.attn_v.weight", 896, n, true), DType::Q8_0);  // Q6_K's fallback
+  EXPECT_EQ(scheme_tensor_type(m, "blk.0.ffn_down.weight", 4864, n, true), DType::Q6_K);
+  EXPECT_EQ(scheme_tensor_type(m, "blk.0.attn_qkv.weight", 3072, n, true), DType::Q5_K);  // fused (Phi-3)
+  EXPECT_EQ(scheme_tensor_type(m, "blk.0.attn_q.weight", 100, n, true), DType::F16);
+  EXPECT_EQ(scheme_tensor_type(q6, "blk.5.ffn_up.weight", 2048, n, true), DType::Q6_K);
+  EXPECT_EQ(scheme_tensor_type(q50, "output.weight", 2048, n, true), DType::Q6_K);
+  EXPECT_EQ(scheme_tensor_type(q50, "output.weight", 576, n, true), DType::Q8_0);
+  EXPECT_EQ(scheme_tensor_type(q50, "blk.0.ffn_down.weight", 5632, n, true), DType::Q5_0);
+  EXPECT_EQ(scheme_tensor_type(pure, "output.weight", 2048, n, true), DType::Q4_K);
+  EXPECT_EQ(scheme_tensor_type(pure, "output.weight", 960, n, true), DType::Q5_0);
 }
 
 TEST(Stories260K, Llama2cAndGgufGiveIdenticalLogits) {

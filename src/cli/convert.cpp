@@ -14,10 +14,10 @@ namespace jf::cli {
 
 namespace {
 
-DType parse_type(const std::string& s) {
-  DType t;
-  if (!dtype_from_name(s, &t)) throw Error("unknown weight type '" + s + "' (expected f32, f16, bf16, q8_0 or q4_0)");
-  return t;
+WeightScheme parse_scheme(const std::string& s) {
+  WeightScheme w;
+  if (!weight_scheme_from_name(s, &w)) throw Error("unknown weight type '" + s + "' (expected " + weight_scheme_names() + ")");
+  return w;
 }
 
 int run_convert(const ModelOptions& o, const std::string& out, const std::string& type) {
@@ -26,9 +26,9 @@ int run_convert(const ModelOptions& o, const std::string& out, const std::string
   ModelConfig cfg;
   TensorSet ts = to_gguf_layout(lm.model->config(), lm.model->tensors(), &cfg);
   if (!type.empty()) {
-    std::vector<std::string> kept;
-    ts = convert_tensors(ts, parse_type(type), &kept);
-    for (const auto& k : kept) std::fprintf(stderr, "jf: %s: row length not a multiple of 32, kept as f16\n", k.c_str());
+    std::vector<std::string> notes;
+    ts = convert_tensors(ts, parse_scheme(type), cfg.n_layers, &notes);
+    for (const auto& n : notes) std::fprintf(stderr, "jf: %s\n", n.c_str());
   }
   GgufMetadata meta;
   meta.set("general.file_type_name", GgufValue::of_string(type.empty() ? "unchanged" : type));
@@ -52,7 +52,7 @@ int run_random(const std::string& preset, const std::string& type, uint64_t seed
                   std::to_string(cfg.vocab_size));
     tok->to_gguf(meta);
   }
-  TensorSet ts = random_tensors(cfg, parse_type(type), seed);
+  TensorSet ts = random_tensors(cfg, parse_scheme(type), seed);
   write_model_gguf(out, cfg, ts, meta);
   std::fprintf(stderr, "jf: wrote %s (%s, %s weights)\n", out.c_str(), cfg.summary().c_str(), type.c_str());
   return 0;
@@ -67,7 +67,7 @@ Command add_convert_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("convert", "Convert a model (llama2.c, safetensors or GGUF) to GGUF, optionally requantizing");
   add_model_options(cmd, *o);
   cmd->add_option("-o,--output", *out, "Output GGUF file")->required();
-  cmd->add_option("--type", *type, "Weight type of the output matrices: f32, f16, bf16, q8_0, q4_0 (default: unchanged)");
+  cmd->add_option("--type", *type, std::string("Weight type of the output matrices: ") + weight_scheme_names() + " (default: unchanged)");
   return [o, out, type] { return run_convert(*o, *out, *type); };
 }
 
@@ -81,7 +81,7 @@ Command add_random_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("random", "Write a randomly initialised model of a realistic shape (for benchmarks)");
   cmd->add_option("--preset", a->preset, "Shape: tiny, llama-1b (TinyLlama 1.1B), qwen2-0.5b (Qwen2.5 0.5B)");
-  cmd->add_option("--type", a->type, "Weight type: f32, f16, bf16, q8_0, q4_0 (default f16)");
+  cmd->add_option("--type", a->type, std::string("Weight type: ") + weight_scheme_names() + " (default f16)");
   cmd->add_option("--seed", a->seed, "Random seed (default 1)");
   cmd->add_option("--layers", a->layers, "Override the number of layers")->check(CLI::Range(0, 1000));
   cmd->add_option("--vocab-from", a->vocab_from, "Copy the tokenizer of this GGUF file (its size must match the preset)");

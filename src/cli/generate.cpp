@@ -58,7 +58,7 @@ int run_generate(GenerateArgs& a) {
   if (!a.decoder.ngram_corpus.empty()) a.decoder.corpus_tokens = read_ngram_corpus(a.decoder.ngram_corpus, tok);
   std::unique_ptr<Decoder> decoder_ptr = make_decoder(a.decoder);
   Decoder& decoder = *decoder_ptr;
-  StreamingDecoder stream(tok);
+  StreamingDecoder stream(tok, prompt);  // the text after the prompt, with its leading space
   std::string text;
   const bool echo = !a.json && !a.no_echo && !a.prompt.chat;
   if (echo) {

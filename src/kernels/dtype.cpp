@@ -6,12 +6,20 @@
 
 namespace jf {
 
+void quantize_row_other(DType t, const float* src, void* dst, int64_t n);  // dtype_quants.cpp
+
 bool dtype_from_ggml(uint32_t id, DType* out) {
   switch (id) {
     case 0: *out = DType::F32; return true;
     case 1: *out = DType::F16; return true;
     case 2: *out = DType::Q4_0; return true;
+    case 3: *out = DType::Q4_1; return true;
+    case 6: *out = DType::Q5_0; return true;
+    case 7: *out = DType::Q5_1; return true;
     case 8: *out = DType::Q8_0; return true;
+    case 12: *out = DType::Q4_K; return true;
+    case 13: *out = DType::Q5_K; return true;
+    case 14: *out = DType::Q6_K; return true;
     case 30: *out = DType::BF16; return true;
     default: return false;
   }
@@ -24,6 +32,12 @@ std::string dtype_name(DType t) {
     case DType::BF16: return "bf16";
     case DType::Q8_0: return "q8_0";
     case DType::Q4_0: return "q4_0";
+    case DType::Q4_1: return "q4_1";
+    case DType::Q5_0: return "q5_0";
+    case DType::Q5_1: return "q5_1";
+    case DType::Q4_K: return "q4_k";
+    case DType::Q5_K: return "q5_k";
+    case DType::Q6_K: return "q6_k";
   }
   return "?";
 }
@@ -31,7 +45,8 @@ std::string dtype_name(DType t) {
 bool dtype_from_name(const std::string& name, DType* out) {
   std::string s = name;
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0}) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                  DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     if (s == dtype_name(t)) {
       *out = t;
       return true;
@@ -40,7 +55,7 @@ bool dtype_from_name(const std::string& name, DType* out) {
   return false;
 }
 
-int dtype_block_size(DType t) { return dtype_is_block_quantized(t) ? kQ8Block : 1; }
+int dtype_block_size(DType t) { return dtype_is_kquant(t) ? kQK : dtype_is_block_quantized(t) ? kQ8Block : 1; }
 
 size_t dtype_block_bytes(DType t) {
   switch (t) {
@@ -49,22 +64,14 @@ size_t dtype_block_bytes(DType t) {
     case DType::BF16: return 2;
     case DType::Q8_0: return sizeof(BlockQ8_0);
     case DType::Q4_0: return sizeof(BlockQ4_0);
+    case DType::Q4_1: return sizeof(BlockQ4_1);
+    case DType::Q5_0: return sizeof(BlockQ5_0);
+    case DType::Q5_1: return sizeof(BlockQ5_1);
+    case DType::Q4_K: return sizeof(BlockQ4_K);
+    case DType::Q5_K: return sizeof(BlockQ5_K);
+    case DType::Q6_K: return sizeof(BlockQ6_K);
   }
   return 0;
-}
-
-float block_quants(DType t, const void* row, int64_t b, int8_t* q) {
-  if (t == DType::Q4_0) {
-    const BlockQ4_0& blk = static_cast<const BlockQ4_0*>(row)[b];
-    for (int j = 0; j < kQ8Block / 2; j++) {
-      q[j] = static_cast<int8_t>((blk.qs[j] & 0x0F) - 8);
-      q[j + kQ8Block / 2] = static_cast<int8_t>((blk.qs[j] >> 4) - 8);
-    }
-    return f16_to_f32(blk.d);
-  }
-  const BlockQ8_0& blk = static_cast<const BlockQ8_0*>(row)[b];
-  std::memcpy(q, blk.qs, kQ8Block);
-  return f16_to_f32(blk.d);
 }
 
 void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
@@ -80,12 +87,14 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
       for (int64_t i = 0; i < n; i++) dst[i] = bf16_to_f32(s[i]);
       return;
     }
-    case DType::Q8_0:
-    case DType::Q4_0: {
-      int8_t q[kQ8Block];
+    default: {  // quantized: the blocks as the int8 kernels see them (same values)
+      Quants32 b;
+      const bool min = dtype_has_min(t);
       for (int64_t i = 0; i < n / kQ8Block; i++) {
-        const float d = block_quants(t, src, i, q);
-        for (int j = 0; j < kQ8Block; j++) dst[i * kQ8Block + j] = d * static_cast<float>(q[j]);
+        block32(t, src, i, b);
+        float* y = dst + i * kQ8Block;
+        for (int j = 0; j < kQ8Block; j++) y[j] = min ? b.d[j / 16] * static_cast<float>(b.q[j]) + b.m
+                                                      : b.d[j / 16] * static_cast<float>(b.q[j]);
       }
       return;
     }
@@ -134,6 +143,7 @@ void quantize_row(DType t, const float* src, void* dst, int64_t n) {
       }
       return;
     }
+    default: return quantize_row_other(t, src, dst, n);
   }
 }
 

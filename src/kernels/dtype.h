@@ -6,7 +6,9 @@
 
 namespace jf {
 
-enum class DType : uint32_t { F32 = 0, F16 = 1, Q4_0 = 2, Q8_0 = 8, BF16 = 30 };
+enum class DType : uint32_t {
+  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q4_K = 12, Q5_K = 13, Q6_K = 14, BF16 = 30
+};
 
 // Q8_0: blocks of 32 weights sharing one fp16 scale d; weight = d * q, q in [-127, 127].
 constexpr int kQ8Block = 32;
@@ -24,14 +26,77 @@ struct BlockQ4_0 {
 };
 static_assert(sizeof(BlockQ4_0) == 18, "Q4_0 block must be packed to 18 bytes");
 
-// Q8_0 and Q4_0: weights in blocks of 32 with a scale each (matmul multiplies them with int8 activations).
-inline bool dtype_is_block_quantized(DType t) { return t == DType::Q8_0 || t == DType::Q4_0; }
+// Q4_1: d * q + m, q in [0, 15] (nibbles as Q4_0). Q5_0: d * (q - 16), Q5_1: d * q + m, q in [0, 31]: the
+// nibbles as Q4_0 plus a fifth bit, bit j of qh (little-endian uint32) for weight j.
+struct BlockQ4_1 {
+  uint16_t d, m;
+  uint8_t qs[kQ8Block / 2];
+};
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[kQ8Block / 2];
+};
+struct BlockQ5_1 {
+  uint16_t d, m;
+  uint8_t qh[4];
+  uint8_t qs[kQ8Block / 2];
+};
+static_assert(sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ5_1) == 24, "GGML legacy block sizes");
+
+// K-quants: super-blocks of 256 weights (GGML's layouts).
+// Q4_K / Q5_K: 8 sub-blocks of 32, each with a 6-bit scale sc[j] and min m[j] packed in `scales` (see
+// kquant_scale_min); weight = d * sc[j] * q - dmin * m[j]. Chunk c (64 weights) uses qs[32c .. 32c+31]: low
+// nibbles are sub-block 2c, high ones 2c+1; Q5_K adds bit 2c (low) / 2c+1 (high) of qh[l] worth 16.
+// Q6_K: 16 sub-blocks of 16 with int8 scales; weight = d * sc * (q - 32), q 6 bits from ql (4) and qh (2).
+constexpr int kQK = 256;
+struct BlockQ4_K {
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qs[kQK / 2];
+};
+struct BlockQ5_K {
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qh[kQK / 8];
+  uint8_t qs[kQK / 2];
+};
+struct BlockQ6_K {
+  uint8_t ql[kQK / 2];
+  uint8_t qh[kQK / 4];
+  int8_t scales[kQK / 16];
+  uint16_t d;
+};
+static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210, "GGML K-quant block sizes");
+
+// Sub-block j (0..7) of a Q4_K / Q5_K super-block: its 6-bit scale and min.
+inline void kquant_scale_min(const uint8_t* q, int j, uint8_t* sc, uint8_t* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = static_cast<uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+    *m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+// Every quantized type: weights in blocks (32 or 256) with scales; matmul multiplies them with int8 activations.
+inline bool dtype_is_block_quantized(DType t) {
+  return t != DType::F32 && t != DType::F16 && t != DType::BF16;
+}
+inline bool dtype_is_kquant(DType t) { return t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K; }
+// Types whose 32-weight blocks have a min (an added term): Q4_1, Q5_1, Q4_K, Q5_K.
+inline bool dtype_has_min(DType t) {
+  return t == DType::Q4_1 || t == DType::Q5_1 || t == DType::Q4_K || t == DType::Q5_K;
+}
+// Scales per 32 weights: 2 for Q6_K (sub-blocks of 16), else 1.
+inline int dtype_scales_per_32(DType t) { return t == DType::Q6_K ? 2 : 1; }
 
 // Returns false for type ids jf cannot compute with.
 bool dtype_from_ggml(uint32_t id, DType* out);
 std::string dtype_name(DType t);
-bool dtype_from_name(const std::string& name, DType* out);  // "f32", "f16", "bf16", "q8_0", "q4_0" (any case)
-int dtype_block_size(DType t);                               // elements per block (1 or 32)
+bool dtype_from_name(const std::string& name, DType* out);  // "f32", "q4_k", ... as dtype_name (any case)
+int dtype_block_size(DType t);                               // elements per block (1, 32 or 256)
 size_t dtype_block_bytes(DType t);                           // bytes per block
 // Bytes of a row of n elements; n must be a multiple of the block size.
 inline size_t dtype_row_bytes(DType t, int64_t n) {
@@ -84,15 +149,24 @@ inline uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
-// Block b (32 weights) of a Q8_0 or Q4_0 row: returns its scale and writes its quants as signed int8 (Q4_0:
-// the nibble minus 8), so weight i = scale * q[i].
-float block_quants(DType t, const void* row, int64_t b, int8_t* q);
+// Block b (32 weights) of a row of any quantized type, as the int8 kernels see it: weight i = d[i / 16] *
+// q[i] (+ m when dtype_has_min), with d and m rounded to fp32 exactly as GGML's dequantization computes them
+// (Q4_K: d = fp16 d * sc[j], m = -(dmin * m[j]); Q6_K: d[h] = fp16 d * sc of each half), so dequantize_row
+// gives the reference engine's values bit for bit. q: Q8_0 as stored, Q4_0 nibble - 8, Q5_0 - 16, Q6_K - 32,
+// Q4_1 / Q5_1 / Q4_K / Q5_K the unsigned quant.
+struct Quants32 {
+  float d[2];  // d[1] == d[0] unless dtype_scales_per_32 is 2
+  float m;     // 0 for types without a min
+  int8_t q[kQ8Block];
+};
+void block32(DType t, const void* row, int64_t b, Quants32& out);
 
 // Converts n elements of a row (any DType) to fp32.
 void dequantize_row(DType t, const void* src, float* dst, int64_t n);
-// Converts n fp32 values to a row of type t (Q8_0, Q4_0: n % 32 == 0). As GGML's reference quantizers do:
-// Q8_0 scale = max|x| / 127, q = round(x / scale); Q4_0 scale = -m / 8 for the value m of largest magnitude,
-// q = min(15, trunc(x / scale + 8.5)).
+// Converts n fp32 values to a row of type t (n a multiple of the block size) with GGML's reference
+// quantizers (no importance matrix), so files match the reference tools' bit for bit: Q8_0 scale =
+// max|x| / 127, q = round(x / scale); Q4_0 scale = -m / 8 for the value m of largest magnitude, q = min(15,
+// trunc(x / scale + 8.5)); the others in dtype_quants.cpp.
 void quantize_row(DType t, const float* src, void* dst, int64_t n);
 
 }  // namespace jf

@@ -57,18 +57,29 @@ void quantize_row_q8(const float* x, int64_t K, int8_t* q, float* d, int32_t* bi
 
 void matmul_cols_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t n0, int64_t n1) {
   const int64_t K = w.cols, N = w.rows, nb = K / kQ8Block;
-  std::vector<int8_t> qw(static_cast<size_t>(K));
-  std::vector<float> dw(static_cast<size_t>(nb));
+  const bool has_min = dtype_has_min(w.type), halves = dtype_scales_per_32(w.type) == 2;
+  std::vector<Quants32> blocks(static_cast<size_t>(nb));
   for (int64_t n = n0; n < n1; n++) {
-    for (int64_t b = 0; b < nb; b++) dw[b] = block_quants(w.type, w.row(n), b, &qw[b * kQ8Block]);
+    for (int64_t b = 0; b < nb; b++) block32(w.type, w.row(n), b, blocks[b]);
     for (int64_t m = 0; m < x.M; m++) {
       const int8_t* q = x.row_q(m);
       const float* d = x.row_d(m);
       float acc = 0.0f;
       for (int64_t b = 0; b < nb; b++) {
-        int32_t sum = 0;
-        for (int i = 0; i < kQ8Block; i++) sum += int32_t(q[b * kQ8Block + i]) * qw[b * kQ8Block + i];
-        acc = std::fma(static_cast<float>(sum), dw[b] * d[b], acc);
+        const Quants32& wb = blocks[b];
+        const int8_t* qb = q + b * kQ8Block;
+        if (halves) {
+          for (int h = 0; h < 2; h++) {
+            int32_t sum = 0;
+            for (int i = 16 * h; i < 16 * h + 16; i++) sum += int32_t(qb[i]) * wb.q[i];
+            acc = std::fma(static_cast<float>(sum), wb.d[h] * d[b], acc);
+          }
+          continue;
+        }
+        int32_t sum = 0, xsum = 0;
+        for (int i = 0; i < kQ8Block; i++) sum += int32_t(qb[i]) * wb.q[i], xsum += qb[i];
+        acc = std::fma(static_cast<float>(sum), wb.d[0] * d[b], acc);
+        if (has_min) acc = std::fma(static_cast<float>(xsum), wb.m * d[b], acc);
       }
       y[m * N + n] = acc;
     }
@@ -85,18 +96,25 @@ void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool th
   out.q.resize(size_t(M * K));
   out.d.resize(size_t(M * nb));
   out.bias.resize(size_t(M * nb));
+  out.bias16.resize(size_t(M * nb * 2));
   const bool simd = active_isa() != Isa::Scalar;
   parallel_for(M, threads && M > 1 && M * K >= (1 << 14), [&](int64_t m0, int64_t m1) {
     for (int64_t m = m0; m < m1; m++) {
       auto* quantize = simd ? avx2::quantize_row_q8 : scalar::quantize_row_q8;
       quantize(x + m * K, K, out.q.data() + m * K, out.d.data() + m * nb, out.bias.data() + m * nb);
+      const int8_t* q = out.q.data() + m * K;
+      for (int64_t h = 0; h < 2 * nb; h++) {
+        int32_t sum = 0;
+        for (int i = 0; i < 16; i++) sum += q[16 * h + i];
+        out.bias16[m * 2 * nb + h] = -128 * sum;
+      }
     }
   });
 }
 
 size_t panel_bytes(DType type, int64_t K) {
-  if (type == DType::Q8_0) return size_t(K / kQ8Block) * kPanel * (sizeof(float) + kQ8Block);
-  if (type == DType::Q4_0) return size_t(K / kQ8Block) * kPanel * (sizeof(float) + kQ8Block / 2);
+  if (dtype_is_block_quantized(type))
+    return size_t(K / kQ8Block) * kPanel * (sizeof(float) * panel_scale_sets(type) + (panel_nibbles(type) ? kQ8Block / 2 : kQ8Block));
   return size_t(K) * kPanel * dtype_row_bytes(type, 1);
 }
 
@@ -118,19 +136,23 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type) {
       if (type == DType::F32) {
         dequantize_row(w.type, w.row(n), row.data(), K);
         for (int64_t k = 0; k < K; k++) std::memcpy(panel + (k * kPanel + c) * 4, &row[k], 4);
-      } else if (dtype_is_block_quantized(type)) {  // quants stored unsigned: Q8_0 as q + 128, Q4_0 as q + 8
-        int8_t q[kQ8Block];
+      } else if (dtype_is_block_quantized(type)) {  // quants unsigned: q + 128 in bytes; Q4_0 q + 8, Q4_1/Q4_K q
+        Quants32 q;
+        const int sets = panel_scale_sets(type);
+        const bool nib = panel_nibbles(type), halves = dtype_scales_per_32(type) == 2;
+        const int nib_offset = type == DType::Q4_0 ? 8 : 0;
         for (int64_t b = 0; b < K / kQ8Block; b++) {
           uint8_t* bp = panel + b * panel_bytes(type, kQ8Block);
-          const float d = block_quants(type, w.row(n), b, q);
-          std::memcpy(bp + c * sizeof(float), &d, sizeof(float));
-          uint8_t* quants = bp + kPanel * sizeof(float);
+          block32(type, w.row(n), b, q);
+          std::memcpy(bp + c * sizeof(float), &q.d[0], sizeof(float));
+          if (sets > 1) std::memcpy(bp + (kPanel + c) * sizeof(float), halves ? &q.d[1] : &q.m, sizeof(float));
+          uint8_t* quants = bp + sets * kPanel * sizeof(float);
           for (int kk = 0; kk < kQ8Block; kk++) {  // group g = kk / 4: output c's bytes 4c .. 4c+3
             const int g = kk / 4, at = c * 4 + kk % 4;
-            if (type == DType::Q8_0)
-              quants[g * (4 * kPanel) + at] = static_cast<uint8_t>(q[kk] + 128);
-            else  // Q4_0: group pair g / 2, even groups in the low nibbles
-              quants[(g / 2) * (4 * kPanel) + at] |= static_cast<uint8_t>((q[kk] + 8) << (4 * (g % 2)));
+            if (!nib)
+              quants[g * (4 * kPanel) + at] = static_cast<uint8_t>(q.q[kk] + 128);
+            else  // group pair g / 2, even groups in the low nibbles
+              quants[(g / 2) * (4 * kPanel) + at] |= static_cast<uint8_t>((q.q[kk] + nib_offset) << (4 * (g % 2)));
           }
         }
       } else {  // F16 / BF16: 2-byte values moved as they are
@@ -185,8 +207,8 @@ void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool thr
     return;
   }
   // Split the output columns into tiles; a thread gets a contiguous run of whole tiles. The row-major SIMD
-  // kernels have no Q4_0 tiles: Q4_0 without panels (--no-panels) takes the scalar one.
-  const Isa cols_isa = w.type == DType::Q4_0 ? Isa::Scalar : isa;
+  // kernels have tiles for Q8_0 only: other quantized types without panels (--no-panels) take the scalar one.
+  const Isa cols_isa = dtype_is_block_quantized(w.type) && w.type != DType::Q8_0 ? Isa::Scalar : isa;
   const int64_t tile = cols_isa == Isa::Scalar ? 8 : kColTile;
   const int64_t n_tiles = (w.rows + tile - 1) / tile;
   parallel_for(n_tiles, parallel, [&](int64_t t0, int64_t t1) {

@@ -43,6 +43,9 @@ void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool thr
 //   output c of the panel, its quants k = 4g .. 4g+3 as q + 128 (unsigned), bytes 4c .. 4c+3.
 //   Q4_0: the same with 4-bit quants as in the file (q + 8, unsigned): 4 pairs of groups of 32 bytes, pair
 //   h holding group 2h in the low nibbles and group 2h + 1 in the high ones.
+//   The other quantized types, per block of 32 (block32's values): 8 fp32 scales, then 8 fp32 mins
+//   (Q4_1, Q5_1, Q4_K, Q5_K) or 8 more scales for positions 16..31 (Q6_K), then the quants: nibbles as Q4_0
+//   (Q4_1, Q4_K: q unsigned, no offset) or bytes as Q8_0 (q + 128: Q5_0, Q5_1, Q5_K, Q6_K).
 // Rows past N are zero. Per output element the order is acc = fma(x[k], w[k], acc) for k = 0 .. K-1 from
 // acc = 0, whatever M or the tile shape (w[k] as fp32; Q8_0 weights in fp32 panels are q * d rounded to
 // fp32). Q8_0 panels multiply int8 activations instead, see Q8Rows.
@@ -51,6 +54,10 @@ constexpr int64_t kPanel = 8;
 // model/weights.h pack_matrices).
 constexpr int64_t kPackMaxCols = 512;
 size_t panel_bytes(DType type, int64_t K);  // bytes of one panel
+// Quantized panels: fp32 vectors of 8 per block before the quants (scales, then mins or second scales).
+inline int panel_scale_sets(DType t) { return 1 + (dtype_has_min(t) ? 1 : 0) + (dtype_scales_per_32(t) - 1); }
+// Quantized panels holding 4-bit quants (two groups per byte).
+inline bool panel_nibbles(DType t) { return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q4_K; }
 size_t read_bytes(const WeightMatrix& w);   // bytes the kernels read for one pass over w (its panels if any)
 // The panel copy of w in `type` (F32, or w's own type).
 PageBuffer pack_panels(const WeightMatrix& w, DType type);
@@ -59,7 +66,8 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type);
 // q = x * (127 / max|x|) rounded to nearest even (a block with max|x| < 1e-30 is all zero; one holding inf
 // or NaN gets d = NaN, which every output it reaches then carries). With them each output is exact integer
 // block dot products chained as acc = fma(float(sum_k qx * qw), dx * dw, acc), blocks in order from 0
-// (qw: the Q8_0 quant, or the Q4_0 one minus 8):
+// (qw: block32's q; a type with a min adds acc = fma(float(sum_k qx), m * dx, acc) after each block's sum,
+// and Q6_K chains its two halves of 16 as blocks of their own, each with its scale):
 // the same bits on every instruction set (integer sums do not depend on their order), for any M or thread
 // count. int8 products are 4-8x cheaper than fp32 FMAs with VNNI; the error they add is that of the
 // weights' own quantization (|q| <= 127 per block of 32).
@@ -68,6 +76,7 @@ struct Q8Rows {
   aligned_vector<int8_t> q;   // M x K quants
   std::vector<float> d;       // M x K/32 scales
   std::vector<int32_t> bias;  // M x K/32: -128 * (sum of the block's quants), undoes the weights' + 128
+  std::vector<int32_t> bias16;  // M x K/16: the same per half block (Q6_K's sub-blocks of 16)
   const int8_t* row_q(int64_t m) const { return q.data() + m * K; }
   const float* row_d(int64_t m) const { return d.data() + m * (K / kQ8Block); }
   const int32_t* row_bias(int64_t m) const { return bias.data() + m * (K / kQ8Block); }
@@ -79,7 +88,7 @@ constexpr float kQ8NotFinite = __builtin_nanf("");  // the scale of a block hold
 
 namespace scalar {
 void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
-// Outputs [n0, n1) of a Q8_0 or Q4_0 matrix from quantized activations (the row-major weights), as the
+// Outputs [n0, n1) of a quantized matrix from quantized activations (the row-major weights), as the
 // panels do.
 void matmul_cols_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
 void quantize_row_q8(const float* x, int64_t K, int8_t* q, float* d, int32_t* bias);

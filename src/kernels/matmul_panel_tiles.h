@@ -32,16 +32,31 @@ struct PanelBF16 {
   template <class V>
   static typename V::T load(const uint8_t* panel, size_t ps, int64_t k) { return V::load_bf16(panel, ps, k * kPanel * 2); }
 };
-// Q8_0 / Q4_0 panels (per block of 32 positions: 8 fp32 scales, then groups of 4 quants x 8 outputs), see
-// tile_q8.
-struct PanelQ8 {
-  static constexpr DType kType = DType::Q8_0;
+// Quantized panels (per block of 32 positions: fp32 vectors of 8 scales (and mins or second-half scales),
+// then groups of 4 quants x 8 outputs), see tile_q8. kNibbles: 4-bit quants two groups per byte; kMin: a
+// min per block; kHalves: two scales per block (Q6_K's sub-blocks of 16); kOffset8: Q4_0's nibbles hold q + 8.
+template <DType Type>
+struct PanelInt {
+  static constexpr DType kType = Type;
+  static constexpr bool kNibbles = Type == DType::Q4_0 || Type == DType::Q4_1 || Type == DType::Q4_K;
+  static constexpr bool kOffset8 = Type == DType::Q4_0;
+  static constexpr bool kMin = Type == DType::Q4_1 || Type == DType::Q5_1 || Type == DType::Q4_K || Type == DType::Q5_K;
+  static constexpr bool kHalves = Type == DType::Q6_K;
+  static constexpr int kSets = 1 + kMin + kHalves;
 };
-struct PanelQ4 {
-  static constexpr DType kType = DType::Q4_0;
-};
+using PanelQ8 = PanelInt<DType::Q8_0>;
+using PanelQ4 = PanelInt<DType::Q4_0>;
 template <class L>
-constexpr bool kIntPanel = std::is_same_v<L, PanelQ8> || std::is_same_v<L, PanelQ4>;
+struct IsIntPanel : std::false_type {};
+template <DType T>
+struct IsIntPanel<PanelInt<T>> : std::true_type {};
+template <class L>
+constexpr bool kIntPanel = IsIntPanel<L>::value;
+template <class L>
+constexpr bool kNibblePanel = [] {
+  if constexpr (kIntPanel<L>) return L::kNibbles;
+  return false;
+}();
 
 // acc[i][j] = fma(x_i[k], wv[j], acc[i][j]) for MR rows of x (stride K).
 template <class V, int MR, int NV>
@@ -104,13 +119,51 @@ struct Q8Input {  // MR rows of a Q8Rows from row m on
   const int8_t* q;
   const float* d;
   const int32_t* bias;
+  const int32_t* bias16;
   int64_t K;
 };
+
+// The integer sums of groups [g0, g1) (4 positions each) of block b into acc: byte quants.
+template <class V, int MR, int NV>
+inline void dot_groups(typename V::I (&acc)[MR][NV], const Q8Input& x, int64_t b, const uint8_t* w, size_t ps,
+                       size_t quants, int g0, int g1) {
+  const int64_t K = x.K;
+#pragma GCC unroll 8
+  for (int g = g0; g < g1; g++) {
+    typename V::W wv[NV];
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; j++) {
+      wv[j] = V::load_q(w + j * V::PP * ps, ps, quants + g * 4 * kPanel);
+      if constexpr (MR > 1) V::pin(wv[j]);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+      const auto xb = V::broadcast4(x.q + i * K + b * kQ8Block + 4 * g);
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; j++) acc[i][j] = V::dot4(acc[i][j], wv[j], xb);
+    }
+  }
+}
+
+// total = fma(float(acc), scale * dx, total) with the fp32 scales at byte `at` of the block.
+template <class V, int MR, int NV, int L>
+inline void scale_into(float (&total)[MR][NV][L], const typename V::I (&acc)[MR][NV], const Q8Input& x, int64_t b,
+                       const uint8_t* w, size_t ps, size_t at) {
+  const int64_t nb = x.K / kQ8Block;
+#pragma GCC unroll 8
+  for (int j = 0; j < NV; j++) {
+    const typename V::T dw = V::load_f32(w + j * V::PP * ps, ps, at);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+      const typename V::T scale = V::mul(dw, V::broadcast(x.d + i * nb + b));
+      V::storeu(total[i][j], V::fma(V::to_float(acc[i][j]), scale, V::loadu(total[i][j])));
+    }
+  }
+}
 
 template <class V, class F, int MR, int NV>
 void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t col0) {
   constexpr int L = V::PP * kPanel;
-  constexpr bool q4 = std::is_same_v<F, PanelQ4>;
   alignas(64) float total[MR][NV][L] = {};
   const int64_t K = x.K, nb = K / kQ8Block;
   const size_t bb = panel_bytes(F::kType, kQ8Block);
@@ -123,12 +176,26 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
 #pragma GCC unroll 8
       for (size_t off = 0; off < bb; off += 64) _mm_prefetch(reinterpret_cast<const char*>(w + j * ps + (b + 4) * bb + off), _MM_HINT_T0);
     typename V::I acc[MR][NV];
+    const size_t quants = b * bb + F::kSets * kPanel * sizeof(float);
+    if constexpr (F::kHalves) {  // two chained sub-blocks of 16 positions, each from its own -128 * sum x
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; h++) {
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++)
+#pragma GCC unroll 8
+          for (int j = 0; j < NV; j++) acc[i][j] = V::block_start(x.bias16 + i * 2 * nb + 2 * b + h);
+        dot_groups<V, MR, NV>(acc, x, b, w, ps, quants, 4 * h, 4 * h + 4);
+        scale_into<V, MR, NV, L>(total, acc, x, b, w, ps, b * bb + h * kPanel * sizeof(float));
+      }
+      continue;
+    }
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++)
 #pragma GCC unroll 8
-      for (int j = 0; j < NV; j++) acc[i][j] = q4 ? V::block_start_q4(x.bias + i * nb + b) : V::block_start(x.bias + i * nb + b);
-    const size_t quants = b * bb + kPanel * sizeof(float);
-    if constexpr (q4) {
+      for (int j = 0; j < NV; j++)
+        acc[i][j] = F::kOffset8 ? V::block_start_q4(x.bias + i * nb + b)
+                    : F::kNibbles ? V::izero() : V::block_start(x.bias + i * nb + b);
+    if constexpr (F::kNibbles) {
 #pragma GCC unroll 4
       for (int h = 0; h < kQ8Block / 8; h++) {  // a pair of groups per load: 2h (low nibbles), 2h + 1 (high)
         typename V::W4 lo[NV], hi[NV];
@@ -146,29 +213,19 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
         }
       }
     } else {
+      dot_groups<V, MR, NV>(acc, x, b, w, ps, quants, 0, kQ8Block / 4);
+    }
+    scale_into<V, MR, NV, L>(total, acc, x, b, w, ps, b * bb);
+    if constexpr (F::kMin) {  // + m * dx * sum(x): the block's activation sum is exact (-bias / 128)
 #pragma GCC unroll 8
-      for (int g = 0; g < kQ8Block / 4; g++) {
-        typename V::W wv[NV];
-#pragma GCC unroll 8
-        for (int j = 0; j < NV; j++) {
-          wv[j] = V::load_q(w + j * V::PP * ps, ps, quants + g * 4 * kPanel);
-          if constexpr (MR > 1) V::pin(wv[j]);
-        }
+      for (int j = 0; j < NV; j++) {
+        const typename V::T mw = V::load_f32(w + j * V::PP * ps, ps, b * bb + kPanel * sizeof(float));
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++) {
-          const auto xb = V::broadcast4(x.q + i * K + b * kQ8Block + 4 * g);
-#pragma GCC unroll 8
-          for (int j = 0; j < NV; j++) acc[i][j] = V::dot4(acc[i][j], wv[j], xb);
+          const float xs = static_cast<float>(x.bias[i * nb + b] / -128);
+          const typename V::T scale = V::mul(mw, V::broadcast(x.d + i * nb + b));
+          V::storeu(total[i][j], V::fma(V::broadcast(&xs), scale, V::loadu(total[i][j])));
         }
-      }
-    }
-#pragma GCC unroll 8
-    for (int j = 0; j < NV; j++) {
-      const typename V::T dw = V::load_f32(w + j * V::PP * ps, ps, b * bb);
-#pragma GCC unroll 8
-      for (int i = 0; i < MR; i++) {
-        const typename V::T scale = V::mul(dw, V::broadcast(x.d + i * nb + b));
-        V::storeu(total[i][j], V::fma(V::to_float(acc[i][j]), scale, V::loadu(total[i][j])));
       }
     }
   }
@@ -182,7 +239,7 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
 inline const float* rows_from(const float* x, int64_t m, int64_t K) { return x + m * K; }
 inline Q8Input rows_from(const Q8Input& x, int64_t m, int64_t K) {
   const int64_t nb = K / kQ8Block;
-  return {x.q + m * K, x.d + m * nb, x.bias + m * nb, K};
+  return {x.q + m * K, x.d + m * nb, x.bias + m * nb, x.bias16 + m * 2 * nb, K};
 }
 
 // Kept out of line: inlined into the row loops, GCC 12 spilled an accumulator of the Q8_0 tiles to the
@@ -238,18 +295,23 @@ void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, i
     case DType::F32: return run_panels<V, PanelF32>(x, M, w, y, p0, p1);
     case DType::F16: return run_panels<V, PanelF16>(x, M, w, y, p0, p1);
     case DType::BF16: return run_panels<V, PanelBF16>(x, M, w, y, p0, p1);
-    case DType::Q8_0:
-    case DType::Q4_0: break;  // need quantized rows: matmul_panels_q8
+    default: break;  // quantized types need quantized rows: matmul_panels_q8
   }
 }
 
 template <class V>
 void matmul_panels_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
-  const Q8Input in{x.q.data(), x.d.data(), x.bias.data(), x.K};
-  if (w.packed_type == DType::Q4_0)
-    run_panels<V, PanelQ4>(in, x.M, w, y, p0, p1);
-  else
-    run_panels<V, PanelQ8>(in, x.M, w, y, p0, p1);
+  const Q8Input in{x.q.data(), x.d.data(), x.bias.data(), x.bias16.data(), x.K};
+  switch (w.packed_type) {
+    case DType::Q4_0: return run_panels<V, PanelQ4>(in, x.M, w, y, p0, p1);
+    case DType::Q4_1: return run_panels<V, PanelInt<DType::Q4_1>>(in, x.M, w, y, p0, p1);
+    case DType::Q5_0: return run_panels<V, PanelInt<DType::Q5_0>>(in, x.M, w, y, p0, p1);
+    case DType::Q5_1: return run_panels<V, PanelInt<DType::Q5_1>>(in, x.M, w, y, p0, p1);
+    case DType::Q4_K: return run_panels<V, PanelInt<DType::Q4_K>>(in, x.M, w, y, p0, p1);
+    case DType::Q5_K: return run_panels<V, PanelInt<DType::Q5_K>>(in, x.M, w, y, p0, p1);
+    case DType::Q6_K: return run_panels<V, PanelInt<DType::Q6_K>>(in, x.M, w, y, p0, p1);
+    default: return run_panels<V, PanelQ8>(in, x.M, w, y, p0, p1);
+  }
 }
 
 }  // namespace jf::panel_tiles

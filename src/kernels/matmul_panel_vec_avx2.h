@@ -60,6 +60,7 @@ struct PanelVec {
     return _mm256_set1_epi32(v);
   }
   static I block_start(const int32_t*) { return _mm256_setzero_si256(); }  // products of q itself: no bias
+  static I izero() { return _mm256_setzero_si256(); }
   // acc += sum of 4 products q * x per output, as |q| * (x with q's sign): pairs of them are at most
   // 2 * 128 * 127, inside pmaddubsw's int16, so the sum is exact.
   static I dot4(I acc, const W& w, __m256i x) {

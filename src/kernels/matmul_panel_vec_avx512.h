@@ -27,8 +27,8 @@ struct PanelVec {
     // faster at 8-16 rows).
     constexpr int kWideQ8[] = {0, 8, 8, 6, 5, 4, 3, 2, 2};
     constexpr int kWideQ4[] = {0, 8, 7, 5, 4, 4, 3, 2, 2};  // two weight vectors (groups) per vector
-    if constexpr (std::is_same_v<L, panel_tiles::PanelQ8>) return kWideQ8[mr];
-    if constexpr (std::is_same_v<L, panel_tiles::PanelQ4>) return kWideQ4[mr];
+    if constexpr (panel_tiles::kNibblePanel<L>) return kWideQ4[mr];
+    if constexpr (panel_tiles::kIntPanel<L>) return kWideQ8[mr];
     return kWide[mr];
   }
   static T zero() { return _mm512_setzero_ps(); }

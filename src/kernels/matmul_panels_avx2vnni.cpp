@@ -16,7 +16,7 @@ struct PanelVec : avx2::PanelVec {
   // mr * NV accumulators + NV weight vectors (Q4_0: 2 NV) + 1 broadcast, from 16 registers.
   template <class L>
   static constexpr int wide(int mr) {
-    if constexpr (std::is_same_v<L, panel_tiles::PanelQ4>) return mr == 1 ? 5 : mr == 2 ? 3 : 2;
+    if constexpr (panel_tiles::kNibblePanel<L>) return mr == 1 ? 5 : mr == 2 ? 3 : 2;
     return mr == 1 ? 7 : mr == 2 ? 5 : 3;
   }
   using W = __m256i;  // the weights as stored: q + 128, unsigned

@@ -30,6 +30,7 @@ struct PanelVecVnni : PanelVec {
   }
   // sum (q + 128) * x = sum q * x + 128 * sum x: start each block from -128 * sum x.
   static I block_start(const int32_t* bias) { return _mm512_set1_epi32(*bias); }
+  static I izero() { return _mm512_setzero_si512(); }
   static I dot4(I acc, W w, __m512i x) { return _mm512_dpbusd_epi32(acc, w, x); }
   static T to_float(I v) { return _mm512_cvtepi32_ps(v); }
   // Q4_0: two groups per load, as the file's unsigned nibbles (q + 8); start from -8 * sum x.

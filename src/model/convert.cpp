@@ -1,18 +1,22 @@
 #include "model/convert.h"
 
 #include "base/error.h"
+#include "kernels/parallel.h"
 
 namespace jf {
 
-TensorSet convert_tensors(const TensorSet& src, DType type, std::vector<std::string>* kept) {
+TensorSet convert_tensors(const TensorSet& src, const WeightScheme& scheme, int n_layers, std::vector<std::string>* notes) {
   TensorSet out;
   out.owned = src.owned;  // unchanged tensors keep pointing at the source buffers
-  std::vector<float> row;
+  const bool has_output = src.find("output.weight") != nullptr;
   for (const auto& [name, t] : src.tensors) {
-    DType target = t.dims.size() == 2 ? type : DType::F32;
-    if (dtype_is_block_quantized(target) && t.dims[0] % kQ8Block != 0) {
-      target = DType::F16;
-      if (kept) kept->push_back(name);
+    DType target = DType::F32;
+    if (t.dims.size() == 2) {
+      target = scheme_tensor_type(scheme, name, t.dims[0], n_layers, has_output);
+      const DType wanted = scheme_tensor_type(scheme, name, kQ8Block * kQK, n_layers, has_output);  // any width fits
+      if (notes && target != wanted)
+        notes->push_back(name + ": row length " + std::to_string(t.dims[0]) + " does not fit " + dtype_name(wanted) +
+                         " blocks, " + dtype_name(target) + " instead");
     }
     if (target == t.type) {
       out.tensors[name] = t;
@@ -20,13 +24,23 @@ TensorSet convert_tensors(const TensorSet& src, DType type, std::vector<std::str
     }
     const int64_t cols = t.dims[0], rows = t.n_elements() / cols;
     std::vector<uint8_t> bytes(dtype_row_bytes(target, cols) * rows);
-    row.resize(static_cast<size_t>(cols));
-    for (int64_t r = 0; r < rows; r++) {
-      dequantize_row(t.type, static_cast<const uint8_t*>(t.data) + r * dtype_row_bytes(t.type, cols), row.data(), cols);
-      quantize_row(target, row.data(), bytes.data() + r * dtype_row_bytes(target, cols), cols);
-    }
+    parallel_for(rows, rows > 1, [&](int64_t r0, int64_t r1) {  // rows are independent: any split, same bytes
+      std::vector<float> row(static_cast<size_t>(cols));
+      for (int64_t r = r0; r < r1; r++) {
+        dequantize_row(t.type, static_cast<const uint8_t*>(t.data) + r * dtype_row_bytes(t.type, cols), row.data(), cols);
+        quantize_row(target, row.data(), bytes.data() + r * dtype_row_bytes(target, cols), cols);
+      }
+    });
     out.add_owned(name, target, t.dims, std::move(bytes));
   }
+  return out;
+}
+
+TensorSet convert_tensors(const TensorSet& src, DType type, std::vector<std::string>* kept) {
+  std::vector<std::string> notes;
+  TensorSet out = convert_tensors(src, pure_scheme(type), 0, &notes);
+  if (kept)
+    for (const std::string& n : notes) kept->push_back(n.substr(0, n.find(':')));
   return out;
 }
 

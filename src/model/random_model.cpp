@@ -5,23 +5,30 @@
 
 #include "base/error.h"
 #include "base/rng.h"
+#include "kernels/parallel.h"
 
 namespace jf {
 
-TensorSet random_tensors(const ModelConfig& cfg_in, DType type, uint64_t seed) {
+TensorSet random_tensors(const ModelConfig& cfg, DType type, uint64_t seed) {
+  return random_tensors(cfg, pure_scheme(type), seed);
+}
+
+TensorSet random_tensors(const ModelConfig& cfg_in, const WeightScheme& scheme, uint64_t seed) {
   ModelConfig cfg = cfg_in;
   TensorSet ts;
   Rng rng(seed);
   std::vector<float> row;
-  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols, DType t) {
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
+    const DType t = scheme_tensor_type(scheme, name, cols, cfg.n_layers, !cfg.tied_output);
     // Uniform with the variance of N(0, 1/cols): cheap enough for billion-parameter benchmark models.
     const float half_width = std::sqrt(3.0f / static_cast<float>(cols));
     std::vector<uint8_t> bytes(dtype_row_bytes(t, cols) * rows);
-    row.resize(static_cast<size_t>(cols));
-    for (int64_t r = 0; r < rows; r++) {
-      for (auto& v : row) v = half_width * (2.0f * rng.uniform() - 1.0f);
-      quantize_row(t, row.data(), bytes.data() + r * dtype_row_bytes(t, cols), cols);
-    }
+    row.resize(static_cast<size_t>(rows * cols));  // values drawn in order, quantized on all threads
+    for (auto& v : row) v = half_width * (2.0f * rng.uniform() - 1.0f);
+    parallel_for(rows, rows > 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; r++)
+        quantize_row(t, row.data() + r * cols, bytes.data() + r * dtype_row_bytes(t, cols), cols);
+    });
     ts.add_owned(name, t, {cols, rows}, std::move(bytes));
   };
   auto vector = [&](const std::string& name, int64_t n, float center, float spread) {
@@ -31,9 +38,9 @@ TensorSet random_tensors(const ModelConfig& cfg_in, DType type, uint64_t seed) {
     ts.add_owned(name, DType::F32, {n}, std::move(bytes));
   };
   // Embedding rows are read individually; keep them in the matrix type too (as real GGUF files do).
-  matrix("token_embd.weight", cfg.vocab_size, cfg.dim, type);
+  matrix("token_embd.weight", cfg.vocab_size, cfg.dim);
   vector("output_norm.weight", cfg.dim, 1.0f, 0.1f);
-  if (!cfg.tied_output) matrix("output.weight", cfg.vocab_size, cfg.dim, type);
+  if (!cfg.tied_output) matrix("output.weight", cfg.vocab_size, cfg.dim);
   if (!cfg.rope_freq_factors.empty()) {
     std::vector<uint8_t> bytes(cfg.rope_freq_factors.size() * 4);
     std::memcpy(bytes.data(), cfg.rope_freq_factors.data(), bytes.size());
@@ -42,19 +49,19 @@ TensorSet random_tensors(const ModelConfig& cfg_in, DType type, uint64_t seed) {
   for (int l = 0; l < cfg.n_layers; l++) {
     const std::string p = "blk." + std::to_string(l) + ".";
     vector(p + "attn_norm.weight", cfg.dim, 1.0f, 0.1f);
-    matrix(p + "attn_q.weight", cfg.q_dim(), cfg.dim, type);
-    matrix(p + "attn_k.weight", cfg.kv_dim(), cfg.dim, type);
-    matrix(p + "attn_v.weight", cfg.kv_dim(), cfg.dim, type);
-    matrix(p + "attn_output.weight", cfg.dim, cfg.q_dim(), type);
+    matrix(p + "attn_q.weight", cfg.q_dim(), cfg.dim);
+    matrix(p + "attn_k.weight", cfg.kv_dim(), cfg.dim);
+    matrix(p + "attn_v.weight", cfg.kv_dim(), cfg.dim);
+    matrix(p + "attn_output.weight", cfg.dim, cfg.q_dim());
     if (cfg.attn_bias) {
       vector(p + "attn_q.bias", cfg.q_dim(), 0.0f, 0.1f);
       vector(p + "attn_k.bias", cfg.kv_dim(), 0.0f, 0.1f);
       vector(p + "attn_v.bias", cfg.kv_dim(), 0.0f, 0.1f);
     }
     vector(p + "ffn_norm.weight", cfg.dim, 1.0f, 0.1f);
-    matrix(p + "ffn_gate.weight", cfg.ffn_dim, cfg.dim, type);
-    matrix(p + "ffn_up.weight", cfg.ffn_dim, cfg.dim, type);
-    matrix(p + "ffn_down.weight", cfg.dim, cfg.ffn_dim, type);
+    matrix(p + "ffn_gate.weight", cfg.ffn_dim, cfg.dim);
+    matrix(p + "ffn_up.weight", cfg.ffn_dim, cfg.dim);
+    matrix(p + "ffn_down.weight", cfg.dim, cfg.ffn_dim);
   }
   return ts;
 }

@@ -5,12 +5,15 @@
 #include <string>
 
 #include "model/model.h"
+#include "model/quant_mix.h"
 
 namespace jf {
 
 // Tensors for `cfg` (tied_output / attn_bias / rope_freq_factors decide which exist), matrices of type
 // `type`, norms and biases fp32. Values uniform with variance 1/fan_in, so activations stay in a realistic range.
 TensorSet random_tensors(const ModelConfig& cfg, DType type, uint64_t seed);
+// The same with each matrix's type from a scheme (scheme_tensor_type): GGML's file types' mixes.
+TensorSet random_tensors(const ModelConfig& cfg, const WeightScheme& scheme, uint64_t seed);
 std::unique_ptr<Model> random_model(const ModelConfig& cfg, DType type, uint64_t seed);
 
 // Named shapes for benchmarks: "tiny" (tests), "llama-1b" (TinyLlama-1.1B shape), "qwen2-0.5b"

@@ -78,16 +78,24 @@ class Tokenizer {
 std::vector<std::string_view> text_pieces(std::string_view text, size_t max_bytes);
 
 // Incremental detokenizer: returns text only at UTF-8 character boundaries, so a character spanning
-// several tokens is never printed broken. Handles the SentencePiece leading-space rule for the first token.
+// several tokens is never printed broken. Without context it decodes a text from its start (SentencePiece
+// drops the dummy-prefix space of the first token). Given the tokens already in the context (a prompt), it
+// hands out exactly what the new tokens add: decode(context + new) minus decode(context), so the space in
+// front of a continuation's first word is kept ("Max." + " Max"), and a character the context left
+// unfinished is completed by the new bytes. For `jf generate` and any server streaming completions.
 class StreamingDecoder {
  public:
   explicit StreamingDecoder(const Tokenizer& tok);
+  StreamingDecoder(const Tokenizer& tok, std::span<const int32_t> context);
   std::string push(int32_t id);  // complete text available after this token (may be "")
   std::string finish();          // whatever is pending (invalid UTF-8 replaced by U+FFFD)
 
  private:
+  std::string take(bool final);
+
   const Tokenizer& tok_;
   std::string pending_;
+  std::string context_tail_;  // the context's unfinished last character, printed by the context's own decode
   bool first_ = true;
 };
 

@@ -1,0 +1,89 @@
+#include "model/quant_mix.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+namespace jf {
+
+namespace {
+
+struct Named {
+  const char* name;
+  DType base;
+  WeightScheme::Mix mix;
+};
+using Mix = WeightScheme::Mix;
+const Named kSchemes[] = {
+    {"f32", DType::F32, Mix::Pure},      {"f16", DType::F16, Mix::Pure},      {"bf16", DType::BF16, Mix::Pure},
+    {"q8_0", DType::Q8_0, Mix::Pure},    {"q4_0", DType::Q4_0, Mix::Pure},    {"q4_k", DType::Q4_K, Mix::Pure},
+    {"q5_k", DType::Q5_K, Mix::Pure},    {"q4_k_m", DType::Q4_K, Mix::Q4KM},  {"q4_k_s", DType::Q4_K, Mix::Q4KS},
+    {"q5_k_m", DType::Q5_K, Mix::Q5KM},  {"q6_k", DType::Q6_K, Mix::File},    {"q4_1", DType::Q4_1, Mix::File},
+    {"q5_0", DType::Q5_0, Mix::File},    {"q5_1", DType::Q5_1, Mix::File},
+};
+
+bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+// The layer of "blk.N.*", or -1.
+int layer_of(const std::string& name) {
+  int layer = -1;
+  if (std::sscanf(name.c_str(), "blk.%d.", &layer) != 1) return -1;
+  return layer;
+}
+
+// The layers whose attn_v / ffn_down get more bits in the _M mixes.
+bool more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+}  // namespace
+
+bool weight_scheme_from_name(const std::string& name, WeightScheme* out) {
+  std::string s = name;
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const Named& n : kSchemes)
+    if (s == n.name) {
+      *out = WeightScheme{n.name, n.base, n.mix};
+      return true;
+    }
+  return false;
+}
+
+WeightScheme pure_scheme(DType t) { return WeightScheme{dtype_name(t), t, Mix::Pure}; }
+
+const char* weight_scheme_names() {
+  return "f32, f16, bf16, q8_0, q4_0, q4_k, q5_k (every matrix), q4_k_m, q4_k_s, q5_k_m, q6_k, q4_1, q5_0, q5_1 "
+         "(GGML's file types)";
+}
+
+DType fallback_for_width(DType t, int64_t cols) {
+  if (cols % dtype_block_size(t) == 0) return t;
+  switch (t) {
+    case DType::Q4_K: t = DType::Q5_0; break;
+    case DType::Q5_K: t = DType::Q5_1; break;
+    case DType::Q6_K: t = DType::Q8_0; break;
+    default: break;
+  }
+  return cols % dtype_block_size(t) == 0 ? t : DType::F16;
+}
+
+DType scheme_tensor_type(const WeightScheme& s, const std::string& name, int64_t cols, int n_layers, bool has_output) {
+  DType t = s.base;
+  if (s.mix != Mix::Pure) {
+    const int layer = layer_of(name);
+    if (name == "output.weight" || (!has_output && name == "token_embd.weight")) {
+      // The reference keeps Q8_0 there when the base type's blocks do not divide the row.
+      t = cols % dtype_block_size(s.base) != 0 ? DType::Q8_0 : DType::Q6_K;
+    } else if (contains(name, "attn_v.weight") && layer >= 0) {
+      if ((s.mix == Mix::Q4KM || s.mix == Mix::Q5KM) && more_bits(layer, n_layers)) t = DType::Q6_K;
+      else if (s.mix == Mix::Q4KS && layer < 4) t = DType::Q5_K;
+    } else if (contains(name, "ffn_down") && layer >= 0) {
+      if ((s.mix == Mix::Q4KM || s.mix == Mix::Q5KM) && more_bits(layer, n_layers)) t = DType::Q6_K;
+      else if (s.mix == Mix::Q4KS && layer < n_layers / 8) t = DType::Q5_K;
+    } else if (contains(name, "attn_qkv.weight")) {
+      if (s.mix == Mix::Q4KM) t = DType::Q5_K;
+      else if (s.mix == Mix::Q5KM) t = DType::Q6_K;
+    }
+  }
+  return fallback_for_width(t, cols);
+}
+
+}  // namespace jf
