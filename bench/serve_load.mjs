@@ -81,7 +81,7 @@ async function request(base, prompt) {
       if (!event.startsWith('data: ') || event === 'data: [DONE]') continue;
       const j = JSON.parse(event.slice(6));
       if (ttft === null && j.choices?.[0]?.text) ttft = performance.now() - t0;
-      if (j.jf) stats = j.jf;
+      if (j.jf && j.jf.forwards !== undefined) stats = j.jf;
     }
   }
   const latency = performance.now() - t0;

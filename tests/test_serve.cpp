@@ -230,7 +230,7 @@ TEST(TextStream, StopStringsAreCutAndNeverSentEvenAcrossForwards) {
   // "©" is 0xA9 in that mapping).
   v.tokens[5] = "\xc3\x83", v.tokens[6] = "\xc2\xa9";
   Tokenizer tok(v);
-  TextStream s(&tok, {"XY", "cc"}, 0, nullptr);
+  TextStream s(&tok, {}, {"XY", "cc"}, 0, nullptr);
   std::vector<TextStream::Piece> got;
   std::vector<std::string> pieces;
   auto texts = [&] {

@@ -188,7 +188,7 @@ void HttpServer::generate(const httplib::Request& http_req, httplib::Response& r
     return send_error(res, e.status, e.what(), e.param, e.type);
   }
   state->ids = {next_id(chat), static_cast<int64_t>(std::time(nullptr)), model_id_};
-  state->out = std::make_shared<TextStream>(api_.tokenizer, state->req.stop, t_arrival, &metrics_);
+  state->out = std::make_shared<TextStream>(api_.tokenizer, state->req.prompt, state->req.stop, t_arrival, &metrics_);
   state->job = std::make_shared<Job>();
   state->job->prompt = state->req.prompt;
   state->job->gen = state->req.gen;

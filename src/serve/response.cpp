@@ -74,7 +74,7 @@ json stream_chunk(const CompletionRequest& req, const ResponseIds& ids, const st
     choice["logprobs"] = nullptr;
   }
   j["choices"] = json::array({choice});
-  if (tokens > 0) j["jf"] = {{"tokens", tokens}};
+  if (tokens > 0) j["jf"] = {{"n_tokens", tokens}};
   return j;
 }
 

@@ -23,7 +23,7 @@ nlohmann::json usage_json(const CompletionRequest& req, const GenerationResult& 
 nlohmann::json jf_stats_json(const CompletionRequest& req, const TextStream& out);
 nlohmann::json completion_response(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out);
 // One streamed chunk carrying `text` (chat: as delta.content; `role`: also delta.role). tokens > 0: also
-// {"jf": {"tokens": n}}, the tokens behind this text (one forward's).
+// {"jf": {"n_tokens": n}}, the number of tokens behind this text (one forward's).
 nlohmann::json stream_chunk(const CompletionRequest& req, const ResponseIds& ids, const std::string& text, bool role = false,
                             int tokens = 0);
 // The last content chunk: empty delta/text, finish_reason, and the jf statistics.

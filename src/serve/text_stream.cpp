@@ -17,9 +17,10 @@ size_t utf8_cut(const std::string& text, size_t want) {
 
 }  // namespace
 
-TextStream::TextStream(const Tokenizer* tokenizer, std::vector<std::string> stop, double t_submit, Metrics* metrics)
+TextStream::TextStream(const Tokenizer* tokenizer, std::span<const int32_t> prompt, std::vector<std::string> stop,
+                       double t_submit, Metrics* metrics)
     : tokenizer_(tokenizer), stop_(std::move(stop)), t_submit_(t_submit), metrics_(metrics) {
-  if (tokenizer_) detok_.emplace(*tokenizer_);
+  if (tokenizer_) detok_.emplace(*tokenizer_, prompt);
   for (const auto& s : stop_) max_stop_ = std::max(max_stop_, s.size());
 }
 

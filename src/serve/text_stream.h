@@ -22,8 +22,10 @@ class TextStream : public JobObserver {
     std::string text;
     int tokens = 0;  // tokens committed since the previous piece (one forward's, unless text was held back)
   };
-  // tokenizer null: no text, tokens only. t_submit: arrival time, for latency metrics (metrics may be null).
-  TextStream(const Tokenizer* tokenizer, std::vector<std::string> stop, double t_submit, Metrics* metrics);
+  // tokenizer null: no text, tokens only. The text is the continuation of `prompt` as it reads after it (a
+  // leading space included). t_submit: arrival time, for latency metrics (metrics may be null).
+  TextStream(const Tokenizer* tokenizer, std::span<const int32_t> prompt, std::vector<std::string> stop, double t_submit,
+             Metrics* metrics);
 
   bool on_tokens(std::span<const int32_t> tokens) override;
   void on_finished(const GenerationResult& result, FinishReason why, const std::string& error) override;

@@ -67,7 +67,7 @@ test('8 concurrent requests with mixed decoders are each token-identical to jf g
   for (const [i, r] of got.entries()) {
     assert.equal(r.status, 200);
     const text = r.events ? r.events.map((e) => e.choices[0]?.text ?? '').join('') : r.json.choices[0].text;
-    const jf = r.events ? r.events.find((e) => e.jf).jf : r.json.jf;
+    const jf = r.events ? r.events.find((e) => e.jf?.forwards !== undefined).jf : r.json.jf;
     assert.equal(text, want[i].text, DECODERS[i]);
     assert.deepEqual(jf.tokens, want[i].tokens, DECODERS[i]);
     jobForwards += jf.forwards;
@@ -96,6 +96,8 @@ test('streaming: chunk format, one id, finish_reason last, usage chunk, [DONE]',
   assert.equal(content.at(-1).choices[0].finish_reason, 'length');
   assert.equal(content.map((e) => e.choices[0].text).join(''), want.text);
   assert.ok(content.length > 2, 'not streamed in pieces');
+  // Each content chunk says how many tokens (one forward's) are behind its text.
+  assert.equal(content.slice(0, -1).reduce((n, e) => n + e.jf.n_tokens, 0), 20);
   // Without include_usage there is no usage chunk.
   const r2 = await postStream(srv.base, '/v1/completions', { prompt: PROMPTS[0], max_tokens: 5 });
   assert.ok(r2.events.every((e) => !e.usage) && r2.done);
