@@ -75,7 +75,12 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
                   "pld: also draft from this text file (tokenized with the model's tokenizer), e.g. reference "
                   "documents or code the output is likely to quote");
   app->add_option("--K", d.max_blocks, "multiblock: blocks in flight (default 2)");
-  app->add_option("--r", d.spawn_ratio, "multiblock: spawn a block when the newest has ceil(r*n) accepted (default 0.85)");
+  app->add_option("--r", d.spawn_ratio,
+                  "multiblock: spawn a block when the newest has min(ceil(r*n), n-1) accepted (default 0.85)");
+  app->add_option("--spawn-init", d.spawn_copy,
+                  "multiblock: a spawned block starts as a copy of the real-active draft tail (copy) or as the "
+                  "prediction after the newest block plus guesses (predict) (default copy)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"copy", true}, {"predict", false}}));
   app->add_option("--pool", d.pool, "multiblock: rejection-recycling pool size, 0 = off (default 4)");
 }
 

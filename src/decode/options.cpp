@@ -97,6 +97,10 @@ DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions&
     else if (k == "K") o.max_blocks = to_int(k, v);
     else if (k == "r") o.spawn_ratio = to_float(k, v);
     else if (k == "pool") o.pool = to_int(k, v);
+    else if (k == "spawn-init") {
+      if (v != "copy" && v != "predict") throw Error("spawn-init must be copy or predict, got '" + v + "'");
+      o.spawn_copy = v == "copy";
+    }
     else throw Error("decoder spec '" + spec + "': unknown option '" + k + "'");
   }
   return o;
@@ -109,7 +113,7 @@ std::unique_ptr<Decoder> make_decoder(const DecoderOptions& o) {
   if (o.name == "pld") return std::make_unique<PldDecoder>(PldOptions{o.draft_max, o.ngram_max, o.draft_adaptive, o.ngram_memory, o.corpus_tokens});
   if (o.name == "multiblock")
     return std::make_unique<MultiblockDecoder>(
-        MultiblockOptions{o.block, o.max_blocks, o.spawn_ratio, o.pool, o.init, o.draft_seed});
+        MultiblockOptions{o.block, o.max_blocks, o.spawn_ratio, o.pool, o.init, o.draft_seed, o.spawn_copy});
   if (o.name == "sjd") return std::make_unique<SjdDecoder>(SjdOptions{o.block, o.init, o.draft_seed, false});
   if (o.name == "ar") return std::make_unique<ArDecoder>();
   throw Error("unknown decoder '" + o.name + "'");
