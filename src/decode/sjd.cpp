@@ -75,8 +75,9 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
     int a = 0;
     for (; a < m; a++) {
       bool ok = true;
+      const std::vector<float>& qa = opt_.wrong_q_row_for_testing ? q[a + 1 < m ? a + 1 : (a > 0 ? a - 1 : a)] : q[a];
       const int32_t t = opt_.accept_all_for_testing ? draft[a] :
-          speculative_verify(prob(a), q[a].empty() ? nullptr : q[a].data(), draft[a], sampler.rng(), &ok);
+          speculative_verify(prob(a), qa.empty() ? nullptr : qa.data(), draft[a], sampler.rng(), &ok);
       committed.push_back(t);
       if (!ok) break;
     }

@@ -13,6 +13,7 @@ struct SjdOptions {
   DraftInit init = DraftInit::Context;
   uint64_t seed = 1234;
   bool accept_all_for_testing = false;  // a deliberately broken verifier, for the statistical test only
+  bool wrong_q_row_for_testing = false;  // another: verifies a draft token against its neighbour's q
 };
 
 // One speculative-sampling decision for draft token x: p and q are normalised dense distributions
