@@ -81,6 +81,10 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
                   "multiblock: a spawned block starts as a copy of the real-active draft tail (copy) or as the "
                   "prediction after the newest block plus guesses (predict) (default copy)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"copy", true}, {"predict", false}}));
+  app->add_flag("--pac-continue", d.pac_continue,
+                "sjd: SJD-PAC adaptive continuation: after a rejection, later draft tokens are still verified and "
+                "kept as the next draft (commits stay verified as in sjd; its effect on the output distribution is "
+                "measured in docs/BENCHMARKS.md)");
   app->add_option("--pool", d.pool, "multiblock: rejection-recycling pool size, 0 = off (default 4)");
 }
 

@@ -34,6 +34,7 @@ void DecoderOptions::validate(bool greedy) const {
   need(pool >= 0 && pool <= 1024, "--pool must be between 0 and 1024, got " + std::to_string(pool));
   if (name == "jacobi" || name == "multiblock")
     need(greedy, "decoder '" + name + "' is greedy only (--temp 0); for sampling use sjd, lookahead or pld");
+  need(!pac_continue || name == "sjd", "--pac-continue applies to the sjd decoder only, not '" + name + "'");
   if (name == "sjd") need(!greedy, "decoder 'sjd' is for sampling: give --temp > 0 (for greedy use jacobi)");
 }
 
@@ -97,7 +98,10 @@ DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions&
     else if (k == "K") o.max_blocks = to_int(k, v);
     else if (k == "r") o.spawn_ratio = to_float(k, v);
     else if (k == "pool") o.pool = to_int(k, v);
-    else if (k == "spawn-init") {
+    else if (k == "pac-continue") {
+      if (v != "0" && v != "1") throw Error("pac-continue must be 0 or 1, got '" + v + "'");
+      o.pac_continue = v == "1";
+    } else if (k == "spawn-init") {
       if (v != "copy" && v != "predict") throw Error("spawn-init must be copy or predict, got '" + v + "'");
       o.spawn_copy = v == "copy";
     }
@@ -114,7 +118,7 @@ std::unique_ptr<Decoder> make_decoder(const DecoderOptions& o) {
   if (o.name == "multiblock")
     return std::make_unique<MultiblockDecoder>(
         MultiblockOptions{o.block, o.max_blocks, o.spawn_ratio, o.pool, o.init, o.draft_seed, o.spawn_copy});
-  if (o.name == "sjd") return std::make_unique<SjdDecoder>(SjdOptions{o.block, o.init, o.draft_seed, false});
+  if (o.name == "sjd") return std::make_unique<SjdDecoder>(SjdOptions{o.block, o.init, o.draft_seed, false, false, o.pac_continue});
   if (o.name == "ar") return std::make_unique<ArDecoder>();
   throw Error("unknown decoder '" + o.name + "'");
 }

@@ -38,7 +38,9 @@ struct DecoderOptions {
   int max_blocks = 2;
   float spawn_ratio = 0.85f;
   int pool = 4;
-  bool spawn_copy = true;  // multiblock: spawned blocks copy the real-active draft tail (false: predict + guesses)
+  bool spawn_copy = true;
+  // sjd: SJD-PAC's adaptive continuation (decode/sjd.h)
+  bool pac_continue = false;  // multiblock: spawned blocks copy the real-active draft tail (false: predict + guesses)
 
   // Throws jf::Error for values or combinations that make no sense (greedy = temperature 0).
   void validate(bool greedy) const;
@@ -46,7 +48,7 @@ struct DecoderOptions {
 
 std::vector<std::string> decoder_names();
 // "name[:key=value...]" on top of `base`, keys as the command-line flags without dashes: block, window-mode,
-// draft-init, W, N, G, draft-max, ngram-max, draft-policy, ngram-memory, ngram-corpus, K, r, pool, spawn-init. E.g. "lookahead:W=8:N=4:G=8".
+// draft-init, W, N, G, draft-max, ngram-max, draft-policy, ngram-memory, ngram-corpus, K, r, pool, spawn-init, pac-continue (0/1). E.g. "lookahead:W=8:N=4:G=8".
 DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions& base);
 std::unique_ptr<Decoder> make_decoder(const DecoderOptions& opts);
 

@@ -94,7 +94,13 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
     next_q.clear();
     for (int r = a + 1; r <= m; r++) {
       next_q.push_back(prob(r));
-      next_draft.push_back(dist.draw(sampler.coin()));
+      if (opt_.pac_continue && r < m) {  // draft[r] stood at this row's position: keep it if it passes
+        bool kept = true;
+        next_draft.push_back(speculative_verify(p[r], q[r].empty() ? nullptr : q[r].data(), draft[r], sampler.rng(), &kept));
+        ctx.count("pac_kept", kept);
+      } else {
+        next_draft.push_back(dist.draw(sampler.coin()));
+      }
     }
     draft.swap(next_draft);
     q.swap(next_q);

@@ -14,6 +14,11 @@ struct SjdOptions {
   uint64_t seed = 1234;
   bool accept_all_for_testing = false;  // a deliberately broken verifier, for the statistical test only
   bool wrong_q_row_for_testing = false;  // another: verifies a draft token against its neighbour's q
+  // SJD-PAC's adaptive continuation (Kang et al. 2026): after the first rejection, the later draft tokens
+  // are still verified, against this forward's distributions (computed behind the rejected token), and what
+  // survives (or its residual redraw) becomes the next draft instead of fresh draws. Only the next draft
+  // changes; commits are verified as in plain SJD.
+  bool pac_continue = false;
 };
 
 // One speculative-sampling decision for draft token x: p and q are normalised dense distributions
