@@ -112,7 +112,7 @@ double transition_p_value(const Transitions& counts, const std::vector<std::vect
 
 struct Positions {
   std::vector<Transitions> at;  // [t]
-  int64_t accepted = 0, forwards = 0, eos_stops = 0;
+  int64_t accepted = 0, forwards = 0, branch_wins = 0;
 };
 
 constexpr int kTokens = 6, kRuns = 12000;
@@ -136,6 +136,7 @@ Positions sample_positions(Decoder& d, test::FakeModel& fake, const SamplingPara
       out.at[t][all[p + t - 2] * V + all[p + t - 1]][all[p + t]]++;
     if (auto it = r.stats.counters.find("accepted_draft_tokens"); it != r.stats.counters.end()) out.accepted += it->second;
     out.forwards += r.stats.n_forwards;
+    if (auto it = r.stats.counters.find("pac_branch_wins"); it != r.stats.counters.end()) out.branch_wins += it->second;
   }
   return out;
 }
@@ -206,6 +207,58 @@ double power_against(const Transitions& observed, const std::vector<std::vector<
   return double(rejected) / kTrials;
 }
 
+double joint_p_value(const std::map<std::vector<int32_t>, int>& counts, const std::map<std::vector<int32_t>, double>& exact,
+                     int n) {
+  double chi2 = 0, pe = 0, po = 0;
+  int cells = 0;
+  for (const auto& [seq, c] : counts)
+    if (!exact.count(seq)) return 0.0;
+  for (const auto& [seq, p] : exact) {
+    const double e = p * n;
+    auto it = counts.find(seq);
+    const double o = it == counts.end() ? 0 : it->second;
+    if (e < 5) {
+      pe += e, po += o;
+      continue;
+    }
+    chi2 += (o - e) * (o - e) / e;
+    cells++;
+  }
+  if (pe > 0) chi2 += (po - pe) * (po - pe) / pe, cells++;
+  return test::chi2_sf(chi2, cells - 1);
+}
+
+// Recursive rejection sampling over K candidates drawn without replacement from q returns exactly p: the
+// output law of many simulated decisions against p (chi-square), for K = 1..4 and a q far from p.
+TEST(VerifyCandidates, WithoutReplacementCandidatesGiveTheTarget) {
+  const std::vector<float> p = {0.05f, 0.4f, 0.1f, 0.3f, 0.1f, 0.05f}, q = {0.3f, 0.05f, 0.3f, 0.05f, 0.2f, 0.1f};
+  Rng rng(5);
+  for (int K = 1; K <= 4; K++) {
+    std::map<std::vector<int32_t>, int> counts;
+    std::map<std::vector<int32_t>, double> exact;
+    for (int v = 0; v < V; v++) exact[{v}] = p[v];
+    constexpr int kDraws = 60000;
+    for (int i = 0; i < kDraws; i++) {
+      std::vector<float> left = q;
+      std::vector<int32_t> xs;
+      for (int k = 0; k < K; k++) {  // K draws without replacement from q
+        float total = 0;
+        for (float w : left) total += w;
+        float r = rng.uniform() * total, cdf = 0;
+        int x = 0;
+        for (; x < V - 1; x++)
+          if (r < (cdf += left[x])) break;
+        xs.push_back(x);
+        left[x] = 0;
+      }
+      int which = 0;
+      counts[{verify_candidates(p, q, xs, rng, &which)}]++;
+    }
+    const double pv = joint_p_value(counts, exact, kDraws);
+    EXPECT_GT(pv, kAlpha) << "K=" << K;
+  }
+}
+
 class SjdDeep : public ::testing::TestWithParam<float> {};
 
 TEST_P(SjdDeep, EveryPositionOfASixTokenGenerationHasTheModelsConditional) {
@@ -232,22 +285,30 @@ TEST_P(SjdDeep, EveryPositionOfASixTokenGenerationHasTheModelsConditional) {
       EXPECT_GE(power_against(got.at[kTokens - 1], expect, 0.03, rng), 0.9);
     }
   }
-  // SJD-PAC's adaptive continuation changes only the next draft: it must pass the same test, and its effect
-  // is reported next to ar's (the noise floor of the TV estimate at this sample size).
+  // SJD-PAC: adaptive continuation changes only the next draft; the proactive tree adds candidates verified
+  // by recursive rejection sampling. Each must pass the same test; the TV of each from the model is reported
+  // next to ar's (the noise floor of the estimate at this sample size) and plain sjd's.
   {
     ArDecoder ar;
     const Positions ref = sample_positions(ar, fake, sp);
-    SjdOptions o;
-    o.block = 4;
-    SjdDecoder plain(o);
-    o.pac_continue = true;
-    SjdDecoder pac(o);
-    const Positions a = sample_positions(plain, fake, sp), c = sample_positions(pac, fake, sp);
-    const double p = worst_position(c, expect);
-    std::printf("temp %.1f, worst-position TV from the model: ar %.4f, sjd %.4f, sjd --pac-continue %.4f (p = %.4f); "
-                "forwards per run: sjd %.2f, pac-continue %.2f\n", GetParam(), worst_tv(ref, expect), worst_tv(a, expect),
-                worst_tv(c, expect), p, double(a.forwards) / kRuns, double(c.forwards) / kRuns);
-    EXPECT_GT(p, kAlpha) << "pac-continue";
+    std::printf("temp %.1f, worst-position TV from the model: ar %.4f\n", GetParam(), worst_tv(ref, expect));
+    struct Variant {
+      const char* name;
+      bool cont;
+      int depth, width;
+    };
+    for (const Variant& v : {Variant{"sjd", false, 0, 1}, Variant{"sjd --pac-continue", true, 0, 1},
+                             Variant{"sjd --pac-tree 3,4", false, 3, 4}, Variant{"sjd --pac-tree 3,4 --pac-continue", true, 3, 4}}) {
+      SjdOptions o;
+      o.block = 4, o.pac_continue = v.cont, o.pac_tree_depth = v.depth, o.pac_tree_width = v.width;
+      SjdDecoder d(o);
+      const Positions got = sample_positions(d, fake, sp);
+      const double p = worst_position(got, expect);
+      std::printf("  %-34s TV %.4f, p = %.4f, %.2f forwards per run, %lld tree-branch wins\n", v.name,
+                  worst_tv(got, expect), p, double(got.forwards) / kRuns, static_cast<long long>(got.branch_wins));
+      EXPECT_GT(p, kAlpha) << v.name;
+      if (v.width > 1) EXPECT_GT(got.branch_wins, kRuns / 10) << v.name << ": the tree's extra candidates never won";
+    }
   }
   for (int mutant = 0; mutant < 2; mutant++) {
     SjdOptions o;
@@ -291,27 +352,6 @@ std::map<std::vector<int32_t>, double> exact_truncated(const test::NextTokenRule
   std::vector<int32_t> gen;
   rec(gen, 1.0);
   return out;
-}
-
-double joint_p_value(const std::map<std::vector<int32_t>, int>& counts, const std::map<std::vector<int32_t>, double>& exact,
-                     int n) {
-  double chi2 = 0, pe = 0, po = 0;
-  int cells = 0;
-  for (const auto& [seq, c] : counts)
-    if (!exact.count(seq)) return 0.0;
-  for (const auto& [seq, p] : exact) {
-    const double e = p * n;
-    auto it = counts.find(seq);
-    const double o = it == counts.end() ? 0 : it->second;
-    if (e < 5) {
-      pe += e, po += o;
-      continue;
-    }
-    chi2 += (o - e) * (o - e) / e;
-    cells++;
-  }
-  if (pe > 0) chi2 += (po - pe) * (po - pe) / pe, cells++;
-  return test::chi2_sf(chi2, cells - 1);
 }
 
 TEST(SjdStops, EosAndContextFullFollowTheModel) {

@@ -85,6 +85,17 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
                 "sjd: SJD-PAC adaptive continuation: after a rejection, later draft tokens are still verified and "
                 "kept as the next draft (commits stay verified as in sjd; its effect on the output distribution is "
                 "measured in docs/BENCHMARKS.md)");
+  app->add_option_function<std::string>(
+         "--pac-tree", [&d](const std::string& v) {
+           try {
+             parse_pac_tree(v.empty() ? "3,4" : v, &d.pac_tree_depth, &d.pac_tree_width);
+           } catch (const Error& e) {
+             throw CLI::ValidationError("--pac-tree", e.what());
+           }
+         },
+         "sjd: SJD-PAC proactive drafting: after a rejection, draft a tree of K first tokens (without replacement) "
+         "each D deep, verified by recursive rejection sampling (lossless) (D,K; default 3,4 when given bare)")
+      ->expected(0, 1);
   app->add_option("--pool", d.pool, "multiblock: rejection-recycling pool size, 0 = off (default 4)");
 }
 

@@ -34,6 +34,10 @@ void DecoderOptions::validate(bool greedy) const {
   need(pool >= 0 && pool <= 1024, "--pool must be between 0 and 1024, got " + std::to_string(pool));
   if (name == "jacobi" || name == "multiblock")
     need(greedy, "decoder '" + name + "' is greedy only (--temp 0); for sampling use sjd, lookahead or pld");
+  need(pac_tree_depth >= 0 && pac_tree_depth <= 64 && pac_tree_width >= 1 && pac_tree_width <= 64,
+       "--pac-tree D,K needs 0 <= D <= 64 and 1 <= K <= 64, got " + std::to_string(pac_tree_depth) + "," +
+           std::to_string(pac_tree_width));
+  need(pac_tree_depth == 0 || name == "sjd", "--pac-tree applies to the sjd decoder only, not '" + name + "'");
   need(!pac_continue || name == "sjd", "--pac-continue applies to the sjd decoder only, not '" + name + "'");
   if (name == "sjd") need(!greedy, "decoder 'sjd' is for sampling: give --temp > 0 (for greedy use jacobi)");
 }
@@ -61,6 +65,13 @@ float to_float(const std::string& key, const std::string& v) {
 }
 
 }  // namespace
+
+void parse_pac_tree(const std::string& v, int* depth, int* width) {
+  const size_t sep = v.find_first_of(",x");
+  if (sep == std::string::npos) throw Error("pac-tree must be D,K (depth, width; e.g. 3,4), got '" + v + "'");
+  *depth = to_int("pac-tree", v.substr(0, sep));
+  *width = to_int("pac-tree", v.substr(sep + 1));
+}
 
 DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions& base) {
   DecoderOptions o = base;
@@ -101,6 +112,8 @@ DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions&
     else if (k == "pac-continue") {
       if (v != "0" && v != "1") throw Error("pac-continue must be 0 or 1, got '" + v + "'");
       o.pac_continue = v == "1";
+    } else if (k == "pac-tree") {
+      parse_pac_tree(v, &o.pac_tree_depth, &o.pac_tree_width);
     } else if (k == "spawn-init") {
       if (v != "copy" && v != "predict") throw Error("spawn-init must be copy or predict, got '" + v + "'");
       o.spawn_copy = v == "copy";
@@ -118,7 +131,8 @@ std::unique_ptr<Decoder> make_decoder(const DecoderOptions& o) {
   if (o.name == "multiblock")
     return std::make_unique<MultiblockDecoder>(
         MultiblockOptions{o.block, o.max_blocks, o.spawn_ratio, o.pool, o.init, o.draft_seed, o.spawn_copy});
-  if (o.name == "sjd") return std::make_unique<SjdDecoder>(SjdOptions{o.block, o.init, o.draft_seed, false, false, o.pac_continue});
+  if (o.name == "sjd") return std::make_unique<SjdDecoder>(SjdOptions{o.block, o.init, o.draft_seed, false, false, o.pac_continue,
+                                                                o.pac_tree_depth, o.pac_tree_width});
   if (o.name == "ar") return std::make_unique<ArDecoder>();
   throw Error("unknown decoder '" + o.name + "'");
 }

@@ -40,15 +40,18 @@ struct DecoderOptions {
   int pool = 4;
   bool spawn_copy = true;
   // sjd: SJD-PAC's adaptive continuation (decode/sjd.h)
-  bool pac_continue = false;  // multiblock: spawned blocks copy the real-active draft tail (false: predict + guesses)
+  bool pac_continue = false;
+  int pac_tree_depth = 0, pac_tree_width = 1;  // sjd: SJD-PAC's proactive drafting tree, D and K (0 = off)  // multiblock: spawned blocks copy the real-active draft tail (false: predict + guesses)
 
   // Throws jf::Error for values or combinations that make no sense (greedy = temperature 0).
   void validate(bool greedy) const;
 };
 
 std::vector<std::string> decoder_names();
+// "D,K" (or "DxK", for decoder specs where ',' separates decoders) into the PAC tree's depth and width.
+void parse_pac_tree(const std::string& v, int* depth, int* width);
 // "name[:key=value...]" on top of `base`, keys as the command-line flags without dashes: block, window-mode,
-// draft-init, W, N, G, draft-max, ngram-max, draft-policy, ngram-memory, ngram-corpus, K, r, pool, spawn-init, pac-continue (0/1). E.g. "lookahead:W=8:N=4:G=8".
+// draft-init, W, N, G, draft-max, ngram-max, draft-policy, ngram-memory, ngram-corpus, K, r, pool, spawn-init, pac-continue (0/1), pac-tree (DxK). E.g. "lookahead:W=8:N=4:G=8".
 DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions& base);
 std::unique_ptr<Decoder> make_decoder(const DecoderOptions& opts);
 
