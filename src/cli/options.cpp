@@ -57,9 +57,9 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
   app->add_option("--draft-init", d.init, "Initial guesses: context, random or repeat (default context)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, DraftInit>{
           {"context", DraftInit::Context}, {"random", DraftInit::Random}, {"repeat", DraftInit::Repeat}}));
-  app->add_option("--W", d.window, "lookahead: window width W (default 2)");
-  app->add_option("--N", d.ngram, "lookahead: n-gram size N >= 2 (default 2)");
-  app->add_option("--G", d.guesses, "lookahead: candidates verified per step and kept per key (default 2)");
+  app->add_option("--W", d.window, "lookahead: window width W (default 1)");
+  app->add_option("--N", d.ngram, "lookahead: n-gram size N >= 2 (default 3)");
+  app->add_option("--G", d.guesses, "lookahead: candidates verified per step and kept per key (default 1)");
   app->add_flag("!--no-pool-from-prompt", d.pool_from_prompt, "lookahead: do not seed the n-gram pool from the text");
   app->add_option("--draft-max", d.draft_max, "pld: longest proposal, 0 = none (plain AR, for comparisons) (default 8)");
   app->add_option("--ngram-max", d.ngram_max, "pld: longest suffix looked up (default 4)");

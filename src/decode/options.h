@@ -19,9 +19,10 @@ struct DecoderOptions {
   DraftInit init = DraftInit::Context;
   uint64_t draft_seed = 1234;   // RNG for initial guesses (never affects greedy outputs)
 
-  // lookahead: window W, n-gram size N, verification candidates G (also n-grams kept per key). The defaults
-  // keep a forward at ~3 rows, the most that pays on a CPU (docs/BENCHMARKS.md).
-  int window = 2, ngram = 2, guesses = 2;
+  // lookahead: window W, n-gram size N, verification candidates G (also n-grams kept per key). A forward
+  // stays at ~3 rows, the most that pays on a CPU; at that size trigrams from one Jacobi column (W=1 N=3
+  // G=1) beat the bigram pool of W=N=G=2 (TPF 2.00 vs 1.71 on the default model, docs/BENCHMARKS.md).
+  int window = 1, ngram = 3, guesses = 1;
   bool pool_from_prompt = true;  // seed the n-gram pool with the prompt's (and the output's) n-grams
 
   // pld: longest earlier match of the last 1..ngram_max tokens proposes up to draft_max tokens
