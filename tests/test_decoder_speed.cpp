@@ -207,3 +207,44 @@ TEST(TpfFloors, EveryGreedyStrategyOnThePositionOracle) {
 
 }  // namespace
 }  // namespace jf
+
+namespace jf {
+namespace {
+
+// ---------------------------------------------------------------- fastcot (approximate by design)
+
+// The output is the exact rationale (ar's first tokens), the window's approximate tokens, the trigger, then
+// ar's answer given all of that as context; the rationale takes exactly `iterations` forwards and the answer
+// one forward per token. On the position oracle the approximate tokens are the true continuation (a correct
+// glimpse of the future).
+TEST(FastCot, RationaleGlimpseTriggerAnswer) {
+  for (bool by_position : {true, false}) {
+    Oracle o(64, by_position ? cycle_text(1000, 37, 2) : random_text(400, 64, 3), by_position, 8, 40);
+    for (int iters : {0, 1, 5}) {
+      DecoderOptions f = dec("fastcot");
+      f.block = 4, f.fastcot_iterations = iters, f.trigger_tokens = {60, 61}, f.init = DraftInit::Random;
+      const GenerationResult r = run(o.s, f, o.prompt, o.cfg);
+      const std::string what = std::string(by_position ? "position" : "text") + " oracle, iterations " + std::to_string(iters);
+      const int E = static_cast<int>(counter(r, "exact_tokens")), A = static_cast<int>(counter(r, "approximate_tokens"));
+      ASSERT_GE(static_cast<int>(r.tokens.size()), E + A + 2) << what;
+      EXPECT_TRUE(std::equal(r.tokens.begin(), r.tokens.begin() + E, o.ar.tokens.begin())) << what;
+      EXPECT_LE(A, 3) << what;  // what the last forward predicted past its accepted tokens (at most block - 1)
+      if (iters == 0) EXPECT_EQ(A, 0) << what;
+      if (iters == 1) EXPECT_GT(A, 0) << what;  // random guesses: few accepted, the rest of the rows predicted
+      if (by_position)
+        EXPECT_TRUE(std::equal(r.tokens.begin() + E, r.tokens.begin() + E + A, o.ar.tokens.begin() + E)) << what;
+      EXPECT_EQ(r.tokens[E + A], 60) << what;
+      EXPECT_EQ(r.tokens[E + A + 1], 61) << what;
+      std::vector<int32_t> context = o.prompt;
+      context.insert(context.end(), r.tokens.begin(), r.tokens.begin() + E + A + 2);
+      GenerationConfig answer_cfg = o.cfg;
+      answer_cfg.max_new_tokens = static_cast<int>(r.tokens.size()) - (E + A + 2);
+      const GenerationResult answer = run(o.s, dec("ar"), context, answer_cfg);
+      EXPECT_TRUE(std::equal(answer.tokens.begin(), answer.tokens.end(), r.tokens.begin() + E + A + 2)) << what;
+      EXPECT_EQ(r.stats.n_forwards, iters + answer_cfg.max_new_tokens) << what;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace jf

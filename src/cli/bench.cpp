@@ -65,6 +65,7 @@ int run_bench(BenchArgs& a) {
   std::vector<std::unique_ptr<Decoder>> decoders;
   std::map<std::string, std::vector<int32_t>> corpora;  // each corpus file read once
   for (DecoderOptions& o : options) {
+    o.trigger_tokens = lm.tokenizer->encode(o.answer_trigger, /*add_special=*/false, /*parse_special=*/false);
     if (!o.ngram_corpus.empty()) {
       auto it = corpora.find(o.ngram_corpus);
       if (it == corpora.end()) it = corpora.emplace(o.ngram_corpus, read_ngram_corpus(o.ngram_corpus, *lm.tokenizer)).first;

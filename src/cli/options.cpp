@@ -50,7 +50,7 @@ void add_generation_options(CLI::App* app, GenerationConfig& g) {
 
 void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
   if (with_name)
-    app->add_option("--decoder", d.name, "Decoding strategy: ar, jacobi, lookahead, pld, multiblock, sjd (default ar)");
+    app->add_option("--decoder", d.name, "Decoding strategy: ar, jacobi, lookahead, pld, multiblock, sjd, fastcot (APPROXIMATE: not ar's output) (default ar)");
   app->add_option("--block", d.block, "jacobi/multiblock/sjd: block size n, tokens per forward at most (default 4)");
   app->add_option("--window-mode", d.running_window, "jacobi: block (draft shrinks) or running (draft refilled)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"block", false}, {"running", true}}));
@@ -96,6 +96,10 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
          "sjd: SJD-PAC proactive drafting: after a rejection, draft a tree of K first tokens (without replacement) "
          "each D deep, verified by recursive rejection sampling (lossless) (D,K; default 3,4 when given bare)")
       ->expected(0, 1);
+  app->add_option("--fastcot-iters", d.fastcot_iterations,
+                  "fastcot (APPROXIMATE): Jacobi forwards of rationale before the answer trigger (default 32)");
+  app->add_option("--answer-trigger", d.answer_trigger,
+                  "fastcot: text appended after the approximate rationale to ask for the answer (default ' So the answer is')");
   app->add_option("--pool", d.pool, "multiblock: rejection-recycling pool size, 0 = off (default 4)");
 }
 

@@ -1,6 +1,7 @@
 #include "decode/options.h"
 
 #include "base/error.h"
+#include "decode/fastcot.h"
 #include "decode/jacobi.h"
 #include "decode/lookahead.h"
 #include "decode/multiblock.h"
@@ -15,12 +16,12 @@ void need(bool ok, const std::string& what) {
 }
 }  // namespace
 
-std::vector<std::string> decoder_names() { return {"ar", "jacobi", "lookahead", "pld", "multiblock", "sjd"}; }
+std::vector<std::string> decoder_names() { return {"ar", "jacobi", "lookahead", "pld", "multiblock", "sjd", "fastcot"}; }
 
 void DecoderOptions::validate(bool greedy) const {
   bool known = false;
   for (const auto& n : decoder_names()) known |= n == name;
-  need(known, "unknown decoder '" + name + "' (known: ar, jacobi, lookahead, pld, multiblock, sjd)");
+  need(known, "unknown decoder '" + name + "' (known: ar, jacobi, lookahead, pld, multiblock, sjd, fastcot)");
   need(block >= 1 && block <= 4096, "--block must be between 1 and 4096, got " + std::to_string(block));
   need(window >= 1 && window <= 256, "--W must be between 1 and 256, got " + std::to_string(window));
   need(ngram >= 2 && ngram <= 64, "--N must be between 2 and 64, got " + std::to_string(ngram));
@@ -32,7 +33,9 @@ void DecoderOptions::validate(bool greedy) const {
   need(max_blocks >= 1 && max_blocks <= 64, "--K must be between 1 and 64, got " + std::to_string(max_blocks));
   need(spawn_ratio > 0.0f && spawn_ratio <= 1.0f, "--r must be in (0, 1], got " + std::to_string(spawn_ratio));
   need(pool >= 0 && pool <= 1024, "--pool must be between 0 and 1024, got " + std::to_string(pool));
-  if (name == "jacobi" || name == "multiblock")
+  need(fastcot_iterations >= 0 && fastcot_iterations <= (1 << 20),
+       "--fastcot-iters must be between 0 and 1048576, got " + std::to_string(fastcot_iterations));
+  if (name == "jacobi" || name == "multiblock" || name == "fastcot")
     need(greedy, "decoder '" + name + "' is greedy only (--temp 0); for sampling use sjd, lookahead or pld");
   need(pac_tree_depth >= 0 && pac_tree_depth <= 64 && pac_tree_width >= 1 && pac_tree_width <= 64,
        "--pac-tree D,K needs 0 <= D <= 64 and 1 <= K <= 64, got " + std::to_string(pac_tree_depth) + "," +
@@ -109,6 +112,8 @@ DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions&
     else if (k == "K") o.max_blocks = to_int(k, v);
     else if (k == "r") o.spawn_ratio = to_float(k, v);
     else if (k == "pool") o.pool = to_int(k, v);
+    else if (k == "fastcot-iters") o.fastcot_iterations = to_int(k, v);
+    else if (k == "answer-trigger") o.answer_trigger = v;
     else if (k == "pac-continue") {
       if (v != "0" && v != "1") throw Error("pac-continue must be 0 or 1, got '" + v + "'");
       o.pac_continue = v == "1";
@@ -133,6 +138,8 @@ std::unique_ptr<Decoder> make_decoder(const DecoderOptions& o) {
         MultiblockOptions{o.block, o.max_blocks, o.spawn_ratio, o.pool, o.init, o.draft_seed, o.spawn_copy});
   if (o.name == "sjd") return std::make_unique<SjdDecoder>(SjdOptions{o.block, o.init, o.draft_seed, false, false, o.pac_continue,
                                                                 o.pac_tree_depth, o.pac_tree_width});
+  if (o.name == "fastcot")
+    return std::make_unique<FastCotDecoder>(FastCotOptions{o.block, o.fastcot_iterations, o.trigger_tokens, o.init, o.draft_seed});
   if (o.name == "ar") return std::make_unique<ArDecoder>();
   throw Error("unknown decoder '" + o.name + "'");
 }

@@ -11,7 +11,7 @@
 namespace jf {
 
 struct DecoderOptions {
-  std::string name = "ar";  // ar | jacobi | lookahead | pld | multiblock | sjd
+  std::string name = "ar";  // ar | jacobi | lookahead | pld | multiblock | sjd | fastcot
 
   // jacobi, multiblock, sjd: block size n (tokens a block commits; a forward carries up to n rows)
   int block = 4;
@@ -43,6 +43,12 @@ struct DecoderOptions {
   // sjd: SJD-PAC's adaptive continuation (decode/sjd.h)
   bool pac_continue = false;
   int pac_tree_depth = 0, pac_tree_width = 1;  // sjd: SJD-PAC's proactive drafting tree, D and K (0 = off)  // multiblock: spawned blocks copy the real-active draft tail (false: predict + guesses)
+
+  // fastcot (approximate): rationale forwards before the answer trigger; the trigger text (the CLI tokenizes
+  // it into trigger_tokens); the window is `block`
+  int fastcot_iterations = 32;
+  std::string answer_trigger = " So the answer is";
+  std::vector<int32_t> trigger_tokens;
 
   // Throws jf::Error for values or combinations that make no sense (greedy = temperature 0).
   void validate(bool greedy) const;
