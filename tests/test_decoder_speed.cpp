@@ -240,8 +240,24 @@ TEST(FastCot, RationaleGlimpseTriggerAnswer) {
       GenerationConfig answer_cfg = o.cfg;
       answer_cfg.max_new_tokens = static_cast<int>(r.tokens.size()) - (E + A + 2);
       const GenerationResult answer = run(o.s, dec("ar"), context, answer_cfg);
+      ASSERT_EQ(static_cast<int>(answer.tokens.size()), answer_cfg.max_new_tokens) << what;
       EXPECT_TRUE(std::equal(answer.tokens.begin(), answer.tokens.end(), r.tokens.begin() + E + A + 2)) << what;
       EXPECT_EQ(r.stats.n_forwards, iters + answer_cfg.max_new_tokens) << what;
+      // A driver that caps the rows per forward (a busy server): the approximate tail goes through the model
+      // in pieces, and the answer is still ar's from that context (the rationale differs: smaller windows).
+      auto decoder = make_decoder(f);
+      Generation g(*decoder, o.s, o.prompt, o.cfg);
+      g.context().set_row_cap(2);
+      while (SequenceInput* in = g.next_input()) g.consume(static_cast<ForwardPass&>(o.fake).forward(*in), 0.0);
+      const GenerationResult capped = g.take_result();
+      EXPECT_EQ(capped.stop, StopReason::Length) << what;
+      const int cut = static_cast<int>(counter(capped, "exact_tokens") + counter(capped, "approximate_tokens")) + 2;
+      ASSERT_EQ(capped.tokens[cut - 1], 61) << what;
+      std::vector<int32_t> ctx2 = o.prompt;
+      ctx2.insert(ctx2.end(), capped.tokens.begin(), capped.tokens.begin() + cut);
+      answer_cfg.max_new_tokens = static_cast<int>(capped.tokens.size()) - cut;
+      const GenerationResult answer2 = run(o.s, dec("ar"), ctx2, answer_cfg);
+      EXPECT_TRUE(std::equal(answer2.tokens.begin(), answer2.tokens.end(), capped.tokens.begin() + cut)) << what;
     }
   }
 }

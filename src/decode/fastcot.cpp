@@ -56,12 +56,16 @@ DecodeLoop FastCotDecoder::decode(DecodeContext& ctx) {
     const auto& h = ctx.history();
     const int S = s.cache().size();
     const int uncached = static_cast<int>(h.size()) - S;  // the pending token and what follows the cache
-    if (ctx.room() < uncached) {
+    if (s.cache().capacity() - S < uncached || ctx.room() < 1) {
       ctx.stop_context_full();
       co_return;
     }
-    in.set_causal(&s.cache(), std::span<const int32_t>(h).subspan(static_cast<size_t>(S)), SequenceInput::Logits::Last);
+    // A driver's row cap may be below the uncached tail: feed it in pieces, logits only for the last.
+    const int rows = std::min(uncached, ctx.room());
+    in.set_causal(&s.cache(), std::span<const int32_t>(h).subspan(static_cast<size_t>(S), static_cast<size_t>(rows)),
+                  rows == uncached ? SequenceInput::Logits::Last : SequenceInput::Logits::None);
     const float* logits = co_await ctx.forward(in);
+    if (rows < uncached) continue;
     const int32_t tok[1] = {static_cast<int32_t>(argmax(logits, V))};
     ctx.commit(tok);
   }
