@@ -16,7 +16,7 @@ build/bin/jf generate -m "$model" -p "$prompt" -n 128 --decoder pld "$@"
 echo
 echo "== jf bench: decoders vs ar on bench/prompts/code_demo.jsonl (same outputs, measured in one run) =="
 build/bin/jf bench -m "$model" --prompts bench/prompts/code_demo.jsonl -n 96 -t 1 \
-  --decoders ar,pld,pld:draft-max=2:draft-policy=fixed,jacobi:block=8,multiblock:block=8,lookahead:W=2:N=2:G=2
+  --decoders ar,pld,pld:draft-max=2:draft-policy=fixed,jacobi:block=8,multiblock:block=8,lookahead
 echo
 echo "Every decoder produced exactly ar's tokens (identical to ar: 100%) while committing TPF tokens per forward;"
 echo "speedup is its tokens/s over ar's, measured in this run. Serve it over the OpenAI API: build/bin/jf serve"

@@ -133,6 +133,13 @@ PY
   check_error "sjd greedy" 1 "$jf" generate -m "$m" --decoder sjd
   check_error "lookahead N < 2" 1 "$jf" generate -m "$m" --decoder lookahead --N 1
   check_error "multiblock r > 1" 1 "$jf" generate -m "$m" --decoder multiblock --r 1.5
+  check_error "bad spawn init" 2 "$jf" generate -m "$m" --decoder multiblock --spawn-init clone
+  check_error "pac-tree without K" 2 "$jf" generate -m "$m" --decoder sjd --temp 1 --pac-tree 3
+  check_error "pac-tree width 0" 1 "$jf" generate -m "$m" --decoder sjd --temp 1 --pac-tree 3,0
+  check_error "fastcot with sampling" 1 "$jf" generate -m "$m" --decoder fastcot --temp 0.8
+  check_error "fastcot negative iterations" 1 "$jf" generate -m "$m" --decoder fastcot --fastcot-iters -1
+  check_error "pac-continue on jacobi" 1 "$jf" generate -m "$m" --decoder jacobi --pac-continue
+  check_error "bench bad pac-tree" 1 "$jf" bench -m "$m" --prompts /dev/null --decoders ar,sjd:pac-tree=3 --temp 1
   check_error "bench bad spec" 1 "$jf" bench -m "$m" --prompts /dev/null --decoders ar,jacobi:blok=3
   check_error "bad draft policy" 2 "$jf" generate -m "$m" --decoder pld --draft-policy sometimes
   check_error "missing n-gram corpus" 1 "$jf" generate -m "$m" --decoder pld --ngram-corpus /nonexistent.txt
@@ -147,7 +154,7 @@ PY
   check_error "perplexity missing text" 1 "$jf" perplexity -m "$m" -f /nonexistent.txt
   # Every decoder runs through the CLI and matches ar's text (greedy).
   "$jf" generate -m "$m" -n 40 -p "Once upon a time" --no-echo >"$tmp/ar.txt" 2>/dev/null
-  for d in "jacobi --block 6" "lookahead" "pld" "pld --draft-policy fixed --draft-max 6" "multiblock --block 6" ; do
+  for d in "jacobi --block 6" "lookahead" "pld" "pld --draft-policy fixed --draft-max 6" "multiblock --block 6" "multiblock --block 4 --spawn-init predict" ; do
     "$jf" generate -m "$m" -n 40 -p "Once upon a time" --no-echo --decoder $d >"$tmp/d.txt" 2>/dev/null
     if cmp -s "$tmp/ar.txt" "$tmp/d.txt"; then echo "ok   --decoder $d == ar"; else echo "FAIL --decoder $d differs from ar"; fails=$((fails + 1)); fi
   done

@@ -93,12 +93,23 @@ inline NextTokenRule oracle_rule(std::vector<int32_t> text, int vocab) {
   };
 }
 
+// Greedy rule whose prediction depends only on the position: the next token is text[i] for a row that sees
+// i tokens, whatever they are. Every Jacobi-style iteration is right at every position after one step, so
+// what a strategy gains depends only on its drafting mechanics (the text is cycled past its end).
+inline NextTokenRule position_rule(std::vector<int32_t> text, int vocab) {
+  return [text = std::move(text), vocab](std::span<const int32_t> seen, float* logits) {
+    for (int v = 0; v < vocab; v++) logits[v] = static_cast<float>(mix(v + 977) % 1000) / 1000.0f;
+    logits[text[seen.size() % text.size()]] = 10.0f;
+  };
+}
+
 // Sampling rule: a context-dependent, non-degenerate distribution over a small vocabulary.
-inline NextTokenRule sampling_rule(int vocab) {
-  return [vocab](std::span<const int32_t> seen, float* logits) {
+// `spread`: the range of the logits (larger: more peaked, more different distributions between contexts).
+inline NextTokenRule sampling_rule(int vocab, float spread = 2.5f) {
+  return [vocab, spread](std::span<const int32_t> seen, float* logits) {
     uint64_t h = 1469598103934665603ull;
     for (size_t i = seen.size() >= 2 ? seen.size() - 2 : 0; i < seen.size(); i++) h = mix(h ^ static_cast<uint64_t>(seen[i]));
-    for (int v = 0; v < vocab; v++) logits[v] = 2.5f * static_cast<float>(mix(h + v) % 1000) / 1000.0f;
+    for (int v = 0; v < vocab; v++) logits[v] = spread * static_cast<float>(mix(h + v) % 1000) / 1000.0f;
   };
 }
 

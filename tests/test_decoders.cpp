@@ -66,6 +66,9 @@ std::vector<Case> greedy_grid() {
     g.push_back({"multiblock n=" + std::to_string(n) + " K=" + std::to_string(K) + " r=" + std::to_string(r) +
                      " pool=" + std::to_string(pool), o});
   }
+  DecoderOptions predict = dec("multiblock");  // the old spawn init, kept as an option
+  predict.spawn_copy = false, predict.max_blocks = 3, predict.spawn_ratio = 0.5f;
+  g.push_back({"multiblock spawn-init=predict K=3", predict});
   return g;
 }
 

@@ -8,43 +8,16 @@
 
 #include "decode/options.h"
 #include "decode/sjd.h"
+#include "chi_square.h"
 #include "fake_model.h"
 #include "test_support.h"
 
 namespace jf {
 namespace {
+using test::gamma_q;
 
 constexpr int V = 6, T = 3, kSeeds = 12000;
 constexpr double kAlpha = 0.001;
-
-// Regularised upper incomplete gamma Q(a, x): chi-square survival is Q(df / 2, x / 2).
-double gamma_q(double a, double x) {
-  if (x <= 0) return 1.0;
-  const double lg = std::lgamma(a);
-  if (x < a + 1) {  // series for P
-    double sum = 1.0 / a, term = sum;
-    for (int n = 1; n < 1000; n++) {
-      term *= x / (a + n);
-      sum += term;
-      if (term < sum * 1e-15) break;
-    }
-    return 1.0 - sum * std::exp(-x + a * std::log(x) - lg);
-  }
-  double b = x + 1 - a, c = 1e300, d = 1 / b, h = d;  // continued fraction for Q
-  for (int i = 1; i < 1000; i++) {
-    const double an = -i * (i - a);
-    b += 2;
-    d = an * d + b;
-    if (std::fabs(d) < 1e-300) d = 1e-300;
-    c = b + an / c;
-    if (std::fabs(c) < 1e-300) c = 1e-300;
-    d = 1 / d;
-    const double del = d * c;
-    h *= del;
-    if (std::fabs(del - 1) < 1e-15) break;
-  }
-  return std::exp(-x + a * std::log(x) - lg) * h;
-}
 
 // Exact probability of every length-T continuation of `prompt` under the processed distribution.
 std::map<std::vector<int32_t>, double> exact_joint(const test::NextTokenRule& rule, const std::vector<int32_t>& prompt,
@@ -177,6 +150,104 @@ INSTANTIATE_TEST_SUITE_P(Params, Lossless,
                              if (!isalnum(static_cast<unsigned char>(c))) c = '_';
                            return s;
                          });
+
+// ---------------------------------------------------------------- the sampler against its definitions
+
+// softmax(logits / T), then top-k (the k most probable, ties to the lower id; renormalised), top-p (the
+// shortest prefix by decreasing probability whose mass exceeds p), min-p (tokens >= min_p x the top one),
+// computed in double on a sorted copy: what Sampler::distribution must give.
+std::vector<double> reference_distribution(const std::vector<float>& logits, const SamplingParams& sp) {
+  const int n = static_cast<int>(logits.size());
+  std::vector<double> p(n);
+  double mx = -1e300, sum = 0;
+  for (int i = 0; i < n; i++) mx = std::max(mx, double(logits[i]) / sp.temperature);
+  for (int i = 0; i < n; i++) sum += p[i] = std::exp(double(logits[i]) / sp.temperature - mx);
+  for (double& x : p) x /= sum;
+  std::vector<int> order(n);
+  for (int i = 0; i < n; i++) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p[a] > p[b]; });
+  if (sp.top_k > 0 && sp.top_k < n) order.resize(sp.top_k);
+  double kept = 0;
+  for (int id : order) kept += p[id];
+  if (sp.top_p < 1.0f) {
+    double cum = 0;
+    for (size_t i = 0; i < order.size(); i++)
+      if ((cum += p[order[i]] / kept) > sp.top_p) {
+        order.resize(i + 1);
+        break;
+      }
+  }
+  const double top = p[order[0]];
+  std::vector<double> out(n, 0.0);
+  double total = 0;
+  for (int id : order)
+    if (p[id] >= sp.min_p * top) total += out[id] = p[id];
+  for (double& x : out) x /= total;
+  return out;
+}
+
+// Random, peaked and flat logits across top-k (off, inside, at and past the vocabulary), top-p (off, usual,
+// below the top probability) and min-p; every case must give the defined distribution, and a draw must
+// only return kept tokens.
+TEST(Sampler, TopKTopPMinPFollowTheirDefinitions) {
+  constexpr int n = 40;
+  Rng rng(7);
+  std::vector<std::vector<float>> rows;
+  for (int r = 0; r < 6; r++) {
+    std::vector<float> l(n);
+    for (float& x : l) x = 4.0f * (rng.uniform() - 0.5f) * (r + 1);
+    rows.push_back(l);
+  }
+  rows.push_back(std::vector<float>(n, 0.3f));  // flat
+  std::vector<float> peaked(n, 0.0f);
+  peaked[17] = 9.0f;
+  rows.push_back(peaked);
+  int cases = 0;
+  for (const auto& logits : rows)
+    for (float temp : {0.7f, 1.0f, 1.6f})
+      for (int k : {0, 1, 5, n - 1, n, n + 20})
+        for (float top_p : {1.0f, 0.91f, 0.47f, 0.01f})  // off the flat rows' 1/n steps
+          for (float min_p : {0.0f, 0.05f, 0.5f}) {
+            SamplingParams sp;
+            sp.temperature = temp, sp.top_k = k, sp.top_p = top_p, sp.min_p = min_p;
+            Sampler s(sp, n);
+            Distribution d;
+            s.distribution(logits.data(), d);
+            ASSERT_FALSE(d.ids.empty());
+            std::vector<float> got;
+            d.to_dense(n, got);
+            const std::vector<double> want = reference_distribution(logits, sp);
+            const std::string what = "T=" + std::to_string(temp) + " k=" + std::to_string(k) +
+                                      " p=" + std::to_string(top_p) + " min-p=" + std::to_string(min_p);
+            for (int i = 0; i < n; i++) ASSERT_NEAR(got[i], want[i], 2e-5) << what << " token " << i;
+            for (float coin : {0.0f, 0.37f, 0.999999f}) ASSERT_GT(want[d.draw(coin)], 0.0) << what;
+            cases++;
+          }
+  EXPECT_EQ(cases, 8 * 3 * 6 * 4 * 3);
+}
+
+// The two bugs this pins: top-k >= the vocabulary made top-p measure p against the mass of the tokens its
+// pre-filter kept (too small a nucleus); a top-p below the top probability of a flat distribution filtered
+// out every token.
+TEST(Sampler, TopPEdgeCases) {
+  constexpr int n = 10;
+  std::vector<float> flat(n, 1.0f);
+  SamplingParams sp;
+  sp.temperature = 1.0f, sp.top_p = 0.05f;  // below 1/n
+  Distribution d;
+  Sampler(sp, n).distribution(flat.data(), d);
+  ASSERT_EQ(d.ids.size(), 1u);
+  EXPECT_EQ(d.ids[0], 0);
+  // Probabilities 0.5, 0.3, 0.15, then 7 tokens sharing 0.05 (each below the pre-filter's cutoff): p = 0.83
+  // needs three tokens with or without top-k = n (measured against 0.95, two were enough).
+  std::vector<float> l = {std::log(0.5f), std::log(0.3f), std::log(0.15f)};
+  while (static_cast<int>(l.size()) < n) l.push_back(std::log(0.05f / 7));
+  for (int k : {0, n, 2 * n}) {
+    sp.top_p = 0.83f, sp.top_k = k;
+    Sampler(sp, n).distribution(l.data(), d);
+    EXPECT_EQ(d.ids.size(), 3u) << "top-k " << k;
+  }
+}
 
 TEST(ChiSquare, SurvivalFunctionKnownValues) {
   EXPECT_NEAR(gamma_q(0.5, 3.841 / 2), 0.05, 1e-3);   // df 1

@@ -30,6 +30,7 @@ struct BenchArgs {
 struct Totals {
   int64_t tokens = 0, forwards = 0, rows = 0, identical = 0, runs = 0;
   double gen_seconds = 0, forward_seconds = 0;
+  std::vector<int64_t> histogram;  // [k] = forwards that committed k tokens, over all prompts
 };
 
 int run_bench(BenchArgs& a) {
@@ -64,6 +65,7 @@ int run_bench(BenchArgs& a) {
   std::vector<std::unique_ptr<Decoder>> decoders;
   std::map<std::string, std::vector<int32_t>> corpora;  // each corpus file read once
   for (DecoderOptions& o : options) {
+    o.trigger_tokens = lm.tokenizer->encode(o.answer_trigger, /*add_special=*/false, /*parse_special=*/false);
     if (!o.ngram_corpus.empty()) {
       auto it = corpora.find(o.ngram_corpus);
       if (it == corpora.end()) it = corpora.emplace(o.ngram_corpus, read_ngram_corpus(o.ngram_corpus, *lm.tokenizer)).first;
@@ -89,6 +91,9 @@ int run_bench(BenchArgs& a) {
       t.tokens += r.stats.n_tokens, t.forwards += r.stats.n_forwards, t.rows += r.stats.n_forward_rows;
       t.gen_seconds += r.stats.gen_seconds, t.forward_seconds += r.stats.forward_seconds;
       t.identical += same, t.runs++;
+      const auto& h = r.stats.accepted_histogram;
+      if (t.histogram.size() < h.size()) t.histogram.resize(h.size());
+      for (size_t k = 0; k < h.size(); k++) t.histogram[k] += h[k];
       runs.push_back({{"prompt_index", p}, {"decoder", specs[d]}, {"n_prompt", r.stats.n_prompt},
                       {"n_tokens", r.stats.n_tokens}, {"n_forwards", r.stats.n_forwards}, {"tpf", r.stats.tpf()},
                       {"tps", r.stats.tps()}, {"gen_seconds", r.stats.gen_seconds},
@@ -117,6 +122,15 @@ int run_bench(BenchArgs& a) {
                        {"identical_percent", greedy ? 100.0 * t.identical / std::max<int64_t>(1, t.runs) : -1.0},
                        {"tokens", t.tokens}, {"forwards", t.forwards}, {"gen_seconds", t.gen_seconds},
                        {"forward_seconds", t.forward_seconds}});
+  }
+  // How the tokens came: the share of forwards that committed k tokens (SJD-PAC's "long tail" is the k = 1 bar).
+  std::printf("\ncommitted per forward (share of forwards):\n");
+  for (size_t d = 0; d < decoders.size(); d++) {
+    std::printf("  %s:", specs[d].c_str());
+    for (size_t k = 1; k < totals[d].histogram.size(); k++)
+      if (totals[d].histogram[k])
+        std::printf(" %zu: %.0f%%", k, 100.0 * totals[d].histogram[k] / std::max<int64_t>(1, totals[d].forwards));
+    std::printf("\n");
   }
   if (!a.json_out.empty()) {
     nlohmann::json j = {{"model", a.model.path}, {"prompts_file", a.prompts_file}, {"n_prompts", prompts.size()},

@@ -56,6 +56,7 @@ int run_generate(GenerateArgs& a) {
     if (tok.is_eog(id)) a.gen.eos_ids.push_back(id);
 
   if (!a.decoder.ngram_corpus.empty()) a.decoder.corpus_tokens = read_ngram_corpus(a.decoder.ngram_corpus, tok);
+  a.decoder.trigger_tokens = tok.encode(a.decoder.answer_trigger, /*add_special=*/false, /*parse_special=*/false);
   std::unique_ptr<Decoder> decoder_ptr = make_decoder(a.decoder);
   Decoder& decoder = *decoder_ptr;
   StreamingDecoder stream(tok, prompt);  // the text after the prompt, with its leading space

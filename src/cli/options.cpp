@@ -57,16 +57,16 @@ void add_generation_options(CLI::App* app, GenerationConfig& g) {
 
 void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
   if (with_name)
-    app->add_option("--decoder", d.name, "Decoding strategy: ar, jacobi, lookahead, pld, multiblock, sjd (default ar)");
+    app->add_option("--decoder", d.name, "Decoding strategy: ar, jacobi, lookahead, pld, multiblock, sjd, fastcot (APPROXIMATE: not ar's output) (default ar)");
   app->add_option("--block", d.block, "jacobi/multiblock/sjd: block size n, tokens per forward at most (default 4)");
   app->add_option("--window-mode", d.running_window, "jacobi: block (draft shrinks) or running (draft refilled)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"block", false}, {"running", true}}));
   app->add_option("--draft-init", d.init, "Initial guesses: context, random or repeat (default context)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, DraftInit>{
           {"context", DraftInit::Context}, {"random", DraftInit::Random}, {"repeat", DraftInit::Repeat}}));
-  app->add_option("--W", d.window, "lookahead: window width W (default 2)");
-  app->add_option("--N", d.ngram, "lookahead: n-gram size N >= 2 (default 2)");
-  app->add_option("--G", d.guesses, "lookahead: candidates verified per step and kept per key (default 2)");
+  app->add_option("--W", d.window, "lookahead: window width W (default 1)");
+  app->add_option("--N", d.ngram, "lookahead: n-gram size N >= 2 (default 3)");
+  app->add_option("--G", d.guesses, "lookahead: candidates verified per step and kept per key (default 1)");
   app->add_flag("!--no-pool-from-prompt", d.pool_from_prompt, "lookahead: do not seed the n-gram pool from the text");
   app->add_option("--draft-max", d.draft_max, "pld: longest proposal, 0 = none (plain AR, for comparisons) (default 8)");
   app->add_option("--ngram-max", d.ngram_max, "pld: longest suffix looked up (default 4)");
@@ -82,7 +82,31 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
                   "pld: also draft from this text file (tokenized with the model's tokenizer), e.g. reference "
                   "documents or code the output is likely to quote");
   app->add_option("--K", d.max_blocks, "multiblock: blocks in flight (default 2)");
-  app->add_option("--r", d.spawn_ratio, "multiblock: spawn a block when the newest has ceil(r*n) accepted (default 0.85)");
+  app->add_option("--r", d.spawn_ratio,
+                  "multiblock: spawn a block when the newest has min(ceil(r*n), n-1) accepted (default 0.85)");
+  app->add_option("--spawn-init", d.spawn_copy,
+                  "multiblock: a spawned block starts as a copy of the real-active draft tail (copy) or as the "
+                  "prediction after the newest block plus guesses (predict) (default copy)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"copy", true}, {"predict", false}}));
+  app->add_flag("--pac-continue", d.pac_continue,
+                "sjd: SJD-PAC adaptive continuation: after a rejection, later draft tokens are still verified and "
+                "kept as the next draft (commits stay verified as in sjd; its effect on the output distribution is "
+                "measured in docs/BENCHMARKS.md)");
+  app->add_option_function<std::string>(
+         "--pac-tree", [&d](const std::string& v) {
+           try {
+             parse_pac_tree(v.empty() ? "3,4" : v, &d.pac_tree_depth, &d.pac_tree_width);
+           } catch (const Error& e) {
+             throw CLI::ValidationError("--pac-tree", e.what());
+           }
+         },
+         "sjd: SJD-PAC proactive drafting: after a rejection, draft a tree of K first tokens (without replacement) "
+         "each D deep, verified by recursive rejection sampling (lossless) (D,K; default 3,4 when given bare)")
+      ->expected(0, 1);
+  app->add_option("--fastcot-iters", d.fastcot_iterations,
+                  "fastcot (APPROXIMATE): Jacobi forwards of rationale before the answer trigger (default 32)");
+  app->add_option("--answer-trigger", d.answer_trigger,
+                  "fastcot: text appended after the approximate rationale to ask for the answer (default ' So the answer is')");
   app->add_option("--pool", d.pool, "multiblock: rejection-recycling pool size, 0 = off (default 4)");
 }
 

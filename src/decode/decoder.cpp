@@ -23,7 +23,11 @@ bool DecodeContext::is_eos(int32_t t) const {
   return !cfg_.ignore_eos && std::find(cfg_.eos_ids.begin(), cfg_.eos_ids.end(), t) != cfg_.eos_ids.end();
 }
 
-int DecodeContext::commit(std::span<const int32_t> tokens) {
+int DecodeContext::commit(std::span<const int32_t> tokens) { return append(tokens, true); }
+
+int DecodeContext::commit_unforwarded(std::span<const int32_t> tokens) { return append(tokens, false); }
+
+int DecodeContext::append(std::span<const int32_t> tokens, bool record) {
   JF_CHECK(!done_, "commit after the generation ended");
   int n = 0;
   for (int32_t t : tokens) {
@@ -44,7 +48,7 @@ int DecodeContext::commit(std::span<const int32_t> tokens) {
   }
   auto& hist = out_.stats.accepted_histogram;
   if (static_cast<int>(hist.size()) <= n) hist.resize(n + 1, 0);
-  hist[n]++;
+  if (record) hist[n]++;
   if (n > 0 && sink_) sink_(std::span<const int32_t>(out_.tokens).last(n));
   return n;
 }

@@ -78,6 +78,9 @@ class DecodeContext {
   // Commits tokens in order, stopping at an end-of-generation token or the length limit; records how
   // many were committed by this forward. Returns the number actually committed.
   int commit(std::span<const int32_t> tokens);
+  // Appends text no forward produced (an approximate decoder's inserted tokens): as commit(), but not
+  // recorded as a forward's tokens in the histogram.
+  int commit_unforwarded(std::span<const int32_t> tokens);
   // Ends generation for lack of context (called when room() < 1 before a forward).
   void stop_context_full();
   void count(const std::string& counter, int64_t delta = 1) { out_.stats.counters[counter] += delta; }
@@ -92,6 +95,7 @@ class DecodeContext {
   bool done_ = false;
   int row_cap_ = 1 << 30;
   ForwardSlot slot_;
+  int append(std::span<const int32_t> tokens, bool record);
   friend class Generation;
 };
 

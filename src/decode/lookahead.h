@@ -11,9 +11,9 @@
 namespace jf {
 
 struct LookaheadOptions {
-  int window = 2;   // W
-  int ngram = 2;    // N (>= 2)
-  int guesses = 2;  // G (defaults as in decode/options.h)
+  int window = 1;   // W
+  int ngram = 3;    // N (>= 2)
+  int guesses = 1;  // G (defaults as in decode/options.h)
   bool pool_from_prompt = true;
   DraftInit init = DraftInit::Context;
   uint64_t seed = 1234;

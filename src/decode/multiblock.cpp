@@ -10,17 +10,6 @@ namespace jf {
 
 namespace {
 
-struct PseudoBlock {
-  std::vector<int32_t> acc;    // pseudo-accepted tokens (conditioned on unverified text before them)
-  std::vector<int32_t> draft;  // |acc| + |draft| == n
-  int32_t after = -1;          // once converged: the prediction for the position after the block
-  std::vector<int32_t> tokens() const {
-    std::vector<int32_t> t = acc;
-    t.insert(t.end(), draft.begin(), draft.end());
-    return t;
-  }
-};
-
 // Pseudo-active blocks placed after the real-active chain: rows, positions, visibility, logit rows.
 void emit_pseudo(const std::vector<PseudoBlock>& blocks, int n, const std::vector<int>& ra_chain, int first_row,
                  int first_pos, SequenceInput& in, std::vector<int>& draft_rows) {
@@ -44,11 +33,21 @@ void emit_pseudo(const std::vector<PseudoBlock>& blocks, int n, const std::vecto
   }
 }
 
-// One Jacobi step of a pseudo-active block from the argmax of its draft rows.
-void advance_pseudo(PseudoBlock& b, const std::vector<int32_t>& g) {
+}  // namespace
+
+void advance_pseudo(PseudoBlock& b, const std::vector<int32_t>& g, int32_t before) {
   const int L = static_cast<int>(b.draft.size());
   if (L == 0) return;  // already converged
-  int a = 1;  // its first draft token is taken as given (pseudo-verified by the previous step)
+  if (b.acc.empty() && !b.first_predicted && (before < 0 || before != b.draft[0])) {
+    // A guessed first token is not pseudo-verified: it takes the prediction of the row before it, and
+    // the rest of the block shifts under Jacobi as usual; nothing is pseudo-accepted this step.
+    std::vector<int32_t> next = {before >= 0 ? before : b.draft[0]};
+    next.insert(next.end(), g.begin(), g.end() - 1);
+    b.draft.swap(next);
+    b.first_predicted = before >= 0;
+    return;
+  }
+  int a = 1;  // the first draft token is given: predicted by the row before the block
   while (a < L && b.draft[a] == g[a - 1]) a++;
   b.acc.insert(b.acc.end(), b.draft.begin(), b.draft.begin() + a);
   if (a == L) {
@@ -61,12 +60,12 @@ void advance_pseudo(PseudoBlock& b, const std::vector<int32_t>& g) {
   b.draft.swap(next);
 }
 
-}  // namespace
-
 DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int V = s.vocab_size(), n = opt_.block, K = opt_.max_blocks;
-  const int spawn_at = static_cast<int>(std::ceil(opt_.spawn_ratio * n - 1e-6f));
+  // ceil(r*n) is n for small n at r = 0.85, and a block with n accepted has no budget left to spawn in:
+  // cap at n - 1 so every block size >= 2 can spawn.
+  const int spawn_at = std::max(1, std::min(static_cast<int>(std::ceil(opt_.spawn_ratio * n - 1e-6f)), n - 1));
   Rng rng(opt_.seed);
   DraftTree tree;
   SequenceInput in;
@@ -77,6 +76,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
   std::vector<PseudoBlock> pseudo;
   std::deque<std::vector<int32_t>> recycle;
   int budget = 0;  // tokens the real-active block still has to commit
+  bool pushed = false;  // whether the previous step added to the recycling pool (its newest entry is the draft)
 
   while (!ctx.done()) {
     if (ctx.room() < 1) {
@@ -104,7 +104,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     const int S = s.cache().size();
     tree.reset(ctx.pending());
     chains.assign(1, tree.add_chain(0, draft));
-    for (int e = static_cast<int>(recycle.size()) - 2; e >= 0 && d > 0; e--) {  // newest entry is the draft itself
+    for (int e = static_cast<int>(recycle.size()) - (pushed ? 2 : 1); e >= 0 && d > 0; e--) {
       const std::vector<int32_t>& entry = recycle[e];
       auto it = std::find(entry.begin(), entry.end(), ctx.pending());
       if (it == entry.end()) continue;
@@ -137,14 +137,16 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
         break;
       }
     if (win > 0) ctx.count("recycle_wins");
-    const int32_t ra_tail_pred = d > 0 ? static_cast<int32_t>(argmax(row(chains[0].back()), V)) : -1;
+    // The prediction for the position after the real-active block (its last draft row, or the root's).
+    const int32_t ra_tail_pred = static_cast<int32_t>(argmax(row(d > 0 ? chains[0].back() : 0), V));
     const int new_budget = std::max(0, budget - (k + 1));
     // Jacobi update of the rest of the block: draft token i stood where token i + 1 of the block now goes
     // (the bonus token took draft token k's place), so its row predicts the token after that.
     next.clear();
     for (size_t i = k; i < chains[win].size() && static_cast<int>(next.size()) < new_budget - 1; i++)
       next.push_back(static_cast<int32_t>(argmax(row(chains[win][i]), V)));
-    if (opt_.pool > 0 && k < d) {  // rejection: keep what this step drafted for later recycling
+    pushed = opt_.pool > 0 && k < d;
+    if (pushed) {  // rejection: keep what this step drafted for later recycling
       std::vector<int32_t> all = {ctx.pending()};
       all.insert(all.end(), draft.begin(), draft.end());
       for (const PseudoBlock& b : pseudo) {
@@ -161,11 +163,14 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     // ---- pseudo-active blocks take one Jacobi step each
     if (with_pseudo) {
       size_t r = 0;
+      int32_t before = ra_tail_pred;  // what the row before each block predicts for its first token
       for (PseudoBlock& b : pseudo) {
         g.clear();
         for (size_t j = 0; j < b.draft.size(); j++, r++)
           g.push_back(static_cast<int32_t>(argmax(row(tree.size() + static_cast<int>(r)), V)));
-        advance_pseudo(b, g);
+        const int32_t next_before = g.empty() ? b.after : g.back();
+        advance_pseudo(b, g, before);
+        before = next_before;
       }
     }
 
@@ -173,8 +178,17 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     const int newest_acc = pseudo.empty() ? n - new_budget : static_cast<int>(pseudo.back().acc.size());
     if (1 + static_cast<int>(pseudo.size()) < K && newest_acc >= spawn_at && new_budget > 0) {
       PseudoBlock b;
-      const int32_t first = pseudo.empty() ? ra_tail_pred : pseudo.back().after;
-      if (first >= 0) b.draft.push_back(first);
+      if (opt_.spawn_copy) {
+        // As the paper: a copy of the real-active block's current draft tail (the token after the accepted
+        // ones, then the updated draft), padded to n with guesses.
+        b.draft.push_back(acc.tokens.back());
+        b.draft.insert(b.draft.end(), next.begin(), next.end());
+        if (static_cast<int>(b.draft.size()) > n) b.draft.resize(static_cast<size_t>(n));
+      } else {
+        const int32_t first = pseudo.empty() ? ra_tail_pred : pseudo.back().after;
+        if (first >= 0) b.draft.push_back(first);
+        b.first_predicted = first >= 0;
+      }
       add_guesses(opt_.init, ctx.history(), V, rng, n - static_cast<int>(b.draft.size()), b.draft);
       pseudo.push_back(std::move(b));
       ctx.count("blocks_spawned");

@@ -1,10 +1,11 @@
 // Jacobi Forcing multi-block decoding with rejection recycling (greedy). Up to K blocks of n tokens are in
 // flight. The real-active block sits on the committed prefix: only its verified tokens are committed. The
 // pseudo-active blocks follow it in the same forward, conditioned on its unverified draft, and iterate under
-// Jacobi; their cache entries are dropped. A block spawns when the newest block has ceil(r*n) accepted
-// tokens; when the real-active block completes, the next block is promoted and all its tokens are verified
-// again as a draft. Rejected tails and earlier drafts go into a small pool that persists across blocks;
-// entries containing the pending token propose alternative drafts, verified in the same forward as a tree.
+// Jacobi; their cache entries are dropped. A block spawns when the newest block has min(ceil(r*n), n-1)
+// accepted tokens (a copy of the real-active block's draft tail, padded to n); when the real-active block
+// completes, the next block is promoted and all its tokens are verified again as a draft. Rejected tails
+// and earlier drafts go into a small pool that persists across blocks; entries containing the pending token
+// propose alternative drafts, verified in the same forward as a tree.
 #pragma once
 #include <deque>
 
@@ -21,7 +22,29 @@ struct MultiblockOptions {
   int pool = 4;              // recycled sequences kept (0 = no rejection recycling)
   DraftInit init = DraftInit::Context;
   uint64_t seed = 1234;
+  // true: a spawned block starts as the real-active block's draft tail padded to n (the paper's init);
+  // false: as the prediction for the position after the newest block, then guesses.
+  bool spawn_copy = true;
 };
+
+// A pseudo-active block (exposed for tests).
+struct PseudoBlock {
+  std::vector<int32_t> acc;    // pseudo-accepted tokens (conditioned on unverified text before them)
+  std::vector<int32_t> draft;  // |acc| + |draft| == n
+  int32_t after = -1;          // once converged: the prediction for the position after the block
+  // Whether draft[0] came from the row before the block (a prediction) rather than a copy or a guess: only
+  // then may a step take it as given; otherwise the step first replaces it by that row's prediction.
+  bool first_predicted = false;
+  std::vector<int32_t> tokens() const {
+    std::vector<int32_t> t = acc;
+    t.insert(t.end(), draft.begin(), draft.end());
+    return t;
+  }
+};
+
+// One Jacobi step of a pseudo-active block from the argmax of its draft rows (g[j] predicts draft[j + 1]);
+// `before` is the prediction of the row before the block for its first token (-1: none was computed).
+void advance_pseudo(PseudoBlock& b, const std::vector<int32_t>& g, int32_t before);
 
 class MultiblockDecoder : public Decoder {
  public:

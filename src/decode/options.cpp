@@ -1,6 +1,7 @@
 #include "decode/options.h"
 
 #include "base/error.h"
+#include "decode/fastcot.h"
 #include "decode/jacobi.h"
 #include "decode/lookahead.h"
 #include "decode/multiblock.h"
@@ -15,12 +16,12 @@ void need(bool ok, const std::string& what) {
 }
 }  // namespace
 
-std::vector<std::string> decoder_names() { return {"ar", "jacobi", "lookahead", "pld", "multiblock", "sjd"}; }
+std::vector<std::string> decoder_names() { return {"ar", "jacobi", "lookahead", "pld", "multiblock", "sjd", "fastcot"}; }
 
 void DecoderOptions::validate(bool greedy) const {
   bool known = false;
   for (const auto& n : decoder_names()) known |= n == name;
-  need(known, "unknown decoder '" + name + "' (known: ar, jacobi, lookahead, pld, multiblock, sjd)");
+  need(known, "unknown decoder '" + name + "' (known: ar, jacobi, lookahead, pld, multiblock, sjd, fastcot)");
   need(block >= 1 && block <= 4096, "--block must be between 1 and 4096, got " + std::to_string(block));
   need(window >= 1 && window <= 256, "--W must be between 1 and 256, got " + std::to_string(window));
   need(ngram >= 2 && ngram <= 64, "--N must be between 2 and 64, got " + std::to_string(ngram));
@@ -32,8 +33,15 @@ void DecoderOptions::validate(bool greedy) const {
   need(max_blocks >= 1 && max_blocks <= 64, "--K must be between 1 and 64, got " + std::to_string(max_blocks));
   need(spawn_ratio > 0.0f && spawn_ratio <= 1.0f, "--r must be in (0, 1], got " + std::to_string(spawn_ratio));
   need(pool >= 0 && pool <= 1024, "--pool must be between 0 and 1024, got " + std::to_string(pool));
-  if (name == "jacobi" || name == "multiblock")
+  need(fastcot_iterations >= 0 && fastcot_iterations <= (1 << 20),
+       "--fastcot-iters must be between 0 and 1048576, got " + std::to_string(fastcot_iterations));
+  if (name == "jacobi" || name == "multiblock" || name == "fastcot")
     need(greedy, "decoder '" + name + "' is greedy only (--temp 0); for sampling use sjd, lookahead or pld");
+  need(pac_tree_depth >= 0 && pac_tree_depth <= 64 && pac_tree_width >= 1 && pac_tree_width <= 64,
+       "--pac-tree D,K needs 0 <= D <= 64 and 1 <= K <= 64, got " + std::to_string(pac_tree_depth) + "," +
+           std::to_string(pac_tree_width));
+  need(pac_tree_depth == 0 || name == "sjd", "--pac-tree applies to the sjd decoder only, not '" + name + "'");
+  need(!pac_continue || name == "sjd", "--pac-continue applies to the sjd decoder only, not '" + name + "'");
   if (name == "sjd") need(!greedy, "decoder 'sjd' is for sampling: give --temp > 0 (for greedy use jacobi)");
 }
 
@@ -60,6 +68,13 @@ float to_float(const std::string& key, const std::string& v) {
 }
 
 }  // namespace
+
+void parse_pac_tree(const std::string& v, int* depth, int* width) {
+  const size_t sep = v.find_first_of(",x");
+  if (sep == std::string::npos) throw Error("pac-tree must be D,K (depth, width; e.g. 3,4), got '" + v + "'");
+  *depth = to_int("pac-tree", v.substr(0, sep));
+  *width = to_int("pac-tree", v.substr(sep + 1));
+}
 
 DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions& base) {
   DecoderOptions o = base;
@@ -97,6 +112,17 @@ DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions&
     else if (k == "K") o.max_blocks = to_int(k, v);
     else if (k == "r") o.spawn_ratio = to_float(k, v);
     else if (k == "pool") o.pool = to_int(k, v);
+    else if (k == "fastcot-iters") o.fastcot_iterations = to_int(k, v);
+    else if (k == "answer-trigger") o.answer_trigger = v;
+    else if (k == "pac-continue") {
+      if (v != "0" && v != "1") throw Error("pac-continue must be 0 or 1, got '" + v + "'");
+      o.pac_continue = v == "1";
+    } else if (k == "pac-tree") {
+      parse_pac_tree(v, &o.pac_tree_depth, &o.pac_tree_width);
+    } else if (k == "spawn-init") {
+      if (v != "copy" && v != "predict") throw Error("spawn-init must be copy or predict, got '" + v + "'");
+      o.spawn_copy = v == "copy";
+    }
     else throw Error("decoder spec '" + spec + "': unknown option '" + k + "'");
   }
   return o;
@@ -109,8 +135,11 @@ std::unique_ptr<Decoder> make_decoder(const DecoderOptions& o) {
   if (o.name == "pld") return std::make_unique<PldDecoder>(PldOptions{o.draft_max, o.ngram_max, o.draft_adaptive, o.ngram_memory, o.corpus_tokens});
   if (o.name == "multiblock")
     return std::make_unique<MultiblockDecoder>(
-        MultiblockOptions{o.block, o.max_blocks, o.spawn_ratio, o.pool, o.init, o.draft_seed});
-  if (o.name == "sjd") return std::make_unique<SjdDecoder>(SjdOptions{o.block, o.init, o.draft_seed, false});
+        MultiblockOptions{o.block, o.max_blocks, o.spawn_ratio, o.pool, o.init, o.draft_seed, o.spawn_copy});
+  if (o.name == "sjd") return std::make_unique<SjdDecoder>(SjdOptions{o.block, o.init, o.draft_seed, false, false, o.pac_continue,
+                                                                o.pac_tree_depth, o.pac_tree_width});
+  if (o.name == "fastcot")
+    return std::make_unique<FastCotDecoder>(FastCotOptions{o.block, o.fastcot_iterations, o.trigger_tokens, o.init, o.draft_seed});
   if (o.name == "ar") return std::make_unique<ArDecoder>();
   throw Error("unknown decoder '" + o.name + "'");
 }

@@ -11,7 +11,7 @@
 namespace jf {
 
 struct DecoderOptions {
-  std::string name = "ar";  // ar | jacobi | lookahead | pld | multiblock | sjd
+  std::string name = "ar";  // ar | jacobi | lookahead | pld | multiblock | sjd | fastcot
 
   // jacobi, multiblock, sjd: block size n (tokens a block commits; a forward carries up to n rows)
   int block = 4;
@@ -19,9 +19,10 @@ struct DecoderOptions {
   DraftInit init = DraftInit::Context;
   uint64_t draft_seed = 1234;   // RNG for initial guesses (never affects greedy outputs)
 
-  // lookahead: window W, n-gram size N, verification candidates G (also n-grams kept per key). The defaults
-  // keep a forward at ~3 rows, the most that pays on a CPU (docs/BENCHMARKS.md).
-  int window = 2, ngram = 2, guesses = 2;
+  // lookahead: window W, n-gram size N, verification candidates G (also n-grams kept per key). A forward
+  // stays at ~3 rows, the most that pays on a CPU; at that size trigrams from one Jacobi column (W=1 N=3
+  // G=1) beat the bigram pool of W=N=G=2 (TPF 2.00 vs 1.71 on the default model, docs/BENCHMARKS.md).
+  int window = 1, ngram = 3, guesses = 1;
   bool pool_from_prompt = true;  // seed the n-gram pool with the prompt's (and the output's) n-grams
 
   // pld: longest earlier match of the last 1..ngram_max tokens proposes up to draft_max tokens
@@ -34,18 +35,30 @@ struct DecoderOptions {
   std::string ngram_corpus;    // a text file to draft from as well (the CLI tokenizes it into corpus_tokens)
   std::vector<int32_t> corpus_tokens;
 
-  // multiblock: up to K blocks in flight, spawn at ceil(r * n) accepted, rejection-recycling pool size
+  // multiblock: up to K blocks in flight, spawn at min(ceil(r * n), n - 1) accepted, rejection-recycling pool size
   int max_blocks = 2;
   float spawn_ratio = 0.85f;
   int pool = 4;
+  bool spawn_copy = true;
+  // sjd: SJD-PAC's adaptive continuation (decode/sjd.h)
+  bool pac_continue = false;
+  int pac_tree_depth = 0, pac_tree_width = 1;  // sjd: SJD-PAC's proactive drafting tree, D and K (0 = off)  // multiblock: spawned blocks copy the real-active draft tail (false: predict + guesses)
+
+  // fastcot (approximate): rationale forwards before the answer trigger; the trigger text (the CLI tokenizes
+  // it into trigger_tokens); the window is `block`
+  int fastcot_iterations = 32;
+  std::string answer_trigger = " So the answer is";
+  std::vector<int32_t> trigger_tokens;
 
   // Throws jf::Error for values or combinations that make no sense (greedy = temperature 0).
   void validate(bool greedy) const;
 };
 
 std::vector<std::string> decoder_names();
+// "D,K" (or "DxK", for decoder specs where ',' separates decoders) into the PAC tree's depth and width.
+void parse_pac_tree(const std::string& v, int* depth, int* width);
 // "name[:key=value...]" on top of `base`, keys as the command-line flags without dashes: block, window-mode,
-// draft-init, W, N, G, draft-max, ngram-max, draft-policy, ngram-memory, ngram-corpus, K, r, pool. E.g. "lookahead:W=8:N=4:G=8".
+// draft-init, W, N, G, draft-max, ngram-max, draft-policy, ngram-memory, ngram-corpus, K, r, pool, spawn-init, pac-continue (0/1), pac-tree (DxK). E.g. "lookahead:W=8:N=4:G=8".
 DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions& base);
 std::unique_ptr<Decoder> make_decoder(const DecoderOptions& opts);
 

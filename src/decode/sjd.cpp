@@ -2,9 +2,30 @@
 
 #include <algorithm>
 
+#include "decode/draft_tree.h"
 #include "decode/jacobi.h"
 
 namespace jf {
+
+namespace {
+
+// A draw from a dense (not necessarily normalised) non-negative vector, walked in vocabulary order.
+int32_t draw_dense(const std::vector<float>& w, float coin) {
+  double total = 0;
+  for (float x : w) total += x;
+  const double r = coin * total;
+  double cdf = 0;
+  int32_t last = 0;
+  for (size_t i = 0; i < w.size(); i++) {
+    if (w[i] <= 0) continue;
+    last = static_cast<int32_t>(i);
+    cdf += w[i];
+    if (r < cdf) return last;
+  }
+  return last;
+}
+
+}  // namespace
 
 int32_t speculative_verify(const std::vector<float>& p, const float* q, int32_t x, Rng& rng, bool* accepted) {
   const float qx = q ? q[x] : 1.0f;
@@ -33,6 +54,33 @@ int32_t speculative_verify(const std::vector<float>& p, const float* q, int32_t 
   return last;
 }
 
+int32_t verify_candidates(const std::vector<float>& p, const std::vector<float>& q, std::span<const int32_t> xs, Rng& rng,
+                          int* which) {
+  std::vector<float> pr = p, qr = q;
+  for (size_t i = 0; i < xs.size(); i++) {
+    const int32_t x = xs[i];
+    const float u = rng.uniform();
+    if (qr[x] > 0.0f && u < std::min(1.0f, pr[x] / qr[x])) {
+      *which = static_cast<int>(i);
+      return x;
+    }
+    // rejected: the target becomes the residual, the proposal loses x (the next candidate was drawn without it)
+    double ps = 0, qs = 0;
+    for (size_t v = 0; v < pr.size(); v++) ps += pr[v] = std::max(0.0f, pr[v] - qr[v]);
+    qr[x] = 0.0f;
+    for (float w : qr) qs += w;
+    if (ps <= 0) {  // p == q: cannot happen after a rejection, but stay safe
+      *which = static_cast<int>(i);
+      return x;
+    }
+    for (float& w : pr) w = static_cast<float>(w / ps);
+    if (qs <= 0) break;
+    for (float& w : qr) w = static_cast<float>(w / qs);
+  }
+  *which = -1;
+  return draw_dense(pr, rng.uniform());
+}
+
 DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int V = s.vocab_size();
@@ -40,9 +88,17 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
   Rng guess_rng(opt_.seed);
   Distribution dist;
   SequenceInput in;
-  std::vector<int32_t> draft, guesses, committed, next_draft, rows;
-  std::vector<std::vector<float>> q, next_q;  // q[i]: distribution draft[i] was drawn from (empty = one-hot)
-  std::vector<std::vector<float>> p;          // p[r]: processed distribution of forward row r
+  DraftTree tree;
+  Acceptance acc;
+  std::vector<int32_t> draft, guesses, next_draft, cand_tokens;
+  std::vector<std::vector<float>> q, next_q;  // q[d]: distribution the depth-d draft tokens were drawn from (empty = one-hot)
+  std::vector<std::vector<float>> p;          // p[node]: processed distribution of a tree node's row
+  // PAC tree: extra paths from the pending token (their depth-1 tokens drawn without replacement after the
+  // draft's first one, deeper tokens from q[d] independently); paths[0] is the draft's chain.
+  std::vector<std::vector<int32_t>> branches, next_branches;
+  std::vector<std::vector<int>> paths;
+  std::vector<int> cand_nodes;
+  std::vector<float> left;
   while (!ctx.done()) {
     if (ctx.room() < 1) {
       ctx.stop_context_full();
@@ -58,46 +114,112 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
     q.resize(static_cast<size_t>(m));
 
     const int S = s.cache().size();
-    rows.assign(1, ctx.pending());
-    rows.insert(rows.end(), draft.begin(), draft.end());
-    in.set_causal(&s.cache(), rows, SequenceInput::Logits::All);
+    tree.reset(ctx.pending());
+    paths.assign(1, tree.add_chain(0, draft));
+    for (auto& b : branches) {
+      if (static_cast<int>(b.size()) > m) b.resize(static_cast<size_t>(m));
+      if (!b.empty() && tree.size() + static_cast<int>(b.size()) <= ctx.room()) paths.push_back(tree.add_chain(0, b));
+    }
+    in.reset_rows(&s.cache(), tree.size());
+    tree.emit(in, S);
     const float* logits = co_await ctx.forward(in);
-    if (static_cast<int>(p.size()) < m + 1) p.resize(static_cast<size_t>(m + 1));
-    // Processed distribution of row r, dense in p[r]; `dist` keeps its sparse form for drawing.
-    auto prob = [&](int r) -> const std::vector<float>& {
-      sampler.distribution(logits + static_cast<size_t>(r) * V, dist);
-      dist.to_dense(V, p[r]);
-      return p[r];
+    if (static_cast<int>(p.size()) < tree.size()) p.resize(static_cast<size_t>(tree.size()));
+    // Processed distribution of a node's row, dense in p[node]; `dist` keeps its sparse form for drawing.
+    auto prob = [&](int node) -> const std::vector<float>& {
+      sampler.distribution(logits + static_cast<size_t>(node) * V, dist);
+      dist.to_dense(V, p[node]);
+      return p[node];
     };
 
-    // ---- verify left to right; stop at the first rejection (its replacement is a residual draw)
-    committed.clear();
-    int a = 0;
-    for (; a < m; a++) {
-      bool ok = true;
-      const int32_t t = opt_.accept_all_for_testing ? draft[a] :
-          speculative_verify(prob(a), q[a].empty() ? nullptr : q[a].data(), draft[a], sampler.rng(), &ok);
-      committed.push_back(t);
-      if (!ok) break;
+    // ---- verify from the root; stop at the first rejection (its replacement is a residual draw). At the root
+    // the PAC tree's candidates are tried in turn (recursive rejection sampling without replacement).
+    acc.path.clear();
+    acc.tokens.clear();
+    int node = 0, d = 0, on = 0, rejected = -1;  // on: the path being followed
+    for (;;) {
+      cand_nodes.clear();
+      if (d == 0) {
+        for (const auto& path : paths)
+          if (!path.empty()) cand_nodes.push_back(path[0]);
+      } else if (d < static_cast<int>(paths[on].size())) {
+        cand_nodes.push_back(paths[on][d]);
+      }
+      if (cand_nodes.empty()) {  // the whole path accepted: one more token from its last row
+        sampler.distribution(logits + static_cast<size_t>(node) * V, dist);
+        acc.tokens.push_back(dist.draw(sampler.coin()));
+        break;
+      }
+      int which = 0;
+      int32_t t = tree.token(cand_nodes[0]);
+      if (!opt_.accept_all_for_testing) {
+        const std::vector<float>& pn = prob(node);
+        const int qi = opt_.wrong_q_row_for_testing ? (d + 1 < m ? d + 1 : (d > 0 ? d - 1 : d)) : d;
+        if (cand_nodes.size() == 1 || q[qi].empty()) {
+          bool ok = true;
+          t = speculative_verify(pn, q[qi].empty() ? nullptr : q[qi].data(), t, sampler.rng(), &ok);
+          which = ok ? 0 : -1;
+        } else {
+          cand_tokens.clear();
+          for (int c : cand_nodes) cand_tokens.push_back(tree.token(c));
+          t = verify_candidates(pn, q[qi], cand_tokens, sampler.rng(), &which);
+        }
+      }
+      acc.tokens.push_back(t);
+      if (which < 0) {
+        rejected = cand_nodes[0];
+        break;
+      }
+      if (d == 0) {
+        for (size_t k = 0; k < paths.size(); k++)
+          if (!paths[k].empty() && paths[k][0] == cand_nodes[which]) on = static_cast<int>(k);
+        if (on > 0) ctx.count("pac_branch_wins");
+      }
+      node = cand_nodes[which];
+      acc.path.push_back(node);
+      d++;
     }
-    if (a == m) {  // everything accepted: one more token from the last row
-      sampler.distribution(logits + static_cast<size_t>(m) * V, dist);
-      committed.push_back(dist.draw(sampler.coin()));
-    }
-    s.cache().truncate(S + a + 1);
+    keep_path(s.cache(), S, acc);
     ctx.count("draft_tokens", m);
-    ctx.count("accepted_draft_tokens", a);
+    ctx.count("accepted_draft_tokens", static_cast<int64_t>(acc.path.size()));
 
-    // ---- rows past the committed ones propose the next draft, each sampled from its own distribution
+    // ---- rows from the rejected token on propose the next draft, each sampled from its own distribution
     next_draft.clear();
     next_q.clear();
-    for (int r = a + 1; r <= m; r++) {
-      next_q.push_back(prob(r));
-      next_draft.push_back(dist.draw(sampler.coin()));
+    next_branches.clear();
+    if (rejected >= 0) {
+      const std::vector<int>& path = paths[d == 0 ? 0 : on];
+      for (size_t j = static_cast<size_t>(d); j < path.size(); j++) {
+        next_q.push_back(prob(path[j]));
+        if (opt_.pac_continue && j + 1 < path.size()) {  // the token after stood at this row's position: keep it if it passes
+          bool kept = true;
+          const std::vector<float>& qj = q[j + 1];
+          next_draft.push_back(speculative_verify(p[path[j]], qj.empty() ? nullptr : qj.data(), tree.token(path[j + 1]),
+                                                  sampler.rng(), &kept));
+          ctx.count("pac_kept", kept);
+        } else {
+          next_draft.push_back(dist.draw(sampler.coin()));
+        }
+      }
+      // PAC tree: width - 1 more first tokens, without replacement after the draft's, each continued to the depth
+      if (opt_.pac_tree_width > 1 && opt_.pac_tree_depth > 0 && !next_q.empty()) {
+        left = next_q[0];
+        left[next_draft[0]] = 0.0f;
+        for (int k = 1; k < opt_.pac_tree_width; k++) {
+          double mass = 0;
+          for (float w : left) mass += w;
+          if (mass <= 0) break;
+          std::vector<int32_t> b = {draw_dense(left, sampler.coin())};
+          left[b[0]] = 0.0f;
+          for (size_t dd = 1; dd < next_q.size() && static_cast<int>(dd) < opt_.pac_tree_depth; dd++)
+            b.push_back(draw_dense(next_q[dd], sampler.coin()));
+          next_branches.push_back(std::move(b));
+        }
+      }
     }
     draft.swap(next_draft);
     q.swap(next_q);
-    ctx.commit(committed);
+    branches.swap(next_branches);
+    ctx.commit(acc.tokens);
   }
 }
 

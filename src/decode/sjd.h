@@ -13,11 +13,29 @@ struct SjdOptions {
   DraftInit init = DraftInit::Context;
   uint64_t seed = 1234;
   bool accept_all_for_testing = false;  // a deliberately broken verifier, for the statistical test only
+  bool wrong_q_row_for_testing = false;  // another: verifies a draft token against its neighbour's q
+  // SJD-PAC's adaptive continuation (Kang et al. 2026): after the first rejection, the later draft tokens
+  // are still verified, against this forward's distributions (computed behind the rejected token), and what
+  // survives (or its residual redraw) becomes the next draft instead of fresh draws. Only the next draft
+  // changes; commits are verified as in plain SJD.
+  bool pac_continue = false;
+  // SJD-PAC's proactive drafting: after a rejection the next draft is a tree: besides the draft's first token,
+  // width - 1 more candidates drawn without replacement from the same distribution, each continued to `depth`
+  // tokens; the candidates are verified by recursive rejection sampling (Jeon et al. 2024), lossless.
+  int pac_tree_depth = 0;  // D (0: off)
+  int pac_tree_width = 1;  // K
 };
 
 // One speculative-sampling decision for draft token x: p and q are normalised dense distributions
 // (q == nullptr: x was a guess, q is one-hot at x). Returns x if accepted, else a draw from the residual.
 int32_t speculative_verify(const std::vector<float>& p, const float* q, int32_t x, Rng& rng, bool* accepted);
+
+// Recursive rejection sampling over candidates xs drawn without replacement from q (dense, normalised):
+// each in turn is accepted with min(1, p'(x)/q'(x)), where after every rejection p' is the normalised
+// residual max(0, p' - q') and q' loses the rejected token. Sets *which to the accepted index, or -1 when the
+// returned token is a draw from the final residual.
+int32_t verify_candidates(const std::vector<float>& p, const std::vector<float>& q, std::span<const int32_t> xs, Rng& rng,
+                          int* which);
 
 class SjdDecoder : public Decoder {
  public:

@@ -66,29 +66,38 @@ void Sampler::distribution(const float* logits, Distribution& d) {
 
   auto by_prob = [this](int32_t a, int32_t b) { return probs_[a] > probs_[b] || (probs_[a] == probs_[b] && a < b); };
   order_.clear();
-  bool sorted = false;
+  bool sorted = false, top_k_cut = false;
   if (params_.top_k > 0 && params_.top_k < n) {
     for (int i = 0; i < n; i++) order_.push_back(i);
     std::partial_sort(order_.begin(), order_.begin() + params_.top_k, order_.end(), by_prob);
     order_.resize(static_cast<size_t>(params_.top_k));
-    sorted = true;
+    sorted = top_k_cut = true;
   }
   if (params_.top_p < 1.0f) {
     if (!sorted) {
-      // Tokens below (1 - p) / (n - 1) can never be needed to reach mass p: skip them before sorting.
-      const float cutoff = (1.0f - params_.top_p) / static_cast<float>(n - 1);
-      for (int i = 0; i < n; i++)
+      // The nucleus's m-th token (m >= 2) is the largest of n - m + 1 tokens holding at least 1 - p, so it
+      // is >= (1 - p) / (n - 1): skip tokens below that before sorting (with slack for rounding). The
+      // nucleus of one token may lie below it (p under the top probability, a flat distribution): the
+      // top token is always kept.
+      const float cutoff = (1.0f - params_.top_p) / static_cast<float>(n - 1) * (1.0f - 1e-4f);
+      int32_t top = 0;
+      for (int i = 0; i < n; i++) {
+        if (by_prob(i, top)) top = i;
         if (probs_[i] >= cutoff) order_.push_back(i);
+      }
+      if (probs_[top] < cutoff) order_.push_back(top);
       std::sort(order_.begin(), order_.end(), by_prob);
       sorted = true;
     }
+    // After a top-k cut, p is a share of the mass top-k kept (the distribution renormalised); otherwise
+    // of the whole distribution (the skipped tokens count towards it).
     float mass = 0.0f;
     for (int32_t id : order_) mass += probs_[id];
     float cum = 0.0f;
     size_t last = order_.size() - 1;
     for (size_t i = 0; i < order_.size(); i++) {
       cum += probs_[order_[i]];
-      if (cum > params_.top_p * (params_.top_k > 0 ? mass : 1.0f)) {
+      if (cum > params_.top_p * (top_k_cut ? mass : 1.0f)) {
         last = i;
         break;
       }
