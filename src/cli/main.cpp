@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   add(jf::cli::add_pack_command(app));
   add(jf::cli::add_train_command(app));
   add(jf::cli::add_perplexity_command(app));
+  add(jf::cli::add_viz_command(app));
+  add(jf::cli::add_tune_command(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -50,7 +50,7 @@ void add_generation_options(CLI::App* app, GenerationConfig& g) {
 
 void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
   if (with_name)
-    app->add_option("--decoder", d.name, "Decoding strategy: ar, jacobi, lookahead, pld, multiblock, sjd (default ar)");
+    app->add_option("--decoder", d.name, "Decoding strategy: ar, jacobi, lookahead, pld, multiblock, sjd, or auto (generate: the jf tune result cached for this model and machine, else a rule from the measured cost curve) (default ar)");
   app->add_option("--block", d.block, "jacobi/multiblock/sjd: block size n, tokens per forward at most (default 4)");
   app->add_option("--window-mode", d.running_window, "jacobi: block (draft shrinks) or running (draft refilled)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"block", false}, {"running", true}}));
