@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "cli/progress.h"
 #include "model/loader.h"
 #include "test_support.h"
 #include "tune/cost_chart.h"
@@ -127,6 +128,16 @@ TEST(ModelKey, DependsOnContents) {
   EXPECT_NE(model_key(dir / "a"), model_key(dir / "b"));
   EXPECT_EQ(model_key(dir / "a"), model_key(dir / "a"));
   EXPECT_NE(cache_path("k", "machine 1"), cache_path("k", "machine 2"));
+}
+
+TEST(Progress, TextShowsCountRateAndEta) {
+  EXPECT_EQ(cli::format_duration(65), "1:05");
+  EXPECT_EQ(cli::format_duration(3723), "1:02:03");
+  EXPECT_EQ(cli::format_duration(-1), "?");
+  // 10 of 40 in 5 s: 2/s, 30 left -> 15 s.
+  EXPECT_EQ(cli::progress_text(10, 40, 5.0, "x", 8), "[##......] 10/40  2.00/s  ETA 0:15  x");
+  EXPECT_EQ(cli::progress_text(0, 40, 5.0, "", 0), "0/40  0.00/s  ETA ?");
+  EXPECT_EQ(cli::progress_text(40, 40, 8.0, "", 4), "[####] 40/40  5.00/s  ETA 0:00");
 }
 
 // A real tuning with a small budget: the tiny model is compute-bound, so the result is ar or a cheap

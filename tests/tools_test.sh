@@ -79,6 +79,9 @@ if "$jf" tune -m "$m" --budget 4 -n 24 -o "$tmp/cfg.json" --plot "$tmp/cost.svg"
 else
   fail "tune: $(cat "$tmp/tune.err")"
 fi
+# Not a terminal: plain progress lines with rate and ETA.
+grep -q "^jf tune: [0-9]*/[0-9]*  [0-9.]*/s  ETA " "$tmp/tune.err" && ok "tune: plain progress lines" ||
+  fail "tune progress lines: $(head -3 "$tmp/tune.err")"
 python3 - "$tmp/cfg.json" "$tmp/cost.svg" <<'PY' && ok "tune config and cost plot" || fail "tune config / cost plot"
 import json, sys, xml.etree.ElementTree as E
 c = json.load(open(sys.argv[1]))

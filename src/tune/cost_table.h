@@ -14,7 +14,7 @@ namespace jf::tune {
 struct CostTable {
   std::vector<int> contexts;                 // tokens already in the cache, increasing
   std::vector<int> rows;                     // rows per forward, increasing, rows[0] == 1
-  std::vector<std::vector<double>> seconds;  // [context index][row index], median seconds per forward
+  std::vector<std::vector<double>> seconds;  // [context index][row index], seconds per forward (fastest run)
 
   bool empty() const { return contexts.empty() || rows.empty(); }
   // Seconds for a forward of `m` rows (fractional: a mean over forwards) at context `ctx`: linear in rows
@@ -28,7 +28,7 @@ struct CostTable {
 using ProgressFn = std::function<void(int done, int total, const std::string& what)>;
 
 // Times forwards of each row count at each context (causal rows, logits for every row as a draft-verifying
-// decoder asks), the median of repeats lasting about `seconds_per_point` each (at least 3). Contexts past
+// decoder asks), the fastest of repeats lasting about `seconds_per_point` each (at least 3). Contexts past
 // the model's limit are dropped.
 CostTable measure_cost(ForwardPass& fwd, std::vector<int> contexts, const std::vector<int>& rows,
                        double seconds_per_point, const ProgressFn& progress = {});

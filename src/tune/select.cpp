@@ -6,12 +6,13 @@
 namespace jf::tune {
 
 std::vector<std::string> tuning_grid() {
-  std::vector<std::string> g = {"ar"};
-  for (int n : {2, 3, 4, 6, 8}) g.push_back("jacobi:block=" + std::to_string(n));
-  for (const char* wng : {"W=2:N=2:G=2", "W=3:N=3:G=3", "W=4:N=3:G=4", "W=8:N=4:G=8"}) g.push_back(std::string("lookahead:") + wng);
-  for (int d : {2, 4, 8, 16}) g.push_back("pld:draft-max=" + std::to_string(d));
-  for (const char* bk : {"block=4:K=2", "block=8:K=2", "block=4:K=3"}) g.push_back(std::string("multiblock:") + bk);
-  return g;
+  // Round-robin over the families, narrow drafts first: a small budget that stops part-way through still
+  // has measured the cheapest configuration of every decoder.
+  return {"ar",
+          "pld:draft-max=2", "lookahead:W=2:N=2:G=2", "jacobi:block=4", "multiblock:block=4:K=2",
+          "pld:draft-max=4", "jacobi:block=2", "lookahead:W=3:N=3:G=3", "multiblock:block=8:K=2",
+          "pld:draft-max=8", "jacobi:block=3", "lookahead:W=4:N=3:G=4", "multiblock:block=4:K=3",
+          "pld:draft-max=16", "jacobi:block=6", "lookahead:W=8:N=4:G=8", "jacobi:block=8"};
 }
 
 void predict(const CostTable& cost, double ctx, std::vector<Candidate>& cands) {
