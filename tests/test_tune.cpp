@@ -54,6 +54,9 @@ TEST(Select, RuleFromCostPicksArOnComputeBoundAndAWideDraftOnMemoryBound) {
   // A couple of free rows: the cheap drafter.
   CostTable two{{64}, {1, 2, 4}, {{1.0, 1.1, 2.0}}};
   EXPECT_EQ(rule_from_cost(two, &why), "pld:draft-max=2");
+  // A disturbed measurement at one context does not hide free rows seen at another.
+  CostTable noisy{{64, 256}, {1, 2, 4, 8, 16}, {{1.0, 1.6, 1.7, 1.8, 3.0}, {1.2, 1.22, 1.25, 1.3, 1.35}}};
+  EXPECT_NE(rule_from_cost(noisy, &why).rfind("lookahead", 0), std::string::npos) << why;
 }
 
 std::vector<Candidate> table() {

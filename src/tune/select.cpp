@@ -53,11 +53,16 @@ std::string choose(const std::vector<Candidate>& cands, double margin, std::stri
 }
 
 std::string rule_from_cost(const CostTable& cost, std::string* why) {
-  const int k = cost.free_rows(0);
+  // The most free rows at any measured context: load on a shared machine only makes rows look costlier
+  // (a slow run of M rows), so the largest knee seen is the least disturbed one.
+  int k = 1;
+  size_t at = 0;
+  for (size_t c = 0; c < cost.contexts.size(); c++)
+    if (cost.free_rows(c) > k) k = cost.free_rows(c), at = c;
   std::string spec = k < 2 ? "ar" : k < 8 ? "pld:draft-max=" + std::to_string(std::min(k, 4)) : "lookahead:W=4:N=3:G=4";
   if (why)
     *why = spec + ": up to " + std::to_string(k) + " rows per forward cost at most 15% more than one (context " +
-           std::to_string(cost.contexts[0]) + ")";
+           std::to_string(cost.contexts[at]) + ")";
   return spec;
 }
 

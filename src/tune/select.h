@@ -32,6 +32,7 @@ std::vector<size_t> to_verify(const std::vector<Candidate>& cands, size_t n);
 std::string choose(const std::vector<Candidate>& cands, double margin, std::string* why);
 // Without TPF measurements: a rule from the cost curve alone. No free row (compute-bound, e.g. a tiny
 // model): ar; a couple: pld (drafts only on a match, and cuts drafts that do not pay); many: a wide draft.
+// Free rows are taken at the context where most were free.
 std::string rule_from_cost(const CostTable& cost, std::string* why);
 
 }  // namespace jf::tune

@@ -214,7 +214,7 @@ std::string auto_decoder(const std::string& model_path, ForwardPass& fwd, std::s
       // a stale or damaged cache entry: fall through to the rule
     }
   }
-  const CostTable cost = measure_cost(fwd, {64}, {1, 2, 4, 8, 16}, 0.05);
+  const CostTable cost = measure_cost(fwd, {64, 256}, {1, 2, 4, 8, 16}, 0.1);
   std::string rule;
   const std::string d = rule_from_cost(cost, &rule);
   if (why) *why = "not tuned yet (run jf tune); cost-curve rule: " + rule;
