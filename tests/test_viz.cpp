@@ -184,6 +184,27 @@ TEST(Trajectory, RowFatesAgainstTheFinalText) {
   EXPECT_EQ(viz::classify_rows(f, full), want);
 }
 
+TEST(Trajectory, PageWithoutAModel) {
+  viz::TraceDoc d;
+  d.decoder = "multiblock";
+  d.prompt = {1, 2};
+  d.output = {3, 4};
+  d.pieces = {{1, "a"}, {2, "    "}, {3, "b"}, {4, "\n"}};
+  ForwardRecord f;
+  f.tokens = {2, 3, 9, 4};
+  f.positions = {1, 2, 3, 3};
+  f.tags = {{RowRole::Pending, 0}, {RowRole::Draft, 0}, {RowRole::Draft, 0}, {RowRole::Block, 1}};
+  f.committed = {3, 4};
+  d.trace.forwards = {f};
+  const std::string html = viz::trajectory_html(d);
+  EXPECT_EQ(count(html, "<tr class=\"fwd\">"), 1);
+  EXPECT_NE(html.find("\xC2\xB7\xC2\xB7\xC2\xB7\xC2\xB7"), std::string::npos) << "spaces-only token shown as dots";
+  EXPECT_NE(html.find("\xE2\x86\xB5"), std::string::npos) << "newline token shown as a return arrow";
+  EXPECT_NE(html.find("#9"), std::string::npos) << "a token without text shows its id";
+  EXPECT_NE(html.find("blk1"), std::string::npos);
+  EXPECT_NE(html.find("block 1"), std::string::npos);
+}
+
 TEST(TraceDoc, MalformedTracesAreErrors) {
   EXPECT_THROW(viz::trace_from_json("not json"), Error);
   EXPECT_THROW(viz::trace_from_json("{}"), Error);

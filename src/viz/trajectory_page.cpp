@@ -20,6 +20,11 @@ std::string piece_html(const TraceDoc& d, int32_t id) {
   auto it = d.pieces.find(id);
   std::string s = it == d.pieces.end() ? unknown_piece(id) : it->second;
   std::string out;
+  // A token of spaces only (indentation) would be an empty box: show its spaces as middle dots.
+  if (!s.empty() && s.find_first_not_of(' ') == std::string::npos) {
+    for (size_t i = 0; i < s.size(); i++) out += "\xC2\xB7";
+    return out;
+  }
   for (char c : html_escape(s)) {
     if (c == '\n') out += "\xE2\x86\xB5";  // ↵: a newline token stays visible in its cell
     else if (c == '\t') out += "\xE2\x87\xA5";
@@ -122,7 +127,7 @@ std::string trajectory_html(const TraceDoc& d) {
     h += "</span>";
   }
   h += "</p>\n<h2>Forwards</h2>\n<table>\n<tr><th>#</th><th>committed</th><th></th><th>rows (pending, draft, "
-       "candidates, window, pseudo-blocks)</th><th>committed tokens</th></tr>\n";
+       "window, candidates, pseudo-blocks)</th><th>committed tokens</th></tr>\n";
   for (size_t i = 0; i < fw.size(); i++) {
     const ForwardRecord& f = fw[i];
     const std::vector<RowFate> fate = classify_rows(f, full);
