@@ -28,6 +28,10 @@ check_error "viz missing trace" 1 "$jf" viz --trace /nonexistent.json -o "$tmp/p
 echo '{"format":"nope"}' >"$tmp/bad.json"
 check_error "viz bad trace" 1 "$jf" viz --trace "$tmp/bad.json" -o "$tmp/p.html"
 check_error "viz without -o" 2 "$jf" viz --trace "$tmp/bad.json"
+check_error "generate --trace into a missing directory" 1 "$jf" generate -m x --trace /nonexistent/dir/t.json
+check_error "viz -o into a missing directory" 1 "$jf" viz --trace "$tmp/bad.json" -o /nonexistent/dir/p.html
+check_error "bench --plot into a missing directory" 1 "$jf" bench -m x --prompts /dev/null --plot /nonexistent/dir/b.svg
+check_error "tune -o into a missing directory" 1 "$jf" tune -m x -o /nonexistent/dir/c.json
 check_error "generate missing config" 1 "$jf" generate -m x --config /nonexistent.json
 check_error "generate bad config" 1 "$jf" generate -m x --config "$tmp/bad.json"
 

@@ -37,6 +37,8 @@ struct Totals {
 
 int run_bench(BenchArgs& a) {
   a.gen.sampling.validate();
+  check_output_path(a.json_out, "--json");
+  check_output_path(a.plot, "--plot");
   const bool greedy = a.gen.sampling.greedy();
   std::vector<std::string> specs;
   for (size_t s = 0, e; s <= a.decoders.size(); s = e + 1) {

@@ -1,5 +1,7 @@
 #include "cli/options.h"
 
+#include <filesystem>
+
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "kernels/parallel.h"
@@ -134,6 +136,13 @@ std::vector<int32_t> read_ngram_corpus(const std::string& path, const Tokenizer&
                   " tokens supported");
   }
   return tokens;
+}
+
+void check_output_path(const std::string& path, const std::string& flag) {
+  if (path.empty()) return;
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty() && !std::filesystem::is_directory(dir))
+    throw Error(flag + " " + path + ": directory " + dir.string() + " does not exist");
 }
 
 }  // namespace jf::cli

@@ -36,6 +36,8 @@ struct TuneArgs {
 
 int run_tune(TuneArgs& a) {
   if (!(a.opt.budget_seconds > 0)) throw Error("--budget must be > 0 seconds");
+  check_output_path(a.out, "-o");
+  check_output_path(a.plot, "--plot");
   if (!a.grid.empty()) {
     for (size_t s = 0, e; s <= a.grid.size(); s = e + 1) {
       e = a.grid.find(',', s);

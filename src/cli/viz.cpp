@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "viz/trace_doc.h"
 #include "viz/trajectory_page.h"
 
@@ -13,6 +14,7 @@ Command add_viz_command(CLI::App& app) {
   cmd->add_option("--trace", *trace, "Trace file written by jf generate --trace")->required();
   cmd->add_option("-o,--output", *out, "HTML page to write")->required();
   return [trace, out] {
+    check_output_path(*out, "-o");
     const viz::TraceDoc d = viz::read_trace(*trace);
     viz::write_trajectory_html(*out, d);
     std::fprintf(stderr, "jf: %s: %zu forwards of %s -> %s\n", trace->c_str(), d.trace.forwards.size(), d.decoder.c_str(),
