@@ -41,6 +41,8 @@ inline std::string progress_text(int done, int total, double elapsed, const std:
 class Progress {
  public:
   Progress(int total, std::string label) : total_(total), start_(now_seconds()), tty_(isatty(2)), label_(std::move(label)) {}
+  // For runs whose length is re-estimated on the way (jf tune's timing phase).
+  void set_total(int total) { total_ = total; }
   void update(int done, const std::string& what) {
     const double t = now_seconds(), elapsed = t - start_;
     if (elapsed < 2.0) return;

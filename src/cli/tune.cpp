@@ -64,9 +64,8 @@ int run_tune(TuneArgs& a) {
   for (const auto& p : prompts) check_prompt(p, session.context_size() - a.opt.max_new_tokens);
 
   Progress progress(1, "tune");
-  int last_total = 0;
   const tune::TuneResult r = tune::tune(session, prompts, gen, DecoderOptions{}, a.opt, [&](int done, int total, const std::string& what) {
-    if (total != last_total) progress = Progress(total, "tune"), last_total = total;
+    progress.set_total(total);
     progress.update(done, what);
   });
   progress.finish();

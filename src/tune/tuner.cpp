@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -48,7 +49,8 @@ TuneResult tune(Session& s, const std::vector<std::vector<int32_t>>& prompts, co
   std::vector<int> contexts = {static_cast<int>(r.context), 4 * static_cast<int>(r.context) + 256, 2048};
   contexts.resize(std::min<size_t>(contexts.size(), 3));
   const int cost_steps = static_cast<int>(contexts.size() * rows.size());
-  const int total = cost_steps + static_cast<int>(grid.size() * prompts.size()) + (o.verify + 1) * static_cast<int>(prompts.size());
+  // The timing phase repeats while budget is left: its share is re-estimated after each pass.
+  int total = cost_steps + static_cast<int>(grid.size() * prompts.size()) + (o.verify + 1) * static_cast<int>(prompts.size());
   int done = 0;
   auto report = [&](const std::string& what) {
     if (progress) progress(std::min(done, total), total, what);
@@ -89,6 +91,9 @@ TuneResult tune(Session& s, const std::vector<std::vector<int32_t>>& prompts, co
   timed.insert(timed.begin(), 0);
   std::vector<double> secs(timed.size(), 0);
   std::vector<int64_t> toks(timed.size(), 0);
+  const int per_pass = static_cast<int>(timed.size() * prompts.size());
+  total = done + per_pass;
+  const double verify_start = now_seconds();
   for (int pass = 0; pass == 0 || now_seconds() - t0 < 0.95 * budget; pass++) {
     for (size_t p = 0; p < prompts.size(); p++) {
       for (size_t k = 0; k < timed.size(); k++) {  // alternating, so load on a shared machine hits all alike
@@ -97,10 +102,13 @@ TuneResult tune(Session& s, const std::vector<std::vector<int32_t>>& prompts, co
         // otherwise be drafted from its own earlier output.
         const GenerationResult g = make_decoder(opts[timed[k]])->generate(s, prompts[p], gen);
         secs[k] += g.stats.gen_seconds, toks[k] += g.stats.n_tokens;
-        if (pass == 0) done++;
+        done++;
       }
       if (pass > 0 && now_seconds() - t0 >= 0.95 * budget) break;
     }
+    const double pass_seconds = (now_seconds() - verify_start) / (pass + 1);
+    const double left = t0 + 0.95 * budget - now_seconds();
+    total = done + (left > 0 ? per_pass * static_cast<int>(std::ceil(left / pass_seconds)) : 0);
   }
   for (size_t k = 0; k < timed.size(); k++) {
     Candidate& c = r.candidates[timed[k]];
