@@ -1,5 +1,6 @@
 // `jf bench`: every decoder on every prompt in one process; a Markdown table in the shape of the papers'
 // (TPF, TPS, speedup over ar measured in the same run, outputs identical to ar) and per-prompt JSON.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,8 @@
 #include "cli/prompts.h"
 #include "kernels/cpu.h"
 #include "kernels/parallel.h"
+#include "tune/tuner.h"
+#include "viz/svg.h"
 
 namespace jf::cli {
 
@@ -21,7 +24,7 @@ namespace {
 struct BenchArgs {
   ModelOptions model;
   PromptOptions prompt;  // --chat / --system / --chat-format apply to every prompt
-  std::string prompts_file, format = "auto", decoders = "ar,jacobi,lookahead,pld,multiblock", json_out;
+  std::string prompts_file, format = "auto", decoders = "ar,jacobi,lookahead,pld,multiblock", json_out, plot, config;
   int limit = 0;
   DecoderOptions base;
   GenerationConfig gen;
@@ -35,12 +38,18 @@ struct Totals {
 
 int run_bench(BenchArgs& a) {
   a.gen.sampling.validate();
+  check_output_path(a.json_out, "--json");
+  check_output_path(a.plot, "--plot");
   const bool greedy = a.gen.sampling.greedy();
   std::vector<std::string> specs;
   for (size_t s = 0, e; s <= a.decoders.size(); s = e + 1) {
     e = a.decoders.find(',', s);
     if (e == std::string::npos) e = a.decoders.size();
     if (e > s) specs.push_back(a.decoders.substr(s, e - s));
+  }
+  if (!a.config.empty()) {  // the tuned configuration joins the comparison
+    const std::string tuned = tune::read_tune_config(a.config).decoder;
+    if (std::find(specs.begin(), specs.end(), tuned) == specs.end()) specs.push_back(tuned);
   }
   if (specs.empty() || specs[0] != "ar") specs.insert(specs.begin(), "ar");  // the reference, measured in this run
   std::vector<DecoderOptions> options;  // checked before the model is loaded
@@ -111,6 +120,7 @@ int run_bench(BenchArgs& a) {
   std::printf("| decoder | TPF | TPS | speedup | identical to ar | rows/forward | ms/forward |\n");
   std::printf("|---|---|---|---|---|---|---|\n");
   nlohmann::json summary = nlohmann::json::array();
+  std::vector<viz::Bar> bars;
   for (size_t d = 0; d < decoders.size(); d++) {
     const Totals& t = totals[d];
     const double tpf = t.forwards ? double(t.tokens) / t.forwards : 0, tps = t.gen_seconds > 0 ? t.tokens / t.gen_seconds : 0;
@@ -118,6 +128,7 @@ int run_bench(BenchArgs& a) {
     const std::string same = greedy ? std::to_string(100 * t.identical / std::max<int64_t>(1, t.runs)) + "%" : "n/a (sampling)";
     std::printf("| %s | %.2f | %.0f | %.2fx | %s | %.1f | %.3f |\n", specs[d].c_str(), tpf, tps, speedup, same.c_str(),
                 t.forwards ? double(t.rows) / t.forwards : 0, t.forwards ? 1e3 * t.forward_seconds / t.forwards : 0);
+    bars.push_back({specs[d], speedup});
     summary.push_back({{"decoder", specs[d]}, {"tpf", tpf}, {"tps", tps}, {"speedup", speedup},
                        {"identical_percent", greedy ? 100.0 * t.identical / std::max<int64_t>(1, t.runs) : -1.0},
                        {"tokens", t.tokens}, {"forwards", t.forwards}, {"gen_seconds", t.gen_seconds},
@@ -131,6 +142,11 @@ int run_bench(BenchArgs& a) {
       if (totals[d].histogram[k])
         std::printf(" %zu: %.0f%%", k, 100.0 * totals[d].histogram[k] / std::max<int64_t>(1, totals[d].forwards));
     std::printf("\n");
+  }
+  if (!a.plot.empty()) {
+    char title[256];
+    std::snprintf(title, sizeof title, "Speedup over ar (TPS), %zu prompts, %d threads", prompts.size(), num_threads());
+    viz::write_svg(a.plot, viz::bar_chart_svg(title, "tokens/s relative to ar", bars, 1.0));
   }
   if (!a.json_out.empty()) {
     nlohmann::json j = {{"model", a.model.path}, {"prompts_file", a.prompts_file}, {"n_prompts", prompts.size()},
@@ -157,6 +173,8 @@ Command add_bench_command(CLI::App& app) {
                   "Comma-separated decoders, each name[:key=value...], e.g. ar,jacobi:block=8,lookahead:W=8:N=4 "
                   "(ar is always run first as the reference)");
   cmd->add_option("--json", a->json_out, "Write per-prompt results and the summary to this JSON file");
+  cmd->add_option("--config", a->config, "Also run the decoder configuration chosen by jf tune -o");
+  cmd->add_option("--plot", a->plot, "Write the speedup of each decoder as an SVG bar chart to this file");
   cmd->add_flag("--chat", a->prompt.chat, "Wrap each prompt in the model's chat template");
   cmd->add_option("--system", a->prompt.system, "System message for --chat");
   add_generation_options(cmd, a->gen);

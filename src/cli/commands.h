@@ -18,5 +18,7 @@ Command add_pack_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
 Command add_perplexity_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
+Command add_viz_command(CLI::App& app);
+Command add_tune_command(CLI::App& app);
 
 }  // namespace jf::cli

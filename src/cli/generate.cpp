@@ -8,6 +8,9 @@
 #include "kernels/cpu.h"
 #include "kernels/parallel.h"
 #include "tokenizer/tokenizer.h"
+#include "tune/tuner.h"
+#include "viz/trace_doc.h"
+#include "viz/trajectory_page.h"
 
 namespace jf::cli {
 
@@ -20,7 +23,27 @@ struct GenerateArgs {
   DecoderOptions decoder;
   bool json = false;
   bool no_echo = false;
+  std::string trace_path, viz_path, config;
 };
+
+// The trace document of one generation: rows of every forward plus the text of each token in it, so that
+// `jf viz` needs no model.
+viz::TraceDoc trace_doc(const Decoder& decoder, const std::vector<int32_t>& prompt, const GenerationResult& r,
+                        ForwardTrace trace, const std::string& text, const Tokenizer& tok) {
+  viz::TraceDoc d;
+  d.decoder = decoder.name();
+  d.prompt = prompt;
+  d.output = r.tokens;
+  d.text = text;
+  d.trace = std::move(trace);
+  auto add = [&](int32_t id) {
+    if (id >= 0 && id < tok.n_vocab() && !d.pieces.count(id)) d.pieces[id] = tok.token_bytes(id, true);  // with its leading space, as it sits in the text
+  };
+  for (int32_t t : d.full_tokens()) add(t);
+  for (const ForwardRecord& f : d.trace.forwards)
+    for (int32_t t : f.tokens) add(t);
+  return d;
+}
 
 nlohmann::json stats_json(const GenerationResult& r) {
   const GenerationStats& s = r.stats;
@@ -43,7 +66,11 @@ nlohmann::json stats_json(const GenerationResult& r) {
 
 int run_generate(GenerateArgs& a) {
   a.gen.sampling.validate();  // bad flag values fail before the model is loaded
-  a.decoder.validate(a.gen.sampling.greedy());
+  check_output_path(a.trace_path, "--trace");
+  check_output_path(a.viz_path, "--viz");
+  if (!a.config.empty()) a.decoder = parse_decoder_spec(tune::read_tune_config(a.config).decoder, a.decoder);
+  const bool automatic = a.decoder.name == "auto";
+  if (!automatic) a.decoder.validate(a.gen.sampling.greedy());
   LoadedModel lm = open_model(a.model);
   if (!lm.tokenizer) throw Error(a.model.path + ": the model has no tokenizer; generate needs one");
   const Tokenizer& tok = *lm.tokenizer;
@@ -51,6 +78,13 @@ int run_generate(GenerateArgs& a) {
   std::vector<int32_t> prompt = prompt_tokens(a.prompt, tok, &prompt_text);
   Session session(*lm.model, context_size(a.model, *lm.model), kv_type(a.model));
   check_prompt(prompt, session.context_size());  // before the prompt is echoed
+  if (automatic) {
+    if (!a.gen.sampling.greedy()) throw Error("--decoder auto is for greedy decoding (--temp 0)");
+    std::string why;
+    a.decoder = parse_decoder_spec(tune::auto_decoder(a.model.path, session.forward_pass(), &why), a.decoder);
+    a.decoder.validate(true);
+    std::fprintf(stderr, "jf: --decoder auto: %s\n", why.c_str());
+  }
   a.gen.eos_ids.clear();
   for (int32_t id = 0; id < tok.n_vocab(); id++)
     if (tok.is_eog(id)) a.gen.eos_ids.push_back(id);
@@ -75,9 +109,16 @@ int run_generate(GenerateArgs& a) {
       std::fflush(stdout);
     }
   };
+  ForwardTrace trace;
+  if (!a.trace_path.empty() || !a.viz_path.empty()) a.gen.trace = &trace;
   GenerationResult r = decoder.generate(session, prompt, a.gen, sink);
   std::string tail = stream.finish();
   text += tail;
+  if (a.gen.trace) {
+    const viz::TraceDoc doc = trace_doc(decoder, prompt, r, std::move(trace), text, tok);
+    if (!a.trace_path.empty()) viz::write_trace(a.trace_path, doc);
+    if (!a.viz_path.empty()) viz::write_trajectory_html(a.viz_path, doc);
+  }
   if (a.json) {
     nlohmann::json j = stats_json(r);
     j["text"] = text;
@@ -110,6 +151,10 @@ Command add_generate_command(CLI::App& app) {
   add_decoder_options(cmd, args->decoder);
   cmd->add_flag("--json", args->json, "Print one JSON object with the text, token ids and statistics at the end");
   cmd->add_flag("--no-echo", args->no_echo, "Do not print the prompt before the generated text");
+  cmd->add_option("--config", args->config, "Decoder configuration from jf tune -o (overrides --decoder)");
+  cmd->add_option("--trace", args->trace_path,
+                  "Write every forward's rows (tokens, roles), committed tokens and the output to this JSON file");
+  cmd->add_option("--viz", args->viz_path, "Write the trajectory page (self-contained HTML, see jf viz) to this file");
   return [args] { return run_generate(*args); };
 }
 

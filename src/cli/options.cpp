@@ -57,7 +57,7 @@ void add_generation_options(CLI::App* app, GenerationConfig& g) {
 
 void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
   if (with_name)
-    app->add_option("--decoder", d.name, "Decoding strategy: ar, jacobi, lookahead, pld, multiblock, sjd, fastcot (APPROXIMATE: not ar's output) (default ar)");
+    app->add_option("--decoder", d.name, "Decoding strategy: ar, jacobi, lookahead, pld, multiblock, sjd, fastcot (APPROXIMATE: not ar's output), or auto (generate: the jf tune result cached for this model and machine, else a rule from the measured cost curve) (default ar)");
   app->add_option("--block", d.block, "jacobi/multiblock/sjd: block size n, tokens per forward at most (default 4)");
   app->add_option("--window-mode", d.running_window, "jacobi: block (draft shrinks) or running (draft refilled)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"block", false}, {"running", true}}));
@@ -180,6 +180,13 @@ std::vector<int32_t> read_ngram_corpus(const std::string& path, const Tokenizer&
                   " tokens supported");
   }
   return tokens;
+}
+
+void check_output_path(const std::string& path, const std::string& flag) {
+  if (path.empty()) return;
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty() && !std::filesystem::is_directory(dir))
+    throw Error(flag + " " + path + ": directory " + dir.string() + " does not exist");
 }
 
 }  // namespace jf::cli

@@ -37,6 +37,9 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name = true
 // The tokens of an --ngram-corpus file; throws jf::Error if unreadable or too large.
 std::vector<int32_t> read_ngram_corpus(const std::string& path, const Tokenizer& tok);
 
+// Throws jf::Error when `path` (given with `flag`) cannot be written because its directory does not exist:
+// checked before a long run, not after it. An empty path is no output and passes.
+void check_output_path(const std::string& path, const std::string& flag);
 // The model used when -m is not given: the fine-tuned default code model of this checkout.
 inline constexpr const char* kDefaultModel = "pycode-jf-q8_0.gguf";
 // Its path found relative to the running executable, or "" when it is not there.

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/progress.h"
 #include "kernels/parallel.h"
 #include "model/convert.h"
 #include "model/hf.h"
@@ -131,13 +132,22 @@ int run_train(TrainArgs& a) {
     std::fprintf(stderr, "jf train: %s, %lld parameters, %zu examples, %lld steps x %d micro-batches x %d processes, %d threads\n",
                  a.objective.c_str(), static_cast<long long>(model->n_params()), data.size(),
                  static_cast<long long>(a.opt.steps), a.opt.accum, dist.size(), num_threads());
+  Progress progress(static_cast<int>(a.opt.steps - trainer.step()), "train");
+  const int64_t first_step = trainer.step();
   trainer.run([&](const StepReport& r) {
-    if (dist.rank() != 0 || (r.step % a.log_every != 0 && r.step != a.opt.steps && r.step != 1)) return;
+    if (dist.rank() != 0) return;
     const double micro = static_cast<double>(a.opt.accum) * dist.size();
-    std::fprintf(stderr, "step %lld/%lld  loss %.4f (ar %.4f, consistency %.4f)  lr %.2e  |g| %.3f  %.0f tok/s\n",
-                 static_cast<long long>(r.step), static_cast<long long>(a.opt.steps), r.loss.total / micro,
-                 r.loss.ar / micro, r.loss.consistency / micro, r.lr, r.grad_norm, r.tokens / r.seconds);
+    char what[64];
+    std::snprintf(what, sizeof what, "loss %.4f", r.loss.total / micro);
+    progress.update(static_cast<int>(r.step - first_step), what);
+    if (r.step % a.log_every != 0 && r.step != a.opt.steps && r.step != 1) return;
+    char line[256];
+    std::snprintf(line, sizeof line, "step %lld/%lld  loss %.4f (ar %.4f, consistency %.4f)  lr %.2e  |g| %.3f  %.0f tok/s",
+                  static_cast<long long>(r.step), static_cast<long long>(a.opt.steps), r.loss.total / micro,
+                  r.loss.ar / micro, r.loss.consistency / micro, r.lr, r.grad_norm, r.tokens / r.seconds);
+    progress.log(line);
   });
+  progress.finish();
   if (dist.rank() == 0) {
     ModelConfig cfg;
     TensorSet ts = to_gguf_layout(model->config(), model->to_tensor_set(DType::F32), &cfg);

@@ -102,16 +102,57 @@ void Generation::consume(const float* logits, double seconds) {
   JF_CHECK(phase_ == Phase::Decode && ctx_.slot().input, "consume() without a pending forward");
   session_.record_forward(static_cast<int>(ctx_.slot().input->tokens.size()), seconds);
   ctx_.slot().logits = logits;
+  const size_t n_before = out_.tokens.size();
+  if (cfg_.trace) trace_forward(*ctx_.slot().input);
   try {
     loop_.resume();
   } catch (...) {
     finish();
     throw;
   }
+  if (cfg_.trace) {  // the loop commits this forward's tokens before it asks for the next one
+    auto& c = cfg_.trace->forwards.back().committed;
+    c.assign(out_.tokens.begin() + static_cast<ptrdiff_t>(n_before), out_.tokens.end());
+  }
   if (loop_.finished()) finish();
 }
 
+void Generation::trace_forward(const SequenceInput& in) {
+  ForwardRecord rec;
+  const int M = static_cast<int>(in.tokens.size());
+  rec.tokens = in.tokens;
+  // Row 0 of every strategy's forward is the pending token, history's last; causal rows follow it.
+  const int base = static_cast<int>(ctx_.history().size()) - 1;
+  rec.positions.resize(static_cast<size_t>(M));
+  for (int r = 0; r < M; r++) rec.positions[r] = in.positions.empty() ? base + r : in.positions[r];
+  rec.tags.resize(static_cast<size_t>(M));
+  for (int r = 0; r < M; r++) {
+    const bool labelled = r < static_cast<int>(ctx_.tags_.size()) && ctx_.tags_[r].block >= 0;
+    rec.tags[r] = labelled ? ctx_.tags_[r] : RowTag{r == 0 ? RowRole::Pending : RowRole::Draft, 0};
+  }
+  ctx_.tags_.clear();
+  cfg_.trace->forwards.push_back(std::move(rec));
+}
+
+const char* row_role_name(RowRole r) {
+  switch (r) {
+    case RowRole::Pending: return "pending";
+    case RowRole::Draft: return "draft";
+    case RowRole::Window: return "window";
+    case RowRole::Candidate: return "candidate";
+    case RowRole::Block: return "block";
+  }
+  return "?";
+}
+
+RowRole parse_row_role(const std::string& name) {
+  for (RowRole r : {RowRole::Pending, RowRole::Draft, RowRole::Window, RowRole::Candidate, RowRole::Block})
+    if (name == row_role_name(r)) return r;
+  throw Error("unknown row role '" + name + "' (pending, draft, window, candidate, block)");
+}
+
 void Generation::start_decoding() {
+  if (cfg_.trace) cfg_.trace->forwards.clear();
   t_decode_ = now_seconds();
   out_.stats.prefill_seconds = t_decode_ - t_start_;
   session_.reset_counters();

@@ -12,6 +12,7 @@
 
 #include "decode/decode_loop.h"
 #include "decode/session.h"
+#include "decode/trace.h"
 #include "sample/sampler.h"
 
 namespace jf {
@@ -24,6 +25,9 @@ struct GenerationConfig {
   bool ignore_eos = false;
   std::vector<int32_t> eos_ids;  // tokens that end generation (the tokenizer's end-of-generation set)
   SamplingParams sampling;
+  // When set, every generation forward is appended here (rows, their roles, committed tokens); the caller
+  // owns it. A pointer in the config so that every path that runs a Decoder can trace without new arguments.
+  ForwardTrace* trace = nullptr;
 };
 
 struct GenerationStats {
@@ -84,6 +88,13 @@ class DecodeContext {
   // Ends generation for lack of context (called when room() < 1 before a forward).
   void stop_context_full();
   void count(const std::string& counter, int64_t delta = 1) { out_.stats.counters[counter] += delta; }
+  // Labels rows first .. first+count-1 of the next forward for a trace (docs: decode/trace.h); free when
+  // not tracing. Call before `co_await ctx.forward(in)`; labels are cleared after each forward.
+  void tag_rows(int first, int count, RowRole role, int block = 0) {
+    if (!cfg_.trace || count <= 0) return;
+    if (static_cast<int>(tags_.size()) < first + count) tags_.resize(static_cast<size_t>(first + count), {RowRole::Draft, -1});
+    for (int r = first; r < first + count; r++) tags_[r] = {role, block};
+  }
 
  private:
   Session& session_;
@@ -96,6 +107,7 @@ class DecodeContext {
   int row_cap_ = 1 << 30;
   ForwardSlot slot_;
   int append(std::span<const int32_t> tokens, bool record);
+  std::vector<RowTag> tags_;  // labels of the next forward's rows (block -1: not labelled)
   friend class Generation;
 };
 
@@ -135,6 +147,7 @@ class Generation {
   enum class Phase { Prefill, Decode, Finished };
   void start_decoding();
   void finish();
+  void trace_forward(const SequenceInput& in);
 
   Decoder& decoder_;
   Session& session_;

@@ -110,6 +110,8 @@ DecodeLoop LookaheadDecoder::decode(DecodeContext& ctx) {
       for (int r : last_rows)
         if (r != 0) in.logit_rows.push_back(r);
     }
+    ctx.tag_rows(1, tree.size() - 1, RowRole::Candidate);
+    if (with_window) ctx.tag_rows(tree.size(), M - tree.size(), RowRole::Window);
     const float* logits = co_await ctx.forward(in);
     // logit rows are the tree's nodes, then the window's last level (row 0 is the tree's root)
     auto tree_row = [&](int node) { return logits + static_cast<size_t>(node) * V; };

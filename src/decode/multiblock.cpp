@@ -122,6 +122,11 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     in.reset_rows(&s.cache(), M);
     tree.emit(in, S);
     if (with_pseudo) emit_pseudo(pseudo, n, chains[0], tree.size(), S + budget, in, pseudo_rows);
+    ctx.tag_rows(1, static_cast<int>(chains[0].size()), RowRole::Draft, 0);  // the first chain is nodes 1..d
+    ctx.tag_rows(1 + static_cast<int>(chains[0].size()), tree.size() - 1 - static_cast<int>(chains[0].size()), RowRole::Candidate);
+    if (with_pseudo)
+      for (size_t b = 0; b < pseudo.size(); b++)
+        ctx.tag_rows(tree.size() + static_cast<int>(b) * n, n, RowRole::Block, static_cast<int>(b) + 1);
     const float* logits = co_await ctx.forward(in);
     auto row = [&](int logit_row) { return logits + static_cast<size_t>(logit_row) * V; };  // tree nodes first
 

@@ -1,0 +1,133 @@
+// `jf tune`: picks the fastest lossless decoder configuration for a model on this machine (src/tune) and
+// writes it as a config for generate/bench --config and --decoder auto.
+#include <cstdio>
+#include <filesystem>
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/progress.h"
+#include "cli/prompts.h"
+#include "kernels/parallel.h"
+#include "tune/cost_chart.h"
+#include "tune/tuner.h"
+
+namespace jf::cli {
+
+namespace {
+
+// Used when no --prompts file is given: short prompts of the kinds jf is benchmarked on (story, code, Q&A).
+const std::vector<std::string> kSamplePrompts = {
+    "Once upon a time, there was a little girl named Lily. She loved to play",
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    "Question: Tom has 3 apples and buys 5 more. How many apples does he have?\nAnswer:",
+    "The history of the city begins in the twelfth century, when",
+};
+
+struct TuneArgs {
+  ModelOptions model;
+  std::string prompts_file, format = "auto", out, plot;
+  int limit = 4;
+  bool no_cache = false;
+  std::string grid;
+  tune::TuneOptions opt;
+};
+
+int run_tune(TuneArgs& a) {
+  if (!(a.opt.budget_seconds > 0)) throw Error("--budget must be > 0 seconds");
+  check_output_path(a.out, "-o");
+  check_output_path(a.plot, "--plot");
+  if (!a.grid.empty()) {
+    for (size_t s = 0, e; s <= a.grid.size(); s = e + 1) {
+      e = a.grid.find(',', s);
+      if (e == std::string::npos) e = a.grid.size();
+      if (e > s) a.opt.grid.push_back(a.grid.substr(s, e - s));
+    }
+    for (const auto& spec : a.opt.grid) parse_decoder_spec(spec, DecoderOptions{}).validate(true);
+  }
+  std::vector<std::string> texts = a.prompts_file.empty() ? kSamplePrompts : load_prompts(a.prompts_file, a.format);
+  if (a.limit > 0 && static_cast<int>(texts.size()) > a.limit) texts.resize(a.limit);
+  LoadedModel lm = open_model(a.model);
+  if (!lm.tokenizer) throw Error(a.model.path + ": the model has no tokenizer; tune needs one");
+  GenerationConfig gen;
+  for (int32_t id = 0; id < lm.tokenizer->n_vocab(); id++)
+    if (lm.tokenizer->is_eog(id)) gen.eos_ids.push_back(id);
+  std::vector<std::vector<int32_t>> prompts;
+  for (const auto& t : texts) {
+    PromptOptions po;
+    po.prompt = t;
+    std::string rendered;
+    prompts.push_back(prompt_tokens(po, *lm.tokenizer, &rendered));
+  }
+  Session session(*lm.model, context_size(a.model, *lm.model), kv_type(a.model));
+  for (const auto& p : prompts) check_prompt(p, session.context_size() - a.opt.max_new_tokens);
+
+  Progress progress(1, "tune");
+  const tune::TuneResult r = tune::tune(session, prompts, gen, DecoderOptions{}, a.opt, [&](int done, int total, const std::string& what) {
+    progress.set_total(total);
+    progress.update(done, what);
+  });
+  progress.finish();
+
+  std::printf("model %s, %zu prompts, %d new tokens, %d threads, %.0f s\n\n", a.model.path.c_str(), prompts.size(),
+              a.opt.max_new_tokens, num_threads(), r.seconds);
+  std::printf("cost of a forward (ms) by rows M; context %d:", r.cost.contexts[0]);
+  for (size_t i = 0; i < r.cost.rows.size(); i++) std::printf(" M=%d %.3f", r.cost.rows[i], 1e3 * r.cost.seconds[0][i]);
+  std::printf("\nrows nearly free (<= 1.15x one row):");
+  for (size_t c = 0; c < r.cost.contexts.size(); c++) std::printf(" %d at context %d;", r.cost.free_rows(c), r.cost.contexts[c]);
+  std::printf("\n\n| decoder | TPF | rows/forward | lossless | predicted TPS | measured TPS |\n|---|---|---|---|---|---|\n");
+  for (const tune::Candidate& c : r.candidates) {
+    if (!c.measured) {
+      std::printf("| %s | (out of budget) | | | | |\n", c.spec.c_str());
+      continue;
+    }
+    char measured[32] = "";
+    if (c.verified) std::snprintf(measured, sizeof measured, "%.1f", c.measured_tps);
+    std::printf("| %s | %.2f | %.1f | %s | %.1f | %s |\n", c.spec.c_str(), c.tpf, c.rows_per_forward, c.lossless ? "yes" : "NO",
+                c.predicted_tps, measured);
+  }
+  std::printf("\nchosen: %s\n", r.why.c_str());
+
+  tune::TuneConfig meta;
+  meta.model = a.model.path;
+  meta.model_key = tune::model_key(a.model.path);
+  meta.machine = tune::machine_key();
+  meta.threads = num_threads();
+  const std::string json = tune::tune_config_json(r, meta, a.opt);
+  if (!a.out.empty()) write_file_atomic(a.out, json.data(), json.size());
+  if (!a.no_cache) {
+    const std::string cache = tune::cache_path(meta.model_key, meta.machine);
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(cache).parent_path(), ec);
+    try {
+      write_file_atomic(cache, json.data(), json.size());
+      std::fprintf(stderr, "jf tune: cached for --decoder auto in %s\n", cache.c_str());
+    } catch (const Error& e) {  // a read-only home must not lose the result already written with -o
+      std::fprintf(stderr, "jf tune: warning: could not cache the result: %s\n", e.what());
+    }
+  }
+  if (!a.plot.empty()) viz::write_svg(a.plot, viz::line_chart_svg(tune::cost_chart(r.cost, "Forward cost: " + a.model.path)));
+  return 0;
+}
+
+}  // namespace
+
+Command add_tune_command(CLI::App& app) {
+  auto a = std::make_shared<TuneArgs>();
+  CLI::App* cmd = app.add_subcommand("tune", "Find the fastest lossless decoder configuration for a model on this machine");
+  add_model_options(cmd, a->model);
+  cmd->add_option("--prompts", a->prompts_file, "Prompt file (as jf bench); default: a small built-in sample");
+  cmd->add_option("--format", a->format, "Prompt file format: auto, jsonl, humaneval, mbpp, gsm8k, text (default auto)");
+  cmd->add_option("--limit", a->limit, "Use at most N prompts (default 4; 0 = all)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--budget", a->opt.budget_seconds, "Seconds to spend in all (default 60)");
+  cmd->add_option("-n,--n-predict", a->opt.max_new_tokens, "Tokens generated per prompt (default 48)")->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--grid", a->grid, "Comma-separated decoder specs to try instead of the built-in grid");
+  cmd->add_option("--verify", a->opt.verify, "Configurations timed again besides ar (default 3)")->check(CLI::Range(0, 64));
+  cmd->add_option("-o,--output", a->out, "Write the chosen configuration and measurements to this JSON file");
+  cmd->add_option("--plot", a->plot, "Write the cost curve (ms per forward vs rows, per context) as SVG");
+  cmd->add_flag("--no-cache", a->no_cache, "Do not store the result in ~/.cache/jf for --decoder auto");
+  return [a] { return run_tune(*a); };
+}
+
+}  // namespace jf::cli

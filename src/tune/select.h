@@ -1,0 +1,38 @@
+// The decisions of `jf tune`, as pure functions of measurements so they can be tested on synthetic cost
+// curves and TPF tables: which configurations to try, what speed each should reach on this machine, and
+// which one to keep.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "tune/cost_table.h"
+
+namespace jf::tune {
+
+// One decoder configuration and what was measured for it.
+struct Candidate {
+  std::string spec;               // "name:key=value..." (parse_decoder_spec)
+  bool measured = false;          // TPF measured on the sample prompts
+  double tpf = 0;                 // tokens per forward (machine independent)
+  double rows_per_forward = 1;    // mean rows of its forwards
+  bool lossless = false;          // same tokens as ar on every sample prompt
+  double predicted_tps = 0;       // tpf / cost(rows_per_forward)
+  bool verified = false;          // run again and timed
+  double measured_tps = 0;
+};
+
+// The greedy configurations tried: ar, jacobi block, lookahead W/N/G, pld draft-max, multiblock block/K.
+std::vector<std::string> tuning_grid();
+// Fills predicted_tps of every measured candidate at context `ctx`.
+void predict(const CostTable& cost, double ctx, std::vector<Candidate>& cands);
+// Indices of measured lossless candidates other than ar, best prediction first, at most `n`.
+std::vector<size_t> to_verify(const std::vector<Candidate>& cands, size_t n);
+// The configuration to use: the verified lossless one with the highest measured TPS, if it beats ar
+// measured in the same runs by more than `margin` (relative); otherwise "ar". `why` says which and why.
+std::string choose(const std::vector<Candidate>& cands, double margin, std::string* why);
+// Without TPF measurements: a rule from the cost curve alone. No free row (compute-bound, e.g. a tiny
+// model): ar; a couple: pld (drafts only on a match, and cuts drafts that do not pay); many: a wide draft.
+// Free rows are taken at the context where most were free.
+std::string rule_from_cost(const CostTable& cost, std::string* why);
+
+}  // namespace jf::tune

@@ -1,0 +1,148 @@
+#include "viz/svg.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "base/mapped_file.h"
+
+namespace jf::viz {
+
+namespace {
+
+constexpr double kW = 720, kH = 420, kLeft = 70, kRight = 160, kTop = 40, kBottom = 70;
+const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+
+std::string num(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", v);
+  return b;
+}
+
+std::string tick_label(double v) {
+  char b[32];
+  if (v != 0 && (std::fabs(v) >= 1e4 || std::fabs(v) < 1e-2)) std::snprintf(b, sizeof b, "%.2g", v);
+  else std::snprintf(b, sizeof b, "%.4g", v);
+  return b;
+}
+
+// A "nice" tick step so an axis up to `hi` has about five ticks.
+double tick_step(double hi) {
+  if (hi <= 0) return 1;
+  const double raw = hi / 5, mag = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (raw <= m * mag) return m * mag;
+  return 10 * mag;
+}
+
+std::string header(const std::string& title) {
+  return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(kW) + "\" height=\"" + num(kH) +
+         "\" viewBox=\"0 0 " + num(kW) + " " + num(kH) + "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+         "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"" + num(kW / 2) +
+         "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" + xml_escape(title) + "</text>\n";
+}
+
+// Y axis from 0 to `hi` with grid lines; returns the axis top after rounding to a tick.
+double y_axis(std::string& s, double hi, const std::string& label) {
+  const double step = tick_step(hi), top = std::max(step, std::ceil(hi / step) * step);
+  const double plot_h = kH - kTop - kBottom;
+  for (double v = 0; v <= top + step / 2; v += step) {
+    const double y = kTop + plot_h * (1 - v / top);
+    s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(y) + "\" x2=\"" + num(kW - kRight) + "\" y2=\"" + num(y) +
+         "\" stroke=\"#ddd\"/>\n<text x=\"" + num(kLeft - 6) + "\" y=\"" + num(y + 4) + "\" text-anchor=\"end\">" +
+         tick_label(v) + "</text>\n";
+  }
+  s += "<text transform=\"translate(16," + num(kTop + plot_h / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
+       xml_escape(label) + "</text>\n";
+  return top;
+}
+
+}  // namespace
+
+std::string xml_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&apos;"; break;
+      default: o += c;
+    }
+  return o;
+}
+
+std::string bar_chart_svg(const std::string& title, const std::string& y_label, const std::vector<Bar>& bars,
+                          double reference) {
+  std::string s = header(title);
+  double hi = std::isnan(reference) ? 0 : reference;
+  for (const Bar& b : bars) hi = std::max(hi, std::isfinite(b.value) ? b.value : 0);
+  const double top = y_axis(s, hi * 1.05, y_label), plot_h = kH - kTop - kBottom, plot_w = kW - kLeft - kRight;
+  const double slot = bars.empty() ? plot_w : plot_w / bars.size(), bw = slot * 0.6;
+  for (size_t i = 0; i < bars.size(); i++) {
+    const double v = std::isfinite(bars[i].value) ? std::max(0.0, bars[i].value) : 0, h = plot_h * v / top;
+    const double x = kLeft + slot * i + (slot - bw) / 2, y = kTop + plot_h - h;
+    s += "<rect class=\"mark\" x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(bw) + "\" height=\"" + num(h) +
+         "\" fill=\"" + kColors[i % 8] + "\"><title>" + xml_escape(bars[i].label) + ": " + tick_label(v) +
+         "</title></rect>\n<text x=\"" + num(x + bw / 2) + "\" y=\"" + num(y - 4) + "\" text-anchor=\"middle\">" +
+         tick_label(v) + "</text>\n<text transform=\"translate(" + num(x + bw / 2) + "," + num(kTop + plot_h + 14) +
+         ") rotate(20)\" font-size=\"11\">" + xml_escape(bars[i].label) + "</text>\n";
+  }
+  if (!std::isnan(reference)) {
+    const double y = kTop + plot_h * (1 - reference / top);
+    s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(y) + "\" x2=\"" + num(kW - kRight) + "\" y2=\"" + num(y) +
+         "\" stroke=\"#333\" stroke-dasharray=\"5,4\"/>\n";
+  }
+  s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(kTop + plot_h) + "\" x2=\"" + num(kW - kRight) + "\" y2=\"" +
+       num(kTop + plot_h) + "\" stroke=\"#333\"/>\n</svg>\n";
+  return s;
+}
+
+std::string line_chart_svg(const LineChart& c) {
+  std::string s = header(c.title);
+  double xhi = 0, yhi = 0;
+  for (const Series& se : c.series)
+    for (size_t i = 0; i < se.x.size() && i < se.y.size(); i++) xhi = std::max(xhi, se.x[i]), yhi = std::max(yhi, se.y[i]);
+  for (double m : c.x_marks) xhi = std::max(xhi, m);
+  const double top = y_axis(s, yhi * 1.05, c.y_label), plot_h = kH - kTop - kBottom, plot_w = kW - kLeft - kRight;
+  const double xstep = tick_step(xhi), xtop = std::max(xstep, std::ceil(xhi / xstep) * xstep);
+  auto X = [&](double x) { return kLeft + plot_w * x / xtop; };
+  auto Y = [&](double y) { return kTop + plot_h * (1 - y / top); };
+  for (double v = 0; v <= xtop + xstep / 2; v += xstep)
+    s += "<text x=\"" + num(X(v)) + "\" y=\"" + num(kTop + plot_h + 16) + "\" text-anchor=\"middle\">" + tick_label(v) +
+         "</text>\n";
+  s += "<text x=\"" + num(kLeft + plot_w / 2) + "\" y=\"" + num(kH - 24) + "\" text-anchor=\"middle\">" +
+       xml_escape(c.x_label) + "</text>\n";
+  for (size_t m = 0; m < c.x_marks.size(); m++) {
+    const double x = X(c.x_marks[m]);
+    s += "<line x1=\"" + num(x) + "\" y1=\"" + num(kTop) + "\" x2=\"" + num(x) + "\" y2=\"" + num(kTop + plot_h) +
+         "\" stroke=\"#999\" stroke-dasharray=\"4,3\"/>\n";
+    if (m < c.x_mark_labels.size())
+      s += "<text x=\"" + num(x + 3) + "\" y=\"" + num(kTop + 12 + 14 * m) + "\" font-size=\"11\" fill=\"#555\">" +
+           xml_escape(c.x_mark_labels[m]) + "</text>\n";
+  }
+  for (size_t k = 0; k < c.series.size(); k++) {
+    const Series& se = c.series[k];
+    const char* col = kColors[k % 8];
+    std::string pts;
+    const size_t n = std::min(se.x.size(), se.y.size());
+    for (size_t i = 0; i < n; i++) {
+      if (i) pts += ' ';
+      pts.append(num(X(se.x[i]))).append(",").append(num(Y(se.y[i])));
+    }
+    s += "<polyline fill=\"none\" stroke=\"" + std::string(col) + "\" stroke-width=\"1.5\" points=\"" + pts + "\"/>\n";
+    for (size_t i = 0; i < n; i++)
+      s += "<circle class=\"mark\" cx=\"" + num(X(se.x[i])) + "\" cy=\"" + num(Y(se.y[i])) + "\" r=\"3\" fill=\"" + col +
+           "\"><title>" + xml_escape(se.name) + ": " + tick_label(se.x[i]) + ", " + tick_label(se.y[i]) + "</title></circle>\n";
+    const double ly = kTop + 10 + 18 * k;
+    s += "<rect x=\"" + num(kW - kRight + 12) + "\" y=\"" + num(ly - 8) + "\" width=\"10\" height=\"10\" fill=\"" + col +
+         "\"/>\n<text x=\"" + num(kW - kRight + 26) + "\" y=\"" + num(ly + 1) + "\">" + xml_escape(se.name) + "</text>\n";
+  }
+  s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(kTop + plot_h) + "\" x2=\"" + num(kW - kRight) + "\" y2=\"" +
+       num(kTop + plot_h) + "\" stroke=\"#333\"/>\n</svg>\n";
+  return s;
+}
+
+void write_svg(const std::string& path, const std::string& svg) { write_file_atomic(path, svg.data(), svg.size()); }
+
+}  // namespace jf::viz

@@ -1,0 +1,244 @@
+// Forward traces (every decoder reports its rows; committed tokens rebuild the output; tracing changes
+// nothing), the trajectory page (one row per forward, escaped text, atomic write) and the SVG charts
+// (well-formed, one mark per data point).
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "base/error.h"
+#include "decode/options.h"
+#include "model/loader.h"
+#include "test_support.h"
+#include "viz/svg.h"
+#include "viz/trace_doc.h"
+#include "viz/trajectory_page.h"
+
+namespace jf {
+namespace {
+
+using viz::RowFate;
+
+int count(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) n++;
+  return n;
+}
+
+// Minimal XML well-formedness: every start tag is closed in order (self-closing ones count as both), no
+// stray '<' or '&' in text. Enough to catch an unescaped label or an unbalanced element.
+bool well_formed(const std::string& s, std::string* why) {
+  std::vector<std::string> stack;
+  size_t i = 0;
+  while (i < s.size()) {
+    if (s[i] == '&') {
+      const size_t semi = s.find(';', i);
+      if (semi == std::string::npos || semi - i > 8) return *why = "bare & at " + std::to_string(i), false;
+      i = semi + 1;
+      continue;
+    }
+    if (s[i] != '<') {
+      i++;
+      continue;
+    }
+    const size_t end = s.find('>', i);
+    if (end == std::string::npos) return *why = "unclosed tag", false;
+    std::string tag = s.substr(i + 1, end - i - 1);
+    if (tag.find('<') != std::string::npos) return *why = "'<' inside a tag: " + tag, false;
+    if (count(tag, "\"") % 2) return *why = "odd quotes in " + tag, false;
+    i = end + 1;
+    if (tag[0] == '?' || tag[0] == '!') continue;
+    if (tag[0] == '/') {
+      if (stack.empty() || stack.back() != tag.substr(1)) return *why = "mismatched </" + tag.substr(1) + ">", false;
+      stack.pop_back();
+      continue;
+    }
+    if (tag.back() == '/') continue;
+    stack.push_back(tag.substr(0, tag.find_first_of(" \n")));
+  }
+  if (!stack.empty()) return *why = "unclosed <" + stack.back() + ">", false;
+  return true;
+}
+
+class TraceOnStories : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    JF_SHARED_PATH(path, "models/stories260K/stories260K.gguf");
+    lm = load_model(path);
+    cfg.eos_ids = {lm.tokenizer->eos()};
+    cfg.max_new_tokens = 60;
+    prompt = lm.tokenizer->encode("Lily and Ben went to the park. They saw a big dog.", true, false);
+  }
+  LoadedModel lm;
+  GenerationConfig cfg;
+  std::vector<int32_t> prompt;
+};
+
+TEST_F(TraceOnStories, EveryDecoderTracesEveryForwardAndItsCommittedTokensMakeTheOutput) {
+  Session s(*lm.model, 512);
+  for (std::string spec : {"ar", "jacobi:block=6", "lookahead:W=4:N=3:G=4", "pld", "multiblock:block=4:K=3:r=0.5", "sjd"}) {
+    DecoderOptions o = parse_decoder_spec(spec, DecoderOptions{});
+    GenerationConfig c = cfg;
+    if (o.name == "sjd") c.sampling.temperature = 0.8f;  // sjd is the sampling decoder
+    o.validate(c.sampling.greedy());
+    const GenerationResult plain = make_decoder(o)->generate(s, prompt, c);
+    ForwardTrace trace;
+    c.trace = &trace;
+    const GenerationResult r = make_decoder(o)->generate(s, prompt, c);
+    ASSERT_EQ(r.tokens, plain.tokens) << spec << ": tracing changed the output";
+    ASSERT_EQ(static_cast<int64_t>(trace.forwards.size()), r.stats.n_forwards) << spec;
+    std::vector<int32_t> joined;
+    int64_t rows = 0;
+    std::map<RowRole, int> roles;
+    std::set<int> blocks;
+    for (const ForwardRecord& f : trace.forwards) {
+      joined.insert(joined.end(), f.committed.begin(), f.committed.end());
+      rows += static_cast<int64_t>(f.tokens.size());
+      ASSERT_EQ(f.positions.size(), f.tokens.size());
+      ASSERT_EQ(f.tags.size(), f.tokens.size());
+      ASSERT_EQ(f.tags[0].role, RowRole::Pending) << spec;
+      // The pending token is the last committed one, at its own position in prompt + output.
+      ASSERT_EQ(f.positions[0] + 1, static_cast<int>(prompt.size() + joined.size() - f.committed.size())) << spec;
+      for (const RowTag& t : f.tags) roles[t.role]++, blocks.insert(t.block);
+    }
+    EXPECT_EQ(joined, r.tokens) << spec;
+    EXPECT_EQ(rows, r.stats.n_forward_rows) << spec;
+    if (o.name != "ar") {
+      EXPECT_GT(roles[RowRole::Draft] + roles[RowRole::Candidate], 0) << spec << ": no drafted rows";
+    } else {
+      EXPECT_EQ(rows, r.stats.n_forwards);
+    }
+    if (o.name == "lookahead") {
+      EXPECT_GT(roles[RowRole::Window], 0);
+    }
+    if (o.name == "multiblock") {
+      EXPECT_GT(roles[RowRole::Block], 0) << "no pseudo-active block rows";
+      EXPECT_TRUE(blocks.count(1));
+    }
+  }
+}
+
+TEST_F(TraceOnStories, TraceDocumentRoundTripsAndThePageHasOneRowPerForward) {
+  Session s(*lm.model, 512);
+  DecoderOptions o = parse_decoder_spec("jacobi:block=5", DecoderOptions{});
+  ForwardTrace trace;
+  GenerationConfig c = cfg;
+  c.trace = &trace;
+  const GenerationResult r = make_decoder(o)->generate(s, prompt, c);
+  viz::TraceDoc d;
+  d.decoder = "jacobi <b>";
+  d.prompt = prompt;
+  d.output = r.tokens;
+  d.text = lm.tokenizer->decode(r.tokens);
+  d.trace = trace;
+  for (int32_t t : d.full_tokens()) d.pieces[t] = lm.tokenizer->decode(std::span<const int32_t>(&t, 1));
+  for (const auto& f : trace.forwards)
+    for (int32_t t : f.tokens) d.pieces[t] = lm.tokenizer->decode(std::span<const int32_t>(&t, 1));
+  d.pieces[r.tokens[0]] = "<script>alert('x')</script> & \"q\"";  // text that must be escaped
+
+  test::TempDir dir("viz");
+  viz::write_trace(dir / "t.json", d);
+  const viz::TraceDoc back = viz::read_trace(dir / "t.json");
+  EXPECT_EQ(back.output, d.output);
+  EXPECT_EQ(back.pieces, d.pieces);
+  ASSERT_EQ(back.trace.forwards.size(), trace.forwards.size());
+  for (size_t i = 0; i < trace.forwards.size(); i++) {
+    EXPECT_EQ(back.trace.forwards[i].tokens, trace.forwards[i].tokens);
+    EXPECT_EQ(back.trace.forwards[i].positions, trace.forwards[i].positions);
+    EXPECT_EQ(back.trace.forwards[i].committed, trace.forwards[i].committed);
+  }
+
+  viz::write_trajectory_html(dir / "p.html", back);
+  std::ifstream f(dir / "p.html");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string html = ss.str();
+  EXPECT_EQ(count(html, "<tr class=\"fwd\">"), static_cast<int>(trace.forwards.size()));
+  EXPECT_EQ(html.find("<script>"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"), std::string::npos);
+  EXPECT_NE(html.find("jacobi &lt;b&gt;"), std::string::npos);
+  EXPECT_EQ(html.find("http"), std::string::npos) << "the page must not load anything";
+  std::string why;
+  EXPECT_TRUE(well_formed(html.substr(html.find("<html>")), &why)) << why;
+  EXPECT_GT(count(html, "tok accepted"), 0);
+  // Written atomically: no temp file is left beside it.
+  int files = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir.path)) files += e.is_regular_file();
+  EXPECT_EQ(files, 2);
+}
+
+TEST(Trajectory, RowFatesAgainstTheFinalText) {
+  // text: positions 0..6 = 10 11 12 13 14 15 16; the forward starts at pending position 2 (token 12).
+  const std::vector<int32_t> full = {10, 11, 12, 13, 14, 15, 16};
+  ForwardRecord f;
+  f.tokens = {12, 13, 99, 15, 14, 77};
+  f.positions = {2, 3, 4, 5, 6, 4};
+  f.tags = {{RowRole::Pending, 0}, {RowRole::Draft, 0}, {RowRole::Draft, 0}, {RowRole::Draft, 0},
+            {RowRole::Draft, 0}, {RowRole::Window, 0}};
+  f.committed = {13, 14};  // draft 13 accepted, 14 is the model's own token at position 4
+  const std::vector<RowFate> want = {RowFate::Pending, RowFate::Accepted, RowFate::Rejected, RowFate::Correct,
+                                     RowFate::Misplaced, RowFate::Rejected};
+  EXPECT_EQ(viz::classify_rows(f, full), want);
+}
+
+TEST(Trajectory, PageWithoutAModel) {
+  viz::TraceDoc d;
+  d.decoder = "multiblock";
+  d.prompt = {1, 2};
+  d.output = {3, 4};
+  d.pieces = {{1, "a"}, {2, "    "}, {3, "b"}, {4, "\n"}};
+  ForwardRecord f;
+  f.tokens = {2, 3, 9, 4};
+  f.positions = {1, 2, 3, 3};
+  f.tags = {{RowRole::Pending, 0}, {RowRole::Draft, 0}, {RowRole::Draft, 0}, {RowRole::Block, 1}};
+  f.committed = {3, 4};
+  d.trace.forwards = {f};
+  const std::string html = viz::trajectory_html(d);
+  EXPECT_EQ(count(html, "<tr class=\"fwd\">"), 1);
+  EXPECT_NE(html.find("\xC2\xB7\xC2\xB7\xC2\xB7\xC2\xB7"), std::string::npos) << "spaces-only token shown as dots";
+  EXPECT_NE(html.find("\xE2\x86\xB5"), std::string::npos) << "newline token shown as a return arrow";
+  EXPECT_NE(html.find("#9"), std::string::npos) << "a token without text shows its id";
+  EXPECT_NE(html.find("blk1"), std::string::npos);
+  EXPECT_NE(html.find("block 1"), std::string::npos);
+}
+
+TEST(TraceDoc, MalformedTracesAreErrors) {
+  EXPECT_THROW(viz::trace_from_json("not json"), Error);
+  EXPECT_THROW(viz::trace_from_json("{}"), Error);
+  EXPECT_THROW(viz::trace_from_json(R"({"format":"jf-trace-1","decoder":"x","prompt":[1],"output":[],"text":"",)"
+                                    R"("pieces":{},"forwards":[{"rows":[[1,0,"bogus",0]],"committed":[]}]})"),
+               Error);
+  EXPECT_THROW(viz::read_trace("/nonexistent/trace.json"), Error);
+}
+
+TEST(Svg, BarChartIsWellFormedWithOneMarkPerBar) {
+  std::vector<viz::Bar> bars = {{"ar", 1.0}, {"jacobi <n=4>", 1.4}, {"pld & co", 2.2}, {"nan", NAN}};
+  const std::string svg = viz::bar_chart_svg("speedup \"x\"", "speedup over ar", bars, 1.0);
+  std::string why;
+  EXPECT_TRUE(well_formed(svg, &why)) << why;
+  EXPECT_EQ(count(svg, "class=\"mark\""), 4);
+  EXPECT_NE(svg.find("jacobi &lt;n=4&gt;"), std::string::npos);
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+}
+
+TEST(Svg, LineChartHasOneMarkPerPoint) {
+  viz::LineChart c;
+  c.title = "cost";
+  c.x_label = "rows M";
+  c.y_label = "ms";
+  c.series.push_back({"ctx 64", {1, 2, 4, 8}, {1.0, 1.1, 1.3, 2.0}});
+  c.series.push_back({"ctx 512", {1, 2, 4}, {1.5, 1.6, 1.9}});
+  c.x_marks = {4};
+  c.x_mark_labels = {"knee <4>"};
+  const std::string svg = viz::line_chart_svg(c);
+  std::string why;
+  EXPECT_TRUE(well_formed(svg, &why)) << why;
+  EXPECT_EQ(count(svg, "class=\"mark\""), 7);
+  EXPECT_EQ(count(svg, "<polyline"), 2);
+}
+
+}  // namespace
+}  // namespace jf
