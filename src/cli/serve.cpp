@@ -14,6 +14,7 @@
 #include "kernels/cpu.h"
 #include "kernels/parallel.h"
 #include "serve/http_server.h"
+#include "tune/tuner.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
@@ -27,6 +28,7 @@ struct ServeArgs {
   SchedulerOptions sched;
   DecoderOptions decoder;
   std::string api_key_file;
+  std::string config;  // jf tune -o
   std::string chat_format;
   std::string model_id;
   int max_tokens = 256;
@@ -51,7 +53,8 @@ void check_args(ServeArgs& a) {
   if (a.max_tokens < 0) throw Error("--max-tokens must be >= 0");
   if (a.drain_timeout < 0) throw Error("--drain-timeout must be >= 0");
   if (!a.decoder.ngram_corpus.empty()) throw Error("--ngram-corpus is not available in the server; requests can send 'prediction'");
-  a.decoder.validate(/*greedy=*/a.decoder.name != "sjd");
+  if (!a.config.empty()) a.decoder = parse_decoder_spec(tune::read_tune_config(a.config).decoder, a.decoder);
+  if (a.decoder.name != "auto") a.decoder.validate(/*greedy=*/a.decoder.name != "sjd");
   if (!a.api_key_file.empty()) {
     std::string key = read_text_file(a.api_key_file);
     while (!key.empty() && (key.back() == '\n' || key.back() == '\r' || key.back() == ' ')) key.pop_back();
@@ -91,6 +94,12 @@ int run_serve(ServeArgs& a) {
   a.sched.context = context_size(a.model, *lm.model);
   a.sched.kv_type = kv_type(a.model);
   Transformer fwd(lm.model->config(), lm.model->weights());
+  if (a.decoder.name == "auto") {  // the jf tune result cached for this model and machine, else a cost-curve rule
+    std::string why;
+    a.decoder = parse_decoder_spec(tune::auto_decoder(a.model.path, fwd, &why), a.decoder);
+    a.decoder.validate(true);
+    std::fprintf(stderr, "jf serve: --decoder auto: %s\n", why.c_str());
+  }
   CostCurve curve;
   if (!a.no_calibrate) curve = CostCurve::measure(fwd, std::min(64, a.sched.max_rows * 2));
   Scheduler scheduler(fwd, a.sched, curve, &metrics);
@@ -142,6 +151,7 @@ Command add_serve_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("serve", "Serve the model over an OpenAI-compatible HTTP API (docs/SERVING.md)");
   add_model_options(cmd, a->model);
   add_decoder_options(cmd, a->decoder);
+  cmd->add_option("--config", a->config, "Default decoder from jf tune -o (requests may still name their own)");
   cmd->add_option("--host", a->http.host, "Address to listen on (default 127.0.0.1: this machine only)");
   cmd->add_option("--port", a->http.port, "Port to listen on; 0 picks a free one (default 8080)");
   cmd->add_option("--api-key", a->http.api_key, "Require 'Authorization: Bearer KEY' on /v1/* and /metrics");

@@ -5,6 +5,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import http from 'node:http';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { startServer, post, postStream, generate, metric, openaiModule, sleep, JF, MODEL } from './helpers.mjs';
 
 const PROMPTS = ['Once upon a time', 'The cat sat on the mat. The cat', 'Tom and Lily went to the park',
@@ -260,6 +263,31 @@ test('API key, queue limit, port in use', async () => {
     assert.match(again.stderr.trim(), /^jf: error: cannot listen on 127\.0\.0\.1:\d+ \(port in use/);
   } finally {
     await s.stop();
+  }
+});
+
+test('--config sets the default decoder from a jf tune file; requests still pick their own', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'jf-serve-'));
+  const config = path.join(dir, 'tuned.json');
+  writeFileSync(config, JSON.stringify({ format: 'jf-tune-1', decoder: 'lookahead:W=4:N=3:G=4', why: 'test' }));
+  const s = await startServer(['--config', config]);
+  try {
+    await s.ready();
+    assert.equal((await (await fetch(`${s.base}/props`)).json()).decoder, 'lookahead');
+    const want = generate(PROMPTS[4], 32, 'lookahead:W=4:N=3:G=4');
+    const r = await post(s.base, '/v1/completions', { prompt: PROMPTS[4], max_tokens: 32 });
+    assert.equal(r.json.jf.decoder, 'lookahead');
+    assert.deepEqual(r.json.jf.tokens, want.tokens);
+    assert.equal(r.json.jf.forwards, want.n_forwards);  // W=4 N=3 G=4, not the flag defaults
+    const own = await post(s.base, '/v1/completions', { prompt: PROMPTS[4], max_tokens: 8, decoder: 'ar' });
+    assert.equal(own.json.jf.decoder, 'ar');
+    writeFileSync(config, '{"format": "other"}');
+    const bad = spawnSync(JF, ['serve', '-m', MODEL, '--port', '0', '--config', config], { encoding: 'utf8', timeout: 10000 });
+    assert.notEqual(bad.status, 0);
+    assert.match(bad.stderr.trim(), /^jf: error: .*tuned\.json/);
+  } finally {
+    await s.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 
