@@ -17,5 +17,7 @@ Command add_collect_command(CLI::App& app);
 Command add_pack_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
 Command add_perplexity_command(CLI::App& app);
+Command add_merge_command(CLI::App& app);
+Command add_eval_command(CLI::App& app);
 
 }  // namespace jf::cli

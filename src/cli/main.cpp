@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   add(jf::cli::add_pack_command(app));
   add(jf::cli::add_train_command(app));
   add(jf::cli::add_perplexity_command(app));
+  add(jf::cli::add_merge_command(app));
+  add(jf::cli::add_eval_command(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
