@@ -123,6 +123,15 @@ PY
   check_error "eval without text or prompts" 1 "$jf" eval -m "$m" --base "$m"
   "$jf" random --preset tiny -o "$tmp/tiny.gguf" 2>/dev/null
   check_error "merge different shapes" 1 "$jf" merge --alpha 0.5 "$m" "$tmp/tiny.gguf" "$tmp/mm.gguf"
+  # jf pack --max-repeat4 drops looping responses: stories260K's 96-token greedy stories all repeat some 4-gram.
+  printf '{"prompt": "Once upon a time"}\n{"prompt": "Lily had a red ball."}\n' >"$tmp/two.jsonl"
+  "$jf" collect -m "$m" --prompts "$tmp/two.jsonl" --block 8 -n 96 -o "$tmp/traj2.jsonl" 2>/dev/null
+  "$jf" pack --traj "$tmp/traj2.jsonl" -o "$tmp/p_all.jsonl" 2>/dev/null
+  "$jf" pack --traj "$tmp/traj2.jsonl" --max-repeat4 0 -o "$tmp/p_none.jsonl" 2>"$tmp/pack.err"
+  if [ "$(wc -l <"$tmp/p_all.jsonl")" -eq 2 ] && [ ! -s "$tmp/p_none.jsonl" ] && grep -q "2 dropped as repetitive" "$tmp/pack.err"; then
+    echo "ok   pack --max-repeat4 drops repetitive responses"
+  else echo "FAIL pack --max-repeat4: $(cat "$tmp/pack.err")"; fails=$((fails + 1)); fi
+  check_error "pack bad max-repeat4" 1 "$jf" pack --traj "$tmp/traj2.jsonl" --max-repeat4 2 -o "$tmp/p.jsonl"
   # jf merge: alpha 0 is the base's weights, alpha 1 the tuned model's (here the base dequantized from q8_0
   # and the f32 model): both give the golden output.
   "$jf" convert -m "$m" -o "$tmp/q8m.gguf" --type q8_0 2>/dev/null
