@@ -16,7 +16,7 @@ mkdir -p "$work"
 
 [ -s "$work/traj.jsonl" ] || "$jf" collect -m "$base" --prompts bench/prompts/stories_train1000.jsonl --block 16 -n 128 \
   -t 1 -o "$work/traj.jsonl"
-variants="jf:linear:nc:jacobi-forcing cllm:random:nc-ic:cllm ncic:linear:nc-ic:jacobi-forcing random:random:nc:jacobi-forcing reverse:reverse:nc:jacobi-forcing"
+variants="jf:linear:nc:jacobi-forcing cllm:random:clean-context:cllm ncic:linear:nc-ic:jacobi-forcing random:random:nc:jacobi-forcing reverse:reverse:nc:jacobi-forcing"
 for v in $variants; do
   IFS=: read -r name schedule mask objective <<<"$v"
   "$jf" pack --traj "$work/traj.jsonl" --schedule "$schedule" --window 16 --mask "$mask" --max-len 1024 -o "$work/packed_$name.jsonl"
@@ -33,5 +33,5 @@ evaluate base "$base"
 for v in $variants; do evaluate "${v%%:*}" "$work/model_${v%%:*}.gguf"; done
 
 python3 bench/jacobi_forcing_table.py "$work" jacobi:block=16,multiblock:block=16 "base=base model" \
-  "jf=jacobi-forcing, linear, NC" "cllm=cllm (random, NC-IC)" "ncic=jacobi-forcing, linear, NC-IC" \
+  "jf=jacobi-forcing, linear, NC" "cllm=cllm (random, clean-context)" "ncic=jacobi-forcing, linear, NC-IC" \
   "random=jacobi-forcing, random, NC" "reverse=jacobi-forcing, reverse, NC"

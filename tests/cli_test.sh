@@ -152,6 +152,43 @@ PY
   check_error "train bad objective" 1 "$jf" train -m "$m" --objective magic -o "$tmp/m.gguf"
   check_error "train without data" 1 "$jf" train -m "$m" -o "$tmp/m.gguf"
   check_error "perplexity missing text" 1 "$jf" perplexity -m "$m" -f /nonexistent.txt
+  check_error "train bad consistency norm" 1 "$jf" train -m "$m" --consistency-norm sideways -o "$tmp/m.gguf"
+  check_error "pack bad mask" 1 "$jf" pack --traj /dev/null --mask nc-xx -o "$tmp/p.jsonl"
+  check_error "eval without text or prompts" 1 "$jf" eval -m "$m" --base "$m"
+  "$jf" random --preset tiny -o "$tmp/tiny.gguf" 2>/dev/null
+  check_error "merge different shapes" 1 "$jf" merge --alpha 0.5 "$m" "$tmp/tiny.gguf" "$tmp/mm.gguf"
+  # jf pack --max-repeat4 drops looping responses: stories260K's 96-token greedy stories all repeat some 4-gram.
+  printf '{"prompt": "Once upon a time"}\n{"prompt": "Lily had a red ball."}\n' >"$tmp/two.jsonl"
+  "$jf" collect -m "$m" --prompts "$tmp/two.jsonl" --block 8 -n 96 -o "$tmp/traj2.jsonl" 2>/dev/null
+  "$jf" pack --traj "$tmp/traj2.jsonl" -o "$tmp/p_all.jsonl" 2>/dev/null
+  "$jf" pack --traj "$tmp/traj2.jsonl" --max-repeat4 0 -o "$tmp/p_none.jsonl" 2>"$tmp/pack.err"
+  if [ "$(wc -l <"$tmp/p_all.jsonl")" -eq 2 ] && [ ! -s "$tmp/p_none.jsonl" ] && grep -q "2 dropped as repetitive" "$tmp/pack.err"; then
+    echo "ok   pack --max-repeat4 drops repetitive responses"
+  else echo "FAIL pack --max-repeat4: $(cat "$tmp/pack.err")"; fails=$((fails + 1)); fi
+  check_error "pack bad max-repeat4" 1 "$jf" pack --traj "$tmp/traj2.jsonl" --max-repeat4 2 -o "$tmp/p.jsonl"
+  # jf merge: alpha 0 is the base's weights, alpha 1 the tuned model's (here the base dequantized from q8_0
+  # and the f32 model): both give the golden output.
+  "$jf" convert -m "$m" -o "$tmp/q8m.gguf" --type q8_0 2>/dev/null
+  for spec in "0 $m $tmp/q8m.gguf" "1 $tmp/q8m.gguf $m"; do
+    set -- $spec
+    "$jf" merge --alpha "$1" "$2" "$3" "$tmp/merged.gguf" 2>/dev/null &&
+      "$jf" generate -m "$tmp/merged.gguf" -n 200 2>/dev/null | cmp -s - "$shared/models/stories260K/golden_greedy_n200.txt" &&
+      echo "ok   merge --alpha $1 gives the golden model" || { echo "FAIL merge --alpha $1"; fails=$((fails + 1)); }
+  done
+  # jf eval of a model against itself: agreement 1, KL 0, perplexity ratio 1, identical greedy outputs.
+  "$jf" eval -m "$tmp/merged.gguf" --base "$m" --text "$shared/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt" \
+    --max-text-tokens 2000 --prompts "$(dirname "$0")/../bench/prompts/stories_holdout100.jsonl" --limit 5 -n 32 --json \
+    >"$tmp/eval.json" 2>/dev/null
+  if python3 - "$tmp/eval.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+t, c, g = j["text"], j["continuations"], j["greedy"]
+assert t["tokens"] == 2000 and t["top1_agreement"] == 1.0 and t["kl_base_model"] == 0.0 and t["perplexity_ratio"] == 1.0, t
+assert c["top1_agreement"] == 1.0 and c["kl_base_model"] == 0.0 and c["tokens"] > 0, c
+assert g["identical_outputs"] == 5 and g["median_first_divergence"] == 32, g
+assert g["base_nll_of_model_outputs"] == g["base_nll_of_base_outputs"] and g["repeat4_model"] == g["repeat4_base"], g
+PY
+  then echo "ok   eval of a model against itself"; else echo "FAIL eval against itself: $(cat "$tmp/eval.json")"; fails=$((fails + 1)); fi
   # Every decoder runs through the CLI and matches ar's text (greedy).
   "$jf" generate -m "$m" -n 40 -p "Once upon a time" --no-echo >"$tmp/ar.txt" 2>/dev/null
   for d in "jacobi --block 6" "lookahead" "pld" "pld --draft-policy fixed --draft-max 6" "multiblock --block 6" "multiblock --block 4 --spawn-init predict" ; do

@@ -63,6 +63,45 @@ TEST(Trajectories, StatesAreJacobiStatesEndingAtTheArOutput) {
   std::remove(path.c_str());
 }
 
+// The block in which the model emits EOS is recorded: text up to EOS, then EOS, padded with EOS.
+TEST(Trajectories, TheBlockHoldingEosIsKept) {
+  const int V = 41, n = 8, eos = 40;
+  auto text = text_for_oracle(300, 40);
+  text[6 + 21] = eos;  // the 22nd generated token
+  test::FakeModel fake(V, test::oracle_rule(text, V));
+  Session s(fake, 256);
+  const std::string path = temp_path("traj_eos.jsonl");
+  std::remove(path.c_str());
+  CollectOptions opt;
+  opt.block = n;
+  opt.max_new_tokens = 40;
+  opt.eos_ids = {eos};
+  collect_trajectories(s, {std::vector<int32_t>(text.begin(), text.begin() + 6)}, opt, path);
+  auto recs = read_trajectories(path);
+  ASSERT_EQ(recs.size(), 1u);
+  const TrajectoryRecord& r = recs[0];
+  EXPECT_EQ(r.stop, "eos");
+  EXPECT_EQ(r.tokens, std::vector<int32_t>(text.begin() + 6, text.begin() + 27));
+  ASSERT_EQ(r.blocks.size(), 3u);  // starts 5, 13, 21; the last holds EOS at index 27 - 21
+  const TrajectoryBlock& b = r.blocks.back();
+  EXPECT_EQ(b.start, 21);
+  EXPECT_EQ(b.eos, 6);
+  EXPECT_EQ(b.fixed, (std::vector<int32_t>{text[21], text[22], text[23], text[24], text[25], text[26], eos, eos}));
+  for (const auto& st : b.states) EXPECT_EQ(static_cast<int>(st.size()), n);
+  EXPECT_EQ(r.blocks[0].eos, -1);
+  // Packing keeps it as the last block of its sequence.
+  PackOptions po;
+  uint64_t rs = 1;
+  auto seqs = pack_record(r, po, &rs);
+  ASSERT_EQ(seqs.size(), 1u);
+  EXPECT_EQ(seqs[0].blocks(), 3);
+  EXPECT_EQ(seqs[0].eos, 6);
+  EXPECT_EQ(seqs[0].valid(2), 7);
+  EXPECT_EQ(seqs[0].valid(1), n);
+  EXPECT_EQ(PackedSequence::from_json(seqs[0].to_json()).eos, 6);
+  std::remove(path.c_str());
+}
+
 TEST(Trajectories, ResumeSkipsCompletedAndDropsACutLine) {
   const int V = 30;
   auto text = text_for_oracle(200, V);
@@ -104,19 +143,70 @@ TEST(Packing, NoiseRatioAndSchedules) {
   EXPECT_EQ(noise_ratio(fixed, fixed), 0.0);
   EXPECT_EQ(noise_ratio({1, 2, 9, 9}, fixed), 0.5);
   EXPECT_EQ(noise_ratio({9, 2, 3, 4}, fixed), 1.0);
-  PackOptions o;
-  o.window = 4;
+  PackOptions o;  // targets linspace(0, 1, 5): 0, 0.25, 0.5, 0.75, 1
   uint64_t rs = 1;
-  EXPECT_EQ(schedule_target(o, 0, &rs), 0.0);
-  EXPECT_EQ(schedule_target(o, 3, &rs), 0.75);
-  EXPECT_EQ(schedule_target(o, 5, &rs), 0.25);
+  EXPECT_EQ(schedule_target(o, 5, 0, &rs), 0.0);
+  EXPECT_EQ(schedule_target(o, 5, 3, &rs), 0.75);
+  EXPECT_EQ(schedule_target(o, 5, 4, &rs), 1.0);
+  EXPECT_EQ(schedule_target(o, 5, 6, &rs), 0.25);
+  EXPECT_EQ(schedule_target(o, 1, 3, &rs), 0.0);
   o.schedule = NoiseSchedule::Reverse;
-  EXPECT_EQ(schedule_target(o, 0, &rs), 0.75);
+  EXPECT_EQ(schedule_target(o, 5, 0, &rs), 1.0);
+  EXPECT_EQ(schedule_target(o, 5, 4, &rs), 0.0);
   o.schedule = NoiseSchedule::Random;
   for (int k = 0; k < 20; k++) {
-    double t = schedule_target(o, k, &rs);
-    EXPECT_TRUE(t == 0 || t == 0.25 || t == 0.5 || t == 0.75);
+    double t = schedule_target(o, 5, k, &rs);
+    EXPECT_TRUE(t == 0 || t == 0.25 || t == 0.5 || t == 0.75 || t == 1.0);
   }
+  // The window fits the response unless fixed.
+  o.window = 16;
+  EXPECT_EQ(schedule_window(o, 8), 8);
+  EXPECT_EQ(schedule_window(o, 40), 16);
+  o.fit_window = false;
+  EXPECT_EQ(schedule_window(o, 8), 16);
+}
+
+// A response of `blocks` blocks of n = 4 whose trajectories hold a state of every noise level.
+TrajectoryRecord all_noise_record(int blocks) {
+  TrajectoryRecord r;
+  r.n = 4;
+  r.prompt = {1, 2};
+  for (int i = 2; i < 4 * blocks + 2; i++) r.tokens.push_back(100 + i);
+  const std::vector<int32_t> full = r.full();
+  for (int k = 0; k < blocks; k++) {
+    TrajectoryBlock b;
+    b.start = 1 + 4 * k;
+    b.fixed.assign(full.begin() + b.start, full.begin() + b.start + 4);
+    for (int m = 0; m <= 4; m++) {  // first mismatch m: noise (4 - m) / 4
+      std::vector<int32_t> st = b.fixed;
+      for (int i = m; i < 4; i++) st[i] = 99;
+      b.states.push_back(st);
+    }
+    r.blocks.push_back(b);
+  }
+  return r;
+}
+
+std::vector<double> packed_noise(const TrajectoryRecord& r, const PackOptions& o) {
+  uint64_t rs = o.seed;
+  std::vector<double> out;
+  for (const PackedSequence& p : pack_record(r, o, &rs))
+    for (int fm : p.first_mismatch) out.push_back(double(p.n - fm) / p.n);
+  return out;
+}
+
+TEST(Packing, ScheduleCoversTheWholeWindowPerResponse) {
+  TrajectoryRecord r = all_noise_record(5);
+  PackOptions o;  // window 16, fitted to the 5 blocks
+  EXPECT_EQ(packed_noise(r, o), (std::vector<double>{0, 0.25, 0.5, 0.75, 1.0}));
+  o.schedule = NoiseSchedule::Reverse;
+  EXPECT_EQ(packed_noise(r, o), (std::vector<double>{1.0, 0.75, 0.5, 0.25, 0}));
+  o.schedule = NoiseSchedule::Linear;
+  o.window = 2;  // cycles: 0, 1, 0, 1, 0
+  EXPECT_EQ(packed_noise(r, o), (std::vector<double>{0, 1.0, 0, 1.0, 0}));
+  o.window = 16;
+  o.fit_window = false;  // targets 0 .. 4/15: never above 0.25 in 5 blocks (the old problem)
+  for (double x : packed_noise(r, o)) EXPECT_LE(x, 0.25);
 }
 
 // A hand-made record: prompt [10, 11, 12], n = 2, two blocks.
@@ -139,7 +229,7 @@ TrajectoryRecord toy_record() {
 
 TEST(Packing, LayoutPositionsAndStateChoice) {
   PackOptions o;
-  o.window = 2;  // targets 0 for block 0, 0.5 for block 1
+  o.window = 2;  // targets 0 for block 0, 1 for block 1 (closest state: noise 0.5)
   uint64_t rs = 1;
   auto seqs = pack_record(toy_record(), o, &rs);
   ASSERT_EQ(seqs.size(), 1u);
@@ -185,11 +275,43 @@ TEST(Packing, NoiseConditionedMasks) {
       "11..11..11",  // clean1[1]
   };
   EXPECT_EQ(mask_rows(p), nc);
+  p.mask = MaskKind::CleanContext;
+  std::vector<std::string> clean = nc;
+  clean[6] = "11..111...";  // noisy1 sees the earlier CLEAN block instead
+  clean[7] = "11..1111..";
+  EXPECT_EQ(mask_rows(p), clean);
+  p.mask = MaskKind::NCIC;  // both blocks in one noise window (w = 2): the same as NC
+  EXPECT_EQ(mask_rows(p), nc);
+}
+
+// NC-IC: noisy within a noise window, clean across windows. Context 1, n = 1, three blocks, w = 2.
+TEST(Packing, NcIcIsNoisyWithinAWindowCleanAcross) {
+  PackedSequence p;
+  p.n = 1, p.context_len = 1, p.window = 2;
+  p.tokens = {1, 2, 2, 3, 3, 4, 4};
+  p.positions = {0, 1, 1, 2, 2, 3, 3};
+  p.first_mismatch = {0, 0, 0};
   p.mask = MaskKind::NCIC;
-  std::vector<std::string> ncic = nc;
-  ncic[6] = "11..111...";  // noisy1 sees the earlier CLEAN block instead
-  ncic[7] = "11..1111..";
-  EXPECT_EQ(mask_rows(p), ncic);
+  //                       c n0 c0 n1 c1 n2 c2
+  EXPECT_EQ(mask_rows(p), (std::vector<std::string>{"1......",
+                                                    "11.....",
+                                                    "1.1....",
+                                                    "11.1...",    // n1: same window as n0 -> noisy n0
+                                                    "1.1.1..",
+                                                    "1.1.11.",    // n2: next window -> clean c0, c1
+                                                    "1.1.1.1"}));
+  p.block0 = 1;  // the sequence starts at the response's block 1: windows {1} | {2, 3}
+  EXPECT_EQ(mask_rows(p), (std::vector<std::string>{"1......",
+                                                    "11.....",
+                                                    "1.1....",
+                                                    "1.11...",    // n1 (block 2): c0 (block 1, earlier window)
+                                                    "1.1.1..",
+                                                    "1.11.1.",    // n2 (block 3): c0, and n1 of its window
+                                                    "1.1.1.1"}));
+  p.mask = MaskKind::CleanContext;
+  EXPECT_EQ(mask_rows(p)[5], "1.1.11.");
+  EXPECT_THROW(PackedSequence::from_json(R"({"tokens": [1, 2, 2], "positions": [0, 1, 1], "context_len": 1, "n": 1,
+                                            "first_mismatch": [0], "mask": "nc-ic"})"), Error);
 }
 
 TEST(Packing, LongResponsesSplitWithCleanContext) {

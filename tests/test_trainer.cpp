@@ -1,5 +1,6 @@
 // Objectives (gradients against finite differences, the teacher detached), and the training loop: the loss
 // falls, and a run interrupted and resumed from its checkpoint ends with bit-identical weights.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -7,7 +8,9 @@
 #include "base/error.h"
 #include "base/rng.h"
 #include "model/random_model.h"
+#include "train/layers.h"
 #include "train/objectives.h"
+#include "train/quality.h"
 #include "train/trainer.h"
 #include "test_support.h"
 
@@ -41,8 +44,10 @@ TEST(Objectives, GradientsMatchFiniteDifferencesWithTheTeacherDetached) {
   std::vector<float> logits(p.tokens.size() * V);
   Rng rng(3);
   for (auto& x : logits) x = 2.0f * rng.normal();
-  for (Objective obj : {Objective::JacobiForcing, Objective::Cllm}) {
+  for (int variant = 0; variant < 3; variant++) {
+    const Objective obj = variant == 1 ? Objective::Cllm : Objective::JacobiForcing;
     ObjectiveOptions o;
+    if (variant == 2) o.consistency_norm = ConsistencyNorm::PerBlock;
     std::vector<float> d(logits.size());
     LossReport rep = packed_loss(obj, p, logits.data(), V, o, d.data());
     EXPECT_EQ(rep.consistency_positions, 2 + 1);
@@ -67,6 +72,137 @@ TEST(Objectives, GradientsMatchFiniteDifferencesWithTheTeacherDetached) {
       }
     }
   }
+}
+
+// Reference: every kept position weighs 1 / (kept positions x blocks); per-block: 1 / (block's positions x
+// counted blocks). toy_packed keeps 2 positions in block 0 and 1 in block 1.
+TEST(Objectives, ConsistencyNormalisations) {
+  const int V = 10;
+  const PackedSequence p = toy_packed();
+  std::vector<float> logits(p.tokens.size() * V), d(logits.size()), scratch(V), teacher(V);
+  Rng rng(4);
+  for (auto& x : logits) x = 2.0f * rng.normal();
+  double kl[3];
+  const int rows[3][2] = {{4, 7}, {5, 8}, {11, 14}};  // (noisy row, clean row) of each kept position
+  for (int i = 0; i < 3; i++) {
+    const float* c = logits.data() + rows[i][1] * V;
+    float mx = *std::max_element(c, c + V), sum = 0;
+    for (int v = 0; v < V; v++) sum += (teacher[v] = std::exp(c[v] - mx));
+    for (int v = 0; v < V; v++) teacher[v] /= sum;
+    float k = 0;
+    soft_cross_entropy(logits.data() + rows[i][0] * V, teacher.data(), V, 1.0f, scratch.data(), &k);
+    kl[i] = k;
+  }
+  ObjectiveOptions o;
+  EXPECT_EQ(o.consistency_norm, ConsistencyNorm::Reference);
+  LossReport ref = packed_loss(Objective::JacobiForcing, p, logits.data(), V, o, d.data());
+  EXPECT_NEAR(ref.consistency, (kl[0] + kl[1] + kl[2]) / (3.0 * 2.0), 1e-5);
+  o.consistency_norm = ConsistencyNorm::PerBlock;
+  LossReport per = packed_loss(Objective::JacobiForcing, p, logits.data(), V, o, d.data());
+  EXPECT_NEAR(per.consistency, (kl[0] + kl[1]) / 4.0 + kl[2] / 2.0, 1e-5);
+  EXPECT_NEAR(per.ar, ref.ar, 1e-9);  // the AR term does not depend on the normalisation
+}
+
+// EOS trained: the clean row before EOS predicts it; rows at and after EOS carry no loss.
+TEST(Objectives, EosIsInTheArLossAndPaddingIsNot) {
+  PackedSequence p = toy_packed();
+  p.eos = 1;  // clean1 = {7, 8, 1}: 8 is EOS, 1 padding
+  EXPECT_EQ(clean_stream_targets(p), (std::vector<int32_t>{2, 3, 4, -1, -1, -1, 5, 6, 7, -1, -1, -1, 8, -1, -1}));
+  const int V = 10;
+  std::vector<float> logits(p.tokens.size() * V), d(logits.size());
+  Rng rng(6);
+  for (auto& x : logits) x = rng.normal();
+  LossReport r = packed_loss(Objective::JacobiForcing, p, logits.data(), V, ObjectiveOptions{}, d.data());
+  EXPECT_EQ(r.ar_tokens, 7);
+  EXPECT_EQ(r.consistency_positions, 2);  // block 1's first mismatch (2) is past its EOS row
+  for (int row : {13, 14, 9, 10, 11})
+    for (int v = 0; v < V; v++) EXPECT_EQ(d[row * V + v], 0.0f) << row;
+  p.first_mismatch = {1, 0};  // noisy1 rows 0 .. EOS-1 are trained, the EOS row is not
+  r = packed_loss(Objective::JacobiForcing, p, logits.data(), V, ObjectiveOptions{}, d.data());
+  EXPECT_EQ(r.consistency_positions, 2 + 1);
+}
+
+// A frozen teacher equal to the model: the AR target is the model's own distribution, so the clean rows get
+// no gradient and the teacher KL is 0. Against another teacher the gradient matches finite differences.
+TEST(Objectives, TeacherSoftTargets) {
+  const int V = 10;
+  const PackedSequence p = toy_packed();
+  std::vector<float> logits(p.tokens.size() * V), teacher(logits.size()), d(logits.size());
+  Rng rng(8);
+  for (auto& x : logits) x = 2.0f * rng.normal();
+  ObjectiveOptions o;
+  LossReport r = packed_loss(Objective::JacobiForcing, p, logits.data(), V, o, d.data(), logits.data());
+  EXPECT_NEAR(r.teacher_kl, 0.0, 1e-6);
+  for (int row : {0, 1, 2, 6, 7, 8, 12, 13})
+    for (int v = 0; v < V; v++) EXPECT_NEAR(d[row * V + v], 0.0f, 1e-6) << row;
+  o.teacher_consistency = true;  // the teacher's clean rows equal the student's: the same consistency
+  const double plain = packed_loss(Objective::JacobiForcing, p, logits.data(), V, ObjectiveOptions{}, d.data()).consistency;
+  EXPECT_NEAR(packed_loss(Objective::JacobiForcing, p, logits.data(), V, o, d.data(), logits.data()).consistency, plain, 1e-9);
+
+  for (auto& x : teacher) x = 2.0f * rng.normal();
+  o = ObjectiveOptions{};
+  o.teacher_mix = 0.5f;
+  r = packed_loss(Objective::JacobiForcing, p, logits.data(), V, o, d.data(), teacher.data());
+  EXPECT_GT(r.teacher_kl, 0.0);
+  auto ar = [&](const std::vector<float>& l) {
+    std::vector<float> dd(l.size());
+    return packed_loss(Objective::JacobiForcing, p, l.data(), V, o, dd.data(), teacher.data()).ar * o.ar_weight;
+  };
+  const double eps = 1e-2;
+  for (int row : {0, 2, 7, 12})
+    for (int v = 0; v < V; v++) {
+      std::vector<float> a = logits, b = logits;
+      a[row * V + v] += eps, b[row * V + v] -= eps;
+      const double numeric = (ar(a) - ar(b)) / (2 * eps);
+      EXPECT_NEAR(d[row * V + v], numeric, 2e-3 + 1e-2 * std::fabs(numeric)) << row << " " << v;
+    }
+}
+
+TEST(Optimizer, AnchorDecayPullsTowardTheBase) {
+  AdamWOptions ao;
+  ao.anchor_decay = 0.5f;
+  std::vector<int64_t> sizes = {3};
+  AdamW adam(sizes, ao);
+  std::vector<float> p = {1.0f, -2.0f, 0.5f}, g = {0, 0, 0};
+  adam.set_anchor({{0.0f, 0.0f, 0.5f}});
+  float* pp = p.data();
+  float* gp = g.data();
+  adam.step(std::span<float* const>(&pp, 1), std::span<float* const>(&gp, 1), {}, 0.1f);
+  // Zero gradient: only the pull, p -= lr * d * (p - p0).
+  EXPECT_FLOAT_EQ(p[0], 1.0f - 0.1f * 0.5f * 1.0f);
+  EXPECT_FLOAT_EQ(p[1], -2.0f - 0.1f * 0.5f * -2.0f);
+  EXPECT_EQ(p[2], 0.5f);
+  AdamW no_anchor(sizes, ao);
+  EXPECT_ANY_THROW(no_anchor.step(std::span<float* const>(&pp, 1), std::span<float* const>(&gp, 1), {}, 0.1f));
+}
+
+TEST(Quality, MergeEndsAreExactAndMeasuresOfIdenticalModels) {
+  std::vector<float> b = {1e8f, 0.1f, -3.0f}, t = {1.0f, 0.3f, 5.0f}, out(3);
+  merge_weights(b.data(), t.data(), 3, 0.0f, out.data());
+  EXPECT_EQ(out, b);
+  merge_weights(b.data(), t.data(), 3, 1.0f, out.data());
+  EXPECT_EQ(out, t);
+  merge_weights(b.data(), t.data(), 3, 0.5f, out.data());
+  EXPECT_FLOAT_EQ(out[2], 1.0f);
+  std::vector<float> l = {0.1f, 2.0f, -1.0f, 0.5f}, m = {3.0f, 0.0f, 0.0f, 0.0f};
+  TokenComparison c;
+  compare_row(l.data(), l.data(), 4, 1, c);
+  EXPECT_EQ(c.agreement(), 1.0);
+  EXPECT_EQ(c.mean_kl(), 0.0);
+  EXPECT_EQ(c.mean_nll_base(), c.mean_nll_model());
+  compare_row(l.data(), m.data(), 4, -1, c);
+  EXPECT_EQ(c.agreement(), 0.5);
+  EXPECT_GT(c.mean_kl(), 0.0);
+  EXPECT_EQ(c.scored, 1);
+  int64_t rep = 0, tot = 0;
+  std::vector<int32_t> text = {1, 2, 3, 4, 1, 2, 3, 4};
+  count_repeated_4grams(text, &rep, &tot);
+  EXPECT_EQ(tot, 5);
+  EXPECT_EQ(rep, 1);
+  EXPECT_EQ(first_divergence(text, std::vector<int32_t>{1, 2, 9}), 2);
+  EXPECT_EQ(first_divergence(text, text), 8);
+  EXPECT_EQ(median({3, 1, 2}), 2.0);
+  EXPECT_EQ(median({4, 1, 2, 3}), 2.5);
 }
 
 TEST(Objectives, NoConsistencyLossWhenTheNoisyStateIsTheFixedPoint) {
@@ -112,28 +248,54 @@ TEST(Trainer, LossFalls) {
 TEST(Trainer, ResumedRunEqualsUninterruptedRun) {
   TinySetup s;
   const std::string ckpt = test::temp_path("trainer.gguf");
-  TrainOptions o;
-  o.steps = 8;
-  o.accum = 2;
-  o.lr = 1e-3f;
-  o.seed = 9;
-  TrainableModel straight(s.cfg);
-  straight.init_random(2);
-  Trainer(straight, s.data, o, GgufMetadata{}).run();
+  for (int variant = 0; variant < 2; variant++) {  // 1: with a frozen teacher and the anchor decay
+    TrainOptions o;
+    o.steps = 8;
+    o.accum = 2;
+    o.lr = 1e-3f;
+    o.seed = 9;
+    TrainableModel teacher(s.cfg);
+    teacher.init_random(2);
+    if (variant == 1) o.adam.anchor_decay = 50.0f, o.loss.teacher_mix = 0.5f;  // lr x decay = 0.05 per step
+    TrainableModel* tp = variant == 1 ? &teacher : nullptr;
+    TrainableModel straight(s.cfg);
+    straight.init_random(2);
+    Trainer ts(straight, s.data, o, GgufMetadata{});
+    ts.set_teacher(tp);
+    ts.run();
 
-  TrainableModel first(s.cfg);
-  first.init_random(2);
-  TrainOptions part = o;
-  part.stop_at = 3;
-  part.checkpoint_path = ckpt;
-  Trainer(first, s.data, part, GgufMetadata{}).run();
-  TrainableModel second(s.cfg);  // a fresh process would start from nothing but the checkpoint
-  Trainer t2(second, s.data, o, GgufMetadata{});
-  t2.resume(ckpt);
-  EXPECT_EQ(t2.step(), 3);
-  t2.run();
-  ASSERT_EQ(second.n_params(), straight.n_params());
-  for (int64_t i = 0; i < straight.n_params(); i++) ASSERT_EQ(second.param_data()[i], straight.param_data()[i]) << i;
+    TrainableModel first(s.cfg);
+    first.init_random(2);
+    TrainOptions part = o;
+    part.stop_at = 3;
+    part.checkpoint_path = ckpt;
+    Trainer t1(first, s.data, part, GgufMetadata{});
+    t1.set_teacher(tp);
+    t1.run();
+    TrainableModel second(s.cfg);  // a fresh process would start from nothing but the checkpoint
+    Trainer t2(second, s.data, o, GgufMetadata{});
+    t2.set_teacher(tp);
+    t2.resume(ckpt);
+    EXPECT_EQ(t2.step(), 3);
+    t2.run();
+    ASSERT_EQ(second.n_params(), straight.n_params());
+    for (int64_t i = 0; i < straight.n_params(); i++) ASSERT_EQ(second.param_data()[i], straight.param_data()[i]) << variant << " " << i;
+    if (variant == 1) {  // the anchor held the run near the start: closer than without it
+      TrainableModel free_run(s.cfg);
+      free_run.init_random(2);
+      TrainOptions fo = o;
+      fo.adam.anchor_decay = 0;
+      Trainer tf(free_run, s.data, fo, GgufMetadata{});
+      tf.set_teacher(tp);
+      tf.run();
+      double d_anchor = 0, d_free = 0;
+      for (int64_t i = 0; i < straight.n_params(); i++) {
+        d_anchor += std::pow(straight.param_data()[i] - teacher.param_data()[i], 2);
+        d_free += std::pow(free_run.param_data()[i] - teacher.param_data()[i], 2);
+      }
+      EXPECT_LT(d_anchor, d_free);
+    }
+  }
   std::remove(ckpt.c_str());
 }
 

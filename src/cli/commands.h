@@ -20,5 +20,7 @@ Command add_perplexity_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
 Command add_viz_command(CLI::App& app);
 Command add_tune_command(CLI::App& app);
+Command add_merge_command(CLI::App& app);
+Command add_eval_command(CLI::App& app);
 
 }  // namespace jf::cli

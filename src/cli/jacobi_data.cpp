@@ -10,6 +10,7 @@
 #include "cli/progress.h"
 #include "cli/prompts.h"
 #include "train/packing.h"
+#include "train/quality.h"
 
 namespace jf::cli {
 
@@ -64,34 +65,44 @@ int run_collect(CollectArgs& a) {
 struct PackArgs {
   std::vector<std::string> inputs;
   std::string out, schedule = "linear", mask = "nc";
+  double max_repeat4 = 1.0;  // drop responses whose repeated-4-gram rate is above this
   PackOptions opt;
 };
 
 int run_pack(PackArgs& a) {
   if (!noise_schedule_from_name(a.schedule, &a.opt.schedule))
     throw Error("--schedule must be linear, random or reverse, got '" + a.schedule + "'");
-  if (!mask_kind_from_name(a.mask, &a.opt.mask)) throw Error("--mask must be nc or nc-ic, got '" + a.mask + "'");
+  if (!mask_kind_from_name(a.mask, &a.opt.mask))
+    throw Error("--mask must be nc, nc-ic or clean-context, got '" + a.mask + "'");
   if (a.opt.window < 1) throw Error("--window must be >= 1");
   std::string text;
-  int64_t records = 0, sequences = 0, blocks = 0, tokens = 0;
+  if (!(a.max_repeat4 >= 0 && a.max_repeat4 <= 1)) throw Error("--max-repeat4 must be in [0, 1]");
+  int64_t records = 0, sequences = 0, blocks = 0, tokens = 0, eos_blocks = 0, dropped = 0;
   double noise = 0;
   uint64_t rng_state = a.opt.seed;
   for (const std::string& in : a.inputs) {
     for (const TrajectoryRecord& r : read_trajectories(in)) {
       records++;
+      int64_t repeated = 0, grams = 0;
+      count_repeated_4grams(r.tokens, &repeated, &grams);
+      if (grams > 0 && double(repeated) / grams > a.max_repeat4) {  // a degenerate, looping response
+        dropped++;
+        continue;
+      }
       for (const PackedSequence& p : pack_record(r, a.opt, &rng_state)) {
         text += p.to_json() + "\n";
         sequences++;
         blocks += p.blocks();
         tokens += static_cast<int64_t>(p.tokens.size());
+        eos_blocks += p.eos >= 0;
         for (int fm : p.first_mismatch) noise += double(p.n - fm) / p.n;
       }
     }
   }
   write_file_atomic(a.out, text.data(), text.size());
-  std::fprintf(stderr, "jf pack: %lld records -> %lld sequences, %lld block pairs, %lld tokens, mean noise %.3f (%s, %s) -> %s\n",
-               static_cast<long long>(records), static_cast<long long>(sequences), static_cast<long long>(blocks),
-               static_cast<long long>(tokens), blocks ? noise / blocks : 0.0, a.schedule.c_str(), a.mask.c_str(), a.out.c_str());
+  std::fprintf(stderr, "jf pack: %lld records (%lld dropped as repetitive) -> %lld sequences, %lld block pairs (%lld ending in EOS), %lld tokens, mean noise %.3f (%s, %s) -> %s\n",
+               static_cast<long long>(records), static_cast<long long>(dropped), static_cast<long long>(sequences),
+               static_cast<long long>(blocks), static_cast<long long>(eos_blocks), static_cast<long long>(tokens), blocks ? noise / blocks : 0.0, a.schedule.c_str(), a.mask.c_str(), a.out.c_str());
   return 0;
 }
 
@@ -121,8 +132,12 @@ Command add_pack_command(CLI::App& app) {
       ->required()
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--schedule", a->schedule, "Noise schedule: linear, random, reverse (default linear)");
-  cmd->add_option("--window", a->opt.window, "Schedule window w: targets 0, 1/w, ..., (w-1)/w (default 16)");
-  cmd->add_option("--mask", a->mask, "Attention mask: nc (noisy blocks see noisy context) or nc-ic (default nc)");
+  cmd->add_option("--window", a->opt.window, "Schedule window w: targets linspace(0, 1, w) (default 16)");
+  cmd->add_flag("!--fixed-window", a->opt.fit_window,
+                "Use w as given; by default w = min(w, blocks of the response) so each response spans noise 0 .. 1");
+  cmd->add_option("--mask", a->mask, "Attention mask: nc (default), nc-ic (noisy within a window, clean across) or clean-context");
+  cmd->add_option("--max-repeat4", a->max_repeat4,
+                  "Drop responses whose share of repeated 4-grams is above this (default 1: keep all)");
   cmd->add_option("--max-len", a->opt.max_len, "Maximum packed sequence length (default 1024)")->check(CLI::Range(4, 1 << 20));
   cmd->add_option("--seed", a->opt.seed, "Seed for the random schedule (default 1)");
   cmd->add_option("-o,--output", a->out, "Packed sequences (JSONL, written atomically)")->required();

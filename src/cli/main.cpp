@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
   add(jf::cli::add_perplexity_command(app));
   add(jf::cli::add_viz_command(app));
   add(jf::cli::add_tune_command(app));
+  add(jf::cli::add_merge_command(app));
+  add(jf::cli::add_eval_command(app));
   if (argc == 1) {  // no arguments: what jf can do, not an error
     std::fputs(app.help().c_str(), stdout);
     return 0;

@@ -20,8 +20,9 @@ namespace jf::cli {
 namespace {
 
 struct TrainArgs {
+  std::string teacher;
   std::string model, tokenizer_from, init, objective = "jacobi-forcing", data, ext = ".txt", out, resume;
-  std::string save_type = "f32";
+  std::string save_type = "f32", consistency_norm = "reference";
   std::vector<std::string> corpus;
   size_t max_bytes = 0;
   int seq_len = 256, threads = 0, log_every = 10;
@@ -82,6 +83,8 @@ std::vector<std::vector<int32_t>> corpus_sequences(const TrainArgs& a, const Tok
 int run_train(TrainArgs& a) {
   if (!objective_from_name(a.objective, &a.opt.objective))
     throw Error("--objective must be jacobi-forcing, cllm or ar, got '" + a.objective + "'");
+  if (!consistency_norm_from_name(a.consistency_norm, &a.opt.loss.consistency_norm))
+    throw Error("--consistency-norm must be reference or per-block, got '" + a.consistency_norm + "'");
   DType save_type;
   if (!dtype_from_name(a.save_type, &save_type)) throw Error("--save-type must be f32, f16, bf16, q8_0 or q4_0");
   if (a.out.empty()) throw Error("missing output path (-o)");
@@ -125,8 +128,23 @@ int run_train(TrainArgs& a) {
     }
   }
 
+  // ---- frozen teacher (the base model), same shape as the model
+  std::unique_ptr<TrainableModel> teacher;
+  if (!a.teacher.empty()) {
+    if (a.opt.objective == Objective::Ar) throw Error("--teacher applies to jacobi-forcing and cllm, not ar");
+    LoadedModel tm = load_model(a.teacher);
+    const ModelConfig& tc = tm.model->config();
+    const ModelConfig& mc = model->config();
+    if (tc.vocab_size != mc.vocab_size || tc.dim != mc.dim || tc.n_layers != mc.n_layers)
+      throw Error(a.teacher + ": the teacher must have the model's shape (" + mc.summary() + ")");
+    teacher = std::make_unique<TrainableModel>(TrainableModel::from_tensors(tc, tm.model->tensors()));
+  }
+  if (a.opt.loss.teacher_mix < 0 || a.opt.loss.teacher_mix > 1) throw Error("--teacher-mix must be in [0, 1]");
+  if (a.opt.loss.teacher_consistency && !teacher) throw Error("--teacher-consistency needs --teacher");
+
   a.opt.checkpoint_path = a.out + ".ckpt.gguf";
   Trainer trainer(*model, data, a.opt, meta);
+  trainer.set_teacher(teacher.get());
   if (!a.resume.empty()) trainer.resume(a.resume);
   if (dist.rank() == 0)
     std::fprintf(stderr, "jf train: %s, %lld parameters, %zu examples, %lld steps x %d micro-batches x %d processes, %d threads\n",
@@ -141,10 +159,12 @@ int run_train(TrainArgs& a) {
     std::snprintf(what, sizeof what, "loss %.4f", r.loss.total / micro);
     progress.update(static_cast<int>(r.step - first_step), what);
     if (r.step % a.log_every != 0 && r.step != a.opt.steps && r.step != 1) return;
-    char line[256];
-    std::snprintf(line, sizeof line, "step %lld/%lld  loss %.4f (ar %.4f, consistency %.4f)  lr %.2e  |g| %.3f  %.0f tok/s",
+    char line[320];
+    std::snprintf(line, sizeof line, "step %lld/%lld  loss %.4f (ar %.4f, consistency %.4f%s)  lr %.2e  |g| %.3f  %.0f tok/s",
                   static_cast<long long>(r.step), static_cast<long long>(a.opt.steps), r.loss.total / micro,
-                  r.loss.ar / micro, r.loss.consistency / micro, r.lr, r.grad_norm, r.tokens / r.seconds);
+                  r.loss.ar / micro, r.loss.consistency / micro,
+                  teacher ? (", teacher KL " + std::to_string(r.loss.teacher_kl / micro)).c_str() : "", r.lr,
+                  r.grad_norm, r.tokens / r.seconds);
     progress.log(line);
   });
   progress.finish();
@@ -184,6 +204,15 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--clip", a->opt.clip, "Gradient norm clip, 0 = off (default 1)");
   cmd->add_option("--weight-decay", a->opt.adam.weight_decay, "AdamW weight decay on matrices (default 0)");
   cmd->add_option("--ar-weight", a->opt.loss.ar_weight, "Weight of the AR loss in consistency + w * AR (default 10)");
+  cmd->add_option("--consistency-norm", a->consistency_norm,
+                 "reference (default: mean over all kept positions / blocks) or per-block (mean per block, then over blocks)");
+  cmd->add_option("--teacher", a->teacher, "Frozen base model: its distribution on the clean stream is the AR target");
+  cmd->add_option("--teacher-mix", a->opt.loss.teacher_mix,
+                  "With --teacher: AR target = (1-m) x fixed-point token + m x teacher distribution (default 1)");
+  cmd->add_flag("--teacher-consistency", a->opt.loss.teacher_consistency,
+                "With --teacher: the consistency target is the teacher's clean-row distribution");
+  cmd->add_option("--anchor-decay", a->opt.adam.anchor_decay,
+                  "AdamW L2 pull toward the starting weights: p -= lr * d * (p - p0) (default 0)");
   cmd->add_option("--seed", a->opt.seed, "Data order and initialisation seed (default 1)");
   cmd->add_option("--save-every", a->opt.save_every, "Write a checkpoint every N steps (default: at the end)");
   cmd->add_option("--resume", a->resume, "Resume from a checkpoint (OUT.ckpt.gguf)");

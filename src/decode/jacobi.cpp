@@ -66,6 +66,11 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     if (opt_.observer && !opt_.running && budget == 0 && committed == k + 1) {
       const auto& h = ctx.history();
       opt_.observer->on_fixed_point(block_start, std::span<const int32_t>(h).subspan(block_start, n));
+    } else if (opt_.observer && !opt_.running && committed < k + 1 && ctx.is_eos(acc.tokens[committed])) {
+      // The block ends in EOS (not committed to the history): report the text up to and including it.
+      std::vector<int32_t> tail(ctx.history().begin() + block_start, ctx.history().end());
+      tail.push_back(acc.tokens[committed]);
+      opt_.observer->on_fixed_point(block_start, tail);
     }
   }
 }

@@ -16,7 +16,8 @@ class JacobiObserver {
   // Before each forward: the block's n tokens as currently known — accepted so far, then the draft.
   // `start` is the index of the block's first token in prompt + generated text.
   virtual void on_state(int64_t start, std::span<const int32_t> state) = 0;
-  // After the block's last forward: its fixed point (the greedy output at those n positions).
+  // After the block's last forward: its fixed point (the greedy output at those n positions); shorter than
+  // n, ending in the EOS token, when the model emits EOS inside the block.
   virtual void on_fixed_point(int64_t start, std::span<const int32_t> tokens) = 0;
 };
 

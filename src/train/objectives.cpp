@@ -26,12 +26,25 @@ bool objective_from_name(const std::string& s, Objective* out) {
   return false;
 }
 
+std::string consistency_norm_name(ConsistencyNorm c) {
+  return c == ConsistencyNorm::Reference ? "reference" : "per-block";
+}
+
+bool consistency_norm_from_name(const std::string& s, ConsistencyNorm* out) {
+  for (ConsistencyNorm c : {ConsistencyNorm::Reference, ConsistencyNorm::PerBlock})
+    if (s == consistency_norm_name(c)) {
+      *out = c;
+      return true;
+    }
+  return false;
+}
+
 std::vector<int32_t> clean_stream_targets(const PackedSequence& p) {
   std::vector<int32_t> targets(p.tokens.size(), -1);
   std::vector<int> stream;  // row indices of the clean stream, in text order
   for (int i = 0; i < p.context_len; i++) stream.push_back(i);
   for (int k = 0; k < p.blocks(); k++)
-    for (int t = 0; t < p.n; t++) stream.push_back(p.clean_begin(k) + t);
+    for (int t = 0; t < p.valid(k); t++) stream.push_back(p.clean_begin(k) + t);  // up to EOS, not its padding
   for (size_t i = 0; i + 1 < stream.size(); i++) targets[stream[i]] = p.tokens[stream[i + 1]];
   return targets;
 }
@@ -45,26 +58,37 @@ void softmax(const float* logits, int V, float* out) {
   for (int v = 0; v < V; v++) out[v] /= sum;
 }
 
-// AR term over the clean stream: plain or label-smoothed cross-entropy, mean over targets, times `weight`.
+// AR term over the clean stream, mean over targets, times `weight`: cross-entropy against the target token,
+// label-smoothed, and/or mixed with the frozen teacher's distribution on the row (teacher may be null).
+// Adds the mean KL(teacher || student) over the rows to *teacher_kl.
 double clean_ar_loss(const PackedSequence& p, const float* logits, int V, float weight, float smoothing,
-                     float* dlogits, int64_t* count) {
+                     const float* teacher, float teacher_mix, float* dlogits, int64_t* count, double* teacher_kl) {
   const std::vector<int32_t> targets = clean_stream_targets(p);
   *count = std::count_if(targets.begin(), targets.end(), [](int32_t t) { return t >= 0; });
   if (*count == 0) return 0.0;
   const float w = weight / static_cast<float>(*count);
-  std::vector<float> smooth(static_cast<size_t>(smoothing > 0 ? V : 0));
+  const bool soft = smoothing > 0 || teacher;
+  std::vector<float> target(static_cast<size_t>(soft ? V : 0)), tp(static_cast<size_t>(teacher ? V : 0)), scratch(tp.size());
   double total = 0;
   for (size_t r = 0; r < targets.size(); r++) {
     if (targets[r] < 0) continue;
     const float* l = logits + r * V;
     float* d = dlogits + r * V;
-    if (smoothing > 0) {
-      std::fill(smooth.begin(), smooth.end(), smoothing / V);
-      smooth[targets[r]] += 1.0f - smoothing;
-      total += soft_cross_entropy(l, smooth.data(), V, w, d);
-    } else {
+    if (!soft) {
       total += cross_entropy(l, V, targets[r], w, d);
+      continue;
     }
+    const float hard = teacher ? 1.0f - teacher_mix : 1.0f;
+    std::fill(target.begin(), target.end(), hard * smoothing / V);
+    target[targets[r]] += hard * (1.0f - smoothing);
+    if (teacher) {
+      softmax(teacher + r * V, V, tp.data());
+      for (int v = 0; v < V; v++) target[v] += teacher_mix * tp[v];
+      float kl = 0;
+      soft_cross_entropy(l, tp.data(), V, 0.0f, scratch.data(), &kl);
+      *teacher_kl += kl / static_cast<double>(*count);
+    }
+    total += soft_cross_entropy(l, target.data(), V, w, d);
   }
   return total / static_cast<double>(*count);
 }
@@ -72,24 +96,35 @@ double clean_ar_loss(const PackedSequence& p, const float* logits, int V, float 
 }  // namespace
 
 LossReport packed_loss(Objective obj, const PackedSequence& p, const float* logits, int V, const ObjectiveOptions& o,
-                       float* dlogits) {
+                       float* dlogits, const float* teacher_logits) {
   JF_CHECK(obj != Objective::Ar, "packed_loss is for the Jacobi objectives");
   const size_t T = p.tokens.size();
   std::fill(dlogits, dlogits + T * V, 0.0f);
   LossReport r;
   const float smoothing = obj == Objective::Cllm ? o.label_smoothing : 0.0f;
-  r.ar = clean_ar_loss(p, logits, V, o.ar_weight, smoothing, dlogits, &r.ar_tokens);
+  JF_CHECK(teacher_logits || !o.teacher_consistency, "teacher consistency needs the teacher's logits");
+  r.ar = clean_ar_loss(p, logits, V, o.ar_weight, smoothing, teacher_logits, o.teacher_mix, dlogits, &r.ar_tokens,
+                       &r.teacher_kl);
 
   // Consistency: noisy row t of block k (t >= first mismatch) against the detached clean row t.
-  int counted_blocks = 0;
-  for (int k = 0; k < p.blocks(); k++) counted_blocks += p.first_mismatch[k] < p.n;
+  // Rows at and after EOS are excluded: the clean row there predicts what follows EOS (padding).
+  auto end = [&](int k) { return p.valid(k) < p.n ? p.valid(k) - 1 : p.n; };
+  int counted_blocks = 0, kept = 0;
+  for (int k = 0; k < p.blocks(); k++) {
+    const int positions = end(k) - p.first_mismatch[k];
+    counted_blocks += positions > 0;
+    kept += std::max(0, positions);
+  }
   std::vector<float> teacher(static_cast<size_t>(V));
-  for (int k = 0; k < p.blocks() && counted_blocks > 0; k++) {
-    const int fm = p.first_mismatch[k], positions = p.n - fm;
+  for (int k = 0; k < p.blocks() && kept > 0; k++) {
+    const int fm = p.first_mismatch[k], positions = end(k) - fm;
     if (positions <= 0) continue;
-    const float w = 1.0f / static_cast<float>(positions * counted_blocks);
-    for (int t = fm; t < p.n; t++) {
-      softmax(logits + static_cast<size_t>(p.clean_begin(k) + t) * V, V, teacher.data());
+    const float w = o.consistency_norm == ConsistencyNorm::Reference
+                        ? 1.0f / (static_cast<float>(kept) * static_cast<float>(p.blocks()))
+                        : 1.0f / static_cast<float>(positions * counted_blocks);
+    for (int t = fm; t < end(k); t++) {
+      const float* source = o.teacher_consistency ? teacher_logits : logits;
+      softmax(source + static_cast<size_t>(p.clean_begin(k) + t) * V, V, teacher.data());
       float kl = 0.0f;
       const size_t row = static_cast<size_t>(p.noisy_begin(k) + t);
       soft_cross_entropy(logits + row * V, teacher.data(), V, w, dlogits + row * V, &kl);

@@ -11,19 +11,32 @@
 namespace jf {
 
 enum class Objective { JacobiForcing, Cllm, Ar };
+// How the consistency term is normalised. Reference (the Jacobi Forcing trainer): soft CE summed over all
+// kept noisy positions of the sequence, divided by their count and by the number of blocks. PerBlock (jf's
+// earlier form): mean over each block's positions, then mean over the blocks that have any; B times
+// stronger than Reference for a sequence of B blocks.
+enum class ConsistencyNorm { Reference, PerBlock };
+std::string consistency_norm_name(ConsistencyNorm c);
+bool consistency_norm_from_name(const std::string& s, ConsistencyNorm* out);  // "reference", "per-block"
 std::string objective_name(Objective o);
 bool objective_from_name(const std::string& s, Objective* out);  // "jacobi-forcing", "cllm", "ar"
 
 struct ObjectiveOptions {
   float ar_weight = 10.0f;        // w in consistency + w * AR (the reference uses 10)
   float label_smoothing = 0.1f;   // cllm's AR term (as the CLLM reference); jacobi-forcing uses none
+  ConsistencyNorm consistency_norm = ConsistencyNorm::Reference;
+  // With a frozen teacher (the base model): the AR term's target on each clean row becomes
+  // (1 - teacher_mix) x the greedy fixed-point token + teacher_mix x the teacher's distribution there.
+  float teacher_mix = 1.0f;
+  bool teacher_consistency = false;  // the consistency target is the teacher's clean row, not the student's
 };
 
 struct LossReport {
   double total = 0, consistency = 0, ar = 0;  // consistency is reported as KL(teacher || student)
+  double teacher_kl = 0;  // mean KL(frozen teacher || student) over the clean rows (0 without a teacher)
   int64_t consistency_positions = 0, ar_tokens = 0;
   void add(const LossReport& o) {
-    total += o.total, consistency += o.consistency, ar += o.ar;
+    total += o.total, consistency += o.consistency, ar += o.ar, teacher_kl += o.teacher_kl;
     consistency_positions += o.consistency_positions, ar_tokens += o.ar_tokens;
   }
 };
@@ -33,8 +46,9 @@ struct LossReport {
 std::vector<int32_t> clean_stream_targets(const PackedSequence& p);
 
 // Loss of a packed sequence for JacobiForcing or Cllm; writes dlogits (T x V; zero where no loss applies).
+// teacher_logits (T x V, the frozen base model on the same sequence and mask) may be null.
 LossReport packed_loss(Objective obj, const PackedSequence& p, const float* logits, int V, const ObjectiveOptions& o,
-                       float* dlogits);
+                       float* dlogits, const float* teacher_logits = nullptr);
 // Mean next-token cross-entropy of a causal sequence; writes dlogits (T x V).
 LossReport lm_loss(const std::vector<int32_t>& tokens, const float* logits, int V, float* dlogits);
 

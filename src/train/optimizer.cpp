@@ -34,8 +34,15 @@ AdamW::AdamW(std::span<const int64_t> sizes, const AdamWOptions& o) : o_(o) {
   }
 }
 
+void AdamW::set_anchor(std::vector<std::vector<float>> anchor) {
+  JF_CHECK(anchor.size() == m_.size(), "anchor tensor count differs from the parameters");
+  for (size_t i = 0; i < anchor.size(); i++) JF_CHECK(anchor[i].size() == m_[i].size(), "anchor tensor size differs");
+  anchor_ = std::move(anchor);
+}
+
 void AdamW::step(std::span<float* const> params, std::span<float* const> grads, std::span<const bool> decay, float lr) {
   JF_CHECK(params.size() == m_.size() && grads.size() == m_.size(), "parameter count changed");
+  JF_CHECK(o_.anchor_decay <= 0 || !anchor_.empty(), "anchor decay without anchor weights");
   t_++;
   const float b1 = o_.beta1, b2 = o_.beta2;
   const float c1 = 1.0f - std::pow(b1, static_cast<float>(t_)), c2 = 1.0f - std::pow(b2, static_cast<float>(t_));
@@ -46,12 +53,14 @@ void AdamW::step(std::span<float* const> params, std::span<float* const> grads, 
     float* v = v_[i].data();
     const float wd = decay.empty() || decay[i] ? o_.weight_decay : 0.0f;
     const int64_t n = static_cast<int64_t>(m_[i].size());
+    const float ad = o_.anchor_decay;
+    const float* a = ad > 0 ? anchor_[i].data() : nullptr;
     parallel_for(n, n >= (1 << 16), [&](int64_t b, int64_t e) {
       for (int64_t j = b; j < e; j++) {
         m[j] = b1 * m[j] + (1.0f - b1) * g[j];
         v[j] = b2 * v[j] + (1.0f - b2) * g[j] * g[j];
         const float mh = m[j] / c1, vh = v[j] / c2;
-        p[j] -= lr * (mh / (std::sqrt(vh) + o_.eps) + wd * p[j]);
+        p[j] -= lr * (mh / (std::sqrt(vh) + o_.eps) + wd * p[j] + (a ? ad * (p[j] - a[j]) : 0.0f));
       }
     });
   }

@@ -10,6 +10,9 @@ namespace jf {
 struct AdamWOptions {
   float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f;
   float weight_decay = 0.0f;  // decoupled; applied to matrices only (caller passes which)
+  // Decoupled L2 pull toward anchor weights (the base model), on every tensor: p -= lr * anchor_decay * (p - p0).
+  // Keeps a fine-tune near the model it started from; needs set_anchor.
+  float anchor_decay = 0.0f;
 };
 
 // lr(step) for step = 0 .. total-1: linear warm-up over `warmup` steps to `peak`, then cosine to `floor`.
@@ -29,11 +32,14 @@ class AdamW {
   std::vector<std::vector<float>>& m() { return m_; }
   std::vector<std::vector<float>>& v() { return v_; }
   void set_steps(int64_t t) { t_ = t; }
+  // Anchor weights per tensor (same sizes as the parameters); checkpoints carry them.
+  void set_anchor(std::vector<std::vector<float>> anchor);
+  std::vector<std::vector<float>>& anchor() { return anchor_; }
 
  private:
   AdamWOptions o_;
   int64_t t_ = 0;
-  std::vector<std::vector<float>> m_, v_;
+  std::vector<std::vector<float>> m_, v_, anchor_;
 };
 
 }  // namespace jf

@@ -28,6 +28,12 @@ Trainer::Trainer(TrainableModel& model, const TrainData& data, const TrainOption
   if (opt_.steps < 1) throw Error("--steps must be >= 1");
   if (opt_.objective == Objective::Ar && data_.text.empty()) throw Error("objective 'ar' needs text sequences");
   if (opt_.objective != Objective::Ar && data_.packed.empty()) throw Error("objective '" + objective_name(opt_.objective) + "' needs packed Jacobi sequences");
+  if (opt_.adam.anchor_decay < 0) throw Error("--anchor-decay must be >= 0");
+  if (opt_.adam.anchor_decay > 0) {  // the anchor is the model as it is now: the base the fine-tune starts from
+    std::vector<std::vector<float>> anchor;
+    for (const auto& p : model_.params()) anchor.emplace_back(p.data, p.data + p.size);
+    adam_.set_anchor(std::move(anchor));
+  }
 }
 
 // Seeded shuffle per epoch: the order depends only on the seed and the position in the run, so a resumed
@@ -62,11 +68,17 @@ LossReport Trainer::micro_batch(size_t example, float* grad_out, int64_t* tokens
     s.tokens = p.tokens;
     s.positions = p.positions;
     PackedSequence q = p;
-    if (opt_.objective == Objective::Cllm) q.mask = MaskKind::NCIC;  // CLLM: noisy blocks see clean context
+    if (opt_.objective == Objective::Cllm) q.mask = MaskKind::CleanContext;  // CLLM: noisy blocks see clean context
     q.build_mask(s.mask);
+    const float* teacher_logits = nullptr;
+    if (teacher_) {  // the frozen teacher: forward only, never a backward
+      const float* tl = teacher_->forward(s);
+      teacher_logits_.assign(tl, tl + p.tokens.size() * static_cast<size_t>(V));
+      teacher_logits = teacher_logits_.data();
+    }
     const float* logits = model_.forward(s);
     dlogits_.resize(p.tokens.size() * static_cast<size_t>(V));
-    r = packed_loss(opt_.objective, q, logits, V, opt_.loss, dlogits_.data());
+    r = packed_loss(opt_.objective, q, logits, V, opt_.loss, dlogits_.data(), teacher_logits);
     *tokens = static_cast<int64_t>(p.tokens.size());
   }
   model_.backward(dlogits_.data());
@@ -118,6 +130,7 @@ void Trainer::run(const std::function<void(const StepReport&)>& on_step) {
     rep.loss.total = dist.sum(rep.loss.total);
     rep.loss.ar = dist.sum(rep.loss.ar);
     rep.loss.consistency = dist.sum(rep.loss.consistency);
+    rep.loss.teacher_kl = dist.sum(rep.loss.teacher_kl);
     rep.tokens = static_cast<int64_t>(dist.sum(static_cast<double>(rep.tokens)));
     rep.seconds = now_seconds() - t0;
     if (on_step) on_step(rep);
@@ -146,6 +159,8 @@ void Trainer::save_checkpoint(const std::string& path) {
     w.add_tensor("train.adam_m." + params[i].name, DType::F32, params[i].dims, adam_.m()[i].data());
     w.add_tensor("train.adam_v." + params[i].name, DType::F32, params[i].dims, adam_.v()[i].data());
   }
+  for (size_t i = 0; i < adam_.anchor().size(); i++)
+    w.add_tensor("train.anchor." + params[i].name, DType::F32, params[i].dims, adam_.anchor()[i].data());
   w.write(path);
 }
 
@@ -166,6 +181,10 @@ void Trainer::resume(const std::string& path) {
     load(p.name, p.data);
     load("train.adam_m." + p.name, adam_.m()[i].data());
     load("train.adam_v." + p.name, adam_.v()[i].data());
+    if (!adam_.anchor().empty()) {
+      if (!f->find_tensor("train.anchor." + p.name)) throw Error(path + ": the checkpoint has no anchor weights (trained without --anchor-decay)");
+      load("train.anchor." + p.name, adam_.anchor()[i].data());
+    }
   }
   adam_.set_steps(step_);
 }

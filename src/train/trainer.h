@@ -47,12 +47,16 @@ class Trainer {
  public:
   // `meta` is written into checkpoints alongside the model (e.g. the tokenizer's keys).
   Trainer(TrainableModel& model, const TrainData& data, const TrainOptions& opt, GgufMetadata meta);
+  // A frozen model (the base) whose logits on each packed sequence feed the teacher terms of the loss; it
+  // must outlive the trainer. Null: none.
+  void set_teacher(TrainableModel* teacher) { teacher_ = teacher; }
   // Restores parameters, optimizer state and the step count from a checkpoint written by save_checkpoint.
   void resume(const std::string& path);
   // Trains until opt.steps; on_step runs after every update (on every rank).
   void run(const std::function<void(const StepReport&)>& on_step = {});
   int64_t step() const { return step_; }
-  // Atomic GGUF: model tensors (fp32), optimizer moments as train.adam_m.* / train.adam_v.*, jf.train.* keys.
+  // Atomic GGUF: model tensors (fp32), optimizer moments as train.adam_m.* / train.adam_v.*, the anchor (if
+  // any) as train.anchor.*, jf.train.* keys.
   void save_checkpoint(const std::string& path);
 
  private:
@@ -60,6 +64,7 @@ class Trainer {
   LossReport micro_batch(size_t example, float* grad_out, int64_t* tokens);
 
   TrainableModel& model_;
+  TrainableModel* teacher_ = nullptr;
   const TrainData& data_;
   TrainOptions opt_;
   GgufMetadata meta_;
@@ -67,7 +72,7 @@ class Trainer {
   int64_t step_ = 0;
   int64_t perm_epoch_ = -1;
   std::vector<size_t> perm_;
-  std::vector<float> dlogits_, total_grad_;
+  std::vector<float> dlogits_, total_grad_, teacher_logits_;
   std::vector<std::vector<float>> micro_grads_;
 };
 

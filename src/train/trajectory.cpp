@@ -20,7 +20,11 @@ namespace jf {
 
 std::string TrajectoryRecord::to_json() const {
   nlohmann::json b = nlohmann::json::array();
-  for (const TrajectoryBlock& blk : blocks) b.push_back({{"start", blk.start}, {"states", blk.states}, {"fixed", blk.fixed}});
+  for (const TrajectoryBlock& blk : blocks) {
+    nlohmann::json jb = {{"start", blk.start}, {"states", blk.states}, {"fixed", blk.fixed}};
+    if (blk.eos >= 0) jb["eos"] = blk.eos;
+    b.push_back(jb);
+  }
   nlohmann::json j = {{"id", id}, {"n", n}, {"prompt", prompt}, {"tokens", tokens}, {"stop", stop}, {"blocks", b}};
   return j.dump();
 }
@@ -39,6 +43,7 @@ TrajectoryRecord TrajectoryRecord::from_json(const std::string& line) {
       blk.start = b.at("start").get<int64_t>();
       blk.states = b.at("states").get<std::vector<std::vector<int32_t>>>();
       blk.fixed = b.at("fixed").get<std::vector<int32_t>>();
+      blk.eos = b.value("eos", -1);
       r.blocks.push_back(std::move(blk));
     }
   } catch (const nlohmann::json::exception& e) {
@@ -47,7 +52,9 @@ TrajectoryRecord TrajectoryRecord::from_json(const std::string& line) {
   const int64_t total = static_cast<int64_t>(r.prompt.size() + r.tokens.size());
   if (r.n <= 0) throw Error("malformed trajectory record: block size " + std::to_string(r.n));
   for (const TrajectoryBlock& b : r.blocks) {
-    if (static_cast<int>(b.fixed.size()) != r.n || b.start < 0 || b.start + r.n > total || b.states.empty())
+    const int text_len = b.eos >= 0 ? b.eos : r.n;  // EOS is not in prompt ++ tokens
+    if (static_cast<int>(b.fixed.size()) != r.n || b.eos >= r.n || b.start < 0 || b.start + text_len > total ||
+        b.states.empty())
       throw Error("malformed trajectory record " + std::to_string(r.id) + ": block at " + std::to_string(b.start));
     for (const auto& s : b.states)
       if (static_cast<int>(s.size()) != r.n) throw Error("malformed trajectory record " + std::to_string(r.id) + ": state size");
@@ -110,7 +117,14 @@ class Recorder : public JacobiObserver {
     blocks.back().states.emplace_back(state.begin(), state.end());
   }
   void on_fixed_point(int64_t start, std::span<const int32_t> tokens) override {
-    if (!blocks.empty() && blocks.back().start == start) blocks.back().fixed.assign(tokens.begin(), tokens.end());
+    if (blocks.empty() || blocks.back().start != start || tokens.empty()) return;
+    TrajectoryBlock& b = blocks.back();
+    b.fixed.assign(tokens.begin(), tokens.end());
+    const size_t n = b.states.front().size();
+    if (b.fixed.size() < n) {  // ended by EOS: pad with it
+      b.eos = static_cast<int>(b.fixed.size()) - 1;
+      b.fixed.resize(n, tokens.back());
+    }
   }
   std::vector<TrajectoryBlock> blocks;
 };

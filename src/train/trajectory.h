@@ -1,9 +1,10 @@
 // Jacobi trajectories: for each prompt, per-block Jacobi decoding with the current model, recording every
 // intermediate state of every block and its fixed point. Stored as JSONL, one line per prompt:
 //   {"id": i, "n": n, "prompt": [ids], "tokens": [generated ids], "stop": "eos"|"length"|"context",
-//    "blocks": [{"start": s, "states": [[n ids], ...], "fixed": [n ids]}, ...]}
+//    "blocks": [{"start": s, "states": [[n ids], ...], "fixed": [n ids], "eos": e?}, ...]}
 // where block tokens sit at positions start .. start+n-1 of prompt ++ tokens (the context of a block is
-// everything before `start`). Collection streams line by line, resumes by skipping ids already in the
+// everything before `start`). The block in which the model emits EOS is kept: its fixed point is the text
+// up to and including EOS (index e), padded with that EOS to n (EOS itself is not part of `tokens`). Collection streams line by line, resumes by skipping ids already in the
 // file (a line cut by an interruption is dropped), and shards prompts by id (--shard i/N).
 #pragma once
 #include <cstdint>
@@ -19,6 +20,7 @@ struct TrajectoryBlock {
   int64_t start = 0;
   std::vector<std::vector<int32_t>> states;
   std::vector<int32_t> fixed;
+  int eos = -1;  // the block that ends the response: index of its EOS in `fixed`, padded with EOS after it
 };
 
 struct TrajectoryRecord {
