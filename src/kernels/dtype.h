@@ -158,6 +158,11 @@ struct Quants32 {
   float d[2];  // d[1] == d[0] unless dtype_scales_per_32 is 2
   float m;     // 0 for types without a min
   int8_t q[kQ8Block];
+  // K-quants also as integers, for the int8 kernels: the super-block's d and -dmin, and the sub-block's
+  // scale(s) (Q6_K: one per half) and min, so d[h] = sd * sc[h] and m = smin * sm.
+  float sd = 0, smin = 0;
+  int8_t sc[2] = {0, 0};
+  uint8_t sm = 0;
 };
 void block32(DType t, const void* row, int64_t b, Quants32& out);
 
