@@ -178,7 +178,7 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type) {
 
 namespace {
 
-// Q8_0 and Q4_0 panels: quantize the rows, then integer block dot products (see Q8Rows).
+// Quantized panels: quantize the rows, then integer block dot products (see Q8Rows).
 void matmul_q8(const float* x, int64_t M, const WeightMatrix& w, float* y, bool parallel) {
   thread_local Q8Rows calling_threads;
   // Lambdas do not capture thread_local variables (a worker naming it would get its own): pass a reference.

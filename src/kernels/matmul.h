@@ -59,16 +59,16 @@ constexpr int64_t kPackMaxCols = 512;
 size_t panel_bytes(DType type, int64_t K);  // bytes of one panel
 // Quantized panels: bytes of a super-block header (K-quants), of a block of 32 positions, where block b
 // starts, where its super-block's header starts, and where its quants start inside it.
-inline size_t panel_head_bytes(DType t) { return dtype_is_kquant(t) ? kPanel * sizeof(float) * (dtype_has_min(t) ? 2 : 1) : 0; }
-inline bool panel_nibbles(DType t) { return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q4_K; }
-inline size_t panel_quants_offset(DType t) {
+constexpr size_t panel_head_bytes(DType t) { return dtype_is_kquant(t) ? kPanel * sizeof(float) * (dtype_has_min(t) ? 2 : 1) : 0; }
+constexpr bool panel_nibbles(DType t) { return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q4_K; }
+constexpr size_t panel_quants_offset(DType t) {
   return dtype_is_kquant(t) ? 2 * kPanel : kPanel * sizeof(float) * (dtype_has_min(t) ? 2 : 1);
 }
-inline size_t panel_block_bytes(DType t) { return panel_quants_offset(t) + kPanel * (panel_nibbles(t) ? kQ8Block / 2 : kQ8Block); }
-inline size_t panel_head_offset(DType t, int64_t b) {
+constexpr size_t panel_block_bytes(DType t) { return panel_quants_offset(t) + kPanel * (panel_nibbles(t) ? kQ8Block / 2 : kQ8Block); }
+constexpr size_t panel_head_offset(DType t, int64_t b) {
   return dtype_is_kquant(t) ? size_t(b / 8) * (panel_head_bytes(t) + 8 * panel_block_bytes(t)) : 0;
 }
-inline size_t panel_block_offset(DType t, int64_t b) {
+constexpr size_t panel_block_offset(DType t, int64_t b) {
   return dtype_is_kquant(t) ? panel_head_offset(t, b) + panel_head_bytes(t) + size_t(b % 8) * panel_block_bytes(t)
                             : size_t(b) * panel_block_bytes(t);
 }

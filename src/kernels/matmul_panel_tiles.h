@@ -2,7 +2,7 @@
 // whose vector covers V::PP panels (AVX2: one panel of 8 lanes; AVX-512: two adjacent panels in 16 lanes).
 // One broadcast x value times the weights of PP panels at a time, for MR rows of x and NV vectors per tile:
 // no horizontal sums, and each weight vector is converted to fp32 once per MR rows. Every output element is
-// the chain acc = fma(x[k], w[k], acc), k = 0 .. K-1 (Q8_0 / Q4_0 panels: exact integer block sums with int8
+// the chain acc = fma(x[k], w[k], acc), k = 0 .. K-1 (quantized panels: exact integer block sums with int8
 // activations, blocks combined by their scales, see tile_q8), whatever V, MR or NV, so all instantiations
 // agree bit for bit. Include only from a file compiled for V's instruction set.
 #pragma once
@@ -109,11 +109,12 @@ void tile_elem(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y,
   store_tile<V, MR, NV>(acc, y, N, col0);
 }
 
-// Q8_0 / Q4_0 panels times quantized activations (Q8Rows): per block of 32 positions, exact int32 dot
-// products of the activations' quants with the weights' (stored unsigned: Q8_0 as q + 128, Q4_0 as in the
-// file, q + 8; V::dot4 / V::dot4u may then multiply unsigned by signed bytes, and V::block_start /
-// V::block_start_q4 supply the -128 * sum(x) or -8 * sum(x) that undoes the offset where they do), then
-// acc = fma(float(sum), dw * dx, acc), blocks in order. Each step multiplies 4 broadcast activation bytes
+// Quantized panels times quantized activations (Q8Rows): per block of 32 positions, exact int32 dot
+// products of the activations' quants with the weights' (stored unsigned: bytes as q + 128, Q4_0's nibbles
+// as in the file, q + 8, Q4_1 / Q4_K's as q; V::dot4 / V::dot4u may then multiply unsigned by signed bytes,
+// and V::block_start / V::block_start_q4 supply the -128 * sum(x) or -8 * sum(x) that undoes the offset
+// where they do), then acc = fma(float(sum), dw * dx, acc), blocks in order (mins and K-quants' integer
+// scales: see matmul.h). Each step multiplies 4 broadcast activation bytes
 // with 4 positions of every output in the vector. The running totals wait in memory while a block's integer
 // sums hold the registers.
 struct Q8Input {  // MR rows of a Q8Rows from row m on
@@ -204,17 +205,17 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
   alignas(64) float total[MR][NV][L] = {};
   const int64_t K = x.K, nb = K / kQ8Block;
   constexpr DType kT = F::kType;
-  const size_t bb = panel_block_bytes(kT);
+  constexpr size_t bb = panel_block_bytes(kT), hb = panel_head_bytes(kT);
   for (int64_t b = 0; b < nb; b++) {
     // Fetch each panel's block 4 ahead: without it the streamed weights arrived too late (2-thread AVX2
     // tiles at 4 rows ran at half their cached speed; 2 and 8 blocks ahead measured slower than 4). A
     // prefetch never faults, so running past the panel's end is harmless. (K-quants: with the header
     // bytes before the block.)
-    const size_t ahead = panel_block_offset(kT, b + 4) - panel_head_bytes(kT);
+    const size_t ahead = panel_block_offset(kT, b + 4) - hb;
 #pragma GCC unroll 16
     for (int j = 0; j < NV * V::PP; j++)
 #pragma GCC unroll 8
-      for (size_t off = 0; off < bb + panel_head_bytes(kT); off += 64)
+      for (size_t off = 0; off < bb + hb; off += 64)
         _mm_prefetch(reinterpret_cast<const char*>(w + j * ps + ahead + off), _MM_HINT_T0);
     typename V::I acc[MR][NV];
     const size_t at = panel_block_offset(kT, b), quants = at + panel_quants_offset(kT);

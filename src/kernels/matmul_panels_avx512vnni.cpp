@@ -1,4 +1,4 @@
-// Q8_0 and Q4_0 panel tiles with AVX-512 VNNI (vpdpbusd on 512-bit vectors, two panels per vector), in a
+// Int8 panel tiles (every quantized type) with AVX-512 VNNI (vpdpbusd on 512-bit vectors, two panels per vector), in a
 // file of their own so that only it is compiled for VNNI: CPUs with AVX-512 but without VNNI (Skylake-SP)
 // keep the AVX-512 float kernels and take the AVX2 integer tiles, which give the same bits.
 #include <immintrin.h>
