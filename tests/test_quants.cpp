@@ -201,6 +201,44 @@ TEST(Quantizers, KQuantSubBlockScales) {
   EXPECT_GE(max_abs, 127);
 }
 
+// Blocks the formats represent exactly come back exactly, with the scales the reference algorithm picks:
+// Q4_K / Q5_K sub-blocks of levels 0..15 (0..31) times c_j / 64 give d = 1/64, sc_j = c_j, no mins; Q6_K
+// sub-blocks of -32..31 times c_j / 1024 give d = -1/1024 and sc_j = -c_j (the reference maps the largest
+// scale to -128, so d is negative).
+TEST(Quantizers, KQuantsReproduceRepresentableBlocks) {
+  const int c[8] = {63, 1, 32, 17, 5, 44, 60, 9};
+  for (DType t : {DType::Q4_K, DType::Q5_K}) {
+    SCOPED_TRACE(dtype_name(t));
+    const int levels = t == DType::Q4_K ? 16 : 32;
+    std::vector<float> x(kQK), y(kQK);
+    for (int j = 0; j < 8; j++)
+      for (int l = 0; l < 32; l++) x[32 * j + l] = float((l * 7) % levels) * c[j] / 64.0f;
+    std::vector<uint8_t> b(dtype_row_bytes(t, kQK));
+    quantize_row(t, x.data(), b.data(), kQK);
+    dequantize_row(t, b.data(), y.data(), kQK);
+    EXPECT_EQ(y, x);
+    uint16_t d;
+    std::memcpy(&d, b.data(), 2);
+    EXPECT_EQ(f16_to_f32(d), 1.0f / 64);
+    for (int j = 0; j < 8; j++) {
+      uint8_t sc, m;
+      kquant_scale_min(b.data() + 4, j, &sc, &m);
+      EXPECT_EQ(sc, c[j]) << j;
+      EXPECT_EQ(m, 0) << j;
+    }
+  }
+  const int c6[16] = {128, 1, 64, 17, 5, 100, 127, 9, 3, 77, 32, 2, 50, 90, 11, 128};
+  std::vector<float> x(kQK), y(kQK);
+  for (int j = 0; j < 16; j++)
+    for (int l = 0; l < 16; l++) x[16 * j + l] = float((l * 5) % 64 - 32) * c6[j] / 1024.0f;
+  BlockQ6_K b{};
+  quantize_row(DType::Q6_K, x.data(), &b, kQK);
+  dequantize_row(DType::Q6_K, &b, y.data(), kQK);
+  EXPECT_EQ(y, x);
+  EXPECT_EQ(f16_to_f32(b.d), -1.0f / 1024);
+  for (int j = 0; j < 16; j++) EXPECT_EQ(b.scales[j], -c6[j]) << j;
+}
+
 // Hand-computed reference quantization of simple blocks (the rules of GGML's reference quantizers).
 TEST(Quantizers, LegacyRulesByHand) {
   std::vector<float> x(32);

@@ -489,6 +489,13 @@ TEST(Tokenizer, MalformedInputsThrow) {
     EXPECT_NE(msg.find("qwen2"), std::string::npos) << msg;
     EXPECT_NE(msg.find("llama-bpe"), std::string::npos) << msg;
   }
+  {  // R1-Distill-Qwen files name Qwen2's split "deepseek-r1-qwen": the same tokens
+    GgufMetadata q = f->meta(), r1 = f->meta();
+    q.set("tokenizer.ggml.pre", GgufValue::of_string("qwen2"));
+    r1.set("tokenizer.ggml.pre", GgufValue::of_string("deepseek-r1-qwen"));
+    const std::string text = "Hello world 12345, it's 2024!\n  done";
+    EXPECT_EQ(Tokenizer::from_gguf(r1)->encode(text, false, false), Tokenizer::from_gguf(q)->encode(text, false, false));
+  }
   meta = f->meta();
   meta.set("tokenizer.ggml.scores", GgufValue::of_f32s({1.0f, 2.0f}));
   EXPECT_THROW(Tokenizer::from_gguf(meta), Error);

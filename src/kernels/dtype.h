@@ -81,16 +81,16 @@ inline void kquant_scale_min(const uint8_t* q, int j, uint8_t* sc, uint8_t* m) {
 }
 
 // Every quantized type: weights in blocks (32 or 256) with scales; matmul multiplies them with int8 activations.
-inline bool dtype_is_block_quantized(DType t) {
+constexpr bool dtype_is_block_quantized(DType t) {
   return t != DType::F32 && t != DType::F16 && t != DType::BF16;
 }
-inline bool dtype_is_kquant(DType t) { return t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K; }
+constexpr bool dtype_is_kquant(DType t) { return t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K; }
 // Types whose 32-weight blocks have a min (an added term): Q4_1, Q5_1, Q4_K, Q5_K.
-inline bool dtype_has_min(DType t) {
+constexpr bool dtype_has_min(DType t) {
   return t == DType::Q4_1 || t == DType::Q5_1 || t == DType::Q4_K || t == DType::Q5_K;
 }
 // Scales per 32 weights: 2 for Q6_K (sub-blocks of 16), else 1.
-inline int dtype_scales_per_32(DType t) { return t == DType::Q6_K ? 2 : 1; }
+constexpr int dtype_scales_per_32(DType t) { return t == DType::Q6_K ? 2 : 1; }
 
 // Returns false for type ids jf cannot compute with.
 bool dtype_from_ggml(uint32_t id, DType* out);
@@ -158,6 +158,11 @@ struct Quants32 {
   float d[2];  // d[1] == d[0] unless dtype_scales_per_32 is 2
   float m;     // 0 for types without a min
   int8_t q[kQ8Block];
+  // K-quants also as integers, for the int8 kernels: the super-block's d and -dmin, and the sub-block's
+  // scale(s) (Q6_K: one per half) and min, so d[h] = sd * sc[h] and m = smin * sm.
+  float sd = 0, smin = 0;
+  int8_t sc[2] = {0, 0};
+  uint8_t sm = 0;
 };
 void block32(DType t, const void* row, int64_t b, Quants32& out);
 

@@ -98,6 +98,8 @@ void block32(DType t, const void* row, int64_t b, Quants32& out) {
       }
       out.d[0] = f16_to_f32(d) * static_cast<float>(sc);
       out.m = -(f16_to_f32(dmin) * static_cast<float>(m));
+      out.sd = f16_to_f32(d), out.smin = -f16_to_f32(dmin);
+      out.sc[0] = out.sc[1] = static_cast<int8_t>(sc), out.sm = m;
       break;
     }
     case DType::Q6_K: {
@@ -112,6 +114,8 @@ void block32(DType t, const void* row, int64_t b, Quants32& out) {
       // weights l of the quarter use scale is + 2 * part of the half, is = l / 16
       out.d[0] = d * static_cast<float>(blk.scales[8 * h + 2 * part]);
       out.d[1] = d * static_cast<float>(blk.scales[8 * h + 2 * part + 1]);
+      out.sd = d;
+      out.sc[0] = blk.scales[8 * h + 2 * part], out.sc[1] = blk.scales[8 * h + 2 * part + 1];
       return;
     }
     default: break;

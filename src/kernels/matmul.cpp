@@ -58,6 +58,7 @@ void quantize_row_q8(const float* x, int64_t K, int8_t* q, float* d, int32_t* bi
 void matmul_cols_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t n0, int64_t n1) {
   const int64_t K = w.cols, N = w.rows, nb = K / kQ8Block;
   const bool has_min = dtype_has_min(w.type), halves = dtype_scales_per_32(w.type) == 2;
+  const bool kquant = dtype_is_kquant(w.type);
   std::vector<Quants32> blocks(static_cast<size_t>(nb));
   for (int64_t n = n0; n < n1; n++) {
     for (int64_t b = 0; b < nb; b++) block32(w.type, w.row(n), b, blocks[b]);
@@ -68,16 +69,21 @@ void matmul_cols_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t n0
       for (int64_t b = 0; b < nb; b++) {
         const Quants32& wb = blocks[b];
         const int8_t* qb = q + b * kQ8Block;
-        if (halves) {
+        if (halves) {  // Q6_K
           for (int h = 0; h < 2; h++) {
             int32_t sum = 0;
             for (int i = 16 * h; i < 16 * h + 16; i++) sum += int32_t(qb[i]) * wb.q[i];
-            acc = std::fma(static_cast<float>(sum), wb.d[h] * d[b], acc);
+            acc = std::fma(static_cast<float>(sum * wb.sc[h]), wb.sd * d[b], acc);
           }
           continue;
         }
         int32_t sum = 0, xsum = 0;
         for (int i = 0; i < kQ8Block; i++) sum += int32_t(qb[i]) * wb.q[i], xsum += qb[i];
+        if (kquant) {
+          acc = std::fma(static_cast<float>(sum * wb.sc[0]), wb.sd * d[b], acc);
+          acc = std::fma(static_cast<float>(xsum * wb.sm), wb.smin * d[b], acc);
+          continue;
+        }
         acc = std::fma(static_cast<float>(sum), wb.d[0] * d[b], acc);
         if (has_min) acc = std::fma(static_cast<float>(xsum), wb.m * d[b], acc);
       }
@@ -113,8 +119,7 @@ void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool th
 }
 
 size_t panel_bytes(DType type, int64_t K) {
-  if (dtype_is_block_quantized(type))
-    return size_t(K / kQ8Block) * kPanel * (sizeof(float) * panel_scale_sets(type) + (panel_nibbles(type) ? kQ8Block / 2 : kQ8Block));
+  if (dtype_is_block_quantized(type)) return size_t(K / kQ8Block) * panel_block_bytes(type) + size_t(K / kQK) * panel_head_bytes(type);
   return size_t(K) * kPanel * dtype_row_bytes(type, 1);
 }
 
@@ -138,15 +143,22 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type) {
         for (int64_t k = 0; k < K; k++) std::memcpy(panel + (k * kPanel + c) * 4, &row[k], 4);
       } else if (dtype_is_block_quantized(type)) {  // quants unsigned: q + 128 in bytes; Q4_0 q + 8, Q4_1/Q4_K q
         Quants32 q;
-        const int sets = panel_scale_sets(type);
-        const bool nib = panel_nibbles(type), halves = dtype_scales_per_32(type) == 2;
+        const bool nib = panel_nibbles(type), kquant = dtype_is_kquant(type);
         const int nib_offset = type == DType::Q4_0 ? 8 : 0;
         for (int64_t b = 0; b < K / kQ8Block; b++) {
-          uint8_t* bp = panel + b * panel_bytes(type, kQ8Block);
+          uint8_t* bp = panel + panel_block_offset(type, b);
           block32(type, w.row(n), b, q);
-          std::memcpy(bp + c * sizeof(float), &q.d[0], sizeof(float));
-          if (sets > 1) std::memcpy(bp + (kPanel + c) * sizeof(float), halves ? &q.d[1] : &q.m, sizeof(float));
-          uint8_t* quants = bp + sets * kPanel * sizeof(float);
+          if (kquant) {  // integer scales per block, the super-block's d and -dmin in its header
+            uint8_t* head = panel + panel_head_offset(type, b);
+            std::memcpy(head + c * sizeof(float), &q.sd, sizeof(float));
+            if (dtype_has_min(type)) std::memcpy(head + (kPanel + c) * sizeof(float), &q.smin, sizeof(float));
+            bp[c] = static_cast<uint8_t>(q.sc[0]);
+            bp[kPanel + c] = type == DType::Q6_K ? static_cast<uint8_t>(q.sc[1]) : q.sm;
+          } else {
+            std::memcpy(bp + c * sizeof(float), &q.d[0], sizeof(float));
+            if (dtype_has_min(type)) std::memcpy(bp + (kPanel + c) * sizeof(float), &q.m, sizeof(float));
+          }
+          uint8_t* quants = bp + panel_quants_offset(type);
           for (int kk = 0; kk < kQ8Block; kk++) {  // group g = kk / 4: output c's bytes 4c .. 4c+3
             const int g = kk / 4, at = c * 4 + kk % 4;
             if (!nib)
@@ -166,7 +178,7 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type) {
 
 namespace {
 
-// Q8_0 and Q4_0 panels: quantize the rows, then integer block dot products (see Q8Rows).
+// Quantized panels: quantize the rows, then integer block dot products (see Q8Rows).
 void matmul_q8(const float* x, int64_t M, const WeightMatrix& w, float* y, bool parallel) {
   thread_local Q8Rows calling_threads;
   // Lambdas do not capture thread_local variables (a worker naming it would get its own): pass a reference.

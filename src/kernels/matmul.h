@@ -43,9 +43,12 @@ void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool thr
 //   output c of the panel, its quants k = 4g .. 4g+3 as q + 128 (unsigned), bytes 4c .. 4c+3.
 //   Q4_0: the same with 4-bit quants as in the file (q + 8, unsigned): 4 pairs of groups of 32 bytes, pair
 //   h holding group 2h in the low nibbles and group 2h + 1 in the high ones.
-//   The other quantized types, per block of 32 (block32's values): 8 fp32 scales, then 8 fp32 mins
-//   (Q4_1, Q5_1, Q4_K, Q5_K) or 8 more scales for positions 16..31 (Q6_K), then the quants: nibbles as Q4_0
-//   (Q4_1, Q4_K: q unsigned, no offset) or bytes as Q8_0 (q + 128: Q5_0, Q5_1, Q5_K, Q6_K).
+//   Q4_1, Q5_0, Q5_1, per block of 32 (block32's values): 8 fp32 scales, then 8 fp32 mins (Q4_1, Q5_1),
+//   then the quants: nibbles as Q4_0 (Q4_1: q unsigned, no offset) or bytes as Q8_0 (q + 128).
+//   Q4_K, Q5_K, Q6_K keep the file's integer sub-block scales, so the panels stream about the file's bytes:
+//   per super-block of 256 positions a header (the 8 outputs' fp32 d, then -dmin for Q4_K / Q5_K), then 8
+//   blocks of 32: 8 int8 sub-block scales (Q6_K: 8 for each half of 16), 8 mins (Q4_K, Q5_K), the quants
+//   (Q4_K nibbles as Q4_1, Q5_K and Q6_K bytes as Q8_0).
 // Rows past N are zero. Per output element the order is acc = fma(x[k], w[k], acc) for k = 0 .. K-1 from
 // acc = 0, whatever M or the tile shape (w[k] as fp32; Q8_0 weights in fp32 panels are q * d rounded to
 // fp32). Q8_0 panels multiply int8 activations instead, see Q8Rows.
@@ -54,10 +57,21 @@ constexpr int64_t kPanel = 8;
 // model/weights.h pack_matrices).
 constexpr int64_t kPackMaxCols = 512;
 size_t panel_bytes(DType type, int64_t K);  // bytes of one panel
-// Quantized panels: fp32 vectors of 8 per block before the quants (scales, then mins or second scales).
-inline int panel_scale_sets(DType t) { return 1 + (dtype_has_min(t) ? 1 : 0) + (dtype_scales_per_32(t) - 1); }
-// Quantized panels holding 4-bit quants (two groups per byte).
-inline bool panel_nibbles(DType t) { return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q4_K; }
+// Quantized panels: bytes of a super-block header (K-quants), of a block of 32 positions, where block b
+// starts, where its super-block's header starts, and where its quants start inside it.
+constexpr size_t panel_head_bytes(DType t) { return dtype_is_kquant(t) ? kPanel * sizeof(float) * (dtype_has_min(t) ? 2 : 1) : 0; }
+constexpr bool panel_nibbles(DType t) { return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q4_K; }
+constexpr size_t panel_quants_offset(DType t) {
+  return dtype_is_kquant(t) ? 2 * kPanel : kPanel * sizeof(float) * (dtype_has_min(t) ? 2 : 1);
+}
+constexpr size_t panel_block_bytes(DType t) { return panel_quants_offset(t) + kPanel * (panel_nibbles(t) ? kQ8Block / 2 : kQ8Block); }
+constexpr size_t panel_head_offset(DType t, int64_t b) {
+  return dtype_is_kquant(t) ? size_t(b / 8) * (panel_head_bytes(t) + 8 * panel_block_bytes(t)) : 0;
+}
+constexpr size_t panel_block_offset(DType t, int64_t b) {
+  return dtype_is_kquant(t) ? panel_head_offset(t, b) + panel_head_bytes(t) + size_t(b % 8) * panel_block_bytes(t)
+                            : size_t(b) * panel_block_bytes(t);
+}
 size_t read_bytes(const WeightMatrix& w);   // bytes the kernels read for one pass over w (its panels if any)
 // The panel copy of w in `type` (F32, or w's own type).
 PageBuffer pack_panels(const WeightMatrix& w, DType type);
@@ -66,8 +80,10 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type);
 // q = x * (127 / max|x|) rounded to nearest even (a block with max|x| < 1e-30 is all zero; one holding inf
 // or NaN gets d = NaN, which every output it reaches then carries). With them each output is exact integer
 // block dot products chained as acc = fma(float(sum_k qx * qw), dx * dw, acc), blocks in order from 0
-// (qw: block32's q; a type with a min adds acc = fma(float(sum_k qx), m * dx, acc) after each block's sum,
-// and Q6_K chains its two halves of 16 as blocks of their own, each with its scale):
+// (qw: block32's q; Q4_1 / Q5_1 add acc = fma(float(sum_k qx), m * dx, acc) after each block's sum; the
+// K-quants scale the integer sum by the sub-block's integer scale, acc = fma(float(sum * sc), d * dx, acc),
+// and Q4_K / Q5_K add acc = fma(float(sum_k qx * m), -dmin * dx, acc), Q6_K chaining its two halves of 16
+// as blocks of their own; every such integer is below 2^24, so converting it is exact):
 // the same bits on every instruction set (integer sums do not depend on their order), for any M or thread
 // count. int8 products are 4-8x cheaper than fp32 FMAs with VNNI; the error they add is that of the
 // weights' own quantization (|q| <= 127 per block of 32).

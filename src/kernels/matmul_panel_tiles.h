@@ -2,7 +2,7 @@
 // whose vector covers V::PP panels (AVX2: one panel of 8 lanes; AVX-512: two adjacent panels in 16 lanes).
 // One broadcast x value times the weights of PP panels at a time, for MR rows of x and NV vectors per tile:
 // no horizontal sums, and each weight vector is converted to fp32 once per MR rows. Every output element is
-// the chain acc = fma(x[k], w[k], acc), k = 0 .. K-1 (Q8_0 / Q4_0 panels: exact integer block sums with int8
+// the chain acc = fma(x[k], w[k], acc), k = 0 .. K-1 (quantized panels: exact integer block sums with int8
 // activations, blocks combined by their scales, see tile_q8), whatever V, MR or NV, so all instantiations
 // agree bit for bit. Include only from a file compiled for V's instruction set.
 #pragma once
@@ -34,7 +34,8 @@ struct PanelBF16 {
 };
 // Quantized panels (per block of 32 positions: fp32 vectors of 8 scales (and mins or second-half scales),
 // then groups of 4 quants x 8 outputs), see tile_q8. kNibbles: 4-bit quants two groups per byte; kMin: a
-// min per block; kHalves: two scales per block (Q6_K's sub-blocks of 16); kOffset8: Q4_0's nibbles hold q + 8.
+// min per block; kHalves: two scales per block (Q6_K's sub-blocks of 16); kOffset8: Q4_0's nibbles hold q + 8;
+// kKQuant: integer sub-block scales and a super-block header (matmul.h).
 template <DType Type>
 struct PanelInt {
   static constexpr DType kType = Type;
@@ -42,7 +43,7 @@ struct PanelInt {
   static constexpr bool kOffset8 = Type == DType::Q4_0;
   static constexpr bool kMin = Type == DType::Q4_1 || Type == DType::Q5_1 || Type == DType::Q4_K || Type == DType::Q5_K;
   static constexpr bool kHalves = Type == DType::Q6_K;
-  static constexpr int kSets = 1 + kMin + kHalves;
+  static constexpr bool kKQuant = Type == DType::Q4_K || Type == DType::Q5_K || Type == DType::Q6_K;
 };
 using PanelQ8 = PanelInt<DType::Q8_0>;
 using PanelQ4 = PanelInt<DType::Q4_0>;
@@ -108,11 +109,12 @@ void tile_elem(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y,
   store_tile<V, MR, NV>(acc, y, N, col0);
 }
 
-// Q8_0 / Q4_0 panels times quantized activations (Q8Rows): per block of 32 positions, exact int32 dot
-// products of the activations' quants with the weights' (stored unsigned: Q8_0 as q + 128, Q4_0 as in the
-// file, q + 8; V::dot4 / V::dot4u may then multiply unsigned by signed bytes, and V::block_start /
-// V::block_start_q4 supply the -128 * sum(x) or -8 * sum(x) that undoes the offset where they do), then
-// acc = fma(float(sum), dw * dx, acc), blocks in order. Each step multiplies 4 broadcast activation bytes
+// Quantized panels times quantized activations (Q8Rows): per block of 32 positions, exact int32 dot
+// products of the activations' quants with the weights' (stored unsigned: bytes as q + 128, Q4_0's nibbles
+// as in the file, q + 8, Q4_1 / Q4_K's as q; V::dot4 / V::dot4u may then multiply unsigned by signed bytes,
+// and V::block_start / V::block_start_q4 supply the -128 * sum(x) or -8 * sum(x) that undoes the offset
+// where they do), then acc = fma(float(sum), dw * dx, acc), blocks in order (mins and K-quants' integer
+// scales: see matmul.h). Each step multiplies 4 broadcast activation bytes
 // with 4 positions of every output in the vector. The running totals wait in memory while a block's integer
 // sums hold the registers.
 struct Q8Input {  // MR rows of a Q8Rows from row m on
@@ -161,23 +163,64 @@ inline void scale_into(float (&total)[MR][NV][L], const typename V::I (&acc)[MR]
   }
 }
 
+// K-quants: total = fma(float(acc * sc), d * dx, total), sc the int8 scales at byte `sc_at` of the block,
+// d the fp32 values at byte `d_at` (the super-block header). |acc * sc| < 2^24: the conversion is exact.
+template <class V, int MR, int NV, int L>
+inline void kscale_into(float (&total)[MR][NV][L], const typename V::I (&acc)[MR][NV], const Q8Input& x, int64_t b,
+                        const uint8_t* w, size_t ps, size_t sc_at, size_t d_at) {
+  const int64_t nb = x.K / kQ8Block;
+#pragma GCC unroll 8
+  for (int j = 0; j < NV; j++) {
+    const typename V::T d = V::load_f32(w + j * V::PP * ps, ps, d_at);
+    const typename V::I sc = V::load_i8(w + j * V::PP * ps, ps, sc_at);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+      const typename V::T scale = V::mul(d, V::broadcast(x.d + i * nb + b));
+      V::storeu(total[i][j], V::fma(V::to_float(V::mullo(acc[i][j], sc)), scale, V::loadu(total[i][j])));
+    }
+  }
+}
+
+// Q4_K / Q5_K: total = fma(float(sum(qx) * m), -dmin * dx, total), m the mins at `m_at`, -dmin at `d_at`.
+template <class V, int MR, int NV, int L>
+inline void kmin_into(float (&total)[MR][NV][L], const Q8Input& x, int64_t b, const uint8_t* w, size_t ps, size_t m_at,
+                      size_t d_at) {
+  const int64_t nb = x.K / kQ8Block;
+#pragma GCC unroll 8
+  for (int j = 0; j < NV; j++) {
+    const typename V::T nd = V::load_f32(w + j * V::PP * ps, ps, d_at);
+    const typename V::I m = V::load_i8(w + j * V::PP * ps, ps, m_at);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+      const typename V::I xs = V::set1_i(x.bias[i * nb + b] / -128);  // the block's sum of quants
+      const typename V::T scale = V::mul(nd, V::broadcast(x.d + i * nb + b));
+      V::storeu(total[i][j], V::fma(V::to_float(V::mullo(xs, m)), scale, V::loadu(total[i][j])));
+    }
+  }
+}
+
 template <class V, class F, int MR, int NV>
 void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t col0) {
   constexpr int L = V::PP * kPanel;
   alignas(64) float total[MR][NV][L] = {};
   const int64_t K = x.K, nb = K / kQ8Block;
-  const size_t bb = panel_bytes(F::kType, kQ8Block);
+  constexpr DType kT = F::kType;
+  constexpr size_t bb = panel_block_bytes(kT), hb = panel_head_bytes(kT);
   for (int64_t b = 0; b < nb; b++) {
     // Fetch each panel's block 4 ahead: without it the streamed weights arrived too late (2-thread AVX2
     // tiles at 4 rows ran at half their cached speed; 2 and 8 blocks ahead measured slower than 4). A
-    // prefetch never faults, so running past the panel's end is harmless.
+    // prefetch never faults, so running past the panel's end is harmless. (K-quants: with the header
+    // bytes before the block.)
+    const size_t ahead = panel_block_offset(kT, b + 4) - hb;
 #pragma GCC unroll 16
     for (int j = 0; j < NV * V::PP; j++)
 #pragma GCC unroll 8
-      for (size_t off = 0; off < bb; off += 64) _mm_prefetch(reinterpret_cast<const char*>(w + j * ps + (b + 4) * bb + off), _MM_HINT_T0);
+      for (size_t off = 0; off < bb + hb; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(w + j * ps + ahead + off), _MM_HINT_T0);
     typename V::I acc[MR][NV];
-    const size_t quants = b * bb + F::kSets * kPanel * sizeof(float);
-    if constexpr (F::kHalves) {  // two chained sub-blocks of 16 positions, each from its own -128 * sum x
+    const size_t at = panel_block_offset(kT, b), quants = at + panel_quants_offset(kT);
+    const size_t head = panel_head_offset(kT, b);
+    if constexpr (F::kHalves) {  // Q6_K: two chained sub-blocks of 16 positions, each from its own -128 * sum x
 #pragma GCC unroll 2
       for (int h = 0; h < 2; h++) {
 #pragma GCC unroll 8
@@ -185,7 +228,7 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
 #pragma GCC unroll 8
           for (int j = 0; j < NV; j++) acc[i][j] = V::block_start(x.bias16 + i * 2 * nb + 2 * b + h);
         dot_groups<V, MR, NV>(acc, x, b, w, ps, quants, 4 * h, 4 * h + 4);
-        scale_into<V, MR, NV, L>(total, acc, x, b, w, ps, b * bb + h * kPanel * sizeof(float));
+        kscale_into<V, MR, NV, L>(total, acc, x, b, w, ps, at + h * kPanel, head);
       }
       continue;
     }
@@ -215,11 +258,16 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
     } else {
       dot_groups<V, MR, NV>(acc, x, b, w, ps, quants, 0, kQ8Block / 4);
     }
-    scale_into<V, MR, NV, L>(total, acc, x, b, w, ps, b * bb);
-    if constexpr (F::kMin) {  // + m * dx * sum(x): the block's activation sum is exact (-bias / 128)
+    if constexpr (F::kKQuant) {  // Q4_K, Q5_K
+      kscale_into<V, MR, NV, L>(total, acc, x, b, w, ps, at, head);
+      kmin_into<V, MR, NV, L>(total, x, b, w, ps, at + kPanel, head + kPanel * sizeof(float));
+      continue;
+    }
+    scale_into<V, MR, NV, L>(total, acc, x, b, w, ps, at);
+    if constexpr (F::kMin) {  // Q4_1, Q5_1: + m * dx * sum(x), the block's activation sum exact (-bias / 128)
 #pragma GCC unroll 8
       for (int j = 0; j < NV; j++) {
-        const typename V::T mw = V::load_f32(w + j * V::PP * ps, ps, b * bb + kPanel * sizeof(float));
+        const typename V::T mw = V::load_f32(w + j * V::PP * ps, ps, at + kPanel * sizeof(float));
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++) {
           const float xs = static_cast<float>(x.bias[i * nb + b] / -128);

@@ -1,4 +1,4 @@
-// Q8_0 panel tiles with AVX-VNNI (vpdpbusd on 256-bit vectors): one instruction adds 4 byte products per
+// Int8 panel tiles (every quantized type) with AVX-VNNI (vpdpbusd on 256-bit vectors): one instruction adds 4 byte products per
 // output where pmaddubsw needs four (sign, multiply, widen, add). The AVX2 traits otherwise; the integer
 // sums are exact either way, so the results are avx2::matmul_panels_q8's bit for bit.
 #include <immintrin.h>

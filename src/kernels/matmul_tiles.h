@@ -156,7 +156,7 @@ void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int
     case DType::F16: run_cols<V, FloatTiles<V, LoadF16<V>>>(x, M, w, y, n0, n1); break;
     case DType::BF16: run_cols<V, FloatTiles<V, LoadBF16<V>>>(x, M, w, y, n0, n1); break;
     case DType::Q8_0: run_cols<V, Q8Tiles<V>>(x, M, w, y, n0, n1); break;
-    case DType::Q4_0: JF_CHECK(false, "no row-major SIMD tiles for Q4_0 (matmul uses the scalar ones)");
+    default: JF_CHECK(false, "no row-major SIMD tiles for this quantized type (matmul uses the scalar ones)");
   }
 }
 

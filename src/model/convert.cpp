@@ -24,10 +24,12 @@ TensorSet convert_tensors(const TensorSet& src, const WeightScheme& scheme, int 
     }
     const int64_t cols = t.dims[0], rows = t.n_elements() / cols;
     std::vector<uint8_t> bytes(dtype_row_bytes(target, cols) * rows);
+    const DType from = t.type;  // (a lambda may not name a structured binding before C++20's P1091 in clang)
+    const auto* src_bytes = static_cast<const uint8_t*>(t.data);
     parallel_for(rows, rows > 1, [&](int64_t r0, int64_t r1) {  // rows are independent: any split, same bytes
       std::vector<float> row(static_cast<size_t>(cols));
       for (int64_t r = r0; r < r1; r++) {
-        dequantize_row(t.type, static_cast<const uint8_t*>(t.data) + r * dtype_row_bytes(t.type, cols), row.data(), cols);
+        dequantize_row(from, src_bytes + r * dtype_row_bytes(from, cols), row.data(), cols);
         quantize_row(target, row.data(), bytes.data() + r * dtype_row_bytes(target, cols), cols);
       }
     });

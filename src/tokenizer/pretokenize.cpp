@@ -56,7 +56,7 @@ const std::map<std::string, std::vector<std::string>>& pre_table() {
     for (const char* n : {"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v1-en", "jina-v2-es", "jina-v2-de",
                           "jina-v2-code", "roberta-bpe", "olmo", "jais"})
       m[n] = gpt2;
-    for (const char* n : {"qwen2", "stablelm2", "megrez"}) m[n] = qwen2;
+    for (const char* n : {"qwen2", "deepseek-r1-qwen", "stablelm2", "megrez"}) m[n] = qwen2;  // R1-Distill-Qwen: same split
     for (const char* n : {"poro-chat", "bloom", "gpt3-finnish"}) m[n] = poro;
     m["viking"] = {kPoro, R"(\p{N})"};
     m["tekken"] = {
