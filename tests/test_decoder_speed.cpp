@@ -229,10 +229,15 @@ TEST(FastCot, RationaleGlimpseTriggerAnswer) {
       ASSERT_GE(static_cast<int>(r.tokens.size()), E + A + 2) << what;
       EXPECT_TRUE(std::equal(r.tokens.begin(), r.tokens.begin() + E, o.ar.tokens.begin())) << what;
       EXPECT_LE(A, 3) << what;  // what the last forward predicted past its accepted tokens (at most block - 1)
-      if (iters == 0) EXPECT_EQ(A, 0) << what;
-      if (iters == 1) EXPECT_GT(A, 0) << what;  // random guesses: few accepted, the rest of the rows predicted
-      if (by_position)
+      if (iters == 0) {
+        EXPECT_EQ(A, 0) << what;
+      }
+      if (iters == 1) {
+        EXPECT_GT(A, 0) << what;  // random guesses: few accepted, the rest of the rows predicted
+      }
+      if (by_position) {
         EXPECT_TRUE(std::equal(r.tokens.begin() + E, r.tokens.begin() + E + A, o.ar.tokens.begin() + E)) << what;
+      }
       EXPECT_EQ(r.tokens[E + A], 60) << what;
       EXPECT_EQ(r.tokens[E + A + 1], 61) << what;
       std::vector<int32_t> context = o.prompt;

@@ -309,7 +309,9 @@ TEST_P(SjdDeep, EveryPositionOfASixTokenGenerationHasTheModelsConditional) {
       std::printf("  %-34s TV %.4f, p = %.4f, %.2f forwards per run, %lld tree-branch wins\n", v.name,
                   worst_tv(got, expect), p, double(got.forwards) / kRuns, static_cast<long long>(got.branch_wins));
       EXPECT_GT(p, kAlpha) << v.name;
-      if (v.width > 1) EXPECT_GT(got.branch_wins, kRuns / 10) << v.name << ": the tree's extra candidates never won";
+      if (v.width > 1) {
+        EXPECT_GT(got.branch_wins, kRuns / 10) << v.name << ": the tree's extra candidates never won";
+      }
     }
   }
   for (int mutant = 0; mutant < 2; mutant++) {
