@@ -3,6 +3,7 @@
 // which drains in-flight requests for up to --drain-timeout seconds and exits 0.
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <cstdio>
 #include <pthread.h>
 #include <thread>
@@ -83,6 +84,9 @@ int run_serve(ServeArgs& a) {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before any thread starts, so they all inherit it
 
+  // A missing model is a one-line error before anything is printed or bound (loading itself comes later,
+  // behind a 503 /health).
+  if (!a.model.path.empty() && !std::filesystem::exists(a.model.path)) throw Error("model '" + a.model.path + "' not found");
   Metrics metrics;
   HttpServer http(a.http, metrics);
   http.start();
