@@ -122,7 +122,6 @@ bool Scheduler::step() {
   }
   inputs_.clear();
   stepping_.clear();
-  int decoding = 0;
   for (auto& slot : slots_) {
     if (!slot->job) continue;
     if (slot->job->cancel.load()) {
@@ -131,7 +130,6 @@ bool Scheduler::step() {
     }
     inputs_.push_back(slot->generation->next_input());
     stepping_.push_back(slot.get());
-    if (!slot->generation->prefilling()) decoding++;
   }
   if (inputs_.empty()) return false;
 
@@ -177,7 +175,6 @@ bool Scheduler::step() {
       finish(s, FinishReason::Stop);
     }
   }
-  (void)decoding;
   return true;
 }
 

@@ -19,8 +19,8 @@ size_t utf8_cut(const std::string& text, size_t want) {
 
 TextStream::TextStream(const Tokenizer* tokenizer, std::span<const int32_t> prompt, std::vector<std::string> stop,
                        double t_submit, Metrics* metrics)
-    : tokenizer_(tokenizer), stop_(std::move(stop)), t_submit_(t_submit), metrics_(metrics) {
-  if (tokenizer_) detok_.emplace(*tokenizer_, prompt);
+    : stop_(std::move(stop)), t_submit_(t_submit), metrics_(metrics) {
+  if (tokenizer) detok_.emplace(*tokenizer, prompt);
   for (const auto& s : stop_) max_stop_ = std::max(max_stop_, s.size());
 }
 

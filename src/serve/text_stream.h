@@ -44,7 +44,6 @@ class TextStream : public JobObserver {
   void append_locked(const std::string& piece);  // and cuts at the first stop string
   void emit_locked(bool final);
 
-  const Tokenizer* tokenizer_;
   std::optional<StreamingDecoder> detok_;
   std::vector<std::string> stop_;
   size_t max_stop_ = 0;
