@@ -31,7 +31,7 @@ struct BenchArgs {
 };
 
 struct Totals {
-  int64_t tokens = 0, forwards = 0, rows = 0, identical = 0, runs = 0;
+  int64_t tokens = 0, forwards = 0, rows = 0, identical = 0, runs = 0, correct = 0;
   double gen_seconds = 0, forward_seconds = 0;
   std::vector<int64_t> histogram;  // [k] = forwards that committed k tokens, over all prompts
 };
@@ -57,8 +57,10 @@ int run_bench(BenchArgs& a) {
     options.push_back(parse_decoder_spec(spec, a.base));
     options.back().validate(greedy);
   }
-  std::vector<std::string> texts = load_prompts(a.prompts_file, a.format);
+  PromptSet set = load_prompt_set(a.prompts_file, a.format);
+  std::vector<std::string>& texts = set.prompts;
   if (a.limit > 0 && static_cast<int>(texts.size()) > a.limit) texts.resize(a.limit);
+  const bool scored = !set.answers.empty();  // gsm8k: each output's final answer is checked
 
   LoadedModel lm = open_model(a.model);
   if (!lm.tokenizer) throw Error(a.model.path + ": the model has no tokenizer; bench needs one");
@@ -100,6 +102,11 @@ int run_bench(BenchArgs& a) {
       t.tokens += r.stats.n_tokens, t.forwards += r.stats.n_forwards, t.rows += r.stats.n_forward_rows;
       t.gen_seconds += r.stats.gen_seconds, t.forward_seconds += r.stats.forward_seconds;
       t.identical += same, t.runs++;
+      std::string answer;
+      if (scored) {
+        answer = extract_answer(lm.tokenizer->decode(r.tokens));
+        t.correct += answer == set.answers[p];
+      }
       const auto& h = r.stats.accepted_histogram;
       if (t.histogram.size() < h.size()) t.histogram.resize(h.size());
       for (size_t k = 0; k < h.size(); k++) t.histogram[k] += h[k];
@@ -109,6 +116,11 @@ int run_bench(BenchArgs& a) {
                       {"forward_seconds", r.stats.forward_seconds}, {"identical_to_ar", same},
                       {"stop_reason", stop_reason_name(r.stop)}, {"accepted_histogram", r.stats.accepted_histogram},
                       {"counters", r.stats.counters}, {"tokens", r.tokens}});
+      if (scored) {
+        runs.back()["answer"] = answer;
+        runs.back()["reference_answer"] = set.answers[p];
+        runs.back()["correct"] = answer == set.answers[p];
+      }
     }
   }
   progress.finish();
@@ -117,8 +129,10 @@ int run_bench(BenchArgs& a) {
   std::printf("model %s, %zu prompts, %d new tokens max, %s, %d threads, %s kernels, %s KV cache\n\n",
               a.model.path.c_str(), prompts.size(), a.gen.max_new_tokens, greedy ? "greedy" : "sampling",
               num_threads(), isa_name(active_isa()).c_str(), a.model.kv_type.c_str());
-  std::printf("| decoder | TPF | TPS | speedup | identical to ar | rows/forward | ms/forward |\n");
-  std::printf("|---|---|---|---|---|---|---|\n");
+  // speedup / TPF is how much of the tokens per forward reaches the wall clock (1.0: extra rows are free).
+  std::printf("| decoder | TPF | TPS | speedup | speedup / TPF | identical to ar | rows/forward | ms/forward |%s\n",
+              scored ? " forwards/prompt | accuracy |" : "");
+  std::printf("|---|---|---|---|---|---|---|---|%s\n", scored ? "---|---|" : "");
   nlohmann::json summary = nlohmann::json::array();
   std::vector<viz::Bar> bars;
   for (size_t d = 0; d < decoders.size(); d++) {
@@ -126,13 +140,18 @@ int run_bench(BenchArgs& a) {
     const double tpf = t.forwards ? double(t.tokens) / t.forwards : 0, tps = t.gen_seconds > 0 ? t.tokens / t.gen_seconds : 0;
     const double speedup = ar_tps > 0 ? tps / ar_tps : 0;
     const std::string same = greedy ? std::to_string(100 * t.identical / std::max<int64_t>(1, t.runs)) + "%" : "n/a (sampling)";
-    std::printf("| %s | %.2f | %.0f | %.2fx | %s | %.1f | %.3f |\n", specs[d].c_str(), tpf, tps, speedup, same.c_str(),
+    const double accuracy = double(t.correct) / std::max<int64_t>(1, t.runs);
+    std::printf("| %s | %.2f | %.0f | %.2fx | %.2f | %s | %.1f | %.3f |", specs[d].c_str(), tpf, tps, speedup,
+                tpf > 0 ? speedup / tpf : 0, same.c_str(),
                 t.forwards ? double(t.rows) / t.forwards : 0, t.forwards ? 1e3 * t.forward_seconds / t.forwards : 0);
+    if (scored) std::printf(" %.1f | %.1f%% |", double(t.forwards) / std::max<int64_t>(1, t.runs), 100 * accuracy);
+    std::printf("\n");
     bars.push_back({specs[d], speedup});
     summary.push_back({{"decoder", specs[d]}, {"tpf", tpf}, {"tps", tps}, {"speedup", speedup},
                        {"identical_percent", greedy ? 100.0 * t.identical / std::max<int64_t>(1, t.runs) : -1.0},
                        {"tokens", t.tokens}, {"forwards", t.forwards}, {"gen_seconds", t.gen_seconds},
                        {"forward_seconds", t.forward_seconds}});
+    if (scored) summary.back()["accuracy"] = accuracy;
   }
   // How the tokens came: the share of forwards that committed k tokens (SJD-PAC's "long tail" is the k = 1 bar).
   std::printf("\ncommitted per forward (share of forwards):\n");
@@ -167,7 +186,8 @@ Command add_bench_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("bench", "Run decoders over a prompt set and compare them with ar in one run");
   add_model_options(cmd, a->model);
   cmd->add_option("--prompts", a->prompts_file, "Prompt file (JSONL with a 'prompt' field, or a dataset file)")->required();
-  cmd->add_option("--format", a->format, "Prompt file format: auto, jsonl, humaneval, mbpp, gsm8k, text (default auto)");
+  cmd->add_option("--format", a->format, "Prompt file format: auto, jsonl, humaneval, mbpp, gsm8k, text (default auto); gsm8k also scores "
+                  "each output's final answer (the number after 'answer is', else the last number) against '#### N'");
   cmd->add_option("--limit", a->limit, "Use only the first N prompts")->check(CLI::NonNegativeNumber);
   cmd->add_option("--decoders", a->decoders,
                   "Comma-separated decoders, each name[:key=value...], e.g. ar,jacobi:block=8,lookahead:W=8:N=4 "

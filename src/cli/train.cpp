@@ -22,7 +22,7 @@ namespace {
 struct TrainArgs {
   std::string teacher;
   std::string model, tokenizer_from, init, objective = "jacobi-forcing", data, ext = ".txt", out, resume;
-  std::string save_type = "f32", consistency_norm = "reference";
+  std::string save_type = "f32", consistency_norm = "reference", doc_sep;
   std::vector<std::string> corpus;
   size_t max_bytes = 0;
   int seq_len = 256, threads = 0, log_every = 10;
@@ -61,14 +61,44 @@ ModelConfig parse_init(const std::string& spec, int vocab) {
   return c;
 }
 
+// Backslash-n, backslash-t and a doubled backslash as the characters (a separator given on the command line).
+std::string unescape(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); i++) {
+    if (s[i] == '\\' && i + 1 < s.size() && (s[i + 1] == 'n' || s[i + 1] == 't' || s[i + 1] == '\\')) {
+      out += s[i + 1] == 'n' ? '\n' : s[i + 1] == 't' ? '\t' : '\\';
+      i++;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// Files -> documents cut at every occurrence of `sep` (empty pieces dropped).
+std::vector<std::string> split_documents(const std::vector<std::string>& files, const std::string& sep) {
+  std::vector<std::string> docs;
+  for (const std::string& f : files) {
+    for (size_t s = 0; s < f.size();) {
+      size_t e = f.find(sep, s);
+      if (e == std::string::npos) e = f.size();
+      if (e > s) docs.push_back(f.substr(s, e - s));
+      s = e + sep.size();
+    }
+  }
+  return docs;
+}
+
 // Corpus -> tokens (documents separated by EOS) -> non-overlapping sequences of seq_len tokens.
 std::vector<std::vector<int32_t>> corpus_sequences(const TrainArgs& a, const Tokenizer& tok) {
   CorpusStats stats;
   std::vector<std::string> docs = read_corpus(a.corpus, a.ext, a.max_bytes, &stats);
   if (docs.empty()) throw Error("the corpus has no '" + a.ext + "' files");
+  if (!a.doc_sep.empty()) docs = split_documents(docs, unescape(a.doc_sep));
   std::vector<int32_t> all;
   for (const std::string& d : docs) {
-    std::vector<int32_t> ids = tok.encode(d, false, false);
+    // Each document as a prompt would be encoded (the tokenizer's BOS when it adds one), then EOS.
+    std::vector<int32_t> ids = tok.encode(d, /*add_special=*/true, /*parse_special=*/false);
     all.insert(all.end(), ids.begin(), ids.end());
     all.push_back(tok.eos());
   }
@@ -195,6 +225,7 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--corpus", a->corpus, "ar: text files or directories")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--ext", a->ext, "ar: file extension to read from corpus directories (default .txt)");
+  cmd->add_option("--doc-sep", a->doc_sep, "ar: cut each file into documents at this text (backslash-n is a newline), e.g. '\\n\\n'");
   cmd->add_option("--max-bytes", a->max_bytes, "ar: read at most this many corpus bytes (default all)");
   cmd->add_option("--seq-len", a->seq_len, "ar: tokens per training sequence (default 256)");
   cmd->add_option("--steps", a->opt.steps, "Optimizer steps (default 100)");
