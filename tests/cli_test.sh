@@ -156,6 +156,24 @@ PY
   check_error "train without data" 1 "$jf" train -m "$m" -o "$tmp/m.gguf"
   check_error "perplexity missing text" 1 "$jf" perplexity -m "$m" -f /nonexistent.txt
   check_error "train bad consistency norm" 1 "$jf" train -m "$m" --consistency-norm sideways -o "$tmp/m.gguf"
+  # jf train --doc-sep: a file cut into documents at blank lines.
+  printf 'Once upon a time.\n\nLily had a ball.\n\n\n\nThe end.\n' >"$tmp/docs.txt"
+  "$jf" train -m "$m" --objective ar --corpus "$tmp/docs.txt" --doc-sep '\n\n' --seq-len 8 --steps 1 -t 1 -o "$tmp/ds.gguf" >/dev/null 2>"$tmp/ds.err" &&
+    grep -q "corpus of 3 documents" "$tmp/ds.err" && echo "ok   train --doc-sep cuts documents" ||
+    { echo "FAIL train --doc-sep: $(grep corpus "$tmp/ds.err")"; fails=$((fails + 1)); }
+  # jf bench --format gsm8k scores answers: columns, per-run fields, and bad answers named by line.
+  printf '{"question": "Lily had 3 balls.", "answer": "So 3.\\n#### 3"}\n{"question": "Once upon a time", "answer": "#### 1,000"}\n' >"$tmp/g.jsonl"
+  if "$jf" bench -m "$m" --prompts "$tmp/g.jsonl" --format gsm8k -n 16 --decoders ar,jacobi --json "$tmp/g.json" >"$tmp/g.md" 2>/dev/null &&
+    grep -q "| forwards/prompt | accuracy |" "$tmp/g.md" && python3 - "$tmp/g.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert [r["reference_answer"] for r in j["runs"]] == ["3", "3", "1000", "1000"], j["runs"]
+assert all(r["correct"] == (r["answer"] == r["reference_answer"]) for r in j["runs"])
+assert all("accuracy" in s for s in j["summary"])
+PY
+  then echo "ok   bench --format gsm8k scores answers"; else echo "FAIL bench --format gsm8k"; fails=$((fails + 1)); fi
+  printf '{"question": "q", "answer": "no final answer"}\n' >"$tmp/bad_g.jsonl"
+  check_error "bench gsm8k answer without ####" 1 "$jf" bench -m "$m" --prompts "$tmp/bad_g.jsonl" --format gsm8k
   check_error "pack bad mask" 1 "$jf" pack --traj /dev/null --mask nc-xx -o "$tmp/p.jsonl"
   check_error "eval without text or prompts" 1 "$jf" eval -m "$m" --base "$m"
   "$jf" random --preset tiny -o "$tmp/tiny.gguf" 2>/dev/null
@@ -204,4 +222,19 @@ else
   if [ "${CI:-}" = "true" ]; then echo "FAIL: CI=true but $shared is missing"; fails=$((fails + 1)); else
     echo "SKIPPED: shared model tests ($shared not found)"; fi
 fi
+# FastCoT on the arithmetic chain-of-thought model in the repository (bench/cot_arith): AR to EOS answers
+# nearly all; with the rationale cut at 40 forwards, FastCoT's approximate tokens must answer more questions
+# than AR truncated at the same 40 forwards (greedy and batch invariant, so this is deterministic).
+cot="$(dirname "$0")/../models/cotarith-ar-q8_0.gguf"
+if "$jf" bench -m "$cot" --prompts "$(dirname "$0")/../bench/cot_arith/test.jsonl" --format gsm8k --limit 40 -n 128 -t 2 \
+    --answer-trigger $'\nThe answer is' --decoders ar,fastcot:block=8:fastcot-iters=40,fastcot:block=1:fastcot-iters=40 \
+    --json "$tmp/cot.json" >/dev/null 2>&1 && python3 - "$tmp/cot.json" <<'PY'
+import json, sys
+ar, fastcot, truncated = json.load(open(sys.argv[1]))["summary"]
+assert ar["accuracy"] >= 0.9, ar
+assert fastcot["accuracy"] > truncated["accuracy"] + 0.1, (fastcot, truncated)
+assert fastcot["forwards"] < ar["forwards"] and truncated["forwards"] < ar["forwards"], (ar, fastcot, truncated)
+PY
+then echo "ok   fastcot beats AR truncated at the same budget on the arithmetic CoT model"
+else echo "FAIL fastcot on the arithmetic CoT model"; fails=$((fails + 1)); fi
 [ "$fails" -eq 0 ] && echo "all CLI checks passed" || { echo "$fails CLI checks failed"; exit 1; }
