@@ -223,18 +223,18 @@ else
     echo "SKIPPED: shared model tests ($shared not found)"; fi
 fi
 # FastCoT on the arithmetic chain-of-thought model in the repository (bench/cot_arith): AR to EOS answers
-# nearly all; with the rationale cut at 40 forwards, FastCoT's approximate tokens must answer more questions
-# than AR truncated at the same 40 forwards (greedy and batch invariant, so this is deterministic).
+# nearly all; with the rationale cut at 48 forwards, FastCoT's approximate tokens must answer more questions
+# than AR truncated at the same 48 forwards, in no more forwards (greedy and batch invariant: deterministic).
 cot="$(dirname "$0")/../models/cotarith-ar-q8_0.gguf"
 if "$jf" bench -m "$cot" --prompts "$(dirname "$0")/../bench/cot_arith/test.jsonl" --format gsm8k --limit 40 -n 128 -t 2 \
-    --answer-trigger $'\nThe answer is' --decoders ar,fastcot:block=8:fastcot-iters=40,fastcot:block=1:fastcot-iters=40 \
+    --answer-trigger $'\nThe answer is' --decoders ar,fastcot:block=8:fastcot-iters=48,fastcot:block=1:fastcot-iters=48 \
     --json "$tmp/cot.json" >/dev/null 2>&1 && python3 - "$tmp/cot.json" <<'PY'
 import json, sys
 ar, fastcot, truncated = json.load(open(sys.argv[1]))["summary"]
 assert ar["accuracy"] >= 0.9, ar
 assert fastcot["accuracy"] > truncated["accuracy"] + 0.1, (fastcot, truncated)
-assert fastcot["forwards"] < ar["forwards"] and truncated["forwards"] < ar["forwards"], (ar, fastcot, truncated)
+assert fastcot["forwards"] <= truncated["forwards"] < ar["forwards"], (ar, fastcot, truncated)
 PY
-then echo "ok   fastcot beats AR truncated at the same budget on the arithmetic CoT model"
+then echo "ok   fastcot beats AR truncated at the same budget (48 forwards) on the arithmetic CoT model"
 else echo "FAIL fastcot on the arithmetic CoT model"; fails=$((fails + 1)); fi
 [ "$fails" -eq 0 ] && echo "all CLI checks passed" || { echo "$fails CLI checks failed"; exit 1; }

@@ -97,8 +97,10 @@ std::vector<std::vector<int32_t>> corpus_sequences(const TrainArgs& a, const Tok
   if (!a.doc_sep.empty()) docs = split_documents(docs, unescape(a.doc_sep));
   std::vector<int32_t> all;
   for (const std::string& d : docs) {
-    // Each document as a prompt would be encoded (the tokenizer's BOS when it adds one), then EOS.
-    std::vector<int32_t> ids = tok.encode(d, /*add_special=*/true, /*parse_special=*/false);
+    // Each document as a prompt would be encoded, then EOS. A tokenizer whose BOS is its EOS (GPT-2's
+    // convention) already has the previous document's EOS in front.
+    if (tok.spec().add_bos && tok.bos() >= 0 && tok.bos() != tok.eos()) all.push_back(tok.bos());
+    std::vector<int32_t> ids = tok.encode(d, /*add_special=*/false, /*parse_special=*/false);
     all.insert(all.end(), ids.begin(), ids.end());
     all.push_back(tok.eos());
   }
