@@ -220,6 +220,18 @@ TEST(RandomModels, GreedyStrategiesEqualAr) {
   }
 }
 
+// Every architecture's own operations (q/k norms, fused matrices, partial rotary, LongRoPE) keep each
+// decoder lossless.
+TEST(RandomModels, GreedyStrategiesEqualArOnEveryArchitecture) {
+  for (const char* preset : {"qwen3-tiny"}) {
+    auto m = random_model(preset_config(preset), DType::F16, 13);
+    Session s(*m, 256);
+    GenerationConfig cfg;
+    cfg.max_new_tokens = 50;
+    expect_same_as_ar(s, {1, 5, 9, 5, 9}, cfg, preset);
+  }
+}
+
 // With an F16 KV cache the strategies still return AR's tokens (AR with the same cache type): rounding the
 // cache changes no batch invariance.
 // Every decoder stays lossless on K-quant models: GGML's q4_k_m mix (Q4_K + Q6_K) and q5_k_m (Q5_K + Q6_K).

@@ -1,0 +1,202 @@
+// Architectures beyond Llama / Qwen2: each new operation against a hand-computed case, each feature shown to
+// change the logits (so deleting it would fail a test), GGUF round trips, and bad files erroring in one line.
+// (Batch invariance of every architecture is in test_model.cpp, decoders' losslessness in test_decoders.cpp.)
+#include <cmath>
+#include <memory>
+
+#include "base/error.h"
+#include "formats/gguf.h"
+#include "kernels/ops.h"
+#include "model/arch_ops.h"
+#include "model/convert.h"
+#include "model/model.h"
+#include "model/random_model.h"
+#include "model/transformer.h"
+#include "model_helpers.h"
+#include "test_support.h"
+
+namespace jf {
+namespace {
+
+using test::expect_error;
+using test::Logits;
+using test::random_tokens;
+using test::stepwise;
+
+// ---------------------------------------------------------------- new operations, hand-computed
+
+TEST(ArchOps, HeadRmsNormNormalisesEachHeadWithSharedWeights) {
+  float v[4] = {3, 4, 1, 1};  // two heads of 2
+  const float w[2] = {1, 2};
+  head_rmsnorm(v, 2, 2, w, 0.0f);
+  // head 0: rms = sqrt((9 + 16) / 2) = 3.5355; head 1: rms = 1
+  EXPECT_NEAR(v[0], 0.8485281f, 1e-6);
+  EXPECT_NEAR(v[1], 2.2627417f, 1e-6);
+  EXPECT_NEAR(v[2], 1.0f, 1e-6);
+  EXPECT_NEAR(v[3], 2.0f, 1e-6);
+}
+
+TEST(ArchOps, GeluTanhTimesUp) {
+  float gate[4] = {1, 0, -1, 2.5f};
+  const float up[4] = {2, 3, 4, 1};
+  gelu_tanh_mul(gate, up, 4);
+  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) * up
+  EXPECT_NEAR(gate[0], 1.6823840f, 1e-6);
+  EXPECT_EQ(gate[1], 0.0f);
+  EXPECT_NEAR(gate[2], -0.6352320f, 1e-6);
+  EXPECT_NEAR(gate[3], 2.4849157f, 1e-6);
+}
+
+TEST(ArchOps, SoftcapSquashesIntoTheCap) {
+  float x[3] = {30, 0, -60};
+  softcap(x, 3, 30.0f);
+  EXPECT_NEAR(x[0], 22.847825f, 1e-5);  // 30 tanh(1)
+  EXPECT_EQ(x[1], 0.0f);
+  EXPECT_NEAR(x[2], -28.920827f, 1e-5);  // 30 tanh(-2)
+}
+
+TEST(ArchOps, SlidingWindowIsByPosition) {
+  EXPECT_TRUE(in_sliding_window(10, 10, 8));
+  EXPECT_TRUE(in_sliding_window(10, 3, 8));   // 7 positions back: inside a window of 8
+  EXPECT_FALSE(in_sliding_window(10, 2, 8));  // 8 back: outside
+  EXPECT_TRUE(in_sliding_window(10, 0, 0));   // no window
+  ModelConfig c;
+  c.sliding_window = 8, c.sliding_period = 6;  // gemma3: five local layers, then a global one
+  for (int l = 0; l < 12; l++) EXPECT_EQ(c.local_layer(l), l % 6 != 5) << l;
+  c.sliding_period = 2;  // gemma2: even layers local
+  EXPECT_TRUE(c.local_layer(0));
+  EXPECT_FALSE(c.local_layer(1));
+  c.sliding_window = 0;
+  EXPECT_FALSE(c.local_layer(0));
+}
+
+TEST(ArchOps, SoftcappedAttentionOfOneHead) {
+  const int hd = 2;
+  std::vector<float> keys(kKeyBlock * hd, 0.0f);
+  keys[key_offset(0, 0, hd)] = 2.0f;  // k0 = (2, 0), k1 = (0, 0)
+  const float values[4] = {1, 0, 0, 1};  // v0 = (1, 0), v1 = (0, 1)
+  const float q[2] = {1, 0};
+  const int32_t slots[2] = {0, 1};
+  float scores[2], out[2];
+  attend_softcapped(q, keys.data(), values, hd, slots, 2, 1.0f, 1.0f, scores, out);
+  // scores tanh(2) and 0: p0 = e^tanh(2) / (e^tanh(2) + 1)
+  EXPECT_NEAR(out[0], 0.7239275f, 1e-6);
+  EXPECT_NEAR(out[1], 0.2760725f, 1e-6);
+}
+
+// NEOX pairs (i, i + rope_dim / 2) among the first rope_dim dims; the rest of the head passes through.
+TEST(ArchOps, PartialRotaryNeox) {
+  float x[6] = {1, 2, 3, 4, 5, 6};
+  const float cos[2] = {0, 1}, sin[2] = {1, 0};  // 90 degrees, 0 degrees
+  rope(x, 1, 6, 4, cos, sin, RopeStyle::Neox);
+  const float want[6] = {-3, 2, 1, 4, 5, 6};
+  for (int i = 0; i < 6; i++) EXPECT_EQ(x[i], want[i]) << i;
+}
+
+// Phi-3: short divisors while the context fits the original one, long beyond; cos and sin times attn_factor.
+TEST(ArchOps, LongRopeFactorsByContextAndAttentionFactor) {
+  ModelConfig c;
+  c.rope_dim = 4, c.rope_theta = 100.0f;
+  c.rope_factors_short = {1, 2}, c.rope_factors_long = {4, 8};
+  c.rope_orig_context = 16, c.rope_attn_factor = 1.5f;
+  EXPECT_EQ(rope_table(c, 16).factors, c.rope_factors_short.data());
+  EXPECT_EQ(rope_table(c, 17).factors, c.rope_factors_long.data());
+  float cs[2], sn[2];
+  rope_angles(rope_table(c, 4096), 4, 2, cs, sn);  // freqs 1 / 4 and 0.1 / 8 at position 2
+  EXPECT_NEAR(cs[0], 1.3163738f, 1e-6);
+  EXPECT_NEAR(sn[0], 0.7191383f, 1e-6);
+  EXPECT_NEAR(cs[1], 1.4995313f, 1e-6);
+  EXPECT_NEAR(sn[1], 0.0374961f, 1e-6);
+  rope_angles(rope_table(c, 16), 4, 2, cs, sn);  // short: freqs 1 and 0.1 / 2
+  EXPECT_NEAR(cs[0], 1.5f * std::cos(2.0f), 1e-6);
+  EXPECT_NEAR(sn[1], 1.5f * std::sin(0.1f), 1e-6);
+}
+
+// Gemma 3: local layers rotate with base 10000 and no scaling, global ones with the file's base and scaling.
+TEST(ArchOps, PerLayerRopeBase) {
+  ModelConfig c;
+  c.rope_dim = 4, c.rope_theta = 1000000.0f, c.rope_theta_local = 10000.0f, c.rope_freq_scale = 0.125f;
+  float cs[2], sn[2];
+  rope_angles(local_rope_table(c), 4, 3, cs, sn);  // freqs 1 and 0.01
+  EXPECT_NEAR(cs[0], -0.9899925f, 1e-6);
+  EXPECT_NEAR(cs[1], 0.9995500f, 1e-6);
+  rope_angles(rope_table(c, 0), 4, 3, cs, sn);  // freqs 1 and 0.001, times 0.125
+  EXPECT_NEAR(cs[0], 0.9305076f, 1e-6);
+  EXPECT_NEAR(cs[1], 0.9999999f, 1e-6);
+}
+
+// ---------------------------------------------------------------- whole models
+
+void expect_differ(const Logits& a, const Logits& b, const std::string& what) {
+  double diff = 0;
+  for (size_t t = 0; t < a.size(); t++)
+    for (size_t i = 0; i < a[t].size(); i++) diff = std::max(diff, std::fabs(double(a[t][i]) - b[t][i]));
+  EXPECT_GT(diff, 1e-3) << what << " changed nothing";
+}
+
+void expect_same(const Logits& a, const Logits& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t t = 0; t < a.size(); t++)
+    for (size_t i = 0; i < a[t].size(); i++) ASSERT_EQ(a[t][i], b[t][i]) << what << ": token " << t << " index " << i;
+}
+
+// Logits of a model whose cache holds `capacity` slots (LongRoPE depends on it).
+Logits logits_with_context(const Model& m, const std::vector<int32_t>& toks, int capacity) {
+  Transformer tf(m.config(), m.weights());
+  KvCache cache(m.config(), capacity);
+  SequenceInput in;
+  in.set_causal(&cache, toks, SequenceInput::Logits::All);
+  const float* l = tf.forward(in);
+  Logits out;
+  for (size_t t = 0; t < toks.size(); t++) out.emplace_back(l + t * m.config().vocab_size, l + (t + 1) * m.config().vocab_size);
+  return out;
+}
+
+TEST(Qwen3, QkNormChangesTheLogits) {
+  const ModelConfig cfg = preset_config("qwen3-tiny");
+  ASSERT_NE(cfg.head_dim * cfg.n_heads, cfg.dim);  // head size from key_length, not dim / heads
+  TensorSet ts = random_tensors(cfg, DType::F32, 3);
+  Model with(cfg, ts, "memory");
+  ModelConfig plain = cfg;
+  plain.arch = Arch::Qwen2;  // the same weights without the per-head norms
+  Model without(plain, ts, "memory");
+  auto toks = random_tokens(8, cfg.vocab_size, 1);
+  expect_differ(stepwise(with, toks), stepwise(without, toks), "qwen3 q/k norm");
+  TensorSet missing = ts;
+  missing.tensors.erase("blk.1.attn_k_norm.weight");
+  expect_error([&] { Model m(cfg, missing, "memory"); }, "model is missing tensor 'blk.1.attn_k_norm.weight'");
+}
+
+// GGUF out and back: the same config and the same logits, bit for bit.
+TEST(ArchGguf, WriteAndLoadEveryArchitecture) {
+  for (const char* preset : {"qwen3-tiny"}) {
+    SCOPED_TRACE(preset);
+    const ModelConfig cfg = preset_config(preset);
+    Model ref(cfg, random_tensors(cfg, DType::Q8_0, 6), "memory");
+    test::TempDir d(std::string("arch_") + preset);
+    write_model_gguf(d / "m.gguf", ref.config(), ref.tensors(), GgufMetadata{});
+    auto back = model_from_gguf(std::shared_ptr<const GgufFile>(GgufFile::open(d / "m.gguf")));
+    const ModelConfig& got = back->config();
+    EXPECT_EQ(got.arch, cfg.arch);
+    EXPECT_EQ(got.head_dim, cfg.head_dim);
+    EXPECT_EQ(got.rope_dim, cfg.rope_dim);
+    EXPECT_EQ(got.rope_style, RopeStyle::Neox);
+    EXPECT_EQ(got.rope_factors_long, cfg.rope_factors_long);
+    EXPECT_EQ(got.rope_factors_short, cfg.rope_factors_short);
+    EXPECT_EQ(got.rope_orig_context, cfg.rope_orig_context);
+    EXPECT_EQ(got.rope_attn_factor, cfg.rope_attn_factor);
+    EXPECT_EQ(got.tied_output, cfg.tied_output);
+    auto toks = random_tokens(10, cfg.vocab_size, 7);
+    expect_same(stepwise(*back, toks), stepwise(ref, toks), preset);
+  }
+}
+
+TEST(ArchGguf, BadFilesAreOneLineErrors) {
+  GgufMetadata meta;
+  config_to_gguf(preset_config("qwen3-tiny"), meta);
+  meta.set("general.architecture", GgufValue::of_string("mamba"));
+  expect_error([&] { config_from_gguf(meta); }, "unsupported architecture 'mamba' (supported: llama, qwen2, qwen3");
+}
+
+}  // namespace
+}  // namespace jf
