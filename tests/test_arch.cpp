@@ -167,9 +167,61 @@ TEST(Qwen3, QkNormChangesTheLogits) {
   expect_error([&] { Model m(cfg, missing, "memory"); }, "model is missing tensor 'blk.1.attn_k_norm.weight'");
 }
 
+// The fused tensors are cut into the same matrices a model with separate tensors has: gate is the first half
+// of ffn_up, and q, k, v follow each other in attn_qkv. Same matrices, same kernels: the same bits.
+TEST(Phi3, FusedTensorsSplitAsSeparateOnes) {
+  const ModelConfig cfg = preset_config("phi3-tiny");
+  TensorSet fused = random_tensors(cfg, DType::F16, 4);
+  TensorSet split;
+  split.owned = fused.owned;
+  auto rows = [&](const std::string& from, const std::string& to, int64_t r0, int64_t n) {
+    const TensorRef& t = *fused.find(from);
+    const size_t rb = dtype_row_bytes(t.type, t.dims[0]);
+    split.tensors[to] = TensorRef{t.type, {t.dims[0], n}, static_cast<const uint8_t*>(t.data) + r0 * rb};
+  };
+  for (const auto& [name, t] : fused.tensors) {
+    const std::string p = name.substr(0, name.find('.', 4) + 1);
+    if (name.ends_with("attn_qkv.weight")) {
+      rows(name, p + "attn_q.weight", 0, cfg.q_dim());
+      rows(name, p + "attn_k.weight", cfg.q_dim(), cfg.kv_dim());
+      rows(name, p + "attn_v.weight", cfg.q_dim() + cfg.kv_dim(), cfg.kv_dim());
+    } else if (name.ends_with("ffn_up.weight")) {
+      rows(name, p + "ffn_gate.weight", 0, cfg.ffn_dim);
+      rows(name, p + "ffn_up.weight", cfg.ffn_dim, cfg.ffn_dim);
+    } else {
+      split.tensors[name] = t;
+    }
+  }
+  ModelConfig separate = cfg;
+  separate.arch = Arch::Qwen2;  // Neox, separate tensors, no biases; the LongRoPE tensors still bind
+  Model a(cfg, fused, "memory"), b(separate, split, "memory");
+  EXPECT_EQ(b.config().rope_factors_long, cfg.rope_factors_long);
+  auto toks = random_tokens(10, cfg.vocab_size, 2);
+  expect_same(stepwise(a, toks), stepwise(b, toks), "fused vs separate");
+}
+
+TEST(Phi3, LongRopeFactorsAndPartialRotaryChangeTheLogits) {
+  const ModelConfig cfg = preset_config("phi3-tiny");
+  ASSERT_LT(cfg.rope_dim, cfg.head_dim);
+  TensorSet ts = random_tensors(cfg, DType::F32, 5);
+  Model m(cfg, ts, "memory");
+  auto toks = random_tokens(12, cfg.vocab_size, 3);
+  // A cache beyond the original context (64) rotates with the long factors, one within it with the short ones.
+  expect_differ(logits_with_context(m, toks, 65), logits_with_context(m, toks, 64), "long vs short factors");
+  expect_same(logits_with_context(m, toks, 256), logits_with_context(m, toks, 65), "two long contexts");
+  ModelConfig full = cfg;
+  full.rope_dim = cfg.head_dim;
+  TensorSet no_factors = ts;
+  no_factors.tensors.erase("rope_factors_long.weight");
+  no_factors.tensors.erase("rope_factors_short.weight");
+  full.rope_factors_long.clear(), full.rope_factors_short.clear();
+  Model whole(full, no_factors, "memory");
+  expect_differ(stepwise(m, toks), stepwise(whole, toks), "partial rotary + longrope");
+}
+
 // GGUF out and back: the same config and the same logits, bit for bit.
 TEST(ArchGguf, WriteAndLoadEveryArchitecture) {
-  for (const char* preset : {"qwen3-tiny"}) {
+  for (const char* preset : {"qwen3-tiny", "phi3-tiny"}) {
     SCOPED_TRACE(preset);
     const ModelConfig cfg = preset_config(preset);
     Model ref(cfg, random_tensors(cfg, DType::Q8_0, 6), "memory");
@@ -195,7 +247,18 @@ TEST(ArchGguf, BadFilesAreOneLineErrors) {
   GgufMetadata meta;
   config_to_gguf(preset_config("qwen3-tiny"), meta);
   meta.set("general.architecture", GgufValue::of_string("mamba"));
-  expect_error([&] { config_from_gguf(meta); }, "unsupported architecture 'mamba' (supported: llama, qwen2, qwen3");
+  expect_error([&] { config_from_gguf(meta); }, "unsupported architecture 'mamba' (supported: llama, qwen2, qwen3, phi3");
+  const ModelConfig phi = preset_config("phi3-tiny");
+  TensorSet ts = random_tensors(phi, DType::F32, 1);
+  TensorSet bad = ts;
+  bad.tensors["blk.0.attn_qkv.weight"].dims[1] -= 1;
+  expect_error([&] { Model m(phi, bad, "memory"); }, "tensor 'blk.0.attn_qkv.weight' has shape");
+  bad = ts;
+  bad.tensors["rope_factors_long.weight"].dims[0] = 2;
+  expect_error([&] { Model m(phi, bad, "memory"); }, "LongRoPE factors have 2 entries, expected 6");
+  ModelConfig no_orig = phi;
+  no_orig.rope_orig_context = 0;
+  expect_error([&] { Model m(no_orig, ts, "memory"); }, "original_context_length");
 }
 
 }  // namespace

@@ -223,7 +223,7 @@ TEST(RandomModels, GreedyStrategiesEqualAr) {
 // Every architecture's own operations (q/k norms, fused matrices, partial rotary, LongRoPE) keep each
 // decoder lossless.
 TEST(RandomModels, GreedyStrategiesEqualArOnEveryArchitecture) {
-  for (const char* preset : {"qwen3-tiny"}) {
+  for (const char* preset : {"qwen3-tiny", "phi3-tiny"}) {
     auto m = random_model(preset_config(preset), DType::F16, 13);
     Session s(*m, 256);
     GenerationConfig cfg;

@@ -96,7 +96,7 @@ void expect_same(const Logits& a, const Logits& b, const std::string& what) {
 
 // HF directory -> model: the in-memory model's logits; -> GGUF file (llama.cpp's names and keys) -> model: again.
 TEST(HfArch, LoadsAndConvertsToGguf) {
-  for (const char* preset : {"qwen3-tiny"}) {
+  for (const char* preset : {"qwen3-tiny", "phi3-tiny"}) {
     SCOPED_TRACE(preset);
     const ModelConfig cfg = preset_config(preset);
     TensorSet ts = random_tensors(cfg, DType::F32, 8);
@@ -137,16 +137,26 @@ TEST(HfArch, LoadsAndConvertsToGguf) {
 
 TEST(HfArch, BadConfigsErrorCleanly) {
   TempDir d("hf_bad");
+  const json good = hf_config(preset_config("phi3-tiny"));
   auto expect_config_error = [&](const json& j, const std::string& needle) {
     write_text(d / "config.json", j.dump());
     expect_error([&] { config_from_hf(d.path); }, needle);
   };
-  json j = hf_config(preset_config("qwen3-tiny"));
+  json j = good;
+  j["rope_scaling"]["long_factor"] = {1.0, 2.0};
+  expect_config_error(j, "'long_factor' must be a list of 6 numbers");
+  j = good;
+  j.erase("original_max_position_embeddings");
+  expect_config_error(j, "missing key 'original_max_position_embeddings'");
+  j = good;
+  j["partial_rotary_factor"] = 0.3;
+  expect_config_error(j, "partial_rotary_factor");
+  j = good;
+  j["model_type"] = "mamba", j.erase("architectures");
+  expect_config_error(j, "unsupported model_type 'mamba' (supported: llama, qwen2, qwen3, phi3)");
+  j = hf_config(preset_config("qwen3-tiny"));
   j["use_sliding_window"] = true;
   expect_config_error(j, "use_sliding_window");
-  j = hf_config(preset_config("qwen3-tiny"));
-  j["model_type"] = "mamba", j.erase("architectures");
-  expect_config_error(j, "unsupported model_type 'mamba' (supported: llama, qwen2, qwen3)");
 }
 
 }  // namespace
