@@ -219,9 +219,36 @@ TEST(Phi3, LongRopeFactorsAndPartialRotaryChangeTheLogits) {
   expect_differ(stepwise(m, toks), stepwise(whole, toks), "partial rotary + longrope");
 }
 
+// Gemma 2: a token sees only the last 8 positions on local layers, so the first 8 tokens' logits are those of
+// the model without a window, bit for bit, and later ones differ; soft-caps and post-norms change the logits.
+TEST(Gemma2, SlidingWindowSoftcapsAndPostNorms) {
+  const ModelConfig cfg = preset_config("gemma2-tiny");
+  ASSERT_EQ(cfg.sliding_window, 8);
+  TensorSet ts = random_tensors(cfg, DType::F32, 7);
+  Model m(cfg, ts, "memory");
+  auto toks = random_tokens(20, cfg.vocab_size, 4);
+  const Logits ref = stepwise(m, toks);
+  ModelConfig no_window = cfg;
+  no_window.sliding_window = 0;
+  const Logits wide = stepwise(Model(no_window, ts, "memory"), toks);
+  expect_same(Logits(ref.begin(), ref.begin() + 8), Logits(wide.begin(), wide.begin() + 8), "inside the window");
+  expect_differ(Logits(ref.begin() + 8, ref.end()), Logits(wide.begin() + 8, wide.end()), "sliding window");
+  ModelConfig caps = cfg;
+  caps.attn_softcap = 0.5f, caps.final_softcap = 2.0f;
+  ModelConfig no_caps = cfg;
+  no_caps.attn_softcap = 0.0f, no_caps.final_softcap = 0.0f;
+  const Logits capped = stepwise(Model(caps, ts, "memory"), toks);
+  expect_differ(capped, stepwise(Model(no_caps, ts, "memory"), toks), "soft-caps");
+  for (const auto& row : capped)
+    for (float v : row) ASSERT_LT(std::fabs(v), 2.0f);
+  TensorSet missing = ts;
+  missing.tensors.erase("blk.1.post_ffw_norm.weight");
+  expect_error([&] { Model bad(cfg, missing, "memory"); }, "model is missing tensor 'blk.1.post_ffw_norm.weight'");
+}
+
 // GGUF out and back: the same config and the same logits, bit for bit.
 TEST(ArchGguf, WriteAndLoadEveryArchitecture) {
-  for (const char* preset : {"qwen3-tiny", "phi3-tiny"}) {
+  for (const char* preset : {"qwen3-tiny", "phi3-tiny", "gemma2-tiny"}) {
     SCOPED_TRACE(preset);
     const ModelConfig cfg = preset_config(preset);
     Model ref(cfg, random_tensors(cfg, DType::Q8_0, 6), "memory");
@@ -238,6 +265,13 @@ TEST(ArchGguf, WriteAndLoadEveryArchitecture) {
     EXPECT_EQ(got.rope_orig_context, cfg.rope_orig_context);
     EXPECT_EQ(got.rope_attn_factor, cfg.rope_attn_factor);
     EXPECT_EQ(got.tied_output, cfg.tied_output);
+    EXPECT_EQ(got.sliding_window, cfg.sliding_window);
+    EXPECT_EQ(got.sliding_period, cfg.sliding_period);
+    EXPECT_EQ(got.attn_softcap, cfg.attn_softcap);
+    EXPECT_EQ(got.final_softcap, cfg.final_softcap);
+    EXPECT_EQ(got.query_scale, cfg.query_scale);
+    EXPECT_EQ(got.rope_theta_local, cfg.rope_theta_local);
+    EXPECT_EQ(got.rope_freq_scale, cfg.rope_freq_scale);
     auto toks = random_tokens(10, cfg.vocab_size, 7);
     expect_same(stepwise(*back, toks), stepwise(ref, toks), preset);
   }
@@ -247,7 +281,7 @@ TEST(ArchGguf, BadFilesAreOneLineErrors) {
   GgufMetadata meta;
   config_to_gguf(preset_config("qwen3-tiny"), meta);
   meta.set("general.architecture", GgufValue::of_string("mamba"));
-  expect_error([&] { config_from_gguf(meta); }, "unsupported architecture 'mamba' (supported: llama, qwen2, qwen3, phi3");
+  expect_error([&] { config_from_gguf(meta); }, "unsupported architecture 'mamba' (supported: llama, qwen2, qwen3, phi3, gemma2");
   const ModelConfig phi = preset_config("phi3-tiny");
   TensorSet ts = random_tensors(phi, DType::F32, 1);
   TensorSet bad = ts;

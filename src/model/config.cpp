@@ -10,7 +10,7 @@ namespace jf {
 
 namespace {
 // The architectures files may name (GGUF general.architecture).
-constexpr Arch kSupportedArchs[] = {Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Phi3};
+constexpr Arch kSupportedArchs[] = {Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Phi3, Arch::Gemma2};
 }  // namespace
 
 std::string arch_name(Arch a) {
