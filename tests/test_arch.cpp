@@ -246,9 +246,28 @@ TEST(Gemma2, SlidingWindowSoftcapsAndPostNorms) {
   expect_error([&] { Model bad(cfg, missing, "memory"); }, "model is missing tensor 'blk.1.post_ffw_norm.weight'");
 }
 
+// Gemma 3: q/k norms and the local layers' own RoPE base both change the logits.
+TEST(Gemma3, QkNormAndLocalRopeBase) {
+  const ModelConfig cfg = preset_config("gemma3-tiny");
+  ASSERT_TRUE(cfg.local_layer(0));
+  ASSERT_FALSE(cfg.local_layer(5));
+  TensorSet ts = random_tensors(cfg, DType::F32, 8);
+  auto toks = random_tokens(12, cfg.vocab_size, 5);
+  const Logits ref = stepwise(Model(cfg, ts, "memory"), toks);
+  ModelConfig one_base = cfg;
+  one_base.rope_theta_local = 0.0f;  // every layer with the global base and scaling
+  expect_differ(ref, stepwise(Model(one_base, ts, "memory"), toks), "local rope base");
+  TensorSet flat = ts;  // q/k norm weights 1 instead of random: still normalised, so a different result
+  std::vector<uint8_t> ones(size_t(cfg.head_dim) * 4);
+  for (int i = 0; i < cfg.head_dim; i++) reinterpret_cast<float*>(ones.data())[i] = 1.0f;
+  for (int l = 0; l < cfg.n_layers; l++)
+    flat.add_owned("blk." + std::to_string(l) + ".attn_q_norm.weight", DType::F32, {cfg.head_dim}, ones);
+  expect_differ(ref, stepwise(Model(cfg, flat, "memory"), toks), "q norm weights");
+}
+
 // GGUF out and back: the same config and the same logits, bit for bit.
 TEST(ArchGguf, WriteAndLoadEveryArchitecture) {
-  for (const char* preset : {"qwen3-tiny", "phi3-tiny", "gemma2-tiny"}) {
+  for (const char* preset : {"qwen3-tiny", "phi3-tiny", "gemma2-tiny", "gemma3-tiny"}) {
     SCOPED_TRACE(preset);
     const ModelConfig cfg = preset_config(preset);
     Model ref(cfg, random_tensors(cfg, DType::Q8_0, 6), "memory");
@@ -281,7 +300,7 @@ TEST(ArchGguf, BadFilesAreOneLineErrors) {
   GgufMetadata meta;
   config_to_gguf(preset_config("qwen3-tiny"), meta);
   meta.set("general.architecture", GgufValue::of_string("mamba"));
-  expect_error([&] { config_from_gguf(meta); }, "unsupported architecture 'mamba' (supported: llama, qwen2, qwen3, phi3, gemma2");
+  expect_error([&] { config_from_gguf(meta); }, "unsupported architecture 'mamba' (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3)");
   const ModelConfig phi = preset_config("phi3-tiny");
   TensorSet ts = random_tensors(phi, DType::F32, 1);
   TensorSet bad = ts;

@@ -224,7 +224,7 @@ TEST(RandomModels, GreedyStrategiesEqualAr) {
 // each decoder lossless; gemma's sliding window (8 positions, 50 new tokens) too, however a decoder places its
 // speculative rows in the cache.
 TEST(RandomModels, GreedyStrategiesEqualArOnEveryArchitecture) {
-  for (const char* preset : {"qwen3-tiny", "phi3-tiny", "gemma2-tiny"}) {
+  for (const char* preset : {"qwen3-tiny", "phi3-tiny", "gemma2-tiny", "gemma3-tiny"}) {
     auto m = random_model(preset_config(preset), DType::F16, 13);
     Session s(*m, 256);
     GenerationConfig cfg;

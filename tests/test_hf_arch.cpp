@@ -116,7 +116,7 @@ void expect_same(const Logits& a, const Logits& b, const std::string& what) {
 
 // HF directory -> model: the in-memory model's logits; -> GGUF file (llama.cpp's names and keys) -> model: again.
 TEST(HfArch, LoadsAndConvertsToGguf) {
-  for (const char* preset : {"qwen3-tiny", "phi3-tiny", "gemma2-tiny"}) {
+  for (const char* preset : {"qwen3-tiny", "phi3-tiny", "gemma2-tiny", "gemma3-tiny"}) {
     SCOPED_TRACE(preset);
     const ModelConfig cfg = preset_config(preset);
     TensorSet ts = random_tensors(cfg, DType::F32, 8);
@@ -195,7 +195,7 @@ TEST(HfArch, BadConfigsErrorCleanly) {
   expect_config_error(j, "partial_rotary_factor");
   j = good;
   j["model_type"] = "mamba", j.erase("architectures");
-  expect_config_error(j, "unsupported model_type 'mamba' (supported: llama, qwen2, qwen3, phi3, gemma2)");
+  expect_config_error(j, "unsupported model_type 'mamba' (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3_text)");
   j = hf_config(preset_config("qwen3-tiny"));
   j["use_sliding_window"] = true;
   expect_config_error(j, "use_sliding_window");

@@ -204,7 +204,8 @@ TEST_P(BatchInvariance, LogitsBitIdenticalAcrossBatchShapes) {
 INSTANTIATE_TEST_SUITE_P(
     Models, BatchInvariance,
     ::testing::Combine(::testing::Values("stories260K", "llama-gqa", "llama-mha-untied-ropefreqs", "qwen2-bias-tied",
-                                         "qwen3-tiny", "phi3-tiny", "gemma2-tiny"),
+                                         "qwen3-tiny", "phi3-tiny", "gemma2-tiny",
+                                         "gemma3-tiny"),
                        ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0),
                        ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx2Vnni, Isa::Avx512)),
     [](const auto& info) {

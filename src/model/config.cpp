@@ -10,7 +10,7 @@ namespace jf {
 
 namespace {
 // The architectures files may name (GGUF general.architecture).
-constexpr Arch kSupportedArchs[] = {Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Phi3, Arch::Gemma2};
+constexpr Arch kSupportedArchs[] = {Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Phi3, Arch::Gemma2, Arch::Gemma3};
 }  // namespace
 
 std::string arch_name(Arch a) {

@@ -99,7 +99,8 @@ constexpr HfArch kHfArchs[] = {{Arch::Llama, "LlamaForCausalLM", "llama"},
                                {Arch::Qwen2, "Qwen2ForCausalLM", "qwen2"},
                                {Arch::Qwen3, "Qwen3ForCausalLM", "qwen3"},
                                {Arch::Phi3, "Phi3ForCausalLM", "phi3"},
-                               {Arch::Gemma2, "Gemma2ForCausalLM", "gemma2"}};
+                               {Arch::Gemma2, "Gemma2ForCausalLM", "gemma2"},
+                               {Arch::Gemma3, "Gemma3ForCausalLM", "gemma3_text"}};
 
 const char* hf_arch_name(Arch a) {
   for (const HfArch& h : kHfArchs)
