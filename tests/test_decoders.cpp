@@ -220,6 +220,19 @@ TEST(RandomModels, GreedyStrategiesEqualAr) {
   }
 }
 
+// Every architecture's own operations (q/k norms, fused matrices, partial rotary, LongRoPE, soft-caps) keep
+// each decoder lossless; gemma's sliding window (8 positions, 50 new tokens) too, however a decoder places its
+// speculative rows in the cache.
+TEST(RandomModels, GreedyStrategiesEqualArOnEveryArchitecture) {
+  for (const char* preset : {"qwen3-tiny", "phi3-tiny", "gemma2-tiny", "gemma3-tiny"}) {
+    auto m = random_model(preset_config(preset), DType::F16, 13);
+    Session s(*m, 256);
+    GenerationConfig cfg;
+    cfg.max_new_tokens = 50;
+    expect_same_as_ar(s, {1, 5, 9, 5, 9}, cfg, preset);
+  }
+}
+
 // With an F16 KV cache the strategies still return AR's tokens (AR with the same cache type): rounding the
 // cache changes no batch invariance.
 // Every decoder stays lossless on K-quant models: GGML's q4_k_m mix (Q4_K + Q6_K) and q5_k_m (Q5_K + Q6_K).

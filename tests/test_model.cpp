@@ -178,6 +178,8 @@ TEST_P(BatchInvariance, LogitsBitIdenticalAcrossBatchShapes) {
     m = random_model(llama_256(), type, 4);
   } else if (which == "llama-mha-untied-ropefreqs") {
     m = random_model(llama_mha_untied(), type, 2);
+  } else if (which.ends_with("-tiny")) {  // the other architectures' test shapes
+    m = random_model(preset_config(which), type, 6);
   } else {
     m = random_model(qwen_like(), type, 3);
   }
@@ -201,7 +203,9 @@ TEST_P(BatchInvariance, LogitsBitIdenticalAcrossBatchShapes) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, BatchInvariance,
-    ::testing::Combine(::testing::Values("stories260K", "llama-gqa", "llama-mha-untied-ropefreqs", "qwen2-bias-tied"),
+    ::testing::Combine(::testing::Values("stories260K", "llama-gqa", "llama-mha-untied-ropefreqs", "qwen2-bias-tied",
+                                         "qwen3-tiny", "phi3-tiny", "gemma2-tiny",
+                                         "gemma3-tiny"),
                        ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0),
                        ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx2Vnni, Isa::Avx512)),
     [](const auto& info) {

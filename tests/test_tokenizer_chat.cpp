@@ -1,4 +1,5 @@
 // Chat formats: detection from real templates and vocabularies; rendered prompts against hand-written strings.
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -43,7 +44,8 @@ const std::vector<ChatMessage> kDialog = {
     {"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Bye"}};
 
 TEST(Chat, Names) {
-  for (ChatFormat f : {ChatFormat::ChatML, ChatFormat::Llama3, ChatFormat::Llama2, ChatFormat::None}) {
+  for (ChatFormat f : {ChatFormat::ChatML, ChatFormat::Llama3, ChatFormat::Llama2, ChatFormat::Gemma, ChatFormat::Phi3,
+                       ChatFormat::None}) {
     ChatFormat back = ChatFormat::None;
     EXPECT_TRUE(chat_format_from_name(chat_format_name(f), &back));
     EXPECT_EQ(back, f);
@@ -130,10 +132,60 @@ TEST(Chat, DetectionFallsBackToVocabulary) {
   EXPECT_THROW(render_chat(ChatFormat::None, kDialog, true, Tokenizer(chat_vocab(""))), Error);
 }
 
+// A vocabulary with only the given special tokens besides the basic ones.
+VocabSpec vocab_with(const std::string& chat_template, std::initializer_list<const char*> specials) {
+  VocabSpec s = chat_vocab(chat_template, false);
+  for (const char* t : specials) {
+    s.tokens.push_back(t);
+    s.types.push_back(TokenKind::Control);
+  }
+  return s;
+}
+
+TEST(Chat, GemmaFormat) {
+  const std::string tmpl = "{{ bos_token }}{% for message in messages %}<start_of_turn>{{ role }}\n"
+                           "{{ message['content'] | trim }}<end_of_turn>\n{% endfor %}";
+  Tokenizer tok(vocab_with(tmpl, {"<start_of_turn>", "<end_of_turn>"}));
+  EXPECT_EQ(detect_chat_format(tok), ChatFormat::Gemma);
+  EXPECT_EQ(detect_chat_format(Tokenizer(vocab_with("", {"<start_of_turn>", "<end_of_turn>"}))), ChatFormat::Gemma);
+  // No system turn: the system text opens the first user turn; the assistant is "model"; contents trimmed.
+  EXPECT_EQ(render_chat(ChatFormat::Gemma, kDialog, true, tok),
+            "<s><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n"
+            "<start_of_turn>model\nHello!<end_of_turn>\n"
+            "<start_of_turn>user\nBye<end_of_turn>\n"
+            "<start_of_turn>model\n");
+  EXPECT_EQ(render_chat(ChatFormat::Gemma, {{"user", " Hi \n"}}, false, tok), "<s><start_of_turn>user\nHi<end_of_turn>\n");
+  std::vector<int32_t> ids = tok.encode(render_chat(ChatFormat::Gemma, {{"user", "Hi"}}, true, tok), false, true);
+  ASSERT_GE(ids.size(), 2u);
+  EXPECT_EQ(tok.token_text(ids[1]), "<start_of_turn>");
+}
+
+TEST(Chat, Phi3Format) {
+  VocabSpec s = vocab_with("", {"<|system|>", "<|user|>", "<|assistant|>", "<|end|>"});
+  s.add_bos = false;
+  Tokenizer tok(s);
+  EXPECT_EQ(detect_chat_format(tok), ChatFormat::Phi3);
+  EXPECT_EQ(render_chat(ChatFormat::Phi3, kDialog, true, tok),
+            "<|system|>\nBe brief.<|end|>\n<|user|>\nHi<|end|>\n<|assistant|>\nHello!<|end|>\n"
+            "<|user|>\nBye<|end|>\n<|assistant|>\n");
+}
+
 TEST(Chat, RealVocabularies) {
   JF_SHARED_PATH(phi_path, "models/tokenizers/ggml-vocab-phi-3.gguf");
   auto phi = Tokenizer::from_gguf(GgufFile::open(phi_path)->meta());
-  EXPECT_EQ(detect_chat_format(*phi), ChatFormat::None);  // Phi-3's <|user|> format is not one of ours
+  EXPECT_EQ(detect_chat_format(*phi), ChatFormat::Phi3);  // from its template's <|user|> ... <|end|>
+  // What Phi-3-mini's template renders for one user message.
+  const std::string want = std::string(phi->spec().add_bos ? "<s>" : "") + "<|user|>\nHi<|end|>\n<|assistant|>\n";
+  EXPECT_EQ(render_chat(ChatFormat::Phi3, {{"user", "Hi"}}, true, *phi), want);
+  const std::vector<int32_t> ids = phi->encode(want, false, true);
+  EXPECT_EQ(std::count_if(ids.begin(), ids.end(), [&](int32_t id) { return phi->token_text(id) == "<|user|>"; }), 1);
+  bool saw_end = false;  // <|end|> is one token, and generation stops on it
+  for (int32_t id : ids) {
+    if (phi->token_text(id) != "<|end|>") continue;
+    saw_end = true;
+    EXPECT_TRUE(phi->is_eog(id));
+  }
+  EXPECT_TRUE(saw_end);
   JF_SHARED_PATH(gpt2_path, "models/tokenizers/ggml-vocab-gpt-2.gguf");
   auto gpt2 = Tokenizer::from_gguf(GgufFile::open(gpt2_path)->meta());
   EXPECT_EQ(detect_chat_format(*gpt2), ChatFormat::None);

@@ -38,9 +38,14 @@ int run_convert(const ModelOptions& o, const std::string& out, const std::string
   return 0;
 }
 
-int run_random(const std::string& preset, const std::string& type, uint64_t seed, int layers, const std::string& vocab_from,
-               const std::string& out) {
+int run_random(std::string preset, const std::string& arch, const std::string& type, uint64_t seed, int layers,
+               const std::string& vocab_from, const std::string& out) {
   if (out.empty()) throw Error("missing output path (-o)");
+  if (!arch.empty()) {  // a tiny test model of that architecture
+    Arch a;
+    if (!arch_from_name(arch, &a)) throw Error("unknown architecture '" + arch + "' (supported: " + supported_arch_names() + ")");
+    preset = a == Arch::Llama ? "tiny" : arch + "-tiny";
+  }
   ModelConfig cfg = preset_config(preset);
   if (layers > 0) cfg.n_layers = layers;
   GgufMetadata meta;
@@ -73,20 +78,24 @@ Command add_convert_command(CLI::App& app) {
 
 Command add_random_command(CLI::App& app) {
   struct Args {
-    std::string preset = "llama-1b", type = "f16", out;
+    std::string preset = "llama-1b", arch, type = "f16", out;
     uint64_t seed = 1;
     int layers = 0;
     std::string vocab_from;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("random", "Write a randomly initialised model of a realistic shape (for benchmarks)");
-  cmd->add_option("--preset", a->preset, "Shape: tiny, llama-1b (TinyLlama 1.1B), qwen2-0.5b (Qwen2.5 0.5B)");
+  cmd->add_option("--preset", a->preset,
+                  "Shape: tiny, llama-1b (TinyLlama 1.1B), qwen2-0.5b (Qwen2.5 0.5B), qwen3-tiny, qwen3-0.6b (Qwen3 0.6B), "
+                  "phi3-tiny, phi3-mini (Phi-3-mini)");
+  cmd->add_option("--arch", a->arch, "A tiny test model of this architecture (" + supported_arch_names() + ")")
+      ->excludes(cmd->get_option("--preset"));
   cmd->add_option("--type", a->type, std::string("Weight type: ") + weight_scheme_names() + " (default f16)");
   cmd->add_option("--seed", a->seed, "Random seed (default 1)");
   cmd->add_option("--layers", a->layers, "Override the number of layers")->check(CLI::Range(0, 1000));
   cmd->add_option("--vocab-from", a->vocab_from, "Copy the tokenizer of this GGUF file (its size must match the preset)");
   cmd->add_option("-o,--output", a->out, "Output GGUF file")->required();
-  return [a] { return run_random(a->preset, a->type, a->seed, a->layers, a->vocab_from, a->out); };
+  return [a] { return run_random(a->preset, a->arch, a->type, a->seed, a->layers, a->vocab_from, a->out); };
 }
 
 }  // namespace jf::cli

@@ -8,13 +8,39 @@
 
 namespace jf {
 
-std::string arch_name(Arch a) { return a == Arch::Qwen2 ? "qwen2" : "llama"; }
+namespace {
+// The architectures files may name (GGUF general.architecture).
+constexpr Arch kSupportedArchs[] = {Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Phi3, Arch::Gemma2, Arch::Gemma3};
+}  // namespace
+
+std::string arch_name(Arch a) {
+  switch (a) {
+    case Arch::Llama: return "llama";
+    case Arch::Qwen2: return "qwen2";
+    case Arch::Qwen3: return "qwen3";
+    case Arch::Phi3: return "phi3";
+    case Arch::Gemma2: return "gemma2";
+    case Arch::Gemma3: return "gemma3";
+  }
+  return "llama";
+}
 
 bool arch_from_name(const std::string& name, Arch* out) {
-  if (name == "llama") *out = Arch::Llama;
-  else if (name == "qwen2") *out = Arch::Qwen2;
-  else return false;
-  return true;
+  for (Arch a : kSupportedArchs)
+    if (name == arch_name(a)) return *out = a, true;
+  return false;
+}
+
+std::string supported_arch_names() {
+  std::string s;
+  for (Arch a : kSupportedArchs) s += (s.empty() ? "" : ", ") + arch_name(a);
+  return s;
+}
+
+RopeStyle gguf_rope_style(Arch a) { return a == Arch::Llama ? RopeStyle::Interleaved : RopeStyle::Neox; }
+
+float ModelConfig::attention_scale() const {
+  return query_scale > 0.0f ? query_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
 }
 
 void ModelConfig::validate() const {
@@ -37,6 +63,17 @@ void ModelConfig::validate() const {
   if (!(rope_freq_scale > 0.0f) || !std::isfinite(rope_freq_scale)) bad("rope scaling factor");
   if (!rope_freq_factors.empty() && static_cast<int>(rope_freq_factors.size()) != rope_dim / 2)
     bad("rope_freqs has " + std::to_string(rope_freq_factors.size()) + " entries, expected " + std::to_string(rope_dim / 2));
+  for (const auto* f : {&rope_factors_short, &rope_factors_long})
+    if (static_cast<int>(f->size()) != (rope_factors_long.empty() && rope_factors_short.empty() ? 0 : rope_dim / 2))
+      bad("LongRoPE factors have " + std::to_string(f->size()) + " entries, expected " + std::to_string(rope_dim / 2) +
+          " for both rope_factors_short and rope_factors_long");
+  if (!rope_factors_long.empty() && rope_orig_context <= 0) bad("LongRoPE needs rope.scaling.original_context_length");
+  if (!(rope_attn_factor > 0.0f) || !std::isfinite(rope_attn_factor)) bad("rope attn_factor " + std::to_string(rope_attn_factor));
+  if (sliding_window < 0) bad("sliding_window " + std::to_string(sliding_window));
+  if (sliding_window > 0 && sliding_period < 2) bad("sliding window without a layer pattern");
+  if (!(rope_theta_local >= 0.0f) || !std::isfinite(rope_theta_local)) bad("local rope freq_base " + std::to_string(rope_theta_local));
+  for (float c : {attn_softcap, final_softcap, query_scale})
+    if (!(c >= 0.0f) || !std::isfinite(c)) bad("soft-cap or query scale " + std::to_string(c));
 }
 
 std::string ModelConfig::summary() const {
@@ -44,14 +81,53 @@ std::string ModelConfig::summary() const {
   s << arch_name(arch) << ": " << n_layers << " layers, dim " << dim << ", heads " << n_heads << "/" << n_kv_heads
     << " x " << head_dim << ", ffn " << ffn_dim << ", vocab " << vocab_size << ", ctx " << context_length
     << ", rope " << (rope_style == RopeStyle::Neox ? "neox" : "interleaved") << " theta " << rope_theta
-    << (attn_bias ? ", qkv bias" : "") << (tied_output ? ", tied output" : "");
+    << (attn_bias ? ", qkv bias" : "") << (tied_output ? ", tied output" : "") << (qk_norm() ? ", q/k norm" : "")
+    << (rope_dim < head_dim ? ", rotary " + std::to_string(rope_dim) + " of " + std::to_string(head_dim) : "")
+    << (rope_factors_long.empty() ? "" : ", longrope from " + std::to_string(rope_orig_context))
+    << (sliding_window > 0 ? ", sliding window " + std::to_string(sliding_window) : "")
+    << (attn_softcap > 0 ? ", soft-caps" : "");
   return s.str();
 }
+
+namespace {
+
+// Gemma's keys: the layer pattern, soft-caps, local RoPE base and query scale (llama.cpp's conventions: the
+// 27B models scale q by 1/sqrt(dim / heads), the others by 1/sqrt(head_dim); GGUF does not store it).
+void read_gemma_keys(const GgufMetadata& meta, const std::string& p, ModelConfig& c) {
+  const bool g2 = c.arch == Arch::Gemma2;
+  c.sliding_window = static_cast<int>(meta.get_int(p + "attention.sliding_window", g2 ? 4096 : 512));
+  c.sliding_period = g2 ? 2 : 6;
+  if (g2) {
+    c.attn_softcap = static_cast<float>(meta.get_float(p + "attn_logit_softcapping", 50.0));
+    c.final_softcap = static_cast<float>(meta.get_float(p + "final_logit_softcapping", 30.0));
+  } else {
+    c.rope_theta_local = 10000.0f;
+  }
+  const bool is_27b = c.n_layers == (g2 ? 46 : 62);
+  if (c.n_heads > 0)
+    c.query_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(is_27b ? c.dim / c.n_heads : c.head_dim)));
+}
+
+void read_rope_scaling(const GgufMetadata& meta, const std::string& p, ModelConfig& c) {
+  const std::string scaling = meta.get_string(p + "rope.scaling.type", "none");
+  if (scaling == "linear") {
+    const double f = meta.get_float(p + "rope.scaling.factor", 1.0);
+    if (!(f > 0)) throw Error("invalid rope scaling factor");
+    c.rope_freq_scale = static_cast<float>(1.0 / f);
+  } else if (scaling != "none" && !scaling.empty() && !(c.arch == Arch::Phi3 && (scaling == "longrope" || scaling == "su"))) {
+    throw Error("unsupported rope scaling type '" + scaling + "' (supported: none, linear, llama3 rope_freqs, phi3 longrope)");
+  }
+  c.rope_orig_context = static_cast<int>(meta.get_int(p + "rope.scaling.original_context_length", 0));
+  c.rope_attn_factor = static_cast<float>(meta.get_float(p + "rope.scaling.attn_factor", 1.0));
+}
+
+}  // namespace
 
 ModelConfig config_from_gguf(const GgufMetadata& meta) {
   ModelConfig c;
   std::string arch = meta.get_string("general.architecture");
-  if (!arch_from_name(arch, &c.arch)) throw Error("unsupported architecture '" + arch + "' (supported: llama, qwen2)");
+  if (!arch_from_name(arch, &c.arch))
+    throw Error("unsupported architecture '" + arch + "' (supported: " + supported_arch_names() + ")");
   const std::string p = arch + ".";
   c.name = meta.get_string("general.name", "");
   c.dim = static_cast<int>(meta.get_int(p + "embedding_length"));
@@ -63,17 +139,15 @@ ModelConfig config_from_gguf(const GgufMetadata& meta) {
   c.norm_eps = static_cast<float>(meta.get_float(p + "attention.layer_norm_rms_epsilon", 1e-5));
   c.rope_theta = static_cast<float>(meta.get_float(p + "rope.freq_base", 10000.0));
   if (c.n_heads > 0) c.head_dim = static_cast<int>(meta.get_int(p + "attention.key_length", c.dim / c.n_heads));
+  const int value_length = static_cast<int>(meta.get_int(p + "attention.value_length", c.head_dim));
+  if (value_length != c.head_dim)
+    throw Error("attention.value_length " + std::to_string(value_length) + " differs from key_length " +
+                std::to_string(c.head_dim) + " (not supported)");
   c.rope_dim = static_cast<int>(meta.get_int(p + "rope.dimension_count", c.head_dim));
-  c.rope_style = c.arch == Arch::Qwen2 ? RopeStyle::Neox : RopeStyle::Interleaved;
+  c.rope_style = gguf_rope_style(c.arch);
   c.vocab_size = static_cast<int>(meta.get_int(p + "vocab_size", 0));
-  std::string scaling = meta.get_string(p + "rope.scaling.type", "none");
-  if (scaling == "linear") {
-    double f = meta.get_float(p + "rope.scaling.factor", 1.0);
-    if (!(f > 0)) throw Error("invalid rope scaling factor");
-    c.rope_freq_scale = static_cast<float>(1.0 / f);
-  } else if (scaling != "none" && !scaling.empty()) {
-    throw Error("unsupported rope scaling type '" + scaling + "' (supported: none, linear, llama3 rope_freqs)");
-  }
+  read_rope_scaling(meta, p, c);
+  if (c.gemma()) read_gemma_keys(meta, p, c);
   return c;
 }
 
@@ -88,7 +162,10 @@ void config_to_gguf(const ModelConfig& c, GgufMetadata& meta) {
   meta.set(p + "feed_forward_length", GgufValue::of_u32(c.ffn_dim));
   meta.set(p + "attention.head_count", GgufValue::of_u32(c.n_heads));
   meta.set(p + "attention.head_count_kv", GgufValue::of_u32(c.n_kv_heads));
-  if (c.head_dim * c.n_heads != c.dim) meta.set(p + "attention.key_length", GgufValue::of_u32(c.head_dim));
+  if (c.head_dim * c.n_heads != c.dim || c.gemma()) {  // llama.cpp defaults both to dim / heads
+    meta.set(p + "attention.key_length", GgufValue::of_u32(c.head_dim));
+    meta.set(p + "attention.value_length", GgufValue::of_u32(c.head_dim));
+  }
   meta.set(p + "attention.layer_norm_rms_epsilon", GgufValue::of_f32(c.norm_eps));
   meta.set(p + "rope.freq_base", GgufValue::of_f32(c.rope_theta));
   meta.set(p + "rope.dimension_count", GgufValue::of_u32(c.rope_dim));
@@ -96,18 +173,48 @@ void config_to_gguf(const ModelConfig& c, GgufMetadata& meta) {
     meta.set(p + "rope.scaling.type", GgufValue::of_string("linear"));
     meta.set(p + "rope.scaling.factor", GgufValue::of_f32(1.0f / c.rope_freq_scale));
   }
+  if (c.rope_orig_context > 0) meta.set(p + "rope.scaling.original_context_length", GgufValue::of_u32(c.rope_orig_context));
+  if (c.rope_attn_factor != 1.0f) meta.set(p + "rope.scaling.attn_factor", GgufValue::of_f32(c.rope_attn_factor));
+  if (c.sliding_window > 0) meta.set(p + "attention.sliding_window", GgufValue::of_u32(c.sliding_window));
+  if (c.arch == Arch::Gemma2) {
+    meta.set(p + "attn_logit_softcapping", GgufValue::of_f32(c.attn_softcap));
+    meta.set(p + "final_logit_softcapping", GgufValue::of_f32(c.final_softcap));
+  }
+}
+
+RopeTable rope_table(const ModelConfig& cfg, int context) {
+  RopeTable t;
+  t.theta = cfg.rope_theta;
+  t.freq_scale = cfg.rope_freq_scale;
+  if (!cfg.rope_freq_factors.empty()) t.factors = cfg.rope_freq_factors.data();
+  if (!cfg.rope_factors_long.empty())
+    t.factors = context > cfg.rope_orig_context ? cfg.rope_factors_long.data() : cfg.rope_factors_short.data();
+  t.mscale = cfg.rope_attn_factor;
+  return t;
+}
+
+RopeTable local_rope_table(const ModelConfig& cfg) {
+  if (cfg.rope_theta_local <= 0.0f) return rope_table(cfg, 0);
+  RopeTable t;
+  t.theta = cfg.rope_theta_local;
+  return t;
+}
+
+void rope_angles(const RopeTable& t, int rope_dim, int32_t pos, float* cos, float* sin) {
+  const int half = rope_dim / 2;
+  for (int i = 0; i < half; i++) {
+    // Same float expression as llama2.c, so the reference outputs reproduce bit for bit.
+    float freq = 1.0f / std::pow(t.theta, static_cast<float>(2 * i) / static_cast<float>(rope_dim));
+    if (t.factors) freq /= t.factors[i];
+    float val = static_cast<float>(pos) * t.freq_scale * freq;
+    cos[i] = std::cos(val);
+    sin[i] = std::sin(val);
+    if (t.mscale != 1.0f) cos[i] *= t.mscale, sin[i] *= t.mscale;
+  }
 }
 
 void rope_angles(const ModelConfig& cfg, int32_t pos, float* cos, float* sin) {
-  const int half = cfg.rope_dim / 2;
-  for (int i = 0; i < half; i++) {
-    // Same float expression as llama2.c, so the reference outputs reproduce bit for bit.
-    float freq = 1.0f / std::pow(cfg.rope_theta, static_cast<float>(2 * i) / static_cast<float>(cfg.rope_dim));
-    if (!cfg.rope_freq_factors.empty()) freq /= cfg.rope_freq_factors[i];
-    float val = static_cast<float>(pos) * cfg.rope_freq_scale * freq;
-    cos[i] = std::cos(val);
-    sin[i] = std::sin(val);
-  }
+  rope_angles(rope_table(cfg, 0), cfg.rope_dim, pos, cos, sin);
 }
 
 }  // namespace jf

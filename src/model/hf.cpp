@@ -1,4 +1,4 @@
-// Loads Hugging Face Llama/Qwen2 directories (config.json, safetensors shards, tokenizer.json) into a
+// Loads Hugging Face Llama/Qwen2/Qwen3/Phi-3 directories (config.json, safetensors shards, tokenizer.json) into a
 // Model, and re-lays out their Q/K weights for GGUF export. See hf.h.
 #include "model/hf.h"
 
@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <numbers>
 #include <nlohmann/json.hpp>
 
@@ -89,7 +90,29 @@ class JsonKeys {
 
 // ---- config.json ----
 
-const char* hf_arch_name(Arch a) { return a == Arch::Qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"; }
+struct HfArch {
+  Arch arch;
+  const char* class_name;
+  const char* model_type;
+};
+constexpr HfArch kHfArchs[] = {{Arch::Llama, "LlamaForCausalLM", "llama"},
+                               {Arch::Qwen2, "Qwen2ForCausalLM", "qwen2"},
+                               {Arch::Qwen3, "Qwen3ForCausalLM", "qwen3"},
+                               {Arch::Phi3, "Phi3ForCausalLM", "phi3"},
+                               {Arch::Gemma2, "Gemma2ForCausalLM", "gemma2"},
+                               {Arch::Gemma3, "Gemma3ForCausalLM", "gemma3_text"}};
+
+const char* hf_arch_name(Arch a) {
+  for (const HfArch& h : kHfArchs)
+    if (h.arch == a) return h.class_name;
+  return "LlamaForCausalLM";
+}
+
+std::string hf_supported(bool classes) {
+  std::string s;
+  for (const HfArch& h : kHfArchs) s += (s.empty() ? "" : ", ") + std::string(classes ? h.class_name : h.model_type);
+  return s;
+}
 
 Arch read_arch(const JsonKeys& j) {
   std::string arch_class;
@@ -97,15 +120,18 @@ Arch read_arch(const JsonKeys& j) {
     if (!archs->is_array() || archs->empty() || !(*archs)[0].is_string())
       j.fail("key 'architectures' must be a list of class names");
     arch_class = (*archs)[0].get<std::string>();
-    if (arch_class != hf_arch_name(Arch::Llama) && arch_class != hf_arch_name(Arch::Qwen2))
-      j.fail("unsupported architecture '" + arch_class + "' (supported: LlamaForCausalLM, Qwen2ForCausalLM)");
+    bool known = false;
+    for (const HfArch& h : kHfArchs) known = known || arch_class == h.class_name;
+    if (!known) j.fail("unsupported architecture '" + arch_class + "' (supported: " + hf_supported(true) + ")");
   }
   const std::string type = j.string("model_type");
-  Arch a;
-  if (!arch_from_name(type, &a)) j.fail("unsupported model_type '" + type + "' (supported: llama, qwen2)");
-  if (!arch_class.empty() && arch_class != hf_arch_name(a))
+  const HfArch* found = nullptr;
+  for (const HfArch& h : kHfArchs)
+    if (type == h.model_type) found = &h;
+  if (!found) j.fail("unsupported model_type '" + type + "' (supported: " + hf_supported(false) + ")");
+  if (!arch_class.empty() && arch_class != found->class_name)
     j.fail("architecture '" + arch_class + "' does not match model_type '" + type + "'");
-  return a;
+  return found->arch;
 }
 
 void read_shape(const JsonKeys& j, ModelConfig& c) {
@@ -120,20 +146,28 @@ void read_shape(const JsonKeys& j, ModelConfig& c) {
     j.fail("hidden_size " + std::to_string(c.dim) + " is not a multiple of num_attention_heads " + std::to_string(c.n_heads));
   c.head_dim = j.integer("head_dim", c.dim / c.n_heads);
   c.rope_dim = c.head_dim;
-  c.context_length = j.integer("max_position_embeddings", c.arch == Arch::Qwen2 ? 32768 : 2048);
+  if (j.get("partial_rotary_factor")) {  // Phi-4-mini rotates 3/4 of each head
+    const double f = j.number("partial_rotary_factor");
+    c.rope_dim = static_cast<int>(c.head_dim * f);
+    if (!(f > 0 && f <= 1) || c.rope_dim % 2 != 0 || c.rope_dim <= 0 || std::fabs(c.head_dim * f - c.rope_dim) > 1e-6)
+      j.fail("partial_rotary_factor " + std::to_string(f) + " does not give an even number of rotated dims");
+  }
+  c.context_length = j.integer("max_position_embeddings", c.arch == Arch::Llama ? 2048 : 32768);
   c.norm_eps = static_cast<float>(j.number("rms_norm_eps", 1e-6));
-  c.tied_output = j.boolean("tie_word_embeddings", false);
+  c.tied_output = j.boolean("tie_word_embeddings", c.gemma());
   c.attn_bias = c.arch == Arch::Qwen2 || j.boolean("attention_bias", false);
 }
 
 // Features these architectures may switch on that jf does not implement: refuse rather than compute wrong.
-void reject_unsupported(const JsonKeys& j) {
-  if (j.get("hidden_act") && j.string("hidden_act") != "silu")
-    j.fail("unsupported hidden_act '" + j.string("hidden_act") + "' (supported: silu)");
+void reject_unsupported(const JsonKeys& j, const ModelConfig& c) {
+  const char* act = c.gemma() ? "gelu_pytorch_tanh" : "silu";
+  for (const char* key : {"hidden_act", "hidden_activation"})
+    if (j.get(key) && j.string(key) != act) j.fail("unsupported " + std::string(key) + " '" + j.string(key) + "' (supported: " + act + ")");
   if (j.boolean("use_sliding_window", false)) j.fail("sliding-window attention (use_sliding_window: true) is not supported");
   if (j.boolean("mlp_bias", false)) j.fail("mlp_bias: true is not supported");
-  if (j.get("partial_rotary_factor") && j.number("partial_rotary_factor") != 1.0)
-    j.fail("partial_rotary_factor " + std::to_string(j.number("partial_rotary_factor")) + " is not supported");
+  if (c.arch != Arch::Phi3 && j.get("partial_rotary_factor") && j.number("partial_rotary_factor") != 1.0)
+    j.fail("partial_rotary_factor " + std::to_string(j.number("partial_rotary_factor")) + " is not supported for " +
+           arch_name(c.arch));
 }
 
 void read_llama3_scaling(const JsonKeys& s, ModelConfig& c) {
@@ -144,9 +178,52 @@ void read_llama3_scaling(const JsonKeys& s, ModelConfig& c) {
   c.rope_freq_factors = llama3_rope_freq_factors(c.rope_theta, c.rope_dim, factor, low, high, orig);
 }
 
+std::vector<float> factor_list(const JsonKeys& s, const std::string& key, int n) {
+  const json& v = s.need(key);
+  if (!v.is_array() || static_cast<int>(v.size()) != n) s.fail("key '" + key + "' must be a list of " + std::to_string(n) + " numbers");
+  std::vector<float> out;
+  for (const json& x : v) {
+    if (!x.is_number() || !(x.get<double>() > 0)) s.fail("key '" + key + "' must hold positive numbers");
+    out.push_back(static_cast<float>(x.get<double>()));
+  }
+  return out;
+}
+
+// Phi-3's LongRoPE: short and long frequency divisors, the original context (top level or inside the
+// scaling object) and the attention factor: given, or sqrt(1 + ln(s) / ln(original)) with s = context /
+// original, as Hugging Face and llama.cpp's converter compute it.
+void read_longrope(const JsonKeys& j, const JsonKeys& s, ModelConfig& c) {
+  c.rope_factors_short = factor_list(s, "short_factor", c.rope_dim / 2);
+  c.rope_factors_long = factor_list(s, "long_factor", c.rope_dim / 2);
+  c.rope_orig_context = s.get("original_max_position_embeddings") ? s.integer("original_max_position_embeddings")
+                                                                  : j.integer("original_max_position_embeddings");
+  if (c.rope_orig_context <= 0) j.fail("original_max_position_embeddings must be positive");
+  const double scale = static_cast<double>(c.context_length) / c.rope_orig_context;
+  double attn = scale > 1.0 ? std::sqrt(1.0 + std::log(scale) / std::log(static_cast<double>(c.rope_orig_context))) : 1.0;
+  if (s.get("attention_factor")) attn = s.number("attention_factor");
+  c.rope_attn_factor = static_cast<float>(attn);
+}
+
+// Gemma's alternating sliding windows, query scale (1 / sqrt(query_pre_attn_scalar)), soft-caps (Gemma 2) and
+// local RoPE base (Gemma 3).
+void read_gemma(const JsonKeys& j, ModelConfig& c) {
+  const bool g2 = c.arch == Arch::Gemma2;
+  c.sliding_window = j.integer("sliding_window", g2 ? 4096 : 512);
+  c.sliding_period = g2 ? 2 : j.integer("sliding_window_pattern", 6);
+  c.query_scale = static_cast<float>(1.0 / std::sqrt(j.number("query_pre_attn_scalar", c.head_dim)));
+  if (g2) {
+    c.attn_softcap = static_cast<float>(j.number("attn_logit_softcapping", 50.0));
+    c.final_softcap = static_cast<float>(j.number("final_logit_softcapping", 30.0));
+  } else {
+    if (j.get("attn_logit_softcapping") || j.get("final_logit_softcapping")) j.fail("soft-capping is not supported for gemma3");
+    c.rope_theta_local = static_cast<float>(j.number("rope_local_base_freq", 10000.0));
+  }
+  if (c.sliding_window <= 0 || c.sliding_period < 2) j.fail("sliding_window and sliding_window_pattern must be positive");
+}
+
 // rope_theta and rope_scaling (or transformers 5's rope_parameters, which holds both).
 void read_rope(const JsonKeys& j, ModelConfig& c) {
-  c.rope_style = RopeStyle::Neox;  // HF checkpoints use rotate-half for both architectures
+  c.rope_style = RopeStyle::Neox;  // HF checkpoints use rotate-half for every architecture
   c.rope_theta = static_cast<float>(j.number("rope_theta", 10000.0));
   const char* key = j.get("rope_scaling") ? "rope_scaling" : "rope_parameters";
   const json* rs = j.get(key);
@@ -162,8 +239,10 @@ void read_rope(const JsonKeys& j, ModelConfig& c) {
     c.rope_freq_scale = static_cast<float>(1.0 / f);
   } else if (type == "llama3") {
     read_llama3_scaling(s, c);
+  } else if ((type == "longrope" || type == "su") && c.arch == Arch::Phi3) {
+    read_longrope(j, s, c);
   } else {
-    j.fail("unsupported " + std::string(key) + " type '" + type + "' (supported: default, linear, llama3)");
+    j.fail("unsupported " + std::string(key) + " type '" + type + "' (supported: default, linear, llama3, longrope for phi3)");
   }
 }
 
@@ -184,7 +263,7 @@ constexpr NamePair kGlobalNames[] = {
     {"model.norm.weight", "output_norm.weight"},
     {"lm_head.weight", "output.weight"},
 };
-constexpr NamePair kLayerNames[] = {
+constexpr NamePair kLlamaLayerNames[] = {
     {"input_layernorm.weight", "attn_norm.weight"},      {"self_attn.q_proj.weight", "attn_q.weight"},
     {"self_attn.k_proj.weight", "attn_k.weight"},        {"self_attn.v_proj.weight", "attn_v.weight"},
     {"self_attn.o_proj.weight", "attn_output.weight"},   {"self_attn.q_proj.bias", "attn_q.bias"},
@@ -192,7 +271,36 @@ constexpr NamePair kLayerNames[] = {
     {"post_attention_layernorm.weight", "ffn_norm.weight"}, {"mlp.gate_proj.weight", "ffn_gate.weight"},
     {"mlp.up_proj.weight", "ffn_up.weight"},             {"mlp.down_proj.weight", "ffn_down.weight"},
 };
+constexpr NamePair kQkNormNames[] = {
+    {"self_attn.q_norm.weight", "attn_q_norm.weight"}, {"self_attn.k_norm.weight", "attn_k_norm.weight"}};
+// Phi-3 checkpoints hold q/k/v and gate/up fused; GGUF keeps them fused under these names.
+constexpr NamePair kPhi3LayerNames[] = {
+    {"input_layernorm.weight", "attn_norm.weight"},          {"self_attn.qkv_proj.weight", "attn_qkv.weight"},
+    {"self_attn.o_proj.weight", "attn_output.weight"},       {"post_attention_layernorm.weight", "ffn_norm.weight"},
+    {"mlp.gate_up_proj.weight", "ffn_up.weight"},            {"mlp.down_proj.weight", "ffn_down.weight"},
+};
+// Gemma normalises before and after each block; HF's post_attention_layernorm is not Llama's ffn_norm here.
+constexpr NamePair kGemmaLayerNames[] = {
+    {"input_layernorm.weight", "attn_norm.weight"},          {"self_attn.q_proj.weight", "attn_q.weight"},
+    {"self_attn.k_proj.weight", "attn_k.weight"},            {"self_attn.v_proj.weight", "attn_v.weight"},
+    {"self_attn.o_proj.weight", "attn_output.weight"},       {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+    {"pre_feedforward_layernorm.weight", "ffn_norm.weight"}, {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+    {"mlp.gate_proj.weight", "ffn_gate.weight"},             {"mlp.up_proj.weight", "ffn_up.weight"},
+    {"mlp.down_proj.weight", "ffn_down.weight"},
+};
 constexpr const char* kIgnoredLayerNames[] = {"self_attn.rotary_emb.inv_freq"};  // recomputed from the config
+
+// The per-layer tensors of an architecture (HF name, GGUF name).
+std::vector<NamePair> layer_names(Arch a) {
+  std::vector<NamePair> out;
+  if (a == Arch::Phi3) return std::vector<NamePair>(std::begin(kPhi3LayerNames), std::end(kPhi3LayerNames));
+  if (a == Arch::Gemma2 || a == Arch::Gemma3)
+    out.assign(std::begin(kGemmaLayerNames), std::end(kGemmaLayerNames));
+  else
+    out.assign(std::begin(kLlamaLayerNames), std::end(kLlamaLayerNames));
+  if (a == Arch::Qwen3 || a == Arch::Gemma3) out.insert(out.end(), std::begin(kQkNormNames), std::end(kQkNormNames));
+  return out;
+}
 
 enum class NameKind { Used, Ignored, Unknown };
 
@@ -210,12 +318,12 @@ bool split_layer_name(const std::string& hf, int n_layers, std::string* num, std
   return layer >= 0 && layer < n_layers;
 }
 
-NameKind map_hf_name(const std::string& hf, int n_layers, std::string* gguf) {
+NameKind map_hf_name(const std::string& hf, const ModelConfig& c, std::string* gguf) {
   for (const NamePair& p : kGlobalNames)
     if (hf == p.hf) return *gguf = p.gguf, NameKind::Used;
   std::string num, rest;
-  if (!split_layer_name(hf, n_layers, &num, &rest)) return NameKind::Unknown;
-  for (const NamePair& p : kLayerNames)
+  if (!split_layer_name(hf, c.n_layers, &num, &rest)) return NameKind::Unknown;
+  for (const NamePair& p : layer_names(c.arch))
     if (rest == p.hf) return *gguf = "blk." + num + "." + p.gguf, NameKind::Used;
   for (const char* ignored : kIgnoredLayerNames)
     if (rest == ignored) return NameKind::Ignored;
@@ -228,7 +336,7 @@ std::vector<std::pair<std::string, std::string>> required_names(const ModelConfi
   for (const NamePair& p : kGlobalNames)
     if (!(c.tied_output && std::strcmp(p.gguf, "output.weight") == 0)) out.emplace_back(p.hf, p.gguf);
   for (int l = 0; l < c.n_layers; l++)
-    for (const NamePair& p : kLayerNames)
+    for (const NamePair& p : layer_names(c.arch))
       if (c.attn_bias || std::strstr(p.gguf, ".bias") == nullptr)
         out.emplace_back("model.layers." + std::to_string(l) + "." + p.hf, "blk." + std::to_string(l) + "." + p.gguf);
   return out;
@@ -288,7 +396,7 @@ TensorSet collect_tensors(const Shards& shards, const ModelConfig& cfg) {
   for (const auto& f : shards)
     for (const SafetensorsTensor& t : f->tensors()) {
       std::string g;
-      const NameKind kind = map_hf_name(t.name, cfg.n_layers, &g);
+      const NameKind kind = map_hf_name(t.name, cfg, &g);
       if (kind == NameKind::Unknown)
         throw Error(f->path() + ": unexpected tensor '" + t.name + "' for a " + hf_arch_name(cfg.arch) + " with " +
                     std::to_string(cfg.n_layers) + " layers");
@@ -298,6 +406,24 @@ TensorSet collect_tensors(const Shards& shards, const ModelConfig& cfg) {
       add_tensor(ts, g, t);
     }
   return ts;
+}
+
+// Gemma's RMSNorms multiply by (1 + w) and HF checkpoints store w; GGUF files (llama.cpp's converter) store
+// 1 + w. Every norm weight becomes fp32 1 + w at load, so both formats compute alike and a converted file
+// holds what llama.cpp expects.
+void add_one_to_norms(TensorSet& ts) {
+  std::vector<std::string> names;
+  for (const auto& [name, t] : ts.tensors)
+    if (name.ends_with("norm.weight")) names.push_back(name);
+  for (const std::string& name : names) {
+    const TensorRef t = ts.tensors.at(name);
+    if (dtype_is_block_quantized(t.type)) throw Error("tensor '" + name + "' must not be quantized");
+    std::vector<uint8_t> bytes(static_cast<size_t>(t.n_elements()) * sizeof(float));
+    auto* f = reinterpret_cast<float*>(bytes.data());
+    dequantize_row(t.type, t.data, f, t.n_elements());
+    for (int64_t i = 0; i < t.n_elements(); i++) f[i] += 1.0f;
+    ts.add_owned(name, DType::F32, t.dims, std::move(bytes));
+  }
 }
 
 void check_complete(const TensorSet& ts, const ModelConfig& cfg, const std::string& dir) {
@@ -388,8 +514,9 @@ ModelConfig config_from_hf(const std::string& dir) {
   c.arch = read_arch(j);
   c.name = dir_name(dir);
   read_shape(j, c);
-  reject_unsupported(j);
+  reject_unsupported(j, c);
   read_rope(j, c);
+  if (c.gemma()) read_gemma(j, c);
   try {
     c.validate();
   } catch (const Error& e) {
@@ -403,6 +530,7 @@ LoadedModel load_hf_model(const std::string& dir) {
   const Shards shards = open_checkpoint(dir);
   TensorSet ts = collect_tensors(shards, cfg);
   check_complete(ts, cfg, dir);
+  if (cfg.gemma()) add_one_to_norms(ts);
   LoadedModel out;
   try {
     out.model = std::make_unique<Model>(cfg, std::move(ts), "safetensors",
@@ -417,16 +545,21 @@ LoadedModel load_hf_model(const std::string& dir) {
 
 TensorSet to_gguf_layout(const ModelConfig& cfg, const TensorSet& ts, ModelConfig* out_cfg) {
   ModelConfig out = cfg;
-  out.rope_style = cfg.arch == Arch::Qwen2 ? RopeStyle::Neox : RopeStyle::Interleaved;
+  out.rope_style = gguf_rope_style(cfg.arch);
   TensorSet res;
   res.tensors = ts.tensors;
   res.owned = ts.owned;  // unchanged tensors keep pointing at the source buffers
   if (out.rope_style != cfg.rope_style) permute_qk(res, cfg, out.rope_style == RopeStyle::Interleaved);
-  if (!cfg.rope_freq_factors.empty() && !res.find("rope_freqs.weight")) {
-    std::vector<uint8_t> bytes(cfg.rope_freq_factors.size() * sizeof(float));
-    std::memcpy(bytes.data(), cfg.rope_freq_factors.data(), bytes.size());
-    res.add_owned("rope_freqs.weight", DType::F32, {static_cast<int64_t>(cfg.rope_freq_factors.size())}, std::move(bytes));
-  }
+  // Frequency divisors live in config.json for HF and in tensors for GGUF.
+  auto add_vector = [&](const std::string& name, const std::vector<float>& v) {
+    if (v.empty() || res.find(name)) return;
+    std::vector<uint8_t> bytes(v.size() * sizeof(float));
+    std::memcpy(bytes.data(), v.data(), bytes.size());
+    res.add_owned(name, DType::F32, {static_cast<int64_t>(v.size())}, std::move(bytes));
+  };
+  add_vector("rope_freqs.weight", cfg.rope_freq_factors);
+  add_vector("rope_factors_long.weight", cfg.rope_factors_long);
+  add_vector("rope_factors_short.weight", cfg.rope_factors_short);
   if (out_cfg) *out_cfg = out;
   return res;
 }

@@ -1,5 +1,5 @@
 // Hugging Face model directories: config.json + *.safetensors (+ model.safetensors.index.json) +
-// tokenizer.json, for the Llama and Qwen2 architectures; and the re-layout that turns such weights into
+// tokenizer.json, for the Llama, Qwen2, Qwen3 and Phi-3 architectures; and the re-layout that turns such weights into
 // what GGUF files of the same architecture expect.
 #pragma once
 #include <string>
@@ -23,9 +23,10 @@ std::vector<float> llama3_rope_freq_factors(float rope_theta, int rope_dim, doub
                                             double high_freq_factor, double original_context);
 
 // Tensors laid out as GGUF's `cfg.arch` expects: GGUF `llama` rotates interleaved pairs, so Q/K rows (and
-// biases) of a Neox-layout Llama are permuted per head, as llama.cpp's converter does; `qwen2` is Neox.
-// Unchanged tensors are shared with `ts`; permuted ones are owned by the result. Works for every DType
-// (rows move whole). Adds rope_freqs.weight when cfg has frequency factors. *out_cfg gets the new style.
+// biases) of a Neox-layout Llama are permuted per head, as llama.cpp's converter does; the other
+// architectures are Neox. Unchanged tensors are shared with `ts`; permuted ones are owned by the result.
+// Works for every DType (rows move whole). Adds rope_freqs.weight / rope_factors_{long,short}.weight when cfg
+// has frequency factors. *out_cfg gets the new style.
 TensorSet to_gguf_layout(const ModelConfig& cfg, const TensorSet& ts, ModelConfig* out_cfg);
 
 }  // namespace jf

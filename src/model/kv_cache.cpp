@@ -36,6 +36,7 @@ KvCache::KvCache(const ModelConfig& cfg, int capacity, DType type)
     k.assign(keys, 0);
     v.assign(values, 0);
   });
+  pos_.assign(static_cast<size_t>(capacity), 0);
 }
 
 void KvCache::store_key(int layer, int slot, const float* key) {
@@ -59,6 +60,7 @@ void KvCache::store_value(int layer, int slot, const float* value) {
 }
 
 void KvCache::move_slot(int from, int to) {
+  pos_[static_cast<size_t>(to)] = pos_[static_cast<size_t>(from)];
   with_storage([&](auto& k, auto& v) {
     for (int l = 0; l < n_layers_; l++)
       for (int h = 0; h < n_kv_heads_; h++) {
@@ -118,6 +120,7 @@ void KvCache::copy_prefix(const KvCache& other, int n) {
     copy(k32_, v32_, other.k32_, other.v32_);
   else
     copy(k16_, v16_, other.k16_, other.v16_);
+  std::copy_n(other.pos_.begin(), n, pos_.begin());
   size_ = n;
 }
 

@@ -48,6 +48,11 @@ class KvCache {
     return element(v32_, v16_, value_base(layer, i / head_dim_) + static_cast<size_t>(slot) * head_dim_ + i % head_dim_);
   }
 
+  // The RoPE position of the token in a slot (sliding windows compare positions, not slots). Set by the
+  // forward for every new slot; moved by keep() and copied by copy_prefix() with the keys and values.
+  void set_position(int slot, int32_t pos) { pos_[static_cast<size_t>(slot)] = pos; }
+  int32_t position(int slot) const { return pos_[static_cast<size_t>(slot)]; }
+
   // Claims slots [size, size + n) for new tokens; throws jf::Error when the context would overflow.
   int append(int n);
   // Drops every slot at or after n.
@@ -91,6 +96,7 @@ class KvCache {
   int size_ = 0;
   aligned_vector<float> k32_, v32_;      // an F32 cache
   aligned_vector<uint16_t> k16_, v16_;   // an F16 cache
+  std::vector<int32_t> pos_;             // position of each slot
 };
 
 }  // namespace jf

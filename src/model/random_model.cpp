@@ -41,27 +41,45 @@ TensorSet random_tensors(const ModelConfig& cfg_in, const WeightScheme& scheme, 
   matrix("token_embd.weight", cfg.vocab_size, cfg.dim);
   vector("output_norm.weight", cfg.dim, 1.0f, 0.1f);
   if (!cfg.tied_output) matrix("output.weight", cfg.vocab_size, cfg.dim);
-  if (!cfg.rope_freq_factors.empty()) {
-    std::vector<uint8_t> bytes(cfg.rope_freq_factors.size() * 4);
-    std::memcpy(bytes.data(), cfg.rope_freq_factors.data(), bytes.size());
-    ts.add_owned("rope_freqs.weight", DType::F32, {static_cast<int64_t>(cfg.rope_freq_factors.size())}, std::move(bytes));
-  }
+  auto fixed = [&](const std::string& name, const std::vector<float>& values) {
+    if (values.empty()) return;
+    std::vector<uint8_t> bytes(values.size() * 4);
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    ts.add_owned(name, DType::F32, {static_cast<int64_t>(values.size())}, std::move(bytes));
+  };
+  fixed("rope_freqs.weight", cfg.rope_freq_factors);
+  fixed("rope_factors_long.weight", cfg.rope_factors_long);
+  fixed("rope_factors_short.weight", cfg.rope_factors_short);
   for (int l = 0; l < cfg.n_layers; l++) {
     const std::string p = "blk." + std::to_string(l) + ".";
     vector(p + "attn_norm.weight", cfg.dim, 1.0f, 0.1f);
-    matrix(p + "attn_q.weight", cfg.q_dim(), cfg.dim);
-    matrix(p + "attn_k.weight", cfg.kv_dim(), cfg.dim);
-    matrix(p + "attn_v.weight", cfg.kv_dim(), cfg.dim);
+    if (cfg.fused_qkv_ffn()) {
+      matrix(p + "attn_qkv.weight", cfg.q_dim() + 2 * cfg.kv_dim(), cfg.dim);
+    } else {
+      matrix(p + "attn_q.weight", cfg.q_dim(), cfg.dim);
+      matrix(p + "attn_k.weight", cfg.kv_dim(), cfg.dim);
+      matrix(p + "attn_v.weight", cfg.kv_dim(), cfg.dim);
+    }
     matrix(p + "attn_output.weight", cfg.dim, cfg.q_dim());
     if (cfg.attn_bias) {
       vector(p + "attn_q.bias", cfg.q_dim(), 0.0f, 0.1f);
       vector(p + "attn_k.bias", cfg.kv_dim(), 0.0f, 0.1f);
       vector(p + "attn_v.bias", cfg.kv_dim(), 0.0f, 0.1f);
     }
+    if (cfg.qk_norm()) {
+      vector(p + "attn_q_norm.weight", cfg.head_dim, 1.0f, 0.3f);
+      vector(p + "attn_k_norm.weight", cfg.head_dim, 1.0f, 0.3f);
+    }
+    if (cfg.gemma()) vector(p + "post_attention_norm.weight", cfg.dim, 1.0f, 0.1f);
     vector(p + "ffn_norm.weight", cfg.dim, 1.0f, 0.1f);
-    matrix(p + "ffn_gate.weight", cfg.ffn_dim, cfg.dim);
-    matrix(p + "ffn_up.weight", cfg.ffn_dim, cfg.dim);
+    if (cfg.fused_qkv_ffn()) {
+      matrix(p + "ffn_up.weight", 2 * int64_t{cfg.ffn_dim}, cfg.dim);
+    } else {
+      matrix(p + "ffn_gate.weight", cfg.ffn_dim, cfg.dim);
+      matrix(p + "ffn_up.weight", cfg.ffn_dim, cfg.dim);
+    }
     matrix(p + "ffn_down.weight", cfg.dim, cfg.ffn_dim);
+    if (cfg.gemma()) vector(p + "post_ffw_norm.weight", cfg.dim, 1.0f, 0.1f);
   }
   return ts;
 }
@@ -70,12 +88,32 @@ std::unique_ptr<Model> random_model(const ModelConfig& cfg, DType type, uint64_t
   return std::make_unique<Model>(cfg, random_tensors(cfg, type, seed), "memory");
 }
 
+namespace {
+
+// LongRoPE factors of a small model: short ones near 1, long ones growing with the wavelength (as Phi-3's do).
+void tiny_longrope(ModelConfig& c) {
+  for (int i = 0; i < c.rope_dim / 2; i++) {
+    c.rope_factors_short.push_back(1.0f + 0.05f * i);
+    c.rope_factors_long.push_back(1.0f + 1.5f * i);
+  }
+  c.rope_orig_context = 64;
+  c.rope_attn_factor = static_cast<float>(std::sqrt(1.0 + std::log(c.context_length / 64.0) / std::log(64.0)));
+}
+
+}  // namespace
+
 ModelConfig preset_config(const std::string& name) {
   ModelConfig c;
-  if (name == "tiny") {
-    c.arch = Arch::Llama;
+  c.name = name;
+  auto tiny = [&](Arch arch) {
+    c.arch = arch;
     c.vocab_size = 256, c.dim = 64, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.ffn_dim = 192;
     c.context_length = 512;
+    c.head_dim = c.dim / c.n_heads;
+    c.rope_style = gguf_rope_style(arch);
+  };
+  if (name == "tiny") {
+    tiny(Arch::Llama);
   } else if (name == "llama-1b") {  // TinyLlama-1.1B
     c.arch = Arch::Llama;
     c.vocab_size = 32000, c.dim = 2048, c.n_layers = 22, c.n_heads = 32, c.n_kv_heads = 4, c.ffn_dim = 5632;
@@ -86,12 +124,49 @@ ModelConfig preset_config(const std::string& name) {
     c.context_length = 32768, c.rope_theta = 1000000.0f, c.norm_eps = 1e-6f;
     c.attn_bias = true, c.tied_output = true;
     c.rope_style = RopeStyle::Neox;
+  } else if (name == "qwen3-tiny") {  // heads wider than dim / n_heads, as in Qwen3
+    tiny(Arch::Qwen3);
+    c.head_dim = 32, c.rope_theta = 1000000.0f, c.norm_eps = 1e-6f, c.tied_output = true;
+  } else if (name == "qwen3-0.6b") {  // Qwen3-0.6B
+    c.arch = Arch::Qwen3;
+    c.vocab_size = 151936, c.dim = 1024, c.n_layers = 28, c.n_heads = 16, c.n_kv_heads = 8, c.ffn_dim = 3072;
+    c.head_dim = 128, c.context_length = 40960, c.rope_theta = 1000000.0f, c.norm_eps = 1e-6f, c.tied_output = true;
+    c.rope_style = RopeStyle::Neox;
+  } else if (name == "phi3-tiny") {  // partial rotary (12 of 16 dims, like Phi-4-mini) and LongRoPE
+    tiny(Arch::Phi3);
+    c.rope_dim = 12;
+    tiny_longrope(c);
+  } else if (name == "phi3-mini") {  // Phi-3-mini-4k
+    c.arch = Arch::Phi3;
+    c.vocab_size = 32064, c.dim = 3072, c.n_layers = 32, c.n_heads = 32, c.n_kv_heads = 32, c.ffn_dim = 8192;
+    c.context_length = 4096;
+    c.rope_style = RopeStyle::Neox;
+  } else if (name == "gemma2-tiny" || name == "gemma3-tiny") {  // windows of 8 positions, heads wider than dim / heads
+    const bool g2 = name == "gemma2-tiny";
+    tiny(g2 ? Arch::Gemma2 : Arch::Gemma3);
+    c.head_dim = 32, c.norm_eps = 1e-6f, c.tied_output = true;
+    c.sliding_window = 8, c.sliding_period = g2 ? 2 : 6;
+    c.n_layers = g2 ? 2 : 6;  // gemma3: five local layers and a global one
+    c.query_scale = static_cast<float>(1.0 / std::sqrt(32.0));  // as read from a file
+    if (g2) {
+      c.attn_softcap = 50.0f, c.final_softcap = 30.0f;
+    } else {
+      c.rope_theta = 1000000.0f, c.rope_theta_local = 10000.0f, c.rope_freq_scale = 0.125f;
+    }
+  } else if (name == "gemma3-1b") {  // Gemma-3-1B
+    c.arch = Arch::Gemma3;
+    c.vocab_size = 262144, c.dim = 1152, c.n_layers = 26, c.n_heads = 4, c.n_kv_heads = 1, c.ffn_dim = 6912;
+    c.head_dim = 256, c.context_length = 32768, c.norm_eps = 1e-6f, c.tied_output = true;
+    c.sliding_window = 512, c.sliding_period = 6, c.rope_theta = 1000000.0f, c.rope_theta_local = 10000.0f;
+    c.query_scale = 1.0f / 16.0f;
+    c.rope_style = RopeStyle::Neox;
   } else {
-    throw Error("unknown model preset '" + name + "' (known: tiny, llama-1b, qwen2-0.5b)");
+    throw Error("unknown model preset '" + name +
+                "' (known: tiny, llama-1b, qwen2-0.5b, qwen3-tiny, qwen3-0.6b, phi3-tiny, phi3-mini, gemma2-tiny, "
+                "gemma3-tiny, gemma3-1b)");
   }
-  c.name = name;
-  c.head_dim = c.dim / c.n_heads;
-  c.rope_dim = c.head_dim;
+  if (c.head_dim == 0) c.head_dim = c.dim / c.n_heads;
+  if (c.rope_dim == 0) c.rope_dim = c.head_dim;
   return c;
 }
 

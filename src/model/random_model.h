@@ -16,8 +16,9 @@ TensorSet random_tensors(const ModelConfig& cfg, DType type, uint64_t seed);
 TensorSet random_tensors(const ModelConfig& cfg, const WeightScheme& scheme, uint64_t seed);
 std::unique_ptr<Model> random_model(const ModelConfig& cfg, DType type, uint64_t seed);
 
-// Named shapes for benchmarks: "tiny" (tests), "llama-1b" (TinyLlama-1.1B shape), "qwen2-0.5b"
-// (Qwen2.5-0.5B shape). Throws jf::Error for an unknown name.
+// Named shapes: "tiny" (tests), "llama-1b" (TinyLlama-1.1B shape), "qwen2-0.5b" (Qwen2.5-0.5B shape), and for
+// the other architectures a tiny test shape and a real one: "qwen3-tiny", "qwen3-0.6b", "phi3-tiny" (partial
+// rotary, LongRoPE), "phi3-mini". Throws jf::Error for an unknown name.
 ModelConfig preset_config(const std::string& name);
 
 }  // namespace jf

@@ -9,6 +9,7 @@
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/parallel.h"
+#include "model/arch_ops.h"
 
 namespace jf {
 
@@ -35,6 +36,10 @@ void Transformer::ensure_capacity(int64_t n, int64_t nl) {
   grow(hu_, n * cfg_.ffn_dim);
   grow(rope_cos_, n * cfg_.rope_dim / 2);
   grow(rope_sin_, n * cfg_.rope_dim / 2);
+  if (cfg_.rope_theta_local > 0.0f) {
+    grow(local_cos_, n * cfg_.rope_dim / 2);
+    grow(local_sin_, n * cfg_.rope_dim / 2);
+  }
   grow(logits_, nl * cfg_.vocab_size);
 }
 
@@ -58,20 +63,33 @@ void Transformer::prepare(std::span<SequenceInput* const> seqs) {
     const int base_row = static_cast<int>(rows_.size());
     const int past = s->cache->size();
     s->cache->append(m);  // throws when the context is full
+    for (int i = 0; i < m; i++) s->cache->set_position(past + i, s->positions.empty() ? past + i : s->positions[i]);
     for (int i = 0; i < m; i++) {
-      Row r{s->cache, s->tokens[i], s->positions.empty() ? past + i : s->positions[i], past + i, 0, 0};
-      r.slots_begin = static_cast<int32_t>(slot_list_.size());
-      for (int j = 0; j < past; j++) slot_list_.push_back(j);
-      for (int j = 0; j < m; j++) {
-        const bool vis = s->mask.size() == 0 ? j <= i : s->mask.get(i, j);
-        JF_CHECK(j != i || vis, "a token must see itself");
-        if (vis) slot_list_.push_back(past + j);
-      }
-      r.slots_end = static_cast<int32_t>(slot_list_.size());
+      Row r{s->cache, s->tokens[i], s->cache->position(past + i), past + i, 0, 0, 0, 0};
+      list_visible_slots(*s, past, i, r);
       rows_.push_back(r);
     }
     for (int lr : s->logit_rows) logit_src_.push_back(base_row + lr);
   }
+}
+
+// New token i of a sequence sees the `past` cached slots and the new tokens its mask allows, in slot order;
+// local layers see those of them within the sliding window (by position).
+void Transformer::list_visible_slots(const SequenceInput& s, int past, int i, Row& r) {
+  auto visible = [&](int j) {
+    const bool vis = s.mask.size() == 0 ? j <= i : s.mask.get(i, j);
+    JF_CHECK(j != i || vis, "a token must see itself");
+    return vis;
+  };
+  r.slots_begin = static_cast<int32_t>(slot_list_.size());
+  for (int j = 0; j < past; j++) slot_list_.push_back(j);
+  for (int j = 0; j < static_cast<int>(s.tokens.size()); j++)
+    if (visible(j)) slot_list_.push_back(past + j);
+  r.slots_end = r.local_begin = r.local_end = static_cast<int32_t>(slot_list_.size());
+  if (cfg_.sliding_window <= 0) return;
+  for (int32_t k = r.slots_begin; k < r.slots_end; k++)
+    if (in_sliding_window(r.pos, s.cache->position(slot_list_[k]), cfg_.sliding_window)) slot_list_.push_back(slot_list_[k]);
+  r.local_end = static_cast<int32_t>(slot_list_.size());
 }
 
 // Rows [r0, r1): q, k, v = projections of norm(x) (+ bias), RoPE on q and k, and k, v stored in the rows'
@@ -84,12 +102,17 @@ void Transformer::qkv_rows(int l, int64_t r0, int64_t r1, bool threads) {
   matmul(&xb_[r0 * dim], m, L.wq, &q_[r0 * qd], threads);
   matmul(&xb_[r0 * dim], m, L.wk, &k_[r0 * kvd], threads);
   matmul(&xb_[r0 * dim], m, L.wv, &v_[r0 * kvd], threads);
+  const bool local_rope = cfg_.rope_theta_local > 0.0f && cfg_.local_layer(l);
+  const float* cos = local_rope ? local_cos_.data() : rope_cos_.data();
+  const float* sin = local_rope ? local_sin_.data() : rope_sin_.data();
   for (int64_t r = r0; r < r1; r++) {
     if (L.bq) add_inplace(&q_[r * qd], L.bq, qd);
     if (L.bk) add_inplace(&k_[r * kvd], L.bk, kvd);
     if (L.bv) add_inplace(&v_[r * kvd], L.bv, kvd);
-    rope(&q_[r * qd], cfg_.n_heads, cfg_.head_dim, cfg_.rope_dim, &rope_cos_[r * half], &rope_sin_[r * half], cfg_.rope_style);
-    rope(&k_[r * kvd], cfg_.n_kv_heads, cfg_.head_dim, cfg_.rope_dim, &rope_cos_[r * half], &rope_sin_[r * half], cfg_.rope_style);
+    if (L.q_norm) head_rmsnorm(&q_[r * qd], cfg_.n_heads, cfg_.head_dim, L.q_norm, cfg_.norm_eps);
+    if (L.k_norm) head_rmsnorm(&k_[r * kvd], cfg_.n_kv_heads, cfg_.head_dim, L.k_norm, cfg_.norm_eps);
+    rope(&q_[r * qd], cfg_.n_heads, cfg_.head_dim, cfg_.rope_dim, cos + r * half, sin + r * half, cfg_.rope_style);
+    rope(&k_[r * kvd], cfg_.n_kv_heads, cfg_.head_dim, cfg_.rope_dim, cos + r * half, sin + r * half, cfg_.rope_style);
     rows_[r].cache->store_key(l, rows_[r].slot, &k_[r * kvd]);
     rows_[r].cache->store_value(l, rows_[r].slot, &v_[r * kvd]);
   }
@@ -99,13 +122,15 @@ void Transformer::qkv_rows(int l, int64_t r0, int64_t r1, bool threads) {
 // of a GQA group go through attention together (they share the keys, values and slot list).
 void Transformer::attend_units(int l, int64_t u0, int64_t u1) {
   const int hd = cfg_.head_dim, group = cfg_.n_heads / cfg_.n_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float scale = cfg_.attention_scale();
+  const bool local = cfg_.local_layer(l);
   thread_local aligned_vector<float> scores;
   for (int64_t u = u0; u < u1; u++) {
     const int64_t r = u / cfg_.n_kv_heads;
     const int kvh = static_cast<int>(u % cfg_.n_kv_heads);
     const Row& row = rows_[r];
-    const int64_t nv = row.slots_end - row.slots_begin;
+    const int32_t first = local ? row.local_begin : row.slots_begin;
+    const int64_t nv = (local ? row.local_end : row.slots_end) - first;
     for (int h0 = 0; h0 < group; h0 += kMaxGroup) {
       const int heads = std::min(kMaxGroup, group - h0);
       if (static_cast<int64_t>(scores.size()) < attention_scratch(heads, nv))
@@ -113,8 +138,14 @@ void Transformer::attend_units(int l, int64_t u0, int64_t u1) {
       const int64_t at = r * cfg_.q_dim() + (int64_t{kvh} * group + h0) * hd;
       auto attend = [&](auto element) {  // the cache's element type
         using E = typename decltype(element)::type;
+        if (cfg_.attn_softcap > 0.0f) {
+          for (int h = 0; h < heads; h++)
+            attend_softcapped(&q_[at + h * hd], row.cache->keys<E>(l, kvh), row.cache->values<E>(l, kvh), hd,
+                              &slot_list_[first], nv, scale, cfg_.attn_softcap, scores.data(), &att_[at + h * hd]);
+          return;
+        }
         attend_group(&q_[at], heads, row.cache->keys<E>(l, kvh), row.cache->values<E>(l, kvh), hd, hd,
-                     &slot_list_[row.slots_begin], nv, scale, scores.data(), &att_[at]);
+                     &slot_list_[first], nv, scale, scores.data(), &att_[at]);
       };
       if (row.cache->type() == DType::F16)
         attend(std::type_identity<uint16_t>{});
@@ -124,19 +155,31 @@ void Transformer::attend_units(int l, int64_t u0, int64_t u1) {
   }
 }
 
-// Rows [r0, r1) after attention: x += Wo · att, then x += W_down · (silu(W_gate·norm(x)) * W_up·norm(x)).
+// Rows [r0, r1) after attention: x += Wo · att, then x += W_down · (act(W_gate·norm(x)) * W_up·norm(x)), act =
+// SiLU (gemma: tanh GELU); gemma normalises each branch's output once more before adding it.
 void Transformer::out_ffn_rows(int l, int64_t r0, int64_t r1, bool threads) {
   const LayerWeights& L = w_.layers[l];
   const int dim = cfg_.dim, qd = cfg_.q_dim(), ff = cfg_.ffn_dim;
   const int64_t m = r1 - r0;
+  auto add_branch = [&](const float* post_norm) {
+    for (int64_t r = r0; r < r1; r++) {
+      if (post_norm) rmsnorm(&xb_[r * dim], post_norm, dim, cfg_.norm_eps, &xb_[r * dim]);
+      add_inplace(&x_[r * dim], &xb_[r * dim], dim);
+    }
+  };
   matmul(&att_[r0 * qd], m, L.wo, &xb_[r0 * dim], threads);
-  for (int64_t r = r0; r < r1; r++) add_inplace(&x_[r * dim], &xb_[r * dim], dim);
+  add_branch(L.post_attn_norm);
   for (int64_t r = r0; r < r1; r++) rmsnorm(&x_[r * dim], L.ffn_norm, dim, cfg_.norm_eps, &xb_[r * dim]);
   matmul(&xb_[r0 * dim], m, L.w_gate, &hg_[r0 * ff], threads);
   matmul(&xb_[r0 * dim], m, L.w_up, &hu_[r0 * ff], threads);
-  for (int64_t r = r0; r < r1; r++) silu_mul(&hg_[r * ff], &hu_[r * ff], ff);
+  for (int64_t r = r0; r < r1; r++) {
+    if (cfg_.gemma())
+      gelu_tanh_mul(&hg_[r * ff], &hu_[r * ff], ff);
+    else
+      silu_mul(&hg_[r * ff], &hu_[r * ff], ff);
+  }
   matmul(&hg_[r0 * ff], m, L.w_down, &xb_[r0 * dim], threads);
-  for (int64_t r = r0; r < r1; r++) add_inplace(&x_[r * dim], &xb_[r * dim], dim);
+  add_branch(L.post_ffn_norm);
 }
 
 const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
@@ -149,9 +192,16 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
   const int dim = cfg_.dim, half = cfg_.rope_dim / 2;
 
   // ---- embeddings and rotary angles
+  const float embed_scale = cfg_.gemma() ? std::sqrt(static_cast<float>(dim)) : 1.0f;
   for (int64_t r = 0; r < n; r++) {
-    dequantize_row(w_.tok_embd.type, w_.tok_embd.row(rows_[r].token), &x_[r * dim], dim);
-    rope_angles(cfg_, rows_[r].pos, &rope_cos_[r * half], &rope_sin_[r * half]);
+    float* x = &x_[r * dim];
+    dequantize_row(w_.tok_embd.type, w_.tok_embd.row(rows_[r].token), x, dim);
+    if (embed_scale != 1.0f)
+      for (int i = 0; i < dim; i++) x[i] *= embed_scale;
+    const RopeTable table = rope_table(cfg_, rows_[r].cache->capacity());
+    rope_angles(table, cfg_.rope_dim, rows_[r].pos, &rope_cos_[r * half], &rope_sin_[r * half]);
+    if (cfg_.rope_theta_local > 0.0f)
+      rope_angles(local_rope_table(cfg_), cfg_.rope_dim, rows_[r].pos, &local_cos_[r * half], &local_sin_[r * half]);
   }
 
   // Small models: how to use the threads is measured (model/schedule.h); large ones split every matrix.
@@ -193,6 +243,7 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
   for (int64_t i = 0; i < nl; i++)
     rmsnorm(&x_[logit_src_[i] * dim], w_.output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
   matmul(xb_.data(), nl, w_.output, logits_.data(), threads);
+  if (cfg_.final_softcap > 0.0f) softcap(logits_.data(), nl * cfg_.vocab_size, cfg_.final_softcap);
   return logits_.data();
 }
 

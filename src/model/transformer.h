@@ -1,4 +1,5 @@
-// The forward pass of a Llama/Qwen2 decoder over a batch of new tokens from one or more sequences.
+// The forward pass of a decoder transformer (llama, qwen2/3, phi3, gemma2/3) over a batch of new tokens from
+// one or more sequences.
 // Holds only workspaces; weights and KV caches are owned elsewhere. Not thread-safe: one forward at a
 // time per Transformer (kernels parallelise internally).
 #pragma once
@@ -48,12 +49,14 @@ class Transformer : public ForwardPass {
     KvCache* cache;
     int32_t token, pos, slot;
     int32_t slots_begin, slots_end;  // its visible cache slots in slot_list_
+    int32_t local_begin, local_end;  // those inside the sliding window (local layers), in slot_list_
   };
   void prepare(std::span<SequenceInput* const> seqs);
   void qkv_rows(int layer, int64_t r0, int64_t r1, bool threads);
   void attend_units(int layer, int64_t u0, int64_t u1);
   void out_ffn_rows(int layer, int64_t r0, int64_t r1, bool threads);
   void ensure_capacity(int64_t rows, int64_t logit_rows);
+  void list_visible_slots(const SequenceInput& s, int past, int i, Row& r);
 
   ModelConfig cfg_;
   const ModelWeights& w_;
@@ -66,6 +69,7 @@ class Transformer : public ForwardPass {
   std::vector<int32_t> logit_src_;  // row index of each requested logit row
   // activations, rows x width, allocated once for the largest batch seen
   aligned_vector<float> x_, xb_, q_, k_, v_, att_, hg_, hu_, rope_cos_, rope_sin_, logits_;
+  aligned_vector<float> local_cos_, local_sin_;  // angles of local layers, when their RoPE base differs
 };
 
 }  // namespace jf

@@ -58,6 +58,61 @@ class Binder {
 
 }  // namespace
 
+namespace {
+
+// Rows [r0, r0 + n) of a matrix: a matrix of its own, pointing into the same memory.
+WeightMatrix row_range(const WeightMatrix& m, int64_t r0, int64_t n) {
+  return WeightMatrix{m.type, m.row(r0), n, m.cols};
+}
+
+// A 1-D tensor that holds configuration (rope frequency divisors), copied into `out` as fp32 when present
+// (a config from config.json already holds them).
+void config_vector(const TensorSet& ts, const std::string& name, std::vector<float>& out) {
+  const TensorRef* t = ts.find(name);
+  if (!t) return;
+  if (dtype_is_block_quantized(t->type)) throw Error("tensor '" + name + "' must not be quantized");
+  out.resize(static_cast<size_t>(t->n_elements()));
+  dequantize_row(t->type, t->data, out.data(), t->n_elements());
+}
+
+void bind_attention(Binder& b, const TensorSet& ts, const ModelConfig& cfg, const std::string& p, LayerWeights& L) {
+  if (cfg.fused_qkv_ffn() && ts.find(p + "attn_qkv.weight")) {
+    const WeightMatrix qkv = b.matrix(p + "attn_qkv.weight", cfg.q_dim() + 2 * cfg.kv_dim(), cfg.dim);
+    L.wq = row_range(qkv, 0, cfg.q_dim());
+    L.wk = row_range(qkv, cfg.q_dim(), cfg.kv_dim());
+    L.wv = row_range(qkv, cfg.q_dim() + cfg.kv_dim(), cfg.kv_dim());
+  } else {
+    L.wq = b.matrix(p + "attn_q.weight", cfg.q_dim(), cfg.dim);
+    L.wk = b.matrix(p + "attn_k.weight", cfg.kv_dim(), cfg.dim);
+    L.wv = b.matrix(p + "attn_v.weight", cfg.kv_dim(), cfg.dim);
+  }
+  L.wo = b.matrix(p + "attn_output.weight", cfg.dim, cfg.q_dim());
+  L.bq = b.vec(p + "attn_q.bias", cfg.q_dim(), cfg.attn_bias);
+  L.bk = b.vec(p + "attn_k.bias", cfg.kv_dim(), cfg.attn_bias);
+  L.bv = b.vec(p + "attn_v.bias", cfg.kv_dim(), cfg.attn_bias);
+  if (cfg.qk_norm()) {
+    L.q_norm = b.vec(p + "attn_q_norm.weight", cfg.head_dim, true);
+    L.k_norm = b.vec(p + "attn_k_norm.weight", cfg.head_dim, true);
+  }
+  if (cfg.gemma()) L.post_attn_norm = b.vec(p + "post_attention_norm.weight", cfg.dim, true);
+}
+
+void bind_ffn(Binder& b, const ModelConfig& cfg, const std::string& p, LayerWeights& L) {
+  L.ffn_norm = b.vec(p + "ffn_norm.weight", cfg.dim, true);
+  if (cfg.fused_qkv_ffn()) {
+    const WeightMatrix up = b.matrix(p + "ffn_up.weight", 2 * int64_t{cfg.ffn_dim}, cfg.dim);
+    L.w_gate = row_range(up, 0, cfg.ffn_dim);
+    L.w_up = row_range(up, cfg.ffn_dim, cfg.ffn_dim);
+  } else {
+    L.w_gate = b.matrix(p + "ffn_gate.weight", cfg.ffn_dim, cfg.dim);
+    L.w_up = b.matrix(p + "ffn_up.weight", cfg.ffn_dim, cfg.dim);
+  }
+  L.w_down = b.matrix(p + "ffn_down.weight", cfg.dim, cfg.ffn_dim);
+  if (cfg.gemma()) L.post_ffn_norm = b.vec(p + "post_ffw_norm.weight", cfg.dim, true);
+}
+
+}  // namespace
+
 ModelWeights bind_weights(const TensorSet& ts, ModelConfig& cfg) {
   ModelWeights w;
   Binder b(ts, w);
@@ -67,14 +122,12 @@ ModelWeights bind_weights(const TensorSet& ts, ModelConfig& cfg) {
   if (cfg.vocab_size == 0) cfg.vocab_size = static_cast<int>(emb->dims[1]);
   cfg.tied_output = ts.find("output.weight") == nullptr;
   cfg.attn_bias = ts.find("blk.0.attn_q.bias") != nullptr;
-  if (const TensorRef* rf = ts.find("rope_freqs.weight")) {
-    cfg.rope_freq_factors.resize(static_cast<size_t>(rf->n_elements()));
-    if (dtype_is_block_quantized(rf->type)) throw Error("tensor 'rope_freqs.weight' must not be quantized");
-    dequantize_row(rf->type, rf->data, cfg.rope_freq_factors.data(), rf->n_elements());
-  }
+  config_vector(ts, "rope_freqs.weight", cfg.rope_freq_factors);
+  config_vector(ts, "rope_factors_long.weight", cfg.rope_factors_long);
+  config_vector(ts, "rope_factors_short.weight", cfg.rope_factors_short);
   cfg.validate();
   // The reserved f32 vector storage must not reallocate while pointers into it are handed out.
-  w.f32_vectors.reserve(static_cast<size_t>(cfg.n_layers) * 5 + 2);
+  w.f32_vectors.reserve(static_cast<size_t>(cfg.n_layers) * 9 + 2);
 
   w.tok_embd = b.matrix("token_embd.weight", cfg.vocab_size, cfg.dim);
   w.output_norm = b.vec("output_norm.weight", cfg.dim, true);
@@ -83,17 +136,8 @@ ModelWeights bind_weights(const TensorSet& ts, ModelConfig& cfg) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights L;
     L.attn_norm = b.vec(p + "attn_norm.weight", cfg.dim, true);
-    L.wq = b.matrix(p + "attn_q.weight", cfg.q_dim(), cfg.dim);
-    L.wk = b.matrix(p + "attn_k.weight", cfg.kv_dim(), cfg.dim);
-    L.wv = b.matrix(p + "attn_v.weight", cfg.kv_dim(), cfg.dim);
-    L.wo = b.matrix(p + "attn_output.weight", cfg.dim, cfg.q_dim());
-    L.bq = b.vec(p + "attn_q.bias", cfg.q_dim(), cfg.attn_bias);
-    L.bk = b.vec(p + "attn_k.bias", cfg.kv_dim(), cfg.attn_bias);
-    L.bv = b.vec(p + "attn_v.bias", cfg.kv_dim(), cfg.attn_bias);
-    L.ffn_norm = b.vec(p + "ffn_norm.weight", cfg.dim, true);
-    L.w_gate = b.matrix(p + "ffn_gate.weight", cfg.ffn_dim, cfg.dim);
-    L.w_up = b.matrix(p + "ffn_up.weight", cfg.ffn_dim, cfg.dim);
-    L.w_down = b.matrix(p + "ffn_down.weight", cfg.dim, cfg.ffn_dim);
+    bind_attention(b, ts, cfg, p, L);
+    bind_ffn(b, cfg, p, L);
     w.layers.push_back(L);
   }
   return w;
@@ -103,11 +147,21 @@ std::vector<std::string> tensor_names(const ModelConfig& cfg) {
   std::vector<std::string> names = {"token_embd.weight", "output_norm.weight"};
   if (!cfg.tied_output) names.push_back("output.weight");
   if (!cfg.rope_freq_factors.empty()) names.push_back("rope_freqs.weight");
+  if (!cfg.rope_factors_long.empty()) {
+    names.push_back("rope_factors_long.weight");
+    names.push_back("rope_factors_short.weight");
+  }
+  std::vector<const char*> per_layer = {"attn_norm"};
+  if (cfg.fused_qkv_ffn()) {
+    per_layer.insert(per_layer.end(), {"attn_qkv", "attn_output", "ffn_norm", "ffn_up", "ffn_down"});
+  } else {
+    per_layer.insert(per_layer.end(), {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"});
+  }
+  if (cfg.qk_norm()) per_layer.insert(per_layer.end(), {"attn_q_norm", "attn_k_norm"});
+  if (cfg.gemma()) per_layer.insert(per_layer.end(), {"post_attention_norm", "post_ffw_norm"});
   for (int l = 0; l < cfg.n_layers; l++) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    for (const char* n : {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate",
-                          "ffn_up", "ffn_down"})
-      names.push_back(p + n + ".weight");
+    for (const char* n : per_layer) names.push_back(p + n + ".weight");
     if (cfg.attn_bias)
       for (const char* n : {"attn_q", "attn_k", "attn_v"}) names.push_back(p + n + ".bias");
   }

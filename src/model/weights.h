@@ -1,4 +1,5 @@
-// The weights of a Llama/Qwen2 transformer, bound by name (GGUF naming) from whatever file they came from.
+// The weights of a decoder transformer (llama, qwen2/3, phi3, gemma2/3), bound by name (GGUF naming) from
+// whatever file they came from.
 #pragma once
 #include <array>
 #include <functional>
@@ -44,7 +45,13 @@ struct LayerWeights {
   const float* bq = nullptr;  // biases (Qwen2), null when absent
   const float* bk = nullptr;
   const float* bv = nullptr;
+  const float* q_norm = nullptr;  // per-head RMSNorm weights, head_dim values (qwen3, gemma3), null when absent
+  const float* k_norm = nullptr;
+  const float* post_attn_norm = nullptr;  // gemma: RMSNorm of the attention output before the residual add
   const float* ffn_norm = nullptr;
+  const float* post_ffn_norm = nullptr;   // gemma: the same for the feed-forward output
+  // phi3 stores attn_qkv and ffn_up = [gate; up] fused: wq/wk/wv and w_gate/w_up are then row ranges of
+  // those tensors (no copy), so every matrix still goes through the same kernels and panels.
   WeightMatrix w_gate, w_up, w_down;
   // All seven matrices, for code that treats them alike (packing, byte counts).
   std::array<WeightMatrix*, 7> matrices() { return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down}; }
@@ -61,7 +68,7 @@ struct ModelWeights {
 };
 
 // Checks every tensor's presence, type and shape against `cfg`, completes cfg (vocab_size, tied_output,
-// attn_bias, rope_freq_factors) and returns the bound weights. Throws jf::Error naming the tensor.
+// attn_bias, rope_freq_factors, LongRoPE factors) and returns the bound weights. Throws jf::Error naming the tensor.
 ModelWeights bind_weights(const TensorSet& ts, ModelConfig& cfg);
 
 // Gives the layer and output matrices a second copy in the panel layout of kernels/matmul.h, which the

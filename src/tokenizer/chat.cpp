@@ -35,13 +35,16 @@ std::string chat_format_name(ChatFormat f) {
     case ChatFormat::ChatML: return "chatml";
     case ChatFormat::Llama3: return "llama3";
     case ChatFormat::Llama2: return "llama2";
+    case ChatFormat::Gemma: return "gemma";
+    case ChatFormat::Phi3: return "phi3";
     case ChatFormat::None: break;
   }
   return "none";
 }
 
 bool chat_format_from_name(const std::string& name, ChatFormat* out) {
-  for (ChatFormat f : {ChatFormat::ChatML, ChatFormat::Llama3, ChatFormat::Llama2, ChatFormat::None}) {
+  for (ChatFormat f : {ChatFormat::ChatML, ChatFormat::Llama3, ChatFormat::Llama2, ChatFormat::Gemma, ChatFormat::Phi3,
+                       ChatFormat::None}) {
     if (name == chat_format_name(f)) {
       if (out) *out = f;
       return true;
@@ -54,10 +57,14 @@ ChatFormat detect_chat_format(const Tokenizer& tok) {
   const std::string& t = tok.spec().chat_template;
   if (t.find("<|im_start|>") != std::string::npos) return ChatFormat::ChatML;
   if (t.find("<|start_header_id|>") != std::string::npos) return ChatFormat::Llama3;
+  if (t.find("<start_of_turn>") != std::string::npos) return ChatFormat::Gemma;
+  if (t.find("<|user|>") != std::string::npos && t.find("<|end|>") != std::string::npos) return ChatFormat::Phi3;
   if (t.find("[INST]") != std::string::npos) return ChatFormat::Llama2;
   // No (recognised) template: go by the special tokens the vocabulary has.
   if (has_token(tok, "<|im_start|>") && has_token(tok, "<|im_end|>")) return ChatFormat::ChatML;
   if (has_token(tok, "<|start_header_id|>") && has_token(tok, "<|eot_id|>")) return ChatFormat::Llama3;
+  if (has_token(tok, "<start_of_turn>") && has_token(tok, "<end_of_turn>")) return ChatFormat::Gemma;
+  if (has_token(tok, "<|user|>") && has_token(tok, "<|assistant|>") && has_token(tok, "<|end|>")) return ChatFormat::Phi3;
   return ChatFormat::None;
 }
 
@@ -105,10 +112,35 @@ std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages, 
       }
       return out;  // the prompt already ends with "[/INST]" when the last message is the user's
     }
+    case ChatFormat::Gemma: {
+      // <start_of_turn>user\n...<end_of_turn>\n, the assistant's role named "model"; Gemma has no system turn:
+      // the system text opens the first user turn, followed by a blank line (Gemma 3's template).
+      out += special_text(tok, spec.bos, "<bos>");
+      std::string system;
+      for (const ChatMessage& m : messages) {
+        if (m.role == "system") {
+          system += (system.empty() ? "" : "\n") + trim(m.content);
+          continue;
+        }
+        const bool user = m.role != "assistant";
+        std::string content = trim(m.content);
+        if (user && !system.empty()) content = system + "\n\n" + content, system.clear();
+        out += std::string("<start_of_turn>") + (user ? "user" : "model") + "\n" + content + "<end_of_turn>\n";
+      }
+      if (add_generation_prompt) out += "<start_of_turn>model\n";
+      return out;
+    }
+    case ChatFormat::Phi3: {
+      // <|role|>\n...<|end|>\n per message (Phi-3 / 3.5-mini's template).
+      if (spec.add_bos && spec.bos >= 0) out += tok.token_text(spec.bos);
+      for (const ChatMessage& m : messages) out += "<|" + m.role + "|>\n" + m.content + "<|end|>\n";
+      if (add_generation_prompt) out += "<|assistant|>\n";
+      return out;
+    }
     case ChatFormat::None:
       break;
   }
-  throw Error("no chat format: the model has no recognised chat template (use chatml, llama3 or llama2)");
+  throw Error("no chat format: the model has no recognised chat template (use chatml, llama3, llama2, gemma or phi3)");
 }
 
 }  // namespace jf

@@ -21,6 +21,9 @@ const char* const kLlama3 =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 const char* const kQwen2 =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// GPT-4o's (o200k) split: words keep a leading capitalised run and a trailing contraction; digits by three.
+const char* const kGpt4o =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 const char* const kPoro = R"( ?[^(\s|.,!?…。，、।۔،)]+)";
 const char* const kCjk = "[一-龥ࠀ-一가-퟿]+";
 
@@ -59,6 +62,7 @@ const std::map<std::string, std::vector<std::string>>& pre_table() {
     for (const char* n : {"qwen2", "deepseek-r1-qwen", "stablelm2", "megrez"}) m[n] = qwen2;  // R1-Distill-Qwen: same split
     for (const char* n : {"poro-chat", "bloom", "gpt3-finnish"}) m[n] = poro;
     m["viking"] = {kPoro, R"(\p{N})"};
+    m["gpt-4o"] = {kGpt4o};  // Phi-4-mini
     m["tekken"] = {
         R"([^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
     };
@@ -107,7 +111,7 @@ std::string pre_tokenizer_name_for(const std::vector<std::string>& regexes) {
   }
   // Preferred names first, so that aliases with identical lists map to the canonical one.
   for (const char* n : {"gpt-2", "llama-bpe", "qwen2", "starcoder", "falcon", "default", "deepseek-coder",
-                        "deepseek-llm", "deepseek-v3", "poro-chat", "viking", "tekken", "chameleon"}) {
+                        "deepseek-llm", "deepseek-v3", "poro-chat", "viking", "tekken", "chameleon", "gpt-4o"}) {
     if (pre_table().at(n) == norm) return n;
   }
   return "";

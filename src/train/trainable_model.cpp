@@ -30,6 +30,8 @@ int64_t TrainableModel::add_tensor(const std::string& name, std::vector<int64_t>
 
 TrainableModel::TrainableModel(const ModelConfig& cfg) : cfg_(cfg) {
   cfg_.validate();
+  if (cfg_.arch != Arch::Llama && cfg_.arch != Arch::Qwen2)
+    throw Error("training supports the llama and qwen2 architectures, not " + arch_name(cfg_.arch));
   const int64_t C = cfg_.dim, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.ffn_dim, V = cfg_.vocab_size;
   // Same order as tensor_names(cfg) (weights.cpp); matrices are {cols, rows} (GGML order).
   tok_embd_ = add_tensor("token_embd.weight", {C, V});

@@ -1,0 +1,318 @@
+// Architectures beyond Llama / Qwen2: each new operation against a hand-computed case, each feature shown to
+// change the logits (so deleting it would fail a test), GGUF round trips, and bad files erroring in one line.
+// (Batch invariance of every architecture is in test_model.cpp, decoders' losslessness in test_decoders.cpp.)
+#include <cmath>
+#include <memory>
+
+#include "base/error.h"
+#include "formats/gguf.h"
+#include "kernels/ops.h"
+#include "model/arch_ops.h"
+#include "model/convert.h"
+#include "model/model.h"
+#include "model/random_model.h"
+#include "model/transformer.h"
+#include "model_helpers.h"
+#include "test_support.h"
+
+namespace jf {
+namespace {
+
+using test::expect_error;
+using test::Logits;
+using test::random_tokens;
+using test::stepwise;
+
+// ---------------------------------------------------------------- new operations, hand-computed
+
+TEST(ArchOps, HeadRmsNormNormalisesEachHeadWithSharedWeights) {
+  float v[4] = {3, 4, 1, 1};  // two heads of 2
+  const float w[2] = {1, 2};
+  head_rmsnorm(v, 2, 2, w, 0.0f);
+  // head 0: rms = sqrt((9 + 16) / 2) = 3.5355; head 1: rms = 1
+  EXPECT_NEAR(v[0], 0.8485281f, 1e-6);
+  EXPECT_NEAR(v[1], 2.2627417f, 1e-6);
+  EXPECT_NEAR(v[2], 1.0f, 1e-6);
+  EXPECT_NEAR(v[3], 2.0f, 1e-6);
+}
+
+TEST(ArchOps, GeluTanhTimesUp) {
+  float gate[4] = {1, 0, -1, 2.5f};
+  const float up[4] = {2, 3, 4, 1};
+  gelu_tanh_mul(gate, up, 4);
+  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) * up
+  EXPECT_NEAR(gate[0], 1.6823840f, 1e-6);
+  EXPECT_EQ(gate[1], 0.0f);
+  EXPECT_NEAR(gate[2], -0.6352320f, 1e-6);
+  EXPECT_NEAR(gate[3], 2.4849157f, 1e-6);
+}
+
+TEST(ArchOps, SoftcapSquashesIntoTheCap) {
+  float x[3] = {30, 0, -60};
+  softcap(x, 3, 30.0f);
+  EXPECT_NEAR(x[0], 22.847825f, 1e-5);  // 30 tanh(1)
+  EXPECT_EQ(x[1], 0.0f);
+  EXPECT_NEAR(x[2], -28.920827f, 1e-5);  // 30 tanh(-2)
+}
+
+TEST(ArchOps, SlidingWindowIsByPosition) {
+  EXPECT_TRUE(in_sliding_window(10, 10, 8));
+  EXPECT_TRUE(in_sliding_window(10, 3, 8));   // 7 positions back: inside a window of 8
+  EXPECT_FALSE(in_sliding_window(10, 2, 8));  // 8 back: outside
+  EXPECT_TRUE(in_sliding_window(10, 0, 0));   // no window
+  ModelConfig c;
+  c.sliding_window = 8, c.sliding_period = 6;  // gemma3: five local layers, then a global one
+  for (int l = 0; l < 12; l++) EXPECT_EQ(c.local_layer(l), l % 6 != 5) << l;
+  c.sliding_period = 2;  // gemma2: even layers local
+  EXPECT_TRUE(c.local_layer(0));
+  EXPECT_FALSE(c.local_layer(1));
+  c.sliding_window = 0;
+  EXPECT_FALSE(c.local_layer(0));
+}
+
+TEST(ArchOps, SoftcappedAttentionOfOneHead) {
+  const int hd = 2;
+  std::vector<float> keys(kKeyBlock * hd, 0.0f);
+  keys[key_offset(0, 0, hd)] = 2.0f;  // k0 = (2, 0), k1 = (0, 0)
+  const float values[4] = {1, 0, 0, 1};  // v0 = (1, 0), v1 = (0, 1)
+  const float q[2] = {1, 0};
+  const int32_t slots[2] = {0, 1};
+  float scores[2], out[2];
+  attend_softcapped(q, keys.data(), values, hd, slots, 2, 1.0f, 1.0f, scores, out);
+  // scores tanh(2) and 0: p0 = e^tanh(2) / (e^tanh(2) + 1)
+  EXPECT_NEAR(out[0], 0.7239275f, 1e-6);
+  EXPECT_NEAR(out[1], 0.2760725f, 1e-6);
+}
+
+// NEOX pairs (i, i + rope_dim / 2) among the first rope_dim dims; the rest of the head passes through.
+TEST(ArchOps, PartialRotaryNeox) {
+  float x[6] = {1, 2, 3, 4, 5, 6};
+  const float cos[2] = {0, 1}, sin[2] = {1, 0};  // 90 degrees, 0 degrees
+  rope(x, 1, 6, 4, cos, sin, RopeStyle::Neox);
+  const float want[6] = {-3, 2, 1, 4, 5, 6};
+  for (int i = 0; i < 6; i++) EXPECT_EQ(x[i], want[i]) << i;
+}
+
+// Phi-3: short divisors while the context fits the original one, long beyond; cos and sin times attn_factor.
+TEST(ArchOps, LongRopeFactorsByContextAndAttentionFactor) {
+  ModelConfig c;
+  c.rope_dim = 4, c.rope_theta = 100.0f;
+  c.rope_factors_short = {1, 2}, c.rope_factors_long = {4, 8};
+  c.rope_orig_context = 16, c.rope_attn_factor = 1.5f;
+  EXPECT_EQ(rope_table(c, 16).factors, c.rope_factors_short.data());
+  EXPECT_EQ(rope_table(c, 17).factors, c.rope_factors_long.data());
+  float cs[2], sn[2];
+  rope_angles(rope_table(c, 4096), 4, 2, cs, sn);  // freqs 1 / 4 and 0.1 / 8 at position 2
+  EXPECT_NEAR(cs[0], 1.3163738f, 1e-6);
+  EXPECT_NEAR(sn[0], 0.7191383f, 1e-6);
+  EXPECT_NEAR(cs[1], 1.4995313f, 1e-6);
+  EXPECT_NEAR(sn[1], 0.0374961f, 1e-6);
+  rope_angles(rope_table(c, 16), 4, 2, cs, sn);  // short: freqs 1 and 0.1 / 2
+  EXPECT_NEAR(cs[0], 1.5f * std::cos(2.0f), 1e-6);
+  EXPECT_NEAR(sn[1], 1.5f * std::sin(0.1f), 1e-6);
+}
+
+// Gemma 3: local layers rotate with base 10000 and no scaling, global ones with the file's base and scaling.
+TEST(ArchOps, PerLayerRopeBase) {
+  ModelConfig c;
+  c.rope_dim = 4, c.rope_theta = 1000000.0f, c.rope_theta_local = 10000.0f, c.rope_freq_scale = 0.125f;
+  float cs[2], sn[2];
+  rope_angles(local_rope_table(c), 4, 3, cs, sn);  // freqs 1 and 0.01
+  EXPECT_NEAR(cs[0], -0.9899925f, 1e-6);
+  EXPECT_NEAR(cs[1], 0.9995500f, 1e-6);
+  rope_angles(rope_table(c, 0), 4, 3, cs, sn);  // freqs 1 and 0.001, times 0.125
+  EXPECT_NEAR(cs[0], 0.9305076f, 1e-6);
+  EXPECT_NEAR(cs[1], 0.9999999f, 1e-6);
+}
+
+// ---------------------------------------------------------------- whole models
+
+void expect_differ(const Logits& a, const Logits& b, const std::string& what) {
+  double diff = 0;
+  for (size_t t = 0; t < a.size(); t++)
+    for (size_t i = 0; i < a[t].size(); i++) diff = std::max(diff, std::fabs(double(a[t][i]) - b[t][i]));
+  EXPECT_GT(diff, 1e-3) << what << " changed nothing";
+}
+
+void expect_same(const Logits& a, const Logits& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t t = 0; t < a.size(); t++)
+    for (size_t i = 0; i < a[t].size(); i++) ASSERT_EQ(a[t][i], b[t][i]) << what << ": token " << t << " index " << i;
+}
+
+// Logits of a model whose cache holds `capacity` slots (LongRoPE depends on it).
+Logits logits_with_context(const Model& m, const std::vector<int32_t>& toks, int capacity) {
+  Transformer tf(m.config(), m.weights());
+  KvCache cache(m.config(), capacity);
+  SequenceInput in;
+  in.set_causal(&cache, toks, SequenceInput::Logits::All);
+  const float* l = tf.forward(in);
+  Logits out;
+  for (size_t t = 0; t < toks.size(); t++) out.emplace_back(l + t * m.config().vocab_size, l + (t + 1) * m.config().vocab_size);
+  return out;
+}
+
+TEST(Qwen3, QkNormChangesTheLogits) {
+  const ModelConfig cfg = preset_config("qwen3-tiny");
+  ASSERT_NE(cfg.head_dim * cfg.n_heads, cfg.dim);  // head size from key_length, not dim / heads
+  TensorSet ts = random_tensors(cfg, DType::F32, 3);
+  Model with(cfg, ts, "memory");
+  ModelConfig plain = cfg;
+  plain.arch = Arch::Qwen2;  // the same weights without the per-head norms
+  Model without(plain, ts, "memory");
+  auto toks = random_tokens(8, cfg.vocab_size, 1);
+  expect_differ(stepwise(with, toks), stepwise(without, toks), "qwen3 q/k norm");
+  TensorSet missing = ts;
+  missing.tensors.erase("blk.1.attn_k_norm.weight");
+  expect_error([&] { Model m(cfg, missing, "memory"); }, "model is missing tensor 'blk.1.attn_k_norm.weight'");
+}
+
+// The fused tensors are cut into the same matrices a model with separate tensors has: gate is the first half
+// of ffn_up, and q, k, v follow each other in attn_qkv. Same matrices, same kernels: the same bits.
+TEST(Phi3, FusedTensorsSplitAsSeparateOnes) {
+  const ModelConfig cfg = preset_config("phi3-tiny");
+  TensorSet fused = random_tensors(cfg, DType::F16, 4);
+  TensorSet split;
+  split.owned = fused.owned;
+  auto rows = [&](const std::string& from, const std::string& to, int64_t r0, int64_t n) {
+    const TensorRef& t = *fused.find(from);
+    const size_t rb = dtype_row_bytes(t.type, t.dims[0]);
+    split.tensors[to] = TensorRef{t.type, {t.dims[0], n}, static_cast<const uint8_t*>(t.data) + r0 * rb};
+  };
+  for (const auto& [name, t] : fused.tensors) {
+    const std::string p = name.substr(0, name.find('.', 4) + 1);
+    if (name.ends_with("attn_qkv.weight")) {
+      rows(name, p + "attn_q.weight", 0, cfg.q_dim());
+      rows(name, p + "attn_k.weight", cfg.q_dim(), cfg.kv_dim());
+      rows(name, p + "attn_v.weight", cfg.q_dim() + cfg.kv_dim(), cfg.kv_dim());
+    } else if (name.ends_with("ffn_up.weight")) {
+      rows(name, p + "ffn_gate.weight", 0, cfg.ffn_dim);
+      rows(name, p + "ffn_up.weight", cfg.ffn_dim, cfg.ffn_dim);
+    } else {
+      split.tensors[name] = t;
+    }
+  }
+  ModelConfig separate = cfg;
+  separate.arch = Arch::Qwen2;  // Neox, separate tensors, no biases; the LongRoPE tensors still bind
+  Model a(cfg, fused, "memory"), b(separate, split, "memory");
+  EXPECT_EQ(b.config().rope_factors_long, cfg.rope_factors_long);
+  auto toks = random_tokens(10, cfg.vocab_size, 2);
+  expect_same(stepwise(a, toks), stepwise(b, toks), "fused vs separate");
+}
+
+TEST(Phi3, LongRopeFactorsAndPartialRotaryChangeTheLogits) {
+  const ModelConfig cfg = preset_config("phi3-tiny");
+  ASSERT_LT(cfg.rope_dim, cfg.head_dim);
+  TensorSet ts = random_tensors(cfg, DType::F32, 5);
+  Model m(cfg, ts, "memory");
+  auto toks = random_tokens(12, cfg.vocab_size, 3);
+  // A cache beyond the original context (64) rotates with the long factors, one within it with the short ones.
+  expect_differ(logits_with_context(m, toks, 65), logits_with_context(m, toks, 64), "long vs short factors");
+  expect_same(logits_with_context(m, toks, 256), logits_with_context(m, toks, 65), "two long contexts");
+  ModelConfig full = cfg;
+  full.rope_dim = cfg.head_dim;
+  TensorSet no_factors = ts;
+  no_factors.tensors.erase("rope_factors_long.weight");
+  no_factors.tensors.erase("rope_factors_short.weight");
+  full.rope_factors_long.clear(), full.rope_factors_short.clear();
+  Model whole(full, no_factors, "memory");
+  expect_differ(stepwise(m, toks), stepwise(whole, toks), "partial rotary + longrope");
+}
+
+// Gemma 2: a token sees only the last 8 positions on local layers, so the first 8 tokens' logits are those of
+// the model without a window, bit for bit, and later ones differ; soft-caps and post-norms change the logits.
+TEST(Gemma2, SlidingWindowSoftcapsAndPostNorms) {
+  const ModelConfig cfg = preset_config("gemma2-tiny");
+  ASSERT_EQ(cfg.sliding_window, 8);
+  TensorSet ts = random_tensors(cfg, DType::F32, 7);
+  Model m(cfg, ts, "memory");
+  auto toks = random_tokens(20, cfg.vocab_size, 4);
+  const Logits ref = stepwise(m, toks);
+  ModelConfig no_window = cfg;
+  no_window.sliding_window = 0;
+  const Logits wide = stepwise(Model(no_window, ts, "memory"), toks);
+  expect_same(Logits(ref.begin(), ref.begin() + 8), Logits(wide.begin(), wide.begin() + 8), "inside the window");
+  expect_differ(Logits(ref.begin() + 8, ref.end()), Logits(wide.begin() + 8, wide.end()), "sliding window");
+  ModelConfig caps = cfg;
+  caps.attn_softcap = 0.5f, caps.final_softcap = 2.0f;
+  ModelConfig no_caps = cfg;
+  no_caps.attn_softcap = 0.0f, no_caps.final_softcap = 0.0f;
+  const Logits capped = stepwise(Model(caps, ts, "memory"), toks);
+  expect_differ(capped, stepwise(Model(no_caps, ts, "memory"), toks), "soft-caps");
+  for (const auto& row : capped)
+    for (float v : row) ASSERT_LT(std::fabs(v), 2.0f);
+  TensorSet missing = ts;
+  missing.tensors.erase("blk.1.post_ffw_norm.weight");
+  expect_error([&] { Model bad(cfg, missing, "memory"); }, "model is missing tensor 'blk.1.post_ffw_norm.weight'");
+}
+
+// Gemma 3: q/k norms and the local layers' own RoPE base both change the logits.
+TEST(Gemma3, QkNormAndLocalRopeBase) {
+  const ModelConfig cfg = preset_config("gemma3-tiny");
+  ASSERT_TRUE(cfg.local_layer(0));
+  ASSERT_FALSE(cfg.local_layer(5));
+  TensorSet ts = random_tensors(cfg, DType::F32, 8);
+  auto toks = random_tokens(12, cfg.vocab_size, 5);
+  const Logits ref = stepwise(Model(cfg, ts, "memory"), toks);
+  ModelConfig one_base = cfg;
+  one_base.rope_theta_local = 0.0f;  // every layer with the global base and scaling
+  expect_differ(ref, stepwise(Model(one_base, ts, "memory"), toks), "local rope base");
+  TensorSet flat = ts;  // q/k norm weights 1 instead of random: still normalised, so a different result
+  std::vector<uint8_t> ones(size_t(cfg.head_dim) * 4);
+  for (int i = 0; i < cfg.head_dim; i++) reinterpret_cast<float*>(ones.data())[i] = 1.0f;
+  for (int l = 0; l < cfg.n_layers; l++)
+    flat.add_owned("blk." + std::to_string(l) + ".attn_q_norm.weight", DType::F32, {cfg.head_dim}, ones);
+  expect_differ(ref, stepwise(Model(cfg, flat, "memory"), toks), "q norm weights");
+}
+
+// GGUF out and back: the same config and the same logits, bit for bit.
+TEST(ArchGguf, WriteAndLoadEveryArchitecture) {
+  for (const char* preset : {"qwen3-tiny", "phi3-tiny", "gemma2-tiny", "gemma3-tiny"}) {
+    SCOPED_TRACE(preset);
+    const ModelConfig cfg = preset_config(preset);
+    Model ref(cfg, random_tensors(cfg, DType::Q8_0, 6), "memory");
+    test::TempDir d(std::string("arch_") + preset);
+    write_model_gguf(d / "m.gguf", ref.config(), ref.tensors(), GgufMetadata{});
+    auto back = model_from_gguf(std::shared_ptr<const GgufFile>(GgufFile::open(d / "m.gguf")));
+    const ModelConfig& got = back->config();
+    EXPECT_EQ(got.arch, cfg.arch);
+    EXPECT_EQ(got.head_dim, cfg.head_dim);
+    EXPECT_EQ(got.rope_dim, cfg.rope_dim);
+    EXPECT_EQ(got.rope_style, RopeStyle::Neox);
+    EXPECT_EQ(got.rope_factors_long, cfg.rope_factors_long);
+    EXPECT_EQ(got.rope_factors_short, cfg.rope_factors_short);
+    EXPECT_EQ(got.rope_orig_context, cfg.rope_orig_context);
+    EXPECT_EQ(got.rope_attn_factor, cfg.rope_attn_factor);
+    EXPECT_EQ(got.tied_output, cfg.tied_output);
+    EXPECT_EQ(got.sliding_window, cfg.sliding_window);
+    EXPECT_EQ(got.sliding_period, cfg.sliding_period);
+    EXPECT_EQ(got.attn_softcap, cfg.attn_softcap);
+    EXPECT_EQ(got.final_softcap, cfg.final_softcap);
+    EXPECT_EQ(got.query_scale, cfg.query_scale);
+    EXPECT_EQ(got.rope_theta_local, cfg.rope_theta_local);
+    EXPECT_EQ(got.rope_freq_scale, cfg.rope_freq_scale);
+    auto toks = random_tokens(10, cfg.vocab_size, 7);
+    expect_same(stepwise(*back, toks), stepwise(ref, toks), preset);
+  }
+}
+
+TEST(ArchGguf, BadFilesAreOneLineErrors) {
+  GgufMetadata meta;
+  config_to_gguf(preset_config("qwen3-tiny"), meta);
+  meta.set("general.architecture", GgufValue::of_string("mamba"));
+  expect_error([&] { config_from_gguf(meta); }, "unsupported architecture 'mamba' (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3)");
+  const ModelConfig phi = preset_config("phi3-tiny");
+  TensorSet ts = random_tensors(phi, DType::F32, 1);
+  TensorSet bad = ts;
+  bad.tensors["blk.0.attn_qkv.weight"].dims[1] -= 1;
+  expect_error([&] { Model m(phi, bad, "memory"); }, "tensor 'blk.0.attn_qkv.weight' has shape");
+  bad = ts;
+  bad.tensors["rope_factors_long.weight"].dims[0] = 2;
+  expect_error([&] { Model m(phi, bad, "memory"); }, "LongRoPE factors have 2 entries, expected 6");
+  ModelConfig no_orig = phi;
+  no_orig.rope_orig_context = 0;
+  expect_error([&] { Model m(no_orig, ts, "memory"); }, "original_context_length");
+}
+
+}  // namespace
+}  // namespace jf

@@ -1,0 +1,205 @@
+// Hugging Face checkpoints of the architectures beyond Llama / Qwen2 (Qwen3, Phi-3, Gemma 2 / 3): config.json fields,
+// tensor names, loading with the in-memory model's logits, and conversion to GGUF files with llama.cpp's
+// names and keys.
+#include <filesystem>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+#include "formats/gguf.h"
+#include "formats/safetensors.h"
+#include "model/convert.h"
+#include "model/hf.h"
+#include "model/loader.h"
+#include "model/random_model.h"
+#include "model_helpers.h"
+#include "test_support.h"
+
+namespace jf {
+namespace {
+
+using nlohmann::json;
+using test::expect_error;
+using test::Logits;
+using test::random_tokens;
+using test::stepwise;
+using test::TempDir;
+
+// GGUF name -> HF name, as the reference converters map them (the opposite direction of hf.cpp's tables).
+std::string hf_name(Arch arch, const std::string& g) {
+  static const std::map<std::string, std::string> global = {
+      {"token_embd.weight", "model.embed_tokens.weight"}, {"output_norm.weight", "model.norm.weight"},
+      {"output.weight", "lm_head.weight"}};
+  static const std::map<std::string, std::string> layer = {
+      {"attn_norm.weight", "input_layernorm.weight"},   {"attn_q.weight", "self_attn.q_proj.weight"},
+      {"attn_k.weight", "self_attn.k_proj.weight"},     {"attn_v.weight", "self_attn.v_proj.weight"},
+      {"attn_output.weight", "self_attn.o_proj.weight"}, {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+      {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"attn_qkv.weight", "self_attn.qkv_proj.weight"},
+      {"ffn_norm.weight", "post_attention_layernorm.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
+      {"ffn_down.weight", "mlp.down_proj.weight"}};
+  static const std::map<std::string, std::string> gemma = {  // Gemma's norms around each block
+      {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+      {"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
+      {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"}};
+  if (global.count(g)) return global.at(g);
+  const size_t dot = g.find('.', 4);
+  const std::string rest = g.substr(dot + 1);
+  const bool is_gemma = arch == Arch::Gemma2 || arch == Arch::Gemma3;
+  const std::string hf_rest = rest == "ffn_up.weight" ? (arch == Arch::Phi3 ? "mlp.gate_up_proj.weight" : "mlp.up_proj.weight")
+                              : is_gemma && gemma.count(rest) ? gemma.at(rest)
+                                                              : layer.at(rest);
+  return "model.layers." + g.substr(4, dot - 4) + "." + hf_rest;
+}
+
+json hf_config(const ModelConfig& c) {
+  const bool phi = c.arch == Arch::Phi3;
+  const std::map<Arch, std::pair<const char*, const char*>> names = {
+      {Arch::Qwen3, {"Qwen3ForCausalLM", "qwen3"}}, {Arch::Phi3, {"Phi3ForCausalLM", "phi3"}},
+      {Arch::Gemma2, {"Gemma2ForCausalLM", "gemma2"}}, {Arch::Gemma3, {"Gemma3ForCausalLM", "gemma3_text"}}};
+  json j = {{"architectures", {names.at(c.arch).first}},
+            {"model_type", names.at(c.arch).second},
+            {"hidden_size", c.dim},
+            {"intermediate_size", c.ffn_dim},
+            {"num_hidden_layers", c.n_layers},
+            {"num_attention_heads", c.n_heads},
+            {"num_key_value_heads", c.n_kv_heads},
+            {"rms_norm_eps", c.norm_eps},
+            {"rope_theta", c.rope_theta},
+            {"max_position_embeddings", c.context_length},
+            {"vocab_size", c.vocab_size},
+            {"tie_word_embeddings", c.tied_output},
+            {"hidden_act", "silu"},
+            {"torch_dtype", "float32"}};
+  if (c.head_dim * c.n_heads != c.dim) j["head_dim"] = c.head_dim;
+  if (phi) {
+    j["partial_rotary_factor"] = double(c.rope_dim) / c.head_dim;
+    j["original_max_position_embeddings"] = c.rope_orig_context;
+    j["sliding_window"] = 2047;  // Phi-3-mini carries one; llama.cpp ignores it too
+    j["rope_scaling"] = {{"type", "longrope"}, {"long_factor", c.rope_factors_long}, {"short_factor", c.rope_factors_short}};
+  } else if (c.gemma()) {
+    j["hidden_act"] = j["hidden_activation"] = "gelu_pytorch_tanh";
+    j["query_pre_attn_scalar"] = c.head_dim;
+    j["sliding_window"] = c.sliding_window;
+    if (c.arch == Arch::Gemma2) {
+      j["attn_logit_softcapping"] = c.attn_softcap, j["final_logit_softcapping"] = c.final_softcap;
+    } else {
+      j["sliding_window_pattern"] = c.sliding_period, j["rope_local_base_freq"] = c.rope_theta_local;
+      j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 1.0 / c.rope_freq_scale}};
+      j["attn_logit_softcapping"] = nullptr, j["final_logit_softcapping"] = nullptr;
+    }
+  } else {
+    j["attention_bias"] = false;
+    j["use_sliding_window"] = false;
+    j["sliding_window"] = nullptr;
+  }
+  return j;
+}
+
+void write_text(const std::string& path, const std::string& text) { write_file_atomic(path, text.data(), text.size()); }
+
+void write_hf_dir(const std::string& dir, const ModelConfig& cfg, const TensorSet& ts) {
+  write_text(dir + "/config.json", hf_config(cfg).dump(2));
+  SafetensorsWriter w;
+  for (const auto& [name, t] : ts.tensors)
+    if (!name.starts_with("rope_factors"))  // config.json holds them
+      w.add_tensor(hf_name(cfg.arch, name), t.type, std::vector<int64_t>(t.dims.rbegin(), t.dims.rend()), t.data);
+  w.write(dir + "/model.safetensors");
+}
+
+void expect_same(const Logits& a, const Logits& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t t = 0; t < a.size(); t++)
+    for (size_t i = 0; i < a[t].size(); i++) ASSERT_EQ(a[t][i], b[t][i]) << what << ": token " << t << " index " << i;
+}
+
+// HF directory -> model: the in-memory model's logits; -> GGUF file (llama.cpp's names and keys) -> model: again.
+TEST(HfArch, LoadsAndConvertsToGguf) {
+  for (const char* preset : {"qwen3-tiny", "phi3-tiny", "gemma2-tiny", "gemma3-tiny"}) {
+    SCOPED_TRACE(preset);
+    const ModelConfig cfg = preset_config(preset);
+    TensorSet ts = random_tensors(cfg, DType::F32, 8);
+    TensorSet hf_ts = ts;
+    if (cfg.gemma()) {  // HF stores Gemma's norm weights w, GGUF 1 + w: the reference computes with (w) + 1
+      for (auto& [name, t] : ts.tensors) {
+        if (!name.ends_with("norm.weight")) continue;
+        std::vector<uint8_t> w(t.nbytes()), w1(t.nbytes());
+        for (int64_t i = 0; i < t.n_elements(); i++) {
+          reinterpret_cast<float*>(w.data())[i] = static_cast<const float*>(t.data)[i] - 1.0f;
+          reinterpret_cast<float*>(w1.data())[i] = reinterpret_cast<float*>(w.data())[i] + 1.0f;
+        }
+        hf_ts.add_owned(name, DType::F32, t.dims, std::move(w));
+        ts.add_owned(name, DType::F32, t.dims, std::move(w1));
+      }
+    }
+    Model ref(cfg, ts, "memory");
+    TempDir d(std::string("hf_") + preset);
+    write_hf_dir(d.path, cfg, hf_ts);
+    LoadedModel hf = load_hf_model(d.path);
+    const ModelConfig& got = hf.model->config();
+    EXPECT_EQ(got.arch, cfg.arch);
+    EXPECT_EQ(got.head_dim, cfg.head_dim);
+    EXPECT_EQ(got.rope_dim, cfg.rope_dim);
+    EXPECT_EQ(got.rope_factors_long, cfg.rope_factors_long);
+    EXPECT_EQ(got.rope_orig_context, cfg.rope_orig_context);
+    EXPECT_EQ(got.rope_attn_factor, cfg.rope_attn_factor);
+    EXPECT_EQ(got.sliding_window, cfg.sliding_window);
+    EXPECT_EQ(got.sliding_period, cfg.sliding_period);
+    EXPECT_EQ(got.attn_softcap, cfg.attn_softcap);
+    EXPECT_EQ(got.rope_theta_local, cfg.rope_theta_local);
+    EXPECT_EQ(got.rope_freq_scale, cfg.rope_freq_scale);
+    EXPECT_EQ(got.query_scale, cfg.query_scale);
+    auto toks = random_tokens(12, cfg.vocab_size, 9);
+    const Logits want = stepwise(ref, toks);
+    expect_same(stepwise(*hf.model, toks), want, "HF");
+
+    ModelConfig gcfg;
+    TensorSet gts = to_gguf_layout(got, hf.model->tensors(), &gcfg);
+    write_model_gguf(d / "m.gguf", gcfg, gts, GgufMetadata{});
+    auto file = std::shared_ptr<const GgufFile>(GgufFile::open(d / "m.gguf"));
+    const std::string p = arch_name(cfg.arch) + ".";
+    if (cfg.arch == Arch::Qwen3) {
+      EXPECT_EQ(file->meta().get_int(p + "attention.key_length"), cfg.head_dim);
+      EXPECT_EQ(file->meta().get_int(p + "attention.value_length"), cfg.head_dim);
+      EXPECT_NE(file->find_tensor("blk.0.attn_q_norm.weight"), nullptr);
+    } else if (cfg.gemma()) {
+      EXPECT_EQ(file->meta().get_int(p + "attention.sliding_window"), cfg.sliding_window);
+      EXPECT_EQ(file->find_tensor("blk.0.post_ffw_norm.weight")->type, DType::F32);
+    } else {
+      EXPECT_EQ(file->meta().get_int(p + "rope.dimension_count"), cfg.rope_dim);
+      EXPECT_EQ(file->meta().get_int(p + "rope.scaling.original_context_length"), cfg.rope_orig_context);
+      EXPECT_NE(file->find_tensor("blk.0.attn_qkv.weight"), nullptr);
+      EXPECT_NE(file->find_tensor("rope_factors_short.weight"), nullptr);
+      EXPECT_EQ(file->find_tensor("blk.0.ffn_up.weight")->dims[1], 2 * cfg.ffn_dim);
+    }
+    expect_same(stepwise(*model_from_gguf(file), toks), want, "HF -> GGUF");
+  }
+}
+
+TEST(HfArch, BadConfigsErrorCleanly) {
+  TempDir d("hf_bad");
+  const json good = hf_config(preset_config("phi3-tiny"));
+  auto expect_config_error = [&](const json& j, const std::string& needle) {
+    write_text(d / "config.json", j.dump());
+    expect_error([&] { config_from_hf(d.path); }, needle);
+  };
+  json j = good;
+  j["rope_scaling"]["long_factor"] = {1.0, 2.0};
+  expect_config_error(j, "'long_factor' must be a list of 6 numbers");
+  j = good;
+  j.erase("original_max_position_embeddings");
+  expect_config_error(j, "missing key 'original_max_position_embeddings'");
+  j = good;
+  j["partial_rotary_factor"] = 0.3;
+  expect_config_error(j, "partial_rotary_factor");
+  j = good;
+  j["model_type"] = "mamba", j.erase("architectures");
+  expect_config_error(j, "unsupported model_type 'mamba' (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3_text)");
+  j = hf_config(preset_config("qwen3-tiny"));
+  j["use_sliding_window"] = true;
+  expect_config_error(j, "use_sliding_window");
+}
+
+}  // namespace
+}  // namespace jf
