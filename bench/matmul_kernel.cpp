@@ -20,9 +20,10 @@ int main(int argc, char** argv) {
   std::vector<int64_t> ms = {1, 4, 8, 16};
   int64_t rows = 5632, cols = 2048;
   int copies = 1, threads = 1, reps = 15;
-  app.add_option("--type", type, "Weight type: f32, f16, bf16, q8_0, q4_0")->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0"}));
+  app.add_option("--type", type, "Weight type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"}));
   app.add_option("--rows", rows, "Output features N")->check(CLI::Range(int64_t(8), int64_t(1) << 20));
-  app.add_option("--cols", cols, "Input features K (a multiple of 32 for q8_0 and q4_0)")->check(CLI::Range(int64_t(32), int64_t(1) << 20));
+  app.add_option("--cols", cols, "Input features K (a multiple of the type's block: 32, or 256 for K-quants)")->check(CLI::Range(int64_t(32), int64_t(1) << 20));
   app.add_option("--copies", copies, "Panel copies cycled through (weights streamed from memory when larger than the cache)")
       ->check(CLI::Range(1, 64));
   app.add_option("-t,--threads", threads, "Threads")->check(CLI::Range(1, 256));
@@ -31,8 +32,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   DType t = DType::F32;
   dtype_from_name(type, &t);  // checked above
-  if (dtype_is_block_quantized(t) && cols % 32 != 0) {
-    std::fprintf(stderr, "error: --cols must be a multiple of 32 for %s, got %lld\n", type.c_str(), static_cast<long long>(cols));
+  if (cols % dtype_block_size(t) != 0) {
+    std::fprintf(stderr, "error: --cols must be a multiple of %d for %s, got %lld\n", dtype_block_size(t), type.c_str(),
+                 static_cast<long long>(cols));
     return 1;
   }
   set_num_threads(threads);
@@ -54,7 +56,7 @@ int main(int argc, char** argv) {
   }
   std::printf("%lld x %lld %s, %d copies (%.1f MB of panels), %d threads, fastest of %d\n\n", static_cast<long long>(rows),
               static_cast<long long>(cols), type.c_str(), copies, copies * read_bytes(ws[0]) / 1e6, threads, reps);
-  std::printf("| kernels | M | ms per matmul | GFLOP/s |\n|---|---|---|---|\n");
+  std::printf("| kernels | M | ms per matmul | GFLOP/s | GB/s of weights |\n|---|---|---|---|---|\n");
   for (Isa isa : {Isa::Avx2, Isa::Avx2Vnni, Isa::Avx512}) {
     if (!isa_supported(isa)) continue;
     set_active_isa(isa);
@@ -67,8 +69,8 @@ int main(int argc, char** argv) {
         for (const WeightMatrix& w : ws) matmul(x.data(), m, w, y.data(), threads > 1);
         best = std::min(best, (now_seconds() - t0) / copies);
       }
-      std::printf("| %s | %lld | %.3f | %.1f |\n", isa_name(isa).c_str(), static_cast<long long>(m), best * 1e3,
-                  2.0 * m * rows * cols / best / 1e9);
+      std::printf("| %s | %lld | %.3f | %.1f | %.1f |\n", isa_name(isa).c_str(), static_cast<long long>(m), best * 1e3,
+                  2.0 * m * rows * cols / best / 1e9, read_bytes(ws[0]) / best / 1e9);
     }
   }
   return 0;

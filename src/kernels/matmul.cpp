@@ -141,10 +141,10 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type) {
       if (type == DType::F32) {
         dequantize_row(w.type, w.row(n), row.data(), K);
         for (int64_t k = 0; k < K; k++) std::memcpy(panel + (k * kPanel + c) * 4, &row[k], 4);
-      } else if (dtype_is_block_quantized(type)) {  // quants unsigned: q + 128 in bytes; Q4_0 q + 8, Q4_1/Q4_K q
+      } else if (dtype_is_block_quantized(type)) {  // unsigned: bytes q + 128, nibbles q + panel_nibble_offset
         Quants32 q;
         const bool nib = panel_nibbles(type), kquant = dtype_is_kquant(type);
-        const int nib_offset = type == DType::Q4_0 ? 8 : 0;
+        const int nib_offset = panel_nibble_offset(type), high_bits = panel_high_bits(type);
         for (int64_t b = 0; b < K / kQ8Block; b++) {
           uint8_t* bp = panel + panel_block_offset(type, b);
           block32(type, w.row(n), b, q);
@@ -161,10 +161,18 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type) {
           uint8_t* quants = bp + panel_quants_offset(type);
           for (int kk = 0; kk < kQ8Block; kk++) {  // group g = kk / 4: output c's bytes 4c .. 4c+3
             const int g = kk / 4, at = c * 4 + kk % 4;
-            if (!nib)
+            if (!nib) {
               quants[g * (4 * kPanel) + at] = static_cast<uint8_t>(q.q[kk] + 128);
-            else  // group pair g / 2, even groups in the low nibbles
-              quants[(g / 2) * (4 * kPanel) + at] |= static_cast<uint8_t>((q.q[kk] + nib_offset) << (4 * (g % 2)));
+              continue;
+            }
+            const int u = q.q[kk] + nib_offset, pair = g / 2;  // even groups in the low nibbles
+            quants[pair * (4 * kPanel) + at] |= static_cast<uint8_t>((u & 0xF) << (4 * (g % 2)));
+            if (high_bits > 0) {  // the bits above the nibble: plane and slot of the pair (matmul.h)
+              const int per_plane = 4 / high_bits, slot = pair % per_plane;
+              const int shift = high_bits * slot + (g % 2 == 0 ? 4 : 0);
+              uint8_t* plane = quants + kPanelNibbleBytes + (pair / per_plane) * kPanelPlaneBytes;
+              plane[at] |= static_cast<uint8_t>((u >> 4) << shift);
+            }
           }
         }
       } else {  // F16 / BF16: 2-byte values moved as they are

@@ -44,11 +44,17 @@ void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool thr
 //   Q4_0: the same with 4-bit quants as in the file (q + 8, unsigned): 4 pairs of groups of 32 bytes, pair
 //   h holding group 2h in the low nibbles and group 2h + 1 in the high ones.
 //   Q4_1, Q5_0, Q5_1, per block of 32 (block32's values): 8 fp32 scales, then 8 fp32 mins (Q4_1, Q5_1),
-//   then the quants: nibbles as Q4_0 (Q4_1: q unsigned, no offset) or bytes as Q8_0 (q + 128).
+//   then the quants as nibbles as Q4_0 (unsigned as in the file: Q4_1 / Q5_1 q, Q5_0 q + 16), then Q5_0's /
+//   Q5_1's fifth bits in a high-bit plane (below).
 //   Q4_K, Q5_K, Q6_K keep the file's integer sub-block scales, so the panels stream about the file's bytes:
 //   per super-block of 256 positions a header (the 8 outputs' fp32 d, then -dmin for Q4_K / Q5_K), then 8
 //   blocks of 32: 8 int8 sub-block scales (Q6_K: 8 for each half of 16), 8 mins (Q4_K, Q5_K), the quants
-//   (Q4_K nibbles as Q4_1, Q5_K and Q6_K bytes as Q8_0).
+//   as nibbles (Q4_K as Q4_1; Q5_K's and Q6_K's low 4 bits, Q6_K's quants as q + 32, unsigned), then
+//   Q5_K's 1 and Q6_K's 2 bits above the nibble in planes of 32 bytes (panel_high_bits).
+//   High-bit planes: with b bits per quant a plane serves s = 4 / b pairs of groups; pair h is in plane
+//   h / s, slot p = h % s: byte 4c + i holds the high bits of output c's position i of group 2h at bits
+//   4 + b p .. and of group 2h + 1 at bits b p .., so one 16-bit shift each way and a mask put them at bit 4
+//   of the nibbles' bytes (see panel_tiles::dot_nibble_pairs).
 // Rows past N are zero. Per output element the order is acc = fma(x[k], w[k], acc) for k = 0 .. K-1 from
 // acc = 0, whatever M or the tile shape (w[k] as fp32; Q8_0 weights in fp32 panels are q * d rounded to
 // fp32). Q8_0 panels multiply int8 activations instead, see Q8Rows.
@@ -60,11 +66,27 @@ size_t panel_bytes(DType type, int64_t K);  // bytes of one panel
 // Quantized panels: bytes of a super-block header (K-quants), of a block of 32 positions, where block b
 // starts, where its super-block's header starts, and where its quants start inside it.
 constexpr size_t panel_head_bytes(DType t) { return dtype_is_kquant(t) ? kPanel * sizeof(float) * (dtype_has_min(t) ? 2 : 1) : 0; }
-constexpr bool panel_nibbles(DType t) { return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q4_K; }
+// Quant bits kept above the nibble, in planes after the nibbles (0: none).
+constexpr int panel_high_bits(DType t) {
+  return t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q5_K ? 1 : t == DType::Q6_K ? 2 : 0;
+}
+constexpr bool panel_nibbles(DType t) {
+  return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q4_K || panel_high_bits(t) > 0;
+}
+// What nibble panels add to block32's q to make it unsigned (as the files' quants: Q4_0 q + 8, Q5_0 q + 16,
+// Q6_K q + 32).
+constexpr int panel_nibble_offset(DType t) {
+  return t == DType::Q4_0 ? 8 : t == DType::Q5_0 ? 16 : t == DType::Q6_K ? 32 : 0;
+}
 constexpr size_t panel_quants_offset(DType t) {
   return dtype_is_kquant(t) ? 2 * kPanel : kPanel * sizeof(float) * (dtype_has_min(t) ? 2 : 1);
 }
-constexpr size_t panel_block_bytes(DType t) { return panel_quants_offset(t) + kPanel * (panel_nibbles(t) ? kQ8Block / 2 : kQ8Block); }
+constexpr size_t kPanelNibbleBytes = kPanel * kQ8Block / 2;  // a block's nibbles: 4 pairs of groups
+constexpr size_t kPanelPlaneBytes = kPanel * 4;  // a high-bit plane: a byte per output and place in a group
+constexpr size_t panel_block_bytes(DType t) {
+  return panel_quants_offset(t) + (panel_nibbles(t) ? kPanelNibbleBytes : kPanel * kQ8Block) +
+         size_t(panel_high_bits(t)) * kPanelPlaneBytes;
+}
 constexpr size_t panel_head_offset(DType t, int64_t b) {
   return dtype_is_kquant(t) ? size_t(b / 8) * (panel_head_bytes(t) + 8 * panel_block_bytes(t)) : 0;
 }

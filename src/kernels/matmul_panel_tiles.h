@@ -33,14 +33,16 @@ struct PanelBF16 {
   static typename V::T load(const uint8_t* panel, size_t ps, int64_t k) { return V::load_bf16(panel, ps, k * kPanel * 2); }
 };
 // Quantized panels (per block of 32 positions: fp32 vectors of 8 scales (and mins or second-half scales),
-// then groups of 4 quants x 8 outputs), see tile_q8. kNibbles: 4-bit quants two groups per byte; kMin: a
-// min per block; kHalves: two scales per block (Q6_K's sub-blocks of 16); kOffset8: Q4_0's nibbles hold q + 8;
-// kKQuant: integer sub-block scales and a super-block header (matmul.h).
+// then groups of 4 quants x 8 outputs), see tile_q8. kNibbles: 4-bit quants two groups per byte (with
+// kHighBits more per quant in planes); kMin: a min per block; kHalves: two scales per block (Q6_K's
+// sub-blocks of 16); kNibbleOffset: the nibbles hold q + it (Q4_0: 8, Q5_0: 16, Q6_K: 32); kKQuant:
+// integer sub-block scales and a super-block header (matmul.h).
 template <DType Type>
 struct PanelInt {
   static constexpr DType kType = Type;
-  static constexpr bool kNibbles = Type == DType::Q4_0 || Type == DType::Q4_1 || Type == DType::Q4_K;
-  static constexpr bool kOffset8 = Type == DType::Q4_0;
+  static constexpr bool kNibbles = panel_nibbles(Type);
+  static constexpr int kHighBits = panel_high_bits(Type);
+  static constexpr int kNibbleOffset = panel_nibble_offset(Type);
   static constexpr bool kMin = Type == DType::Q4_1 || Type == DType::Q5_1 || Type == DType::Q4_K || Type == DType::Q5_K;
   static constexpr bool kHalves = Type == DType::Q6_K;
   static constexpr bool kKQuant = Type == DType::Q4_K || Type == DType::Q5_K || Type == DType::Q6_K;
@@ -110,13 +112,13 @@ void tile_elem(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y,
 }
 
 // Quantized panels times quantized activations (Q8Rows): per block of 32 positions, exact int32 dot
-// products of the activations' quants with the weights' (stored unsigned: bytes as q + 128, Q4_0's nibbles
-// as in the file, q + 8, Q4_1 / Q4_K's as q; V::dot4 / V::dot4u may then multiply unsigned by signed bytes,
-// and V::block_start / V::block_start_q4 supply the -128 * sum(x) or -8 * sum(x) that undoes the offset
-// where they do), then acc = fma(float(sum), dw * dx, acc), blocks in order (mins and K-quants' integer
-// scales: see matmul.h). Each step multiplies 4 broadcast activation bytes
-// with 4 positions of every output in the vector. The running totals wait in memory while a block's integer
-// sums hold the registers.
+// products of the activations' quants with the weights' (stored unsigned: bytes as q + 128, nibbles (with
+// high bits) as q + panel_nibble_offset: as in the files, Q4_0 q + 8, Q5_0 q + 16, Q6_K q + 32, the others
+// q; V::dot4 / V::dot4u may then multiply unsigned by signed bytes, and each block's sum starts from the
+// -128 * sum(x) (bytes) or -offset * sum(x) (nibbles) that undoes the offset where they do), then
+// acc = fma(float(sum), dw * dx, acc), blocks in order (mins and K-quants' integer scales: see matmul.h).
+// Each step multiplies 4 broadcast activation bytes with 4 positions of every output in the vector. The
+// running totals wait in memory while a block's integer sums hold the registers.
 struct Q8Input {  // MR rows of a Q8Rows from row m on
   const int8_t* q;
   const float* d;
@@ -145,6 +147,48 @@ inline void dot_groups(typename V::I (&acc)[MR][NV], const Q8Input& x, int64_t b
       for (int j = 0; j < NV; j++) acc[i][j] = V::dot4(acc[i][j], wv[j], xb);
     }
   }
+}
+
+// f(std::integral_constant<int, I>{}) for I = I0 .. I0 + N - 1 in order: a loop whose index must be a
+// compile-time constant (immediate shift counts).
+template <int I0, int N, class F>
+__attribute__((always_inline)) inline void unrolled(F&& f) {
+  if constexpr (N > 0) {
+    f(std::integral_constant<int, I0>{});
+    unrolled<I0 + 1, N - 1>(f);
+  }
+}
+
+// The integer sums of pairs of groups [H0, H0 + NP) of block b into acc, nibble panels: one load holds group
+// 2h in its low nibbles and 2h + 1 in its high ones; the 5- and 6-bit types' bits above the nibble come
+// from their planes (matmul.h), one shift each way, a mask and an or per pair, so the products are those of
+// the whole unsigned quants (V::dot4u: unsigned weights, at most 63, times signed activation bytes).
+template <class V, class F, int MR, int NV, int H0, int NP>
+inline void dot_nibble_pairs(typename V::I (&acc)[MR][NV], const Q8Input& x, int64_t b, const uint8_t* w,
+                             size_t ps, size_t quants) {
+  const int64_t K = x.K;
+  unrolled<H0, NP>([&](auto pair) __attribute__((always_inline)) {
+    constexpr int h = decltype(pair)::value;
+    typename V::W4 lo[NV], hi[NV];
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; j++) {
+      V::load_q4(w + j * V::PP * ps, ps, quants + h * 4 * kPanel, lo[j], hi[j]);
+      if constexpr (F::kHighBits > 0) {
+        constexpr int per_plane = 4 / F::kHighBits;
+        const size_t plane = quants + kPanelNibbleBytes + (h / per_plane) * kPanelPlaneBytes;
+        constexpr int slot = F::kHighBits * (h % per_plane);
+        V::template add_high<F::kHighBits, slot>(w + j * V::PP * ps, ps, plane, lo[j], hi[j]);
+      }
+      if constexpr (MR > 1) V::pin(lo[j]), V::pin(hi[j]);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+      const auto x0 = V::broadcast4(x.q + i * K + b * kQ8Block + 8 * h);
+      const auto x1 = V::broadcast4(x.q + i * K + b * kQ8Block + 8 * h + 4);
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; j++) acc[i][j] = V::dot4u(V::dot4u(acc[i][j], lo[j], x0), hi[j], x1);
+    }
+  });
 }
 
 // total = fma(float(acc), scale * dx, total) with the fp32 scales at byte `at` of the block.
@@ -220,44 +264,35 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
     typename V::I acc[MR][NV];
     const size_t at = panel_block_offset(kT, b), quants = at + panel_quants_offset(kT);
     const size_t head = panel_head_offset(kT, b);
-    if constexpr (F::kHalves) {  // Q6_K: two chained sub-blocks of 16 positions, each from its own -128 * sum x
-#pragma GCC unroll 2
-      for (int h = 0; h < 2; h++) {
+    if constexpr (F::kHalves) {  // Q6_K: two chained sub-blocks of 16 positions (two pairs of groups each)
+      unrolled<0, 2>([&](auto half) __attribute__((always_inline)) {
+        constexpr int h = decltype(half)::value;
+        // sum (q + 32) * x = sum q * x + 32 * sum x: start from -32 * sum x (bias16 is -128 * sum x).
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++)
 #pragma GCC unroll 8
-          for (int j = 0; j < NV; j++) acc[i][j] = V::block_start(x.bias16 + i * 2 * nb + 2 * b + h);
-        dot_groups<V, MR, NV>(acc, x, b, w, ps, quants, 4 * h, 4 * h + 4);
+          for (int j = 0; j < NV; j++)
+            acc[i][j] = V::set1_i(x.bias16[i * 2 * nb + 2 * b + h] / (128 / F::kNibbleOffset));
+        dot_nibble_pairs<V, F, MR, NV, 2 * h, 2>(acc, x, b, w, ps, quants);
         kscale_into<V, MR, NV, L>(total, acc, x, b, w, ps, at + h * kPanel, head);
-      }
+      });
       continue;
     }
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++)
 #pragma GCC unroll 8
-      for (int j = 0; j < NV; j++)
-        acc[i][j] = F::kOffset8 ? V::block_start_q4(x.bias + i * nb + b)
-                    : F::kNibbles ? V::izero() : V::block_start(x.bias + i * nb + b);
-    if constexpr (F::kNibbles) {
-#pragma GCC unroll 4
-      for (int h = 0; h < kQ8Block / 8; h++) {  // a pair of groups per load: 2h (low nibbles), 2h + 1 (high)
-        typename V::W4 lo[NV], hi[NV];
-#pragma GCC unroll 8
-        for (int j = 0; j < NV; j++) {
-          V::load_q4(w + j * V::PP * ps, ps, quants + h * 4 * kPanel, lo[j], hi[j]);
-          if constexpr (MR > 1) V::pin(lo[j]), V::pin(hi[j]);
-        }
-#pragma GCC unroll 8
-        for (int i = 0; i < MR; i++) {
-          const auto x0 = V::broadcast4(x.q + i * K + b * kQ8Block + 8 * h);
-          const auto x1 = V::broadcast4(x.q + i * K + b * kQ8Block + 8 * h + 4);
-#pragma GCC unroll 8
-          for (int j = 0; j < NV; j++) acc[i][j] = V::dot4u(V::dot4u(acc[i][j], lo[j], x0), hi[j], x1);
-        }
+      for (int j = 0; j < NV; j++) {
+        if constexpr (!F::kNibbles)
+          acc[i][j] = V::block_start(x.bias + i * nb + b);  // bytes q + 128, see V::dot4
+        else if constexpr (F::kNibbleOffset > 0)  // sum (q + o) * x = sum q * x + o * sum x
+          acc[i][j] = V::set1_i(x.bias[i * nb + b] / (128 / F::kNibbleOffset));
+        else
+          acc[i][j] = V::izero();
       }
-    } else {
+    if constexpr (F::kNibbles)
+      dot_nibble_pairs<V, F, MR, NV, 0, kQ8Block / 8>(acc, x, b, w, ps, quants);
+    else
       dot_groups<V, MR, NV>(acc, x, b, w, ps, quants, 0, kQ8Block / 4);
-    }
     if constexpr (F::kKQuant) {  // Q4_K, Q5_K
       kscale_into<V, MR, NV, L>(total, acc, x, b, w, ps, at, head);
       kmin_into<V, MR, NV, L>(total, x, b, w, ps, at + kPanel, head + kPanel * sizeof(float));

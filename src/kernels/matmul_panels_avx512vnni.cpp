@@ -41,14 +41,21 @@ struct PanelVecVnni : PanelVec {
   static I set1_i(int32_t v) { return _mm512_set1_epi32(v); }
   static I dot4(I acc, W w, __m512i x) { return _mm512_dpbusd_epi32(acc, w, x); }
   static T to_float(I v) { return _mm512_cvtepi32_ps(v); }
-  // Q4_0: two groups per load, as the file's unsigned nibbles (q + 8); start from -8 * sum x.
+  // Nibble panels: two groups per load, unsigned (Q4_0: the file's q + 8).
   using W4 = __m512i;
   static void load_q4(const uint8_t* panel, size_t ps, size_t off, W4& lo, W4& hi) {
     const __m512i v = load_q(panel, ps, off), nibble = _mm512_set1_epi8(0x0F);
     lo = _mm512_and_si512(v, nibble);
     hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
   }
-  static I block_start_q4(const int32_t* bias) { return _mm512_set1_epi32(*bias / 16); }
+  // 5- and 6-bit types: the bits above the nibbles from a plane, as avx2::PanelVec::add_high.
+  template <int kBits, int kSlot>
+  static void add_high(const uint8_t* panel, size_t ps, size_t off, W4& lo, W4& hi) {
+    const __m512i v = load_q(panel, ps, off);
+    const __m512i mask = _mm512_set1_epi8(static_cast<char>(((1 << kBits) - 1) << 4));
+    lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_srli_epi16(v, kSlot), mask));
+    hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_slli_epi16(v, 4 - kSlot), mask));
+  }
   static I dot4u(I acc, W4 w, __m512i x) { return _mm512_dpbusd_epi32(acc, w, x); }
 };
 
