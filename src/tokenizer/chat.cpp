@@ -119,7 +119,8 @@ std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages, 
       std::string system;
       for (const ChatMessage& m : messages) {
         if (m.role == "system") {
-          system += (system.empty() ? "" : "\n") + trim(m.content);
+          if (!system.empty()) system += '\n';
+          system += trim(m.content);
           continue;
         }
         const bool user = m.role != "assistant";
