@@ -43,6 +43,9 @@ for arch in qwen3 phi3 gemma2 gemma3; do
   "$jf" random --arch $arch -o "$tmp/$arch.gguf" 2>/dev/null && "$jf" inspect -m "$tmp/$arch.gguf" | grep -q "architecture: *$arch" &&
     echo "ok   random --arch $arch" || { echo "FAIL random --arch $arch"; fails=$((fails + 1)); }
 done
+"$jf" inspect -m "$tmp/gemma3.gguf" --no-tensors | grep -q "sliding window: 8 positions on 5 of every 6 layers" &&
+  "$jf" inspect -m "$tmp/phi3.gguf" --no-tensors | grep -q "longrope: .*64-token context" &&
+  echo "ok   inspect shows sliding windows and LongRoPE" || { echo "FAIL inspect architecture specifics"; fails=$((fails + 1)); }
 
 if [ -d "$shared/models/stories260K" ]; then
   m="$shared/models/stories260K/stories260K.gguf"
