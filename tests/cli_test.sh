@@ -39,7 +39,7 @@ printf 'GGUF\x03\x00\x00\x00junk' >"$tmp/bad.gguf"
 check_error "truncated gguf" 1 "$jf" generate -m "$tmp/bad.gguf"
 check_error "random model without output" 2 "$jf" random --preset tiny
 check_error "random unknown architecture" 1 "$jf" random --arch mamba -o "$tmp/m.gguf"
-for arch in qwen3 phi3 gemma2 gemma3; do
+for arch in qwen2 qwen3 phi3 gemma2 gemma3; do
   "$jf" random --arch $arch -o "$tmp/$arch.gguf" 2>/dev/null && "$jf" inspect -m "$tmp/$arch.gguf" | grep -q "architecture: *$arch" &&
     echo "ok   random --arch $arch" || { echo "FAIL random --arch $arch"; fails=$((fails + 1)); }
 done
