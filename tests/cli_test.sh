@@ -39,10 +39,13 @@ printf 'GGUF\x03\x00\x00\x00junk' >"$tmp/bad.gguf"
 check_error "truncated gguf" 1 "$jf" generate -m "$tmp/bad.gguf"
 check_error "random model without output" 2 "$jf" random --preset tiny
 check_error "random unknown architecture" 1 "$jf" random --arch mamba -o "$tmp/m.gguf"
-for arch in qwen3 phi3 gemma2 gemma3; do
+for arch in qwen2 qwen3 phi3 gemma2 gemma3; do
   "$jf" random --arch $arch -o "$tmp/$arch.gguf" 2>/dev/null && "$jf" inspect -m "$tmp/$arch.gguf" | grep -q "architecture: *$arch" &&
     echo "ok   random --arch $arch" || { echo "FAIL random --arch $arch"; fails=$((fails + 1)); }
 done
+"$jf" inspect -m "$tmp/gemma3.gguf" --no-tensors | grep -q "sliding window: 8 positions on 5 of every 6 layers" &&
+  "$jf" inspect -m "$tmp/phi3.gguf" --no-tensors | grep -q "longrope: .*64-token context" &&
+  echo "ok   inspect shows sliding windows and LongRoPE" || { echo "FAIL inspect architecture specifics"; fails=$((fails + 1)); }
 
 if [ -d "$shared/models/stories260K" ]; then
   m="$shared/models/stories260K/stories260K.gguf"

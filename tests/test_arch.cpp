@@ -3,6 +3,7 @@
 // (Batch invariance of every architecture is in test_model.cpp, decoders' losslessness in test_decoders.cpp.)
 #include <cmath>
 #include <memory>
+#include <numbers>
 
 #include "base/error.h"
 #include "formats/gguf.h"
@@ -244,6 +245,54 @@ TEST(Gemma2, SlidingWindowSoftcapsAndPostNorms) {
   TensorSet missing = ts;
   missing.tensors.erase("blk.1.post_ffw_norm.weight");
   expect_error([&] { Model bad(cfg, missing, "memory"); }, "model is missing tensor 'blk.1.post_ffw_norm.weight'");
+}
+
+// A first token attends only to itself (its attention output is its value), so Gemma 2's whole layer stack can
+// be written out plainly: embedding x sqrt(dim), norm, value, output, post-attention norm, residual, norm,
+// GeGLU, post-FFN norm, residual; final norm, tied output, soft-cap. The forward must agree with it.
+TEST(Gemma2, FirstTokenMatchesAPlainReference) {
+  const ModelConfig cfg = preset_config("gemma2-tiny");
+  TensorSet ts = random_tensors(cfg, DType::F32, 9);
+  const int D = cfg.dim, F = cfg.ffn_dim, token = 17;
+  auto w = [&](const std::string& name) { return static_cast<const float*>(ts.find(name)->data); };
+  auto matvec = [](const float* W, int rows, int cols, const std::vector<double>& x) {
+    std::vector<double> y(rows, 0.0);
+    for (int r = 0; r < rows; r++)
+      for (int c = 0; c < cols; c++) y[r] += double(W[int64_t(r) * cols + c]) * x[c];
+    return y;
+  };
+  auto norm = [&](std::vector<double> x, const float* g) {
+    double ss = 0;
+    for (double v : x) ss += v * v;
+    const double inv = 1.0 / std::sqrt(ss / x.size() + cfg.norm_eps);
+    for (size_t i = 0; i < x.size(); i++) x[i] *= inv * g[i];
+    return x;
+  };
+  std::vector<double> x(D);
+  for (int i = 0; i < D; i++) x[i] = w("token_embd.weight")[int64_t(token) * D + i] * std::sqrt(double(D));
+  for (int l = 0; l < cfg.n_layers; l++) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    const std::vector<double> v = matvec(w(p + "attn_v.weight"), cfg.kv_dim(), D, norm(x, w(p + "attn_norm.weight")));
+    std::vector<double> att(cfg.q_dim());
+    const int group = cfg.n_heads / cfg.n_kv_heads;
+    for (int h = 0; h < cfg.n_heads; h++)
+      for (int i = 0; i < cfg.head_dim; i++) att[h * cfg.head_dim + i] = v[(h / group) * cfg.head_dim + i];
+    const std::vector<double> o = norm(matvec(w(p + "attn_output.weight"), D, cfg.q_dim(), att), w(p + "post_attention_norm.weight"));
+    for (int i = 0; i < D; i++) x[i] += o[i];
+    const std::vector<double> h = norm(x, w(p + "ffn_norm.weight"));
+    const std::vector<double> g = matvec(w(p + "ffn_gate.weight"), F, D, h), u = matvec(w(p + "ffn_up.weight"), F, D, h);
+    std::vector<double> a(F);
+    for (int i = 0; i < F; i++)
+      a[i] = 0.5 * g[i] * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (g[i] + 0.044715 * g[i] * g[i] * g[i]))) * u[i];
+    const std::vector<double> d = norm(matvec(w(p + "ffn_down.weight"), D, F, a), w(p + "post_ffw_norm.weight"));
+    for (int i = 0; i < D; i++) x[i] += d[i];
+  }
+  std::vector<double> want = matvec(w("token_embd.weight"), cfg.vocab_size, D, norm(x, w("output_norm.weight")));
+  for (double& v : want) v = cfg.final_softcap * std::tanh(v / cfg.final_softcap);
+  const Logits got = stepwise(Model(cfg, ts, "memory"), {token});
+  double scale = 0;
+  for (double v : want) scale = std::max(scale, std::fabs(v));
+  for (int i = 0; i < cfg.vocab_size; i++) ASSERT_NEAR(got[0][i], want[i], 1e-4 * scale) << i;
 }
 
 // Gemma 3: q/k norms and the local layers' own RoPE base both change the logits.

@@ -199,6 +199,19 @@ TEST(HfArch, BadConfigsErrorCleanly) {
   j = hf_config(preset_config("qwen3-tiny"));
   j["use_sliding_window"] = true;
   expect_config_error(j, "use_sliding_window");
+  j = hf_config(preset_config("gemma3-tiny"));  // newer configs list the layers' kinds
+  j["layer_types"] = {"sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention",
+                      "sliding_attention", "full_attention"};
+  write_text(d / "config.json", j.dump());
+  EXPECT_EQ(config_from_hf(d.path).sliding_period, 6);
+  j["layer_types"][0] = "full_attention";
+  expect_config_error(j, "layer_types: layer 0 breaks the every-6th-layer-global pattern");
+  j = hf_config(preset_config("gemma2-tiny"));
+  j["hidden_activation"] = "silu";
+  expect_config_error(j, "unsupported hidden_activation 'silu' (supported: gelu_pytorch_tanh)");
+  j = hf_config(preset_config("gemma3-tiny"));
+  j["final_logit_softcapping"] = 30.0;
+  expect_config_error(j, "soft-capping is not supported for gemma3");
 }
 
 }  // namespace

@@ -37,6 +37,15 @@ int run_inspect(const ModelOptions& o, bool list_tensors) {
   std::printf("norm epsilon:  %g\n", c.norm_eps);
   std::printf("qkv bias:      %s\n", c.attn_bias ? "yes" : "no");
   std::printf("output head:   %s\n", c.tied_output ? "tied to the token embedding" : "separate");
+  if (c.qk_norm()) std::printf("q/k norm:      RMSNorm per head before RoPE\n");
+  if (!c.rope_factors_long.empty())
+    std::printf("longrope:      short factors up to a %d-token context, long ones beyond; cos, sin x %g\n",
+                c.rope_orig_context, c.rope_attn_factor);
+  if (c.sliding_window > 0)
+    std::printf("sliding window: %d positions on %d of every %d layers%s\n", c.sliding_window, c.sliding_period - 1,
+                c.sliding_period, c.rope_theta_local > 0 ? (", their rope theta " + std::to_string(static_cast<int>(c.rope_theta_local))).c_str() : "");
+  if (c.attn_softcap > 0 || c.final_softcap > 0)
+    std::printf("soft-caps:     attention scores %g, logits %g\n", c.attn_softcap, c.final_softcap);
   std::map<std::string, std::pair<int, size_t>> by_type;
   int64_t params = 0;
   for (const auto& [name, t] : m.tensors().tensors) {

@@ -1,5 +1,5 @@
-// Loads Hugging Face Llama/Qwen2/Qwen3/Phi-3 directories (config.json, safetensors shards, tokenizer.json) into a
-// Model, and re-lays out their Q/K weights for GGUF export. See hf.h.
+// Loads Hugging Face Llama / Qwen2 / Qwen3 / Phi-3 / Gemma 2 / Gemma 3 directories (config.json, safetensors
+// shards, tokenizer.json) into a Model, and re-lays out their weights for GGUF export. See hf.h.
 #include "model/hf.h"
 
 #include <algorithm>
@@ -219,6 +219,13 @@ void read_gemma(const JsonKeys& j, ModelConfig& c) {
     c.rope_theta_local = static_cast<float>(j.number("rope_local_base_freq", 10000.0));
   }
   if (c.sliding_window <= 0 || c.sliding_period < 2) j.fail("sliding_window and sliding_window_pattern must be positive");
+  if (const json* types = j.get("layer_types")) {  // newer configs list each layer's kind: it must be the pattern
+    if (!types->is_array() || static_cast<int>(types->size()) != c.n_layers) j.fail("key 'layer_types' must list every layer");
+    for (int l = 0; l < c.n_layers; l++)
+      if ((*types)[l] != (c.local_layer(l) ? "sliding_attention" : "full_attention"))
+        j.fail("layer_types: layer " + std::to_string(l) + " breaks the every-" + std::to_string(c.sliding_period) +
+               "th-layer-global pattern (not supported)");
+  }
 }
 
 // rope_theta and rope_scaling (or transformers 5's rope_parameters, which holds both).

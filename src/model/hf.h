@@ -1,6 +1,6 @@
 // Hugging Face model directories: config.json + *.safetensors (+ model.safetensors.index.json) +
-// tokenizer.json, for the Llama, Qwen2, Qwen3 and Phi-3 architectures; and the re-layout that turns such weights into
-// what GGUF files of the same architecture expect.
+// tokenizer.json, for the Llama, Qwen2, Qwen3, Phi-3, Gemma 2 and Gemma 3 (text) architectures; and the
+// re-layout that turns such weights into what GGUF files of the same architecture expect.
 #pragma once
 #include <string>
 

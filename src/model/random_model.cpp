@@ -124,6 +124,9 @@ ModelConfig preset_config(const std::string& name) {
     c.context_length = 32768, c.rope_theta = 1000000.0f, c.norm_eps = 1e-6f;
     c.attn_bias = true, c.tied_output = true;
     c.rope_style = RopeStyle::Neox;
+  } else if (name == "qwen2-tiny") {
+    tiny(Arch::Qwen2);
+    c.rope_theta = 1000000.0f, c.attn_bias = true, c.tied_output = true;
   } else if (name == "qwen3-tiny") {  // heads wider than dim / n_heads, as in Qwen3
     tiny(Arch::Qwen3);
     c.head_dim = 32, c.rope_theta = 1000000.0f, c.norm_eps = 1e-6f, c.tied_output = true;
@@ -162,7 +165,7 @@ ModelConfig preset_config(const std::string& name) {
     c.rope_style = RopeStyle::Neox;
   } else {
     throw Error("unknown model preset '" + name +
-                "' (known: tiny, llama-1b, qwen2-0.5b, qwen3-tiny, qwen3-0.6b, phi3-tiny, phi3-mini, gemma2-tiny, "
+                "' (known: tiny, llama-1b, qwen2-0.5b, qwen2-tiny, qwen3-tiny, qwen3-0.6b, phi3-tiny, phi3-mini, gemma2-tiny, "
                 "gemma3-tiny, gemma3-1b)");
   }
   if (c.head_dim == 0) c.head_dim = c.dim / c.n_heads;

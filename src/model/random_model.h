@@ -17,8 +17,9 @@ TensorSet random_tensors(const ModelConfig& cfg, const WeightScheme& scheme, uin
 std::unique_ptr<Model> random_model(const ModelConfig& cfg, DType type, uint64_t seed);
 
 // Named shapes: "tiny" (tests), "llama-1b" (TinyLlama-1.1B shape), "qwen2-0.5b" (Qwen2.5-0.5B shape), and for
-// the other architectures a tiny test shape and a real one: "qwen3-tiny", "qwen3-0.6b", "phi3-tiny" (partial
-// rotary, LongRoPE), "phi3-mini". Throws jf::Error for an unknown name.
+// the other architectures tiny test shapes ("<arch>-tiny": qwen2, qwen3, phi3 with partial rotary and LongRoPE,
+// gemma2 / gemma3 with windows of 8) and real ones ("qwen3-0.6b", "phi3-mini", "gemma3-1b"). Throws jf::Error
+// for an unknown name.
 ModelConfig preset_config(const std::string& name);
 
 }  // namespace jf

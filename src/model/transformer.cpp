@@ -92,8 +92,8 @@ void Transformer::list_visible_slots(const SequenceInput& s, int past, int i, Ro
   r.local_end = static_cast<int32_t>(slot_list_.size());
 }
 
-// Rows [r0, r1): q, k, v = projections of norm(x) (+ bias), RoPE on q and k, and k, v stored in the rows'
-// cache slots.
+// Rows [r0, r1): q, k, v = projections of norm(x) (+ bias), q and k normalised per head (qwen3, gemma3), RoPE
+// on q and k (local layers with their own table), and k, v stored in the rows' cache slots.
 void Transformer::qkv_rows(int l, int64_t r0, int64_t r1, bool threads) {
   const LayerWeights& L = w_.layers[l];
   const int dim = cfg_.dim, qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), half = cfg_.rope_dim / 2;
