@@ -306,7 +306,8 @@ test('/health is 503 while the model loads', async () => {
 });
 
 test('SIGTERM: in-flight requests finish, new ones are refused, exit 0', async () => {
-  const s = await startServer(['--ctx', '24000']);
+  // 20k tokens take ~10 s on an idle machine and over 30 s (the default drain timeout) on a loaded one.
+  const s = await startServer(['--ctx', '24000', '--drain-timeout', '600']);
   await s.ready();
   // Long enough (attention over up to 20k tokens) to be in flight when the signal comes.
   const inflight = post(s.base, '/v1/completions', { prompt: 'Once', max_tokens: 20000, ignore_eos: true });
