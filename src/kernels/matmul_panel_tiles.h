@@ -149,26 +149,17 @@ inline void dot_groups(typename V::I (&acc)[MR][NV], const Q8Input& x, int64_t b
   }
 }
 
-// f(std::integral_constant<int, I>{}) for I = I0 .. I0 + N - 1 in order: a loop whose index must be a
-// compile-time constant (immediate shift counts).
-template <int I0, int N, class F>
-__attribute__((always_inline)) inline void unrolled(F&& f) {
-  if constexpr (N > 0) {
-    f(std::integral_constant<int, I0>{});
-    unrolled<I0 + 1, N - 1>(f);
-  }
-}
-
-// The integer sums of pairs of groups [H0, H0 + NP) of block b into acc, nibble panels: one load holds group
-// 2h in its low nibbles and 2h + 1 in its high ones; the 5- and 6-bit types' bits above the nibble come
-// from their planes (matmul.h), one shift each way, a mask and an or per pair, so the products are those of
-// the whole unsigned quants (V::dot4u: unsigned weights, at most 63, times signed activation bytes).
-template <class V, class F, int MR, int NV, int H0, int NP>
+// The integer sums of pairs of groups [h0, h1) of block b into acc, nibble panels: one load holds group 2h
+// in its low nibbles and 2h + 1 in its high ones; the 5- and 6-bit types' bits above the nibble come from
+// their planes (matmul.h), one shift each way, a mask and an or per pair, so the products are those of the
+// whole unsigned quants (V::dot4u: unsigned weights, at most 63, times signed activation bytes). (A plain
+// loop: the shift counts are constants once it is unrolled; a lambda per pair spilled the Q4_K tiles.)
+template <class V, class F, int MR, int NV>
 inline void dot_nibble_pairs(typename V::I (&acc)[MR][NV], const Q8Input& x, int64_t b, const uint8_t* w,
-                             size_t ps, size_t quants) {
+                             size_t ps, size_t quants, int h0, int h1) {
   const int64_t K = x.K;
-  unrolled<H0, NP>([&](auto pair) __attribute__((always_inline)) {
-    constexpr int h = decltype(pair)::value;
+#pragma GCC unroll 4
+  for (int h = h0; h < h1; h++) {
     typename V::W4 lo[NV], hi[NV];
 #pragma GCC unroll 8
     for (int j = 0; j < NV; j++) {
@@ -176,8 +167,8 @@ inline void dot_nibble_pairs(typename V::I (&acc)[MR][NV], const Q8Input& x, int
       if constexpr (F::kHighBits > 0) {
         constexpr int per_plane = 4 / F::kHighBits;
         const size_t plane = quants + kPanelNibbleBytes + (h / per_plane) * kPanelPlaneBytes;
-        constexpr int slot = F::kHighBits * (h % per_plane);
-        V::template add_high<F::kHighBits, slot>(w + j * V::PP * ps, ps, plane, lo[j], hi[j]);
+        const int slot = F::kHighBits * (h % per_plane);
+        V::template add_high<F::kHighBits>(w + j * V::PP * ps, ps, plane, slot, lo[j], hi[j]);
       }
       if constexpr (MR > 1) V::pin(lo[j]), V::pin(hi[j]);
     }
@@ -188,7 +179,7 @@ inline void dot_nibble_pairs(typename V::I (&acc)[MR][NV], const Q8Input& x, int
 #pragma GCC unroll 8
       for (int j = 0; j < NV; j++) acc[i][j] = V::dot4u(V::dot4u(acc[i][j], lo[j], x0), hi[j], x1);
     }
-  });
+  }
 }
 
 // total = fma(float(acc), scale * dx, total) with the fp32 scales at byte `at` of the block.
@@ -265,17 +256,17 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
     const size_t at = panel_block_offset(kT, b), quants = at + panel_quants_offset(kT);
     const size_t head = panel_head_offset(kT, b);
     if constexpr (F::kHalves) {  // Q6_K: two chained sub-blocks of 16 positions (two pairs of groups each)
-      unrolled<0, 2>([&](auto half) __attribute__((always_inline)) {
-        constexpr int h = decltype(half)::value;
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; h++) {
         // sum (q + 32) * x = sum q * x + 32 * sum x: start from -32 * sum x (bias16 is -128 * sum x).
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++)
 #pragma GCC unroll 8
           for (int j = 0; j < NV; j++)
             acc[i][j] = V::set1_i(x.bias16[i * 2 * nb + 2 * b + h] / (128 / F::kNibbleOffset));
-        dot_nibble_pairs<V, F, MR, NV, 2 * h, 2>(acc, x, b, w, ps, quants);
+        dot_nibble_pairs<V, F, MR, NV>(acc, x, b, w, ps, quants, 2 * h, 2 * h + 2);
         kscale_into<V, MR, NV, L>(total, acc, x, b, w, ps, at + h * kPanel, head);
-      });
+      }
       continue;
     }
 #pragma GCC unroll 8
@@ -290,7 +281,7 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
           acc[i][j] = V::izero();
       }
     if constexpr (F::kNibbles)
-      dot_nibble_pairs<V, F, MR, NV, 0, kQ8Block / 8>(acc, x, b, w, ps, quants);
+      dot_nibble_pairs<V, F, MR, NV>(acc, x, b, w, ps, quants, 0, kQ8Block / 8);
     else
       dot_groups<V, MR, NV>(acc, x, b, w, ps, quants, 0, kQ8Block / 4);
     if constexpr (F::kKQuant) {  // Q4_K, Q5_K
