@@ -241,8 +241,8 @@ TEST_F(Malformed, UnsupportedTensorType) {
   auto b = good;
   size_t name = find("t.f16");
   // name, u32 rank (1), u64 dim, u32 type
-  poke<uint32_t>(b, name + 5 + 4 + 8, 11);  // Q3_K
-  expect_parse_error(b, "unsupported type q3_K (id 11");
+  poke<uint32_t>(b, name + 5 + 4 + 8, 23);  // IQ4_XS
+  expect_parse_error(b, "unsupported type iq4_xs (id 23");
 }
 
 TEST_F(Malformed, BadRankAndDims) {
