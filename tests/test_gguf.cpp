@@ -103,7 +103,8 @@ TEST(Gguf, QuantizedTypesRoundTrip) {
     size_t row_bytes;
   };
   const Case cases[] = {{DType::Q4_1, 3, 64, 40},   {DType::Q5_0, 6, 64, 44},   {DType::Q5_1, 7, 64, 48},
-                        {DType::Q4_K, 12, 512, 288}, {DType::Q5_K, 13, 512, 352}, {DType::Q6_K, 14, 512, 420}};
+                        {DType::Q4_K, 12, 512, 288}, {DType::Q5_K, 13, 512, 352}, {DType::Q6_K, 14, 512, 420},
+                        {DType::Q2_K, 10, 512, 168}, {DType::Q3_K, 11, 512, 220}};
   std::string p = temp_path("quants.gguf");
   GgufWriter w;
   w.meta().set("general.architecture", GgufValue::of_string("llama"));
