@@ -20,12 +20,12 @@ echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| M | before ms | after ms | after / before |"
 echo "|---|---|---|---|"
-# Table rows of forward_cost: | M | ms/forward | ...
+# Table rows of forward_cost: | M | ms/forward | ...; per build and M the fastest run.
 for side in before after; do
   cat "$out"/$side.* | awk -F'|' -v s=$side '$2 ~ /^ *[0-9]+ *$/ { m = $2 + 0; t = $3 + 0; if (!(m in best) || t < best[m]) best[m] = t }
-    END { for (m in best) print s, m, best[m] }'
-done | awk '{ t[$1, $2] = $3; ms[$2] = 1 }
-  END { n = asorti(ms, order, "@ind_num_asc"); for (i = 1; i <= n; i++) { m = order[i];
-        printf "| %d | %.2f | %.2f | %.2f |\n", m, t["before", m], t["after", m], t["after", m] / t["before", m] } }'
+    END { for (m in best) print m, s, best[m] }'
+done | sort -n -k1,1 | awk '{ t[$1, $2] = $3; if (!($1 in seen)) { seen[$1] = 1; order[n++] = $1 } }
+  END { for (i = 0; i < n; i++) { m = order[i]
+        printf "| %d | %.2f | %.2f | %.2f |\n", m, t[m, "before"], t[m, "after"], t[m, "after"] / t[m, "before"] } }'
 echo
 echo "raw runs: $out" >&2

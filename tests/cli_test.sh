@@ -126,7 +126,11 @@ PY
   "$jf" convert -m "$m" -o "$tmp/q4.gguf" --type q4_0 2>/dev/null && "$jf" generate -m "$tmp/q4.gguf" -n 20 >/dev/null 2>&1 &&
     "$jf" inspect -m "$tmp/q4.gguf" 2>/dev/null | grep -q "q4_0" &&
     echo "ok   convert to q4_0 runs" || { echo "FAIL convert q4_0"; fails=$((fails + 1)); }
-  check_error "bad convert type" 1 "$jf" convert -m "$m" -o "$tmp/x.gguf" --type q3_k
+  check_error "bad convert type" 1 "$jf" convert -m "$m" -o "$tmp/x.gguf" --type iq4_xs
+  # q2_k / q3_k name single types; rows of 64 fit no block of 256, so every matrix stays f16.
+  "$jf" random --preset tiny --type q3_k -o "$tmp/r3.gguf" 2>/dev/null &&
+    "$jf" inspect -m "$tmp/r3.gguf" | grep -q "blk.0.ffn_down.weight *f16 " &&
+    echo "ok   random --type q3_k (f16 at width 64)" || { echo "FAIL random q3_k"; fails=$((fails + 1)); }
   # GGML's file types: stories260K's rows (64, 172) fit no K-quant block, so each matrix takes the
   # reference's fallback (q4_k -> q5_0, q5_k -> q5_1, q6_k -> q8_0, f16 below 32); the model still runs.
   for t in q4_k_m:q5_0 q4_k_s:q5_0 q5_k_m:q5_1 q6_k:q8_0 q5_0:q5_0 q5_1:q5_1 q4_1:q4_1; do

@@ -26,8 +26,8 @@ struct Weights {
   WeightMatrix w;
 };
 
-const DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
-                        DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,
+                        DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 // K-quants need rows of 256: the test shapes' K (multiples of 32) mapped to 256, 512 or 768.
 int64_t cols_for(DType t, int64_t K) { return dtype_is_kquant(t) ? kQK * (K / kQ8Block % 3 + 1) : K; }
@@ -41,11 +41,12 @@ float int8_chain(DType t, const uint8_t* wrow, const int8_t* xq, const float* xd
     Quants32 wb;
     block32(t, wrow, b, wb);
     const int8_t* x = xq + b * kQ8Block;
-    if (t == DType::Q6_K) {
+    if (dtype_scales_per_32(t) == 2) {  // Q2_K, Q3_K, Q6_K: halves of 16, Q2_K's with a min each
       for (int h = 0; h < 2; h++) {
-        int32_t sum = 0;
-        for (int k = 16 * h; k < 16 * h + 16; k++) sum += x[k] * wb.q[k];
+        int32_t sum = 0, xsum = 0;
+        for (int k = 16 * h; k < 16 * h + 16; k++) sum += x[k] * wb.q[k], xsum += x[k];
         acc = std::fma(float(sum * wb.sc[h]), wb.sd * xd[b], acc);
+        if (dtype_has_min(t)) acc = std::fma(float(xsum * wb.sm[h]), wb.smin * xd[b], acc);
       }
       continue;
     }
@@ -53,11 +54,11 @@ float int8_chain(DType t, const uint8_t* wrow, const int8_t* xq, const float* xd
     for (int k = 0; k < kQ8Block; k++) sum += x[k] * wb.q[k], xsum += x[k];
     if (dtype_is_kquant(t)) {
       acc = std::fma(float(sum * wb.sc[0]), wb.sd * xd[b], acc);
-      acc = std::fma(float(xsum * wb.sm), wb.smin * xd[b], acc);
+      acc = std::fma(float(xsum * wb.sm[0]), wb.smin * xd[b], acc);
       continue;
     }
     acc = std::fma(float(sum), wb.d[0] * xd[b], acc);
-    if (dtype_has_min(t)) acc = std::fma(float(xsum), wb.m * xd[b], acc);
+    if (dtype_has_min(t)) acc = std::fma(float(xsum), wb.m[0] * xd[b], acc);
   }
   return acc;
 }

@@ -220,7 +220,8 @@ INSTANTIATE_TEST_SUITE_P(
 INSTANTIATE_TEST_SUITE_P(
     Quants, BatchInvariance,
     ::testing::Combine(::testing::Values("llama-256"),
-                       ::testing::Values(DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K),
+                       ::testing::Values(DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::Q4_K,
+                                         DType::Q5_K, DType::Q6_K),
                        ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx2Vnni, Isa::Avx512)),
     [](const auto& info) {
       std::string s = std::get<0>(info.param) + "_" + dtype_name(std::get<1>(info.param)) + "_" + isa_name(std::get<2>(info.param));
@@ -430,7 +431,8 @@ TEST(Quantization, Q4_0ComputesItsDequantizedWeights) {
 TEST(Quantization, QuantTypesComputeTheirDequantizedWeights) {
   auto base = random_model(llama_256(), DType::F32, 21);
   auto toks = random_tokens(16, 256, 3);
-  for (DType t : {DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+  for (DType t : {DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
+                  DType::Q6_K}) {
     Model q(base->config(), convert_tensors(base->tensors(), t), "memory");
     ASSERT_EQ(q.tensors().find("blk.0.ffn_down.weight")->type, t);
     Model ref(base->config(), convert_tensors(q.tensors(), DType::F32), "memory");

@@ -16,7 +16,7 @@ namespace jf {
 namespace {
 
 const DType kQuantTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                             DType::Q4_K, DType::Q5_K, DType::Q6_K};
+                             DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 // Rows of arbitrary bytes (every quant and high-bit pattern, every scale byte), with each fp16 scale
 // replaced by a small finite value so no output overflows.
@@ -32,6 +32,11 @@ std::vector<uint8_t> raw_rows(DType t, int64_t N, int64_t K, uint64_t seed) {
     };
     if (t == DType::Q6_K) {
       set_f16(offsetof(BlockQ6_K, d));
+    } else if (t == DType::Q3_K) {
+      set_f16(offsetof(BlockQ3_K, d));
+    } else if (t == DType::Q2_K) {
+      set_f16(offsetof(BlockQ2_K, d));
+      set_f16(offsetof(BlockQ2_K, dmin));
     } else {
       set_f16(0);  // d first in every other block
       if (dtype_has_min(t)) set_f16(2);  // m, or the K-quants' dmin
@@ -70,6 +75,8 @@ TEST(QuantPanels, BytesPerWeight) {
       {DType::Q4_1, (64 + 128) / 256.0, 20 / 32.0},
       {DType::Q5_0, (32 + 128 + 32) / 256.0, 22 / 32.0},  // nibbles + a plane of fifth bits
       {DType::Q5_1, (64 + 128 + 32) / 256.0, 24 / 32.0},
+      {DType::Q2_K, (64 + 8 * (32 + 128)) / 2048.0, 84 / 256.0},  // 2 scales, 2 mins, nibbles per block
+      {DType::Q3_K, (32 + 8 * (16 + 128)) / 2048.0, 110 / 256.0},
       {DType::Q4_K, (64 + 8 * (16 + 128)) / 2048.0, 144 / 256.0},
       {DType::Q5_K, (64 + 8 * (16 + 128 + 32)) / 2048.0, 176 / 256.0},
       {DType::Q6_K, (32 + 8 * (16 + 128 + 64)) / 2048.0, 210 / 256.0},  // two planes

@@ -119,7 +119,7 @@ int run_train(TrainArgs& a) {
     throw Error("--consistency-norm must be reference or per-block, got '" + a.consistency_norm + "'");
   DType save_type;
   if (!dtype_from_name(a.save_type, &save_type))
-    throw Error("--save-type must be f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k or q6_k");
+    throw Error("--save-type must be f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k or q6_k");
   if (a.out.empty()) throw Error("missing output path (-o)");
   if (a.seq_len < 2) throw Error("--seq-len must be >= 2");
   set_num_threads(a.threads);
@@ -251,7 +251,7 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--save-every", a->opt.save_every, "Write a checkpoint every N steps (default: at the end)");
   cmd->add_option("--resume", a->resume, "Resume from a checkpoint (OUT.ckpt.gguf)");
   cmd->add_option("--stop-at", a->opt.stop_at, "Stop after this step, with a checkpoint (resume later with --resume)");
-  cmd->add_option("--save-type", a->save_type, "Weight type of the final model's matrices: f32 (default), f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k (rows that do not fit a type's blocks take GGML's fallback)");
+  cmd->add_option("--save-type", a->save_type, "Weight type of the final model's matrices: f32 (default), f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k (rows that do not fit a type's blocks take GGML's fallback)");
   cmd->add_option("--log-every", a->log_every, "Print the loss every N steps (default 10)");
   cmd->add_option("-t,--threads", a->threads, "Threads per process (default: all cores)");
   cmd->add_option("-o,--output", a->out, "Trained model (GGUF); OUT.ckpt.gguf holds the optimizer state")->required();

@@ -17,6 +17,8 @@ bool dtype_from_ggml(uint32_t id, DType* out) {
     case 6: *out = DType::Q5_0; return true;
     case 7: *out = DType::Q5_1; return true;
     case 8: *out = DType::Q8_0; return true;
+    case 10: *out = DType::Q2_K; return true;
+    case 11: *out = DType::Q3_K; return true;
     case 12: *out = DType::Q4_K; return true;
     case 13: *out = DType::Q5_K; return true;
     case 14: *out = DType::Q6_K; return true;
@@ -35,6 +37,8 @@ std::string dtype_name(DType t) {
     case DType::Q4_1: return "q4_1";
     case DType::Q5_0: return "q5_0";
     case DType::Q5_1: return "q5_1";
+    case DType::Q2_K: return "q2_k";
+    case DType::Q3_K: return "q3_k";
     case DType::Q4_K: return "q4_k";
     case DType::Q5_K: return "q5_k";
     case DType::Q6_K: return "q6_k";
@@ -46,7 +50,7 @@ bool dtype_from_name(const std::string& name, DType* out) {
   std::string s = name;
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                  DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+                  DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     if (s == dtype_name(t)) {
       *out = t;
       return true;
@@ -67,6 +71,8 @@ size_t dtype_block_bytes(DType t) {
     case DType::Q4_1: return sizeof(BlockQ4_1);
     case DType::Q5_0: return sizeof(BlockQ5_0);
     case DType::Q5_1: return sizeof(BlockQ5_1);
+    case DType::Q2_K: return sizeof(BlockQ2_K);
+    case DType::Q3_K: return sizeof(BlockQ3_K);
     case DType::Q4_K: return sizeof(BlockQ4_K);
     case DType::Q5_K: return sizeof(BlockQ5_K);
     case DType::Q6_K: return sizeof(BlockQ6_K);
@@ -93,7 +99,7 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
       for (int64_t i = 0; i < n / kQ8Block; i++) {
         block32(t, src, i, b);
         float* y = dst + i * kQ8Block;
-        for (int j = 0; j < kQ8Block; j++) y[j] = min ? b.d[j / 16] * static_cast<float>(b.q[j]) + b.m
+        for (int j = 0; j < kQ8Block; j++) y[j] = min ? b.d[j / 16] * static_cast<float>(b.q[j]) + b.m[j / 16]
                                                       : b.d[j / 16] * static_cast<float>(b.q[j]);
       }
       return;

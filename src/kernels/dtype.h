@@ -7,7 +7,8 @@
 namespace jf {
 
 enum class DType : uint32_t {
-  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q4_K = 12, Q5_K = 13, Q6_K = 14, BF16 = 30
+  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13,
+  Q6_K = 14, BF16 = 30
 };
 
 // Q8_0: blocks of 32 weights sharing one fp16 scale d; weight = d * q, q in [-127, 127].
@@ -67,7 +68,31 @@ struct BlockQ6_K {
   int8_t scales[kQK / 16];
   uint16_t d;
 };
+// Q2_K and Q3_K: 16 sub-blocks of 16 in two halves of 128; within half n, step j (0..3) is 32 weights whose
+// 2 low bits are bits 2j of qs[32n .. 32n+31] (sub-blocks 8n + 2j and 8n + 2j + 1, 16 weights each).
+// Q2_K: weight = d * sc * q - dmin * m, a 4-bit scale (low nibble) and min (high nibble) per sub-block.
+// Q3_K: weight = d * (sc - 32) * (q - 4), the third bit of weight i in bit i / 32 of hmask[i % 32]; the
+// 6-bit scales: low 4 bits in scales[j] (j < 8) or its high nibble (scales[j - 8]), top 2 bits at 2 (j / 4)
+// of scales[8 + j % 4] (q3k_scale).
+struct BlockQ2_K {
+  uint8_t scales[kQK / 16];
+  uint8_t qs[kQK / 4];
+  uint16_t d, dmin;
+};
+struct BlockQ3_K {
+  uint8_t hmask[kQK / 8];
+  uint8_t qs[kQK / 4];
+  uint8_t scales[12];
+  uint16_t d;
+};
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210, "GGML K-quant block sizes");
+static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110, "GGML K-quant block sizes");
+
+// Sub-block j (0..15) of a Q3_K super-block: its scale (sc - 32, in [-32, 31]).
+inline int q3k_scale(const uint8_t* s, int j) {
+  const int low = j < 8 ? s[j] & 0xF : s[j - 8] >> 4, high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+  return (low | (high << 4)) - 32;
+}
 
 // Sub-block j (0..7) of a Q4_K / Q5_K super-block: its 6-bit scale and min.
 inline void kquant_scale_min(const uint8_t* q, int j, uint8_t* sc, uint8_t* m) {
@@ -84,13 +109,17 @@ inline void kquant_scale_min(const uint8_t* q, int j, uint8_t* sc, uint8_t* m) {
 constexpr bool dtype_is_block_quantized(DType t) {
   return t != DType::F32 && t != DType::F16 && t != DType::BF16;
 }
-constexpr bool dtype_is_kquant(DType t) { return t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K; }
-// Types whose 32-weight blocks have a min (an added term): Q4_1, Q5_1, Q4_K, Q5_K.
-constexpr bool dtype_has_min(DType t) {
-  return t == DType::Q4_1 || t == DType::Q5_1 || t == DType::Q4_K || t == DType::Q5_K;
+constexpr bool dtype_is_kquant(DType t) {
+  return t == DType::Q2_K || t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
 }
-// Scales per 32 weights: 2 for Q6_K (sub-blocks of 16), else 1.
-constexpr int dtype_scales_per_32(DType t) { return t == DType::Q6_K ? 2 : 1; }
+// Types whose 32-weight blocks have a min (an added term): Q4_1, Q5_1, Q2_K (one per half), Q4_K, Q5_K.
+constexpr bool dtype_has_min(DType t) {
+  return t == DType::Q4_1 || t == DType::Q5_1 || t == DType::Q2_K || t == DType::Q4_K || t == DType::Q5_K;
+}
+// Scales per 32 weights: 2 for Q2_K, Q3_K and Q6_K (sub-blocks of 16), else 1.
+constexpr int dtype_scales_per_32(DType t) {
+  return t == DType::Q2_K || t == DType::Q3_K || t == DType::Q6_K ? 2 : 1;
+}
 
 // Returns false for type ids jf cannot compute with.
 bool dtype_from_ggml(uint32_t id, DType* out);
@@ -150,19 +179,20 @@ inline uint16_t f32_to_bf16(float f) {
 }
 
 // Block b (32 weights) of a row of any quantized type, as the int8 kernels see it: weight i = d[i / 16] *
-// q[i] (+ m when dtype_has_min), with d and m rounded to fp32 exactly as GGML's dequantization computes them
-// (Q4_K: d = fp16 d * sc[j], m = -(dmin * m[j]); Q6_K: d[h] = fp16 d * sc of each half), so dequantize_row
-// gives the reference engine's values bit for bit. q: Q8_0 as stored, Q4_0 nibble - 8, Q5_0 - 16, Q6_K - 32,
-// Q4_1 / Q5_1 / Q4_K / Q5_K the unsigned quant.
+// q[i] (+ m[i / 16] when dtype_has_min), with d and m rounded to fp32 exactly as GGML's dequantization
+// computes them (Q4_K: d = fp16 d * sc[j], m = -(dmin * m[j]); Q6_K: d[h] = fp16 d * sc of each half), so
+// dequantize_row gives the reference engine's values bit for bit. q: Q8_0 as stored, Q4_0 nibble - 8, Q5_0
+// - 16, Q6_K - 32, Q3_K - 4, Q4_1 / Q5_1 / Q2_K / Q4_K / Q5_K the unsigned quant.
 struct Quants32 {
   float d[2];  // d[1] == d[0] unless dtype_scales_per_32 is 2
-  float m;     // 0 for types without a min
+  float m[2];  // 0 for types without a min; m[1] == m[0] except for Q2_K
   int8_t q[kQ8Block];
   // K-quants also as integers, for the int8 kernels: the super-block's d and -dmin, and the sub-block's
-  // scale(s) (Q6_K: one per half) and min, so d[h] = sd * sc[h] and m = smin * sm.
+  // scale(s) and min(s) (one per half of 16 where dtype_scales_per_32 is 2), so d[h] = sd * sc[h] and
+  // m[h] = smin * sm[h].
   float sd = 0, smin = 0;
   int8_t sc[2] = {0, 0};
-  uint8_t sm = 0;
+  uint8_t sm[2] = {0, 0};
 };
 void block32(DType t, const void* row, int64_t b, Quants32& out);
 

@@ -1,6 +1,6 @@
 // The quantized types' blocks as the kernels see them (block32), and GGML's reference quantizers (no
-// importance matrix) for Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K, restated from the format's published
-// algorithm so a file jf writes is the file the reference tools write. Evaluation order matters for the
+// importance matrix) for Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K, restated from the format's
+// published algorithm so a file jf writes is the file the reference tools write. Evaluation order matters for the
 // bits: products and sums are written in the reference's order (the build has -ffp-contract=off).
 #include <algorithm>
 #include <cfloat>
@@ -43,7 +43,7 @@ void nibbles32(const uint8_t* qs, uint32_t qh, bool five, int offset, int8_t* q)
 }  // namespace
 
 void block32(DType t, const void* row, int64_t b, Quants32& out) {
-  out.m = 0.0f;
+  out.m[0] = out.m[1] = 0.0f;
   switch (t) {
     case DType::Q8_0: {
       const auto& blk = block_at<BlockQ8_0>(row, b);
@@ -61,7 +61,7 @@ void block32(DType t, const void* row, int64_t b, Quants32& out) {
       const auto& blk = block_at<BlockQ4_1>(row, b);
       nibbles32(blk.qs, 0, false, 0, out.q);
       out.d[0] = f16_to_f32(blk.d);
-      out.m = f16_to_f32(blk.m);
+      out.m[0] = f16_to_f32(blk.m);
       break;
     }
     case DType::Q5_0: {
@@ -74,7 +74,7 @@ void block32(DType t, const void* row, int64_t b, Quants32& out) {
       const auto& blk = block_at<BlockQ5_1>(row, b);
       nibbles32(blk.qs, load_qh(blk.qh), true, 0, out.q);
       out.d[0] = f16_to_f32(blk.d);
-      out.m = f16_to_f32(blk.m);
+      out.m[0] = f16_to_f32(blk.m);
       break;
     }
     case DType::Q4_K:
@@ -97,9 +97,9 @@ void block32(DType t, const void* row, int64_t b, Quants32& out) {
         out.q[l] = static_cast<int8_t>(v);
       }
       out.d[0] = f16_to_f32(d) * static_cast<float>(sc);
-      out.m = -(f16_to_f32(dmin) * static_cast<float>(m));
+      out.m[0] = -(f16_to_f32(dmin) * static_cast<float>(m));
       out.sd = f16_to_f32(d), out.smin = -f16_to_f32(dmin);
-      out.sc[0] = out.sc[1] = static_cast<int8_t>(sc), out.sm = m;
+      out.sc[0] = out.sc[1] = static_cast<int8_t>(sc), out.sm[0] = out.sm[1] = m;
       break;
     }
     case DType::Q6_K: {
@@ -118,9 +118,42 @@ void block32(DType t, const void* row, int64_t b, Quants32& out) {
       out.sc[0] = blk.scales[8 * h + 2 * part], out.sc[1] = blk.scales[8 * h + 2 * part + 1];
       return;
     }
+    case DType::Q2_K: {
+      // Block b is step j = b % 4 of half n = (b % 8) / 4: weight l is the 2 bits at 2j of qs[32n + l], its
+      // halves of 16 sub-blocks 2 (b % 8) and 2 (b % 8) + 1.
+      const auto& blk = block_at<BlockQ2_K>(row, b / 8);
+      const int jb = static_cast<int>(b % 8), n = jb / 4, shift = 2 * (jb % 4);
+      for (int l = 0; l < 32; l++) out.q[l] = static_cast<int8_t>((blk.qs[32 * n + l] >> shift) & 3);
+      const float d = f16_to_f32(blk.d), dmin = f16_to_f32(blk.dmin);
+      for (int h = 0; h < 2; h++) {
+        const uint8_t s = blk.scales[2 * jb + h];
+        out.d[h] = d * static_cast<float>(s & 0xF);
+        out.m[h] = -(dmin * static_cast<float>(s >> 4));
+        out.sc[h] = static_cast<int8_t>(s & 0xF), out.sm[h] = static_cast<uint8_t>(s >> 4);
+      }
+      out.sd = d, out.smin = -dmin;
+      return;
+    }
+    case DType::Q3_K: {  // as Q2_K, the third bit of weight l from bit b % 8 of hmask[l]
+      const auto& blk = block_at<BlockQ3_K>(row, b / 8);
+      const int jb = static_cast<int>(b % 8), n = jb / 4, shift = 2 * (jb % 4);
+      for (int l = 0; l < 32; l++) {
+        const int low = (blk.qs[32 * n + l] >> shift) & 3, high = (blk.hmask[l] >> jb) & 1;
+        out.q[l] = static_cast<int8_t>(low - (high ? 0 : 4));
+      }
+      const float d = f16_to_f32(blk.d);
+      for (int h = 0; h < 2; h++) {
+        const int sc = q3k_scale(blk.scales, 2 * jb + h);
+        out.d[h] = d * static_cast<float>(sc);
+        out.sc[h] = static_cast<int8_t>(sc);
+      }
+      out.sd = d;
+      return;
+    }
     default: break;
   }
   out.d[1] = out.d[0];
+  out.m[1] = out.m[0];
 }
 
 namespace {
@@ -147,9 +180,9 @@ void min_max(const float* x, float* mn, float* mx) {
 }
 
 // Best scale and min (returned as -min) for n values in [0, nmax] under weights, searching nstep + 1
-// scales around nmax / (max - min) (GGML's make_qkx2_quants, squared error).
+// scales around nmax / (max - min) (GGML's make_qkx2_quants; error squared, or absolute with use_mad).
 float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L, float* neg_min, float rmin,
-                    float rdelta, int nstep) {
+                    float rdelta, int nstep, bool use_mad = false) {
   float mn = x[0], mx = x[0];
   float sum_w = w[0], sum_x = sum_w * x[0];
   for (int i = 1; i < n; i++) {
@@ -171,7 +204,7 @@ float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L,
     const int l = nearest_int(iscale * (x[i] - mn));
     L[i] = static_cast<uint8_t>(std::max(0, std::min(nmax, l)));
     float diff = scale * L[i] + mn - x[i];
-    diff = diff * diff;
+    diff = use_mad ? std::fabs(diff) : diff * diff;
     best_error += w[i] * diff;
   }
   uint8_t aux[32];
@@ -196,7 +229,7 @@ float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L,
       float cur_error = 0;
       for (int i = 0; i < n; i++) {
         float diff = this_scale * aux[i] + this_min - x[i];
-        diff = diff * diff;
+        diff = use_mad ? std::fabs(diff) : diff * diff;
         cur_error += w[i] * diff;
       }
       if (cur_error < best_error) {
@@ -328,6 +361,127 @@ void quantize_q6_k(const float* x, BlockQ6_K& y) {
   }
 }
 
+// Q3_K's per-16 scale search (GGML's make_q3_quants with rmse refinement, weights x^2): quants in
+// [-nmax, nmax - 1] + nmax; starting from the largest magnitude's scale, up to 5 passes move single quants
+// while that raises (sum w x l)^2 / sum w l^2.
+float fit_scale_q3(int n, int nmax, const float* x, int8_t* L) {
+  float mx = 0, amax = 0;
+  for (int i = 0; i < n; i++) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) amax = ax, mx = x[i];
+  }
+  if (amax < 1e-15f) {
+    std::fill(L, L + n, 0);
+    return 0.f;
+  }
+  auto clamp = [&](int l) { return std::max(-nmax, std::min(nmax - 1, l)); };
+  const float iscale = -nmax / mx;
+  float sumlx = 0, suml2 = 0;
+  for (int i = 0; i < n; i++) {
+    const int l = clamp(nearest_int(iscale * x[i]));
+    L[i] = static_cast<int8_t>(l);
+    const float w = x[i] * x[i];
+    sumlx += w * x[i] * l;
+    suml2 += w * l * l;
+  }
+  for (int pass = 0; pass < 5; pass++) {
+    int changed = 0;
+    for (int i = 0; i < n; i++) {
+      const float w = x[i] * x[i];
+      float slx = sumlx - w * x[i] * L[i];
+      if (slx > 0) {
+        float sl2 = suml2 - w * L[i] * L[i];
+        const int l = clamp(nearest_int(x[i] * sl2 / slx));
+        if (l != L[i]) {
+          slx += w * x[i] * l;
+          sl2 += w * l * l;
+          if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+            L[i] = static_cast<int8_t>(l), sumlx = slx, suml2 = sl2;
+            changed++;
+          }
+        }
+      }
+    }
+    if (!changed) break;
+  }
+  for (int i = 0; i < n; i++) L[i] = static_cast<int8_t>(L[i] + nmax);
+  return sumlx / suml2;
+}
+
+// 2-bit fields of 128 weights: qs byte l holds weights l, l + 32, l + 64, l + 96 at bits 0, 2, 4, 6.
+void pack_crumbs(const uint8_t* L, uint8_t* qs) {
+  for (int half = 0; half < 2; half++)
+    for (int l = 0; l < 32; l++) {
+      const uint8_t* Lh = L + 128 * half;
+      const int packed = Lh[l] | (Lh[l + 32] << 2) | (Lh[l + 64] << 4) | (Lh[l + 96] << 6);
+      qs[32 * half + l] = static_cast<uint8_t>(packed);
+    }
+}
+
+void quantize_q3_k(const float* x, BlockQ3_K& y) {
+  int8_t L[kQK];
+  float scales[16];
+  float max_scale = 0, amax = 0;
+  for (int j = 0; j < 16; j++) {
+    scales[j] = fit_scale_q3(16, 4, x + 16 * j, L + 16 * j);
+    if (std::fabs(scales[j]) > amax) amax = std::fabs(scales[j]), max_scale = scales[j];
+  }
+  std::memset(&y, 0, sizeof(y));
+  if (max_scale != 0) {
+    const float iscale = -32.f / max_scale;
+    for (int j = 0; j < 16; j++) {
+      const int l = std::max(-32, std::min(31, nearest_int(iscale * scales[j]))) + 32;
+      if (j < 8) y.scales[j] = static_cast<uint8_t>(l & 0xF);
+      else y.scales[j - 8] |= static_cast<uint8_t>((l & 0xF) << 4);
+      y.scales[8 + j % 4] |= static_cast<uint8_t>((l >> 4) << (2 * (j / 4)));
+    }
+    y.d = f32_to_f16(1 / iscale);
+  }
+  for (int j = 0; j < 16; j++) {
+    const float d = f16_to_f32(y.d) * q3k_scale(y.scales, j);
+    if (!d) continue;
+    for (int i = 0; i < 16; i++)
+      L[16 * j + i] = static_cast<int8_t>(std::max(-4, std::min(3, nearest_int(x[16 * j + i] / d))) + 4);
+  }
+  uint8_t low[kQK];
+  for (int j = 0; j < kQK; j++) {  // weight j's third bit: bit j / 32 of hmask[j % 32]
+    if (L[j] > 3) y.hmask[j % 32] |= static_cast<uint8_t>(1 << (j / 32));
+    low[j] = static_cast<uint8_t>(L[j] & 3);
+  }
+  pack_crumbs(low, y.qs);
+}
+
+void quantize_q2_k(const float* x, BlockQ2_K& y) {
+  uint8_t L[kQK];
+  float scales[16], mins[16], weights[16];
+  float max_scale = 0, max_min = 0;
+  for (int j = 0; j < 16; j++) {
+    for (int l = 0; l < 16; l++) weights[l] = std::fabs(x[16 * j + l]);
+    scales[j] = fit_scale_min(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], -0.5f, 0.1f, 15, true);
+    if (scales[j] > max_scale) max_scale = scales[j];
+    if (mins[j] > max_min) max_min = mins[j];
+  }
+  std::memset(&y, 0, sizeof(y));
+  if (max_scale > 0) {
+    const float iscale = 15.f / max_scale;
+    for (int j = 0; j < 16; j++) y.scales[j] = static_cast<uint8_t>(nearest_int(iscale * scales[j]));
+    y.d = f32_to_f16(max_scale / 15.f);
+  }
+  if (max_min > 0) {
+    const float iscale = 15.f / max_min;
+    for (int j = 0; j < 16; j++) y.scales[j] |= static_cast<uint8_t>(nearest_int(iscale * mins[j]) << 4);
+    y.dmin = f32_to_f16(max_min / 15.f);
+  }
+  for (int j = 0; j < 16; j++) {
+    const float d = f16_to_f32(y.d) * (y.scales[j] & 0xF);
+    if (!d) continue;
+    const float dm = f16_to_f32(y.dmin) * (y.scales[j] >> 4);
+    for (int i = 0; i < 16; i++)
+      L[16 * j + i] = static_cast<uint8_t>(std::max(0, std::min(3, nearest_int((x[16 * j + i] + dm) / d))));
+  }
+  pack_crumbs(L, y.qs);
+}
+
 }  // namespace
 
 void quantize_row_other(DType t, const float* src, void* dst, int64_t n) {
@@ -403,6 +557,14 @@ void quantize_row_other(DType t, const float* src, void* dst, int64_t n) {
     }
     case DType::Q6_K: {
       for (int64_t i = 0; i < n / kQK; i++) quantize_q6_k(src + i * kQK, static_cast<BlockQ6_K*>(dst)[i]);
+      return;
+    }
+    case DType::Q3_K: {
+      for (int64_t i = 0; i < n / kQK; i++) quantize_q3_k(src + i * kQK, static_cast<BlockQ3_K*>(dst)[i]);
+      return;
+    }
+    case DType::Q2_K: {
+      for (int64_t i = 0; i < n / kQK; i++) quantize_q2_k(src + i * kQK, static_cast<BlockQ2_K*>(dst)[i]);
       return;
     }
     default: return;

@@ -69,11 +69,12 @@ void matmul_cols_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t n0
       for (int64_t b = 0; b < nb; b++) {
         const Quants32& wb = blocks[b];
         const int8_t* qb = q + b * kQ8Block;
-        if (halves) {  // Q6_K
+        if (halves) {  // Q2_K, Q3_K, Q6_K: sub-blocks of 16 (Q2_K with a min each)
           for (int h = 0; h < 2; h++) {
-            int32_t sum = 0;
-            for (int i = 16 * h; i < 16 * h + 16; i++) sum += int32_t(qb[i]) * wb.q[i];
+            int32_t sum = 0, xsum = 0;
+            for (int i = 16 * h; i < 16 * h + 16; i++) sum += int32_t(qb[i]) * wb.q[i], xsum += qb[i];
             acc = std::fma(static_cast<float>(sum * wb.sc[h]), wb.sd * d[b], acc);
+            if (has_min) acc = std::fma(static_cast<float>(xsum * wb.sm[h]), wb.smin * d[b], acc);
           }
           continue;
         }
@@ -81,11 +82,11 @@ void matmul_cols_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t n0
         for (int i = 0; i < kQ8Block; i++) sum += int32_t(qb[i]) * wb.q[i], xsum += qb[i];
         if (kquant) {
           acc = std::fma(static_cast<float>(sum * wb.sc[0]), wb.sd * d[b], acc);
-          acc = std::fma(static_cast<float>(xsum * wb.sm), wb.smin * d[b], acc);
+          acc = std::fma(static_cast<float>(xsum * wb.sm[0]), wb.smin * d[b], acc);
           continue;
         }
         acc = std::fma(static_cast<float>(sum), wb.d[0] * d[b], acc);
-        if (has_min) acc = std::fma(static_cast<float>(xsum), wb.m * d[b], acc);
+        if (has_min) acc = std::fma(static_cast<float>(xsum), wb.m[0] * d[b], acc);
       }
       y[m * N + n] = acc;
     }
@@ -152,11 +153,14 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type) {
             uint8_t* head = panel + panel_head_offset(type, b);
             std::memcpy(head + c * sizeof(float), &q.sd, sizeof(float));
             if (dtype_has_min(type)) std::memcpy(head + (kPanel + c) * sizeof(float), &q.smin, sizeof(float));
-            bp[c] = static_cast<uint8_t>(q.sc[0]);
-            bp[kPanel + c] = type == DType::Q6_K ? static_cast<uint8_t>(q.sc[1]) : q.sm;
+            const int scales = dtype_scales_per_32(type);  // then as many mins, if any
+            for (int h = 0; h < scales; h++) {
+              bp[h * kPanel + c] = static_cast<uint8_t>(q.sc[h]);
+              if (dtype_has_min(type)) bp[(scales + h) * kPanel + c] = q.sm[h];
+            }
           } else {
             std::memcpy(bp + c * sizeof(float), &q.d[0], sizeof(float));
-            if (dtype_has_min(type)) std::memcpy(bp + (kPanel + c) * sizeof(float), &q.m, sizeof(float));
+            if (dtype_has_min(type)) std::memcpy(bp + (kPanel + c) * sizeof(float), &q.m[0], sizeof(float));
           }
           uint8_t* quants = bp + panel_quants_offset(type);
           for (int kk = 0; kk < kQ8Block; kk++) {  // group g = kk / 4: output c's bytes 4c .. 4c+3

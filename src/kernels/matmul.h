@@ -46,11 +46,12 @@ void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool thr
 //   Q4_1, Q5_0, Q5_1, per block of 32 (block32's values): 8 fp32 scales, then 8 fp32 mins (Q4_1, Q5_1),
 //   then the quants as nibbles as Q4_0 (unsigned as in the file: Q4_1 / Q5_1 q, Q5_0 q + 16), then Q5_0's /
 //   Q5_1's fifth bits in a high-bit plane (below).
-//   Q4_K, Q5_K, Q6_K keep the file's integer sub-block scales, so the panels stream about the file's bytes:
-//   per super-block of 256 positions a header (the 8 outputs' fp32 d, then -dmin for Q4_K / Q5_K), then 8
-//   blocks of 32: 8 int8 sub-block scales (Q6_K: 8 for each half of 16), 8 mins (Q4_K, Q5_K), the quants
-//   as nibbles (Q4_K as Q4_1; Q5_K's and Q6_K's low 4 bits, Q6_K's quants as q + 32, unsigned), then
-//   Q5_K's 1 and Q6_K's 2 bits above the nibble in planes of 32 bytes (panel_high_bits).
+//   K-quants keep the file's integer sub-block scales, so the panels stream about the file's bytes (Q2_K
+//   and Q3_K: twice / 1.35x, their 2- and 3-bit quants held as nibbles): per super-block of 256 positions
+//   a header (the 8 outputs' fp32 d, then -dmin for Q2_K / Q4_K / Q5_K), then 8 blocks of 32: 8 int8
+//   sub-block scales (Q2_K, Q3_K, Q6_K: 8 for each half of 16), as many mins (Q2_K, Q4_K, Q5_K), the
+//   quants as nibbles (unsigned: Q3_K q + 4, Q6_K q + 32, the others q; Q5_K's and Q6_K's low 4 bits),
+//   then Q5_K's 1 and Q6_K's 2 bits above the nibble in planes of 32 bytes (panel_high_bits).
 //   High-bit planes: with b bits per quant a plane serves s = 4 / b pairs of groups; pair h is in plane
 //   h / s, slot p = h % s: byte 4c + i holds the high bits of output c's position i of group 2h at bits
 //   4 + b p .. and of group 2h + 1 at bits b p .., so one 16-bit shift each way and a mask put them at bit 4
@@ -71,15 +72,19 @@ constexpr int panel_high_bits(DType t) {
   return t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q5_K ? 1 : t == DType::Q6_K ? 2 : 0;
 }
 constexpr bool panel_nibbles(DType t) {
-  return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q4_K || panel_high_bits(t) > 0;
+  return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q2_K || t == DType::Q3_K || t == DType::Q4_K ||
+         panel_high_bits(t) > 0;
 }
 // What nibble panels add to block32's q to make it unsigned (as the files' quants: Q4_0 q + 8, Q5_0 q + 16,
-// Q6_K q + 32).
+// Q3_K q + 4, Q6_K q + 32).
 constexpr int panel_nibble_offset(DType t) {
-  return t == DType::Q4_0 ? 8 : t == DType::Q5_0 ? 16 : t == DType::Q6_K ? 32 : 0;
+  return t == DType::Q4_0 ? 8 : t == DType::Q5_0 ? 16 : t == DType::Q3_K ? 4 : t == DType::Q6_K ? 32 : 0;
 }
+// K-quants: an int8 scale per sub-block and output (two per block for the types with sub-blocks of 16),
+// then as many mins; the others: fp32 scales (and mins).
 constexpr size_t panel_quants_offset(DType t) {
-  return dtype_is_kquant(t) ? 2 * kPanel : kPanel * sizeof(float) * (dtype_has_min(t) ? 2 : 1);
+  return dtype_is_kquant(t) ? kPanel * dtype_scales_per_32(t) * (dtype_has_min(t) ? 2 : 1)
+                            : kPanel * sizeof(float) * (dtype_has_min(t) ? 2 : 1);
 }
 constexpr size_t kPanelNibbleBytes = kPanel * kQ8Block / 2;  // a block's nibbles: 4 pairs of groups
 constexpr size_t kPanelPlaneBytes = kPanel * 4;  // a high-bit plane: a byte per output and place in a group

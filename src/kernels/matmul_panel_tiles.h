@@ -34,18 +34,18 @@ struct PanelBF16 {
 };
 // Quantized panels (per block of 32 positions: fp32 vectors of 8 scales (and mins or second-half scales),
 // then groups of 4 quants x 8 outputs), see tile_q8. kNibbles: 4-bit quants two groups per byte (with
-// kHighBits more per quant in planes); kMin: a min per block; kHalves: two scales per block (Q6_K's
-// sub-blocks of 16); kNibbleOffset: the nibbles hold q + it (Q4_0: 8, Q5_0: 16, Q6_K: 32); kKQuant:
-// integer sub-block scales and a super-block header (matmul.h).
+// kHighBits more per quant in planes); kMin: a min per block (or half); kHalves: two scales per block
+// (Q2_K's, Q3_K's, Q6_K's sub-blocks of 16); kNibbleOffset: the nibbles hold q + it (Q4_0: 8, Q5_0: 16,
+// Q3_K: 4, Q6_K: 32); kKQuant: integer sub-block scales and a super-block header (matmul.h).
 template <DType Type>
 struct PanelInt {
   static constexpr DType kType = Type;
   static constexpr bool kNibbles = panel_nibbles(Type);
   static constexpr int kHighBits = panel_high_bits(Type);
   static constexpr int kNibbleOffset = panel_nibble_offset(Type);
-  static constexpr bool kMin = Type == DType::Q4_1 || Type == DType::Q5_1 || Type == DType::Q4_K || Type == DType::Q5_K;
-  static constexpr bool kHalves = Type == DType::Q6_K;
-  static constexpr bool kKQuant = Type == DType::Q4_K || Type == DType::Q5_K || Type == DType::Q6_K;
+  static constexpr bool kMin = dtype_has_min(Type);
+  static constexpr bool kHalves = dtype_scales_per_32(Type) == 2;
+  static constexpr bool kKQuant = dtype_is_kquant(Type);
 };
 using PanelQ8 = PanelInt<DType::Q8_0>;
 using PanelQ4 = PanelInt<DType::Q4_0>;
@@ -149,26 +149,17 @@ inline void dot_groups(typename V::I (&acc)[MR][NV], const Q8Input& x, int64_t b
   }
 }
 
-// f(std::integral_constant<int, I>{}) for I = I0 .. I0 + N - 1 in order: a loop whose index must be a
-// compile-time constant (immediate shift counts).
-template <int I0, int N, class F>
-__attribute__((always_inline)) inline void unrolled(F&& f) {
-  if constexpr (N > 0) {
-    f(std::integral_constant<int, I0>{});
-    unrolled<I0 + 1, N - 1>(f);
-  }
-}
-
-// The integer sums of pairs of groups [H0, H0 + NP) of block b into acc, nibble panels: one load holds group
-// 2h in its low nibbles and 2h + 1 in its high ones; the 5- and 6-bit types' bits above the nibble come
-// from their planes (matmul.h), one shift each way, a mask and an or per pair, so the products are those of
-// the whole unsigned quants (V::dot4u: unsigned weights, at most 63, times signed activation bytes).
-template <class V, class F, int MR, int NV, int H0, int NP>
+// The integer sums of pairs of groups [h0, h1) of block b into acc, nibble panels: one load holds group 2h
+// in its low nibbles and 2h + 1 in its high ones; the 5- and 6-bit types' bits above the nibble come from
+// their planes (matmul.h), one shift each way, a mask and an or per pair, so the products are those of the
+// whole unsigned quants (V::dot4u: unsigned weights, at most 63, times signed activation bytes). (A plain
+// loop: the shift counts are constants once it is unrolled; a lambda per pair spilled the Q4_K tiles.)
+template <class V, class F, int MR, int NV>
 inline void dot_nibble_pairs(typename V::I (&acc)[MR][NV], const Q8Input& x, int64_t b, const uint8_t* w,
-                             size_t ps, size_t quants) {
+                             size_t ps, size_t quants, int h0, int h1) {
   const int64_t K = x.K;
-  unrolled<H0, NP>([&](auto pair) __attribute__((always_inline)) {
-    constexpr int h = decltype(pair)::value;
+#pragma GCC unroll 4
+  for (int h = h0; h < h1; h++) {
     typename V::W4 lo[NV], hi[NV];
 #pragma GCC unroll 8
     for (int j = 0; j < NV; j++) {
@@ -176,8 +167,8 @@ inline void dot_nibble_pairs(typename V::I (&acc)[MR][NV], const Q8Input& x, int
       if constexpr (F::kHighBits > 0) {
         constexpr int per_plane = 4 / F::kHighBits;
         const size_t plane = quants + kPanelNibbleBytes + (h / per_plane) * kPanelPlaneBytes;
-        constexpr int slot = F::kHighBits * (h % per_plane);
-        V::template add_high<F::kHighBits, slot>(w + j * V::PP * ps, ps, plane, lo[j], hi[j]);
+        const int slot = F::kHighBits * (h % per_plane);
+        V::template add_high<F::kHighBits>(w + j * V::PP * ps, ps, plane, slot, lo[j], hi[j]);
       }
       if constexpr (MR > 1) V::pin(lo[j]), V::pin(hi[j]);
     }
@@ -188,7 +179,7 @@ inline void dot_nibble_pairs(typename V::I (&acc)[MR][NV], const Q8Input& x, int
 #pragma GCC unroll 8
       for (int j = 0; j < NV; j++) acc[i][j] = V::dot4u(V::dot4u(acc[i][j], lo[j], x0), hi[j], x1);
     }
-  });
+  }
 }
 
 // total = fma(float(acc), scale * dx, total) with the fp32 scales at byte `at` of the block.
@@ -225,10 +216,11 @@ inline void kscale_into(float (&total)[MR][NV][L], const typename V::I (&acc)[MR
   }
 }
 
-// Q4_K / Q5_K: total = fma(float(sum(qx) * m), -dmin * dx, total), m the mins at `m_at`, -dmin at `d_at`.
+// Q2_K / Q4_K / Q5_K: total = fma(float(sum(qx) * m), -dmin * dx, total), m the mins at `m_at`, -dmin at
+// `d_at`; sum(qx) over the block, or over its half `half` (Q2_K).
 template <class V, int MR, int NV, int L>
 inline void kmin_into(float (&total)[MR][NV][L], const Q8Input& x, int64_t b, const uint8_t* w, size_t ps, size_t m_at,
-                      size_t d_at) {
+                      size_t d_at, int half = -1) {
   const int64_t nb = x.K / kQ8Block;
 #pragma GCC unroll 8
   for (int j = 0; j < NV; j++) {
@@ -236,7 +228,8 @@ inline void kmin_into(float (&total)[MR][NV][L], const Q8Input& x, int64_t b, co
     const typename V::I m = V::load_i8(w + j * V::PP * ps, ps, m_at);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++) {
-      const typename V::I xs = V::set1_i(x.bias[i * nb + b] / -128);  // the block's sum of quants
+      const int32_t bias = half < 0 ? x.bias[i * nb + b] : x.bias16[i * 2 * nb + 2 * b + half];
+      const typename V::I xs = V::set1_i(bias / -128);  // the sum of quants
       const typename V::T scale = V::mul(nd, V::broadcast(x.d + i * nb + b));
       V::storeu(total[i][j], V::fma(V::to_float(V::mullo(xs, m)), scale, V::loadu(total[i][j])));
     }
@@ -264,18 +257,24 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
     typename V::I acc[MR][NV];
     const size_t at = panel_block_offset(kT, b), quants = at + panel_quants_offset(kT);
     const size_t head = panel_head_offset(kT, b);
-    if constexpr (F::kHalves) {  // Q6_K: two chained sub-blocks of 16 positions (two pairs of groups each)
-      unrolled<0, 2>([&](auto half) __attribute__((always_inline)) {
-        constexpr int h = decltype(half)::value;
-        // sum (q + 32) * x = sum q * x + 32 * sum x: start from -32 * sum x (bias16 is -128 * sum x).
+    if constexpr (F::kHalves) {  // two chained sub-blocks of 16 positions (two pairs of groups each)
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; h++) {
+        // sum (q + o) * x = sum q * x + o * sum x: start from -o * sum x (bias16 is -128 * sum x).
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++)
 #pragma GCC unroll 8
-          for (int j = 0; j < NV; j++)
-            acc[i][j] = V::set1_i(x.bias16[i * 2 * nb + 2 * b + h] / (128 / F::kNibbleOffset));
-        dot_nibble_pairs<V, F, MR, NV, 2 * h, 2>(acc, x, b, w, ps, quants);
+          for (int j = 0; j < NV; j++) {
+            if constexpr (F::kNibbleOffset > 0)
+              acc[i][j] = V::set1_i(x.bias16[i * 2 * nb + 2 * b + h] / (128 / F::kNibbleOffset));
+            else
+              acc[i][j] = V::izero();
+          }
+        dot_nibble_pairs<V, F, MR, NV>(acc, x, b, w, ps, quants, 2 * h, 2 * h + 2);
         kscale_into<V, MR, NV, L>(total, acc, x, b, w, ps, at + h * kPanel, head);
-      });
+        if constexpr (F::kMin)  // Q2_K: the half's min, after its scaled sum
+          kmin_into<V, MR, NV, L>(total, x, b, w, ps, at + (2 + h) * kPanel, head + kPanel * sizeof(float), h);
+      }
       continue;
     }
 #pragma GCC unroll 8
@@ -290,10 +289,10 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
           acc[i][j] = V::izero();
       }
     if constexpr (F::kNibbles)
-      dot_nibble_pairs<V, F, MR, NV, 0, kQ8Block / 8>(acc, x, b, w, ps, quants);
+      dot_nibble_pairs<V, F, MR, NV>(acc, x, b, w, ps, quants, 0, kQ8Block / 8);
     else
       dot_groups<V, MR, NV>(acc, x, b, w, ps, quants, 0, kQ8Block / 4);
-    if constexpr (F::kKQuant) {  // Q4_K, Q5_K
+    if constexpr (F::kKQuant) {  // Q4_K, Q5_K (sub-blocks of 32)
       kscale_into<V, MR, NV, L>(total, acc, x, b, w, ps, at, head);
       kmin_into<V, MR, NV, L>(total, x, b, w, ps, at + kPanel, head + kPanel * sizeof(float));
       continue;
@@ -390,6 +389,8 @@ void matmul_panels_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t 
     case DType::Q4_1: return run_panels<V, PanelInt<DType::Q4_1>>(in, x.M, w, y, p0, p1);
     case DType::Q5_0: return run_panels<V, PanelInt<DType::Q5_0>>(in, x.M, w, y, p0, p1);
     case DType::Q5_1: return run_panels<V, PanelInt<DType::Q5_1>>(in, x.M, w, y, p0, p1);
+    case DType::Q2_K: return run_panels<V, PanelInt<DType::Q2_K>>(in, x.M, w, y, p0, p1);
+    case DType::Q3_K: return run_panels<V, PanelInt<DType::Q3_K>>(in, x.M, w, y, p0, p1);
     case DType::Q4_K: return run_panels<V, PanelInt<DType::Q4_K>>(in, x.M, w, y, p0, p1);
     case DType::Q5_K: return run_panels<V, PanelInt<DType::Q5_K>>(in, x.M, w, y, p0, p1);
     case DType::Q6_K: return run_panels<V, PanelInt<DType::Q6_K>>(in, x.M, w, y, p0, p1);

@@ -85,14 +85,14 @@ struct PanelVec {
   }
   static void pin(__m256i& w) { __asm__("" : "+x"(w)); }
   // 5- and 6-bit types: kBits more bits of each quant of a pair of groups from the plane at `off`
-  // (matmul.h), the low group's at bits kSlot + 4.., the high group's at bits kSlot.., put at bit 4 of lo
+  // (matmul.h), the low group's at bits slot + 4.., the high group's at bits slot.., put at bit 4 of lo
   // and hi (16-bit shifts; the mask keeps the bits that stayed within their byte).
-  template <int kBits, int kSlot>
-  static void add_high(const uint8_t* panel, size_t, size_t off, W4& lo, W4& hi) {
+  template <int kBits>
+  static void add_high(const uint8_t* panel, size_t, size_t off, int slot, W4& lo, W4& hi) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + off));
     const __m256i mask = _mm256_set1_epi8(static_cast<char>(((1 << kBits) - 1) << 4));
-    lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_srli_epi16(v, kSlot), mask));
-    hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(v, 4 - kSlot), mask));
+    lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_srli_epi16(v, slot), mask));
+    hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(v, 4 - slot), mask));
   }
   // acc += 4 products of unsigned quants (Q4_0's q + 8, Q6_K's q + 32, ...) and x per output: at most
   // 63 * 127 each, so pmaddubsw's int16 pairs are exact.

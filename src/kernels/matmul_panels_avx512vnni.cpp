@@ -49,12 +49,12 @@ struct PanelVecVnni : PanelVec {
     hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
   }
   // 5- and 6-bit types: the bits above the nibbles from a plane, as avx2::PanelVec::add_high.
-  template <int kBits, int kSlot>
-  static void add_high(const uint8_t* panel, size_t ps, size_t off, W4& lo, W4& hi) {
+  template <int kBits>
+  static void add_high(const uint8_t* panel, size_t ps, size_t off, int slot, W4& lo, W4& hi) {
     const __m512i v = load_q(panel, ps, off);
     const __m512i mask = _mm512_set1_epi8(static_cast<char>(((1 << kBits) - 1) << 4));
-    lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_srli_epi16(v, kSlot), mask));
-    hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_slli_epi16(v, 4 - kSlot), mask));
+    lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_srli_epi16(v, slot), mask));
+    hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_slli_epi16(v, 4 - slot), mask));
   }
   static I dot4u(I acc, W4 w, __m512i x) { return _mm512_dpbusd_epi32(acc, w, x); }
 };

@@ -17,7 +17,8 @@ using Mix = WeightScheme::Mix;
 const Named kSchemes[] = {
     {"f32", DType::F32, Mix::Pure},      {"f16", DType::F16, Mix::Pure},      {"bf16", DType::BF16, Mix::Pure},
     {"q8_0", DType::Q8_0, Mix::Pure},    {"q4_0", DType::Q4_0, Mix::Pure},    {"q4_k", DType::Q4_K, Mix::Pure},
-    {"q5_k", DType::Q5_K, Mix::Pure},    {"q4_k_m", DType::Q4_K, Mix::Q4KM},  {"q4_k_s", DType::Q4_K, Mix::Q4KS},
+    {"q5_k", DType::Q5_K, Mix::Pure},    {"q2_k", DType::Q2_K, Mix::Pure},    {"q3_k", DType::Q3_K, Mix::Pure},
+    {"q4_k_m", DType::Q4_K, Mix::Q4KM},  {"q4_k_s", DType::Q4_K, Mix::Q4KS},
     {"q5_k_m", DType::Q5_K, Mix::Q5KM},  {"q6_k", DType::Q6_K, Mix::File},    {"q4_1", DType::Q4_1, Mix::File},
     {"q5_0", DType::Q5_0, Mix::File},    {"q5_1", DType::Q5_1, Mix::File},
 };
@@ -50,8 +51,8 @@ bool weight_scheme_from_name(const std::string& name, WeightScheme* out) {
 WeightScheme pure_scheme(DType t) { return WeightScheme{dtype_name(t), t, Mix::Pure}; }
 
 const char* weight_scheme_names() {
-  return "f32, f16, bf16, q8_0, q4_0, q4_k, q5_k (every matrix), q4_k_m, q4_k_s, q5_k_m, q6_k, q4_1, q5_0, q5_1 "
-         "(GGML's file types)";
+  return "f32, f16, bf16, q8_0, q4_0, q2_k, q3_k, q4_k, q5_k (every matrix), q4_k_m, q4_k_s, q5_k_m, q6_k, q4_1, "
+         "q5_0, q5_1 (GGML's file types)";
 }
 
 DType fallback_for_width(DType t, int64_t cols) {

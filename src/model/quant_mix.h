@@ -15,7 +15,8 @@ struct WeightScheme {
   Mix mix = Mix::Pure;  // Pure: every matrix in `base`; File: `base` with the output in Q6_K; the K mixes
 };
 
-// "f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q5_k" (every matrix that type), "q4_k_m", "q4_k_s", "q5_k_m",
+// "f32", "f16", "bf16", "q8_0", "q4_0", "q2_k", "q3_k", "q4_k", "q5_k" (every matrix that type; q2_k and q3_k
+// are not GGML's file types of those names, whose mixes are not implemented), "q4_k_m", "q4_k_s", "q5_k_m",
 // "q6_k", "q4_1", "q5_0", "q5_1" (GGML's file types). Any case. False for anything else.
 bool weight_scheme_from_name(const std::string& name, WeightScheme* out);
 WeightScheme pure_scheme(DType t);
