@@ -33,8 +33,7 @@ DecodeLoop FastCotDecoder::decode(DecodeContext& ctx) {
     accept_greedy(tree, row, V, acc);
     const int k = static_cast<int>(acc.path.size());
     keep_path(s.cache(), S, acc);
-    next.clear();
-    for (int r = k + 1; r < tree.size(); r++) next.push_back(static_cast<int32_t>(argmax(row(r), V)));
+    redraft_from_rows(logits, V, k, tree.size(), tree.size(), next);
     draft.swap(next);
     ctx.count("exact_tokens", ctx.commit(acc.tokens));
   }

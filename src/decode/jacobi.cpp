@@ -10,6 +10,12 @@ int max_draft(const DecodeContext& ctx, int wanted) {
   return std::max(0, std::min({wanted, ctx.room() - 1, ctx.remaining() - 1}));
 }
 
+void redraft_from_rows(const float* logits, int vocab, int accepted, int rows, int keep, std::vector<int32_t>& next) {
+  next.clear();
+  for (int r = accepted + 1; r < rows && static_cast<int>(next.size()) < keep; r++)
+    next.push_back(static_cast<int32_t>(argmax(logits + static_cast<size_t>(r) * vocab, vocab)));
+}
+
 DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int V = s.vocab_size(), n = opt_.block;
@@ -59,8 +65,7 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     budget = std::max(0, budget - (k + 1));
     const int L = tree.size();
     const int keep = opt_.running ? L - 1 - k : std::max(0, budget - 1);  // block mode: stay inside the block
-    next.clear();
-    for (int r = k + 1; r < L && static_cast<int>(next.size()) < keep; r++) next.push_back(static_cast<int32_t>(argmax(row(r), V)));
+    redraft_from_rows(logits, V, k, L, keep, next);
     draft.swap(next);
     const int committed = ctx.commit(acc.tokens);
     if (opt_.observer && !opt_.running && budget == 0 && committed == k + 1) {

@@ -43,4 +43,8 @@ class JacobiDecoder : public Decoder {
 // Longest draft a forward can carry: room for the pending row, no further than the generation may go.
 int max_draft(const DecodeContext& ctx, int wanted);
 
+// The next draft after a chain's forward with `accepted` draft tokens taken: rows accepted + 1 .. rows - 1
+// each predict the token one further on (argmax); up to `keep` of them, in order, replace `next`.
+void redraft_from_rows(const float* logits, int vocab, int accepted, int rows, int keep, std::vector<int32_t>& next);
+
 }  // namespace jf

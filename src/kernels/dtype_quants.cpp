@@ -289,14 +289,20 @@ void kquant_scales_mins(const float* x, int nmax, uint8_t* head, uint8_t* L) {
   }
 }
 
-// Q6_K's per-16 scale search (GGML's make_qx_quants with weights x^2): quants in [-nmax, nmax - 1] + nmax.
-float fit_scale_symmetric(int n, int nmax, const float* x, int8_t* L) {
+// The value of largest magnitude in x; 0 when every |x| is below 1e-15 (the block quantizes to zeros).
+float largest_magnitude(int n, const float* x) {
   float mx = 0, amax = 0;
   for (int i = 0; i < n; i++) {
     const float ax = std::fabs(x[i]);
     if (ax > amax) amax = ax, mx = x[i];
   }
-  if (amax < 1e-15f) {
+  return amax < 1e-15f ? 0.0f : mx;
+}
+
+// Q6_K's per-16 scale search (GGML's make_qx_quants with weights x^2): quants in [-nmax, nmax - 1] + nmax.
+float fit_scale_symmetric(int n, int nmax, const float* x, int8_t* L) {
+  const float mx = largest_magnitude(n, x);
+  if (mx == 0.0f) {
     std::fill(L, L + n, 0);
     return 0.f;
   }
@@ -365,12 +371,8 @@ void quantize_q6_k(const float* x, BlockQ6_K& y) {
 // [-nmax, nmax - 1] + nmax; starting from the largest magnitude's scale, up to 5 passes move single quants
 // while that raises (sum w x l)^2 / sum w l^2.
 float fit_scale_q3(int n, int nmax, const float* x, int8_t* L) {
-  float mx = 0, amax = 0;
-  for (int i = 0; i < n; i++) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) amax = ax, mx = x[i];
-  }
-  if (amax < 1e-15f) {
+  const float mx = largest_magnitude(n, x);
+  if (mx == 0.0f) {
     std::fill(L, L + n, 0);
     return 0.f;
   }
