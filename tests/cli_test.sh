@@ -199,6 +199,14 @@ PY
     echo "ok   pack --max-repeat4 drops repetitive responses"
   else echo "FAIL pack --max-repeat4: $(cat "$tmp/pack.err")"; fails=$((fails + 1)); fi
   check_error "pack bad max-repeat4" 1 "$jf" pack --traj "$tmp/traj2.jsonl" --max-repeat4 2 -o "$tmp/p.jsonl"
+  check_error "train --text-accum without corpus" 1 "$jf" train -m "$m" --data "$tmp/p_all.jsonl" --text-accum 1 -o "$tmp/m.gguf"
+  # A Jacobi fine-tune with real text mixed in: one text micro-batch per step, KL to the teacher reported
+  # (0 at step 1, where the model is the teacher; positive once the model has moved).
+  "$jf" train -m "$m" --data "$tmp/p_all.jsonl" --corpus "$tmp/docs.txt" --seq-len 8 --teacher "$m" --steps 2 --accum 1 \
+    --log-every 1 -t 1 -o "$tmp/jt.gguf" >/dev/null 2>"$tmp/jt.err" && grep -q "step 1/2.*text KL 0.000000" "$tmp/jt.err" &&
+    grep "step 2/2" "$tmp/jt.err" | sed 's/.*text KL \([0-9.]*\).*/\1/' | awk '{ exit !($1 > 0) }' &&
+    echo "ok   train --corpus mixes real text into a Jacobi fine-tune" ||
+    { echo "FAIL train --corpus with jacobi-forcing: $(tail -2 "$tmp/jt.err")"; fails=$((fails + 1)); }
   # jf merge: alpha 0 is the base's weights, alpha 1 the tuned model's (here the base dequantized from q8_0
   # and the f32 model): both give the golden output.
   "$jf" convert -m "$m" -o "$tmp/q8m.gguf" --type q8_0 2>/dev/null

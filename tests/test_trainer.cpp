@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include "base/error.h"
 #include "base/rng.h"
@@ -227,8 +228,99 @@ struct TinySetup {
       for (auto& t : p.tokens) t = static_cast<int32_t>((t * 7 + s) % 32);
       data.packed.push_back(p);
     }
+    for (int s = 0; s < 3; s++) {  // "real text": sequences unrelated to the packed trajectories
+      std::vector<int32_t> t(12);
+      for (auto& x : t) x = static_cast<int32_t>(rng.below(32));
+      data.text.push_back(t);
+    }
   }
 };
+
+// Mean KL(teacher || model) per token over the text sequences.
+double text_kl(TrainableModel& model, TrainableModel& teacher, const TrainData& data) {
+  const int V = model.config().vocab_size;
+  double total = 0;
+  for (const auto& t : data.text) {
+    const TrainSequence s = TrainSequence::causal(t);
+    const float* tl = teacher.forward(s);
+    std::vector<float> tcopy(tl, tl + t.size() * V), d(tcopy.size());
+    total += text_loss(t, model.forward(s), V, 1.0f, d.data(), tcopy.data()).text;
+  }
+  return total / static_cast<double>(data.text.size());
+}
+
+TEST(Objectives, TextTermIsKlToTheTeacherOrCrossEntropy) {
+  const int V = 10;
+  const std::vector<int32_t> tokens = {1, 4, 2, 8, 5};
+  std::vector<float> logits(tokens.size() * V), teacher(logits.size()), d(logits.size());
+  Rng rng(3);
+  for (auto& x : logits) x = 2.0f * rng.normal();
+  LossReport r = text_loss(tokens, logits.data(), V, 3.0f, d.data(), logits.data());  // teacher == model
+  EXPECT_NEAR(r.text, 0.0, 1e-6);
+  EXPECT_EQ(r.text_tokens, 5);
+  for (float g : d) EXPECT_NEAR(g, 0.0f, 1e-7);
+
+  for (auto& x : teacher) x = 2.0f * rng.normal();
+  const float w = 3.0f;
+  r = text_loss(tokens, logits.data(), V, w, d.data(), teacher.data());
+  EXPECT_GT(r.text, 0.0);
+  EXPECT_NEAR(r.total, w * r.text, 1e-9);
+  auto weighted_kl = [&](const std::vector<float>& l) {
+    std::vector<float> dd(l.size());
+    return w * text_loss(tokens, l.data(), V, w, dd.data(), teacher.data()).text;
+  };
+  const double eps = 1e-2;
+  for (int row : {0, 2, 4})
+    for (int v = 0; v < V; v++) {
+      std::vector<float> a = logits, b = logits;
+      a[row * V + v] += eps, b[row * V + v] -= eps;
+      const double numeric = (weighted_kl(a) - weighted_kl(b)) / (2 * eps);
+      EXPECT_NEAR(d[row * V + v], numeric, 2e-3 + 1e-2 * std::fabs(numeric)) << row << " " << v;
+    }
+
+  // Without a teacher: w x the next-token cross-entropy, nothing reported as the AR term.
+  std::vector<float> dl(logits.size());
+  const LossReport lm = lm_loss(tokens, logits.data(), V, dl.data());
+  r = text_loss(tokens, logits.data(), V, w, d.data(), nullptr);
+  EXPECT_NEAR(r.text, lm.ar, 1e-9);
+  EXPECT_EQ(r.ar, 0.0);
+  for (size_t i = 0; i < d.size(); i++) EXPECT_NEAR(d[i], w * dl[i], 1e-7);
+}
+
+TEST(Trainer, RealTextTermHoldsTheModelToTheTeacherOnText) {
+  TinySetup s;
+  TrainableModel teacher(s.cfg);
+  teacher.init_random(2);
+  auto train = [&](int text_accum, float text_weight) {
+    auto m = std::make_unique<TrainableModel>(s.cfg);
+    m->init_random(2);  // starts as the teacher, as a fine-tune starts from its base
+    TrainOptions o;
+    o.steps = 30;
+    o.accum = 2;
+    o.lr = 1e-2f;
+    o.loss.teacher_mix = 0.0f;  // the AR target is the packed fixed points alone
+    o.text_accum = text_accum;
+    o.text_weight = text_weight;
+    Trainer t(*m, s.data, o, GgufMetadata{});
+    t.set_teacher(&teacher);
+    std::vector<double> text_losses;
+    t.run([&](const StepReport& r) { text_losses.push_back(r.loss.text); });
+    if (text_accum == 0) {
+      EXPECT_EQ(text_losses.back(), 0.0);
+    }
+    return m;
+  };
+  auto plain = train(0, 1.0f);
+  auto held = train(1, 5.0f);
+  auto zero = train(2, 0.0f);
+  // The packed objective moves the model away from the teacher on unrelated text; the text term holds it.
+  const double kl_plain = text_kl(*plain, teacher, s.data), kl_held = text_kl(*held, teacher, s.data);
+  EXPECT_GT(kl_plain, 0.01);
+  EXPECT_LT(kl_held, 0.5 * kl_plain) << kl_held << " vs " << kl_plain;
+  std::printf("text KL to the teacher: %.4f without the text term, %.4f with it\n", kl_plain, kl_held);
+  // Weight 0: text micro-batches run but add exact zeros; the packed part is not rescaled.
+  for (int64_t i = 0; i < plain->n_params(); i++) ASSERT_EQ(zero->param_data()[i], plain->param_data()[i]) << i;
+}
 
 TEST(Trainer, LossFalls) {
   TinySetup s;
@@ -257,6 +349,7 @@ TEST(Trainer, ResumedRunEqualsUninterruptedRun) {
     TrainableModel teacher(s.cfg);
     teacher.init_random(2);
     if (variant == 1) o.adam.anchor_decay = 50.0f, o.loss.teacher_mix = 0.5f;  // lr x decay = 0.05 per step
+    if (variant == 1) o.text_accum = 2;  // the real-text order resumes too
     TrainableModel* tp = variant == 1 ? &teacher : nullptr;
     TrainableModel straight(s.cfg);
     straight.init_random(2);
@@ -307,8 +400,15 @@ TEST(Trainer, BadSettingsAreErrors) {
   EXPECT_THROW(Trainer(m, s.data, o, GgufMetadata{}), Error);
   o.accum = 1;
   o.objective = Objective::Ar;  // packed data given
-  EXPECT_THROW(Trainer(m, s.data, o, GgufMetadata{}), Error);
+  TrainData packed_only = s.data;
+  packed_only.text.clear();
+  EXPECT_THROW(Trainer(m, packed_only, o, GgufMetadata{}), Error);
   EXPECT_THROW(Trainer(m, TrainData{}, TrainOptions{}, GgufMetadata{}), Error);
+  o.objective = Objective::JacobiForcing;
+  o.text_accum = 1;
+  EXPECT_THROW(Trainer(m, packed_only, o, GgufMetadata{}), Error);  // text micro-batches without text
+  o.text_weight = -1;
+  EXPECT_THROW(Trainer(m, s.data, o, GgufMetadata{}), Error);
 }
 
 }  // namespace

@@ -159,6 +159,13 @@ int run_train(TrainArgs& a) {
         throw Error(a.data + ":" + std::to_string(lineno) + ": " + e.what());
       }
     }
+    if (!a.corpus.empty()) {  // real text mixed into the fine-tune
+      data.text = corpus_sequences(a, *tok);
+      if (data.text.empty()) throw Error("--corpus gives no sequence of --seq-len tokens");
+      if (a.opt.text_accum == 0) a.opt.text_accum = 1;
+    } else if (a.opt.text_accum > 0) {
+      throw Error("--text-accum needs --corpus (the real text to mix in)");
+    }
   }
 
   // ---- frozen teacher (the base model), same shape as the model
@@ -192,12 +199,16 @@ int run_train(TrainArgs& a) {
     std::snprintf(what, sizeof what, "loss %.4f", r.loss.total / micro);
     progress.update(static_cast<int>(r.step - first_step), what);
     if (r.step % a.log_every != 0 && r.step != a.opt.steps && r.step != 1) return;
-    char line[320];
+    std::string extra;
+    if (teacher) extra += ", teacher KL " + std::to_string(r.loss.teacher_kl / micro);
+    if (a.opt.text_accum > 0)
+      extra += (teacher ? ", text KL " : ", text CE ") +
+               std::to_string(r.loss.text / (static_cast<double>(a.opt.text_accum) * dist.size()));
+    char line[400];
     std::snprintf(line, sizeof line, "step %lld/%lld  loss %.4f (ar %.4f, consistency %.4f%s)  lr %.2e  |g| %.3f  %.0f tok/s",
                   static_cast<long long>(r.step), static_cast<long long>(a.opt.steps), r.loss.total / micro,
-                  r.loss.ar / micro, r.loss.consistency / micro,
-                  teacher ? (", teacher KL " + std::to_string(r.loss.teacher_kl / micro)).c_str() : "", r.lr,
-                  r.grad_norm, r.tokens / r.seconds);
+                  r.loss.ar / micro, r.loss.consistency / micro, extra.c_str(), r.lr, r.grad_norm,
+                  r.tokens / r.seconds);
     progress.log(line);
   });
   progress.finish();
@@ -224,12 +235,17 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--init", a->init, "From scratch: dim=256,layers=6,heads=8,kv-heads=8,ffn=768,ctx=1024");
   cmd->add_option("--objective", a->objective, "jacobi-forcing (default), cllm or ar");
   cmd->add_option("--data", a->data, "jacobi-forcing / cllm: packed sequences from jf pack");
-  cmd->add_option("--corpus", a->corpus, "ar: text files or directories")
+  cmd->add_option("--corpus", a->corpus,
+                  "ar: text files or directories; jacobi-forcing / cllm: real text mixed into every step (--text-accum)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--ext", a->ext, "ar: file extension to read from corpus directories (default .txt)");
-  cmd->add_option("--doc-sep", a->doc_sep, "ar: cut each file into documents at this text (backslash-n is a newline), e.g. '\\n\\n'");
-  cmd->add_option("--max-bytes", a->max_bytes, "ar: read at most this many corpus bytes (default all)");
-  cmd->add_option("--seq-len", a->seq_len, "ar: tokens per training sequence (default 256)");
+  cmd->add_option("--ext", a->ext, "File extension to read from --corpus directories (default .txt)");
+  cmd->add_option("--doc-sep", a->doc_sep, "Cut each --corpus file into documents at this text (backslash-n is a newline), e.g. '\\n\\n'");
+  cmd->add_option("--max-bytes", a->max_bytes, "Read at most this many --corpus bytes (default all)");
+  cmd->add_option("--seq-len", a->seq_len, "Tokens per --corpus sequence (default 256)");
+  cmd->add_option("--text-accum", a->opt.text_accum,
+                  "jacobi-forcing / cllm: --corpus sequences per step on top of --accum packed ones (default 1 with --corpus)");
+  cmd->add_option("--text-weight", a->opt.text_weight,
+                  "Weight of the real-text term: KL(teacher || model) with --teacher, else cross-entropy (default 1)");
   cmd->add_option("--steps", a->opt.steps, "Optimizer steps (default 100)");
   cmd->add_option("--accum", a->opt.accum, "Micro-batches (sequences) per step and process (default 1)");
   cmd->add_option("--lr", a->opt.lr, "Peak learning rate (default 1e-4)");
@@ -240,7 +256,7 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--ar-weight", a->opt.loss.ar_weight, "Weight of the AR loss in consistency + w * AR (default 10)");
   cmd->add_option("--consistency-norm", a->consistency_norm,
                  "reference (default: mean over all kept positions / blocks) or per-block (mean per block, then over blocks)");
-  cmd->add_option("--teacher", a->teacher, "Frozen base model: its distribution on the clean stream is the AR target");
+  cmd->add_option("--teacher", a->teacher, "Frozen base model: its distribution on the clean stream is the AR target (and on --corpus text the text target)");
   cmd->add_option("--teacher-mix", a->opt.loss.teacher_mix,
                   "With --teacher: AR target = (1-m) x fixed-point token + m x teacher distribution (default 1)");
   cmd->add_flag("--teacher-consistency", a->opt.loss.teacher_consistency,

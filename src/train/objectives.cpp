@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "kernels/parallel.h"
 #include "train/layers.h"
 
 namespace jf {
@@ -133,6 +134,36 @@ LossReport packed_loss(Objective obj, const PackedSequence& p, const float* logi
     }
   }
   r.total = r.consistency + o.ar_weight * r.ar;
+  return r;
+}
+
+LossReport text_loss(const std::vector<int32_t>& tokens, const float* logits, int V, float weight, float* dlogits,
+                     const float* teacher_logits) {
+  LossReport r;
+  if (!teacher_logits) {
+    r = lm_loss(tokens, logits, V, dlogits);
+    const size_t n = tokens.size() * static_cast<size_t>(V);
+    for (size_t i = 0; i < n; i++) dlogits[i] *= weight;
+    r.text = r.ar, r.text_tokens = r.ar_tokens;
+    r.ar = 0, r.ar_tokens = 0;
+    r.total = weight * r.text;
+    return r;
+  }
+  const int64_t T = static_cast<int64_t>(tokens.size());
+  if (T == 0) return r;
+  std::vector<float> probs(static_cast<size_t>(T) * V), row_kl(static_cast<size_t>(T));
+  const float w = weight / static_cast<float>(T);
+  parallel_for(T, T * V >= (1 << 15), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; t++) {
+      float* p = probs.data() + t * V;
+      softmax(teacher_logits + t * V, V, p);
+      soft_cross_entropy(logits + t * V, p, V, w, dlogits + t * V, &row_kl[static_cast<size_t>(t)]);
+    }
+  });
+  for (float k : row_kl) r.text += k;  // in row order: independent of the thread count
+  r.text /= static_cast<double>(T);
+  r.text_tokens = T;
+  r.total = weight * r.text;
   return r;
 }
 

@@ -34,10 +34,11 @@ struct ObjectiveOptions {
 struct LossReport {
   double total = 0, consistency = 0, ar = 0;  // consistency is reported as KL(teacher || student)
   double teacher_kl = 0;  // mean KL(frozen teacher || student) over the clean rows (0 without a teacher)
-  int64_t consistency_positions = 0, ar_tokens = 0;
+  double text = 0;        // real-text term, unweighted: KL(teacher || student) or cross-entropy per token
+  int64_t consistency_positions = 0, ar_tokens = 0, text_tokens = 0;
   void add(const LossReport& o) {
-    total += o.total, consistency += o.consistency, ar += o.ar, teacher_kl += o.teacher_kl;
-    consistency_positions += o.consistency_positions, ar_tokens += o.ar_tokens;
+    total += o.total, consistency += o.consistency, ar += o.ar, teacher_kl += o.teacher_kl, text += o.text;
+    consistency_positions += o.consistency_positions, ar_tokens += o.ar_tokens, text_tokens += o.text_tokens;
   }
 };
 
@@ -49,6 +50,12 @@ std::vector<int32_t> clean_stream_targets(const PackedSequence& p);
 // teacher_logits (T x V, the frozen base model on the same sequence and mask) may be null.
 LossReport packed_loss(Objective obj, const PackedSequence& p, const float* logits, int V, const ObjectiveOptions& o,
                        float* dlogits, const float* teacher_logits = nullptr);
+// The real-text term of a Jacobi fine-tune, on a causal sequence of real text (not the model's own output):
+// with the frozen base's logits, the mean KL(base || model) per row, which holds the model's distribution on
+// real text where the base has it; without, the mean next-token cross-entropy. dlogits (T x V) is the
+// gradient of weight x that mean; LossReport.text holds the unweighted mean, .total the weighted one.
+LossReport text_loss(const std::vector<int32_t>& tokens, const float* logits, int V, float weight, float* dlogits,
+                     const float* teacher_logits);
 // Mean next-token cross-entropy of a causal sequence; writes dlogits (T x V).
 LossReport lm_loss(const std::vector<int32_t>& tokens, const float* logits, int V, float* dlogits);
 

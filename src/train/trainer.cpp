@@ -29,6 +29,10 @@ Trainer::Trainer(TrainableModel& model, const TrainData& data, const TrainOption
   if (opt_.objective == Objective::Ar && data_.text.empty()) throw Error("objective 'ar' needs text sequences");
   if (opt_.objective != Objective::Ar && data_.packed.empty()) throw Error("objective '" + objective_name(opt_.objective) + "' needs packed Jacobi sequences");
   if (opt_.adam.anchor_decay < 0) throw Error("--anchor-decay must be >= 0");
+  if (opt_.text_accum < 0) throw Error("--text-accum must be >= 0");
+  if (opt_.text_weight < 0) throw Error("--text-weight must be >= 0");
+  if (opt_.text_accum > 0 && (opt_.objective == Objective::Ar || data_.text.empty()))
+    throw Error("real-text micro-batches (--text-accum) need a Jacobi objective and a text corpus");
   if (opt_.adam.anchor_decay > 0) {  // the anchor is the model as it is now: the base the fine-tune starts from
     std::vector<std::vector<float>> anchor;
     for (const auto& p : model_.params()) anchor.emplace_back(p.data, p.data + p.size);
@@ -38,17 +42,28 @@ Trainer::Trainer(TrainableModel& model, const TrainData& data, const TrainOption
 
 // Seeded shuffle per epoch: the order depends only on the seed and the position in the run, so a resumed
 // run sees the same examples as an uninterrupted one.
-size_t Trainer::example_index(int64_t g) {
-  const int64_t n = static_cast<int64_t>(data_.size());
-  const int64_t epoch = g / n;
-  if (epoch != perm_epoch_) {
-    perm_.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; i++) perm_[i] = static_cast<size_t>(i);
-    Rng rng(opt_.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch) + 1);
-    for (int64_t i = n - 1; i > 0; i--) std::swap(perm_[i], perm_[rng.below(static_cast<uint32_t>(i + 1))]);
-    perm_epoch_ = epoch;
+size_t Trainer::EpochOrder::at(int64_t g, int64_t n, uint64_t seed) {
+  const int64_t e = g / n;
+  if (e != epoch) {
+    perm.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; i++) perm[i] = static_cast<size_t>(i);
+    Rng rng(seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(e) + 1 + salt * 0xD1B54A32D192ED03ull);
+    for (int64_t i = n - 1; i > 0; i--) std::swap(perm[i], perm[rng.below(static_cast<uint32_t>(i + 1))]);
+    epoch = e;
   }
-  return perm_[static_cast<size_t>(g % n)];
+  return perm[static_cast<size_t>(g % n)];
+}
+
+const float* Trainer::teacher_forward(const TrainSequence& s, size_t rows) {
+  if (!teacher_) return nullptr;
+  const float* tl = teacher_->forward(s);  // frozen: forward only, never a backward
+  teacher_logits_.assign(tl, tl + rows * static_cast<size_t>(model_.config().vocab_size));
+  return teacher_logits_.data();
+}
+
+void Trainer::backward_into(float* grad_out) {
+  model_.backward(dlogits_.data());
+  std::copy(model_.grad_data(), model_.grad_data() + model_.n_params(), grad_out);
 }
 
 LossReport Trainer::micro_batch(size_t example, float* grad_out, int64_t* tokens) {
@@ -70,25 +85,38 @@ LossReport Trainer::micro_batch(size_t example, float* grad_out, int64_t* tokens
     PackedSequence q = p;
     if (opt_.objective == Objective::Cllm) q.mask = MaskKind::CleanContext;  // CLLM: noisy blocks see clean context
     q.build_mask(s.mask);
-    const float* teacher_logits = nullptr;
-    if (teacher_) {  // the frozen teacher: forward only, never a backward
-      const float* tl = teacher_->forward(s);
-      teacher_logits_.assign(tl, tl + p.tokens.size() * static_cast<size_t>(V));
-      teacher_logits = teacher_logits_.data();
-    }
+    const float* teacher_logits = teacher_forward(s, p.tokens.size());
     const float* logits = model_.forward(s);
     dlogits_.resize(p.tokens.size() * static_cast<size_t>(V));
     r = packed_loss(opt_.objective, q, logits, V, opt_.loss, dlogits_.data(), teacher_logits);
     *tokens = static_cast<int64_t>(p.tokens.size());
   }
-  model_.backward(dlogits_.data());
-  std::copy(model_.grad_data(), model_.grad_data() + model_.n_params(), grad_out);
+  backward_into(grad_out);
+  return r;
+}
+
+// A real-text micro-batch of a Jacobi fine-tune. Its weight is scaled by accum / text_accum so that, after
+// the step divides the summed gradients by the packed micro-batch count, the text term enters as
+// text_weight x its mean.
+LossReport Trainer::text_micro_batch(size_t example, float* grad_out, int64_t* tokens) {
+  const int V = model_.config().vocab_size;
+  model_.zero_grad();
+  const std::vector<int32_t>& t = data_.text[example];
+  TrainSequence s = TrainSequence::causal(t);
+  const float* teacher_logits = teacher_forward(s, t.size());
+  const float* logits = model_.forward(s);
+  dlogits_.resize(t.size() * static_cast<size_t>(V));
+  const float scale = static_cast<float>(opt_.accum) / static_cast<float>(opt_.text_accum);
+  LossReport r = text_loss(t, logits, V, opt_.text_weight * scale, dlogits_.data(), teacher_logits);
+  *tokens = static_cast<int64_t>(t.size());
+  backward_into(grad_out);
   return r;
 }
 
 void Trainer::run(const std::function<void(const StepReport&)>& on_step) {
   Distributed& dist = Distributed::get();
-  const int64_t micro = static_cast<int64_t>(opt_.accum) * dist.size();  // micro-batches per step, all ranks
+  const int64_t micro = static_cast<int64_t>(opt_.accum) * dist.size();  // packed/ar micro-batches per step, all ranks
+  const int64_t text_micro = static_cast<int64_t>(opt_.text_accum) * dist.size();
   const int64_t n = model_.n_params();
   const int64_t warmup = static_cast<int64_t>(std::lround(opt_.warmup * static_cast<float>(opt_.steps)));
   std::vector<TrainableModel::Param> params = model_.params();
@@ -101,7 +129,7 @@ void Trainer::run(const std::function<void(const StepReport&)>& on_step) {
     decay[i] = params[i].dims.size() == 2;
   }
   total_grad_.resize(static_cast<size_t>(n));
-  micro_grads_.resize(static_cast<size_t>(opt_.accum));
+  micro_grads_.resize(static_cast<size_t>(opt_.accum + opt_.text_accum));
   for (auto& g : micro_grads_) g.resize(static_cast<size_t>(n));
 
   const int64_t last = opt_.stop_at > 0 ? std::min(opt_.stop_at, opt_.steps) : opt_.steps;
@@ -109,13 +137,20 @@ void Trainer::run(const std::function<void(const StepReport&)>& on_step) {
     const double t0 = now_seconds();
     StepReport rep;
     std::vector<const float*> mine;
-    for (int64_t j = dist.rank(), k = 0; j < micro; j += dist.size(), k++) {
+    // Micro-batch j < micro is packed (or ar) example j of the step, the rest real text; rank r takes
+    // j = r, r + size, ...: every rank the same count of each kind.
+    for (int64_t j = dist.rank(), k = 0; j < micro + text_micro; j += dist.size(), k++) {
       int64_t toks = 0;
-      rep.loss.add(micro_batch(example_index(step_ * micro + j), micro_grads_[k].data(), &toks));
+      const int64_t n_data = static_cast<int64_t>(data_.size()), n_text = static_cast<int64_t>(data_.text.size());
+      if (j < micro)
+        rep.loss.add(micro_batch(order_.at(step_ * micro + j, n_data, opt_.seed), micro_grads_[k].data(), &toks));
+      else
+        rep.loss.add(text_micro_batch(text_order_.at(step_ * text_micro + j - micro, n_text, opt_.seed),
+                                      micro_grads_[k].data(), &toks));
       rep.tokens += toks;
       mine.push_back(micro_grads_[k].data());
     }
-    dist.ordered_sum(mine, micro, n, total_grad_.data());
+    dist.ordered_sum(mine, micro + text_micro, n, total_grad_.data());
     const float inv = 1.0f / static_cast<float>(micro);
     for (int64_t i = 0; i < n; i++) total_grad_[i] *= inv;
     // Per-tensor views of the averaged gradient (same layout as the parameters).
@@ -131,6 +166,7 @@ void Trainer::run(const std::function<void(const StepReport&)>& on_step) {
     rep.loss.ar = dist.sum(rep.loss.ar);
     rep.loss.consistency = dist.sum(rep.loss.consistency);
     rep.loss.teacher_kl = dist.sum(rep.loss.teacher_kl);
+    rep.loss.text = dist.sum(rep.loss.text);
     rep.tokens = static_cast<int64_t>(dist.sum(static_cast<double>(rep.tokens)));
     rep.seconds = now_seconds() - t0;
     if (on_step) on_step(rep);

@@ -15,7 +15,7 @@ namespace jf {
 
 struct TrainData {
   std::vector<PackedSequence> packed;      // jacobi-forcing / cllm
-  std::vector<std::vector<int32_t>> text;  // ar: causal sequences
+  std::vector<std::vector<int32_t>> text;  // ar: causal sequences; jacobi-forcing / cllm: real text mixed in
   size_t size() const { return packed.empty() ? text.size() : packed.size(); }
 };
 
@@ -24,6 +24,10 @@ struct TrainOptions {
   ObjectiveOptions loss;
   int64_t steps = 100;
   int accum = 1;  // micro-batches per step (per process under MPI)
+  // Jacobi objectives: real-text micro-batches per step (per process) on top of `accum` packed ones; the
+  // step's loss is mean(packed) + text_weight x mean(text) (objectives.h, text_loss).
+  int text_accum = 0;
+  float text_weight = 1.0f;
   float lr = 1e-4f, min_lr = 1e-5f;
   float warmup = 0.03f;  // fraction of the steps
   float clip = 1.0f;     // global gradient norm; <= 0: off
@@ -60,8 +64,18 @@ class Trainer {
   void save_checkpoint(const std::string& path);
 
  private:
-  size_t example_index(int64_t global_micro);
+  // A seeded shuffle of n examples per epoch; `salt` keeps the packed and the text orders independent.
+  struct EpochOrder {
+    explicit EpochOrder(uint64_t s = 0) : salt(s) {}
+    uint64_t salt;
+    int64_t epoch = -1;
+    std::vector<size_t> perm;
+    size_t at(int64_t global_index, int64_t n, uint64_t seed);
+  };
   LossReport micro_batch(size_t example, float* grad_out, int64_t* tokens);
+  LossReport text_micro_batch(size_t example, float* grad_out, int64_t* tokens);
+  void backward_into(float* grad_out);
+  const float* teacher_forward(const TrainSequence& s, size_t rows);
 
   TrainableModel& model_;
   TrainableModel* teacher_ = nullptr;
@@ -70,8 +84,7 @@ class Trainer {
   GgufMetadata meta_;
   AdamW adam_;
   int64_t step_ = 0;
-  int64_t perm_epoch_ = -1;
-  std::vector<size_t> perm_;
+  EpochOrder order_, text_order_{EpochOrder(1)};
   std::vector<float> dlogits_, total_grad_, teacher_logits_;
   std::vector<std::vector<float>> micro_grads_;
 };
