@@ -117,6 +117,7 @@ void Trainer::run(const std::function<void(const StepReport&)>& on_step) {
   Distributed& dist = Distributed::get();
   const int64_t micro = static_cast<int64_t>(opt_.accum) * dist.size();  // packed/ar micro-batches per step, all ranks
   const int64_t text_micro = static_cast<int64_t>(opt_.text_accum) * dist.size();
+  const int64_t n_data = static_cast<int64_t>(data_.size()), n_text = static_cast<int64_t>(data_.text.size());
   const int64_t n = model_.n_params();
   const int64_t warmup = static_cast<int64_t>(std::lround(opt_.warmup * static_cast<float>(opt_.steps)));
   std::vector<TrainableModel::Param> params = model_.params();
@@ -141,7 +142,6 @@ void Trainer::run(const std::function<void(const StepReport&)>& on_step) {
     // j = r, r + size, ...: every rank the same count of each kind.
     for (int64_t j = dist.rank(), k = 0; j < micro + text_micro; j += dist.size(), k++) {
       int64_t toks = 0;
-      const int64_t n_data = static_cast<int64_t>(data_.size()), n_text = static_cast<int64_t>(data_.text.size());
       if (j < micro)
         rep.loss.add(micro_batch(order_.at(step_ * micro + j, n_data, opt_.seed), micro_grads_[k].data(), &toks));
       else
