@@ -23,6 +23,8 @@ test('the web page streams an answer coloured by forward', { timeout: 120000 }, 
     const res = await page.goto(srv.base + '/');
     assert.equal(res.status(), 200);
     assert.match(res.headers()['content-type'], /text\/html/);
+    // The title comes from /v1/models, fetched after load: wait for it rather than race it.
+    await page.waitForFunction(() => document.title !== 'jf', null, { timeout: 10000 }).catch(() => {});
     assert.equal(await page.title(), 'jf · stories260K.gguf');
 
     // Completion mode with lookahead decoding on a text that repeats: several tokens land per forward.
