@@ -45,7 +45,7 @@ const std::vector<ChatMessage> kDialog = {
 
 TEST(Chat, Names) {
   for (ChatFormat f : {ChatFormat::ChatML, ChatFormat::Llama3, ChatFormat::Llama2, ChatFormat::Gemma, ChatFormat::Phi3,
-                       ChatFormat::None}) {
+                       ChatFormat::Phi4Mini, ChatFormat::None}) {
     ChatFormat back = ChatFormat::None;
     EXPECT_TRUE(chat_format_from_name(chat_format_name(f), &back));
     EXPECT_EQ(back, f);
@@ -168,6 +168,27 @@ TEST(Chat, Phi3Format) {
   EXPECT_EQ(render_chat(ChatFormat::Phi3, kDialog, true, tok),
             "<|system|>\nBe brief.<|end|>\n<|user|>\nHi<|end|>\n<|assistant|>\nHello!<|end|>\n"
             "<|user|>\nBye<|end|>\n<|assistant|>\n");
+}
+
+// Phi-4-mini-instruct's template (tool branch included): the role tag is built from the role, so the template has
+// no literal <|user|>, and no newline follows a tag.
+const char* kPhi4MiniTemplate =
+    "{% for message in messages %}{% if message['role'] == 'system' and 'tools' in message and message['tools'] is "
+    "not none %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|tool|>' + message['tools'] + '<|/tool|>' "
+    "+ '<|end|>' }}{% else %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}{% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}";
+
+TEST(Chat, Phi4MiniFormat) {
+  VocabSpec s = vocab_with(kPhi4MiniTemplate, {"<|system|>", "<|user|>", "<|assistant|>", "<|end|>"});
+  s.add_bos = false;
+  Tokenizer tok(s);
+  EXPECT_EQ(detect_chat_format(tok), ChatFormat::Phi4Mini);
+  EXPECT_EQ(render_chat(ChatFormat::Phi4Mini, kDialog, true, tok),
+            "<|system|>Be brief.<|end|><|user|>Hi<|end|><|assistant|>Hello!<|end|><|user|>Bye<|end|><|assistant|>");
+  EXPECT_EQ(render_chat(ChatFormat::Phi4Mini, {{"user", "Hi"}}, false, tok), "<|user|>Hi<|end|>");
+  ChatFormat f = ChatFormat::None;
+  ASSERT_TRUE(chat_format_from_name("phi4-mini", &f));
+  EXPECT_EQ(f, ChatFormat::Phi4Mini);
 }
 
 TEST(Chat, RealVocabularies) {

@@ -117,7 +117,7 @@ int run_serve(ServeArgs& a) {
   if (lm.tokenizer) {
     api.chat_format = detect_chat_format(*lm.tokenizer);
     if (!a.chat_format.empty() && !chat_format_from_name(a.chat_format, &api.chat_format))
-      throw Error("unknown chat format '" + a.chat_format + "' (known: chatml, llama3, llama2, gemma, phi3)");
+      throw Error("unknown chat format '" + a.chat_format + "' (known: chatml, llama3, llama2, gemma, phi3, phi4-mini)");
     for (int32_t id = 0; id < lm.tokenizer->n_vocab(); id++)
       if (lm.tokenizer->is_eog(id)) api.eos_ids.push_back(id);
   }
@@ -169,7 +169,7 @@ Command add_serve_command(CLI::App& app) {
                   "factor more, relatively, than they cost one sequence alone (measured cost curve); 0 = no cut (default 1.1)");
   cmd->add_option("--max-rows", a->sched.max_rows, "Most rows one sequence may put into a forward (default 64)");
   cmd->add_flag("--no-calibrate", a->no_calibrate, "Skip measuring the forward cost curve at start (no draft-row cut)");
-  cmd->add_option("--chat-format", a->chat_format, "Chat format instead of the model's template: chatml, llama3, llama2, gemma, phi3");
+  cmd->add_option("--chat-format", a->chat_format, "Chat format instead of the model's template: chatml, llama3, llama2, gemma, phi3, phi4-mini");
   cmd->add_option("--model-id", a->model_id, "Model name reported by /v1/models and in responses (default: the file name)");
   cmd->add_option("--max-body", a->http.max_body_bytes, "Largest request body in bytes; larger ones get 413 (default 8 MiB)");
   cmd->add_option("--drain-timeout", a->drain_timeout, "Seconds SIGINT/SIGTERM waits for in-flight requests before cancelling them (default 30)");

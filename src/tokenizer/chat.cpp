@@ -37,6 +37,7 @@ std::string chat_format_name(ChatFormat f) {
     case ChatFormat::Llama2: return "llama2";
     case ChatFormat::Gemma: return "gemma";
     case ChatFormat::Phi3: return "phi3";
+    case ChatFormat::Phi4Mini: return "phi4-mini";
     case ChatFormat::None: break;
   }
   return "none";
@@ -44,7 +45,7 @@ std::string chat_format_name(ChatFormat f) {
 
 bool chat_format_from_name(const std::string& name, ChatFormat* out) {
   for (ChatFormat f : {ChatFormat::ChatML, ChatFormat::Llama3, ChatFormat::Llama2, ChatFormat::Gemma, ChatFormat::Phi3,
-                       ChatFormat::None}) {
+                       ChatFormat::Phi4Mini, ChatFormat::None}) {
     if (name == chat_format_name(f)) {
       if (out) *out = f;
       return true;
@@ -59,6 +60,9 @@ ChatFormat detect_chat_format(const Tokenizer& tok) {
   if (t.find("<|start_header_id|>") != std::string::npos) return ChatFormat::Llama3;
   if (t.find("<start_of_turn>") != std::string::npos) return ChatFormat::Gemma;
   if (t.find("<|user|>") != std::string::npos && t.find("<|end|>") != std::string::npos) return ChatFormat::Phi3;
+  // Phi-4-mini's template builds the role tag from the role and puts the content right after it.
+  if (t.find("'|>' + message['content']") != std::string::npos && t.find("<|end|>") != std::string::npos)
+    return ChatFormat::Phi4Mini;
   if (t.find("[INST]") != std::string::npos) return ChatFormat::Llama2;
   // No (recognised) template: go by the special tokens the vocabulary has.
   if (has_token(tok, "<|im_start|>") && has_token(tok, "<|im_end|>")) return ChatFormat::ChatML;
@@ -138,10 +142,17 @@ std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages, 
       if (add_generation_prompt) out += "<|assistant|>\n";
       return out;
     }
+    case ChatFormat::Phi4Mini: {
+      // Phi-3's tags without the newlines: <|role|>...<|end|> per message.
+      if (spec.add_bos && spec.bos >= 0) out += tok.token_text(spec.bos);
+      for (const ChatMessage& m : messages) out += "<|" + m.role + "|>" + m.content + "<|end|>";
+      if (add_generation_prompt) out += "<|assistant|>";
+      return out;
+    }
     case ChatFormat::None:
       break;
   }
-  throw Error("no chat format: the model has no recognised chat template (use chatml, llama3, llama2, gemma or phi3)");
+  throw Error("no chat format: the model has no recognised chat template (use chatml, llama3, llama2, gemma, phi3 or phi4-mini)");
 }
 
 }  // namespace jf
