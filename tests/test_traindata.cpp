@@ -63,43 +63,49 @@ TEST(Trajectories, StatesAreJacobiStatesEndingAtTheArOutput) {
   std::remove(path.c_str());
 }
 
-// The block in which the model emits EOS is recorded: text up to EOS, then EOS, padded with EOS.
+// The block in which the model emits EOS is recorded: text up to EOS, then EOS, padded with EOS — also when EOS
+// falls in the block's last slot (nothing to pad).
 TEST(Trajectories, TheBlockHoldingEosIsKept) {
   const int V = 41, n = 8, eos = 40;
-  auto text = text_for_oracle(300, 40);
-  text[6 + 21] = eos;  // the 22nd generated token
-  test::FakeModel fake(V, test::oracle_rule(text, V));
-  Session s(fake, 256);
-  const std::string path = temp_path("traj_eos.jsonl");
-  std::remove(path.c_str());
-  CollectOptions opt;
-  opt.block = n;
-  opt.max_new_tokens = 40;
-  opt.eos_ids = {eos};
-  collect_trajectories(s, {std::vector<int32_t>(text.begin(), text.begin() + 6)}, opt, path);
-  auto recs = read_trajectories(path);
-  ASSERT_EQ(recs.size(), 1u);
-  const TrajectoryRecord& r = recs[0];
-  EXPECT_EQ(r.stop, "eos");
-  EXPECT_EQ(r.tokens, std::vector<int32_t>(text.begin() + 6, text.begin() + 27));
-  ASSERT_EQ(r.blocks.size(), 3u);  // starts 5, 13, 21; the last holds EOS at index 27 - 21
-  const TrajectoryBlock& b = r.blocks.back();
-  EXPECT_EQ(b.start, 21);
-  EXPECT_EQ(b.eos, 6);
-  EXPECT_EQ(b.fixed, (std::vector<int32_t>{text[21], text[22], text[23], text[24], text[25], text[26], eos, eos}));
-  for (const auto& st : b.states) EXPECT_EQ(static_cast<int>(st.size()), n);
-  EXPECT_EQ(r.blocks[0].eos, -1);
-  // Packing keeps it as the last block of its sequence.
-  PackOptions po;
-  uint64_t rs = 1;
-  auto seqs = pack_record(r, po, &rs);
-  ASSERT_EQ(seqs.size(), 1u);
-  EXPECT_EQ(seqs[0].blocks(), 3);
-  EXPECT_EQ(seqs[0].eos, 6);
-  EXPECT_EQ(seqs[0].valid(2), 7);
-  EXPECT_EQ(seqs[0].valid(1), n);
-  EXPECT_EQ(PackedSequence::from_json(seqs[0].to_json()).eos, 6);
-  std::remove(path.c_str());
+  for (int slot : {6, 7}) {  // blocks start at 5, 13, 21; EOS at index 21 + slot
+    SCOPED_TRACE(slot);
+    auto text = text_for_oracle(300, 40);
+    text[21 + slot] = eos;
+    test::FakeModel fake(V, test::oracle_rule(text, V));
+    Session s(fake, 256);
+    const std::string path = temp_path("traj_eos.jsonl");
+    std::remove(path.c_str());
+    CollectOptions opt;
+    opt.block = n;
+    opt.max_new_tokens = 40;
+    opt.eos_ids = {eos};
+    collect_trajectories(s, {std::vector<int32_t>(text.begin(), text.begin() + 6)}, opt, path);
+    auto recs = read_trajectories(path);
+    ASSERT_EQ(recs.size(), 1u);
+    const TrajectoryRecord& r = recs[0];
+    EXPECT_EQ(r.stop, "eos");
+    EXPECT_EQ(r.tokens, std::vector<int32_t>(text.begin() + 6, text.begin() + 21 + slot));
+    ASSERT_EQ(r.blocks.size(), 3u);
+    const TrajectoryBlock& b = r.blocks.back();
+    EXPECT_EQ(b.start, 21);
+    EXPECT_EQ(b.eos, slot);
+    std::vector<int32_t> want(text.begin() + 21, text.begin() + 21 + slot);
+    want.resize(n, eos);
+    EXPECT_EQ(b.fixed, want);
+    for (const auto& st : b.states) EXPECT_EQ(static_cast<int>(st.size()), n);
+    EXPECT_EQ(r.blocks[0].eos, -1);
+    // Packing keeps it as the last block of its sequence.
+    PackOptions po;
+    uint64_t rs = 1;
+    auto seqs = pack_record(r, po, &rs);
+    ASSERT_EQ(seqs.size(), 1u);
+    EXPECT_EQ(seqs[0].blocks(), 3);
+    EXPECT_EQ(seqs[0].eos, slot);
+    EXPECT_EQ(seqs[0].valid(2), slot + 1);
+    EXPECT_EQ(seqs[0].valid(1), n);
+    EXPECT_EQ(PackedSequence::from_json(seqs[0].to_json()).eos, slot);
+    std::remove(path.c_str());
+  }
 }
 
 TEST(Trajectories, ResumeSkipsCompletedAndDropsACutLine) {

@@ -198,6 +198,12 @@ CollectSummary collect_trajectories(Session& session, const std::vector<std::vec
         sum.states += static_cast<int64_t>(b.states.size());
         record.blocks.push_back(std::move(b));
       }
+    // EOS sits at the history's end in the block that stopped; the recorder alone cannot tell when that is the
+    // block's last slot (nothing to pad), so mark it here.
+    if (r.stop == StopReason::Eos && !record.blocks.empty()) {
+      TrajectoryBlock& last = record.blocks.back();
+      last.eos = static_cast<int>(static_cast<int64_t>(record.prompt.size() + record.tokens.size()) - last.start);
+    }
     out.append(record.to_json());
     sum.prompts++;
     if (progress) progress(static_cast<int64_t>(t + 1), static_cast<int64_t>(todo.size()));
