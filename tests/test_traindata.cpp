@@ -64,10 +64,10 @@ TEST(Trajectories, StatesAreJacobiStatesEndingAtTheArOutput) {
 }
 
 // The block in which the model emits EOS is recorded: text up to EOS, then EOS, padded with EOS — also when EOS
-// falls in the block's last slot (nothing to pad).
+// falls in the block's last slot (nothing to pad); EOS right after a complete block leaves that block whole.
 TEST(Trajectories, TheBlockHoldingEosIsKept) {
   const int V = 41, n = 8, eos = 40;
-  for (int slot : {6, 7}) {  // blocks start at 5, 13, 21; EOS at index 21 + slot
+  for (int slot : {6, 7, 8}) {  // blocks start at 5, 13, 21; EOS at index 21 + slot
     SCOPED_TRACE(slot);
     auto text = text_for_oracle(300, 40);
     text[21 + slot] = eos;
@@ -88,8 +88,9 @@ TEST(Trajectories, TheBlockHoldingEosIsKept) {
     ASSERT_EQ(r.blocks.size(), 3u);
     const TrajectoryBlock& b = r.blocks.back();
     EXPECT_EQ(b.start, 21);
-    EXPECT_EQ(b.eos, slot);
-    std::vector<int32_t> want(text.begin() + 21, text.begin() + 21 + slot);
+    const int want_eos = slot < n ? slot : -1;
+    EXPECT_EQ(b.eos, want_eos);
+    std::vector<int32_t> want(text.begin() + 21, text.begin() + 21 + std::min(slot, n));
     want.resize(n, eos);
     EXPECT_EQ(b.fixed, want);
     for (const auto& st : b.states) EXPECT_EQ(static_cast<int>(st.size()), n);
@@ -100,10 +101,10 @@ TEST(Trajectories, TheBlockHoldingEosIsKept) {
     auto seqs = pack_record(r, po, &rs);
     ASSERT_EQ(seqs.size(), 1u);
     EXPECT_EQ(seqs[0].blocks(), 3);
-    EXPECT_EQ(seqs[0].eos, slot);
-    EXPECT_EQ(seqs[0].valid(2), slot + 1);
+    EXPECT_EQ(seqs[0].eos, want_eos);
+    EXPECT_EQ(seqs[0].valid(2), std::min(slot + 1, n));
     EXPECT_EQ(seqs[0].valid(1), n);
-    EXPECT_EQ(PackedSequence::from_json(seqs[0].to_json()).eos, slot);
+    EXPECT_EQ(PackedSequence::from_json(seqs[0].to_json()).eos, want_eos);
     std::remove(path.c_str());
   }
 }

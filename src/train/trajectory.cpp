@@ -119,12 +119,11 @@ class Recorder : public JacobiObserver {
   void on_fixed_point(int64_t start, std::span<const int32_t> tokens) override {
     if (blocks.empty() || blocks.back().start != start || tokens.empty()) return;
     TrajectoryBlock& b = blocks.back();
-    b.fixed.assign(tokens.begin(), tokens.end());
+    // A block ended by EOS reports the text up to and including it: shorter than the block (pad with EOS), or,
+    // when EOS follows a complete block, one longer (EOS is not in this block). collect_trajectories marks EOS.
     const size_t n = b.states.front().size();
-    if (b.fixed.size() < n) {  // ended by EOS: pad with it
-      b.eos = static_cast<int>(b.fixed.size()) - 1;
-      b.fixed.resize(n, tokens.back());
-    }
+    b.fixed.assign(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(std::min(tokens.size(), n)));
+    b.fixed.resize(n, tokens.back());
   }
   std::vector<TrajectoryBlock> blocks;
 };
@@ -198,11 +197,11 @@ CollectSummary collect_trajectories(Session& session, const std::vector<std::vec
         sum.states += static_cast<int64_t>(b.states.size());
         record.blocks.push_back(std::move(b));
       }
-    // EOS sits at the history's end in the block that stopped; the recorder alone cannot tell when that is the
-    // block's last slot (nothing to pad), so mark it here.
+    // EOS sits right after the history; it belongs to the last block unless that block is complete without it.
     if (r.stop == StopReason::Eos && !record.blocks.empty()) {
       TrajectoryBlock& last = record.blocks.back();
-      last.eos = static_cast<int>(static_cast<int64_t>(record.prompt.size() + record.tokens.size()) - last.start);
+      const int64_t eos_slot = static_cast<int64_t>(record.prompt.size() + record.tokens.size()) - last.start;
+      if (eos_slot < opt.block) last.eos = static_cast<int>(eos_slot);
     }
     out.append(record.to_json());
     sum.prompts++;
