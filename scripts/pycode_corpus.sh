@@ -9,9 +9,9 @@ pycode_corpus=("$pycode_stdlib")
 pycode_heldout=()
 if [ -d "$pycode_site" ]; then
   for d in "$pycode_site"/*/; do
-    name=$(basename "$d")
-    case " $pycode_heldout_names " in *" $name "*) [ "$name" = _yaml ] || pycode_heldout+=("${d%/}"); continue ;; esac
-    case "$name" in *.egg-info | *.dist-info | __pycache__) continue ;; esac
+    pycode_dir=$(basename "$d")
+    case " $pycode_heldout_names " in *" $pycode_dir "*) [ "$pycode_dir" = _yaml ] || pycode_heldout+=("${d%/}"); continue ;; esac
+    case "$pycode_dir" in *.egg-info | *.dist-info | __pycache__) continue ;; esac
     pycode_corpus+=("${d%/}")
   done
 fi
