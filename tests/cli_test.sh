@@ -242,6 +242,17 @@ else
   if [ "${CI:-}" = "true" ]; then echo "FAIL: CI=true but $shared is missing"; fails=$((fails + 1)); else
     echo "SKIPPED: shared model tests ($shared not found)"; fi
 fi
+# The default model's demo (run.sh): its greedy output has no loop (no 8-token sequence twice) in the first 64
+# tokens. The model is small and loops on most prompts (docs/TRAINING.md "jf's default models"); this guards
+# the first impression against a model or decoder change that brings the loop back.
+if "$jf" generate -m "$(dirname "$0")/../models/pycode-jf-q8_0.gguf" -f "$(dirname "$0")/../bench/prompts/demo_prompt.txt" \
+    -n 64 --json 2>/dev/null | python3 -c '
+import json, sys
+t = json.load(sys.stdin)["tokens"]
+grams = [tuple(t[i:i + 8]) for i in range(len(t) - 7)]
+assert len(t) == 64 and len(set(grams)) == len(grams), t'
+then echo "ok   the default model'"'"'s demo output is loop-free in its first 64 tokens"
+else echo "FAIL the default model's demo output loops in its first 64 tokens"; fails=$((fails + 1)); fi
 # FastCoT on the arithmetic chain-of-thought model in the repository (bench/cot_arith): AR to EOS answers
 # nearly all; with the rationale cut at 48 forwards, FastCoT's approximate tokens must answer more questions
 # than AR truncated at the same 48 forwards, in no more forwards (greedy and batch invariant: deterministic).
