@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The issue 16 recipe on stories260K: 10,000 templated story openings (disjoint from the 100 held out) ->
 # trajectories at n = 16 with the base model -> packed (linear schedule fitted to each response, NC mask)
-# -> one epoch per variant (reference consistency normalisation) -> Jacobi TPF at n = 16 and jf eval
+# -> one epoch per variant (reference consistency normalisation) -> Jacobi and multiblock TPF at n = 16 and jf eval
 # against the base on held-out TinyStories text and the 100 held-out openings.
 # Usage: bench/jacobi_forcing_recipe.sh WORKDIR [THREADS] VARIANT...
 #   VARIANT = name:lr:ar_weight:extra flags (commas for spaces), e.g. "t1e4:1e-4:10:--teacher,BASE"
@@ -24,7 +24,7 @@ sequences=$(wc -l <"$work/packed.jsonl")
 
 evaluate() {  # name model
   [ -s "$work/bench_$1.json" ] || "$jf" bench -m "$2" --prompts "$holdout" -n 128 -t "$threads" \
-    --decoders ar,jacobi:block=16 --json "$work/bench_$1.json" >/dev/null
+    --decoders ar,jacobi:block=16,multiblock:block=16 --json "$work/bench_$1.json" >/dev/null
   [ -s "$work/eval_$1.json" ] || "$jf" eval -m "$2" --base "$base" --text "$text" --prompts "$holdout" -n 128 \
     -t "$threads" --json >"$work/eval_$1.json"
 }

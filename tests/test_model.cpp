@@ -453,7 +453,7 @@ TEST(QuantMix, FileTypesFollowTheReferenceMix) {
   ASSERT_TRUE(weight_scheme_from_name("q6_k", &q6));
   ASSERT_TRUE(weight_scheme_from_name("q5_0", &q50));
   ASSERT_TRUE(weight_scheme_from_name("q4_k", &pure));
-  EXPECT_FALSE(weight_scheme_from_name("q3_k_m", &pure));
+  EXPECT_FALSE(weight_scheme_from_name("q3_k_x", &pure));
   const int n = 22;
   std::string more;
   for (int i = 0; i < n; i++) {
@@ -484,6 +484,50 @@ TEST(QuantMix, FileTypesFollowTheReferenceMix) {
   EXPECT_EQ(scheme_tensor_type(q50, "blk.0.ffn_down.weight", 5632, n, true), DType::Q5_0);
   EXPECT_EQ(scheme_tensor_type(pure, "output.weight", 2048, n, true), DType::Q4_K);
   EXPECT_EQ(scheme_tensor_type(pure, "output.weight", 960, n, true), DType::Q5_0);
+}
+
+// The 2- and 3-bit file types on the same 22 layers (n / 16 = 1): q2_k's attn_v by GQA ratio (TinyLlama has 8
+// query heads per key-value head, Llama-2-7B 1), ffn_down and attn_output one step up; q3_k_m's attn_v Q5_K on
+// two layers, ffn_down Q5_K below n/16, attn_output / fused qkv Q4_K; q3_k_l's Q5_K; q3_k_s only the output.
+TEST(QuantMix, TwoAndThreeBitFileTypes) {
+  WeightScheme q2, q3s, q3m, q3l;
+  ASSERT_TRUE(weight_scheme_from_name("q2_k", &q2));
+  ASSERT_TRUE(weight_scheme_from_name("Q3_K_S", &q3s));
+  ASSERT_TRUE(weight_scheme_from_name("q3_k_m", &q3m));
+  ASSERT_TRUE(weight_scheme_from_name("q3_k_l", &q3l));
+  const int n = 22;
+  for (int i = 0; i < n; i++) {
+    SCOPED_TRACE(i);
+    const std::string p = "blk." + std::to_string(i) + ".";
+    EXPECT_EQ(scheme_tensor_type(q2, p + "attn_v.weight", 2048, n, true, 8), DType::Q4_K);
+    EXPECT_EQ(scheme_tensor_type(q2, p + "attn_v.weight", 2048, n, true, 1), DType::Q3_K);
+    EXPECT_EQ(scheme_tensor_type(q2, p + "ffn_down.weight", 5632, n, true, 8), DType::Q3_K);
+    EXPECT_EQ(scheme_tensor_type(q2, p + "attn_output.weight", 2048, n, true, 8), DType::Q3_K);
+    EXPECT_EQ(scheme_tensor_type(q2, p + "attn_q.weight", 2048, n, true, 8), DType::Q2_K);
+    EXPECT_EQ(scheme_tensor_type(q2, p + "ffn_up.weight", 2048, n, true, 8), DType::Q2_K);
+    EXPECT_EQ(scheme_tensor_type(q3m, p + "attn_v.weight", 2048, n, true, 8), i < 2 ? DType::Q5_K : DType::Q4_K);
+    EXPECT_EQ(scheme_tensor_type(q3m, p + "ffn_down.weight", 5632, n, true, 8), i < 1 ? DType::Q5_K : DType::Q4_K);
+    EXPECT_EQ(scheme_tensor_type(q3m, p + "attn_output.weight", 2048, n, true, 8), DType::Q4_K);
+    EXPECT_EQ(scheme_tensor_type(q3m, p + "ffn_gate.weight", 2048, n, true, 8), DType::Q3_K);
+    for (const char* t : {"attn_v.weight", "ffn_down.weight", "attn_output.weight"})
+      EXPECT_EQ(scheme_tensor_type(q3l, p + t, 2048, n, true, 8), DType::Q5_K);
+    EXPECT_EQ(scheme_tensor_type(q3l, p + "attn_k.weight", 2048, n, true, 8), DType::Q3_K);
+    for (const char* t : {"attn_v.weight", "ffn_down.weight", "attn_output.weight", "attn_q.weight"})
+      EXPECT_EQ(scheme_tensor_type(q3s, p + t, 2048, n, true, 8), DType::Q3_K);
+  }
+  EXPECT_EQ(scheme_tensor_type(q3m, "blk.0.attn_qkv.weight", 3072, n, true, 1), DType::Q4_K);  // fused (Phi-3)
+  EXPECT_EQ(scheme_tensor_type(q3l, "blk.0.attn_qkv.weight", 3072, n, true, 1), DType::Q4_K);
+  EXPECT_EQ(scheme_tensor_type(q2, "blk.0.attn_qkv.weight", 3072, n, true, 1), DType::Q2_K);
+  for (const WeightScheme* w : {&q2, &q3s, &q3m, &q3l}) {
+    EXPECT_EQ(scheme_tensor_type(*w, "output.weight", 2048, n, true, 8), DType::Q6_K);
+    EXPECT_EQ(scheme_tensor_type(*w, "token_embd.weight", 2048, n, false, 8), DType::Q6_K);
+    EXPECT_EQ(scheme_tensor_type(*w, "output.weight", 896, n, true, 8), DType::Q8_0);
+  }
+  // Rows that fit no 256-block: Q2_K / Q3_K -> Q4_0 (the reference's IQ4_NL is not in jf), F16 below 32.
+  EXPECT_EQ(scheme_tensor_type(q2, "blk.3.attn_q.weight", 896, n, true, 8), DType::Q4_0);
+  EXPECT_EQ(scheme_tensor_type(q3s, "blk.3.ffn_up.weight", 896, n, true, 8), DType::Q4_0);
+  EXPECT_EQ(scheme_tensor_type(q3m, "blk.3.attn_v.weight", 896, n, true, 8), DType::Q5_0);  // Q4_K's fallback
+  EXPECT_EQ(scheme_tensor_type(q2, "blk.3.attn_q.weight", 100, n, true, 8), DType::F16);
 }
 
 TEST(Stories260K, Llama2cAndGgufGiveIdenticalLogits) {

@@ -49,6 +49,7 @@ struct ModelConfig {
 
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
+  int gqa_ratio() const { return n_kv_heads > 0 ? n_heads / n_kv_heads : 1; }  // query heads per key-value head
   // What the architecture computes differently from Llama (one place, read by the binder and the forward).
   bool qk_norm() const { return arch == Arch::Qwen3 || arch == Arch::Gemma3; }  // RMSNorm per head on q, k
   bool fused_qkv_ffn() const { return arch == Arch::Phi3; }  // attn_qkv and ffn_up = [gate; up] tensors

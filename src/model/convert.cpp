@@ -5,15 +5,17 @@
 
 namespace jf {
 
-TensorSet convert_tensors(const TensorSet& src, const WeightScheme& scheme, int n_layers, std::vector<std::string>* notes) {
+TensorSet convert_tensors(const TensorSet& src, const WeightScheme& scheme, int n_layers, int n_gqa,
+                          std::vector<std::string>* notes) {
   TensorSet out;
   out.owned = src.owned;  // unchanged tensors keep pointing at the source buffers
   const bool has_output = src.find("output.weight") != nullptr;
   for (const auto& [name, t] : src.tensors) {
     DType target = DType::F32;
     if (t.dims.size() == 2) {
-      target = scheme_tensor_type(scheme, name, t.dims[0], n_layers, has_output);
-      const DType wanted = scheme_tensor_type(scheme, name, kQ8Block * kQK, n_layers, has_output);  // any width fits
+      target = scheme_tensor_type(scheme, name, t.dims[0], n_layers, has_output, n_gqa);
+      const int64_t any_width = kQ8Block * kQK;  // fits every block size
+      const DType wanted = scheme_tensor_type(scheme, name, any_width, n_layers, has_output, n_gqa);
       if (notes && target != wanted)
         notes->push_back(name + ": row length " + std::to_string(t.dims[0]) + " does not fit " + dtype_name(wanted) +
                          " blocks, " + dtype_name(target) + " instead");
@@ -40,7 +42,7 @@ TensorSet convert_tensors(const TensorSet& src, const WeightScheme& scheme, int 
 
 TensorSet convert_tensors(const TensorSet& src, DType type, std::vector<std::string>* kept) {
   std::vector<std::string> notes;
-  TensorSet out = convert_tensors(src, pure_scheme(type), 0, &notes);
+  TensorSet out = convert_tensors(src, pure_scheme(type), 0, 1, &notes);
   if (kept)
     for (const std::string& n : notes) kept->push_back(n.substr(0, n.find(':')));
   return out;

@@ -17,7 +17,8 @@ using Mix = WeightScheme::Mix;
 const Named kSchemes[] = {
     {"f32", DType::F32, Mix::Pure},      {"f16", DType::F16, Mix::Pure},      {"bf16", DType::BF16, Mix::Pure},
     {"q8_0", DType::Q8_0, Mix::Pure},    {"q4_0", DType::Q4_0, Mix::Pure},    {"q4_k", DType::Q4_K, Mix::Pure},
-    {"q5_k", DType::Q5_K, Mix::Pure},    {"q2_k", DType::Q2_K, Mix::Pure},    {"q3_k", DType::Q3_K, Mix::Pure},
+    {"q5_k", DType::Q5_K, Mix::Pure},    {"q3_k", DType::Q3_K, Mix::Pure},    {"q2_k", DType::Q2_K, Mix::Q2K},
+    {"q3_k_s", DType::Q3_K, Mix::Q3KS},  {"q3_k_m", DType::Q3_K, Mix::Q3KM},  {"q3_k_l", DType::Q3_K, Mix::Q3KL},
     {"q4_k_m", DType::Q4_K, Mix::Q4KM},  {"q4_k_s", DType::Q4_K, Mix::Q4KS},
     {"q5_k_m", DType::Q5_K, Mix::Q5KM},  {"q6_k", DType::Q6_K, Mix::File},    {"q4_1", DType::Q4_1, Mix::File},
     {"q5_0", DType::Q5_0, Mix::File},    {"q5_1", DType::Q5_1, Mix::File},
@@ -51,8 +52,8 @@ bool weight_scheme_from_name(const std::string& name, WeightScheme* out) {
 WeightScheme pure_scheme(DType t) { return WeightScheme{dtype_name(t), t, Mix::Pure}; }
 
 const char* weight_scheme_names() {
-  return "f32, f16, bf16, q8_0, q4_0, q2_k, q3_k, q4_k, q5_k (every matrix), q4_k_m, q4_k_s, q5_k_m, q6_k, q4_1, "
-         "q5_0, q5_1 (GGML's file types)";
+  return "f32, f16, bf16, q8_0, q4_0, q3_k, q4_k, q5_k (every matrix), q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_m, "
+         "q4_k_s, q5_k_m, q6_k, q4_1, q5_0, q5_1 (GGML's file types)";
 }
 
 DType fallback_for_width(DType t, int64_t cols) {
@@ -61,12 +62,64 @@ DType fallback_for_width(DType t, int64_t cols) {
     case DType::Q4_K: t = DType::Q5_0; break;
     case DType::Q5_K: t = DType::Q5_1; break;
     case DType::Q6_K: t = DType::Q8_0; break;
+    case DType::Q2_K:
+    case DType::Q3_K: t = DType::Q4_0; break;
     default: break;
   }
   return cols % dtype_block_size(t) == 0 ? t : DType::F16;
 }
 
-DType scheme_tensor_type(const WeightScheme& s, const std::string& name, int64_t cols, int n_layers, bool has_output) {
+namespace {
+
+// attn_v's type in the K mixes (`t` otherwise).
+DType attn_v_type(Mix mix, DType t, int layer, int n_layers, int n_gqa) {
+  switch (mix) {
+    case Mix::Q2K: return n_gqa >= 4 ? DType::Q4_K : DType::Q3_K;
+    case Mix::Q3KM: return layer < 2 ? DType::Q5_K : DType::Q4_K;
+    case Mix::Q3KL: return DType::Q5_K;
+    case Mix::Q4KM:
+    case Mix::Q5KM: return more_bits(layer, n_layers) ? DType::Q6_K : t;
+    case Mix::Q4KS: return layer < 4 ? DType::Q5_K : t;
+    default: return t;
+  }
+}
+
+// ffn_down's type in the K mixes.
+DType ffn_down_type(Mix mix, DType t, int layer, int n_layers) {
+  switch (mix) {
+    case Mix::Q2K: return DType::Q3_K;
+    case Mix::Q3KM: return layer < n_layers / 16 ? DType::Q5_K : DType::Q4_K;
+    case Mix::Q3KL: return DType::Q5_K;
+    case Mix::Q4KM:
+    case Mix::Q5KM: return more_bits(layer, n_layers) ? DType::Q6_K : t;
+    case Mix::Q4KS: return layer < n_layers / 8 ? DType::Q5_K : t;
+    default: return t;
+  }
+}
+
+DType attn_output_type(Mix mix, DType t) {
+  switch (mix) {
+    case Mix::Q2K: return DType::Q3_K;
+    case Mix::Q3KM: return DType::Q4_K;
+    case Mix::Q3KL: return DType::Q5_K;
+    default: return t;
+  }
+}
+
+DType attn_qkv_type(Mix mix, DType t) {
+  switch (mix) {
+    case Mix::Q3KM:
+    case Mix::Q3KL: return DType::Q4_K;
+    case Mix::Q4KM: return DType::Q5_K;
+    case Mix::Q5KM: return DType::Q6_K;
+    default: return t;
+  }
+}
+
+}  // namespace
+
+DType scheme_tensor_type(const WeightScheme& s, const std::string& name, int64_t cols, int n_layers, bool has_output,
+                         int n_gqa) {
   DType t = s.base;
   if (s.mix != Mix::Pure) {
     const int layer = layer_of(name);
@@ -74,14 +127,13 @@ DType scheme_tensor_type(const WeightScheme& s, const std::string& name, int64_t
       // The reference keeps Q8_0 there when the base type's blocks do not divide the row.
       t = cols % dtype_block_size(s.base) != 0 ? DType::Q8_0 : DType::Q6_K;
     } else if (contains(name, "attn_v.weight") && layer >= 0) {
-      if ((s.mix == Mix::Q4KM || s.mix == Mix::Q5KM) && more_bits(layer, n_layers)) t = DType::Q6_K;
-      else if (s.mix == Mix::Q4KS && layer < 4) t = DType::Q5_K;
+      t = attn_v_type(s.mix, t, layer, n_layers, n_gqa);
     } else if (contains(name, "ffn_down") && layer >= 0) {
-      if ((s.mix == Mix::Q4KM || s.mix == Mix::Q5KM) && more_bits(layer, n_layers)) t = DType::Q6_K;
-      else if (s.mix == Mix::Q4KS && layer < n_layers / 8) t = DType::Q5_K;
+      t = ffn_down_type(s.mix, t, layer, n_layers);
+    } else if (contains(name, "attn_output.weight")) {
+      t = attn_output_type(s.mix, t);
     } else if (contains(name, "attn_qkv.weight")) {
-      if (s.mix == Mix::Q4KM) t = DType::Q5_K;
-      else if (s.mix == Mix::Q5KM) t = DType::Q6_K;
+      t = attn_qkv_type(s.mix, t);
     }
   }
   return fallback_for_width(t, cols);
