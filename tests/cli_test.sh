@@ -259,7 +259,7 @@ import json, sys
 t = json.load(sys.stdin)["tokens"]
 grams = [tuple(t[i:i + 8]) for i in range(len(t) - 7)]
 assert len(t) == 64 and len(set(grams)) == len(grams), t'
-then echo "ok   the default model'"'"'s demo output is loop-free in its first 64 tokens"
+then echo "ok   the default model's demo output is loop-free in its first 64 tokens"
 else echo "FAIL the default model's demo output loops in its first 64 tokens"; fails=$((fails + 1)); fi
 # FastCoT on the arithmetic chain-of-thought model in the repository (bench/cot_arith): AR to EOS answers
 # nearly all; with the rationale cut at 48 forwards, FastCoT's approximate tokens must answer more questions
