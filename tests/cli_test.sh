@@ -126,12 +126,11 @@ PY
   "$jf" convert -m "$m" -o "$tmp/q4.gguf" --type q4_0 2>/dev/null && "$jf" generate -m "$tmp/q4.gguf" -n 20 >/dev/null 2>&1 &&
     "$jf" inspect -m "$tmp/q4.gguf" 2>/dev/null | grep -q "q4_0" &&
     echo "ok   convert to q4_0 runs" || { echo "FAIL convert q4_0"; fails=$((fails + 1)); }
-  check_error "bad convert type" 1 "$jf" convert -m "$m" -o "$tmp/x.gguf" --type iq4_xs
-  # q3_k names a single type; rows of 64 fit no block of 256, so every matrix takes Q4_0 (the reference's
-  # IQ4_NL has its size; jf has no IQ4_NL).
+  check_error "bad convert type" 1 "$jf" convert -m "$m" -o "$tmp/x.gguf" --type iq2_xxs
+  # q3_k names a single type; rows of 64 fit no block of 256, so every matrix takes the reference's IQ4_NL.
   "$jf" random --preset tiny --type q3_k -o "$tmp/r3.gguf" 2>/dev/null &&
-    "$jf" inspect -m "$tmp/r3.gguf" | grep -q "blk.0.ffn_down.weight *q4_0 " &&
-    echo "ok   random --type q3_k (q4_0 at width 64)" || { echo "FAIL random q3_k"; fails=$((fails + 1)); }
+    "$jf" inspect -m "$tmp/r3.gguf" | grep -q "blk.0.ffn_down.weight *iq4_nl " &&
+    echo "ok   random --type q3_k (iq4_nl at width 64)" || { echo "FAIL random q3_k"; fails=$((fails + 1)); }
   # GGML's 2- and 3-bit file types on a model whose rows fit 256-blocks: the mix is in the file.
   "$jf" random --preset llama-1b --layers 2 --type q3_k_m --vocab-from "$shared/models/tokenizers/ggml-vocab-llama-spm.gguf" \
       -o "$tmp/r3m.gguf" 2>/dev/null &&
@@ -140,8 +139,9 @@ PY
     "$jf" generate -m "$tmp/r3m.gguf" -p "Hello" -n 4 -t 2 >/dev/null 2>&1 &&
     echo "ok   random --type q3_k_m (GGML's mix) runs" || { echo "FAIL random q3_k_m"; fails=$((fails + 1)); }
   # GGML's file types: stories260K's rows (64, 172) fit no K-quant block, so each matrix takes the
-  # reference's fallback (q4_k -> q5_0, q5_k -> q5_1, q6_k -> q8_0, f16 below 32); the model still runs.
-  for t in q4_k_m:q5_0 q4_k_s:q5_0 q5_k_m:q5_1 q6_k:q8_0 q5_0:q5_0 q5_1:q5_1 q4_1:q4_1; do
+  # reference's fallback (q4_k -> q5_0, q5_k -> q5_1, q6_k -> q8_0, iq4_xs -> iq4_nl, f16 below 32); the
+  # model still runs.
+  for t in q4_k_m:q5_0 q4_k_s:q5_0 q5_k_m:q5_1 q6_k:q8_0 q5_0:q5_0 q5_1:q5_1 q4_1:q4_1 iq4_nl:iq4_nl iq4_xs:iq4_nl; do
     "$jf" convert -m "$m" -o "$tmp/$t.gguf" --type "${t%%:*}" 2>/dev/null &&
       "$jf" generate -m "$tmp/$t.gguf" -n 20 >/dev/null 2>&1 &&
       "$jf" inspect -m "$tmp/$t.gguf" | grep -q "blk.0.attn_q.weight *${t##*:} " &&

@@ -235,11 +235,12 @@ TEST(RandomModels, GreedyStrategiesEqualArOnEveryArchitecture) {
 
 // With an F16 KV cache the strategies still return AR's tokens (AR with the same cache type): rounding the
 // cache changes no batch invariance.
-// Every decoder stays lossless on K-quant models: GGML's q4_k_m mix (Q4_K + Q6_K) and q5_k_m (Q5_K + Q6_K).
+// Every decoder stays lossless on K-quant models: GGML's q4_k_m mix (Q4_K + Q6_K), q5_k_m (Q5_K + Q6_K) and
+// iq4_xs (IQ4_XS + Q5_K + Q6_K).
 TEST(RandomModels, GreedyStrategiesEqualArOnKQuantModels) {
   ModelConfig c = preset_config("tiny");
   c.dim = 256, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 64, c.rope_dim = 64, c.ffn_dim = 512;
-  for (const char* name : {"q4_k_m", "q5_k_m"}) {
+  for (const char* name : {"q4_k_m", "q5_k_m", "iq4_xs"}) {
     WeightScheme scheme;
     ASSERT_TRUE(weight_scheme_from_name(name, &scheme));
     Model m(c, random_tensors(c, scheme, 11), "memory");

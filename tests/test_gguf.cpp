@@ -104,7 +104,8 @@ TEST(Gguf, QuantizedTypesRoundTrip) {
   };
   const Case cases[] = {{DType::Q4_1, 3, 64, 40},   {DType::Q5_0, 6, 64, 44},   {DType::Q5_1, 7, 64, 48},
                         {DType::Q4_K, 12, 512, 288}, {DType::Q5_K, 13, 512, 352}, {DType::Q6_K, 14, 512, 420},
-                        {DType::Q2_K, 10, 512, 168}, {DType::Q3_K, 11, 512, 220}};
+                        {DType::Q2_K, 10, 512, 168}, {DType::Q3_K, 11, 512, 220}, {DType::IQ4_NL, 20, 64, 36},
+                        {DType::IQ4_XS, 23, 512, 272}};
   std::string p = temp_path("quants.gguf");
   GgufWriter w;
   w.meta().set("general.architecture", GgufValue::of_string("llama"));
@@ -242,8 +243,8 @@ TEST_F(Malformed, UnsupportedTensorType) {
   auto b = good;
   size_t name = find("t.f16");
   // name, u32 rank (1), u64 dim, u32 type
-  poke<uint32_t>(b, name + 5 + 4 + 8, 23);  // IQ4_XS
-  expect_parse_error(b, "unsupported type iq4_xs (id 23");
+  poke<uint32_t>(b, name + 5 + 4 + 8, 16);  // IQ2_XXS
+  expect_parse_error(b, "unsupported type iq2_xxs (id 16");
 }
 
 TEST_F(Malformed, BadRankAndDims) {

@@ -26,11 +26,12 @@ struct Weights {
   WeightMatrix w;
 };
 
-const DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,
-                        DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,   DType::Q4_1,  DType::Q5_0,
+                        DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL,
+                        DType::IQ4_XS};
 
 // K-quants need rows of 256: the test shapes' K (multiples of 32) mapped to 256, 512 or 768.
-int64_t cols_for(DType t, int64_t K) { return dtype_is_kquant(t) ? kQK * (K / kQ8Block % 3 + 1) : K; }
+int64_t cols_for(DType t, int64_t K) { return dtype_has_256_blocks(t) ? kQK * (K / kQ8Block % 3 + 1) : K; }
 
 // The int8 kernels' chain for one output (matmul.h, Q8Rows): exact integer sums per block (per half for
 // Q6_K), acc = fma(sum, dw * dx, acc), and for Q4_1 / Q5_1 acc = fma(sum of x's quants, m * dx, acc); the
@@ -280,7 +281,7 @@ TEST(Q8Panels, AllInstructionSetsAgreeAndNaNPropagates) {
 TEST_P(IsaTest, MatmulBatchInvariant) {
   for (Layout layout : kLayouts)
     for (DType t : kTypes) {
-      const int64_t N = 77, K = dtype_is_kquant(t) ? 256 : dtype_is_block_quantized(t) ? 128 : 131;
+      const int64_t N = 77, K = dtype_has_256_blocks(t) ? 256 : dtype_is_block_quantized(t) ? 128 : 131;
       Weights w = make_weights(t, N, K, 3, layout);
       const int64_t Mmax = 70;
       auto x = randn(Mmax * K, 5);

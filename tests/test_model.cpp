@@ -221,7 +221,7 @@ INSTANTIATE_TEST_SUITE_P(
     Quants, BatchInvariance,
     ::testing::Combine(::testing::Values("llama-256"),
                        ::testing::Values(DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::Q4_K,
-                                         DType::Q5_K, DType::Q6_K),
+                                         DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS),
                        ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx2Vnni, Isa::Avx512)),
     [](const auto& info) {
       std::string s = std::get<0>(info.param) + "_" + dtype_name(std::get<1>(info.param)) + "_" + isa_name(std::get<2>(info.param));
@@ -360,8 +360,8 @@ TEST(SimdInstructionSets, GiveBitIdenticalLogits) {
           ASSERT_EQ(got[t][i], (*first)[t][i]) << dtype_name(type) << " " << isa_name(isa) << " t=" << t << " i=" << i;
     }
   }
-  // GGML's file types' mixes (Q4_K with Q6_K, Q5_K with Q6_K, Q5_1 with Q6_K in one model).
-  for (const char* scheme : {"q4_k_m", "q5_k_m", "q5_1"}) {
+  // GGML's file types' mixes (Q4_K with Q6_K, Q5_K with Q6_K, Q5_1 with Q6_K, IQ4_XS with Q5_K and Q6_K).
+  for (const char* scheme : {"q4_k_m", "q5_k_m", "q5_1", "iq4_xs"}) {
     auto toks = random_tokens(12, 256, 9);
     std::optional<Logits> first;
     for (Isa isa : {Isa::Avx2, Isa::Avx2Vnni, Isa::Avx512}) {
@@ -432,7 +432,7 @@ TEST(Quantization, QuantTypesComputeTheirDequantizedWeights) {
   auto base = random_model(llama_256(), DType::F32, 21);
   auto toks = random_tokens(16, 256, 3);
   for (DType t : {DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
-                  DType::Q6_K}) {
+                  DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS}) {
     Model q(base->config(), convert_tensors(base->tensors(), t), "memory");
     ASSERT_EQ(q.tensors().find("blk.0.ffn_down.weight")->type, t);
     Model ref(base->config(), convert_tensors(q.tensors(), DType::F32), "memory");
@@ -523,11 +523,25 @@ TEST(QuantMix, TwoAndThreeBitFileTypes) {
     EXPECT_EQ(scheme_tensor_type(*w, "token_embd.weight", 2048, n, false, 8), DType::Q6_K);
     EXPECT_EQ(scheme_tensor_type(*w, "output.weight", 896, n, true, 8), DType::Q8_0);
   }
-  // Rows that fit no 256-block: Q2_K / Q3_K -> Q4_0 (the reference's IQ4_NL is not in jf), F16 below 32.
-  EXPECT_EQ(scheme_tensor_type(q2, "blk.3.attn_q.weight", 896, n, true, 8), DType::Q4_0);
-  EXPECT_EQ(scheme_tensor_type(q3s, "blk.3.ffn_up.weight", 896, n, true, 8), DType::Q4_0);
+  // Rows that fit no 256-block: Q2_K / Q3_K -> IQ4_NL, F16 below 32.
+  EXPECT_EQ(scheme_tensor_type(q2, "blk.3.attn_q.weight", 896, n, true, 8), DType::IQ4_NL);
+  EXPECT_EQ(scheme_tensor_type(q3s, "blk.3.ffn_up.weight", 896, n, true, 8), DType::IQ4_NL);
   EXPECT_EQ(scheme_tensor_type(q3m, "blk.3.attn_v.weight", 896, n, true, 8), DType::Q5_0);  // Q4_K's fallback
   EXPECT_EQ(scheme_tensor_type(q2, "blk.3.attn_q.weight", 100, n, true, 8), DType::F16);
+  // iq4_nl / iq4_xs: attn_v Q5_K with GQA >= 4, ffn_down Q5_K below n/8 (2 layers), IQ4_XS -> IQ4_NL at 896.
+  WeightScheme nl, xs;
+  ASSERT_TRUE(weight_scheme_from_name("iq4_nl", &nl));
+  ASSERT_TRUE(weight_scheme_from_name("IQ4_XS", &xs));
+  for (int i = 0; i < n; i++) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    EXPECT_EQ(scheme_tensor_type(xs, p + "attn_v.weight", 2048, n, true, 8), DType::Q5_K);
+    EXPECT_EQ(scheme_tensor_type(xs, p + "attn_v.weight", 2048, n, true, 1), DType::IQ4_XS);
+    EXPECT_EQ(scheme_tensor_type(nl, p + "ffn_down.weight", 5632, n, true, 1), i < 2 ? DType::Q5_K : DType::IQ4_NL);
+    EXPECT_EQ(scheme_tensor_type(xs, p + "attn_q.weight", 2048, n, true, 8), DType::IQ4_XS);
+  }
+  EXPECT_EQ(scheme_tensor_type(nl, "output.weight", 2048, n, true, 8), DType::Q6_K);
+  EXPECT_EQ(scheme_tensor_type(xs, "blk.3.attn_q.weight", 896, n, true, 8), DType::IQ4_NL);
+  EXPECT_EQ(scheme_tensor_type(nl, "blk.3.attn_q.weight", 896, n, true, 8), DType::IQ4_NL);
 }
 
 TEST(Stories260K, Llama2cAndGgufGiveIdenticalLogits) {

@@ -15,8 +15,8 @@
 namespace jf {
 namespace {
 
-const DType kQuantTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                             DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kQuantTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,   DType::Q5_1,  DType::Q2_K,
+                             DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
 
 // Rows of arbitrary bytes (every quant and high-bit pattern, every scale byte), with each fp16 scale
 // replaced by a small finite value so no output overflows.
@@ -80,6 +80,8 @@ TEST(QuantPanels, BytesPerWeight) {
       {DType::Q4_K, (64 + 8 * (16 + 128)) / 2048.0, 144 / 256.0},
       {DType::Q5_K, (64 + 8 * (16 + 128 + 32)) / 2048.0, 176 / 256.0},
       {DType::Q6_K, (32 + 8 * (16 + 128 + 64)) / 2048.0, 210 / 256.0},  // two planes
+      {DType::IQ4_NL, (32 + 256) / 256.0, 18 / 32.0},  // Q8_0's panels: the table values as bytes
+      {DType::IQ4_XS, (32 + 256) / 256.0, 136 / 256.0},
   };
   for (const Expect& e : expect) {
     SCOPED_TRACE(dtype_name(e.t));

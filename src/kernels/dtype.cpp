@@ -22,6 +22,8 @@ bool dtype_from_ggml(uint32_t id, DType* out) {
     case 12: *out = DType::Q4_K; return true;
     case 13: *out = DType::Q5_K; return true;
     case 14: *out = DType::Q6_K; return true;
+    case 20: *out = DType::IQ4_NL; return true;
+    case 23: *out = DType::IQ4_XS; return true;
     case 30: *out = DType::BF16; return true;
     default: return false;
   }
@@ -42,6 +44,8 @@ std::string dtype_name(DType t) {
     case DType::Q4_K: return "q4_k";
     case DType::Q5_K: return "q5_k";
     case DType::Q6_K: return "q6_k";
+    case DType::IQ4_NL: return "iq4_nl";
+    case DType::IQ4_XS: return "iq4_xs";
   }
   return "?";
 }
@@ -50,7 +54,7 @@ bool dtype_from_name(const std::string& name, DType* out) {
   std::string s = name;
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                  DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+                  DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS}) {
     if (s == dtype_name(t)) {
       *out = t;
       return true;
@@ -59,7 +63,7 @@ bool dtype_from_name(const std::string& name, DType* out) {
   return false;
 }
 
-int dtype_block_size(DType t) { return dtype_is_kquant(t) ? kQK : dtype_is_block_quantized(t) ? kQ8Block : 1; }
+int dtype_block_size(DType t) { return dtype_has_256_blocks(t) ? kQK : dtype_is_block_quantized(t) ? kQ8Block : 1; }
 
 size_t dtype_block_bytes(DType t) {
   switch (t) {
@@ -76,6 +80,8 @@ size_t dtype_block_bytes(DType t) {
     case DType::Q4_K: return sizeof(BlockQ4_K);
     case DType::Q5_K: return sizeof(BlockQ5_K);
     case DType::Q6_K: return sizeof(BlockQ6_K);
+    case DType::IQ4_NL: return sizeof(BlockIQ4_NL);
+    case DType::IQ4_XS: return sizeof(BlockIQ4_XS);
   }
   return 0;
 }

@@ -8,7 +8,7 @@ namespace jf {
 
 enum class DType : uint32_t {
   F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13,
-  Q6_K = 14, BF16 = 30
+  Q6_K = 14, IQ4_NL = 20, IQ4_XS = 23, BF16 = 30
 };
 
 // Q8_0: blocks of 32 weights sharing one fp16 scale d; weight = d * q, q in [-127, 127].
@@ -88,6 +88,23 @@ struct BlockQ3_K {
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210, "GGML K-quant block sizes");
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110, "GGML K-quant block sizes");
 
+// IQ4_NL and IQ4_XS: 4-bit indices into a non-linear table of 16 int8 values (kIq4Values), nibbles as Q4_0
+// (byte j: weight j low, weight j + 16 high). IQ4_NL: blocks of 32, weight = d * kIq4Values[index].
+// IQ4_XS: super-blocks of 256, 8 sub-blocks of 32 each with a 6-bit scale ls (low 4 bits in scales_l[j / 2]
+// at 4 (j % 2), top 2 bits at 2j of scales_h): weight = (d * (ls - 32)) * kIq4Values[index].
+inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[kQ8Block / 2];
+};
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kQK / 64];
+  uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockIQ4_NL) == 18 && sizeof(BlockIQ4_XS) == 136, "GGML IQ4 block sizes");
+
 // Sub-block j (0..15) of a Q3_K super-block: its scale (sc - 32, in [-32, 31]).
 inline int q3k_scale(const uint8_t* s, int j) {
   const int low = j < 8 ? s[j] & 0xF : s[j - 8] >> 4, high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
@@ -116,6 +133,8 @@ constexpr bool dtype_is_kquant(DType t) {
 constexpr bool dtype_has_min(DType t) {
   return t == DType::Q4_1 || t == DType::Q5_1 || t == DType::Q2_K || t == DType::Q4_K || t == DType::Q5_K;
 }
+// Elements per block: 256 for the K-quants and IQ4_XS.
+constexpr bool dtype_has_256_blocks(DType t) { return dtype_is_kquant(t) || t == DType::IQ4_XS; }
 // Scales per 32 weights: 2 for Q2_K, Q3_K and Q6_K (sub-blocks of 16), else 1.
 constexpr int dtype_scales_per_32(DType t) {
   return t == DType::Q2_K || t == DType::Q3_K || t == DType::Q6_K ? 2 : 1;
@@ -182,7 +201,8 @@ inline uint16_t f32_to_bf16(float f) {
 // q[i] (+ m[i / 16] when dtype_has_min), with d and m rounded to fp32 exactly as GGML's dequantization
 // computes them (Q4_K: d = fp16 d * sc[j], m = -(dmin * m[j]); Q6_K: d[h] = fp16 d * sc of each half), so
 // dequantize_row gives the reference engine's values bit for bit. q: Q8_0 as stored, Q4_0 nibble - 8, Q5_0
-// - 16, Q6_K - 32, Q3_K - 4, Q4_1 / Q5_1 / Q2_K / Q4_K / Q5_K the unsigned quant.
+// - 16, Q6_K - 32, Q3_K - 4, Q4_1 / Q5_1 / Q2_K / Q4_K / Q5_K the unsigned quant, IQ4_NL / IQ4_XS the table
+// value (so their kernels are Q8_0's, with IQ4_XS's d = fp16 d * (ls - 32)).
 struct Quants32 {
   float d[2];  // d[1] == d[0] unless dtype_scales_per_32 is 2
   float m[2];  // 0 for types without a min; m[1] == m[0] except for Q2_K

@@ -11,6 +11,9 @@
 
 namespace jf {
 
+void iq4_block32(DType t, const void* row, int64_t b, Quants32& out);        // dtype_iq4.cpp
+void quantize_row_iq4(DType t, const float* src, void* dst, int64_t n);       // dtype_iq4.cpp
+
 namespace {
 
 template <class B>
@@ -45,6 +48,8 @@ void nibbles32(const uint8_t* qs, uint32_t qh, bool five, int offset, int8_t* q)
 void block32(DType t, const void* row, int64_t b, Quants32& out) {
   out.m[0] = out.m[1] = 0.0f;
   switch (t) {
+    case DType::IQ4_NL:
+    case DType::IQ4_XS: iq4_block32(t, row, b, out); break;
     case DType::Q8_0: {
       const auto& blk = block_at<BlockQ8_0>(row, b);
       std::memcpy(out.q, blk.qs, kQ8Block);
@@ -569,6 +574,8 @@ void quantize_row_other(DType t, const float* src, void* dst, int64_t n) {
       for (int64_t i = 0; i < n / kQK; i++) quantize_q2_k(src + i * kQK, static_cast<BlockQ2_K*>(dst)[i]);
       return;
     }
+    case DType::IQ4_NL:
+    case DType::IQ4_XS: return quantize_row_iq4(t, src, dst, n);
     default: return;
   }
 }

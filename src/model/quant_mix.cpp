@@ -21,7 +21,8 @@ const Named kSchemes[] = {
     {"q3_k_s", DType::Q3_K, Mix::Q3KS},  {"q3_k_m", DType::Q3_K, Mix::Q3KM},  {"q3_k_l", DType::Q3_K, Mix::Q3KL},
     {"q4_k_m", DType::Q4_K, Mix::Q4KM},  {"q4_k_s", DType::Q4_K, Mix::Q4KS},
     {"q5_k_m", DType::Q5_K, Mix::Q5KM},  {"q6_k", DType::Q6_K, Mix::File},    {"q4_1", DType::Q4_1, Mix::File},
-    {"q5_0", DType::Q5_0, Mix::File},    {"q5_1", DType::Q5_1, Mix::File},
+    {"q5_0", DType::Q5_0, Mix::File},    {"q5_1", DType::Q5_1, Mix::File},    {"iq4_nl", DType::IQ4_NL, Mix::IQ4},
+    {"iq4_xs", DType::IQ4_XS, Mix::IQ4},
 };
 
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
@@ -53,7 +54,7 @@ WeightScheme pure_scheme(DType t) { return WeightScheme{dtype_name(t), t, Mix::P
 
 const char* weight_scheme_names() {
   return "f32, f16, bf16, q8_0, q4_0, q3_k, q4_k, q5_k (every matrix), q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_m, "
-         "q4_k_s, q5_k_m, q6_k, q4_1, q5_0, q5_1 (GGML's file types)";
+         "q4_k_s, q5_k_m, q6_k, q4_1, q5_0, q5_1, iq4_nl, iq4_xs (GGML's file types)";
 }
 
 DType fallback_for_width(DType t, int64_t cols) {
@@ -63,7 +64,8 @@ DType fallback_for_width(DType t, int64_t cols) {
     case DType::Q5_K: t = DType::Q5_1; break;
     case DType::Q6_K: t = DType::Q8_0; break;
     case DType::Q2_K:
-    case DType::Q3_K: t = DType::Q4_0; break;
+    case DType::Q3_K:
+    case DType::IQ4_XS: t = DType::IQ4_NL; break;
     default: break;
   }
   return cols % dtype_block_size(t) == 0 ? t : DType::F16;
@@ -80,6 +82,7 @@ DType attn_v_type(Mix mix, DType t, int layer, int n_layers, int n_gqa) {
     case Mix::Q4KM:
     case Mix::Q5KM: return more_bits(layer, n_layers) ? DType::Q6_K : t;
     case Mix::Q4KS: return layer < 4 ? DType::Q5_K : t;
+    case Mix::IQ4: return n_gqa >= 4 ? DType::Q5_K : t;
     default: return t;
   }
 }
@@ -92,7 +95,8 @@ DType ffn_down_type(Mix mix, DType t, int layer, int n_layers) {
     case Mix::Q3KL: return DType::Q5_K;
     case Mix::Q4KM:
     case Mix::Q5KM: return more_bits(layer, n_layers) ? DType::Q6_K : t;
-    case Mix::Q4KS: return layer < n_layers / 8 ? DType::Q5_K : t;
+    case Mix::Q4KS:
+    case Mix::IQ4: return layer < n_layers / 8 ? DType::Q5_K : t;
     default: return t;
   }
 }

@@ -9,15 +9,15 @@
 namespace jf {
 
 struct WeightScheme {
-  enum class Mix { Pure, File, Q2K, Q3KS, Q3KM, Q3KL, Q4KM, Q4KS, Q5KM };
+  enum class Mix { Pure, File, Q2K, Q3KS, Q3KM, Q3KL, Q4KM, Q4KS, Q5KM, IQ4 };
   std::string name;
   DType base = DType::F16;
   Mix mix = Mix::Pure;  // Pure: every matrix in `base`; File: `base` with the output in Q6_K; the K mixes
 };
 
 // "f32", "f16", "bf16", "q8_0", "q4_0", "q3_k", "q4_k", "q5_k" (every matrix that type), "q2_k", "q3_k_s",
-// "q3_k_m", "q3_k_l", "q4_k_m", "q4_k_s", "q5_k_m", "q6_k", "q4_1", "q5_0", "q5_1" (GGML's file types). Any
-// case. False for anything else.
+// "q3_k_m", "q3_k_l", "q4_k_m", "q4_k_s", "q5_k_m", "q6_k", "q4_1", "q5_0", "q5_1", "iq4_nl", "iq4_xs" (GGML's
+// file types). Any case. False for anything else.
 bool weight_scheme_from_name(const std::string& name, WeightScheme* out);
 WeightScheme pure_scheme(DType t);
 // The accepted names, for help texts and errors.
@@ -29,18 +29,17 @@ const char* weight_scheme_names();
 //   output (or tied token_embd): Q6_K for the file types.
 //   attn_v: q2_k Q4_K when n_gqa >= 4, else Q3_K; q3_k_m Q5_K on the first two layers, then Q4_K; q3_k_l Q5_K;
 //     q4_k_m / q5_k_m Q6_K on the "more bits" layers (i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2); q4_k_s Q5_K
-//     on layers 0-3.
+//     on layers 0-3; iq4_nl / iq4_xs Q5_K when n_gqa >= 4.
 //   ffn_down: q2_k Q3_K; q3_k_m Q5_K below n/16, then Q4_K; q3_k_l Q5_K; q4_k_m / q5_k_m Q6_K on the "more
-//     bits" layers; q4_k_s Q5_K below n/8.
+//     bits" layers; q4_k_s and iq4_nl / iq4_xs Q5_K below n/8.
 //   attn_output: q2_k Q3_K, q3_k_m Q4_K, q3_k_l Q5_K.  attn_qkv (fused): q3_k_m / q3_k_l Q4_K, q4_k_m Q5_K,
 //     q5_k_m Q6_K.  The rest `base`.
 // Then the fallbacks for rows that do not fit the type's blocks (see fallback_for_width).
 DType scheme_tensor_type(const WeightScheme& s, const std::string& name, int64_t cols, int n_layers, bool has_output,
                          int n_gqa = 1);
 
-// A type whose blocks do not divide `cols`: Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0 (the reference's), Q2_K /
-// Q3_K -> Q4_0 (the reference now takes IQ4_NL, which jf lacks; Q4_0 has its size and was its earlier
-// choice), then F16 when even 32 does not divide it. Others unchanged.
+// A type whose blocks do not divide `cols` (the reference's): Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K /
+// Q3_K / IQ4_XS -> IQ4_NL, then F16 when even 32 does not divide it. Others unchanged.
 DType fallback_for_width(DType t, int64_t cols);
 
 }  // namespace jf
