@@ -20,11 +20,11 @@ int main(int argc, char** argv) {
   std::vector<int64_t> ms = {1, 4, 8, 16};
   int64_t rows = 5632, cols = 2048;
   int copies = 1, threads = 1, reps = 15;
-  app.add_option("--type", type, "Weight type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k")
-      ->check(CLI::IsMember(
-          {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k"}));
+  app.add_option("--type", type, "Weight type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k",
+                             "q6_k", "iq4_nl", "iq4_xs"}));
   app.add_option("--rows", rows, "Output features N")->check(CLI::Range(int64_t(8), int64_t(1) << 20));
-  app.add_option("--cols", cols, "Input features K (a multiple of the type's block: 32, or 256 for K-quants)")->check(CLI::Range(int64_t(32), int64_t(1) << 20));
+  app.add_option("--cols", cols, "Input features K (a multiple of the type's block: 32, or 256 for K-quants and IQ4_XS)")->check(CLI::Range(int64_t(32), int64_t(1) << 20));
   app.add_option("--copies", copies, "Panel copies cycled through (weights streamed from memory when larger than the cache)")
       ->check(CLI::Range(1, 64));
   app.add_option("-t,--threads", threads, "Threads")->check(CLI::Range(1, 256));
