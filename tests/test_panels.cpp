@@ -80,8 +80,8 @@ TEST(QuantPanels, BytesPerWeight) {
       {DType::Q4_K, (64 + 8 * (16 + 128)) / 2048.0, 144 / 256.0},
       {DType::Q5_K, (64 + 8 * (16 + 128 + 32)) / 2048.0, 176 / 256.0},
       {DType::Q6_K, (32 + 8 * (16 + 128 + 64)) / 2048.0, 210 / 256.0},  // two planes
-      {DType::IQ4_NL, (32 + 256) / 256.0, 18 / 32.0},  // Q8_0's panels: the table values as bytes
-      {DType::IQ4_XS, (32 + 256) / 256.0, 136 / 256.0},
+      {DType::IQ4_NL, (32 + 128) / 256.0, 18 / 32.0},  // fp32 scales + the table indices as nibbles
+      {DType::IQ4_XS, (32 + 128) / 256.0, 136 / 256.0},
   };
   for (const Expect& e : expect) {
     SCOPED_TRACE(dtype_name(e.t));
@@ -110,6 +110,7 @@ int panel_quant(DType t, const uint8_t* panel, int64_t b, int c, int k) {
     const uint8_t plane = quants[kPanelNibbleBytes + (pair / per_plane) * kPanelPlaneBytes + at];
     u |= ((plane >> (bits * slot + (g % 2 == 0 ? 4 : 0))) & ((1 << bits) - 1)) << 4;
   }
+  if (panel_table(t)) return kIq4Values[u];  // IQ4: a table index
   return u - panel_nibble_offset(t);
 }
 
@@ -132,7 +133,7 @@ TEST(QuantPanels, EveryQuantWhereTheLayoutSays) {
       for (int64_t b = 0; b < K / kQ8Block; b++)
         for (int k = 0; k < kQ8Block; k++) {
           const int v = panel_quant(t, m.packed.data() + (n / kPanel) * ps, b, int(n % kPanel), k);
-          ASSERT_EQ(v, panel_nibbles(t) ? -panel_nibble_offset(t) : -128) << "n=" << n;
+          ASSERT_EQ(v, panel_table(t) ? kIq4Values[0] : panel_nibbles(t) ? -panel_nibble_offset(t) : -128) << "n=" << n;
         }
   }
 }

@@ -129,6 +129,17 @@ size_t read_bytes(const WeightMatrix& w) {
   return (w.rows + kPanel - 1) / kPanel * panel_bytes(w.packed_type, w.cols);
 }
 
+namespace {
+
+// The table index of an IQ4 value (the table's values are distinct).
+int iq4_index(int8_t value) {
+  for (int i = 0; i < 16; i++)
+    if (kIq4Values[i] == value) return i;
+  return 0;
+}
+
+}  // namespace
+
 PageBuffer pack_panels(const WeightMatrix& w, DType type) {
   JF_CHECK(type == DType::F32 || type == w.type, "panels hold fp32 or the matrix's own type");
   const int64_t K = w.cols, N = w.rows, n_panels = (N + kPanel - 1) / kPanel;
@@ -169,7 +180,8 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type) {
               quants[g * (4 * kPanel) + at] = static_cast<uint8_t>(q.q[kk] + 128);
               continue;
             }
-            const int u = q.q[kk] + nib_offset, pair = g / 2;  // even groups in the low nibbles
+            const int u = panel_table(type) ? iq4_index(q.q[kk]) : q.q[kk] + nib_offset;
+            const int pair = g / 2;  // even groups in the low nibbles
             quants[pair * (4 * kPanel) + at] |= static_cast<uint8_t>((u & 0xF) << (4 * (g % 2)));
             if (high_bits > 0) {  // the bits above the nibble: plane and slot of the pair (matmul.h)
               const int per_plane = 4 / high_bits, slot = pair % per_plane;

@@ -52,6 +52,8 @@ void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool thr
 //   sub-block scales (Q2_K, Q3_K, Q6_K: 8 for each half of 16), as many mins (Q2_K, Q4_K, Q5_K), the
 //   quants as nibbles (unsigned: Q3_K q + 4, Q6_K q + 32, the others q; Q5_K's and Q6_K's low 4 bits),
 //   then Q5_K's 1 and Q6_K's 2 bits above the nibble in planes of 32 bytes (panel_high_bits).
+//   IQ4_NL / IQ4_XS, per block of 32: 8 fp32 scales (IQ4_XS: d * (ls - 32)), then the table indices as
+//   nibbles as Q4_0; the tile looks each up (pshufb) and multiplies the table value.
 //   High-bit planes: with b bits per quant a plane serves s = 4 / b pairs of groups; pair h is in plane
 //   h / s, slot p = h % s: byte 4c + i holds the high bits of output c's position i of group 2h at bits
 //   4 + b p .. and of group 2h + 1 at bits b p .., so one 16-bit shift each way and a mask put them at bit 4
@@ -71,9 +73,11 @@ constexpr size_t panel_head_bytes(DType t) { return dtype_is_kquant(t) ? kPanel 
 constexpr int panel_high_bits(DType t) {
   return t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q5_K ? 1 : t == DType::Q6_K ? 2 : 0;
 }
+// IQ4_NL / IQ4_XS: nibble panels of the file's table indices, looked up in the tile (V::table_q).
+constexpr bool panel_table(DType t) { return t == DType::IQ4_NL || t == DType::IQ4_XS; }
 constexpr bool panel_nibbles(DType t) {
   return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q2_K || t == DType::Q3_K || t == DType::Q4_K ||
-         panel_high_bits(t) > 0;
+         panel_high_bits(t) > 0 || panel_table(t);
 }
 // What nibble panels add to block32's q to make it unsigned (as the files' quants: Q4_0 q + 8, Q5_0 q + 16,
 // Q3_K q + 4, Q6_K q + 32).

@@ -46,6 +46,7 @@ struct PanelInt {
   static constexpr bool kMin = dtype_has_min(Type);
   static constexpr bool kHalves = dtype_scales_per_32(Type) == 2;
   static constexpr bool kKQuant = dtype_is_kquant(Type);
+  static constexpr bool kTable = panel_table(Type);  // nibbles are indices into kIq4Values
 };
 using PanelQ8 = PanelInt<DType::Q8_0>;
 using PanelQ4 = PanelInt<DType::Q4_0>;
@@ -172,6 +173,22 @@ inline void dot_nibble_pairs(typename V::I (&acc)[MR][NV], const Q8Input& x, int
       }
       if constexpr (MR > 1) V::pin(lo[j]), V::pin(hi[j]);
     }
+    if constexpr (F::kTable) {  // the table's values in the form load_q gives Q8_0's bytes, then Q8_0's dot
+      typename V::W qlo[NV], qhi[NV];
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; j++) {
+        qlo[j] = V::table_q(lo[j]), qhi[j] = V::table_q(hi[j]);
+        if constexpr (MR > 1) V::pin(qlo[j]), V::pin(qhi[j]);
+      }
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; i++) {
+        const auto x0 = V::broadcast4(x.q + i * K + b * kQ8Block + 8 * h);
+        const auto x1 = V::broadcast4(x.q + i * K + b * kQ8Block + 8 * h + 4);
+#pragma GCC unroll 8
+        for (int j = 0; j < NV; j++) acc[i][j] = V::dot4(V::dot4(acc[i][j], qlo[j], x0), qhi[j], x1);
+      }
+      continue;
+    }
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++) {
       const auto x0 = V::broadcast4(x.q + i * K + b * kQ8Block + 8 * h);
@@ -281,8 +298,8 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
     for (int i = 0; i < MR; i++)
 #pragma GCC unroll 8
       for (int j = 0; j < NV; j++) {
-        if constexpr (!F::kNibbles)
-          acc[i][j] = V::block_start(x.bias + i * nb + b);  // bytes q + 128, see V::dot4
+        if constexpr (!F::kNibbles || F::kTable)
+          acc[i][j] = V::block_start(x.bias + i * nb + b);  // bytes q + 128 (or as V::table_q), see V::dot4
         else if constexpr (F::kNibbleOffset > 0)  // sum (q + o) * x = sum q * x + o * sum x
           acc[i][j] = V::set1_i(x.bias[i * nb + b] / (128 / F::kNibbleOffset));
         else
@@ -394,6 +411,8 @@ void matmul_panels_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t 
     case DType::Q4_K: return run_panels<V, PanelInt<DType::Q4_K>>(in, x.M, w, y, p0, p1);
     case DType::Q5_K: return run_panels<V, PanelInt<DType::Q5_K>>(in, x.M, w, y, p0, p1);
     case DType::Q6_K: return run_panels<V, PanelInt<DType::Q6_K>>(in, x.M, w, y, p0, p1);
+    case DType::IQ4_NL: return run_panels<V, PanelInt<DType::IQ4_NL>>(in, x.M, w, y, p0, p1);
+    case DType::IQ4_XS: return run_panels<V, PanelInt<DType::IQ4_XS>>(in, x.M, w, y, p0, p1);
     default: return run_panels<V, PanelQ8>(in, x.M, w, y, p0, p1);
   }
 }

@@ -54,6 +54,12 @@ struct PanelVec {
     return {_mm256_abs_epi8(q), q};
   }
   static void pin(W& w) { __asm__("" : "+x"(w.abs), "+x"(w.q)); }
+  // IQ4: nibble indices (bytes 0..15) to their table values, as load_q gives Q8_0's quants.
+  static W table_q(__m256i index) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));
+    const __m256i q = _mm256_shuffle_epi8(table, index);
+    return {_mm256_abs_epi8(q), q};
+  }
   static __m256i broadcast4(const int8_t* p) {
     int32_t v;
     std::memcpy(&v, p, 4);

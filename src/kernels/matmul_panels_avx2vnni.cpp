@@ -23,6 +23,11 @@ struct PanelVec : avx2::PanelVec {
   static W load_q(const uint8_t* panel, size_t, size_t off) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + off));
   }
+  // IQ4: nibble indices to their table values + 128, as load_q gives Q8_0's bytes.
+  static W table_q(__m256i index) {
+    const __m128i t = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)), _mm_set1_epi8(static_cast<char>(0x80)));
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(t), index);
+  }
   // sum (q + 128) * x = sum q * x + 128 * sum x: start each block from -128 * sum x.
   static I block_start(const int32_t* bias) { return _mm256_set1_epi32(*bias); }
   static I dot4(I acc, W w, __m256i x) { return _mm256_dpbusd_avx_epi32(acc, w, x); }
