@@ -113,6 +113,41 @@ TEST(ArchOps, LongRopeFactorsByContextAndAttentionFactor) {
   EXPECT_NEAR(sn[1], 1.5f * std::sin(0.1f), 1e-6);
 }
 
+// YaRN (Qwen2.5's long-context configs): factor 4 over an original context of 64, rope_dim 8, base 10000,
+// betas 32 / 1. The dims where 64 positions make 32 and 1 turns: 8 ln(64 / (r 2 pi)) / (2 ln 10000) = -0.50
+// and 1.01, so the ramp runs from dim 0 (floor, clamped at 0) to dim 2 (ceil): dim 0 keeps the unscaled
+// angle, dim 1 blends half and half, dims 2 and 3 take the scaled one; cos and sin times 1 + 0.1 ln 4.
+TEST(ArchOps, YarnRampAndMagnitude) {
+  ModelConfig c;
+  c.rope_dim = 8, c.rope_theta = 10000.0f, c.rope_freq_scale = 0.25f, c.rope_orig_context = 64;
+  c.rope_yarn = true;
+  const RopeTable t = rope_table(c, 4096);
+  EXPECT_EQ(t.yarn_low, 0.0f);
+  EXPECT_EQ(t.yarn_high, 2.0f);
+  float cs[4], sn[4];
+  rope_angles(t, 8, 5, cs, sn);  // freqs 1, 0.1, 0.01, 0.001 at position 5
+  const double m = 1 + 0.1 * std::log(4.0);
+  const double angle[4] = {5.0, 0.5 * (0.25 * 0.5) + 0.5 * 0.5, 0.25 * 0.05, 0.25 * 0.005};
+  for (int i = 0; i < 4; i++) {
+    EXPECT_NEAR(cs[i], m * std::cos(angle[i]), 1e-5) << i;
+    EXPECT_NEAR(sn[i], m * std::sin(angle[i]), 1e-5) << i;
+  }
+  // Its GGUF keys come back, and the model line says so.
+  c.arch = Arch::Qwen2, c.dim = 64, c.n_layers = 1, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 16;
+  c.ffn_dim = 128, c.vocab_size = 32, c.context_length = 256, c.rope_dim = 16, c.rope_yarn_beta_fast = 16.0f;
+  GgufMetadata meta;
+  config_to_gguf(c, meta);
+  const ModelConfig back = config_from_gguf(meta);
+  EXPECT_TRUE(back.rope_yarn);
+  EXPECT_EQ(back.rope_freq_scale, 0.25f);
+  EXPECT_EQ(back.rope_orig_context, 64);
+  EXPECT_EQ(back.rope_yarn_beta_fast, 16.0f);
+  EXPECT_EQ(back.rope_yarn_beta_slow, 1.0f);
+  EXPECT_NE(back.summary().find("yarn x4 from 64"), std::string::npos) << back.summary();
+  meta.set("qwen2.rope.scaling.original_context_length", GgufValue::of_u32(0));
+  expect_error([&] { config_from_gguf(meta).validate(); }, "YaRN needs rope.scaling.original_context_length");
+}
+
 // Gemma 3: local layers rotate with base 10000 and no scaling, global ones with the file's base and scaling.
 TEST(ArchOps, PerLayerRopeBase) {
   ModelConfig c;
@@ -343,6 +378,18 @@ TEST(ArchGguf, WriteAndLoadEveryArchitecture) {
     auto toks = random_tokens(10, cfg.vocab_size, 7);
     expect_same(stepwise(*back, toks), stepwise(ref, toks), preset);
   }
+}
+
+// YaRN changes a model's logits against plain linear scaling of the same factor.
+TEST(Yarn, ChangesTheLogitsAgainstLinearScaling) {
+  ModelConfig c = preset_config("qwen3-tiny");
+  c.rope_freq_scale = 0.25f, c.rope_orig_context = 32;
+  TensorSet ts = random_tensors(c, DType::F32, 4);
+  Model linear(c, ts, "memory");
+  c.rope_yarn = true;
+  Model yarn(c, ts, "memory");
+  auto toks = random_tokens(40, c.vocab_size, 2);
+  expect_differ(stepwise(yarn, toks), stepwise(linear, toks), "yarn");
 }
 
 TEST(ArchGguf, BadFilesAreOneLineErrors) {

@@ -282,6 +282,22 @@ TEST(HfConfig, RopeScaling) {
   base["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}};
   write_text(d / "config.json", base.dump());
   EXPECT_EQ(config_from_hf(d.path).rope_freq_scale, 0.25f);
+  // Qwen2.5's long-context recipe: yarn, factor 4 over 32768 positions; an explicit attention_factor takes
+  // the place of 1 + 0.1 ln(factor).
+  base["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
+  write_text(d / "config.json", base.dump());
+  ModelConfig yarn = config_from_hf(d.path);
+  EXPECT_TRUE(yarn.rope_yarn);
+  EXPECT_EQ(yarn.rope_freq_scale, 0.25f);
+  EXPECT_EQ(yarn.rope_orig_context, 32768);
+  EXPECT_EQ(yarn.rope_yarn_beta_fast, 32.0f);
+  EXPECT_EQ(yarn.rope_attn_factor, 1.0f);
+  base["rope_scaling"]["attention_factor"] = 1.5;
+  base["rope_scaling"]["beta_slow"] = 2.0;
+  write_text(d / "config.json", base.dump());
+  yarn = config_from_hf(d.path);
+  EXPECT_NEAR(yarn.rope_attn_factor * (1 + 0.1 * std::log(4.0)), 1.5, 1e-6);
+  EXPECT_EQ(yarn.rope_yarn_beta_slow, 2.0f);
   base["rope_scaling"] = {{"rope_type", "default"}};
   write_text(d / "config.json", base.dump());
   EXPECT_EQ(config_from_hf(d.path).rope_freq_scale, 1.0f);

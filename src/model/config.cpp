@@ -1,5 +1,6 @@
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -68,6 +69,9 @@ void ModelConfig::validate() const {
       bad("LongRoPE factors have " + std::to_string(f->size()) + " entries, expected " + std::to_string(rope_dim / 2) +
           " for both rope_factors_short and rope_factors_long");
   if (!rope_factors_long.empty() && rope_orig_context <= 0) bad("LongRoPE needs rope.scaling.original_context_length");
+  if (rope_yarn && rope_orig_context <= 0) bad("YaRN needs rope.scaling.original_context_length");
+  if (rope_yarn && !(rope_yarn_beta_fast > rope_yarn_beta_slow && rope_yarn_beta_slow > 0.0f))
+    bad("YaRN needs beta_fast > beta_slow > 0");
   if (!(rope_attn_factor > 0.0f) || !std::isfinite(rope_attn_factor)) bad("rope attn_factor " + std::to_string(rope_attn_factor));
   if (sliding_window < 0) bad("sliding_window " + std::to_string(sliding_window));
   if (sliding_window > 0 && sliding_period < 2) bad("sliding window without a layer pattern");
@@ -84,6 +88,9 @@ std::string ModelConfig::summary() const {
     << (attn_bias ? ", qkv bias" : "") << (tied_output ? ", tied output" : "") << (qk_norm() ? ", q/k norm" : "")
     << (rope_dim < head_dim ? ", rotary " + std::to_string(rope_dim) + " of " + std::to_string(head_dim) : "")
     << (rope_factors_long.empty() ? "" : ", longrope from " + std::to_string(rope_orig_context))
+    << (rope_yarn ? ", yarn x" + std::to_string(static_cast<int>(std::lround(1.0 / rope_freq_scale))) + " from " +
+                        std::to_string(rope_orig_context)
+                  : "")
     << (sliding_window > 0 ? ", sliding window " + std::to_string(sliding_window) : "")
     << (attn_softcap > 0 ? ", soft-caps" : "");
   return s.str();
@@ -110,12 +117,15 @@ void read_gemma_keys(const GgufMetadata& meta, const std::string& p, ModelConfig
 
 void read_rope_scaling(const GgufMetadata& meta, const std::string& p, ModelConfig& c) {
   const std::string scaling = meta.get_string(p + "rope.scaling.type", "none");
-  if (scaling == "linear") {
+  if (scaling == "linear" || scaling == "yarn") {
     const double f = meta.get_float(p + "rope.scaling.factor", 1.0);
     if (!(f > 0)) throw Error("invalid rope scaling factor");
     c.rope_freq_scale = static_cast<float>(1.0 / f);
+    c.rope_yarn = scaling == "yarn";
+    c.rope_yarn_beta_fast = static_cast<float>(meta.get_float(p + "rope.scaling.yarn_beta_fast", 32.0));
+    c.rope_yarn_beta_slow = static_cast<float>(meta.get_float(p + "rope.scaling.yarn_beta_slow", 1.0));
   } else if (scaling != "none" && !scaling.empty() && !(c.arch == Arch::Phi3 && (scaling == "longrope" || scaling == "su"))) {
-    throw Error("unsupported rope scaling type '" + scaling + "' (supported: none, linear, llama3 rope_freqs, phi3 longrope)");
+    throw Error("unsupported rope scaling type '" + scaling + "' (supported: none, linear, yarn, llama3 rope_freqs, phi3 longrope)");
   }
   c.rope_orig_context = static_cast<int>(meta.get_int(p + "rope.scaling.original_context_length", 0));
   c.rope_attn_factor = static_cast<float>(meta.get_float(p + "rope.scaling.attn_factor", 1.0));
@@ -169,9 +179,13 @@ void config_to_gguf(const ModelConfig& c, GgufMetadata& meta) {
   meta.set(p + "attention.layer_norm_rms_epsilon", GgufValue::of_f32(c.norm_eps));
   meta.set(p + "rope.freq_base", GgufValue::of_f32(c.rope_theta));
   meta.set(p + "rope.dimension_count", GgufValue::of_u32(c.rope_dim));
-  if (c.rope_freq_scale != 1.0f) {
-    meta.set(p + "rope.scaling.type", GgufValue::of_string("linear"));
+  if (c.rope_freq_scale != 1.0f || c.rope_yarn) {
+    meta.set(p + "rope.scaling.type", GgufValue::of_string(c.rope_yarn ? "yarn" : "linear"));
     meta.set(p + "rope.scaling.factor", GgufValue::of_f32(1.0f / c.rope_freq_scale));
+  }
+  if (c.rope_yarn) {
+    meta.set(p + "rope.scaling.yarn_beta_fast", GgufValue::of_f32(c.rope_yarn_beta_fast));
+    meta.set(p + "rope.scaling.yarn_beta_slow", GgufValue::of_f32(c.rope_yarn_beta_slow));
   }
   if (c.rope_orig_context > 0) meta.set(p + "rope.scaling.original_context_length", GgufValue::of_u32(c.rope_orig_context));
   if (c.rope_attn_factor != 1.0f) meta.set(p + "rope.scaling.attn_factor", GgufValue::of_f32(c.rope_attn_factor));
@@ -190,6 +204,18 @@ RopeTable rope_table(const ModelConfig& cfg, int context) {
   if (!cfg.rope_factors_long.empty())
     t.factors = context > cfg.rope_orig_context ? cfg.rope_factors_long.data() : cfg.rope_factors_short.data();
   t.mscale = cfg.rope_attn_factor;
+  if (cfg.rope_yarn) {
+    // The dim whose frequency turns `rotations` times over the original context (llama.cpp's corr dims).
+    auto dim_for = [&](float rotations) {
+      return static_cast<float>(cfg.rope_dim) *
+             std::log(static_cast<float>(cfg.rope_orig_context) / (rotations * 2.0f * static_cast<float>(M_PI))) /
+             (2.0f * std::log(cfg.rope_theta));
+    };
+    t.yarn = true;
+    t.yarn_low = std::max(0.0f, std::floor(dim_for(cfg.rope_yarn_beta_fast)));
+    t.yarn_high = std::min(static_cast<float>(cfg.rope_dim - 1), std::ceil(dim_for(cfg.rope_yarn_beta_slow)));
+    t.mscale *= 1.0f + 0.1f * std::log(1.0f / cfg.rope_freq_scale);
+  }
   return t;
 }
 
@@ -207,6 +233,12 @@ void rope_angles(const RopeTable& t, int rope_dim, int32_t pos, float* cos, floa
     float freq = 1.0f / std::pow(t.theta, static_cast<float>(2 * i) / static_cast<float>(rope_dim));
     if (t.factors) freq /= t.factors[i];
     float val = static_cast<float>(pos) * t.freq_scale * freq;
+    if (t.yarn) {  // the scaled angle blended with the unscaled one by the ramp (llama.cpp's rope_yarn)
+      const float extrap = static_cast<float>(pos) * freq;
+      const float ramp = 1.0f - std::min(1.0f, std::max(0.0f, (static_cast<float>(i) - t.yarn_low) /
+                                                                   std::max(0.001f, t.yarn_high - t.yarn_low)));
+      val = t.freq_scale * extrap * (1.0f - ramp) + extrap * ramp;
+    }
     cos[i] = std::cos(val);
     sin[i] = std::sin(val);
     if (t.mscale != 1.0f) cos[i] *= t.mscale, sin[i] *= t.mscale;

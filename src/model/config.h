@@ -39,6 +39,10 @@ struct ModelConfig {
   std::vector<float> rope_factors_short, rope_factors_long;
   int rope_orig_context = 0;
   float rope_attn_factor = 1.0f;  // multiplies every cos and sin (so q.k by its square), as llama.cpp does
+  // YaRN (rope.scaling.type yarn): rope_freq_scale is 1 / factor for the low frequencies only, blended into
+  // the unscaled high ones between the dims where rope_orig_context spans beta_fast and beta_slow turns.
+  bool rope_yarn = false;
+  float rope_yarn_beta_fast = 32.0f, rope_yarn_beta_slow = 1.0f;
   // Gemma: attention layers alternate between a sliding window and the whole context.
   int sliding_window = 0;        // a local layer's token sees positions p - sliding_window < q <= p; 0: none
   int sliding_period = 0;        // layer l is local when l % sliding_period != sliding_period - 1 (gemma2: 2)
@@ -77,6 +81,10 @@ struct RopeTable {
   float freq_scale = 1.0f;            // linear position scaling
   const float* factors = nullptr;     // rope_dim / 2 divisors of the frequencies, or null
   float mscale = 1.0f;                // multiplies cos and sin
+  // YaRN: dims i (of rope_dim / 2) below yarn_low keep the unscaled angle, above yarn_high take the scaled
+  // one, a linear ramp between; mscale then also carries 1 + 0.1 ln(1 / freq_scale). Off when !yarn.
+  bool yarn = false;
+  float yarn_low = 0.0f, yarn_high = 0.0f;
 };
 // The table of global layers for a sequence whose cache holds `context` slots, and of local layers.
 RopeTable rope_table(const ModelConfig& cfg, int context);

@@ -228,6 +228,21 @@ void read_gemma(const JsonKeys& j, ModelConfig& c) {
   }
 }
 
+// YaRN: factor, original_max_position_embeddings, beta_fast / beta_slow (32 / 1); transformers' optional
+// attention_factor replaces the 1 + 0.1 ln(factor) that llama.cpp multiplies into its attn_factor.
+void read_yarn(const JsonKeys& s, ModelConfig& c, const char* key) {
+  const double f = s.number("factor");
+  const double orig = s.number("original_max_position_embeddings");
+  if (!(f > 0) || !(orig > 0)) s.fail(std::string(key) + " yarn needs factor > 0 and original_max_position_embeddings > 0");
+  c.rope_yarn = true;
+  c.rope_freq_scale = static_cast<float>(1.0 / f);
+  c.rope_orig_context = static_cast<int>(orig);
+  c.rope_yarn_beta_fast = static_cast<float>(s.number("beta_fast", 32.0));
+  c.rope_yarn_beta_slow = static_cast<float>(s.number("beta_slow", 1.0));
+  if (s.get("attention_factor"))
+    c.rope_attn_factor = static_cast<float>(s.number("attention_factor") / (1.0 + 0.1 * std::log(f)));
+}
+
 // rope_theta and rope_scaling (or transformers 5's rope_parameters, which holds both).
 void read_rope(const JsonKeys& j, ModelConfig& c) {
   c.rope_style = RopeStyle::Neox;  // HF checkpoints use rotate-half for every architecture
@@ -244,12 +259,14 @@ void read_rope(const JsonKeys& j, ModelConfig& c) {
     const double f = s.number("factor");
     if (!(f > 0)) s.fail(std::string(key) + ".factor must be positive");
     c.rope_freq_scale = static_cast<float>(1.0 / f);
+  } else if (type == "yarn") {
+    read_yarn(s, c, key);
   } else if (type == "llama3") {
     read_llama3_scaling(s, c);
   } else if ((type == "longrope" || type == "su") && c.arch == Arch::Phi3) {
     read_longrope(j, s, c);
   } else {
-    j.fail("unsupported " + std::string(key) + " type '" + type + "' (supported: default, linear, llama3, longrope for phi3)");
+    j.fail("unsupported " + std::string(key) + " type '" + type + "' (supported: default, linear, yarn, llama3, longrope for phi3)");
   }
 }
 
