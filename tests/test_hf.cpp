@@ -366,7 +366,7 @@ TEST(HfConfig, MalformedConfigsErrorCleanly) {
   j = good, j["model_type"] = "qwen2";
   expect_config_error(j, "does not match model_type");
   j = good, j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
-  expect_config_error(j, "unsupported rope_scaling type 'yarn'");
+  expect_config_error(j, "missing key 'rope_scaling.original_max_position_embeddings'");
   j = good, j["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}};
   expect_config_error(j, "unsupported rope_scaling type 'dynamic'");
   j = good, j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
