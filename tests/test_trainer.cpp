@@ -200,6 +200,19 @@ TEST(Quality, MergeEndsAreExactAndMeasuresOfIdenticalModels) {
   count_repeated_4grams(text, &rep, &tot);
   EXPECT_EQ(tot, 5);
   EXPECT_EQ(rep, 1);
+  // A loop: some 8-gram twice within the first 64 tokens (only there).
+  std::vector<int32_t> varied(100);
+  for (int i = 0; i < 100; i++) varied[i] = i;
+  EXPECT_FALSE(loops_within(varied));
+  std::vector<int32_t> late = varied;
+  for (int i = 0; i < 8; i++) late[80 + i] = i;  // repeats tokens 0..7, but after token 64
+  EXPECT_FALSE(loops_within(late));
+  std::vector<int32_t> early = varied;
+  for (int i = 0; i < 8; i++) early[50 + i] = 10 + i;  // tokens 10..17 again at 50..57
+  EXPECT_TRUE(loops_within(early));
+  early[57] = 99;  // a 7-gram repeat is not one
+  EXPECT_FALSE(loops_within(early));
+  EXPECT_FALSE(loops_within(std::vector<int32_t>{1, 2, 3}));
   EXPECT_EQ(first_divergence(text, std::vector<int32_t>{1, 2, 9}), 2);
   EXPECT_EQ(first_divergence(text, text), 8);
   EXPECT_EQ(median({3, 1, 2}), 2.0);

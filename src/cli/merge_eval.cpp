@@ -139,7 +139,7 @@ int run_eval(EvalArgs& a) {
     Session gm(*lm.model, ctx, kv_type(a.model)), gb(*lb.model, ctx, kv_type(a.model));
     Scorer sb(*lb.model, ctx, kv_type(a.model)), sm(*lm.model, ctx, kv_type(a.model));
     TokenComparison on_base, on_model;  // teacher-forced on the base's / the model's greedy continuations
-    int64_t rep_m = 0, tot_m = 0, rep_b = 0, tot_b = 0, identical = 0;
+    int64_t rep_m = 0, tot_m = 0, rep_b = 0, tot_b = 0, identical = 0, loop_free_m = 0, loop_free_b = 0;
     std::vector<double> divergence;
     for (const std::string& t : texts) {
       PromptOptions po;
@@ -156,6 +156,8 @@ int run_eval(EvalArgs& a) {
       compare_sequence(sb, sm, V, seq, prompt.size() - 1, on_model);
       count_repeated_4grams(mc, &rep_m, &tot_m);
       count_repeated_4grams(bc, &rep_b, &tot_b);
+      loop_free_m += !loops_within(mc);
+      loop_free_b += !loops_within(bc);
       divergence.push_back(first_divergence(bc, mc));
       identical += bc == mc;
     }
@@ -165,6 +167,8 @@ int run_eval(EvalArgs& a) {
                      {"base_nll_of_base_outputs", on_base.mean_nll_base()},
                      {"repeat4_model", tot_m ? double(rep_m) / tot_m : 0.0},
                      {"repeat4_base", tot_b ? double(rep_b) / tot_b : 0.0},
+                     {"loop_free64_model", double(loop_free_m) / texts.size()},  // no 8-gram twice in 64 tokens
+                     {"loop_free64_base", double(loop_free_b) / texts.size()},
                      {"median_first_divergence", median(divergence)},
                      {"identical_outputs", identical},
                      {"prompts", texts.size()},
@@ -187,10 +191,11 @@ int run_eval(EvalArgs& a) {
     const auto& g = out["greedy"];
     std::printf("base greedy continuations (%lld tokens): top-1 agreement %.4f, KL(base||model) %.4f nats/token\n",
                 c["tokens"].get<long long>(), c["top1_agreement"].get<double>(), c["kl_base_model"].get<double>());
-    std::printf("greedy outputs (%lld prompts): base NLL/token of the model's %.4f vs of its own %.4f; repeated 4-grams %.4f (base %.4f); median first divergence %.1f; identical %lld\n",
+    std::printf("greedy outputs (%lld prompts): base NLL/token of the model's %.4f vs of its own %.4f; repeated 4-grams %.4f (base %.4f); loop-free in 64 tokens %.2f (base %.2f); median first divergence %.1f; identical %lld\n",
                 g["prompts"].get<long long>(), g["base_nll_of_model_outputs"].get<double>(),
                 g["base_nll_of_base_outputs"].get<double>(), g["repeat4_model"].get<double>(),
-                g["repeat4_base"].get<double>(), g["median_first_divergence"].get<double>(),
+                g["repeat4_base"].get<double>(), g["loop_free64_model"].get<double>(),
+                g["loop_free64_base"].get<double>(), g["median_first_divergence"].get<double>(),
                 g["identical_outputs"].get<long long>());
   }
   return 0;

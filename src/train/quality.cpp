@@ -50,6 +50,14 @@ void count_repeated_4grams(std::span<const int32_t> t, int64_t* repeated, int64_
   }
 }
 
+bool loops_within(std::span<const int32_t> tokens, int n, size_t window) {
+  const std::span<const int32_t> head = tokens.first(std::min(window, tokens.size()));
+  std::set<std::vector<int32_t>> seen;
+  for (size_t i = 0; i + n <= head.size(); i++)
+    if (!seen.insert(std::vector<int32_t>(head.begin() + i, head.begin() + i + n)).second) return true;
+  return false;
+}
+
 int first_divergence(std::span<const int32_t> a, std::span<const int32_t> b) {
   const size_t n = std::min(a.size(), b.size());
   for (size_t i = 0; i < n; i++)

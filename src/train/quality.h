@@ -27,6 +27,9 @@ void compare_row(const float* base_logits, const float* model_logits, int V, int
 // over calls through the two totals).
 void count_repeated_4grams(std::span<const int32_t> tokens, int64_t* repeated, int64_t* total);
 
+// Whether some n-gram occurs twice among the first `window` tokens: the greedy loop a reader sees at once.
+bool loops_within(std::span<const int32_t> tokens, int n = 8, size_t window = 64);
+
 // First index where a and b differ (the shorter length if one is a prefix of the other).
 int first_divergence(std::span<const int32_t> a, std::span<const int32_t> b);
 double median(std::vector<double> v);  // 0 for an empty vector
