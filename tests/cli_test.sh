@@ -236,6 +236,7 @@ assert t["tokens"] == 2000 and t["top1_agreement"] == 1.0 and t["kl_base_model"]
 assert c["top1_agreement"] == 1.0 and c["kl_base_model"] == 0.0 and c["tokens"] > 0, c
 assert g["identical_outputs"] == 5 and g["median_first_divergence"] == 32, g
 assert g["base_nll_of_model_outputs"] == g["base_nll_of_base_outputs"] and g["repeat4_model"] == g["repeat4_base"], g
+assert g["loop_free64_model"] == g["loop_free64_base"] and 0 <= g["loop_free64_model"] <= 1, g
 PY
   then echo "ok   eval of a model against itself"; else echo "FAIL eval against itself: $(cat "$tmp/eval.json")"; fails=$((fails + 1)); fi
   # Every decoder runs through the CLI and matches ar's text (greedy).
