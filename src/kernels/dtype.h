@@ -188,6 +188,14 @@ inline uint16_t f32_to_f16(float f) {
   return static_cast<uint16_t>(sign | r);
 }
 
+// Round to nearest, ties to even, for |f| < 2^22: the reference quantizers' float trick (their bits).
+inline int nearest_int(float f) {
+  const float v = f + 12582912.0f;
+  int32_t i;
+  std::memcpy(&i, &v, 4);
+  return (i & 0x007fffff) - 0x00400000;
+}
+
 inline float bf16_to_f32(uint16_t b) { return bits_f32(static_cast<uint32_t>(b) << 16); }
 
 inline uint16_t f32_to_bf16(float f) {

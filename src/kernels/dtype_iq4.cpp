@@ -12,14 +12,6 @@ namespace jf {
 
 namespace {
 
-// The reference's round to nearest, ties to even, for |f| < 2^22.
-int nearest_int(float f) {
-  const float v = f + 12582912.0f;
-  int32_t i;
-  std::memcpy(&i, &v, 4);
-  return (i & 0x007fffff) - 0x00400000;
-}
-
 // Index of the table value nearest to x (ties to the lower one's upper neighbour, as the reference).
 int best_index(float x) {
   if (x <= kIq4Values[0]) return 0;

@@ -25,14 +25,6 @@ uint32_t load_qh(const uint8_t* qh) {
   return v;
 }
 
-// Round to nearest, ties to even, for |f| < 2^22 (the reference's float trick).
-int nearest_int(float f) {
-  const float v = f + 12582912.0f;
-  int32_t i;
-  std::memcpy(&i, &v, 4);
-  return (i & 0x007fffff) - 0x00400000;
-}
-
 // 32 values of a legacy block: the low nibbles are weights 0..15, the high ones 16..31, plus qh's fifth bits.
 void nibbles32(const uint8_t* qs, uint32_t qh, bool five, int offset, int8_t* q) {
   for (int j = 0; j < 16; j++) {

@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <type_traits>
 
@@ -48,6 +49,12 @@ struct PanelInt {
   static constexpr bool kKQuant = dtype_is_kquant(Type);
   static constexpr bool kTable = panel_table(Type);  // nibbles are indices into kIq4Values
 };
+// IQ4's table values + 128: the unsigned bytes the VNNI tiles multiply (as Q8_0's q + 128).
+inline constexpr auto kIq4ValuesPlus128 = [] {
+  std::array<uint8_t, 16> t{};
+  for (int i = 0; i < 16; i++) t[i] = static_cast<uint8_t>(kIq4Values[i] + 128);
+  return t;
+}();
 using PanelQ8 = PanelInt<DType::Q8_0>;
 using PanelQ4 = PanelInt<DType::Q4_0>;
 template <class L>
@@ -150,6 +157,26 @@ inline void dot_groups(typename V::I (&acc)[MR][NV], const Q8Input& x, int64_t b
   }
 }
 
+// acc += the products of pair h's two groups of weights (lo: group 2h, hi: 2h + 1) with the activations of
+// block b: Q8_0's dot for IQ4's table values, V::dot4u for unsigned nibbles.
+template <class V, class F, int MR, int NV, class Wt>
+inline void multiply_pair(typename V::I (&acc)[MR][NV], const Q8Input& x, int64_t b, int h, const Wt (&lo)[NV],
+                          const Wt (&hi)[NV]) {
+  const int64_t K = x.K;
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; i++) {
+    const auto x0 = V::broadcast4(x.q + i * K + b * kQ8Block + 8 * h);
+    const auto x1 = V::broadcast4(x.q + i * K + b * kQ8Block + 8 * h + 4);
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; j++) {
+      if constexpr (F::kTable)
+        acc[i][j] = V::dot4(V::dot4(acc[i][j], lo[j], x0), hi[j], x1);
+      else
+        acc[i][j] = V::dot4u(V::dot4u(acc[i][j], lo[j], x0), hi[j], x1);
+    }
+  }
+}
+
 // The integer sums of pairs of groups [h0, h1) of block b into acc, nibble panels: one load holds group 2h
 // in its low nibbles and 2h + 1 in its high ones; the 5- and 6-bit types' bits above the nibble come from
 // their planes (matmul.h), one shift each way, a mask and an or per pair, so the products are those of the
@@ -158,7 +185,6 @@ inline void dot_groups(typename V::I (&acc)[MR][NV], const Q8Input& x, int64_t b
 template <class V, class F, int MR, int NV>
 inline void dot_nibble_pairs(typename V::I (&acc)[MR][NV], const Q8Input& x, int64_t b, const uint8_t* w,
                              size_t ps, size_t quants, int h0, int h1) {
-  const int64_t K = x.K;
 #pragma GCC unroll 4
   for (int h = h0; h < h1; h++) {
     typename V::W4 lo[NV], hi[NV];
@@ -180,21 +206,9 @@ inline void dot_nibble_pairs(typename V::I (&acc)[MR][NV], const Q8Input& x, int
         qlo[j] = V::table_q(lo[j]), qhi[j] = V::table_q(hi[j]);
         if constexpr (MR > 1) V::pin(qlo[j]), V::pin(qhi[j]);
       }
-#pragma GCC unroll 8
-      for (int i = 0; i < MR; i++) {
-        const auto x0 = V::broadcast4(x.q + i * K + b * kQ8Block + 8 * h);
-        const auto x1 = V::broadcast4(x.q + i * K + b * kQ8Block + 8 * h + 4);
-#pragma GCC unroll 8
-        for (int j = 0; j < NV; j++) acc[i][j] = V::dot4(V::dot4(acc[i][j], qlo[j], x0), qhi[j], x1);
-      }
-      continue;
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; i++) {
-      const auto x0 = V::broadcast4(x.q + i * K + b * kQ8Block + 8 * h);
-      const auto x1 = V::broadcast4(x.q + i * K + b * kQ8Block + 8 * h + 4);
-#pragma GCC unroll 8
-      for (int j = 0; j < NV; j++) acc[i][j] = V::dot4u(V::dot4u(acc[i][j], lo[j], x0), hi[j], x1);
+      multiply_pair<V, F, MR, NV>(acc, x, b, h, qlo, qhi);
+    } else {
+      multiply_pair<V, F, MR, NV>(acc, x, b, h, lo, hi);
     }
   }
 }

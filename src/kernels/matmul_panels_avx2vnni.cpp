@@ -25,7 +25,7 @@ struct PanelVec : avx2::PanelVec {
   }
   // IQ4: nibble indices to their table values + 128, as load_q gives Q8_0's bytes.
   static W table_q(__m256i index) {
-    const __m128i t = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)), _mm_set1_epi8(static_cast<char>(0x80)));
+    const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(panel_tiles::kIq4ValuesPlus128.data()));
     return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(t), index);
   }
   // sum (q + 128) * x = sum q * x + 128 * sum x: start each block from -128 * sum x.

@@ -25,7 +25,7 @@ struct PanelVecVnni : PanelVec {
   static void pin(W& w) { __asm__("" : "+v"(w)); }
   // IQ4: nibble indices to their table values + 128, as load_q gives Q8_0's bytes.
   static W table_q(__m512i index) {
-    const __m128i t = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)), _mm_set1_epi8(static_cast<char>(0x80)));
+    const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(panel_tiles::kIq4ValuesPlus128.data()));
     return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(t), index);
   }
   static __m512i broadcast4(const int8_t* p) {
