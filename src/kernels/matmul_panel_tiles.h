@@ -393,8 +393,11 @@ void run_panels(const X& x, int64_t M, const WeightMatrix& w, float* y, int64_t 
   constexpr int MR = V::MR;
   const int64_t K = w.cols, N = w.rows;
   const size_t ps = panel_bytes(w.packed_type, K);
-  // Panels whose weights stay in cache (~256 KB) while every group of rows passes over them.
-  const int64_t group = std::max<int64_t>(12, static_cast<int64_t>((size_t(256) << 10) / ps) / 12 * 12);
+  // Panels whose weights stay in cache (~256 KB) while every group of rows passes over them. One pass of
+  // rows (M <= MR) reads each weight once: no groups, so the widest tiles cover the whole range (a group
+  // of 12 panels left K = 5632's one-row tiles 2 vectors wide instead of 8).
+  const int64_t cached = std::max<int64_t>(12, static_cast<int64_t>((size_t(256) << 10) / ps) / 12 * 12);
+  const int64_t group = M <= MR ? p1 - p0 : cached;
   for (int64_t g = p0; g < p1; g += group) {
     const int64_t g1 = std::min(p1, g + group);
     for (int64_t m = 0; m < M; m += MR)

@@ -19,14 +19,16 @@ struct PanelVec {
   // Rows of x per pass over the weights: 8 (twice AVX2's) halves the weight conversions per FMA.
   static constexpr int MR = 8;
   // Vectors per tile for mr rows, from the 32 vector registers: mr * NV accumulators + NV converted weights
-  // + 1 broadcast.
+  // + 1 broadcast. One or two rows read weights from DRAM faster as fewer streams: a tile reads its 2 NV
+  // panels side by side, and 8 streams per thread keep more of the bandwidth than 16 (bench/read_bandwidth
+  // --streams; NV 8 -> 4 made a llama-1b forward 17% faster at M = 1, docs/BENCHMARKS.md).
   template <class L>
   static constexpr int wide(int mr) {
-    constexpr int kWide[] = {0, 8, 8, 6, 5, 5, 4, 3, 3};
+    constexpr int kWide[] = {0, 4, 4, 6, 5, 5, 4, 3, 3};
     // Q8_0: narrower tiles for 5-8 rows (GCC spilled accumulators of the 8 x 3 tile; 8 x 2 ran 10-15%
     // faster at 8-16 rows).
-    constexpr int kWideQ8[] = {0, 8, 8, 6, 5, 4, 3, 2, 2};
-    constexpr int kWideQ4[] = {0, 8, 7, 5, 4, 4, 3, 2, 2};  // two weight vectors (groups) per vector
+    constexpr int kWideQ8[] = {0, 4, 4, 6, 5, 4, 3, 2, 2};
+    constexpr int kWideQ4[] = {0, 4, 4, 5, 4, 4, 3, 2, 2};  // two weight vectors (groups) per vector
     if constexpr (panel_tiles::kNibblePanel<L>) return kWideQ4[mr];
     if constexpr (panel_tiles::kIntPanel<L>) return kWideQ8[mr];
     return kWide[mr];
