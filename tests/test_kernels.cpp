@@ -303,6 +303,43 @@ TEST_P(IsaTest, MatmulBatchInvariant) {
     }
 }
 
+// Several matrices over the same rows in one parallel loop: each output is the bits of its own matmul
+// (mixed int8 panel types, pieces that end one matrix and start the next, any thread count), and a mix
+// with a matrix that is not int8 panels falls back to one matmul each.
+TEST_P(IsaTest, SharedInputMatmulIsEachMatmul) {
+  const int64_t K = 512;
+  const std::vector<std::vector<std::pair<DType, int64_t>>> groups = {
+      {{DType::Q4_K, 200}, {DType::Q6_K, 24}, {DType::Q8_0, 9}},  // like q, k, v of a model in a K-quant mix
+      {{DType::Q4_0, 96}, {DType::Q4_0, 96}},                    // like gate, up
+      {{DType::Q8_0, 40}, {DType::F32, 33}}};                    // not all int8 panels: one matmul each
+  for (const auto& group : groups) {
+    std::vector<Weights> ws;
+    for (size_t j = 0; j < group.size(); j++)
+      ws.push_back(make_weights(group[j].first, group[j].second, K, 40 + j, Layout::PanelsOwn));
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      for (int64_t M : {1, 2, 5, 9}) {
+        auto x = randn(M * K, 50 + M);
+        std::vector<std::vector<float>> alone(group.size()), shared(group.size());
+        for (size_t j = 0; j < group.size(); j++) {
+          alone[j].resize(size_t(M * ws[j].w.rows));
+          shared[j].assign(alone[j].size(), -1.0f);
+          matmul(x.data(), M, ws[j].w, alone[j].data());
+        }
+        if (group.size() == 2)
+          matmul_shared_input(x.data(), M, {{&ws[0].w, shared[0].data()}, {&ws[1].w, shared[1].data()}});
+        else
+          matmul_shared_input(x.data(), M,
+                              {{&ws[0].w, shared[0].data()}, {&ws[1].w, shared[1].data()}, {&ws[2].w, shared[2].data()}});
+        for (size_t j = 0; j < group.size(); j++)
+          for (size_t i = 0; i < alone[j].size(); i++)
+            ASSERT_EQ(shared[j][i], alone[j][i]) << dtype_name(group[j].first) << " M=" << M << " threads=" << threads
+                                                 << " i=" << i;
+      }
+    }
+  }
+}
+
 TEST_P(IsaTest, RowOpsMatchScalarAndAreRowLocal) {
   for (int64_t n : {8, 13, 64, 172}) {
     auto x = randn(n, 1), g = randn(n, 2), up = randn(n, 3);

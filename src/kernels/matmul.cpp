@@ -202,11 +202,26 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type) {
 
 namespace {
 
+// Panels [p0, p1) of y = x W^T from int8 panels and quantized rows.
+void panels_q8(Isa isa, const Q8Rows& xq, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
+  switch (isa) {
+    case Isa::Avx512:  // its int8 tiles need VNNI; the AVX2 ones give the same bits
+      return has_avx512_vnni() ? avx512::matmul_panels_q8(xq, w, y, p0, p1) : avx2::matmul_panels_q8(xq, w, y, p0, p1);
+    case Isa::Avx2Vnni: return avx2vnni::matmul_panels_q8(xq, w, y, p0, p1);
+    default: return avx2::matmul_panels_q8(xq, w, y, p0, p1);
+  }
+}
+
+// The calling thread's quantized rows. Lambdas do not capture thread_local variables (a worker naming it
+// would get its own): callers pass the reference on.
+Q8Rows& calling_threads_rows() {
+  thread_local Q8Rows rows;
+  return rows;
+}
+
 // Quantized panels: quantize the rows, then integer block dot products (see Q8Rows).
 void matmul_q8(const float* x, int64_t M, const WeightMatrix& w, float* y, bool parallel) {
-  thread_local Q8Rows calling_threads;
-  // Lambdas do not capture thread_local variables (a worker naming it would get its own): pass a reference.
-  Q8Rows& xq = calling_threads;
+  Q8Rows& xq = calling_threads_rows();
   quantize_rows_q8(x, M, w.cols, xq, parallel);
   const Isa isa = active_isa();
   if (isa == Isa::Scalar || !w.packed) {
@@ -214,17 +229,42 @@ void matmul_q8(const float* x, int64_t M, const WeightMatrix& w, float* y, bool 
     return;
   }
   const int64_t n_panels = (w.rows + kPanel - 1) / kPanel;
-  parallel_for(n_panels, parallel, [&](int64_t p0, int64_t p1) {
-    switch (isa) {
-      case Isa::Avx512:  // its int8 tiles need VNNI; the AVX2 ones give the same bits
-        return has_avx512_vnni() ? avx512::matmul_panels_q8(xq, w, y, p0, p1) : avx2::matmul_panels_q8(xq, w, y, p0, p1);
-      case Isa::Avx2Vnni: return avx2vnni::matmul_panels_q8(xq, w, y, p0, p1);
-      default: return avx2::matmul_panels_q8(xq, w, y, p0, p1);
-    }
-  });
+  parallel_for(n_panels, parallel, [&](int64_t p0, int64_t p1) { panels_q8(isa, xq, w, y, p0, p1); });
+}
+
+bool int8_panels(const WeightMatrix& w) {
+  return dtype_is_block_quantized(w.type) && w.packed_type == w.type && w.packed != nullptr;
 }
 
 }  // namespace
+
+void matmul_shared_input(const float* x, int64_t M, std::initializer_list<MatmulOutput> outputs, bool threads) {
+  const Isa isa = active_isa();
+  int64_t total_panels = 0, work = 0;
+  bool shared = isa != Isa::Scalar && M > 0;
+  for (const MatmulOutput& o : outputs) {
+    shared = shared && int8_panels(*o.w) && o.w->cols == outputs.begin()->w->cols;
+    total_panels += (o.w->rows + kPanel - 1) / kPanel;
+    work += M * o.w->rows * o.w->cols;
+  }
+  if (!shared) {
+    for (const MatmulOutput& o : outputs) matmul(x, M, *o.w, o.y, threads);
+    return;
+  }
+  const bool parallel = threads && work >= (1 << 17);
+  Q8Rows& xq = calling_threads_rows();
+  quantize_rows_q8(x, M, outputs.begin()->w->cols, xq, parallel);
+  // Pieces of the matrices' panels one after another; a piece may end one matrix and start the next.
+  parallel_for(total_panels, parallel, [&](int64_t p0, int64_t p1) {
+    int64_t first = 0;
+    for (const MatmulOutput& o : outputs) {
+      const int64_t n = (o.w->rows + kPanel - 1) / kPanel;
+      const int64_t a = std::max(p0, first), b = std::min(p1, first + n);
+      if (a < b) panels_q8(isa, xq, *o.w, o.y, a - first, b - first);
+      first += n;
+    }
+  });
+}
 
 void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool threads) {
   JF_CHECK(w.data != nullptr && w.rows > 0 && w.cols > 0, "empty weight matrix");

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "base/aligned.h"
@@ -34,6 +35,15 @@ struct WeightMatrix {
 // weights). Without that (e.g. --no-panels) it multiplies fp32 rows with dequantized weights. threads = false keeps it on the calling thread (for callers already inside a parallel
 // loop).
 void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool threads = true);
+
+// y_j = x W_j^T for several matrices over the same rows (q, k, v; gate, up): the same results as a
+// matmul per matrix, but when all are int8 panels the rows are quantized once and the matrices' panels
+// share one parallel loop, so the threads wait once instead of once per matrix.
+struct MatmulOutput {
+  const WeightMatrix* w;
+  float* y;
+};
+void matmul_shared_input(const float* x, int64_t M, std::initializer_list<MatmulOutput> outputs, bool threads = true);
 
 // Panel layout: the weights in panels of kPanel output features, k-major inside a panel, so a kernel
 // multiplies one broadcast x value with 8 outputs' weights at once and needs no horizontal sums (the cost

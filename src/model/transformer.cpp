@@ -99,9 +99,7 @@ void Transformer::qkv_rows(int l, int64_t r0, int64_t r1, bool threads) {
   const int dim = cfg_.dim, qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), half = cfg_.rope_dim / 2;
   const int64_t m = r1 - r0;
   for (int64_t r = r0; r < r1; r++) rmsnorm(&x_[r * dim], L.attn_norm, dim, cfg_.norm_eps, &xb_[r * dim]);
-  matmul(&xb_[r0 * dim], m, L.wq, &q_[r0 * qd], threads);
-  matmul(&xb_[r0 * dim], m, L.wk, &k_[r0 * kvd], threads);
-  matmul(&xb_[r0 * dim], m, L.wv, &v_[r0 * kvd], threads);
+  matmul_shared_input(&xb_[r0 * dim], m, {{&L.wq, &q_[r0 * qd]}, {&L.wk, &k_[r0 * kvd]}, {&L.wv, &v_[r0 * kvd]}}, threads);
   const bool local_rope = cfg_.rope_theta_local > 0.0f && cfg_.local_layer(l);
   const float* cos = local_rope ? local_cos_.data() : rope_cos_.data();
   const float* sin = local_rope ? local_sin_.data() : rope_sin_.data();
@@ -170,8 +168,7 @@ void Transformer::out_ffn_rows(int l, int64_t r0, int64_t r1, bool threads) {
   matmul(&att_[r0 * qd], m, L.wo, &xb_[r0 * dim], threads);
   add_branch(L.post_attn_norm);
   for (int64_t r = r0; r < r1; r++) rmsnorm(&x_[r * dim], L.ffn_norm, dim, cfg_.norm_eps, &xb_[r * dim]);
-  matmul(&xb_[r0 * dim], m, L.w_gate, &hg_[r0 * ff], threads);
-  matmul(&xb_[r0 * dim], m, L.w_up, &hu_[r0 * ff], threads);
+  matmul_shared_input(&xb_[r0 * dim], m, {{&L.w_gate, &hg_[r0 * ff]}, {&L.w_up, &hu_[r0 * ff]}}, threads);
   for (int64_t r = r0; r < r1; r++) {
     if (cfg_.gemma())
       gelu_tanh_mul(&hg_[r * ff], &hu_[r * ff], ff);
