@@ -126,7 +126,7 @@ size_t panel_bytes(DType type, int64_t K) {
 
 size_t read_bytes(const WeightMatrix& w) {
   if (!w.packed) return w.rows * w.row_bytes();
-  return (w.rows + kPanel - 1) / kPanel * panel_bytes(w.packed_type, w.cols);
+  return panel_count(w) * panel_bytes(w.packed_type, w.cols);
 }
 
 namespace {
@@ -142,7 +142,7 @@ int iq4_index(int8_t value) {
 
 PageBuffer pack_panels(const WeightMatrix& w, DType type) {
   JF_CHECK(type == DType::F32 || type == w.type, "panels hold fp32 or the matrix's own type");
-  const int64_t K = w.cols, N = w.rows, n_panels = (N + kPanel - 1) / kPanel;
+  const int64_t K = w.cols, N = w.rows, n_panels = panel_count(w);
   const size_t ps = panel_bytes(type, K);
   PageBuffer packed(ps * n_panels);  // zero-filled: rows past N stay zero
   parallel_for(n_panels, n_panels > 1, [&](int64_t p0, int64_t p1) {
@@ -228,8 +228,7 @@ void matmul_q8(const float* x, int64_t M, const WeightMatrix& w, float* y, bool 
     parallel_for(w.rows, parallel, [&](int64_t n0, int64_t n1) { scalar::matmul_cols_q8(xq, w, y, n0, n1); });
     return;
   }
-  const int64_t n_panels = (w.rows + kPanel - 1) / kPanel;
-  parallel_for(n_panels, parallel, [&](int64_t p0, int64_t p1) { panels_q8(isa, xq, w, y, p0, p1); });
+  parallel_for(panel_count(w), parallel, [&](int64_t p0, int64_t p1) { panels_q8(isa, xq, w, y, p0, p1); });
 }
 
 bool int8_panels(const WeightMatrix& w) {
@@ -244,7 +243,7 @@ void matmul_shared_input(const float* x, int64_t M, std::initializer_list<Matmul
   bool shared = isa != Isa::Scalar && M > 0;
   for (const MatmulOutput& o : outputs) {
     shared = shared && int8_panels(*o.w) && o.w->cols == outputs.begin()->w->cols;
-    total_panels += (o.w->rows + kPanel - 1) / kPanel;
+    total_panels += panel_count(*o.w);
     work += M * o.w->rows * o.w->cols;
   }
   if (!shared) {
@@ -258,7 +257,7 @@ void matmul_shared_input(const float* x, int64_t M, std::initializer_list<Matmul
   parallel_for(total_panels, parallel, [&](int64_t p0, int64_t p1) {
     int64_t first = 0;
     for (const MatmulOutput& o : outputs) {
-      const int64_t n = (o.w->rows + kPanel - 1) / kPanel;
+      const int64_t n = panel_count(*o.w);
       const int64_t a = std::max(p0, first), b = std::min(p1, first + n);
       if (a < b) panels_q8(isa, xq, *o.w, o.y, a - first, b - first);
       first += n;
@@ -273,8 +272,7 @@ void matmul(const float* x, int64_t M, const WeightMatrix& w, float* y, bool thr
   const bool parallel = threads && M * w.rows * w.cols >= (1 << 17);
   if (dtype_is_block_quantized(w.type) && w.packed_type == w.type) return matmul_q8(x, M, w, y, parallel);
   if (w.packed && isa != Isa::Scalar) {
-    const int64_t n_panels = (w.rows + kPanel - 1) / kPanel;
-    parallel_for(n_panels, parallel, [&](int64_t p0, int64_t p1) {
+    parallel_for(panel_count(w), parallel, [&](int64_t p0, int64_t p1) {
       if (isa == Isa::Avx512)
         avx512::matmul_panels(x, M, w, y, p0, p1);
       else

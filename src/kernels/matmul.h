@@ -76,6 +76,7 @@ constexpr int64_t kPanel = 8;
 // model/weights.h pack_matrices).
 constexpr int64_t kPackMaxCols = 512;
 size_t panel_bytes(DType type, int64_t K);  // bytes of one panel
+inline int64_t panel_count(const WeightMatrix& w) { return (w.rows + kPanel - 1) / kPanel; }
 // Quantized panels: bytes of a super-block header (K-quants), of a block of 32 positions, where block b
 // starts, where its super-block's header starts, and where its quants start inside it.
 constexpr size_t panel_head_bytes(DType t) { return dtype_is_kquant(t) ? kPanel * sizeof(float) * (dtype_has_min(t) ? 2 : 1) : 0; }
