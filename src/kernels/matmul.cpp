@@ -104,6 +104,8 @@ void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool th
   out.d.resize(size_t(M * nb));
   out.bias.resize(size_t(M * nb));
   out.bias16.resize(size_t(M * nb * 2));
+  out.sum.resize(size_t(M * nb));
+  out.sum16.resize(size_t(M * nb * 2));
   const bool simd = active_isa() != Isa::Scalar;
   parallel_for(M, threads && M > 1 && M * K >= (1 << 14), [&](int64_t m0, int64_t m1) {
     for (int64_t m = m0; m < m1; m++) {
@@ -114,7 +116,9 @@ void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool th
         int32_t sum = 0;
         for (int i = 0; i < 16; i++) sum += q[16 * h + i];
         out.bias16[m * 2 * nb + h] = -128 * sum;
+        out.sum16[m * 2 * nb + h] = static_cast<float>(sum);
       }
+      for (int64_t b = 0; b < nb; b++) out.sum[m * nb + b] = static_cast<float>(out.bias[m * nb + b] / -128);
     }
   });
 }

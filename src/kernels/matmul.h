@@ -135,6 +135,10 @@ struct Q8Rows {
   std::vector<float> d;       // M x K/32 scales
   std::vector<int32_t> bias;  // M x K/32: -128 * (sum of the block's quants), undoes the weights' + 128
   std::vector<int32_t> bias16;  // M x K/16: the same per half block (Q6_K's sub-blocks of 16)
+  // The sums of quants themselves as fp32 (exact: |sum| <= 32 * 127), per block and per half block: the
+  // tiles multiply them with the weights' integer mins in fp32, which is exactly the integer product (below
+  // 2^24), with no integer division or vpmulld.
+  std::vector<float> sum, sum16;
   const int8_t* row_q(int64_t m) const { return q.data() + m * K; }
   const float* row_d(int64_t m) const { return d.data() + m * (K / kQ8Block); }
   const int32_t* row_bias(int64_t m) const { return bias.data() + m * (K / kQ8Block); }
