@@ -1,5 +1,5 @@
 // The quantized panel layout (kernels/matmul.h) on its own: the bytes each type's panels stream per
-// weight, every quant of a block read back from the documented places (nibbles and Q5_K / Q6_K high-bit
+// weight, every quant of a block read back from the documented places (nibbles, crumbs and high-bit
 // planes), and the kernels over raw blocks of arbitrary bits giving the scalar chain's bits on every
 // instruction set.
 #include <array>
@@ -75,8 +75,8 @@ TEST(QuantPanels, BytesPerWeight) {
       {DType::Q4_1, (64 + 128) / 256.0, 20 / 32.0},
       {DType::Q5_0, (32 + 128 + 32) / 256.0, 22 / 32.0},  // nibbles + a plane of fifth bits
       {DType::Q5_1, (64 + 128 + 32) / 256.0, 24 / 32.0},
-      {DType::Q2_K, (64 + 8 * (32 + 128)) / 2048.0, 84 / 256.0},  // 2 scales, 2 mins, nibbles per block
-      {DType::Q3_K, (32 + 8 * (16 + 128)) / 2048.0, 110 / 256.0},
+      {DType::Q2_K, (64 + 8 * (32 + 64)) / 2048.0, 84 / 256.0},  // 2 scales, 2 mins, crumbs per block
+      {DType::Q3_K, (32 + 8 * (16 + 64 + 32)) / 2048.0, 110 / 256.0},  // crumbs + a plane of third bits
       {DType::Q4_K, (64 + 8 * (16 + 128)) / 2048.0, 144 / 256.0},
       {DType::Q5_K, (64 + 8 * (16 + 128 + 32)) / 2048.0, 176 / 256.0},
       {DType::Q6_K, (32 + 8 * (16 + 128 + 64)) / 2048.0, 210 / 256.0},  // two planes
@@ -103,6 +103,11 @@ int panel_quant(DType t, const uint8_t* panel, int64_t b, int c, int k) {
   const uint8_t* quants = panel + panel_block_offset(t, b) + panel_quants_offset(t);
   const int g = k / 4, at = 4 * c + k % 4;
   if (!panel_nibbles(t)) return int(quants[g * 32 + at]) - 128;
+  if (panel_crumbs(t)) {  // quad g / 4 at bits 2 (g % 4); Q3_K's third bit at bit g of its plane
+    int u = (quants[g / 4 * 32 + at] >> (2 * (g % 4))) & 3;
+    if (panel_high_bits(t) > 0) u |= ((quants[kPanelCrumbBytes + at] >> g) & 1) << 2;
+    return u - panel_nibble_offset(t);
+  }
   const int pair = g / 2;
   int u = (quants[pair * 32 + at] >> (4 * (g % 2))) & 0xF;
   if (const int bits = panel_high_bits(t); bits > 0) {

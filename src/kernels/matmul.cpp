@@ -185,6 +185,11 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type) {
               continue;
             }
             const int u = panel_table(type) ? iq4_index(q.q[kk]) : q.q[kk] + nib_offset;
+            if (panel_crumbs(type)) {  // quad g / 4, bits 2 (g % 4); Q3_K's third bit at bit g of its plane
+              quants[g / 4 * (4 * kPanel) + at] |= static_cast<uint8_t>((u & 3) << (2 * (g % 4)));
+              if (high_bits > 0) quants[kPanelCrumbBytes + at] |= static_cast<uint8_t>(((u >> 2) & 1) << g);
+              continue;
+            }
             const int pair = g / 2;  // even groups in the low nibbles
             quants[pair * (4 * kPanel) + at] |= static_cast<uint8_t>((u & 0xF) << (4 * (g % 2)));
             if (high_bits > 0) {  // the bits above the nibble: plane and slot of the pair (matmul.h)

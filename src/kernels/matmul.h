@@ -57,11 +57,14 @@ void matmul_shared_input(const float* x, int64_t M, std::initializer_list<Matmul
 //   then the quants as nibbles as Q4_0 (unsigned as in the file: Q4_1 / Q5_1 q, Q5_0 q + 16), then Q5_0's /
 //   Q5_1's fifth bits in a high-bit plane (below).
 //   K-quants keep the file's integer sub-block scales, so the panels stream about the file's bytes (Q2_K
-//   and Q3_K: twice / 1.35x, their 2- and 3-bit quants held as nibbles): per super-block of 256 positions
-//   a header (the 8 outputs' fp32 d, then -dmin for Q2_K / Q4_K / Q5_K), then 8 blocks of 32: 8 int8
-//   sub-block scales (Q2_K, Q3_K, Q6_K: 8 for each half of 16), as many mins (Q2_K, Q4_K, Q5_K), the
-//   quants as nibbles (unsigned: Q3_K q + 4, Q6_K q + 32, the others q; Q5_K's and Q6_K's low 4 bits),
-//   then Q5_K's 1 and Q6_K's 2 bits above the nibble in planes of 32 bytes (panel_high_bits).
+//   1.24x, its 4-bit scales and mins held as bytes): per super-block of 256 positions a header (the 8
+//   outputs' fp32 d, then -dmin for Q2_K / Q4_K / Q5_K), then 8 blocks of 32: 8 int8 sub-block scales
+//   (Q2_K, Q3_K, Q6_K: 8 for each half of 16), as many mins (Q2_K, Q4_K, Q5_K), the quants as nibbles
+//   (unsigned: Q3_K q + 4, Q6_K q + 32, the others q; Q5_K's and Q6_K's low 4 bits), then Q5_K's 1 and
+//   Q6_K's 2 bits above the nibble in planes of 32 bytes (panel_high_bits).
+//   Q2_K / Q3_K hold their low 2 bits as crumbs instead: 2 quads of groups of 32 bytes, quad p holding
+//   groups 4p .. 4p + 3 at bits 0, 2, 4, 6 of byte 4c + i (so a quad is one half of 16 positions); Q3_K's
+//   third bit (of q + 4) in one plane, group g's at bit g of byte 4c + i.
 //   IQ4_NL / IQ4_XS, per block of 32: 8 fp32 scales (IQ4_XS: d * (ls - 32)), then the table indices as
 //   nibbles as Q4_0; the tile looks each up (pshufb) and multiplies the table value.
 //   High-bit planes: with b bits per quant a plane serves s = 4 / b pairs of groups; pair h is in plane
@@ -80,10 +83,12 @@ inline int64_t panel_count(const WeightMatrix& w) { return (w.rows + kPanel - 1)
 // Quantized panels: bytes of a super-block header (K-quants), of a block of 32 positions, where block b
 // starts, where its super-block's header starts, and where its quants start inside it.
 constexpr size_t panel_head_bytes(DType t) { return dtype_is_kquant(t) ? kPanel * sizeof(float) * (dtype_has_min(t) ? 2 : 1) : 0; }
-// Quant bits kept above the nibble, in planes after the nibbles (0: none).
+// Quant bits kept above the nibble (the crumb, Q3_K), in planes after them (0: none).
 constexpr int panel_high_bits(DType t) {
-  return t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q5_K ? 1 : t == DType::Q6_K ? 2 : 0;
+  return t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q5_K || t == DType::Q3_K ? 1 : t == DType::Q6_K ? 2 : 0;
 }
+// Q2_K / Q3_K: the quants' low 2 bits as crumbs, four groups per byte (a special case of panel_nibbles).
+constexpr bool panel_crumbs(DType t) { return t == DType::Q2_K || t == DType::Q3_K; }
 // IQ4_NL / IQ4_XS: nibble panels of the file's table indices, looked up in the tile (V::table_q).
 constexpr bool panel_table(DType t) { return t == DType::IQ4_NL || t == DType::IQ4_XS; }
 constexpr bool panel_nibbles(DType t) {
@@ -102,9 +107,11 @@ constexpr size_t panel_quants_offset(DType t) {
                             : kPanel * sizeof(float) * (dtype_has_min(t) ? 2 : 1);
 }
 constexpr size_t kPanelNibbleBytes = kPanel * kQ8Block / 2;  // a block's nibbles: 4 pairs of groups
+constexpr size_t kPanelCrumbBytes = kPanel * kQ8Block / 4;   // a block's crumbs: 2 quads of groups
 constexpr size_t kPanelPlaneBytes = kPanel * 4;  // a high-bit plane: a byte per output and place in a group
 constexpr size_t panel_block_bytes(DType t) {
-  return panel_quants_offset(t) + (panel_nibbles(t) ? kPanelNibbleBytes : kPanel * kQ8Block) +
+  return panel_quants_offset(t) +
+         (panel_crumbs(t) ? kPanelCrumbBytes : panel_nibbles(t) ? kPanelNibbleBytes : kPanel * kQ8Block) +
          size_t(panel_high_bits(t)) * kPanelPlaneBytes;
 }
 constexpr size_t panel_head_offset(DType t, int64_t b) {

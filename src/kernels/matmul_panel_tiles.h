@@ -215,6 +215,35 @@ inline void dot_nibble_pairs(typename V::I (&acc)[MR][NV], const Q8Input& x, int
   }
 }
 
+// The integer sums of quad h of block b (groups 4h .. 4h + 3: half h of the block) into acc, crumb panels
+// (Q2_K, Q3_K): one load holds the quad's four groups at bits 0, 2, 4, 6 of each byte, and Q3_K's third bits
+// come from its plane (group g's at bit g), moved to bit 2 (shift counts are constants once unrolled).
+template <class V, class F, int MR, int NV>
+inline void dot_crumb_quad(typename V::I (&acc)[MR][NV], const Q8Input& x, int64_t b, const uint8_t* w, size_t ps,
+                           size_t quants, int h) {
+  typename V::W4 v[NV], plane[NV];
+#pragma GCC unroll 8
+  for (int j = 0; j < NV; j++) {
+    v[j] = V::load_raw(w + j * V::PP * ps, ps, quants + h * 4 * kPanel);
+    if constexpr (F::kHighBits > 0) plane[j] = V::load_raw(w + j * V::PP * ps, ps, quants + kPanelCrumbBytes);
+  }
+#pragma GCC unroll 2
+  for (int p = 0; p < 2; p++) {  // the quad's two pairs of groups
+    typename V::W4 lo[NV], hi[NV];
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; j++) {
+      lo[j] = V::crumbs(v[j], 4 * p);
+      hi[j] = V::crumbs(v[j], 4 * p + 2);
+      if constexpr (F::kHighBits > 0) {
+        lo[j] = V::with_bit(lo[j], plane[j], 4 * h + 2 * p);
+        hi[j] = V::with_bit(hi[j], plane[j], 4 * h + 2 * p + 1);
+      }
+      if constexpr (MR > 1) V::pin(lo[j]), V::pin(hi[j]);
+    }
+    multiply_pair<V, F, MR, NV>(acc, x, b, 2 * h + p, lo, hi);
+  }
+}
+
 // total = fma(float(acc), scale * dx, total) with the fp32 scales at byte `at` of the block.
 template <class V, int MR, int NV, int L>
 inline void scale_into(float (&total)[MR][NV][L], const typename V::I (&acc)[MR][NV], const Q8Input& x, int64_t b,
@@ -296,7 +325,10 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
             else
               acc[i][j] = V::izero();
           }
-        dot_nibble_pairs<V, F, MR, NV>(acc, x, b, w, ps, quants, 2 * h, 2 * h + 2);
+        if constexpr (panel_crumbs(kT))
+          dot_crumb_quad<V, F, MR, NV>(acc, x, b, w, ps, quants, h);
+        else
+          dot_nibble_pairs<V, F, MR, NV>(acc, x, b, w, ps, quants, 2 * h, 2 * h + 2);
         // Q2_K: the half's min after its scaled sum
         kscale_into<V, F::kMin, MR, NV, L>(total, acc, x, b, x.sum16 + 2 * b + h, 2 * nb, w, ps, at + h * kPanel,
                                            at + (2 + h) * kPanel, head);

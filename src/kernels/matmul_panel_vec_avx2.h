@@ -100,6 +100,16 @@ struct PanelVec {
     lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_srli_epi16(v, slot), mask));
     hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(v, 4 - slot), mask));
   }
+  // Crumb panels (Q2_K, Q3_K): 32 bytes as they are; the 2-bit quants at bit `shift` of each byte; the bit g
+  // of each byte of a plane put at bit 2 (Q3_K's third bit) and added to q.
+  static W4 load_raw(const uint8_t* panel, size_t, size_t off) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + off));
+  }
+  static W4 crumbs(W4 v, int shift) { return _mm256_and_si256(_mm256_srli_epi16(v, shift), _mm256_set1_epi8(3)); }
+  static W4 with_bit(W4 q, W4 plane, int g) {
+    const __m256i at2 = g >= 2 ? _mm256_srli_epi16(plane, g - 2) : _mm256_slli_epi16(plane, 2 - g);
+    return _mm256_or_si256(q, _mm256_and_si256(at2, _mm256_set1_epi8(4)));
+  }
   // acc += 4 products of unsigned quants (Q4_0's q + 8, Q6_K's q + 32, ...) and x per output: at most
   // 63 * 127 each, so pmaddubsw's int16 pairs are exact.
   static I dot4u(I acc, W4 w, __m256i x) {

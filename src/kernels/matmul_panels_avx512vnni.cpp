@@ -61,6 +61,14 @@ struct PanelVecVnni : PanelVec {
     lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_srli_epi16(v, slot), mask));
     hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_slli_epi16(v, 4 - slot), mask));
   }
+  // Crumb panels (Q2_K, Q3_K): 64 bytes as they are; the 2-bit quants at bit `shift` of each byte; the
+  // bit g of each byte of a plane put at bit 2 (Q3_K's third bit) and added to q.
+  static W4 load_raw(const uint8_t* panel, size_t ps, size_t off) { return load_q(panel, ps, off); }
+  static W4 crumbs(W4 v, int shift) { return _mm512_and_si512(_mm512_srli_epi16(v, shift), _mm512_set1_epi8(3)); }
+  static W4 with_bit(W4 q, W4 plane, int g) {
+    const __m512i at2 = g >= 2 ? _mm512_srli_epi16(plane, g - 2) : _mm512_slli_epi16(plane, 2 - g);
+    return _mm512_or_si512(q, _mm512_and_si512(at2, _mm512_set1_epi8(4)));
+  }
   static I dot4u(I acc, W4 w, __m512i x) { return _mm512_dpbusd_epi32(acc, w, x); }
 };
 
