@@ -354,6 +354,36 @@ TEST_P(IsaTest, RowOpsMatchScalarAndAreRowLocal) {
   }
 }
 
+// GeGLU and the soft-cap (vector tanh on the SIMD sets, std::tanh on scalar) against their definitions in
+// double precision: both branches of the vector tanh (|x| <= 0.625 polynomial, exp form above) and the
+// boundary, tiny and huge values, infinities and NaN, lengths with a vector tail.
+TEST_P(IsaTest, GeluAndSoftcapMatchTheirDefinitions) {
+  std::vector<float> x;
+  for (int i = -4000; i <= 4000; i++) x.push_back(static_cast<float>(i) * 0.01f);  // -40 .. 40
+  for (float v : {0.625f, -0.625f, 0.62500006f, 1e-3f, -1e-7f, 1e-30f, 0.0f, -0.0f, 1e6f, -1e30f})
+    x.push_back(v);
+  x.push_back(INFINITY), x.push_back(-INFINITY);
+  const auto up = randn(static_cast<int64_t>(x.size()), 5);
+  const double k = std::sqrt(2.0 / M_PI);
+  for (int64_t n : {int64_t(x.size()), int64_t(x.size()) - 3}) {
+    std::vector<float> capped(x.begin(), x.begin() + n), gated = capped;
+    softcap(capped.data(), n, 30.0f);
+    gelu_tanh_mul(gated.data(), up.data(), n);
+    for (int64_t i = 0; i < n; i++) {
+      const double v = x[i];
+      const double want_cap = 30.0 * std::tanh(v / 30.0);
+      ASSERT_NEAR(capped[i], want_cap, 1e-6 * std::fabs(want_cap) + 1e-30) << "x=" << v;
+      if (!std::isfinite(v)) continue;  // gelu(+-inf) is inf * up or 0 * inf: not compared
+      const double want_gelu = 0.5 * v * (1.0 + std::tanh(k * (v + 0.044715 * v * v * v))) * up[i];
+      // 1 + tanh cancels for large negative x (in float as in any float implementation): an absolute term
+      ASSERT_NEAR(gated[i], want_gelu, 1e-5 * std::fabs(want_gelu) + 2e-7 * std::fabs(v * up[i])) << "x=" << v;
+    }
+  }
+  float nan[9] = {NAN, 1, 1, 1, 1, 1, 1, 1, NAN};
+  softcap(nan, 9, 30.0f);
+  EXPECT_TRUE(std::isnan(nan[0]) && std::isnan(nan[8]) && !std::isnan(nan[1]));
+}
+
 // The vector argmax agrees with the scalar definition (lowest index on ties, NaN never wins) on lengths
 // around the vector width, with ties, infinities and NaNs in every position class.
 TEST_P(IsaTest, ArgmaxMatchesScalarDefinition) {

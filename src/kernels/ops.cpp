@@ -24,6 +24,18 @@ void silu_mul(float* gate, const float* up, int64_t n) {
   }
 }
 
+void gelu_tanh_mul(float* gate, const float* up, int64_t n) {
+  const float k = 0.7978845608028654f;  // sqrt(2 / pi)
+  for (int64_t i = 0; i < n; i++) {
+    const float x = gate[i];
+    gate[i] = 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x))) * up[i];
+  }
+}
+
+void softcap(float* x, int64_t n, float cap) {
+  for (int64_t i = 0; i < n; i++) x[i] = cap * std::tanh(x[i] / cap);
+}
+
 namespace {
 
 float to_f32(float x) { return x; }
@@ -76,6 +88,16 @@ void rmsnorm(const float* x, const float* g, int64_t n, float eps, float* out) {
 void silu_mul(float* gate, const float* up, int64_t n) {
   if (active_isa() != Isa::Scalar) return avx2::silu_mul(gate, up, n);
   scalar::silu_mul(gate, up, n);
+}
+
+void gelu_tanh_mul(float* gate, const float* up, int64_t n) {
+  if (active_isa() != Isa::Scalar) return avx2::gelu_tanh_mul(gate, up, n);
+  scalar::gelu_tanh_mul(gate, up, n);
+}
+
+void softcap(float* x, int64_t n, float cap) {
+  if (active_isa() != Isa::Scalar) return avx2::softcap(x, n, cap);
+  scalar::softcap(x, n, cap);
 }
 
 void attend_head(const float* q, const float* keys, const float* v, int64_t v_stride, int head_dim,

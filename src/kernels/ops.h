@@ -11,6 +11,13 @@ void rmsnorm(const float* x, const float* g, int64_t n, float eps, float* out);
 // gate[i] = silu(gate[i]) * up[i], silu(v) = v / (1 + exp(-v)).
 void silu_mul(float* gate, const float* up, int64_t n);
 
+// gate[i] = gelu(gate[i]) * up[i], with the tanh approximation (gemma's GeGLU)
+// gelu(x) = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+void gelu_tanh_mul(float* gate, const float* up, int64_t n);
+
+// x[i] = cap * tanh(x[i] / cap): squashes values smoothly into (-cap, cap) (gemma2's soft-caps).
+void softcap(float* x, int64_t n, float cap);
+
 // y[i] += x[i]
 void add_inplace(float* y, const float* x, int64_t n);
 
@@ -63,6 +70,8 @@ void attend_group(const float* q, int heads, const E* keys, const E* v, int64_t 
 namespace scalar {
 void rmsnorm(const float* x, const float* g, int64_t n, float eps, float* out);
 void silu_mul(float* gate, const float* up, int64_t n);
+void gelu_tanh_mul(float* gate, const float* up, int64_t n);
+void softcap(float* x, int64_t n, float cap);
 template <class E>
 void attend_head(const float* q, const E* keys, const E* v, int64_t v_stride, int head_dim, const int32_t* slots,
                  int64_t n, float scale, float* scores, float* out);
@@ -71,6 +80,9 @@ int64_t argmax(const float* x, int64_t n);
 namespace avx2 {
 void rmsnorm(const float* x, const float* g, int64_t n, float eps, float* out);
 void silu_mul(float* gate, const float* up, int64_t n);
+// With avx2::tanh (kernels/simd_avx2.h): these and the AVX-512 kernel sets give the same bits.
+void gelu_tanh_mul(float* gate, const float* up, int64_t n);
+void softcap(float* x, int64_t n, float cap);
 template <class E>
 void attend_group(const float* q, int heads, const E* keys, const E* v, int64_t v_stride, int head_dim,
                   const int32_t* slots, int64_t n, float scale, float* scores, float* out);

@@ -48,6 +48,41 @@ void silu_mul(float* gate, const float* up, int64_t n) {
 
 namespace {
 
+inline __m256 gelu_tanh(__m256 x) {
+  const __m256 k = _mm256_set1_ps(0.7978845608028654f), c = _mm256_set1_ps(0.044715f);
+  const __m256 inner = _mm256_mul_ps(k, _mm256_add_ps(x, _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(c, x), x), x)));
+  return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), _mm256_add_ps(_mm256_set1_ps(1.0f), tanh(inner)));
+}
+
+}  // namespace
+
+// As silu_mul: the tail through the same vector code on a padded copy.
+void gelu_tanh_mul(float* gate, const float* up, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(gate + i, _mm256_mul_ps(gelu_tanh(_mm256_loadu_ps(gate + i)), _mm256_loadu_ps(up + i)));
+  if (i < n) {
+    alignas(32) float gv[8] = {0}, uv[8] = {0};
+    for (int64_t j = i; j < n; j++) gv[j - i] = gate[j], uv[j - i] = up[j];
+    _mm256_store_ps(gv, _mm256_mul_ps(gelu_tanh(_mm256_load_ps(gv)), _mm256_load_ps(uv)));
+    for (int64_t j = i; j < n; j++) gate[j] = gv[j - i];
+  }
+}
+
+void softcap(float* x, int64_t n, float cap) {
+  const __m256 c = _mm256_set1_ps(cap);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(c, tanh(_mm256_div_ps(_mm256_loadu_ps(x + i), c))));
+  if (i < n) {
+    alignas(32) float v[8] = {0};
+    for (int64_t j = i; j < n; j++) v[j - i] = x[j];
+    _mm256_store_ps(v, _mm256_mul_ps(c, tanh(_mm256_div_ps(_mm256_load_ps(v), c))));
+    for (int64_t j = i; j < n; j++) x[j] = v[j - i];
+  }
+}
+
+namespace {
+
 // The largest of n values, NaNs ignored (max_ps(x, m) returns m when x is NaN). Exact whatever the order, so
 // the vector form changes no result.
 inline float max_of(const float* x, int64_t n) {

@@ -12,19 +12,6 @@ void head_rmsnorm(float* v, int n_heads, int head_dim, const float* weight, floa
   for (int h = 0; h < n_heads; h++) rmsnorm(v + int64_t{h} * head_dim, weight, head_dim, eps, v + int64_t{h} * head_dim);
 }
 
-void gelu_tanh_mul(float* gate, const float* up, int64_t n) {
-  const float k = 0.7978845608028654f;  // sqrt(2 / pi)
-  for (int64_t i = 0; i < n; i++) {
-    const float x = gate[i];
-    const float g = 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
-    gate[i] = g * up[i];
-  }
-}
-
-void softcap(float* x, int64_t n, float cap) {
-  for (int64_t i = 0; i < n; i++) x[i] = cap * std::tanh(x[i] / cap);
-}
-
 namespace {
 inline float element(float x) { return x; }
 inline float element(uint16_t x) { return f16_to_f32(x); }
@@ -37,9 +24,10 @@ void attend_softcapped(const float* q, const E* keys, const E* v, int head_dim, 
   for (int64_t j = 0; j < n; j++) {
     float dot = 0.0f;
     for (int i = 0; i < head_dim; i++) dot += q[i] * element(keys[key_offset(slots[j], i, head_dim)]);
-    scores[j] = cap * std::tanh(dot * scale / cap);
-    max = std::max(max, scores[j]);
+    scores[j] = dot * scale;
   }
+  softcap(scores, n, cap);
+  for (int64_t j = 0; j < n; j++) max = std::max(max, scores[j]);
   float sum = 0.0f;
   for (int64_t j = 0; j < n; j++) {
     scores[j] = std::exp(scores[j] - max);

@@ -240,7 +240,11 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
   for (int64_t i = 0; i < nl; i++)
     rmsnorm(&x_[logit_src_[i] * dim], w_.output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
   matmul(xb_.data(), nl, w_.output, logits_.data(), threads);
-  if (cfg_.final_softcap > 0.0f) softcap(logits_.data(), nl * cfg_.vocab_size, cfg_.final_softcap);
+  if (cfg_.final_softcap > 0.0f) {  // element by element: the same bits however the range is split
+    const int64_t n = nl * cfg_.vocab_size;
+    parallel_for(n, threads && n >= (int64_t{1} << 15),
+                 [&](int64_t a, int64_t b) { softcap(logits_.data() + a, b - a, cfg_.final_softcap); });
+  }
   return logits_.data();
 }
 
