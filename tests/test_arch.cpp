@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "formats/gguf.h"
+#include "kernels/cpu.h"
 #include "kernels/ops.h"
 #include "model/arch_ops.h"
 #include "model/convert.h"
@@ -71,6 +72,7 @@ TEST(ArchOps, SlidingWindowIsByPosition) {
   EXPECT_FALSE(c.local_layer(0));
 }
 
+// On every instruction set (the SIMD sets soft-cap with the vector tanh, scalar with std::tanh).
 TEST(ArchOps, SoftcappedAttentionOfOneHead) {
   const int hd = 2;
   std::vector<float> keys(kKeyBlock * hd, 0.0f);
@@ -78,11 +80,20 @@ TEST(ArchOps, SoftcappedAttentionOfOneHead) {
   const float values[4] = {1, 0, 0, 1};  // v0 = (1, 0), v1 = (0, 1)
   const float q[2] = {1, 0};
   const int32_t slots[2] = {0, 1};
-  float scores[2], out[2];
-  attend_softcapped(q, keys.data(), values, hd, slots, 2, 1.0f, 1.0f, scores, out);
-  // scores tanh(2) and 0: p0 = e^tanh(2) / (e^tanh(2) + 1)
-  EXPECT_NEAR(out[0], 0.7239275f, 1e-6);
-  EXPECT_NEAR(out[1], 0.2760725f, 1e-6);
+  const Isa was = active_isa();
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx2Vnni, Isa::Avx512}) {
+    if (!isa_supported(isa)) continue;
+    set_active_isa(isa);
+    std::vector<float> scores(static_cast<size_t>(attention_scratch(1, 2)));
+    float out[2];
+    attend_group(q, 1, keys.data(), values, hd, hd, slots, 2, 1.0f, scores.data(), out, 1.0f);
+    // scores tanh(2) and 0: p0 = e^tanh(2) / (e^tanh(2) + 1)
+    EXPECT_NEAR(out[0], 0.7239275f, 1e-6) << isa_name(isa);
+    EXPECT_NEAR(out[1], 0.2760725f, 1e-6) << isa_name(isa);
+    attend_group(q, 1, keys.data(), values, hd, hd, slots, 2, 1.0f, scores.data(), out);  // no cap: e^2 / (e^2 + 1)
+    EXPECT_NEAR(out[0], 0.8807971f, 1e-6) << isa_name(isa);
+  }
+  set_active_isa(was);
 }
 
 // NEOX pairs (i, i + rope_dim / 2) among the first rope_dim dims; the rest of the head passes through.

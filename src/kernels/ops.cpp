@@ -45,12 +45,13 @@ float to_f32(uint16_t h) { return f16_to_f32(h); }
 
 template <class E>
 void attend_head(const float* q, const E* keys, const E* v, int64_t v_stride, int head_dim, const int32_t* slots,
-                 int64_t n, float scale, float* scores, float* out) {
+                 int64_t n, float scale, float* scores, float* out, float cap) {
   float mx = -INFINITY;
   for (int64_t j = 0; j < n; j++) {
     float s = 0.0f;
     for (int d = 0; d < head_dim; d++) s += q[d] * to_f32(keys[key_offset(slots[j], d, head_dim)]);
     scores[j] = s * scale;
+    if (cap > 0.0f) softcap(scores + j, 1, cap);
     if (scores[j] > mx) mx = scores[j];
   }
   float sum = 0.0f;
@@ -67,9 +68,9 @@ void attend_head(const float* q, const E* keys, const E* v, int64_t v_stride, in
   for (int d = 0; d < head_dim; d++) out[d] *= inv;
 }
 template void attend_head(const float*, const float*, const float*, int64_t, int, const int32_t*, int64_t, float,
-                          float*, float*);
+                          float*, float*, float);
 template void attend_head(const float*, const uint16_t*, const uint16_t*, int64_t, int, const int32_t*, int64_t, float,
-                          float*, float*);
+                          float*, float*, float);
 
 int64_t argmax(const float* x, int64_t n) {
   int64_t best = 0;
@@ -107,22 +108,24 @@ void attend_head(const float* q, const float* keys, const float* v, int64_t v_st
 
 template <class E>
 void attend_group(const float* q, int heads, const E* keys, const E* v, int64_t v_stride, int head_dim,
-                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out, float cap) {
   JF_CHECK(heads >= 1 && heads <= kMaxGroup, "attention group size out of range");
   switch (active_isa()) {
-    case Isa::Avx512: return avx512::attend_group(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
+    case Isa::Avx512:
+      return avx512::attend_group(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out, cap);
     case Isa::Avx2:
-    case Isa::Avx2Vnni: return avx2::attend_group(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out);
+    case Isa::Avx2Vnni:
+      return avx2::attend_group(q, heads, keys, v, v_stride, head_dim, slots, n, scale, scores, out, cap);
     case Isa::Scalar: break;
   }
   for (int h = 0; h < heads; h++)
     scalar::attend_head(q + h * head_dim, keys, v, v_stride, head_dim, slots, n, scale, scores,
-                        out + h * head_dim);
+                        out + h * head_dim, cap);
 }
 template void attend_group(const float*, int, const float*, const float*, int64_t, int, const int32_t*, int64_t, float,
-                            float*, float*);
+                            float*, float*, float);
 template void attend_group(const float*, int, const uint16_t*, const uint16_t*, int64_t, int, const int32_t*, int64_t,
-                            float, float*, float*);
+                            float, float*, float*, float);
 
 void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; i++) y[i] += x[i];

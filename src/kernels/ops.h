@@ -61,11 +61,12 @@ void attend_head(const float* q, const float* keys, const float* v, int64_t v_st
 // gets exactly attend_head's bits; the list is walked, and each key and value row read, once for the group.
 // Keys and values are stored as E: float, or uint16_t holding fp16 (a KV cache of type F16), each element
 // converted exactly on load, so the result is the float version's on the same values. The attention
-// functions below that take E are instantiated for these two.
+// functions below that take E are instantiated for these two. cap > 0: each score s is soft-capped first,
+// cap * tanh(s / cap) (gemma2), by `softcap`.
 inline constexpr int kMaxGroup = 64;
 template <class E>
 void attend_group(const float* q, int heads, const E* keys, const E* v, int64_t v_stride, int head_dim,
-                  const int32_t* slots, int64_t n, float scale, float* scores, float* out);
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out, float cap = 0.0f);
 
 namespace scalar {
 void rmsnorm(const float* x, const float* g, int64_t n, float eps, float* out);
@@ -74,7 +75,7 @@ void gelu_tanh_mul(float* gate, const float* up, int64_t n);
 void softcap(float* x, int64_t n, float cap);
 template <class E>
 void attend_head(const float* q, const E* keys, const E* v, int64_t v_stride, int head_dim, const int32_t* slots,
-                 int64_t n, float scale, float* scores, float* out);
+                 int64_t n, float scale, float* scores, float* out, float cap = 0.0f);
 int64_t argmax(const float* x, int64_t n);
 }  // namespace scalar
 namespace avx2 {
@@ -85,7 +86,7 @@ void gelu_tanh_mul(float* gate, const float* up, int64_t n);
 void softcap(float* x, int64_t n, float cap);
 template <class E>
 void attend_group(const float* q, int heads, const E* keys, const E* v, int64_t v_stride, int head_dim,
-                  const int32_t* slots, int64_t n, float scale, float* scores, float* out);
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out, float cap = 0.0f);
 int64_t argmax(const float* x, int64_t n);
 // The last step of attend_group, shared with the AVX-512 version: out_h = sum_j p_h[j] v[slots[j]] / sum_h,
 // where p_h = p + h * score_stride(n) and sum16 + 16 * h holds the 16 lane sums of head h's exponentials
@@ -100,7 +101,7 @@ namespace avx512 {
 // Scores, exponentials and (head_dim >= 16) the weighted sum 16 lanes wide; the same bits as avx2::attend_group.
 template <class E>
 void attend_group(const float* q, int heads, const E* keys, const E* v, int64_t v_stride, int head_dim,
-                  const int32_t* slots, int64_t n, float scale, float* scores, float* out);
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out, float cap = 0.0f);
 }  // namespace avx512
 
 }  // namespace jf

@@ -205,16 +205,18 @@ template void attend_values(const uint16_t*, int64_t, int, const int32_t*, int64
 
 template <class E>
 void attend_group(const float* q, int heads, const E* keys, const E* v, int64_t v_stride, int head_dim,
-                  const int32_t* slots, int64_t n, float scale, float* scores, float* out) {
+                  const int32_t* slots, int64_t n, float scale, float* scores, float* out, float cap) {
   attention::key_scores<AttnVec>(q, heads, keys, head_dim, slots, n, scale, scores);
+  if (cap > 0.0f)
+    for (int h = 0; h < heads; h++) avx2::softcap(scores + h * score_stride(n), n, cap);
   float sum16[16 * kMaxGroup];
   for (int h = 0; h < heads; h++) exp_scores(scores + h * score_stride(n), n, sum16 + 16 * h);
   attend_values(v, v_stride, head_dim, slots, n, heads, scores, sum16, out);
 }
 template void attend_group(const float*, int, const float*, const float*, int64_t, int, const int32_t*, int64_t, float,
-                            float*, float*);
+                            float*, float*, float);
 template void attend_group(const float*, int, const uint16_t*, const uint16_t*, int64_t, int, const int32_t*, int64_t,
-                            float, float*, float*);
+                            float, float*, float*, float);
 
 void softmax_inverses(const float* sum16, int heads, float* inv) {
   for (int h = 0; h < heads; h++)

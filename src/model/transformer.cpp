@@ -136,14 +136,8 @@ void Transformer::attend_units(int l, int64_t u0, int64_t u1) {
       const int64_t at = r * cfg_.q_dim() + (int64_t{kvh} * group + h0) * hd;
       auto attend = [&](auto element) {  // the cache's element type
         using E = typename decltype(element)::type;
-        if (cfg_.attn_softcap > 0.0f) {
-          for (int h = 0; h < heads; h++)
-            attend_softcapped(&q_[at + h * hd], row.cache->keys<E>(l, kvh), row.cache->values<E>(l, kvh), hd,
-                              &slot_list_[first], nv, scale, cfg_.attn_softcap, scores.data(), &att_[at + h * hd]);
-          return;
-        }
         attend_group(&q_[at], heads, row.cache->keys<E>(l, kvh), row.cache->values<E>(l, kvh), hd, hd,
-                     &slot_list_[first], nv, scale, scores.data(), &att_[at]);
+                     &slot_list_[first], nv, scale, scores.data(), &att_[at], cfg_.attn_softcap);
       };
       if (row.cache->type() == DType::F16)
         attend(std::type_identity<uint16_t>{});
