@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
     const char* model;
     int head_dim, heads;  // heads per GQA group
   };
-  const Shape shapes[] = {{"qwen2-0.5b", 64, 7}, {"llama-1b", 64, 8}, {"llama-2-7b (MHA)", 128, 1}, {"stories260K", 8, 2}};
+  const Shape shapes[] = {{"qwen2-0.5b", 64, 7},  {"llama-1b", 64, 8},         {"llama-2-7b (MHA)", 128, 1},
+                          {"stories260K", 8, 2}, {"gemma3-1b", 256, 4},      {"phi3-mini (MHA)", 96, 1}};
   std::printf("context %lld, %d caches, %s keys and values, %s kernels, fastest of %d\n\n", static_cast<long long>(n),
               layers, kv.c_str(), isa_name(active_isa()).c_str(), reps);
   std::printf("| shape | head_dim | heads per group | us per call | ns per key and head |\n|---|---|---|---|---|\n");

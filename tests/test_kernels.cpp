@@ -516,7 +516,7 @@ TEST_P(IsaTest, AttentionOverFp16StorageIsTheFp32PathOnRoundedValues) {
 TEST(Attention, Avx512MatchesAvx2Bitwise) {
   if (!isa_supported(Isa::Avx512)) GTEST_SKIP() << "SKIPPED: CPU lacks avx512";
   Rng rng(5);
-  for (int hd : {8, 16, 32, 64, 128}) {
+  for (int hd : {8, 16, 32, 48, 64, 96, 128, 256}) {  // 48: the scalar fallback of both
     const int slots_total = 200, stride = 2 * hd;
     auto krows = randn(slots_total * hd, 7), v = randn(slots_total * stride, 8), q = randn(hd, 9);
     for (float& e : q) e *= 3.0f;  // sharper softmax: some exponentials underflow

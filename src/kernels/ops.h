@@ -98,7 +98,8 @@ void attend_values(const E* v, int64_t v_stride, int head_dim, const int32_t* sl
 void softmax_inverses(const float* sum16, int heads, float* inv);
 }  // namespace avx2
 namespace avx512 {
-// Scores, exponentials and (head_dim >= 16) the weighted sum 16 lanes wide; the same bits as avx2::attend_group.
+// Scores, exponentials and (head_dim 16, 32, 64, 96, 128, 256) the weighted sum 16 lanes wide; the same bits
+// as avx2::attend_group.
 template <class E>
 void attend_group(const float* q, int heads, const E* keys, const E* v, int64_t v_stride, int head_dim,
                   const int32_t* slots, int64_t n, float scale, float* scores, float* out, float cap = 0.0f);

@@ -184,7 +184,9 @@ void attend_values(const E* v, int64_t v_stride, int head_dim, const int32_t* sl
     case 16: return attention::weighted_sums<AttnVec, 2>(v, v_stride, slots, n, heads, p, inv, out);
     case 32: return attention::weighted_sums<AttnVec, 4>(v, v_stride, slots, n, heads, p, inv, out);
     case 64: return attention::weighted_sums<AttnVec, 8>(v, v_stride, slots, n, heads, p, inv, out);
+    case 96: return attention::weighted_sums<AttnVec, 12>(v, v_stride, slots, n, heads, p, inv, out);  // phi3
     case 128: return attention::weighted_sums<AttnVec, 16>(v, v_stride, slots, n, heads, p, inv, out);
+    case 256: return attention::weighted_sums<AttnVec, 32>(v, v_stride, slots, n, heads, p, inv, out);  // gemma
     default: break;
   }
   for (int h = 0; h < heads; h++) {
