@@ -26,59 +26,42 @@ void rmsnorm(const float* x, const float* g, int64_t n, float eps, float* out) {
   for (; i < n; i++) out[i] = g[i] * (scale * x[i]);
 }
 
-void silu_mul(float* gate, const float* up, int64_t n) {
-  const __m256 one = _mm256_set1_ps(1.0f);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 v = _mm256_loadu_ps(gate + i);
-    __m256 e = exp(_mm256_sub_ps(_mm256_setzero_ps(), v));
-    __m256 s = _mm256_div_ps(v, _mm256_add_ps(one, e));
-    _mm256_storeu_ps(gate + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
-  }
-  // Tail through the same vector code on a padded copy, so every element sees identical arithmetic.
-  if (i < n) {
-    alignas(32) float gv[8] = {0}, uv[8] = {0};
-    for (int64_t j = i; j < n; j++) gv[j - i] = gate[j], uv[j - i] = up[j];
-    __m256 v = _mm256_load_ps(gv);
-    __m256 s = _mm256_div_ps(v, _mm256_add_ps(one, exp(_mm256_sub_ps(_mm256_setzero_ps(), v))));
-    _mm256_store_ps(gv, _mm256_mul_ps(s, _mm256_load_ps(uv)));
-    for (int64_t j = i; j < n; j++) gate[j] = gv[j - i];
-  }
-}
-
 namespace {
 
-inline __m256 gelu_tanh(__m256 x) {
-  const __m256 k = _mm256_set1_ps(0.7978845608028654f), c = _mm256_set1_ps(0.044715f);
-  const __m256 inner = _mm256_mul_ps(k, _mm256_add_ps(x, _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(c, x), x), x)));
-  return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), _mm256_add_ps(_mm256_set1_ps(1.0f), tanh(inner)));
+// y[i] = f(x[i], u[i]) 8 lanes at a time; the tail goes through the same vector code on a padded copy, so
+// every element sees identical arithmetic wherever it sits.
+template <class F>
+void elementwise(float* y, const float* x, const float* u, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, f(_mm256_loadu_ps(x + i), _mm256_loadu_ps(u + i)));
+  if (i == n) return;
+  alignas(32) float xv[8] = {0}, uv[8] = {0};
+  for (int64_t j = i; j < n; j++) xv[j - i] = x[j], uv[j - i] = u[j];
+  _mm256_store_ps(xv, f(_mm256_load_ps(xv), _mm256_load_ps(uv)));
+  for (int64_t j = i; j < n; j++) y[j] = xv[j - i];
 }
 
 }  // namespace
 
-// As silu_mul: the tail through the same vector code on a padded copy.
+void silu_mul(float* gate, const float* up, int64_t n) {
+  elementwise(gate, gate, up, n, [](__m256 v, __m256 u) {
+    const __m256 s = _mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), exp(_mm256_sub_ps(_mm256_setzero_ps(), v))));
+    return _mm256_mul_ps(s, u);
+  });
+}
+
 void gelu_tanh_mul(float* gate, const float* up, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(gate + i, _mm256_mul_ps(gelu_tanh(_mm256_loadu_ps(gate + i)), _mm256_loadu_ps(up + i)));
-  if (i < n) {
-    alignas(32) float gv[8] = {0}, uv[8] = {0};
-    for (int64_t j = i; j < n; j++) gv[j - i] = gate[j], uv[j - i] = up[j];
-    _mm256_store_ps(gv, _mm256_mul_ps(gelu_tanh(_mm256_load_ps(gv)), _mm256_load_ps(uv)));
-    for (int64_t j = i; j < n; j++) gate[j] = gv[j - i];
-  }
+  const __m256 k = _mm256_set1_ps(0.7978845608028654f), c = _mm256_set1_ps(0.044715f);  // sqrt(2 / pi)
+  elementwise(gate, gate, up, n, [&](__m256 x, __m256 u) {
+    const __m256 inner = _mm256_mul_ps(k, _mm256_add_ps(x, _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(c, x), x), x)));
+    const __m256 g = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), _mm256_add_ps(_mm256_set1_ps(1.0f), tanh(inner)));
+    return _mm256_mul_ps(g, u);
+  });
 }
 
 void softcap(float* x, int64_t n, float cap) {
   const __m256 c = _mm256_set1_ps(cap);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(c, tanh(_mm256_div_ps(_mm256_loadu_ps(x + i), c))));
-  if (i < n) {
-    alignas(32) float v[8] = {0};
-    for (int64_t j = i; j < n; j++) v[j - i] = x[j];
-    _mm256_store_ps(v, _mm256_mul_ps(c, tanh(_mm256_div_ps(_mm256_load_ps(v), c))));
-    for (int64_t j = i; j < n; j++) x[j] = v[j - i];
-  }
+  elementwise(x, x, x, n, [&](__m256 v, __m256) { return _mm256_mul_ps(c, tanh(_mm256_div_ps(v, c))); });
 }
 
 namespace {

@@ -69,11 +69,9 @@ void attend_group(const float* q, int heads, const E* keys, const E* v, int64_t 
     for (int h = 0; h < heads; h++) avx2::softcap(scores + h * score_stride(n), n, cap);
   float sum16[16 * kMaxGroup];
   for (int h = 0; h < heads; h++) exp_scores(scores + h * score_stride(n), n, sum16 + 16 * h);
-  if (head_dim != 16 && head_dim != 32 && head_dim != 64 && head_dim != 96 && head_dim != 128 && head_dim != 256)
-    return avx2::attend_values(v, v_stride, head_dim, slots, n, heads, scores, sum16, out);
   float inv[kMaxGroup];
-  avx2::softmax_inverses(sum16, heads, inv);
   auto sums = [&](auto nv) {
+    avx2::softmax_inverses(sum16, heads, inv);
     attention::weighted_sums<AttnVec, decltype(nv)::value>(v, v_stride, slots, n, heads, scores, inv, out);
   };
   switch (head_dim) {
@@ -82,7 +80,8 @@ void attend_group(const float* q, int heads, const E* keys, const E* v, int64_t 
     case 64: return sums(std::integral_constant<int, 4>{});
     case 96: return sums(std::integral_constant<int, 6>{});  // phi3
     case 128: return sums(std::integral_constant<int, 8>{});
-    default: return sums(std::integral_constant<int, 16>{});  // 256: gemma2, gemma3
+    case 256: return sums(std::integral_constant<int, 16>{});  // gemma2, gemma3
+    default: return avx2::attend_values(v, v_stride, head_dim, slots, n, heads, scores, sum16, out);
   }
 }
 template void attend_group(const float*, int, const float*, const float*, int64_t, int, const int32_t*, int64_t, float,
