@@ -67,11 +67,10 @@ struct PanelVec {
   }
   static I block_start(const int32_t*) { return _mm256_setzero_si256(); }  // products of q itself: no bias
   static I izero() { return _mm256_setzero_si256(); }
-  // K-quants: 8 int8 sub-block scales (or mins) as 32-bit lanes, lane products, a broadcast integer.
+  // K-quants: 8 int8 sub-block scales (or mins) as 32-bit lanes, a broadcast integer.
   static I load_i8(const uint8_t* panel, size_t, size_t off) {
     return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(panel + off)));
   }
-  static I mullo(I a, I b) { return _mm256_mullo_epi32(a, b); }
   static I set1_i(int32_t v) { return _mm256_set1_epi32(v); }
   // acc += sum of 4 products q * x per output, as |q| * (x with q's sign): pairs of them are at most
   // 2 * 128 * 127, inside pmaddubsw's int16, so the sum is exact.
