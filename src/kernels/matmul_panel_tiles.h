@@ -322,7 +322,7 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
 #pragma GCC unroll 8
           for (int j = 0; j < NV; j++) {
             if constexpr (F::kNibbleOffset > 0)
-              acc[i][j] = V::set1_i(x.bias16[i * 2 * nb + 2 * b + h] / (128 / F::kNibbleOffset));
+              acc[i][j] = V::template offset_start<F::kNibbleOffset>(x.bias16 + i * 2 * nb + 2 * b + h);
             else
               acc[i][j] = V::izero();
           }
@@ -343,7 +343,7 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
         if constexpr (!F::kNibbles || F::kTable)
           acc[i][j] = V::block_start(x.bias + i * nb + b);  // bytes q + 128 (or as V::table_q), see V::dot4
         else if constexpr (F::kNibbleOffset > 0)  // sum (q + o) * x = sum q * x + o * sum x
-          acc[i][j] = V::set1_i(x.bias[i * nb + b] / (128 / F::kNibbleOffset));
+          acc[i][j] = V::template offset_start<F::kNibbleOffset>(x.bias + i * nb + b);
         else
           acc[i][j] = V::izero();
       }

@@ -71,7 +71,14 @@ struct PanelVec {
   static I load_i8(const uint8_t* panel, size_t, size_t off) {
     return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(panel + off)));
   }
-  static I set1_i(int32_t v) { return _mm256_set1_epi32(v); }
+  // -o * sum x in every lane from the bias -128 * sum x, o a power of two: an arithmetic shift of the
+  // broadcast value, exact (integer division of the scalar compiled to a sign test, a cmov and a shift per
+  // row, and a move to a vector register).
+  template <int kOffset>
+  static I offset_start(const int32_t* bias) {
+    static_assert(kOffset > 0 && 128 % kOffset == 0 && (kOffset & (kOffset - 1)) == 0);
+    return _mm256_srai_epi32(_mm256_set1_epi32(*bias), __builtin_ctz(128 / kOffset));
+  }
   // acc += sum of 4 products q * x per output, as |q| * (x with q's sign): pairs of them are at most
   // 2 * 128 * 127, inside pmaddubsw's int16, so the sum is exact.
   static I dot4(I acc, const W& w, __m256i x) {

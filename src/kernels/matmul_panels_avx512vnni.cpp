@@ -42,7 +42,14 @@ struct PanelVecVnni : PanelVec {
     const __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(panel + ps + off));
     return _mm512_cvtepi8_epi32(_mm_unpacklo_epi64(lo, hi));
   }
-  static I set1_i(int32_t v) { return _mm512_set1_epi32(v); }
+  // -o * sum x in every lane from the bias -128 * sum x, o a power of two: an arithmetic shift of the
+  // broadcast value, exact (integer division of the scalar compiled to a sign test, a cmov and a shift per
+  // row, and a move to a vector register).
+  template <int kOffset>
+  static I offset_start(const int32_t* bias) {
+    static_assert(kOffset > 0 && 128 % kOffset == 0 && (kOffset & (kOffset - 1)) == 0);
+    return _mm512_srai_epi32(_mm512_set1_epi32(*bias), __builtin_ctz(128 / kOffset));
+  }
   static I dot4(I acc, W w, __m512i x) { return _mm512_dpbusd_epi32(acc, w, x); }
   static T to_float(I v) { return _mm512_cvtepi32_ps(v); }
   // Nibble panels: two groups per load, unsigned (Q4_0: the file's q + 8).
