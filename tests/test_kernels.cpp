@@ -36,7 +36,7 @@ int64_t cols_for(DType t, int64_t K) { return dtype_has_256_blocks(t) ? kQK * (K
 
 // The int8 kernels' chain for one output (matmul.h, Q8Rows): exact integer sums per block (per half for
 // Q6_K), acc = fma(sum, dw * dx, acc), and for Q4_1 / Q5_1 acc = fma(sum of x's quants, m * dx, acc); the
-// K-quants weigh the integer sums with d1 = sc * d and the activation sums with m1 = m * -dmin.
+// K-quants scale the integer sums by their integer sub-block scale and min, with the super-block's d, -dmin.
 float int8_chain(DType t, const uint8_t* wrow, const int8_t* xq, const float* xd, int64_t K) {
   float acc = 0.0f;
   for (int64_t b = 0; b < K / kQ8Block; b++) {
@@ -47,16 +47,16 @@ float int8_chain(DType t, const uint8_t* wrow, const int8_t* xq, const float* xd
       for (int h = 0; h < 2; h++) {
         int32_t sum = 0, xsum = 0;
         for (int k = 16 * h; k < 16 * h + 16; k++) sum += x[k] * wb.q[k], xsum += x[k];
-        acc = std::fma(float(sum), float(wb.sc[h]) * wb.sd * xd[b], acc);
-        if (dtype_has_min(t)) acc = std::fma(float(wb.sm[h]) * wb.smin, float(xsum) * xd[b], acc);
+        acc = std::fma(float(sum * wb.sc[h]), wb.sd * xd[b], acc);
+        if (dtype_has_min(t)) acc = std::fma(float(xsum * wb.sm[h]), wb.smin * xd[b], acc);
       }
       continue;
     }
     int32_t sum = 0, xsum = 0;
     for (int k = 0; k < kQ8Block; k++) sum += x[k] * wb.q[k], xsum += x[k];
     if (dtype_is_kquant(t)) {
-      acc = std::fma(float(sum), float(wb.sc[0]) * wb.sd * xd[b], acc);
-      acc = std::fma(float(wb.sm[0]) * wb.smin, float(xsum) * xd[b], acc);
+      acc = std::fma(float(sum * wb.sc[0]), wb.sd * xd[b], acc);
+      acc = std::fma(float(xsum * wb.sm[0]), wb.smin * xd[b], acc);
       continue;
     }
     acc = std::fma(float(sum), wb.d[0] * xd[b], acc);

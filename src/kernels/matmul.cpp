@@ -65,26 +65,24 @@ void matmul_cols_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t n0
     for (int64_t m = 0; m < x.M; m++) {
       const int8_t* q = x.row_q(m);
       const float* d = x.row_d(m);
-      const float* sum_d = x.sum_d.data() + m * nb;
-      const float* sum16_d = x.sum16_d.data() + m * 2 * nb;
       float acc = 0.0f;
       for (int64_t b = 0; b < nb; b++) {
         const Quants32& wb = blocks[b];
         const int8_t* qb = q + b * kQ8Block;
         if (halves) {  // Q2_K, Q3_K, Q6_K: sub-blocks of 16 (Q2_K with a min each)
           for (int h = 0; h < 2; h++) {
-            int32_t sum = 0;
-            for (int i = 16 * h; i < 16 * h + 16; i++) sum += int32_t(qb[i]) * wb.q[i];
-            acc = std::fma(static_cast<float>(sum), static_cast<float>(wb.sc[h]) * wb.sd * d[b], acc);
-            if (has_min) acc = std::fma(static_cast<float>(wb.sm[h]) * wb.smin, sum16_d[2 * b + h], acc);
+            int32_t sum = 0, xsum = 0;
+            for (int i = 16 * h; i < 16 * h + 16; i++) sum += int32_t(qb[i]) * wb.q[i], xsum += qb[i];
+            acc = std::fma(static_cast<float>(sum * wb.sc[h]), wb.sd * d[b], acc);
+            if (has_min) acc = std::fma(static_cast<float>(xsum * wb.sm[h]), wb.smin * d[b], acc);
           }
           continue;
         }
         int32_t sum = 0, xsum = 0;
         for (int i = 0; i < kQ8Block; i++) sum += int32_t(qb[i]) * wb.q[i], xsum += qb[i];
-        if (kquant) {  // d1 = sc * d and m1 = m * -dmin, as the reference dequantizes (Q8Rows)
-          acc = std::fma(static_cast<float>(sum), static_cast<float>(wb.sc[0]) * wb.sd * d[b], acc);
-          acc = std::fma(static_cast<float>(wb.sm[0]) * wb.smin, sum_d[b], acc);
+        if (kquant) {
+          acc = std::fma(static_cast<float>(sum * wb.sc[0]), wb.sd * d[b], acc);
+          acc = std::fma(static_cast<float>(xsum * wb.sm[0]), wb.smin * d[b], acc);
           continue;
         }
         acc = std::fma(static_cast<float>(sum), wb.d[0] * d[b], acc);
@@ -108,8 +106,6 @@ void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool th
   out.bias16.resize(size_t(M * nb * 2));
   out.sum.resize(size_t(M * nb));
   out.sum16.resize(size_t(M * nb * 2));
-  out.sum_d.resize(size_t(M * nb));
-  out.sum16_d.resize(size_t(M * nb * 2));
   const bool simd = active_isa() != Isa::Scalar;
   parallel_for(M, threads && M > 1 && M * K >= (1 << 14), [&](int64_t m0, int64_t m1) {
     for (int64_t m = m0; m < m1; m++) {
@@ -121,12 +117,8 @@ void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool th
         for (int i = 0; i < 16; i++) sum += q[16 * h + i];
         out.bias16[m * 2 * nb + h] = -128 * sum;
         out.sum16[m * 2 * nb + h] = static_cast<float>(sum);
-        out.sum16_d[m * 2 * nb + h] = out.sum16[m * 2 * nb + h] * out.d[m * nb + h / 2];
       }
-      for (int64_t b = 0; b < nb; b++) {
-        out.sum[m * nb + b] = static_cast<float>(out.bias[m * nb + b] / -128);
-        out.sum_d[m * nb + b] = out.sum[m * nb + b] * out.d[m * nb + b];
-      }
+      for (int64_t b = 0; b < nb; b++) out.sum[m * nb + b] = static_cast<float>(out.bias[m * nb + b] / -128);
     }
   });
 }

@@ -130,10 +130,9 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type);
 // or NaN gets d = NaN, which every output it reaches then carries). With them each output is exact integer
 // block dot products chained as acc = fma(float(sum_k qx * qw), dx * dw, acc), blocks in order from 0
 // (qw: block32's q; Q4_1 / Q5_1 add acc = fma(float(sum_k qx), m * dx, acc) after each block's sum; the
-// K-quants weigh the integer sum with the sub-block's scale as the reference dequantizes it, d1 = float(sc)
-// * d: acc = fma(float(sum), d1 * dx, acc), and Q2_K / Q4_K / Q5_K add the min, m1 = float(m) * -dmin, as
-// acc = fma(m1, sum_d, acc) with sum_d = fp32(sum_k qx * dx); Q2_K, Q3_K and Q6_K chain their two halves
-// of 16 as blocks of their own; every such integer is below 2^24, so converting it is exact):
+// K-quants scale the integer sum by the sub-block's integer scale, acc = fma(float(sum * sc), d * dx, acc),
+// and Q4_K / Q5_K add acc = fma(float(sum_k qx * m), -dmin * dx, acc), Q6_K chaining its two halves of 16
+// as blocks of their own; every such integer is below 2^24, so converting it is exact):
 // the same bits on every instruction set (integer sums do not depend on their order), for any M or thread
 // count. int8 products are 4-8x cheaper than fp32 FMAs with VNNI; the error they add is that of the
 // weights' own quantization (|q| <= 127 per block of 32).
@@ -147,7 +146,6 @@ struct Q8Rows {
   // tiles multiply them with the weights' integer mins in fp32, which is exactly the integer product (below
   // 2^24), with no integer division or vpmulld.
   std::vector<float> sum, sum16;
-  std::vector<float> sum_d, sum16_d;  // fp32(sum * d) per block and per half block: the K-quants' mins
   const int8_t* row_q(int64_t m) const { return q.data() + m * K; }
   const float* row_d(int64_t m) const { return d.data() + m * (K / kQ8Block); }
   const int32_t* row_bias(int64_t m) const { return bias.data() + m * (K / kQ8Block); }

@@ -132,10 +132,8 @@ struct Q8Input {  // MR rows of a Q8Rows from row m on
   const float* d;
   const int32_t* bias;
   const int32_t* bias16;
-  const float* sum;  // Q8Rows::sum, sum16, sum_d, sum16_d
+  const float* sum;  // Q8Rows::sum, sum16
   const float* sum16;
-  const float* sum_d;
-  const float* sum16_d;
   int64_t K;
 };
 
@@ -262,31 +260,32 @@ inline void scale_into(float (&total)[MR][NV][L], const typename V::I (&acc)[MR]
   }
 }
 
-// K-quants: total = fma(float(acc), d1 * dx, total) with d1 = float(sc) * d, sc the int8 scales at byte
-// `sc_at` of the block, d the fp32 values at byte `d_at` (the super-block header); then, kMin (Q2_K, Q4_K,
-// Q5_K), total = fma(m1, sum_d, total) with m1 = float(m) * -dmin, m the mins at `m_at`, -dmin after d, and
-// sum_d = fp32(sum(qx) * dx) from `xsum_d` (row i's at xsum_d[i * stride]: the block's, or its half's).
-// d1 and m1 are the reference dequantization's own products, computed once per vector of outputs; per
-// row and vector this leaves three multiplies (two without a min), which share two pipes with the dot
-// products: at 8 rows the six of an integer scale product, d * dx and sum * m * (-dmin * dx) had cost as
-// much as half of them.
+// K-quants: total = fma(float(acc * sc), d * dx, total), sc the int8 scales at byte `sc_at` of the block, d
+// the fp32 values at byte `d_at` (the super-block header); then, kMin (Q2_K, Q4_K, Q5_K), total =
+// fma(float(sum(qx) * m), -dmin * dx, total), m the mins at `m_at`, -dmin after d, sum(qx) from `xsum`
+// (row i's at xsum[i * stride]: the block's, or its half's). The min's integer product is below 2^24, so
+// multiplying the converted integers as fp32 gives it exactly (with no integer division, broadcast or
+// vpmulld per row), and one load and store of the running total serves both steps.
 template <class V, bool kMin, int MR, int NV, int L>
 inline void kscale_into(float (&total)[MR][NV][L], const typename V::I (&acc)[MR][NV], const Q8Input& x, int64_t b,
-                        const float* xsum_d, int64_t stride, const uint8_t* w, size_t ps, size_t sc_at, size_t m_at,
+                        const float* xsum, int64_t stride, const uint8_t* w, size_t ps, size_t sc_at, size_t m_at,
                         size_t d_at) {
   const int64_t nb = x.K / kQ8Block;
 #pragma GCC unroll 8
   for (int j = 0; j < NV; j++) {
     const uint8_t* panel = w + j * V::PP * ps;
-    const typename V::T d1 = V::mul(V::to_float(V::load_i8(panel, ps, sc_at)), V::load_f32(panel, ps, d_at));
-    typename V::T m1{};
-    if constexpr (kMin)
-      m1 = V::mul(V::to_float(V::load_i8(panel, ps, m_at)), V::load_f32(panel, ps, d_at + kPanel * sizeof(float)));
+    const typename V::T d = V::load_f32(panel, ps, d_at);
+    const typename V::I sc = V::load_i8(panel, ps, sc_at);
+    typename V::T nd{}, m{};
+    if constexpr (kMin) {
+      nd = V::load_f32(panel, ps, d_at + kPanel * sizeof(float));
+      m = V::to_float(V::load_i8(panel, ps, m_at));
+    }
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++) {
       const typename V::T dx = V::broadcast(x.d + i * nb + b);
-      typename V::T t = V::fma(V::to_float(acc[i][j]), V::mul(d1, dx), V::loadu(total[i][j]));
-      if constexpr (kMin) t = V::fma(m1, V::broadcast(xsum_d + i * stride), t);
+      typename V::T t = V::fma(V::to_float(V::mullo(acc[i][j], sc)), V::mul(d, dx), V::loadu(total[i][j]));
+      if constexpr (kMin) t = V::fma(V::mul(V::broadcast(xsum + i * stride), m), V::mul(nd, dx), t);
       V::storeu(total[i][j], t);
     }
   }
@@ -331,7 +330,7 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
         else
           dot_nibble_pairs<V, F, MR, NV>(acc, x, b, w, ps, quants, 2 * h, 2 * h + 2);
         // Q2_K: the half's min after its scaled sum
-        kscale_into<V, F::kMin, MR, NV, L>(total, acc, x, b, x.sum16_d + 2 * b + h, 2 * nb, w, ps, at + h * kPanel,
+        kscale_into<V, F::kMin, MR, NV, L>(total, acc, x, b, x.sum16 + 2 * b + h, 2 * nb, w, ps, at + h * kPanel,
                                            at + (2 + h) * kPanel, head);
       }
       continue;
@@ -352,7 +351,7 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
     else
       dot_groups<V, MR, NV>(acc, x, b, w, ps, quants, 0, kQ8Block / 4);
     if constexpr (F::kKQuant) {  // Q4_K, Q5_K (sub-blocks of 32, a min each)
-      kscale_into<V, true, MR, NV, L>(total, acc, x, b, x.sum_d + b, nb, w, ps, at, at + kPanel, head);
+      kscale_into<V, true, MR, NV, L>(total, acc, x, b, x.sum + b, nb, w, ps, at, at + kPanel, head);
       continue;
     }
     scale_into<V, MR, NV, L>(total, acc, x, b, w, ps, at);
@@ -378,8 +377,7 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
 inline const float* rows_from(const float* x, int64_t m, int64_t K) { return x + m * K; }
 inline Q8Input rows_from(const Q8Input& x, int64_t m, int64_t K) {
   const int64_t nb = K / kQ8Block;
-  return {x.q + m * K,   x.d + m * nb,         x.bias + m * nb,  x.bias16 + m * 2 * nb, x.sum + m * nb,
-          x.sum16 + m * 2 * nb, x.sum_d + m * nb, x.sum16_d + m * 2 * nb, K};
+  return {x.q + m * K, x.d + m * nb, x.bias + m * nb, x.bias16 + m * 2 * nb, x.sum + m * nb, x.sum16 + m * 2 * nb, K};
 }
 
 // Kept out of line: inlined into the row loops, GCC 12 spilled an accumulator of the Q8_0 tiles to the
@@ -444,8 +442,7 @@ void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, i
 
 template <class V>
 void matmul_panels_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
-  const Q8Input in{x.q.data(),   x.d.data(),     x.bias.data(),  x.bias16.data(),  x.sum.data(),
-                   x.sum16.data(), x.sum_d.data(), x.sum16_d.data(), x.K};
+  const Q8Input in{x.q.data(), x.d.data(), x.bias.data(), x.bias16.data(), x.sum.data(), x.sum16.data(), x.K};
   switch (w.packed_type) {
     case DType::Q4_0: return run_panels<V, PanelQ4>(in, x.M, w, y, p0, p1);
     case DType::Q4_1: return run_panels<V, PanelInt<DType::Q4_1>>(in, x.M, w, y, p0, p1);

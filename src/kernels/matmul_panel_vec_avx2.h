@@ -67,10 +67,11 @@ struct PanelVec {
   }
   static I block_start(const int32_t*) { return _mm256_setzero_si256(); }  // products of q itself: no bias
   static I izero() { return _mm256_setzero_si256(); }
-  // K-quants: 8 int8 sub-block scales (or mins) as 32-bit lanes, a broadcast integer.
+  // K-quants: 8 int8 sub-block scales (or mins) as 32-bit lanes, lane products, a broadcast integer.
   static I load_i8(const uint8_t* panel, size_t, size_t off) {
     return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(panel + off)));
   }
+  static I mullo(I a, I b) { return _mm256_mullo_epi32(a, b); }
   // -o * sum x in every lane from the bias -128 * sum x, o a power of two: an arithmetic shift of the
   // broadcast value, exact (integer division of the scalar compiled to a sign test, a cmov and a shift per
   // row, and a move to a vector register).

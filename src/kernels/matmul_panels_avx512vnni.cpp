@@ -36,12 +36,13 @@ struct PanelVecVnni : PanelVec {
   // sum (q + 128) * x = sum q * x + 128 * sum x: start each block from -128 * sum x.
   static I block_start(const int32_t* bias) { return _mm512_set1_epi32(*bias); }
   static I izero() { return _mm512_setzero_si512(); }
-  // K-quants: 8 int8 sub-block scales of each panel as 32-bit lanes, a broadcast integer.
+  // K-quants: 8 int8 sub-block scales of each panel as 32-bit lanes, lane products, a broadcast integer.
   static I load_i8(const uint8_t* panel, size_t ps, size_t off) {
     const __m128i lo = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(panel + off));
     const __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(panel + ps + off));
     return _mm512_cvtepi8_epi32(_mm_unpacklo_epi64(lo, hi));
   }
+  static I mullo(I a, I b) { return _mm512_mullo_epi32(a, b); }
   // -o * sum x in every lane from the bias -128 * sum x, o a power of two: an arithmetic shift of the
   // broadcast value, exact (integer division of the scalar compiled to a sign test, a cmov and a shift per
   // row, and a move to a vector register).
