@@ -545,13 +545,33 @@ TEST(Attention, Avx512MatchesAvx2Bitwise) {
       for (int h = 0; h < heads; h++)
         for (int i = 0; i < hd; i++) qs[h * hd + i] = q[i] * (1.0f - 0.3f * h);
       const float cap = trial % 2 ? 2.0f : 0.0f;  // gemma2's soft-capped scores on every other trial
+      const int64_t scalar_before = avx2::attend_values_scalar_calls();
       avx2::attend_group(qs.data(), heads, keys.data(), v.data(), stride, hd, slots.data(), n, 0.3f, scores.data(), a.data(),
                          cap);
       avx512::attend_group(qs.data(), heads, keys.data(), v.data(), stride, hd, slots.data(), n, 0.3f, scores.data(),
                            b.data(), cap);
       for (int i = 0; i < hd * heads; i++)
         ASSERT_EQ(a[i], b[i]) << "hd=" << hd << " n=" << n << " heads=" << heads << " cap=" << cap;
+      // Equal bits would not show both sets falling back to their scalar loop: count it.
+      ASSERT_EQ(avx2::attend_values_scalar_calls() - scalar_before, hd == 48 ? 2 : 0) << "hd=" << hd;
     }
+  }
+}
+
+// Every head size of a supported architecture (TinyLlama / Llama 64, phi3 96, Llama 3 / Qwen 128, gemma
+// 256, and the small test shapes) runs AVX2's vector weighted sums, not the scalar loop.
+TEST(Attention, Avx2WeightedSumsAreVectorForModelHeadSizes) {
+  if (!isa_supported(Isa::Avx2)) GTEST_SKIP() << "SKIPPED: CPU lacks avx2";
+  for (int hd : {8, 16, 32, 48, 64, 96, 128, 256}) {
+    const int n = 20, heads = 2;
+    const auto krows = randn(n * hd, 3), v = randn(n * hd, 4), q = randn(hd * heads, 5);
+    const auto keys = blocked_keys(krows, n, hd);
+    std::vector<int32_t> slots(n);
+    for (int s = 0; s < n; s++) slots[s] = s;
+    std::vector<float> scores(attention_scratch(heads, n)), out(hd * heads);
+    const int64_t before = avx2::attend_values_scalar_calls();
+    avx2::attend_group(q.data(), heads, keys.data(), v.data(), hd, hd, slots.data(), n, 0.3f, scores.data(), out.data());
+    EXPECT_EQ(avx2::attend_values_scalar_calls() - before, hd == 48 ? 1 : 0) << "hd=" << hd;  // 48: no model has it
   }
 }
 

@@ -96,6 +96,9 @@ void attend_values(const E* v, int64_t v_stride, int head_dim, const int32_t* sl
                    const float* p, const float* sum16, float* out);
 // inv[h] = 1 / (the sum of head h's 16 lane sums, in a fixed order): the softmax denominators.
 void softmax_inverses(const float* sum16, int heads, float* inv);
+// How many calls of attend_values (AVX2's, or AVX-512's through it) took the scalar loop kept for head
+// sizes without a vector kernel: tests check that the models' head sizes never do.
+int64_t attend_values_scalar_calls();
 }  // namespace avx2
 namespace avx512 {
 // Scores, exponentials and (head_dim 16, 32, 64, 96, 128, 256) the weighted sum 16 lanes wide; the same bits

@@ -1,6 +1,7 @@
 // AVX2 versions of the row operations; per element the same operation order as every other call.
 #include <immintrin.h>
 
+#include <atomic>
 #include <cmath>
 
 #include "kernels/ops.h"
@@ -157,6 +158,12 @@ float to_f32(uint16_t h) { return _cvtsh_ss(h); }  // (not dtype.h's inline help
 
 }  // namespace
 
+namespace {
+std::atomic<int64_t> g_attend_values_scalar_calls{0};
+}  // namespace
+
+int64_t attend_values_scalar_calls() { return g_attend_values_scalar_calls.load(); }
+
 template <class E>
 void attend_values(const E* v, int64_t v_stride, int head_dim, const int32_t* slots, int64_t n, int heads,
                    const float* p, const float* sum16, float* out) {
@@ -172,6 +179,7 @@ void attend_values(const E* v, int64_t v_stride, int head_dim, const int32_t* sl
     case 256: return attention::weighted_sums<AttnVec, 32>(v, v_stride, slots, n, heads, p, inv, out);  // gemma
     default: break;
   }
+  g_attend_values_scalar_calls.fetch_add(1, std::memory_order_relaxed);
   for (int h = 0; h < heads; h++) {
     float* o = out + h * head_dim;
     for (int d = 0; d < head_dim; d++) o[d] = 0.0f;
