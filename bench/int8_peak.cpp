@@ -46,6 +46,61 @@ __attribute__((target("avx2,avxvnni"))) void dots_256(int64_t steps) {
   for (int i = 0; i < kChains; i++) __asm__ volatile("" : : "x"(acc[i]));
 }
 
+// --mix: which other vector instructions compete with vpdpbusd for its execution pipes. A round is 16
+// independent dot products (zmm0-15) plus 8 independent instructions of one kind (zmm18-21, no chains
+// longer than two), written in assembly so that the compiler cannot spill, merge or reorder them; an
+// instruction that runs on other pipes adds nothing to the round. (The K-quant tiles' scale steps are such
+// multiplies: docs/BENCHMARKS.md.)
+#define JF_DOTS16                                                                                              \
+  "vpdpbusd %%zmm16,%%zmm17,%%zmm0\n vpdpbusd %%zmm16,%%zmm17,%%zmm1\n vpdpbusd %%zmm16,%%zmm17,%%zmm2\n"         \
+  "vpdpbusd %%zmm16,%%zmm17,%%zmm3\n vpdpbusd %%zmm16,%%zmm17,%%zmm4\n vpdpbusd %%zmm16,%%zmm17,%%zmm5\n"         \
+  "vpdpbusd %%zmm16,%%zmm17,%%zmm6\n vpdpbusd %%zmm16,%%zmm17,%%zmm7\n vpdpbusd %%zmm16,%%zmm17,%%zmm8\n"         \
+  "vpdpbusd %%zmm16,%%zmm17,%%zmm9\n vpdpbusd %%zmm16,%%zmm17,%%zmm10\n vpdpbusd %%zmm16,%%zmm17,%%zmm11\n"       \
+  "vpdpbusd %%zmm16,%%zmm17,%%zmm12\n vpdpbusd %%zmm16,%%zmm17,%%zmm13\n vpdpbusd %%zmm16,%%zmm17,%%zmm14\n"      \
+  "vpdpbusd %%zmm16,%%zmm17,%%zmm15\n"
+#define JF_FOUR(op) op " %%zmm22,%%zmm23,%%zmm18\n " op " %%zmm22,%%zmm23,%%zmm19\n " op " %%zmm22,%%zmm23,%%zmm20\n " op " %%zmm22,%%zmm23,%%zmm21\n"
+#define JF_MIX(name, body)                                                                                     \
+  __attribute__((target("avx512f,avx512bw,avx512vnni"))) void name(int64_t steps) {                          \
+    for (int64_t s = 0; s < steps; s++)                                                                        \
+      __asm__ volatile(body ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",  \
+                       "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm18", "xmm19", "xmm20", "xmm21"); \
+  }
+JF_MIX(mix_none, JF_DOTS16)
+JF_MIX(mix_mulps, JF_DOTS16 JF_FOUR("vmulps") JF_FOUR("vmulps"))
+JF_MIX(mix_fma, JF_DOTS16 JF_FOUR("vfmadd231ps") JF_FOUR("vfmadd231ps"))
+JF_MIX(mix_mulld, JF_DOTS16 JF_FOUR("vpmulld") JF_FOUR("vpmulld"))
+JF_MIX(mix_addd, JF_DOTS16 JF_FOUR("vpaddd") JF_FOUR("vpaddd"))
+JF_MIX(mix_andd, JF_DOTS16 JF_FOUR("vpandd") JF_FOUR("vpandd"))
+JF_MIX(mix_cvt, JF_DOTS16 "vcvtdq2ps %%zmm23,%%zmm18\n vcvtdq2ps %%zmm23,%%zmm19\n vcvtdq2ps %%zmm23,%%zmm20\n"
+                          "vcvtdq2ps %%zmm23,%%zmm21\n vcvtdq2ps %%zmm22,%%zmm18\n vcvtdq2ps %%zmm22,%%zmm19\n"
+                          "vcvtdq2ps %%zmm22,%%zmm20\n vcvtdq2ps %%zmm22,%%zmm21\n")
+
+void print_mix(int reps, int64_t steps) {
+  struct Kind {
+    const char* name;
+    void (*run)(int64_t);
+  };
+  const Kind kinds[] = {{"vmulps", mix_mulps}, {"vfmadd231ps", mix_fma}, {"vpmulld", mix_mulld},
+                        {"vpaddd", mix_addd},  {"vpandd", mix_andd},    {"vcvtdq2ps", mix_cvt}};
+  auto fastest = [&](void (*run)(int64_t)) {
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+      const double t0 = now_seconds();
+      run(steps);
+      best = std::min(best, now_seconds() - t0);
+    }
+    return best / double(steps) * 1e9;  // ns per round
+  };
+  std::printf("\nOne thread, rounds of 16 independent vpdpbusd zmm plus 8 instructions of one kind:\n\n");
+  std::printf("| added instruction | ns per round | each costs, in dot products |\n|---|---|---|\n");
+  const double alone = fastest(mix_none);
+  std::printf("| (none) | %.3f | |\n", alone);
+  for (const Kind& k : kinds) {
+    const double t = fastest(k.run);
+    std::printf("| %s | %.3f | %.2f |\n", k.name, t, (t - alone) / (alone / 16) / 8);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,6 +111,8 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "Runs per thread count (the fastest is reported)")->check(CLI::Range(1, 1000));
   app.add_option("--steps", steps, "Rounds of 12 dot products per thread and run")
       ->check(CLI::Range(int64_t(1000), int64_t(1) << 40));
+  bool mix = false;
+  app.add_flag("--mix", mix, "Also measure which instructions share the dot products' pipes (AVX-512 VNNI)");
   CLI11_PARSE(app, argc, argv);
   const bool wide = has_avx512_vnni();
   if (!wide && !isa_supported(Isa::Avx2Vnni)) {
@@ -77,5 +134,7 @@ int main(int argc, char** argv) {
     const double products = double(t) * double(steps) * kChains * per_instruction;
     std::printf("| %d | %.2f | %.1f |\n", t, products / per_instruction / best / 1e9, products / best / 1e9);
   }
+  if (mix && wide) print_mix(reps, steps / 2);
+  if (mix && !wide) std::printf("\n--mix needs AVX-512 VNNI\n");
   return 0;
 }
