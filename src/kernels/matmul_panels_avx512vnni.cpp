@@ -43,9 +43,7 @@ struct PanelVecVnni : PanelVec {
     return _mm512_cvtepi8_epi32(_mm_unpacklo_epi64(lo, hi));
   }
   static I mullo(I a, I b) { return _mm512_mullo_epi32(a, b); }
-  // -o * sum x in every lane from the bias -128 * sum x, o a power of two: an arithmetic shift of the
-  // broadcast value, exact (integer division of the scalar compiled to a sign test, a cmov and a shift per
-  // row, and a move to a vector register).
+  // -o * sum x in every lane, as avx2::PanelVec::offset_start.
   template <int kOffset>
   static I offset_start(const int32_t* bias) {
     static_assert(kOffset > 0 && 128 % kOffset == 0 && (kOffset & (kOffset - 1)) == 0);
