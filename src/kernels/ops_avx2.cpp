@@ -29,23 +29,23 @@ void rmsnorm(const float* x, const float* g, int64_t n, float eps, float* out) {
 
 namespace {
 
-// y[i] = f(x[i], u[i]) 8 lanes at a time; the tail goes through the same vector code on a padded copy, so
+// x[i] = f(x[i], u[i]) 8 lanes at a time; the tail goes through the same vector code on a padded copy, so
 // every element sees identical arithmetic wherever it sits.
 template <class F>
-void elementwise(float* y, const float* x, const float* u, int64_t n, F f) {
+void elementwise(float* x, const float* u, int64_t n, F f) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, f(_mm256_loadu_ps(x + i), _mm256_loadu_ps(u + i)));
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, f(_mm256_loadu_ps(x + i), _mm256_loadu_ps(u + i)));
   if (i == n) return;
   alignas(32) float xv[8] = {0}, uv[8] = {0};
   for (int64_t j = i; j < n; j++) xv[j - i] = x[j], uv[j - i] = u[j];
   _mm256_store_ps(xv, f(_mm256_load_ps(xv), _mm256_load_ps(uv)));
-  for (int64_t j = i; j < n; j++) y[j] = xv[j - i];
+  for (int64_t j = i; j < n; j++) x[j] = xv[j - i];
 }
 
 }  // namespace
 
 void silu_mul(float* gate, const float* up, int64_t n) {
-  elementwise(gate, gate, up, n, [](__m256 v, __m256 u) {
+  elementwise(gate, up, n, [](__m256 v, __m256 u) {
     const __m256 s = _mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), exp(_mm256_sub_ps(_mm256_setzero_ps(), v))));
     return _mm256_mul_ps(s, u);
   });
@@ -53,7 +53,7 @@ void silu_mul(float* gate, const float* up, int64_t n) {
 
 void gelu_tanh_mul(float* gate, const float* up, int64_t n) {
   const __m256 k = _mm256_set1_ps(0.7978845608028654f), c = _mm256_set1_ps(0.044715f);  // sqrt(2 / pi)
-  elementwise(gate, gate, up, n, [&](__m256 x, __m256 u) {
+  elementwise(gate, up, n, [&](__m256 x, __m256 u) {
     const __m256 inner = _mm256_mul_ps(k, _mm256_add_ps(x, _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(c, x), x), x)));
     const __m256 g = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), _mm256_add_ps(_mm256_set1_ps(1.0f), tanh(inner)));
     return _mm256_mul_ps(g, u);
@@ -62,7 +62,7 @@ void gelu_tanh_mul(float* gate, const float* up, int64_t n) {
 
 void softcap(float* x, int64_t n, float cap) {
   const __m256 c = _mm256_set1_ps(cap);
-  elementwise(x, x, x, n, [&](__m256 v, __m256) { return _mm256_mul_ps(c, tanh(_mm256_div_ps(v, c))); });
+  elementwise(x, x, n, [&](__m256 v, __m256) { return _mm256_mul_ps(c, tanh(_mm256_div_ps(v, c))); });
 }
 
 namespace {
@@ -156,10 +156,8 @@ namespace {
 float to_f32(float x) { return x; }
 float to_f32(uint16_t h) { return _cvtsh_ss(h); }  // (not dtype.h's inline helper: this file has other flags)
 
-}  // namespace
-
-namespace {
 std::atomic<int64_t> g_attend_values_scalar_calls{0};
+
 }  // namespace
 
 int64_t attend_values_scalar_calls() { return g_attend_values_scalar_calls.load(); }
