@@ -71,6 +71,11 @@ JF_MIX(mix_fma, JF_DOTS16 JF_FOUR("vfmadd231ps") JF_FOUR("vfmadd231ps"))
 JF_MIX(mix_mulld, JF_DOTS16 JF_FOUR("vpmulld") JF_FOUR("vpmulld"))
 JF_MIX(mix_addd, JF_DOTS16 JF_FOUR("vpaddd") JF_FOUR("vpaddd"))
 JF_MIX(mix_andd, JF_DOTS16 JF_FOUR("vpandd") JF_FOUR("vpandd"))
+JF_MIX(mix_dpwssd, JF_DOTS16 JF_FOUR("vpdpwssd") JF_FOUR("vpdpwssd"))
+JF_MIX(mix_maddwd, JF_DOTS16 JF_FOUR("vpmaddwd") JF_FOUR("vpmaddwd"))
+JF_MIX(mix_slld, JF_DOTS16 "vpslld $16,%%zmm23,%%zmm18\n vpslld $16,%%zmm23,%%zmm19\n vpslld $16,%%zmm23,%%zmm20\n"
+                           "vpslld $16,%%zmm23,%%zmm21\n vpslld $16,%%zmm22,%%zmm18\n vpslld $16,%%zmm22,%%zmm19\n"
+                           "vpslld $16,%%zmm22,%%zmm20\n vpslld $16,%%zmm22,%%zmm21\n")
 JF_MIX(mix_cvt, JF_DOTS16 "vcvtdq2ps %%zmm23,%%zmm18\n vcvtdq2ps %%zmm23,%%zmm19\n vcvtdq2ps %%zmm23,%%zmm20\n"
                           "vcvtdq2ps %%zmm23,%%zmm21\n vcvtdq2ps %%zmm22,%%zmm18\n vcvtdq2ps %%zmm22,%%zmm19\n"
                           "vcvtdq2ps %%zmm22,%%zmm20\n vcvtdq2ps %%zmm22,%%zmm21\n")
@@ -81,7 +86,8 @@ void print_mix(int reps, int64_t steps) {
     void (*run)(int64_t);
   };
   const Kind kinds[] = {{"vmulps", mix_mulps}, {"vfmadd231ps", mix_fma}, {"vpmulld", mix_mulld},
-                        {"vpaddd", mix_addd},  {"vpandd", mix_andd},    {"vcvtdq2ps", mix_cvt}};
+                        {"vpdpwssd", mix_dpwssd}, {"vpmaddwd", mix_maddwd}, {"vpaddd", mix_addd},
+                        {"vpandd", mix_andd},  {"vpslld", mix_slld},    {"vcvtdq2ps", mix_cvt}};
   auto fastest = [&](void (*run)(int64_t)) {
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
