@@ -75,7 +75,7 @@ TEST(QuantPanels, BytesPerWeight) {
       {DType::Q4_1, (64 + 128) / 256.0, 20 / 32.0},
       {DType::Q5_0, (32 + 128 + 32) / 256.0, 22 / 32.0},  // nibbles + a plane of fifth bits
       {DType::Q5_1, (64 + 128 + 32) / 256.0, 24 / 32.0},
-      {DType::Q2_K, (64 + 8 * (32 + 64)) / 2048.0, 84 / 256.0},  // 2 scales, 2 mins, crumbs per block
+      {DType::Q2_K, (64 + 8 * (16 + 64)) / 2048.0, 84 / 256.0},  // 2 scale | min << 4 bytes, crumbs per block
       {DType::Q3_K, (32 + 8 * (16 + 64 + 32)) / 2048.0, 110 / 256.0},  // crumbs + a plane of third bits
       {DType::Q4_K, (64 + 8 * (16 + 128)) / 2048.0, 144 / 256.0},
       {DType::Q5_K, (64 + 8 * (16 + 128 + 32)) / 2048.0, 176 / 256.0},
@@ -90,8 +90,8 @@ TEST(QuantPanels, BytesPerWeight) {
     EXPECT_EQ(m.w.row_bytes() * N, size_t(e.file * N * K));
   }
   // The K-quants' panels: within 5% of the file (Q5_K 0.719 vs 0.6875, Q6_K 0.828 vs 0.820, Q4_K 0.594 vs
-  // 0.5625 bytes per weight).
-  for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+  // 0.5625, Q2_K 0.344 vs 0.328, Q3_K 0.453 vs 0.430 bytes per weight).
+  for (DType t : {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     Matrix m = packed_matrix(t, N, K, 2);
     EXPECT_LE(double(read_bytes(m.w)), 1.06 * double(m.w.row_bytes() * N)) << dtype_name(t);
   }

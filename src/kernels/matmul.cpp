@@ -170,6 +170,10 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type) {
             if (dtype_has_min(type)) std::memcpy(head + (kPanel + c) * sizeof(float), &q.smin, sizeof(float));
             const int scales = dtype_scales_per_32(type);  // then as many mins, if any
             for (int h = 0; h < scales; h++) {
+              if (panel_scale_min_byte(type)) {  // both 4-bit
+                bp[h * kPanel + c] = static_cast<uint8_t>(q.sc[h] | q.sm[h] << 4);
+                continue;
+              }
               bp[h * kPanel + c] = static_cast<uint8_t>(q.sc[h]);
               if (dtype_has_min(type)) bp[(scales + h) * kPanel + c] = q.sm[h];
             }

@@ -56,10 +56,10 @@ void matmul_shared_input(const float* x, int64_t M, std::initializer_list<Matmul
 //   Q4_1, Q5_0, Q5_1, per block of 32 (block32's values): 8 fp32 scales, then 8 fp32 mins (Q4_1, Q5_1),
 //   then the quants as nibbles as Q4_0 (unsigned as in the file: Q4_1 / Q5_1 q, Q5_0 q + 16), then Q5_0's /
 //   Q5_1's fifth bits in a high-bit plane (below).
-//   K-quants keep the file's integer sub-block scales, so the panels stream about the file's bytes (Q2_K
-//   1.24x, its 4-bit scales and mins held as bytes): per super-block of 256 positions a header (the 8
-//   outputs' fp32 d, then -dmin for Q2_K / Q4_K / Q5_K), then 8 blocks of 32: 8 int8 sub-block scales
-//   (Q2_K, Q3_K, Q6_K: 8 for each half of 16), as many mins (Q2_K, Q4_K, Q5_K), the quants as nibbles
+//   K-quants keep the file's integer sub-block scales, so the panels stream about the file's bytes (at most
+//   1.05x): per super-block of 256 positions a header (the 8 outputs' fp32 d, then -dmin for Q2_K / Q4_K /
+//   Q5_K), then 8 blocks of 32: 8 int8 sub-block scales (Q2_K, Q3_K, Q6_K: 8 for each half of 16), as many
+//   mins (Q4_K, Q5_K; Q2_K's 4-bit min shares its scale's byte, scale | min << 4), the quants as nibbles
 //   (unsigned: Q3_K q + 4, Q6_K q + 32, the others q; Q5_K's and Q6_K's low 4 bits), then Q5_K's 1 and
 //   Q6_K's 2 bits above the nibble in planes of 32 bytes (panel_high_bits).
 //   Q2_K / Q3_K hold their low 2 bits as crumbs instead: 2 quads of groups of 32 bytes, quad p holding
@@ -101,9 +101,11 @@ constexpr int panel_nibble_offset(DType t) {
   return t == DType::Q4_0 ? 8 : t == DType::Q5_0 ? 16 : t == DType::Q3_K ? 4 : t == DType::Q6_K ? 32 : 0;
 }
 // K-quants: an int8 scale per sub-block and output (two per block for the types with sub-blocks of 16),
-// then as many mins; the others: fp32 scales (and mins).
+// then as many mins (Q2_K: one byte per half, scale | min << 4, as its file holds them); the others: fp32
+// scales (and mins).
+constexpr bool panel_scale_min_byte(DType t) { return t == DType::Q2_K; }
 constexpr size_t panel_quants_offset(DType t) {
-  return dtype_is_kquant(t) ? kPanel * dtype_scales_per_32(t) * (dtype_has_min(t) ? 2 : 1)
+  return dtype_is_kquant(t) ? kPanel * dtype_scales_per_32(t) * (dtype_has_min(t) && !panel_scale_min_byte(t) ? 2 : 1)
                             : kPanel * sizeof(float) * (dtype_has_min(t) ? 2 : 1);
 }
 constexpr size_t kPanelNibbleBytes = kPanel * kQ8Block / 2;  // a block's nibbles: 4 pairs of groups

@@ -266,7 +266,8 @@ inline void scale_into(float (&total)[MR][NV][L], const typename V::I (&acc)[MR]
 // (row i's at xsum[i * stride]: the block's, or its half's). The min's integer product is below 2^24, so
 // multiplying the converted integers as fp32 gives it exactly (with no integer division, broadcast or
 // vpmulld per row), and one load and store of the running total serves both steps.
-template <class V, bool kMin, int MR, int NV, int L>
+// kByte (Q2_K): the scale and the min are the low and high 4 bits of the byte at `sc_at`.
+template <class V, bool kMin, bool kByte, int MR, int NV, int L>
 inline void kscale_into(float (&total)[MR][NV][L], const typename V::I (&acc)[MR][NV], const Q8Input& x, int64_t b,
                         const float* xsum, int64_t stride, const uint8_t* w, size_t ps, size_t sc_at, size_t m_at,
                         size_t d_at) {
@@ -275,12 +276,13 @@ inline void kscale_into(float (&total)[MR][NV][L], const typename V::I (&acc)[MR
   for (int j = 0; j < NV; j++) {
     const uint8_t* panel = w + j * V::PP * ps;
     const typename V::T d = V::load_f32(panel, ps, d_at);
-    const typename V::I sc = V::load_i8(panel, ps, sc_at);
+    typename V::I sc = V::load_i8(panel, ps, sc_at);
     typename V::T nd{}, m{};
     if constexpr (kMin) {
       nd = V::load_f32(panel, ps, d_at + kPanel * sizeof(float));
-      m = V::to_float(V::load_i8(panel, ps, m_at));
+      m = V::to_float(kByte ? V::high4(sc) : V::load_i8(panel, ps, m_at));
     }
+    if constexpr (kByte) sc = V::low4(sc);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++) {
       const typename V::T dx = V::broadcast(x.d + i * nb + b);
@@ -330,8 +332,8 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
         else
           dot_nibble_pairs<V, F, MR, NV>(acc, x, b, w, ps, quants, 2 * h, 2 * h + 2);
         // Q2_K: the half's min after its scaled sum
-        kscale_into<V, F::kMin, MR, NV, L>(total, acc, x, b, x.sum16 + 2 * b + h, 2 * nb, w, ps, at + h * kPanel,
-                                           at + (2 + h) * kPanel, head);
+        kscale_into<V, F::kMin, panel_scale_min_byte(kT), MR, NV, L>(total, acc, x, b, x.sum16 + 2 * b + h, 2 * nb, w,
+                                                                      ps, at + h * kPanel, at + (2 + h) * kPanel, head);
       }
       continue;
     }
@@ -351,7 +353,7 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
     else
       dot_groups<V, MR, NV>(acc, x, b, w, ps, quants, 0, kQ8Block / 4);
     if constexpr (F::kKQuant) {  // Q4_K, Q5_K (sub-blocks of 32, a min each)
-      kscale_into<V, true, MR, NV, L>(total, acc, x, b, x.sum + b, nb, w, ps, at, at + kPanel, head);
+      kscale_into<V, true, false, MR, NV, L>(total, acc, x, b, x.sum + b, nb, w, ps, at, at + kPanel, head);
       continue;
     }
     scale_into<V, MR, NV, L>(total, acc, x, b, w, ps, at);

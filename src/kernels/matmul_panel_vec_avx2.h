@@ -72,6 +72,9 @@ struct PanelVec {
     return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(panel + off)));
   }
   static I mullo(I a, I b) { return _mm256_mullo_epi32(a, b); }
+  // Q2_K's scale | min << 4 bytes (as load_i8 gives them): the low and the high 4 bits of each lane's byte.
+  static I low4(I v) { return _mm256_and_si256(v, _mm256_set1_epi32(15)); }
+  static I high4(I v) { return _mm256_and_si256(_mm256_srli_epi32(v, 4), _mm256_set1_epi32(15)); }
   // -o * sum x in every lane from the bias -128 * sum x, o a power of two: an arithmetic shift of the
   // broadcast value, exact (integer division of the scalar compiled to a sign test, a cmov and a shift per
   // row, and a move to a vector register).

@@ -43,6 +43,8 @@ struct PanelVecVnni : PanelVec {
     return _mm512_cvtepi8_epi32(_mm_unpacklo_epi64(lo, hi));
   }
   static I mullo(I a, I b) { return _mm512_mullo_epi32(a, b); }
+  static I low4(I v) { return _mm512_and_si512(v, _mm512_set1_epi32(15)); }  // as avx2::PanelVec::low4
+  static I high4(I v) { return _mm512_and_si512(_mm512_srli_epi32(v, 4), _mm512_set1_epi32(15)); }
   // -o * sum x in every lane, as avx2::PanelVec::offset_start.
   template <int kOffset>
   static I offset_start(const int32_t* bias) {
