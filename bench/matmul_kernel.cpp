@@ -6,11 +6,11 @@
 #include <cstdio>
 #include <vector>
 
-#include "base/rng.h"
 #include "base/timer.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "kernels/parallel.h"
+#include "panel_copies.h"
 
 using namespace jf;
 
@@ -41,20 +41,8 @@ int main(int argc, char** argv) {
   set_num_threads(threads);
 
   Rng rng(1);
-  std::vector<float> f(static_cast<size_t>(rows * cols));
-  for (float& v : f) v = rng.normal();
-  std::vector<uint8_t> bytes(dtype_row_bytes(t, cols) * rows);
-  for (int64_t n = 0; n < rows; n++) quantize_row(t, &f[n * cols], bytes.data() + n * dtype_row_bytes(t, cols), cols);
-  const WeightMatrix base{t, bytes.data(), rows, cols};
-  std::vector<PageBuffer> panels;
-  std::vector<WeightMatrix> ws;
-  for (int c = 0; c < copies; c++) panels.push_back(pack_panels(base, t));
-  for (int c = 0; c < copies; c++) {
-    WeightMatrix w = base;
-    w.packed = panels[c].data();
-    w.packed_type = t;
-    ws.push_back(w);
-  }
+  const PanelCopies weights = make_panel_copies(t, rows, cols, copies, rng);
+  const std::vector<WeightMatrix>& ws = weights.ws;
   std::printf("%lld x %lld %s, %d copies (%.1f MB of panels), %d threads, fastest of %d\n\n", static_cast<long long>(rows),
               static_cast<long long>(cols), type.c_str(), copies, copies * read_bytes(ws[0]) / 1e6, threads, reps);
   std::printf("| kernels | M | ms per matmul | GFLOP/s | GB/s of weights |\n|---|---|---|---|---|\n");

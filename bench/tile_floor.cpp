@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "base/rng.h"
 #include "base/timer.h"
 #include "kernels/cpu.h"
 #include "kernels/matmul.h"
 #include "kernels/parallel.h"
+#include "panel_copies.h"
 
 using namespace jf;
 
@@ -98,21 +98,8 @@ int main(int argc, char** argv) {
   set_active_isa(Isa::Avx512);
 
   Rng rng(1);
-  std::vector<float> f(static_cast<size_t>(rows * cols));
-  for (float& v : f) v = rng.normal();
-  std::vector<uint8_t> bytes(dtype_row_bytes(kType, cols) * rows);
-  for (int64_t n = 0; n < rows; n++)
-    quantize_row(kType, &f[n * cols], bytes.data() + n * dtype_row_bytes(kType, cols), cols);
-  const WeightMatrix base{kType, bytes.data(), rows, cols};
-  std::vector<PageBuffer> panels;
-  std::vector<WeightMatrix> ws;
-  for (int c = 0; c < copies; c++) panels.push_back(pack_panels(base, kType));
-  for (int c = 0; c < copies; c++) {
-    WeightMatrix w = base;
-    w.packed = panels[c].data();
-    w.packed_type = kType;
-    ws.push_back(w);
-  }
+  const PanelCopies weights = make_panel_copies(kType, rows, cols, copies, rng);
+  const std::vector<WeightMatrix>& ws = weights.ws;
   const size_t ps = panel_bytes(kType, cols);
   std::vector<float> x(static_cast<size_t>(kRows * cols)), y(static_cast<size_t>(kRows * rows));
   for (float& v : x) v = rng.normal();

@@ -260,17 +260,18 @@ inline void scale_into(float (&total)[MR][NV][L], const typename V::I (&acc)[MR]
   }
 }
 
-// K-quants: total = fma(float(acc * sc), d * dx, total), sc the int8 scales at byte `sc_at` of the block, d
-// the fp32 values at byte `d_at` (the super-block header); then, kMin (Q2_K, Q4_K, Q5_K), total =
-// fma(float(sum(qx) * m), -dmin * dx, total), m the mins at `m_at`, -dmin after d, sum(qx) from `xsum`
-// (row i's at xsum[i * stride]: the block's, or its half's). The min's integer product is below 2^24, so
-// multiplying the converted integers as fp32 gives it exactly (with no integer division, broadcast or
-// vpmulld per row), and one load and store of the running total serves both steps.
-// kByte (Q2_K): the scale and the min are the low and high 4 bits of the byte at `sc_at`.
-template <class V, bool kMin, bool kByte, int MR, int NV, int L>
+// K-quants (F): total = fma(float(acc * sc), d * dx, total), sc the int8 scales at byte `sc_at` of the
+// block, d the fp32 values at byte `d_at` (the super-block header); then, for the types with mins (Q2_K,
+// Q4_K, Q5_K), total = fma(float(sum(qx) * m), -dmin * dx, total), m the mins at `m_at` (Q2_K: the high 4
+// bits of the scale's byte, panel_scale_min_byte), -dmin after d, sum(qx) from `xsum` (row i's at
+// xsum[i * stride]: the block's, or its half's). The min's integer product is below 2^24, so multiplying
+// the converted integers as fp32 gives it exactly (with no integer division, broadcast or vpmulld per row),
+// and one load and store of the running total serves both steps.
+template <class V, class F, int MR, int NV, int L>
 inline void kscale_into(float (&total)[MR][NV][L], const typename V::I (&acc)[MR][NV], const Q8Input& x, int64_t b,
                         const float* xsum, int64_t stride, const uint8_t* w, size_t ps, size_t sc_at, size_t m_at,
                         size_t d_at) {
+  constexpr bool kMin = F::kMin, kByte = panel_scale_min_byte(F::kType);
   const int64_t nb = x.K / kQ8Block;
 #pragma GCC unroll 8
   for (int j = 0; j < NV; j++) {
@@ -331,9 +332,9 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
           dot_crumb_quad<V, F, MR, NV>(acc, x, b, w, ps, quants, h);
         else
           dot_nibble_pairs<V, F, MR, NV>(acc, x, b, w, ps, quants, 2 * h, 2 * h + 2);
-        // Q2_K: the half's min after its scaled sum
-        kscale_into<V, F::kMin, panel_scale_min_byte(kT), MR, NV, L>(total, acc, x, b, x.sum16 + 2 * b + h, 2 * nb, w,
-                                                                      ps, at + h * kPanel, at + (2 + h) * kPanel, head);
+        // Q2_K: the half's min (in its scale's byte) after its scaled sum
+        kscale_into<V, F, MR, NV, L>(total, acc, x, b, x.sum16 + 2 * b + h, 2 * nb, w, ps, at + h * kPanel,
+                                     at + h * kPanel, head);
       }
       continue;
     }
@@ -353,7 +354,7 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
     else
       dot_groups<V, MR, NV>(acc, x, b, w, ps, quants, 0, kQ8Block / 4);
     if constexpr (F::kKQuant) {  // Q4_K, Q5_K (sub-blocks of 32, a min each)
-      kscale_into<V, true, false, MR, NV, L>(total, acc, x, b, x.sum + b, nb, w, ps, at, at + kPanel, head);
+      kscale_into<V, F, MR, NV, L>(total, acc, x, b, x.sum + b, nb, w, ps, at, at + kPanel, head);
       continue;
     }
     scale_into<V, MR, NV, L>(total, acc, x, b, w, ps, at);
