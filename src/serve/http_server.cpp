@@ -6,6 +6,7 @@
 #include <random>
 
 #include "base/timer.h"
+#include "serve/connection.h"
 #include "serve/response.h"
 #include "serve/web/page.h"
 
@@ -201,8 +202,15 @@ void HttpServer::generate(const httplib::Request& http_req, httplib::Response& r
   }
 
   if (!state->req.stream) {
+    // A client that hangs up frees its sequence within a poll period instead of at max_tokens.
+    const int socket = find_connection_socket(http_req.remote_addr, http_req.remote_port, http_req.local_port);
     std::vector<TextStream::Piece> pieces;
-    while (!state->out->wait(pieces, 1.0)) {
+    while (!state->out->wait(pieces, 0.25)) {
+      if (socket >= 0 && peer_has_closed(socket)) {
+        state->job->cancel = true;
+        res.status = 499;  // nginx's "client closed request", for the request counters; nobody reads it
+        return;
+      }
     }
     const FinishReason why = state->out->reason();
     if (why == FinishReason::Error) return send_error(res, 500, "generation failed: " + state->out->error(), {}, "server_error");

@@ -215,6 +215,30 @@ test('a client that disconnects mid-stream cancels its generation and frees its 
   assert.ok(generated < 8000, `the generation ran to the end (${generated} tokens)`);
 });
 
+test('a client that hangs up on a non-streamed request cancels its generation too', async () => {
+  const generatedBefore = await metric(srv.base, 'jf_generated_tokens_total');
+  const req = http.request(`${srv.base}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' } });
+  req.on('error', () => {});
+  req.end(JSON.stringify({ prompt: 'Once', max_tokens: 8000, ignore_eos: true }));
+  let active = 0;
+  for (let i = 0; i < 250 && active === 0; i++) {
+    await sleep(20);
+    active = await metric(srv.base, 'jf_active_sequences');
+  }
+  assert.equal(active, 1, 'the request never started');
+  req.destroy();
+  for (let i = 0; i < 250; i++) {
+    active = await metric(srv.base, 'jf_active_sequences');
+    if (active === 0) break;
+    await sleep(20);
+  }
+  assert.equal(active, 0, 'the abandoned request kept its sequence');
+  const generated = (await metric(srv.base, 'jf_generated_tokens_total')) - generatedBefore;
+  assert.ok(generated < 8000, `the generation ran to the end (${generated} tokens)`);
+  const text = await (await fetch(`${srv.base}/metrics`)).text();
+  assert.ok(text.includes('jf_requests_total{status="499"} 1'), text);
+});
+
 test('the official openai client: completions and chat, streamed and not', async () => {
   const OpenAI = openaiModule().default ?? openaiModule().OpenAI;
   const client = new OpenAI({ baseURL: `${srv.base}/v1`, apiKey: 'unused', maxRetries: 0 });
