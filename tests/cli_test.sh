@@ -175,6 +175,20 @@ PY
   check_error "train bad objective" 1 "$jf" train -m "$m" --objective magic -o "$tmp/m.gguf"
   check_error "train without data" 1 "$jf" train -m "$m" -o "$tmp/m.gguf"
   check_error "perplexity missing text" 1 "$jf" perplexity -m "$m" -f /nonexistent.txt
+  echo 'Once upon a time.' >"$tmp/short.txt"
+  check_error "perplexity --llama-cpp text too short" 1 "$jf" perplexity -m "$m" -f "$tmp/short.txt" --llama-cpp -c 64
+  check_error "perplexity window 1" 2 "$jf" perplexity -m "$m" -f /nonexistent.txt --window 1
+  # --llama-cpp: floor(tokens / c) chunks of the text with BOS in front, c - 1 - c/2 predictions scored in each.
+  printf 'Once upon a time, there was a little dog named Max. Max loved to play in the park with his ball. %.0s' $(seq 12) >"$tmp/ppl.txt"
+  # jf's windows predict every text token once, so their count is the text's length in tokens.
+  n_tok=$("$jf" perplexity -m "$m" -f "$tmp/ppl.txt" --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens"])' 2>/dev/null || echo 0)
+  "$jf" perplexity -m "$m" -f "$tmp/ppl.txt" --llama-cpp -c 64 --json >"$tmp/ppl.json" 2>/dev/null &&
+    python3 -c '
+import json, sys
+j, n = json.load(open(sys.argv[1])), int(sys.argv[2]) + 1
+assert j["contexts"] == n // 64 and j["tokens"] == (n // 64) * 31 and 1 < j["perplexity"] < 1000, (j, n)
+' "$tmp/ppl.json" "$n_tok" && echo "ok   perplexity --llama-cpp chunks and scored tokens" ||
+    { echo "FAIL perplexity --llama-cpp: $(cat "$tmp/ppl.json") (text tokens: $n_tok)"; fails=$((fails + 1)); }
   check_error "train bad consistency norm" 1 "$jf" train -m "$m" --consistency-norm sideways -o "$tmp/m.gguf"
   # jf train --doc-sep: a file cut into documents at blank lines.
   printf 'Once upon a time.\n\nLily had a ball.\n\n\n\nThe end.\n' >"$tmp/docs.txt"
