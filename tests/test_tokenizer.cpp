@@ -130,6 +130,25 @@ TEST_P(VocabFixture, DecodeInvertsEncode) {
   }
 }
 
+TEST(Tokenizer, EndOfGenerationNamesAsLlamaCpp) {
+  // Llama 3 instruct files name <|eot_id|> as EOS; llama.cpp also stops on <|end_of_text|> and the other
+  // names it knows, and types them as control.
+  const std::vector<std::string> names = {"a", "b", "<|end_of_text|>", "<|eot_id|>", "<end_of_utterance>",
+                                          "<|return|>", "<|call|>", "_<EOT>", "<|user|>"};
+  GgufMetadata meta;
+  meta.set("tokenizer.ggml.model", GgufValue::of_string("gpt2"));
+  meta.set("tokenizer.ggml.tokens", GgufValue::of_strings(names));
+  meta.set("tokenizer.ggml.merges", GgufValue::of_strings({}));
+  meta.set("tokenizer.ggml.eos_token_id", GgufValue::of_u32(3));
+  auto tok = Tokenizer::from_gguf(meta);
+  for (int32_t id = 2; id <= 7; id++) {
+    EXPECT_TRUE(tok->is_eog(id)) << names[static_cast<size_t>(id)];
+    EXPECT_TRUE(tok->is_control(id)) << names[static_cast<size_t>(id)];
+  }
+  EXPECT_FALSE(tok->is_eog(8));
+  EXPECT_FALSE(tok->is_eog(0));
+}
+
 TEST_P(VocabFixture, GgufRoundTripKeepsEverything) {
   JF_SHARED_PATH(path, vocab_rel(GetParam()));
   auto tok = load_gguf_tokenizer(path);
@@ -189,6 +208,17 @@ TEST(Tokenizer, SpecialTokensAndDefaults) {
   // The dummy prefix is added to text following a special token.
   EXPECT_EQ(phi->encode("<|user|>\nHi<|end|>", false, true).front(), 32010);
   EXPECT_EQ(phi->encode("<|user|>\nHi<|end|>", false, true).back(), 32007);
+  // The vocabulary is named "Phi3": as llama.cpp, whitespace after its special tokens is dropped (a chat
+  // turn is these 8 tokens in llama.cpp, 14 when the newlines are kept); <s> keeps what follows it.
+  EXPECT_EQ(phi->encode("<|user|>\nSYS\nHI<|end|>\n<|assistant|>\n", true, true),
+            std::vector<int32_t>({1, 32010, 317, 21554, 13, 17628, 32007, 32001}));
+  auto cat = [](std::vector<int32_t> a, const std::vector<int32_t>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  EXPECT_EQ(phi->encode("<s>\nHi", false, true), cat(phi->encode("<s>", false, true), phi->encode("\nHi", false, false)));
+  // Another SPM vocabulary keeps the whitespace after a special token.
+  EXPECT_EQ(spm->encode("</s>\nHi", false, true), cat(spm->encode("</s>", false, true), spm->encode("\nHi", false, false)));
 
   JF_SHARED_PATH(gpt2_path, vocab_rel("gpt-2"));
   auto gpt2 = load_gguf_tokenizer(gpt2_path);

@@ -122,6 +122,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_hf(const std::string& dir) {
       if (i < 0) throw Error(tj_path + ": negative added token id");
       s.tokens[i] = a.at("content").get<std::string>();
       s.types[i] = a.value("special", false) ? TokenKind::Control : TokenKind::UserDefined;
+      if (a.value("rstrip", false)) s.rstrip.push_back(static_cast<int32_t>(i));
       set[i] = true;
     }
     for (int64_t i = 0; i < n; i++) {

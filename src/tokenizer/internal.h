@@ -68,6 +68,7 @@ struct Tokenizer::Impl {
   // Tokens matched literally before model tokenization, longest first: user-defined ones always,
   // control/unknown ones only with parse_special.
   std::vector<int32_t> special_sorted;
+  std::vector<bool> rstrip;  // per token: whitespace after it in a text is dropped (spec.rstrip)
 
   // SPM: byte fallback ids ("<0xXX>", else the single-byte token), -1 when absent.
   int32_t byte_ids[256];
@@ -96,5 +97,9 @@ struct Tokenizer::Impl {
 // Shared by the loaders: llama.cpp's name-based end-of-generation detection (<|eot_id|>, <|im_end|>, ...).
 // Marks such tokens as control, and adds them to spec.eog.
 void detect_eog_tokens(VocabSpec& spec);
+// Phi-3 files (general.name containing "phi-3" / "phi3", any case): whitespace after their special tokens
+// is dropped, as llama.cpp does for files of that name.
+bool phi3_by_name(std::string name);
+void strip_after_phi3_specials(VocabSpec& spec);
 
 }  // namespace jf

@@ -1,4 +1,5 @@
 // Tokenizer from GGUF metadata (and back), and from a llama2.c tokenizer.bin; llama.cpp's defaults and EOG rules.
+#include <cctype>
 #include <cstring>
 #include <initializer_list>
 
@@ -27,10 +28,28 @@ int32_t find_token(const VocabSpec& s, std::initializer_list<const char*> names)
 
 }  // namespace
 
+bool phi3_by_name(std::string name) {
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos;
+}
+
+void strip_after_phi3_specials(VocabSpec& spec) {
+  // llama.cpp keys this on the model's name (nothing in the vocabulary marks it): every special token and
+  // "</s>" drop the whitespace that follows them, except <unk>, <s> and <|endoftext|> (llama-vocab.cpp).
+  for (size_t i = 0; i < spec.tokens.size(); i++) {
+    const TokenKind k = spec.types[i];
+    const std::string& t = spec.tokens[i];
+    const bool special = k == TokenKind::Control || k == TokenKind::UserDefined || k == TokenKind::Unknown;
+    if ((special || t == "</s>") && t != "<unk>" && t != "<s>" && t != "<|endoftext|>")
+      spec.rstrip.push_back(static_cast<int32_t>(i));
+  }
+}
+
 void detect_eog_tokens(VocabSpec& spec) {
   // Names llama.cpp treats as end of generation, whatever the file says (llama-vocab.cpp).
-  static const char* const kEogNames[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
-                                          "<|endoftext|>", "<|eom_id|>", "<EOT>"};
+  static const char* const kEogNames[] = {"<|eot_id|>",    "<|im_end|>", "<|end|>", "<|return|>",     "<|call|>",
+                                          "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>",
+                                          "<|end_of_text|>", "<end_of_utterance>"};
   std::vector<int32_t> found;
   for (size_t i = 0; i < spec.tokens.size(); i++) {
     for (const char* nm : kEogNames) {
@@ -121,6 +140,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufMetadata& meta) {
     }
     detect_eog_tokens(s);
   }
+  if (phi3_by_name(meta.get_string("general.name", ""))) strip_after_phi3_specials(s);
   return std::make_unique<Tokenizer>(std::move(s));
 }
 

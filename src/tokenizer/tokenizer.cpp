@@ -1,5 +1,6 @@
 // Tokenizer construction (validation, lookup tables), special-token partitioning, encode dispatch and decode.
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 
@@ -84,6 +85,12 @@ Tokenizer::Tokenizer(VocabSpec spec) : impl_(std::make_unique<Impl>()) {
   }
   std::stable_sort(m.special_sorted.begin(), m.special_sorted.end(),
                    [&](int32_t a, int32_t b) { return spec.tokens[a].size() > spec.tokens[b].size(); });
+  m.rstrip.assign(n, false);
+  for (int32_t id : spec.rstrip) {
+    if (id < 0 || id >= static_cast<int32_t>(n))
+      throw Error("tokenizer whitespace-stripping id " + id_str(id) + " is outside the vocabulary of " + id_str(n));
+    m.rstrip[static_cast<size_t>(id)] = true;
+  }
 
   std::fill(std::begin(m.byte_ids), std::end(m.byte_ids), -1);
   std::fill(std::begin(m.bytelevel_ids), std::end(m.bytelevel_ids), -1);
@@ -194,9 +201,12 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
       }
       std::string_view raw = text.substr(f.b, f.len);
       size_t pos = 0;
-      for (size_t hit; (hit = raw.find(st, pos)) != std::string_view::npos; pos = hit + st.size()) {
+      for (size_t hit; (hit = raw.find(st, pos)) != std::string_view::npos;) {
         if (hit > pos) next.push_back({-1, f.b + pos, hit - pos});
         next.push_back({sid, 0, 0});
+        pos = hit + st.size();
+        while (m.rstrip[static_cast<size_t>(sid)] && pos < raw.size() && std::isspace(static_cast<unsigned char>(raw[pos])))
+          pos++;
       }
       if (pos < raw.size()) next.push_back({-1, f.b + pos, raw.size() - pos});
     }

@@ -30,6 +30,7 @@ struct VocabSpec {
   std::vector<std::string> merges;      // BPE merges "left right", highest priority first
   int32_t bos = -1, eos = -1, unk = -1, pad = -1;
   std::vector<int32_t> eog;             // further end-of-generation ids (e.g. <|im_end|>, <|eot_id|>)
+  std::vector<int32_t> rstrip;          // special tokens that swallow the whitespace after them in a text
   bool add_bos = true;
   bool add_eos = false;
   bool add_space_prefix = true;         // SPM: prepend a space (the "dummy prefix") before encoding
