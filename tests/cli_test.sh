@@ -127,10 +127,10 @@ PY
     "$jf" inspect -m "$tmp/q4.gguf" 2>/dev/null | grep -q "q4_0" &&
     echo "ok   convert to q4_0 runs" || { echo "FAIL convert q4_0"; fails=$((fails + 1)); }
   check_error "bad convert type" 1 "$jf" convert -m "$m" -o "$tmp/x.gguf" --type iq2_xxs
-  # q3_k names a single type; rows of 64 fit no block of 256, so every matrix takes the reference's IQ4_NL.
+  # q3_k names a single type; rows of 64 fit no block of 256, so every matrix takes the reference's Q4_0.
   "$jf" random --preset tiny --type q3_k -o "$tmp/r3.gguf" 2>/dev/null &&
-    "$jf" inspect -m "$tmp/r3.gguf" | grep -q "blk.0.ffn_down.weight *iq4_nl " &&
-    echo "ok   random --type q3_k (iq4_nl at width 64)" || { echo "FAIL random q3_k"; fails=$((fails + 1)); }
+    "$jf" inspect -m "$tmp/r3.gguf" | grep -q "blk.0.ffn_down.weight *q4_0 " &&
+    echo "ok   random --type q3_k (q4_0 at width 64)" || { echo "FAIL random q3_k"; fails=$((fails + 1)); }
   # GGML's 2- and 3-bit file types on a model whose rows fit 256-blocks: the mix is in the file.
   "$jf" random --preset llama-1b --layers 2 --type q3_k_m --vocab-from "$shared/models/tokenizers/ggml-vocab-llama-spm.gguf" \
       -o "$tmp/r3m.gguf" 2>/dev/null &&

@@ -157,6 +157,30 @@ TEST(ArchOps, YarnRampAndMagnitude) {
   EXPECT_NE(back.summary().find("yarn x4 from 64"), std::string::npos) << back.summary();
   meta.set("qwen2.rope.scaling.original_context_length", GgufValue::of_u32(0));
   expect_error([&] { config_from_gguf(meta).validate(); }, "YaRN needs rope.scaling.original_context_length");
+  // Without the key, the trained context is the original one (llama.cpp's n_ctx_orig_yarn default).
+  ModelConfig no_key = c;
+  no_key.rope_orig_context = 0;
+  GgufMetadata meta2;
+  config_to_gguf(no_key, meta2);
+  ASSERT_FALSE(meta2.has("qwen2.rope.scaling.original_context_length"));
+  EXPECT_EQ(config_from_gguf(meta2).rope_orig_context, no_key.context_length);
+}
+
+TEST(ArchGguf, Gemma3WithoutWindowHasNoLocalLayersAndMayCapLogits) {
+  ModelConfig g = preset_config("gemma3-tiny");
+  GgufMetadata meta;
+  config_to_gguf(g, meta);
+  ASSERT_GT(config_from_gguf(meta).sliding_window, 0);
+  EXPECT_EQ(config_from_gguf(meta).rope_theta_local, 10000.0f);
+  EXPECT_EQ(config_from_gguf(meta).final_softcap, 0.0f);
+  g.sliding_window = 0;
+  g.final_softcap = 30.0f;  // a fine-tune that writes gemma3.final_logit_softcapping
+  GgufMetadata meta2;
+  config_to_gguf(g, meta2);
+  const ModelConfig back = config_from_gguf(meta2);
+  EXPECT_EQ(back.sliding_window, 0);
+  EXPECT_EQ(back.rope_theta_local, 0.0f);  // every layer rotates with the file's base
+  EXPECT_EQ(back.final_softcap, 30.0f);
 }
 
 // Gemma 3: local layers rotate with base 10000 and no scaling, global ones with the file's base and scaling.

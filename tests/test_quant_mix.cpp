@@ -41,7 +41,9 @@ TEST(QuantMix, FileTypesFollowTheReferenceMix) {
   EXPECT_EQ(scheme_tensor_type(m, "blk.3.attn_v.weight", 896, n, true), DType::Q5_0);
   EXPECT_EQ(scheme_tensor_type(m, "blk.0.attn_v.weight", 896, n, true), DType::Q8_0);  // Q6_K's fallback
   EXPECT_EQ(scheme_tensor_type(m, "blk.0.ffn_down.weight", 4864, n, true), DType::Q6_K);
-  EXPECT_EQ(scheme_tensor_type(m, "blk.0.attn_qkv.weight", 3072, n, true), DType::Q5_K);  // fused (Phi-3)
+  // Fused qkv (Phi-3) follows attn_v's rules, as current llama.cpp sorts it with attn_v.
+  EXPECT_EQ(scheme_tensor_type(m, "blk.0.attn_qkv.weight", 3072, n, true), DType::Q6_K);
+  EXPECT_EQ(scheme_tensor_type(m, "blk.2.attn_qkv.weight", 3072, n, true), DType::Q4_K);
   EXPECT_EQ(scheme_tensor_type(m, "blk.0.attn_q.weight", 100, n, true), DType::F16);
   EXPECT_EQ(scheme_tensor_type(q6, "blk.5.ffn_up.weight", 2048, n, true), DType::Q6_K);
   EXPECT_EQ(scheme_tensor_type(q50, "output.weight", 2048, n, true), DType::Q6_K);
@@ -80,17 +82,18 @@ TEST(QuantMix, TwoAndThreeBitFileTypes) {
     for (const char* t : {"attn_v.weight", "ffn_down.weight", "attn_output.weight", "attn_q.weight"})
       EXPECT_EQ(scheme_tensor_type(q3s, p + t, 2048, n, true, 8), DType::Q3_K);
   }
-  EXPECT_EQ(scheme_tensor_type(q3m, "blk.0.attn_qkv.weight", 3072, n, true, 1), DType::Q4_K);  // fused (Phi-3)
-  EXPECT_EQ(scheme_tensor_type(q3l, "blk.0.attn_qkv.weight", 3072, n, true, 1), DType::Q4_K);
-  EXPECT_EQ(scheme_tensor_type(q2, "blk.0.attn_qkv.weight", 3072, n, true, 1), DType::Q2_K);
+  EXPECT_EQ(scheme_tensor_type(q3m, "blk.0.attn_qkv.weight", 3072, n, true, 1), DType::Q5_K);  // fused: attn_v's
+  EXPECT_EQ(scheme_tensor_type(q3m, "blk.5.attn_qkv.weight", 3072, n, true, 1), DType::Q4_K);
+  EXPECT_EQ(scheme_tensor_type(q3l, "blk.0.attn_qkv.weight", 3072, n, true, 1), DType::Q5_K);
+  EXPECT_EQ(scheme_tensor_type(q2, "blk.0.attn_qkv.weight", 3072, n, true, 1), DType::Q3_K);
   for (const WeightScheme* w : {&q2, &q3s, &q3m, &q3l}) {
     EXPECT_EQ(scheme_tensor_type(*w, "output.weight", 2048, n, true, 8), DType::Q6_K);
     EXPECT_EQ(scheme_tensor_type(*w, "token_embd.weight", 2048, n, false, 8), DType::Q6_K);
     EXPECT_EQ(scheme_tensor_type(*w, "output.weight", 896, n, true, 8), DType::Q8_0);
   }
-  // Rows that fit no 256-block: Q2_K / Q3_K -> IQ4_NL, F16 below 32.
-  EXPECT_EQ(scheme_tensor_type(q2, "blk.3.attn_q.weight", 896, n, true, 8), DType::IQ4_NL);
-  EXPECT_EQ(scheme_tensor_type(q3s, "blk.3.ffn_up.weight", 896, n, true, 8), DType::IQ4_NL);
+  // Rows that fit no 256-block: Q2_K / Q3_K -> Q4_0, F16 below 32.
+  EXPECT_EQ(scheme_tensor_type(q2, "blk.3.attn_q.weight", 896, n, true, 8), DType::Q4_0);
+  EXPECT_EQ(scheme_tensor_type(q3s, "blk.3.ffn_up.weight", 896, n, true, 8), DType::Q4_0);
   EXPECT_EQ(scheme_tensor_type(q3m, "blk.3.attn_v.weight", 896, n, true, 8), DType::Q5_0);  // Q4_K's fallback
   EXPECT_EQ(scheme_tensor_type(q2, "blk.3.attn_q.weight", 100, n, true, 8), DType::F16);
   // iq4_nl / iq4_xs: attn_v Q5_K with GQA >= 4, ffn_down Q5_K below n/8 (2 layers), IQ4_XS -> IQ4_NL at 896.
@@ -107,6 +110,45 @@ TEST(QuantMix, TwoAndThreeBitFileTypes) {
   EXPECT_EQ(scheme_tensor_type(nl, "output.weight", 2048, n, true, 8), DType::Q6_K);
   EXPECT_EQ(scheme_tensor_type(xs, "blk.3.attn_q.weight", 896, n, true, 8), DType::IQ4_NL);
   EXPECT_EQ(scheme_tensor_type(nl, "blk.3.attn_q.weight", 896, n, true, 8), DType::IQ4_NL);
+}
+
+// The reference's 70B class (80 layers: llama with grouped keys and values, or qwen2) gets attn_v in Q5_K
+// where its mix says Q3_K or Q4_K; other types and other models keep theirs.
+TEST(QuantMix, SeventyBClassAttnVBonus) {
+  ModelConfig llama70;
+  llama70.arch = Arch::Llama, llama70.n_layers = 80, llama70.n_heads = 64, llama70.n_kv_heads = 8;
+  EXPECT_TRUE(reference_70b_class(llama70));
+  ModelConfig mha = llama70;
+  mha.n_kv_heads = 64;  // LLaMA-65B: no bonus
+  EXPECT_FALSE(reference_70b_class(mha));
+  ModelConfig qwen72 = llama70;
+  qwen72.arch = Arch::Qwen2;
+  EXPECT_TRUE(reference_70b_class(qwen72));
+  ModelConfig qwen3 = llama70;
+  qwen3.arch = Arch::Qwen3;
+  EXPECT_FALSE(reference_70b_class(qwen3));
+  llama70.n_layers = 81;
+  EXPECT_FALSE(reference_70b_class(llama70));
+
+  WeightScheme m, s, q2, q3s, xs;
+  ASSERT_TRUE(weight_scheme_from_name("q4_k_m", &m));
+  ASSERT_TRUE(weight_scheme_from_name("q4_k_s", &s));
+  ASSERT_TRUE(weight_scheme_from_name("q2_k", &q2));
+  ASSERT_TRUE(weight_scheme_from_name("q3_k_s", &q3s));
+  ASSERT_TRUE(weight_scheme_from_name("iq4_xs", &xs));
+  const int n = 80;
+  for (int i = 0; i < n; i++) {
+    SCOPED_TRACE(i);
+    const std::string v = "blk." + std::to_string(i) + ".attn_v.weight";
+    const bool more = scheme_tensor_type(m, v, 8192, n, true, 8) == DType::Q6_K;
+    EXPECT_EQ(scheme_tensor_type(m, v, 8192, n, true, 8, true), more ? DType::Q6_K : DType::Q5_K);
+    EXPECT_EQ(scheme_tensor_type(s, v, 8192, n, true, 8, true), DType::Q5_K);
+    EXPECT_EQ(scheme_tensor_type(q2, v, 8192, n, true, 8, true), DType::Q5_K);
+    EXPECT_EQ(scheme_tensor_type(q3s, v, 8192, n, true, 8, true), DType::Q5_K);
+    EXPECT_EQ(scheme_tensor_type(xs, v, 8192, n, true, 1, true), DType::IQ4_XS);  // not Q3_K / Q4_K
+    EXPECT_EQ(scheme_tensor_type(m, "blk." + std::to_string(i) + ".attn_q.weight", 8192, n, true, 8, true),
+              DType::Q4_K);
+  }
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ int run_convert(const ModelOptions& o, const std::string& out, const std::string
   TensorSet ts = to_gguf_layout(lm.model->config(), lm.model->tensors(), &cfg);
   if (!type.empty()) {
     std::vector<std::string> notes;
-    ts = convert_tensors(ts, parse_scheme(type), cfg.n_layers, cfg.gqa_ratio(), &notes);
+    ts = convert_tensors(ts, parse_scheme(type), cfg, &notes);
     for (const auto& n : notes) std::fprintf(stderr, "jf: %s\n", n.c_str());
   }
   GgufMetadata meta;

@@ -102,13 +102,15 @@ namespace {
 // 27B models scale q by 1/sqrt(dim / heads), the others by 1/sqrt(head_dim); GGUF does not store it).
 void read_gemma_keys(const GgufMetadata& meta, const std::string& p, ModelConfig& c) {
   const bool g2 = c.arch == Arch::Gemma2;
-  c.sliding_window = static_cast<int>(meta.get_int(p + "attention.sliding_window", g2 ? 4096 : 512));
+  // Gemma 3 without a window (or with 0) has no local layers at all, as llama.cpp reads it.
+  c.sliding_window = static_cast<int>(meta.get_int(p + "attention.sliding_window", g2 ? 4096 : 0));
   c.sliding_period = g2 ? 2 : 6;
   if (g2) {
     c.attn_softcap = static_cast<float>(meta.get_float(p + "attn_logit_softcapping", 50.0));
     c.final_softcap = static_cast<float>(meta.get_float(p + "final_logit_softcapping", 30.0));
   } else {
-    c.rope_theta_local = 10000.0f;
+    if (c.sliding_window > 0) c.rope_theta_local = 10000.0f;
+    c.final_softcap = static_cast<float>(meta.get_float(p + "final_logit_softcapping", 0.0));  // fine-tunes may set it
   }
   const bool is_27b = c.n_layers == (g2 ? 46 : 62);
   if (c.n_heads > 0)
@@ -127,7 +129,9 @@ void read_rope_scaling(const GgufMetadata& meta, const std::string& p, ModelConf
   } else if (scaling != "none" && !scaling.empty() && !(c.arch == Arch::Phi3 && (scaling == "longrope" || scaling == "su"))) {
     throw Error("unsupported rope scaling type '" + scaling + "' (supported: none, linear, yarn, llama3 rope_freqs, phi3 longrope)");
   }
-  c.rope_orig_context = static_cast<int>(meta.get_int(p + "rope.scaling.original_context_length", 0));
+  // Without the key llama.cpp takes the trained context as the original one (YaRN, Phi-3's LongRoPE).
+  const bool needs_orig = c.rope_yarn || c.arch == Arch::Phi3;
+  c.rope_orig_context = static_cast<int>(meta.get_int(p + "rope.scaling.original_context_length", needs_orig ? c.context_length : 0));
   c.rope_attn_factor = static_cast<float>(meta.get_float(p + "rope.scaling.attn_factor", 1.0));
 }
 
@@ -192,6 +196,8 @@ void config_to_gguf(const ModelConfig& c, GgufMetadata& meta) {
   if (c.sliding_window > 0) meta.set(p + "attention.sliding_window", GgufValue::of_u32(c.sliding_window));
   if (c.arch == Arch::Gemma2) {
     meta.set(p + "attn_logit_softcapping", GgufValue::of_f32(c.attn_softcap));
+    meta.set(p + "final_logit_softcapping", GgufValue::of_f32(c.final_softcap));
+  } else if (c.final_softcap > 0.0f) {
     meta.set(p + "final_logit_softcapping", GgufValue::of_f32(c.final_softcap));
   }
 }

@@ -5,17 +5,19 @@
 
 namespace jf {
 
-TensorSet convert_tensors(const TensorSet& src, const WeightScheme& scheme, int n_layers, int n_gqa,
+TensorSet convert_tensors(const TensorSet& src, const WeightScheme& scheme, const ModelConfig& cfg,
                           std::vector<std::string>* notes) {
+  const int n_layers = cfg.n_layers, n_gqa = cfg.gqa_ratio();
+  const bool class_70b = reference_70b_class(cfg);
   TensorSet out;
   out.owned = src.owned;  // unchanged tensors keep pointing at the source buffers
   const bool has_output = src.find("output.weight") != nullptr;
   for (const auto& [name, t] : src.tensors) {
     DType target = DType::F32;
     if (t.dims.size() == 2) {
-      target = scheme_tensor_type(scheme, name, t.dims[0], n_layers, has_output, n_gqa);
+      target = scheme_tensor_type(scheme, name, t.dims[0], n_layers, has_output, n_gqa, class_70b);
       const int64_t any_width = kQ8Block * kQK;  // fits every block size
-      const DType wanted = scheme_tensor_type(scheme, name, any_width, n_layers, has_output, n_gqa);
+      const DType wanted = scheme_tensor_type(scheme, name, any_width, n_layers, has_output, n_gqa, class_70b);
       if (notes && target != wanted)
         notes->push_back(name + ": row length " + std::to_string(t.dims[0]) + " does not fit " + dtype_name(wanted) +
                          " blocks, " + dtype_name(target) + " instead");
@@ -42,7 +44,7 @@ TensorSet convert_tensors(const TensorSet& src, const WeightScheme& scheme, int 
 
 TensorSet convert_tensors(const TensorSet& src, DType type, std::vector<std::string>* kept) {
   std::vector<std::string> notes;
-  TensorSet out = convert_tensors(src, pure_scheme(type), 0, 1, &notes);
+  TensorSet out = convert_tensors(src, pure_scheme(type), ModelConfig{}, &notes);  // a pure scheme reads no shape
   if (kept)
     for (const std::string& n : notes) kept->push_back(n.substr(0, n.find(':')));
   return out;

@@ -64,7 +64,7 @@ DType fallback_for_width(DType t, int64_t cols) {
     case DType::Q5_K: t = DType::Q5_1; break;
     case DType::Q6_K: t = DType::Q8_0; break;
     case DType::Q2_K:
-    case DType::Q3_K:
+    case DType::Q3_K: t = DType::Q4_0; break;
     case DType::IQ4_XS: t = DType::IQ4_NL; break;
     default: break;
   }
@@ -73,8 +73,8 @@ DType fallback_for_width(DType t, int64_t cols) {
 
 namespace {
 
-// attn_v's type in the K mixes (`t` otherwise).
-DType attn_v_type(Mix mix, DType t, int layer, int n_layers, int n_gqa) {
+// attn_v's type in the K mixes (`t` otherwise), before the 70B bonus.
+DType attn_v_mix_type(Mix mix, DType t, int layer, int n_layers, int n_gqa) {
   switch (mix) {
     case Mix::Q2K: return n_gqa >= 4 ? DType::Q4_K : DType::Q3_K;
     case Mix::Q3KM: return layer < 2 ? DType::Q5_K : DType::Q4_K;
@@ -110,34 +110,33 @@ DType attn_output_type(Mix mix, DType t) {
   }
 }
 
-DType attn_qkv_type(Mix mix, DType t) {
-  switch (mix) {
-    case Mix::Q3KM:
-    case Mix::Q3KL: return DType::Q4_K;
-    case Mix::Q4KM: return DType::Q5_K;
-    case Mix::Q5KM: return DType::Q6_K;
-    default: return t;
-  }
+DType attn_v_type(Mix mix, DType t, int layer, int n_layers, int n_gqa, bool class_70b) {
+  t = attn_v_mix_type(mix, t, layer, n_layers, n_gqa);
+  // The 70B's attn_v is 8x smaller than attn_q (8 query heads per key-value head): more bits cost little.
+  if (class_70b && (t == DType::Q3_K || t == DType::Q4_K)) t = DType::Q5_K;
+  return t;
 }
 
 }  // namespace
 
+bool reference_70b_class(const ModelConfig& cfg) {
+  return cfg.n_layers == 80 && ((cfg.arch == Arch::Llama && cfg.n_kv_heads != cfg.n_heads) || cfg.arch == Arch::Qwen2);
+}
+
 DType scheme_tensor_type(const WeightScheme& s, const std::string& name, int64_t cols, int n_layers, bool has_output,
-                         int n_gqa) {
+                         int n_gqa, bool class_70b) {
   DType t = s.base;
   if (s.mix != Mix::Pure) {
     const int layer = layer_of(name);
     if (name == "output.weight" || (!has_output && name == "token_embd.weight")) {
       // The reference keeps Q8_0 there when the base type's blocks do not divide the row.
       t = cols % dtype_block_size(s.base) != 0 ? DType::Q8_0 : DType::Q6_K;
-    } else if (contains(name, "attn_v.weight") && layer >= 0) {
-      t = attn_v_type(s.mix, t, layer, n_layers, n_gqa);
+    } else if ((contains(name, "attn_v.weight") || contains(name, "attn_qkv.weight")) && layer >= 0) {
+      t = attn_v_type(s.mix, t, layer, n_layers, n_gqa, class_70b);
     } else if (contains(name, "ffn_down") && layer >= 0) {
       t = ffn_down_type(s.mix, t, layer, n_layers);
     } else if (contains(name, "attn_output.weight")) {
       t = attn_output_type(s.mix, t);
-    } else if (contains(name, "attn_qkv.weight")) {
-      t = attn_qkv_type(s.mix, t);
     }
   }
   return fallback_for_width(t, cols);

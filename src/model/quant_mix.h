@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/dtype.h"
+#include "model/config.h"
 
 namespace jf {
 
@@ -32,14 +33,19 @@ const char* weight_scheme_names();
 //     on layers 0-3; iq4_nl / iq4_xs Q5_K when n_gqa >= 4.
 //   ffn_down: q2_k Q3_K; q3_k_m Q5_K below n/16, then Q4_K; q3_k_l Q5_K; q4_k_m / q5_k_m Q6_K on the "more
 //     bits" layers; q4_k_s and iq4_nl / iq4_xs Q5_K below n/8.
-//   attn_output: q2_k Q3_K, q3_k_m Q4_K, q3_k_l Q5_K.  attn_qkv (fused): q3_k_m / q3_k_l Q4_K, q4_k_m Q5_K,
-//     q5_k_m Q6_K.  The rest `base`.
+//     In the reference's 70B class (class_70b) an attn_v that would be Q3_K or Q4_K is Q5_K.
+//   attn_qkv (fused): attn_v's rules (current llama.cpp sorts it with attn_v).
+//   attn_output: q2_k Q3_K, q3_k_m Q4_K, q3_k_l Q5_K.  The rest `base`.
 // Then the fallbacks for rows that do not fit the type's blocks (see fallback_for_width).
 DType scheme_tensor_type(const WeightScheme& s, const std::string& name, int64_t cols, int n_layers, bool has_output,
-                         int n_gqa = 1);
+                         int n_gqa = 1, bool class_70b = false);
+
+// The models the reference quantizer gives a 70B's attn_v bonus: 80 layers, llama with grouped keys and values,
+// or qwen2.
+bool reference_70b_class(const ModelConfig& cfg);
 
 // A type whose blocks do not divide `cols` (the reference's): Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K /
-// Q3_K / IQ4_XS -> IQ4_NL, then F16 when even 32 does not divide it. Others unchanged.
+// Q3_K -> Q4_0, IQ4_XS -> IQ4_NL, then F16 when even 32 does not divide it. Others unchanged.
 DType fallback_for_width(DType t, int64_t cols);
 
 }  // namespace jf

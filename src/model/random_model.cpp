@@ -19,7 +19,7 @@ TensorSet random_tensors(const ModelConfig& cfg_in, const WeightScheme& scheme, 
   Rng rng(seed);
   std::vector<float> row;
   auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
-    const DType t = scheme_tensor_type(scheme, name, cols, cfg.n_layers, !cfg.tied_output, cfg.gqa_ratio());
+    const DType t = scheme_tensor_type(scheme, name, cols, cfg.n_layers, !cfg.tied_output, cfg.gqa_ratio(), reference_70b_class(cfg));
     // Uniform with the variance of N(0, 1/cols): cheap enough for billion-parameter benchmark models.
     const float half_width = std::sqrt(3.0f / static_cast<float>(cols));
     std::vector<uint8_t> bytes(dtype_row_bytes(t, cols) * rows);
