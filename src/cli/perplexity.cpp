@@ -1,6 +1,7 @@
 // `jf perplexity`: mean next-token negative log-likelihood of a text under a model, in jf's windows (each
 // starts fresh with BOS) or in llama-perplexity's chunks (`--llama-cpp`), whose numbers compare with that
 // tool's. The cutting and the scoring are model/perplexity.h.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include "base/mapped_file.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/progress.h"
 #include "decode/decoder.h"
 #include "model/perplexity.h"
 
@@ -45,7 +47,14 @@ int run_perplexity(PplArgs& a) {
   Transformer tf(lm.model->config(), lm.model->weights());
   KvCache cache(lm.model->config(), capacity, kv_type(a.model));
   NllSum sum;
-  for (const ScoredContext& c : contexts) score_context(tf, cache, c, sum, kPrefillChunk);
+  Progress progress(static_cast<int>(contexts.size()), "perplexity");
+  for (size_t i = 0; i < contexts.size(); i++) {
+    score_context(tf, cache, contexts[i], sum, kPrefillChunk);
+    char so_far[64];
+    std::snprintf(so_far, sizeof so_far, "perplexity so far %.4f", std::exp(sum.nll / static_cast<double>(std::max<int64_t>(sum.count, 1))));
+    progress.update(static_cast<int>(i + 1), so_far);
+  }
+  progress.finish();
   if (sum.count == 0) throw Error(a.file + ": no tokens to score");
   const double mean = sum.nll / static_cast<double>(sum.count);
   if (a.json)
