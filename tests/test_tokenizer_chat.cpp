@@ -98,15 +98,50 @@ TEST(Chat, Llama31TemplateIsLlama3) {
   s.bos = 9;  // <|begin_of_text|>
   Tokenizer tok(s);
   EXPECT_EQ(detect_chat_format(tok), ChatFormat::Llama3);
-  EXPECT_EQ(render_chat(ChatFormat::Llama3, {{"system", "Be brief."}, {"user", " Hi \n"}}, true, tok),
-            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+  // The template's own rendering: a dated system turn always comes first, holding the system message.
+  const std::string dated = "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+                            "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n";
+  EXPECT_EQ(render_chat(ChatFormat::Llama3, {{"system", " Be brief. "}, {"user", " Hi \n"}}, true, tok),
+            dated + "Be brief.<|eot_id|>"
             "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
             "<|start_header_id|>assistant<|end_header_id|>\n\n");
   EXPECT_EQ(render_chat(ChatFormat::Llama3, kDialog, false, tok),
-            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+            dated + "Be brief.<|eot_id|>"
             "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
             "<|start_header_id|>assistant<|end_header_id|>\n\nHello!<|eot_id|>"
             "<|start_header_id|>user<|end_header_id|>\n\nBye<|eot_id|>");
+  EXPECT_EQ(render_chat(ChatFormat::Llama3, {{"user", "Hi"}}, true, tok),
+            dated + "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+TEST(Chat, Llama32TemplateDatesTheConversationToday) {
+  // Llama 3.2's template takes the date from strftime_now("%d %b %Y") (llama.cpp: today, local time).
+  JF_SHARED_PATH(path, "models/chat-templates/meta-llama-Llama-3.1-8B-Instruct.jinja");
+  std::string tmpl = read_file(path);
+  const std::string fixed = "{%- set date_string = \"26 Jul 2024\" %}";
+  ASSERT_NE(tmpl.find(fixed), std::string::npos);
+  tmpl.replace(tmpl.find(fixed), fixed.size(),
+               "{%- if strftime_now is defined %}{%- set date_string = strftime_now(\"%d %b %Y\") %}{%- else %}"
+               "{%- set date_string = \"26 Jul 2024\" %}{%- endif %}");
+  VocabSpec s = chat_vocab(tmpl);
+  s.bos = 9;
+  Tokenizer tok(s);
+  auto today = [] {
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&now, &local);
+    char b[32];
+    std::strftime(b, sizeof b, "%d %b %Y", &local);
+    return std::string(b);
+  };
+  const std::string before = today();
+  const std::string got = render_chat(ChatFormat::Llama3, {{"user", "Hi"}}, true, tok);
+  const std::string after = today();
+  EXPECT_TRUE(got.find("Today Date: " + before + "\n\n") != std::string::npos ||
+              got.find("Today Date: " + after + "\n\n") != std::string::npos)
+      << got;
+  EXPECT_EQ(got.find("26 Jul 2024"), std::string::npos);
 }
 
 TEST(Chat, Llama2Format) {

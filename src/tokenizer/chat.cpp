@@ -1,6 +1,8 @@
 // Chat prompt formats: detection from the model's chat template / vocabulary, and rendering of messages.
 #include "tokenizer/chat.h"
 
+#include <ctime>
+
 #include "base/error.h"
 #include "tokenizer/tokenizer.h"
 
@@ -26,6 +28,33 @@ bool has_token(const Tokenizer& tok, const std::string& text) {
 
 std::string special_text(const Tokenizer& tok, int32_t id, const char* fallback) {
   return id >= 0 ? tok.token_text(id) : std::string(fallback);
+}
+
+// The string literal that follows `key` in a Jinja template (up to its closing quote or a "\n" escape), or
+// `fallback` when the template does not have it.
+std::string literal_after(const std::string& tmpl, const std::string& key, const std::string& fallback) {
+  const size_t at = tmpl.find(key);
+  if (at == std::string::npos) return fallback;
+  const size_t b = at + key.size();
+  const size_t e = tmpl.find_first_of("\"'\\", b);
+  return e == std::string::npos ? fallback : tmpl.substr(b, e - b);
+}
+
+// Llama 3.1 / 3.2 templates open every prompt with a system turn that dates the model's knowledge and the
+// conversation ("Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n"), then the system
+// message. 3.1 has a fixed date_string; 3.2 asks strftime_now, which llama.cpp answers with today's date.
+std::string llama3_dated_system(const std::string& tmpl, const std::string& system, std::time_t now) {
+  const std::string knowledge = literal_after(tmpl, "Cutting Knowledge Date: ", "December 2023");
+  std::string today = literal_after(tmpl, "set date_string = \"", "26 Jul 2024");
+  if (tmpl.find("strftime_now") != std::string::npos) {
+    char b[32];
+    std::tm local{};
+    localtime_r(&now, &local);
+    std::strftime(b, sizeof b, "%d %b %Y", &local);
+    today = b;
+  }
+  return "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: " + knowledge + "\nToday Date: " + today +
+         "\n\n" + trim(system) + "<|eot_id|>";
 }
 
 }  // namespace
@@ -88,8 +117,14 @@ std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages, 
     }
     case ChatFormat::Llama3: {
       out += special_text(tok, spec.bos, "<|begin_of_text|>");
-      for (const ChatMessage& m : messages)
-        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(m.content) + "<|eot_id|>";
+      size_t first = 0;
+      if (spec.chat_template.find("Cutting Knowledge Date: ") != std::string::npos) {
+        const bool has_system = !messages.empty() && messages[0].role == "system";
+        out += llama3_dated_system(spec.chat_template, has_system ? messages[0].content : "", std::time(nullptr));
+        first = has_system ? 1 : 0;
+      }
+      for (size_t i = first; i < messages.size(); i++)
+        out += "<|start_header_id|>" + messages[i].role + "<|end_header_id|>\n\n" + trim(messages[i].content) + "<|eot_id|>";
       if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
       return out;
     }
