@@ -26,6 +26,7 @@ check_error "missing model file" 1 "$jf" generate -m /nonexistent.gguf
 check_error "serve: missing model file" 1 "$jf" serve -m /nonexistent.gguf --port 0
 check_error "serve: bad port" 1 "$jf" serve -m /nonexistent.gguf --port 70000
 check_error "serve: bad --parallel" 1 "$jf" serve -m /nonexistent.gguf -P 0
+check_error "serve: bad --pld-memory" 2 "$jf" serve -m /nonexistent.gguf --pld-memory -1
 check_error "unknown flag" 2 "$jf" generate -m x --bogus
 check_error "bad number" 2 "$jf" generate -m x -n abc
 check_error "negative threads" 2 "$jf" generate -m x -t -1

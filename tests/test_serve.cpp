@@ -109,6 +109,47 @@ class ServeStories : public ::testing::Test {
   std::unique_ptr<Transformer> fwd;
 };
 
+// pld requests draft from a memory of finished requests shared through the scheduler: the second of two
+// identical requests finds its continuation there (memory hits, fewer forwards), with the same tokens as
+// ar. Without the shared memory (--pld-memory 0), or when the request opts out (ngram-memory=0), each
+// request has only its own text and the second costs what the first did. (Fixed draft lengths: the
+// adaptive policy's choices follow measured row costs, which vary from run to run.)
+TEST_F(ServeStories, PldRequestsShareAMemoryOfFinishedRequests) {
+  GenerationConfig g;
+  g.max_new_tokens = 96;
+  const std::vector<int32_t> prompt = encode("Once upon a time");
+  const std::vector<int32_t> want = alone(prompt, spec("ar"), g).tokens;
+  for (const auto& [memory, request] : std::vector<std::pair<int, std::string>>{
+           {1 << 16, "pld:draft-policy=fixed"}, {0, "pld:draft-policy=fixed"},
+           {1 << 16, "pld:draft-policy=fixed:ngram-memory=0"}}) {
+    SCOPED_TRACE(std::to_string(memory) + " " + request);
+    SchedulerOptions o;
+    o.parallel = 1, o.context = 512, o.pld_memory = memory;
+    Scheduler sch(*fwd, o, CostCurve(), nullptr);
+    std::vector<std::shared_ptr<Recorder>> recs;
+    for (int i = 0; i < 2; i++) {
+      recs.push_back(std::make_shared<Recorder>());
+      sch.submit(make_job(prompt, spec(request), g, recs.back()));
+      run_until_idle(sch);
+      ASSERT_TRUE(recs.back()->done);
+      EXPECT_EQ(recs.back()->tokens, want);
+    }
+    const GenerationStats &first = recs[0]->result.stats, &second = recs[1]->result.stats;
+    auto hits = [](const GenerationStats& st) {
+      auto it = st.counters.find("memory_hits");
+      return it == st.counters.end() ? int64_t{0} : it->second;
+    };
+    EXPECT_EQ(hits(first), 0);
+    if (memory > 0 && request.find("ngram-memory=0") == std::string::npos) {
+      EXPECT_GT(hits(second), 0);
+      EXPECT_LT(second.n_forwards * 4, first.n_forwards) << first.n_forwards << " then " << second.n_forwards;
+    } else {
+      EXPECT_EQ(hits(second), 0);
+      EXPECT_EQ(second.n_forwards, first.n_forwards);
+    }
+  }
+}
+
 TEST_F(ServeStories, MixedDecodersInOneBatchEqualGenerateAlone) { mixed_batch(CostCurve(), true); }
 
 TEST_F(ServeStories, GreedyOutputsHoldUnderTheDraftRowCap) {

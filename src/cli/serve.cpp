@@ -167,6 +167,12 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--draft-tolerance", a->sched.draft_tolerance,
                   "With several sequences decoding, draft rows per sequence are cut until they cost the batch at most this "
                   "factor more, relatively, than they cost one sequence alone (measured cost curve); 0 = no cut (default 1.1)");
+  cmd->add_option("--pld-memory", a->sched.pld_memory,
+                  "Tokens of finished requests that pld requests draft from, shared by all requests, so text seen "
+                  "once speeds up requests that repeat it; 0: each request drafts from its own text only. Outputs "
+                  "do not change, but a request's speed (and its jf stats) can show whether others sent similar "
+                  "text: use 0 where clients must not learn about each other (default 65536)")
+      ->check(CLI::Range(0, 1 << 26));
   cmd->add_option("--max-rows", a->sched.max_rows, "Most rows one sequence may put into a forward (default 64)");
   cmd->add_flag("--no-calibrate", a->no_calibrate, "Skip measuring the forward cost curve at start (no draft-row cut)");
   cmd->add_option("--chat-format", a->chat_format, "Chat format instead of the model's template: chatml, llama3, llama2, gemma, phi3, phi4-mini");

@@ -132,7 +132,9 @@ std::unique_ptr<Decoder> make_decoder(const DecoderOptions& o) {
   if (o.name == "jacobi") return std::make_unique<JacobiDecoder>(JacobiOptions{o.block, o.running_window, o.init, o.draft_seed});
   if (o.name == "lookahead")
     return std::make_unique<LookaheadDecoder>(LookaheadOptions{o.window, o.ngram, o.guesses, o.pool_from_prompt, o.init, o.draft_seed});
-  if (o.name == "pld") return std::make_unique<PldDecoder>(PldOptions{o.draft_max, o.ngram_max, o.draft_adaptive, o.ngram_memory, o.corpus_tokens});
+  if (o.name == "pld")
+    return std::make_unique<PldDecoder>(
+        PldOptions{o.draft_max, o.ngram_max, o.draft_adaptive, o.ngram_memory, o.corpus_tokens, o.pld_memory});
   if (o.name == "multiblock")
     return std::make_unique<MultiblockDecoder>(
         MultiblockOptions{o.block, o.max_blocks, o.spawn_ratio, o.pool, o.init, o.draft_seed, o.spawn_copy});

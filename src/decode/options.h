@@ -10,6 +10,8 @@
 
 namespace jf {
 
+class PldMemory;
+
 struct DecoderOptions {
   std::string name = "ar";  // ar | jacobi | lookahead | pld | multiblock | sjd | fastcot
 
@@ -34,6 +36,7 @@ struct DecoderOptions {
   int ngram_memory = 1 << 16;  // tokens of earlier generations (same decoder) to draft from; 0 = off
   std::string ngram_corpus;    // a text file to draft from as well (the CLI tokenizes it into corpus_tokens)
   std::vector<int32_t> corpus_tokens;
+  std::shared_ptr<PldMemory> pld_memory;  // a memory shared with other decoders (a server's), not one's own
 
   // multiblock: up to K blocks in flight, spawn at min(ceil(r * n), n - 1) accepted, rejection-recycling pool size
   int max_blocks = 2;

@@ -96,25 +96,38 @@ void DraftLengthPolicy::record(int kind, int drafted, int accepted) {
 }
 
 PldDecoder::PldDecoder(const PldOptions& o)
-    : opt_(o), policy_(kSources * o.ngram_max, o.draft_max), memory_index_(o.ngram_max), corpus_index_(o.ngram_max) {
+    : opt_(o), own_policy_(kSources * o.ngram_max, o.draft_max), policy_(&own_policy_), corpus_index_(o.ngram_max) {
   corpus_index_.extend(opt_.corpus, opt_.corpus.size());
+  if (opt_.memory_tokens > 0 && opt_.shared_memory) {
+    memory_ = opt_.shared_memory;
+    policy_ = &memory_->policy(kSources * o.ngram_max, o.draft_max);  // what earlier requests learnt
+  } else if (opt_.memory_tokens > 0) {
+    memory_ = std::make_shared<PldMemory>(opt_.memory_tokens, opt_.ngram_max);
+  }
 }
 
-void PldDecoder::remember(std::span<const int32_t> text) {
-  const size_t cap = static_cast<size_t>(opt_.memory_tokens);
+DraftLengthPolicy& PldMemory::policy(int kinds, int draft_max) {
+  const auto key = std::make_pair(kinds, draft_max);
+  auto it = policies_.find(key);
+  if (it == policies_.end()) it = policies_.emplace(key, DraftLengthPolicy(kinds, draft_max)).first;
+  return it->second;
+}
+
+void PldMemory::remember(std::span<const int32_t> text) {
+  const size_t cap = capacity_;
   if (cap == 0 || text.empty()) return;
   if (text.size() + 1 > cap) text = text.subspan(text.size() + 1 - cap);
-  if (memory_.size() + text.size() + 1 > cap) {
+  if (texts_.size() + text.size() + 1 > cap) {
     // Keep the newest texts that fit in half the budget (whole texts: cut at a separator), re-index them.
-    const size_t need = memory_.size() + text.size() + 1;
-    size_t from = std::min(memory_.size(), need > cap / 2 ? need - cap / 2 : 0);
-    while (from < memory_.size() && memory_[from] != kSeparator) from++;
-    memory_.erase(memory_.begin(), memory_.begin() + static_cast<std::ptrdiff_t>(from));
-    memory_index_.clear();
+    const size_t need = texts_.size() + text.size() + 1;
+    size_t from = std::min(texts_.size(), need > cap / 2 ? need - cap / 2 : 0);
+    while (from < texts_.size() && texts_[from] != kSeparator) from++;
+    texts_.erase(texts_.begin(), texts_.begin() + static_cast<std::ptrdiff_t>(from));
+    index_.clear();
   }
-  memory_.push_back(kSeparator);
-  memory_.insert(memory_.end(), text.begin(), text.end());
-  memory_index_.extend(memory_, memory_.size());
+  texts_.push_back(kSeparator);
+  texts_.insert(texts_.end(), text.begin(), text.end());
+  index_.extend(texts_, texts_.size());
 }
 
 DecodeLoop PldDecoder::decode(DecodeContext& ctx) {
@@ -140,8 +153,9 @@ DecodeLoop PldDecoder::decode(DecodeContext& ctx) {
     int n = index.longest_match(text, text, 1, &next);
     std::span<const int32_t> source = text;
     Source from = kText;
-    if (const int nm = memory_index_.longest_match(memory_, text, n + 1, &next); nm > n) {
-      n = nm, from = kMemory, source = memory_;
+    // (A shared memory may index longer n-grams than this decoder drafts from: its matches are cut to ours.)
+    if (const int nm = memory_ ? std::min(opt_.ngram_max, memory_->longest_match(text, n + 1, &next)) : 0; nm > n) {
+      n = nm, from = kMemory, source = memory_->texts();
       ctx.count("memory_hits");
     }
     if (const int nc = corpus_index_.longest_match(opt_.corpus, text, n + 1, &next); nc > n) {
@@ -151,10 +165,10 @@ DecodeLoop PldDecoder::decode(DecodeContext& ctx) {
     const int proposal = kind(from, n);
     if (n == 0) next = source.size();
     draft.clear();
-    for (size_t i = next; i < source.size() && source[i] != kSeparator && static_cast<int>(draft.size()) < cap; i++)
+    for (size_t i = next; i < source.size() && source[i] != PldMemory::kSeparator && static_cast<int>(draft.size()) < cap; i++)
       draft.push_back(source[i]);
     if (opt_.adaptive) {
-      const int k = policy_.choose(proposal, static_cast<int>(draft.size()), s.row_cost());
+      const int k = policy_->choose(proposal, static_cast<int>(draft.size()), s.row_cost());
       ctx.count("draft_tokens_cut", static_cast<int64_t>(draft.size()) - k);
       draft.resize(static_cast<size_t>(k));
     }
@@ -168,7 +182,7 @@ DecodeLoop PldDecoder::decode(DecodeContext& ctx) {
     else
       accept_sampled(tree, row, sampler, acc);
     keep_path(s.cache(), S, acc);
-    policy_.record(proposal, static_cast<int>(draft.size()), static_cast<int>(acc.path.size()));
+    policy_->record(proposal, static_cast<int>(draft.size()), static_cast<int>(acc.path.size()));
     ctx.count("draft_tokens", static_cast<int64_t>(draft.size()));
     ctx.count("accepted_draft_tokens", static_cast<int64_t>(acc.path.size()));
     if (!draft.empty()) ctx.count("lookups_hit");
@@ -178,7 +192,7 @@ DecodeLoop PldDecoder::decode(DecodeContext& ctx) {
     }
     ctx.commit(acc.tokens);
   }
-  remember(ctx.history());
+  if (memory_) memory_->remember(ctx.history());
 }
 
 }  // namespace jf

@@ -4,6 +4,8 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <vector>
 
 #include "decode/decoder.h"
@@ -11,12 +13,17 @@
 
 namespace jf {
 
+class PldMemory;
+
 struct PldOptions {
   int draft_max = 8;  // defaults as in decode/options.h
   int ngram_max = 4;
   bool adaptive = true;  // cut each proposal to the length with the best expected tokens per unit of time
   int memory_tokens = 1 << 16;  // earlier generations' text kept to draft from (0: only the current text)
   std::vector<int32_t> corpus;  // tokens of a reference text to draft from as well (never dropped)
+  // When set (and memory_tokens > 0), the memory of earlier generations is this one, shared with other
+  // decoders (a server's requests) instead of the decoder's own. Decoders sharing it must run on one thread.
+  std::shared_ptr<PldMemory> shared_memory;
 };
 
 // Where each n-gram (n = 1..ngram_max) of a growing token sequence last ended.
@@ -69,6 +76,32 @@ class DraftLengthPolicy {
   std::vector<int64_t> tried_, hit_;  // [cell(kind, i)]
 };
 
+// What pld remembers across generations: finished texts (prompt and output) to draft from, newest kept
+// within a token budget, with their n-gram index; and the acceptance statistics of its proposals. A decoder
+// owns one, or decoders share one (PldOptions::shared_memory: a server's requests).
+class PldMemory {
+ public:
+  PldMemory(int capacity_tokens, int ngram_max) : capacity_(static_cast<size_t>(capacity_tokens)), index_(ngram_max) {}
+  // Adds a finished text, dropping the oldest texts (whole) when it would exceed the budget.
+  void remember(std::span<const int32_t> text);
+  // As NgramIndex::longest_match over the remembered texts; *next indexes texts().
+  int longest_match(std::span<const int32_t> query, int min_n, size_t* next) const {
+    return index_.longest_match(texts_, query, min_n, next);
+  }
+  // The texts, each preceded by kSeparator.
+  std::span<const int32_t> texts() const { return texts_; }
+  size_t size() const { return texts_.size(); }
+  static constexpr int32_t kSeparator = -1;  // never a token: no n-gram or continuation crosses it
+  // The statistics shared by decoders with these proposal kinds and draft cap (created on first use).
+  DraftLengthPolicy& policy(int kinds, int draft_max);
+
+ private:
+  size_t capacity_;
+  std::vector<int32_t> texts_;
+  NgramIndex index_;
+  std::map<std::pair<int, int>, DraftLengthPolicy> policies_;
+};
+
 // Keeps its acceptance statistics and (up to memory_tokens) the texts of its earlier generations: what it
 // saw of this model's text carries over to the next prompt, as a server's would. A proposal comes from the
 // longest match among the current text, that memory and the reference corpus (ties: in that order).
@@ -83,15 +116,11 @@ class PldDecoder : public Decoder {
   // Where a proposal came from; its policy kind is source * ngram_max + matched suffix length.
   enum Source { kText, kMemory, kCorpus, kSources };
   int kind(Source src, int n) const { return n == 0 ? 0 : src * opt_.ngram_max + n; }
-  // Adds a finished generation's text (prompt and output) to the memory, dropping the oldest texts when
-  // it would exceed memory_tokens.
-  void remember(std::span<const int32_t> text);
-
   PldOptions opt_;
-  DraftLengthPolicy policy_;
-  std::vector<int32_t> memory_;  // earlier texts, each preceded by kSeparator
-  NgramIndex memory_index_, corpus_index_;
-  static constexpr int32_t kSeparator = -1;  // never a token: no n-gram or continuation crosses it
+  std::shared_ptr<PldMemory> memory_;  // null when memory_tokens is 0
+  DraftLengthPolicy own_policy_;
+  DraftLengthPolicy* policy_;  // own_policy_, or the shared memory's
+  NgramIndex corpus_index_;
 };
 
 }  // namespace jf

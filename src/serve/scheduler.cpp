@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "base/timer.h"
+#include "decode/pld.h"
 
 namespace jf {
 
@@ -33,6 +34,8 @@ Scheduler::Scheduler(ForwardPass& fwd, const SchedulerOptions& opts, CostCurve c
   if (opts_.parallel < 1) throw Error("--parallel must be >= 1");
   if (opts_.queue < 0) throw Error("--queue must be >= 0");
   if (opts_.prefill_chunk < 1) throw Error("the prefill chunk must be >= 1");
+  if (opts_.pld_memory < 0) throw Error("--pld-memory must be >= 0");
+  if (opts_.pld_memory > 0) pld_memory_ = std::make_shared<PldMemory>(opts_.pld_memory, DecoderOptions{}.ngram_max);
   for (int i = 0; i < opts_.parallel; i++) slots_.push_back(std::make_unique<Slot>(fwd_, opts_));
 }
 
@@ -89,7 +92,9 @@ void Scheduler::admit_locked() {
       continue;
     }
     try {
-      s.decoder = make_decoder(s.job->decoder);
+      DecoderOptions d = s.job->decoder;
+      if (d.name == "pld" && d.ngram_memory > 0) d.pld_memory = pld_memory_;
+      s.decoder = make_decoder(d);
       TokenSink sink = [&s](std::span<const int32_t> toks) {
         if (!s.job->observer->on_tokens(toks)) s.stop_requested = true;
       };

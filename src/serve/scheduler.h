@@ -49,6 +49,10 @@ struct SchedulerOptions {
   // Draft rows per sequence when several decode together: see CostCurve::rows_per_sequence. 0: no cap.
   double draft_tolerance = 1.1;
   int max_rows = 64;
+  // Tokens of finished requests (prompt and output) that pld requests draft from, shared by all of them, so
+  // a text seen once speeds up the requests that repeat it. 0: each pld request drafts from its own text.
+  // A request with ngram-memory=0 neither reads nor adds to it.
+  int pld_memory = 1 << 16;
 };
 
 class Scheduler {
@@ -89,6 +93,7 @@ class Scheduler {
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<SequenceInput*> inputs_;
   std::vector<Slot*> stepping_;
+  std::shared_ptr<PldMemory> pld_memory_;  // used on the model thread only (admission, decode loops)
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
