@@ -156,6 +156,67 @@ TEST_F(Stories260K, PldMemoryOfEarlierGenerationsIsLossless) {
 // With one block in flight and no recycling, multiblock is per-block Jacobi: the same drafts, so exactly
 // the same forwards and accepted tokens (a draft misaligned by one position would still give AR's tokens,
 // only more slowly; this catches it).
+// What a server keeps of a finished request's cache for the next prompt (Generation::reusable_cache_prefix):
+// after every forward of every strategy (greedy grid, sampling, a length limit or an end of text inside a
+// draft), the first reusable slots hold exactly what a fresh prefill of those history tokens stores; and a
+// generation started on that kept prefix returns what it returns from scratch.
+TEST_F(Stories260K, ReusableCachePrefixHoldsTheHistorysKeysAndValues) {
+  const ModelConfig& mc = lm.model->config();
+  const int kv_dim = mc.n_kv_heads * mc.head_dim;
+  Session fresh(*lm.model, 512);
+  SequenceInput in;
+  auto check = [&](Generation& gen, Session& s, const std::string& what) {
+    const int L = gen.reusable_cache_prefix();
+    const std::vector<int32_t>& h = gen.context().history();
+    ASSERT_GE(L, 0);
+    ASSERT_LE(L, static_cast<int>(h.size()) - 1);
+    if (L == 0) return;
+    fresh.cache().truncate(0);
+    in.set_causal(&fresh.cache(), std::span<const int32_t>(h).first(static_cast<size_t>(L)), SequenceInput::Logits::None);
+    fresh.forward(in);
+    for (int layer = 0; layer < mc.n_layers; layer++)
+      for (int slot = 0; slot < L; slot++) {
+        ASSERT_EQ(s.cache().position(slot), slot) << what;
+        for (int i = 0; i < kv_dim; i++) {
+          ASSERT_EQ(s.cache().key(layer, slot, i), fresh.cache().key(layer, slot, i)) << what << " slot " << slot;
+          ASSERT_EQ(s.cache().value(layer, slot, i), fresh.cache().value(layer, slot, i)) << what << " slot " << slot;
+        }
+      }
+  };
+  std::vector<Case> cases = greedy_grid();
+  cases.push_back({"ar", dec("ar")});
+  DecoderOptions sjd = dec("sjd");
+  sjd.block = 4;
+  cases.push_back({"sjd sampled", sjd});
+  const std::vector<int32_t> prompt = lm.tokenizer->encode("Lily and Ben went to the park. They saw a big dog.", true, false);
+  for (const Case& c : cases) {
+    for (int max_new : {5, 60}) {
+      GenerationConfig g = cfg;
+      g.max_new_tokens = max_new;
+      if (c.opt.name == "sjd") g.sampling.temperature = 0.8f, g.sampling.seed = 3;
+      Session s(*lm.model, 512);
+      auto d = make_decoder(c.opt);
+      Generation gen(*d, s, prompt, g, {}, 7);  // prefill in pieces: the prefix is checked during it too
+      while (SequenceInput* next = gen.next_input()) {
+        gen.consume(s.forward(*next), 0.0);
+        check(gen, s, c.label + " max " + std::to_string(max_new));
+        if (HasFatalFailure()) return;
+      }
+      // The kept prefix starts the same prompt again: the same result as from an empty cache.
+      const int keep = gen.reusable_cache_prefix();
+      const std::vector<int32_t> again = gen.context().history();
+      s.cache().truncate(keep);
+      auto d2 = make_decoder(c.opt), d3 = make_decoder(c.opt);
+      const int reuse = std::min(keep, static_cast<int>(again.size()) - 1);
+      Generation reused(*d2, s, again, g, {}, kPrefillChunk, reuse);
+      while (SequenceInput* next = reused.next_input()) reused.consume(s.forward(*next), 0.0);
+      Session s2(*lm.model, 512);
+      EXPECT_EQ(reused.result().tokens, d3->generate(s2, again, g).tokens) << c.label;
+      EXPECT_EQ(reused.result().stats.counters.count("prompt_tokens_reused"), reuse > 0 ? 1u : 0u) << c.label;
+    }
+  }
+}
+
 TEST_F(Stories260K, MultiblockWithOneBlockIsPerBlockJacobi) {
   Session s(*lm.model, 512);
   cfg.max_new_tokens = 96;

@@ -150,6 +150,51 @@ TEST_F(ServeStories, PldRequestsShareAMemoryOfFinishedRequests) {
   }
 }
 
+// A conversation's next turn: a prompt that continues a finished request's text goes to that request's
+// sequence and skips prefilling what its cache still holds, with the tokens it gets from scratch, for
+// every kind of decoder. Another text keeps its own sequence's cache; reuse_prefix = false prefills all.
+TEST_F(ServeStories, APromptThatContinuesAFinishedTextReusesItsCache) {
+  GenerationConfig g;
+  g.max_new_tokens = 30;
+  auto reused = [](const Recorder& r) {
+    auto it = r.result.stats.counters.find("prompt_tokens_reused");
+    return it == r.result.stats.counters.end() ? int64_t{0} : it->second;
+  };
+  for (const std::string d : {"ar", "pld", "jacobi:block=4", "lookahead", "multiblock:block=8"}) {
+    for (bool reuse : {true, false}) {
+      SCOPED_TRACE(d + (reuse ? " reuse" : " no reuse"));
+      SchedulerOptions o;
+      o.parallel = 2, o.context = 512, o.reuse_prefix = reuse, o.pld_memory = 0;
+      Scheduler sch(*fwd, o, CostCurve(), nullptr);
+      auto a = std::make_shared<Recorder>(), other = std::make_shared<Recorder>();
+      const std::vector<int32_t> pa = encode("Once upon a time"), po = encode("The dog ran to the big red barn.");
+      sch.submit(make_job(pa, spec(d), g, a));
+      sch.submit(make_job(po, spec(d), g, other));
+      run_until_idle(sch);
+      // The next turn: A's text, its answer, and more.
+      std::vector<int32_t> pb = pa;
+      pb.insert(pb.end(), a->tokens.begin(), a->tokens.end());
+      for (int32_t t : encode(" Then the")) pb.push_back(t);
+      auto b = std::make_shared<Recorder>();
+      sch.submit(make_job(pb, spec(d), g, b));
+      run_until_idle(sch);
+      EXPECT_EQ(b->tokens, alone(pb, spec(d), g).tokens);
+      if (reuse) {
+        EXPECT_GE(reused(*b), static_cast<int64_t>(pa.size() + a->tokens.size()) - 2);  // the answer's last may be pending
+        EXPECT_LT(reused(*b), static_cast<int64_t>(pb.size()));
+      } else {
+        EXPECT_EQ(reused(*b), 0);
+      }
+      // The other sequence still holds its own text: repeating it reuses all but the pending token.
+      auto o2 = std::make_shared<Recorder>();
+      sch.submit(make_job(po, spec(d), g, o2));
+      run_until_idle(sch);
+      EXPECT_EQ(o2->tokens, other->tokens);
+      EXPECT_EQ(reused(*o2), reuse ? static_cast<int64_t>(po.size()) - 1 : 0);
+    }
+  }
+}
+
 TEST_F(ServeStories, MixedDecodersInOneBatchEqualGenerateAlone) { mixed_batch(CostCurve(), true); }
 
 TEST_F(ServeStories, GreedyOutputsHoldUnderTheDraftRowCap) {

@@ -66,7 +66,7 @@ void check_prompt(std::span<const int32_t> prompt, int context_size) {
 }
 
 Generation::Generation(Decoder& decoder, Session& s, std::span<const int32_t> prompt, const GenerationConfig& cfg,
-                       TokenSink sink, int prefill_chunk)
+                       TokenSink sink, int prefill_chunk, int reused_prefix)
     : decoder_(decoder), session_(s), cfg_(cfg), sink_(std::move(sink)), ctx_(s, cfg_, sink_, out_),
       prompt_(prompt.begin(), prompt.end()), prefill_chunk_(std::max(1, prefill_chunk)) {
   check_prompt(prompt, s.context_size());
@@ -75,9 +75,17 @@ Generation::Generation(Decoder& decoder, Session& s, std::span<const int32_t> pr
   out_.stats.n_prompt = static_cast<int>(prompt.size());
   ctx_.history_ = prompt_;
   ctx_.pending_ = prompt_.back();
-  s.cache().truncate(0);
+  JF_CHECK(reused_prefix >= 0 && reused_prefix < static_cast<int>(prompt.size()) && reused_prefix <= s.cache().size(),
+           "reused prefix outside the prompt or the cache");
+  s.cache().truncate(reused_prefix);
+  prefilled_ = static_cast<size_t>(reused_prefix);
+  if (reused_prefix > 0) ctx_.count("prompt_tokens_reused", reused_prefix);
   t_start_ = now_seconds();
-  if (prompt_.size() == 1) start_decoding();  // nothing to prefill: the only token is the pending one
+  if (prefilled_ + 1 >= prompt_.size()) start_decoding();  // nothing (left) to prefill: the last token is pending
+}
+
+int Generation::reusable_cache_prefix() const {
+  return std::min(session_.cache().size(), static_cast<int>(ctx_.history().size()) - 1);
 }
 
 SequenceInput* Generation::next_input() {

@@ -128,9 +128,11 @@ class Decoder;
 class Generation {
  public:
   // Throws jf::Error when the prompt is empty or does not fit the context, or for a bad config.
-  // prefill_chunk: most prompt tokens per forward.
+  // prefill_chunk: most prompt tokens per forward. reused_prefix: the session's cache already holds
+  // prompt[0 .. reused_prefix-1] in its first slots (an earlier generation's reusable_cache_prefix());
+  // only the rest is prefilled (batch invariance: the same bits as prefilling it all).
   Generation(Decoder& decoder, Session& s, std::span<const int32_t> prompt, const GenerationConfig& cfg,
-             TokenSink sink = {}, int prefill_chunk = kPrefillChunk);
+             TokenSink sink = {}, int prefill_chunk = kPrefillChunk, int reused_prefix = 0);
   Generation(const Generation&) = delete;
   Generation& operator=(const Generation&) = delete;
 
@@ -139,6 +141,10 @@ class Generation {
   void consume(const float* logits, double seconds);
   bool finished() const { return phase_ == Phase::Finished; }
   bool prefilling() const { return phase_ == Phase::Prefill; }
+  // How many of the first cache slots hold exactly the keys and values of history()[0 ..] (every decoder
+  // keeps its committed tokens there and any unverified rows after them; tested for each): what a next
+  // generation whose prompt starts with that text may keep. Call between forwards.
+  int reusable_cache_prefix() const;
   DecodeContext& context() { return ctx_; }
   const GenerationResult& result() const { return out_; }
   GenerationResult take_result() { return std::move(out_); }

@@ -27,7 +27,21 @@ struct Scheduler::Slot {
   std::unique_ptr<Generation> generation;
   bool stop_requested = false;  // the observer matched a stop string
   size_t committed_before = 0;  // tokens before the current step
+  std::vector<int32_t> cached;  // while idle: the text whose keys and values fill the cache's first slots
 };
+
+namespace {
+
+// How much of a prompt an idle slot's cache already holds: the common prefix, less the prompt's last token
+// (always the first input of decoding).
+int reusable(const std::vector<int32_t>& cached, const std::vector<int32_t>& prompt) {
+  const size_t limit = std::min(cached.size(), prompt.empty() ? 0 : prompt.size() - 1);
+  size_t n = 0;
+  while (n < limit && cached[n] == prompt[n]) n++;
+  return static_cast<int>(n);
+}
+
+}  // namespace
 
 Scheduler::Scheduler(ForwardPass& fwd, const SchedulerOptions& opts, CostCurve curve, Metrics* metrics)
     : fwd_(fwd), opts_(opts), curve_(std::move(curve)), metrics_(metrics) {
@@ -78,11 +92,20 @@ void Scheduler::shutdown() {
 }
 
 void Scheduler::admit_locked() {
-  for (auto& slot : slots_) {
-    if (slot->job || queue_.empty()) continue;
+  while (!queue_.empty()) {
+    // The free slot whose cache holds the longest part of the prompt (a conversation's next turn goes
+    // back to the slot of its last one); ties: the first.
+    Slot* best = nullptr;
+    int best_reuse = -1;
+    for (auto& slot : slots_) {
+      if (slot->job) continue;
+      const int r = opts_.reuse_prefix ? reusable(slot->cached, queue_.front()->prompt) : 0;
+      if (r > best_reuse) best = slot.get(), best_reuse = r;
+    }
+    if (!best) break;
     std::shared_ptr<Job> job = std::move(queue_.front());
     queue_.pop_front();
-    Slot& s = *slot;
+    Slot& s = *best;
     s.job = std::move(job);
     s.stop_requested = false;
     s.committed_before = 0;
@@ -99,7 +122,8 @@ void Scheduler::admit_locked() {
         if (!s.job->observer->on_tokens(toks)) s.stop_requested = true;
       };
       s.generation = std::make_unique<Generation>(*s.decoder, s.session, s.job->prompt, s.job->gen, std::move(sink),
-                                                  opts_.prefill_chunk);
+                                                  opts_.prefill_chunk, best_reuse);
+      s.cached.clear();
       if (s.generation->finished()) finish(s, FinishReason::Length);
     } catch (const std::exception& e) {
       finish(s, FinishReason::Error, e.what());
@@ -113,10 +137,14 @@ void Scheduler::finish(Slot& s, FinishReason why, const std::string& error) {
   if (metrics_) metrics_->tokens(static_cast<int64_t>(s.job->prompt.size()), static_cast<int64_t>(r.tokens.size()));
   std::shared_ptr<Job> job = std::move(s.job);
   job->observer->on_finished(r, why, error);
+  // Keep what the cache holds of the finished text for a prompt that continues it (nothing after an error).
+  const int keep = s.generation && why != FinishReason::Error && opts_.reuse_prefix ? s.generation->reusable_cache_prefix() : 0;
+  const std::vector<int32_t>& text = s.generation ? s.generation->context().history() : job->prompt;
+  s.cached.assign(text.begin(), text.begin() + keep);
+  s.session.cache().truncate(keep);
   s.generation.reset();  // destroys a suspended decode loop (its locals) before its decoder
   s.decoder.reset();
   s.job.reset();
-  s.session.cache().truncate(0);
   active_count_--;
 }
 

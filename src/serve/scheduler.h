@@ -53,6 +53,9 @@ struct SchedulerOptions {
   // a text seen once speeds up the requests that repeat it. 0: each pld request drafts from its own text.
   // A request with ngram-memory=0 neither reads nor adds to it.
   int pld_memory = 1 << 16;
+  // A sequence keeps its cache after a request, and a prompt that starts with that text (a conversation's
+  // next turn) skips prefilling it: the same bits (batch invariance), less time to the first token.
+  bool reuse_prefix = true;
 };
 
 class Scheduler {
