@@ -124,6 +124,18 @@ test('chat completions, whole and streamed, equal jf generate --chat', async () 
   assert.deepEqual(s.events.at(-1).choices[0].delta, {});
 });
 
+test("a conversation's next turn skips prefilling the turns its sequence still holds", async () => {
+  const first = { messages: [{ role: 'user', content: 'Tell a story about a cat' }], max_tokens: 20 };
+  const r1 = await post(srv.base, '/v1/chat/completions', first);
+  assert.equal(r1.status, 200, r1.text);
+  const next = { messages: [...first.messages, r1.json.choices[0].message, { role: 'user', content: 'And then?' }], max_tokens: 20 };
+  const r2 = await post(srv.base, '/v1/chat/completions', next);
+  assert.equal(r2.status, 200, r2.text);
+  const reused = r2.json.jf.counters.prompt_tokens_reused ?? 0;
+  assert.ok(reused >= r1.json.usage.prompt_tokens - 1 && reused < r2.json.usage.prompt_tokens,
+    `${reused} of ${r2.json.usage.prompt_tokens} prompt tokens reused (first turn: ${r1.json.usage.prompt_tokens})`);
+});
+
 test('stop strings end the text before them, whole and streamed', async () => {
   const full = generate(PROMPTS[0], 60).text;
   const stop = full.slice(20, 26);
