@@ -195,6 +195,33 @@ TEST_F(ServeStories, APromptThatContinuesAFinishedTextReusesItsCache) {
   }
 }
 
+// A system prompt several clients send: a job that starts like a running job's text gets that sequence's
+// keys and values copied instead of prefilling them, with the tokens it gets from scratch.
+TEST_F(ServeStories, APromptThatStartsLikeARunningJobCopiesItsKeysAndValues) {
+  const std::string shared = "Once upon a time, there was a little girl named Lily. She liked to play in the park.";
+  const std::vector<int32_t> pa = encode(shared + " One day"), pb = encode(shared + " Her mom");
+  size_t common = 0;
+  while (common < std::min(pa.size(), pb.size()) && pa[common] == pb[common]) common++;
+  ASSERT_GT(common, 15u);
+  for (const std::string d : {"ar", "lookahead", "multiblock:block=8"}) {
+    SCOPED_TRACE(d);
+    SchedulerOptions o;
+    o.parallel = 2, o.context = 512, o.pld_memory = 0;
+    Scheduler sch(*fwd, o, CostCurve(), nullptr);
+    GenerationConfig g;
+    g.max_new_tokens = 60;
+    auto a = std::make_shared<Recorder>(), b = std::make_shared<Recorder>();
+    sch.submit(make_job(pa, spec(d), g, a));
+    for (int i = 0; i < 5; i++) sch.step();  // A is decoding
+    ASSERT_FALSE(a->done);
+    sch.submit(make_job(pb, spec(d), g, b));
+    run_until_idle(sch);
+    EXPECT_EQ(a->tokens, alone(pa, spec(d), g).tokens);
+    EXPECT_EQ(b->tokens, alone(pb, spec(d), g).tokens);
+    EXPECT_EQ(b->result.stats.counters["prompt_tokens_reused"], static_cast<int64_t>(common));
+  }
+}
+
 TEST_F(ServeStories, MixedDecodersInOneBatchEqualGenerateAlone) { mixed_batch(CostCurve(), true); }
 
 TEST_F(ServeStories, GreedyOutputsHoldUnderTheDraftRowCap) {

@@ -1,5 +1,7 @@
 #include "serve/scheduler.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "base/timer.h"
 #include "decode/pld.h"
@@ -32,16 +34,24 @@ struct Scheduler::Slot {
 
 namespace {
 
-// How much of a prompt an idle slot's cache already holds: the common prefix, less the prompt's last token
+// The common prefix of a cache's text (its first `held` tokens) and a prompt, less the prompt's last token
 // (always the first input of decoding).
-int reusable(const std::vector<int32_t>& cached, const std::vector<int32_t>& prompt) {
-  const size_t limit = std::min(cached.size(), prompt.empty() ? 0 : prompt.size() - 1);
+int common_prefix(std::span<const int32_t> text, size_t held, const std::vector<int32_t>& prompt) {
+  const size_t limit = std::min({text.size(), held, prompt.empty() ? size_t{0} : prompt.size() - 1});
   size_t n = 0;
-  while (n < limit && cached[n] == prompt[n]) n++;
+  while (n < limit && text[n] == prompt[n]) n++;
   return static_cast<int>(n);
 }
 
 }  // namespace
+
+// How much of `prompt` the slot's cache holds: an idle slot its last text's kept part, a busy one (between
+// forwards) the part of its text the generation vouches for.
+int Scheduler::held_prefix(const Slot& s, const std::vector<int32_t>& prompt) {
+  if (!s.job) return common_prefix(s.cached, s.cached.size(), prompt);
+  if (!s.generation) return 0;
+  return common_prefix(s.generation->context().history(), static_cast<size_t>(s.generation->reusable_cache_prefix()), prompt);
+}
 
 Scheduler::Scheduler(ForwardPass& fwd, const SchedulerOptions& opts, CostCurve curve, Metrics* metrics)
     : fwd_(fwd), opts_(opts), curve_(std::move(curve)), metrics_(metrics) {
@@ -94,15 +104,27 @@ void Scheduler::shutdown() {
 void Scheduler::admit_locked() {
   while (!queue_.empty()) {
     // The free slot whose cache holds the longest part of the prompt (a conversation's next turn goes
-    // back to the slot of its last one); ties: the first.
+    // back to the slot of its last one); ties: the first. When another slot, busy or not, holds more of it
+    // (a system prompt several clients send), its keys and values are copied over.
+    const std::vector<int32_t>& prompt = queue_.front()->prompt;
     Slot* best = nullptr;
     int best_reuse = -1;
     for (auto& slot : slots_) {
       if (slot->job) continue;
-      const int r = opts_.reuse_prefix ? reusable(slot->cached, queue_.front()->prompt) : 0;
+      const int r = opts_.reuse_prefix ? held_prefix(*slot, prompt) : 0;
       if (r > best_reuse) best = slot.get(), best_reuse = r;
     }
     if (!best) break;
+    Slot* donor = nullptr;
+    for (auto& slot : slots_) {
+      if (slot.get() == best || !opts_.reuse_prefix) continue;
+      const int r = held_prefix(*slot, prompt);
+      if (r > best_reuse) donor = slot.get(), best_reuse = r;
+    }
+    if (donor) {
+      best->session.cache().copy_prefix(donor->session.cache(), best_reuse);
+      best->cached.clear();
+    }
     std::shared_ptr<Job> job = std::move(queue_.front());
     queue_.pop_front();
     Slot& s = *best;

@@ -54,7 +54,8 @@ struct SchedulerOptions {
   // A request with ngram-memory=0 neither reads nor adds to it.
   int pld_memory = 1 << 16;
   // A sequence keeps its cache after a request, and a prompt that starts with that text (a conversation's
-  // next turn) skips prefilling it: the same bits (batch invariance), less time to the first token.
+  // next turn) skips prefilling it; a prompt that starts like another sequence's text (a shared system
+  // prompt) gets those keys and values copied: the same bits (batch invariance), less time to first token.
   bool reuse_prefix = true;
 };
 
@@ -87,6 +88,7 @@ class Scheduler {
  private:
   struct Slot;
   void admit_locked();
+  static int held_prefix(const Slot& slot, const std::vector<int32_t>& prompt);
   void finish(Slot& slot, FinishReason why, const std::string& error = {});
 
   ForwardPass& fwd_;
