@@ -7,6 +7,10 @@
 //   node bench/serve_load.mjs --model M.gguf [--jf build/bin/jf] [--clients 1,2,4,8,16]
 //        [--decoders ar,pld,lookahead] [--n 32] [--requests 3] [--threads 2] [--prompts bench/prompts/code_demo.jsonl]
 //        [--serve-args "--draft-tolerance 1.1"]
+//
+// With --turns T, instead: one conversation of T turns (each prompt is the last one, its answer and the next
+// prompt of the file) against a server that keeps each sequence's cache and one started with
+// --no-prefix-reuse; prints each turn's time to first token on both and their ratio.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -22,6 +26,7 @@ const { values: opt } = parseArgs({
     threads: { type: 'string', default: '2' },
     prompts: { type: 'string', default: 'bench/prompts/code_demo.jsonl' },
     'serve-args': { type: 'string', default: '' },
+    turns: { type: 'string', default: '0' },
   },
 });
 if (!opt.model) {
@@ -34,12 +39,12 @@ const n = Number(opt.n);
 const perClient = Number(opt.requests);
 const prompts = readFileSync(opt.prompts, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l).prompt);
 
-async function startServer(decoder) {
+async function startServer(decoder, extra = []) {
   const args = ['serve', '-m', opt.model, '--port', '0', '-t', opt.threads, '-P', String(Math.max(...clientCounts)),
     '--decoder', decoder.split(':')[0], ...decoder.split(':').slice(1).flatMap((kv) => {
       const [k, v] = kv.split('=');
       return [`--${k}`, v];
-    }), ...opt['serve-args'].split(' ').filter(Boolean)];
+    }), ...opt['serve-args'].split(' ').filter(Boolean), ...extra];
   const proc = spawn(opt.jf, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const port = await new Promise((resolve, reject) => {
@@ -71,6 +76,7 @@ async function request(base, prompt) {
   let ttft = null;
   let buffer = '';
   let stats = null;
+  let text = '';
   const decoder = new TextDecoder();
   for await (const chunk of res.body) {
     buffer += decoder.decode(chunk, { stream: true });
@@ -80,12 +86,49 @@ async function request(base, prompt) {
       buffer = buffer.slice(cut + 2);
       if (!event.startsWith('data: ') || event === 'data: [DONE]') continue;
       const j = JSON.parse(event.slice(6));
-      if (ttft === null && j.choices?.[0]?.text) ttft = performance.now() - t0;
+      if (j.choices?.[0]?.text) {
+        if (ttft === null) ttft = performance.now() - t0;
+        text += j.choices[0].text;
+      }
       if (j.jf && j.jf.forwards !== undefined) stats = j.jf;
     }
   }
   const latency = performance.now() - t0;
-  return { latency, ttft: ttft ?? latency, tokens: stats.tokens.length, forwards: stats.forwards };
+  return { latency, ttft: ttft ?? latency, tokens: stats.tokens.length, forwards: stats.forwards, text,
+    reused: stats.counters?.prompt_tokens_reused ?? 0 };
+}
+
+// A conversation's turns against two servers, prefix reuse on and off; the same prompts on both.
+async function conversation(turns) {
+  const settings = [['reuse', []], ['no reuse', ['--no-prefix-reuse']]];
+  const ttft = {};
+  const info = [];
+  for (const [name, extra] of settings) {
+    const srv = await startServer('ar', extra);
+    await request(srv.base, prompts[prompts.length - 1]);  // warm-up
+    let text = '';
+    ttft[name] = [];
+    for (let t = 0; t < turns; t++) {
+      text += prompts[t % prompts.length];
+      const r = await request(srv.base, text);
+      ttft[name].push(r.ttft);
+      if (name === 'reuse') info.push({ chars: text.length, reused: r.reused });
+      text += r.text + '\n';
+    }
+    srv.proc.kill('SIGTERM');
+    await new Promise((r) => srv.proc.on('exit', r));
+  }
+  console.log(`model ${opt.model}, ${opt.threads} threads, ${n} new tokens per turn, decoder ar\n`);
+  console.log('| turn | prompt chars | prompt tokens reused | TTFT ms, reuse | TTFT ms, --no-prefix-reuse | ratio |');
+  console.log('|---|---|---|---|---|---|');
+  for (let t = 0; t < turns; t++) {
+    const a = ttft.reuse[t], b = ttft['no reuse'][t];
+    console.log(`| ${t + 1} | ${info[t].chars} | ${info[t].reused} | ${a.toFixed(0)} | ${b.toFixed(0)} | ${(b / a).toFixed(2)}x |`);
+  }
+}
+if (Number(opt.turns) > 0) {
+  await conversation(Number(opt.turns));
+  process.exit(0);
 }
 
 const pct = (xs, p) => {
