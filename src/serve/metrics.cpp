@@ -53,10 +53,11 @@ void Metrics::request_done(int http_status) {
   requests_[http_status]++;
 }
 
-void Metrics::tokens(int64_t prompt, int64_t generated) {
+void Metrics::tokens(int64_t prompt, int64_t generated, int64_t reused) {
   std::lock_guard lock(mu_);
   prompt_tokens_ += static_cast<uint64_t>(prompt);
   generated_tokens_ += static_cast<uint64_t>(generated);
+  reused_tokens_ += static_cast<uint64_t>(reused);
 }
 
 void Metrics::forward(int64_t rows) {
@@ -87,6 +88,8 @@ std::string Metrics::render(int queued, int active_sequences) const {
   for (const auto& [status, n] : requests_)
     out += "jf_requests_total{status=\"" + std::to_string(status) + "\"} " + std::to_string(n) + "\n";
   scalar(out, "jf_prompt_tokens_total", "counter", "Prompt tokens of finished generations", double(prompt_tokens_));
+  scalar(out, "jf_prompt_tokens_reused_total", "counter",
+         "Prompt tokens a sequence's cache already held (a conversation's earlier turns, a shared prefix)", double(reused_tokens_));
   scalar(out, "jf_generated_tokens_total", "counter", "Tokens generated", double(generated_tokens_));
   scalar(out, "jf_forwards_total", "counter", "Model forwards (each batches every active sequence)", double(forwards_));
   scalar(out, "jf_forward_rows_total", "counter", "Token rows pushed through the model by those forwards", double(forward_rows_));

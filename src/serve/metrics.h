@@ -27,7 +27,8 @@ class Metrics {
  public:
   Metrics();
   void request_done(int http_status);
-  void tokens(int64_t prompt, int64_t generated);
+  // reused: prompt tokens whose keys and values a sequence already held (not prefilled).
+  void tokens(int64_t prompt, int64_t generated, int64_t reused = 0);
   void forward(int64_t rows);
   void committed(int tokens_in_one_forward);  // per sequence and forward, decoding only
   void latency(double seconds);
@@ -38,7 +39,7 @@ class Metrics {
  private:
   mutable std::mutex mu_;
   std::map<int, uint64_t> requests_;  // by HTTP status
-  uint64_t prompt_tokens_ = 0, generated_tokens_ = 0, forwards_ = 0, forward_rows_ = 0;
+  uint64_t prompt_tokens_ = 0, generated_tokens_ = 0, reused_tokens_ = 0, forwards_ = 0, forward_rows_ = 0;
   Histogram committed_, latency_, ttft_;
 };
 

@@ -156,7 +156,11 @@ void Scheduler::admit_locked() {
 void Scheduler::finish(Slot& s, FinishReason why, const std::string& error) {
   static const GenerationResult kEmpty;
   const GenerationResult& r = s.generation ? s.generation->result() : kEmpty;
-  if (metrics_) metrics_->tokens(static_cast<int64_t>(s.job->prompt.size()), static_cast<int64_t>(r.tokens.size()));
+  if (metrics_) {
+    const auto reused = r.stats.counters.find("prompt_tokens_reused");
+    metrics_->tokens(static_cast<int64_t>(s.job->prompt.size()), static_cast<int64_t>(r.tokens.size()),
+                     reused == r.stats.counters.end() ? 0 : reused->second);
+  }
   std::shared_ptr<Job> job = std::move(s.job);
   job->observer->on_finished(r, why, error);
   // Keep what the cache holds of the finished text for a prompt that continues it (nothing after an error).

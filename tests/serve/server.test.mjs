@@ -134,6 +134,7 @@ test("a conversation's next turn skips prefilling the turns its sequence still h
   const reused = r2.json.jf.counters.prompt_tokens_reused ?? 0;
   assert.ok(reused >= r1.json.usage.prompt_tokens - 1 && reused < r2.json.usage.prompt_tokens,
     `${reused} of ${r2.json.usage.prompt_tokens} prompt tokens reused (first turn: ${r1.json.usage.prompt_tokens})`);
+  assert.ok((await metric(srv.base, 'jf_prompt_tokens_reused_total')) >= reused);
 });
 
 test('stop strings end the text before them, whole and streamed', async () => {
