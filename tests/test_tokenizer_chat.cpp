@@ -45,7 +45,7 @@ const std::vector<ChatMessage> kDialog = {
 
 TEST(Chat, Names) {
   for (ChatFormat f : {ChatFormat::ChatML, ChatFormat::Llama3, ChatFormat::Llama2, ChatFormat::Gemma, ChatFormat::Phi3,
-                       ChatFormat::Phi4Mini, ChatFormat::None}) {
+                       ChatFormat::Phi4Mini, ChatFormat::DeepSeekR1, ChatFormat::None}) {
     ChatFormat back = ChatFormat::None;
     EXPECT_TRUE(chat_format_from_name(chat_format_name(f), &back));
     EXPECT_EQ(back, f);
@@ -142,6 +142,33 @@ TEST(Chat, Llama32TemplateDatesTheConversationToday) {
               got.find("Today Date: " + after + "\n\n") != std::string::npos)
       << got;
   EXPECT_EQ(got.find("26 Jul 2024"), std::string::npos);
+}
+
+// DeepSeek-R1 and its Qwen / Llama distills: BOS, the system text, <｜User｜> / <｜Assistant｜> turns, an answer's
+// reasoning left out of the history, and "<think>\n" opening the reply when the template has it. Its
+// template is found before the ChatML tokens a Qwen vocabulary also has.
+TEST(Chat, DeepSeekR1Format) {
+  const std::string tmpl =
+      "{{bos_token}}{{ns.system_prompt}}{%- for message in messages -%}{%- if message['role'] == 'user' -%}"
+      "{{'<｜User｜>' + message['content']}}{%- endif -%}{%- endfor -%}"
+      "{%- if add_generation_prompt and not ns.is_tool -%}{{'<｜Assistant｜><think>\\n'}}{%- endif %}";
+  VocabSpec v = chat_vocab(tmpl);  // has <|im_start|> / <|im_end|> too
+  for (const char* t : {"<｜User｜>", "<｜Assistant｜>", "<｜end▁of▁sentence｜>"}) {
+    v.tokens.push_back(t);
+    v.types.push_back(TokenKind::Control);
+  }
+  Tokenizer tok(v);
+  EXPECT_EQ(detect_chat_format(tok), ChatFormat::DeepSeekR1);
+  std::vector<ChatMessage> dialog = kDialog;
+  dialog[2].content = "<think>\nThe user greets.\n</think>\n\nHello!";
+  EXPECT_EQ(render_chat(ChatFormat::DeepSeekR1, dialog, true, tok),
+            "<s>Be brief.<｜User｜>Hi<｜Assistant｜>\n\nHello!<｜end▁of▁sentence｜><｜User｜>Bye<｜Assistant｜><think>\n");
+  // No template: the vocabulary's tokens decide, and the reply is not opened with <think>.
+  VocabSpec bare = v;
+  bare.chat_template.clear();
+  Tokenizer tok2(bare);
+  EXPECT_EQ(detect_chat_format(tok2), ChatFormat::DeepSeekR1);
+  EXPECT_EQ(render_chat(ChatFormat::DeepSeekR1, {{"user", "Hi"}}, true, tok2), "<s><｜User｜>Hi<｜Assistant｜>");
 }
 
 TEST(Chat, Llama2Format) {

@@ -37,7 +37,7 @@ void add_prompt_options(CLI::App* app, PromptOptions& o) {
   auto* p = app->add_option("-p,--prompt", o.prompt, "Prompt text (default: empty, generation starts from BOS)");
   app->add_option("-f,--file", o.file, "Read the prompt from a file")->excludes(p);
   app->add_flag("--chat", o.chat, "Wrap the prompt as a user message in the model's chat template");
-  app->add_option("--chat-format", o.chat_format, "Chat format instead of the model's: chatml, llama3, llama2, gemma, phi3, phi4-mini");
+  app->add_option("--chat-format", o.chat_format, "Chat format instead of the model's: " + chat_format_names());
   app->add_option("--system", o.system, "System message for --chat");
 }
 
@@ -150,9 +150,9 @@ std::vector<int32_t> prompt_tokens(const PromptOptions& o, const Tokenizer& tok,
   }
   ChatFormat fmt = detect_chat_format(tok);
   if (!o.chat_format.empty() && !chat_format_from_name(o.chat_format, &fmt))
-    throw Error("unknown chat format '" + o.chat_format + "' (known: chatml, llama3, llama2, gemma, phi3, phi4-mini)");
+    throw Error("unknown chat format '" + o.chat_format + "' (known: " + chat_format_names() + ")");
   if (fmt == ChatFormat::None)
-    throw Error("the model has no chat template; pass --chat-format chatml|llama3|llama2|gemma|phi3|phi4-mini or drop --chat");
+    throw Error("the model has no chat template; pass --chat-format (" + chat_format_names() + ") or drop --chat");
   std::vector<ChatMessage> msgs;
   if (!o.system.empty()) msgs.push_back({"system", o.system});
   msgs.push_back({"user", text});

@@ -117,7 +117,7 @@ int run_serve(ServeArgs& a) {
   if (lm.tokenizer) {
     api.chat_format = detect_chat_format(*lm.tokenizer);
     if (!a.chat_format.empty() && !chat_format_from_name(a.chat_format, &api.chat_format))
-      throw Error("unknown chat format '" + a.chat_format + "' (known: chatml, llama3, llama2, gemma, phi3, phi4-mini)");
+      throw Error("unknown chat format '" + a.chat_format + "' (known: " + chat_format_names() + ")");
     for (int32_t id = 0; id < lm.tokenizer->n_vocab(); id++)
       if (lm.tokenizer->is_eog(id)) api.eos_ids.push_back(id);
   }
@@ -179,7 +179,7 @@ Command add_serve_command(CLI::App& app) {
                 "Clear a sequence's cache after each request instead of keeping it for a prompt that continues the "
                 "text (a conversation's next turn skips prefilling what it repeats; outputs are the same either "
                 "way, but time to first token can show whether another client sent the same text)");
-  cmd->add_option("--chat-format", a->chat_format, "Chat format instead of the model's template: chatml, llama3, llama2, gemma, phi3, phi4-mini");
+  cmd->add_option("--chat-format", a->chat_format, "Chat format instead of the model's template: " + chat_format_names());
   cmd->add_option("--model-id", a->model_id, "Model name reported by /v1/models and in responses (default: the file name)");
   cmd->add_option("--max-body", a->http.max_body_bytes, "Largest request body in bytes; larger ones get 413 (default 8 MiB)");
   cmd->add_option("--drain-timeout", a->drain_timeout, "Seconds SIGINT/SIGTERM waits for in-flight requests before cancelling them (default 30)");

@@ -30,6 +30,12 @@ std::string special_text(const Tokenizer& tok, int32_t id, const char* fallback)
   return id >= 0 ? tok.token_text(id) : std::string(fallback);
 }
 
+// An answer without its reasoning: what follows the last "</think>" (all of it when there is none).
+std::string after_reasoning(const std::string& answer) {
+  const size_t end = answer.rfind("</think>");
+  return end == std::string::npos ? answer : answer.substr(end + 8);
+}
+
 // The string literal that follows `key` in a Jinja template (up to its closing quote or a "\n" escape), or
 // `fallback` when the template does not have it.
 std::string literal_after(const std::string& tmpl, const std::string& key, const std::string& fallback) {
@@ -67,20 +73,38 @@ std::string chat_format_name(ChatFormat f) {
     case ChatFormat::Gemma: return "gemma";
     case ChatFormat::Phi3: return "phi3";
     case ChatFormat::Phi4Mini: return "phi4-mini";
+    case ChatFormat::DeepSeekR1: return "deepseek-r1";
     case ChatFormat::None: break;
   }
   return "none";
 }
 
+namespace {
+
+constexpr ChatFormat kNamedFormats[] = {ChatFormat::ChatML, ChatFormat::Llama3,   ChatFormat::Llama2,
+                                        ChatFormat::Gemma,  ChatFormat::Phi3,     ChatFormat::Phi4Mini,
+                                        ChatFormat::DeepSeekR1};
+
+}  // namespace
+
 bool chat_format_from_name(const std::string& name, ChatFormat* out) {
-  for (ChatFormat f : {ChatFormat::ChatML, ChatFormat::Llama3, ChatFormat::Llama2, ChatFormat::Gemma, ChatFormat::Phi3,
-                       ChatFormat::Phi4Mini, ChatFormat::None}) {
+  for (ChatFormat f : kNamedFormats) {
     if (name == chat_format_name(f)) {
       if (out) *out = f;
       return true;
     }
   }
+  if (name == chat_format_name(ChatFormat::None)) {
+    if (out) *out = ChatFormat::None;
+    return true;
+  }
   return false;
+}
+
+std::string chat_format_names() {
+  std::string s;
+  for (ChatFormat f : kNamedFormats) s += (s.empty() ? "" : ", ") + chat_format_name(f);
+  return s;
 }
 
 ChatFormat detect_chat_format(const Tokenizer& tok) {
@@ -93,7 +117,9 @@ ChatFormat detect_chat_format(const Tokenizer& tok) {
   if (t.find("'|>' + message['content']") != std::string::npos && t.find("<|end|>") != std::string::npos)
     return ChatFormat::Phi4Mini;
   if (t.find("[INST]") != std::string::npos) return ChatFormat::Llama2;
+  if (t.find("<｜User｜>") != std::string::npos) return ChatFormat::DeepSeekR1;  // before the vocabulary's ChatML tokens
   // No (recognised) template: go by the special tokens the vocabulary has.
+  if (has_token(tok, "<｜User｜>") && has_token(tok, "<｜Assistant｜>")) return ChatFormat::DeepSeekR1;
   if (has_token(tok, "<|im_start|>") && has_token(tok, "<|im_end|>")) return ChatFormat::ChatML;
   if (has_token(tok, "<|start_header_id|>") && has_token(tok, "<|eot_id|>")) return ChatFormat::Llama3;
   if (has_token(tok, "<start_of_turn>") && has_token(tok, "<end_of_turn>")) return ChatFormat::Gemma;
@@ -184,10 +210,28 @@ std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages, 
       if (add_generation_prompt) out += "<|assistant|>";
       return out;
     }
+    case ChatFormat::DeepSeekR1: {
+      // BOS, the (last) system message as plain text, <｜User｜>message, <｜Assistant｜>answer<｜end▁of▁sentence｜>
+      // with an answer's reasoning (up to </think>) left out; newer templates open the reply with "<think>\n".
+      out += special_text(tok, spec.bos, "<｜begin▁of▁sentence｜>");
+      std::string system;
+      for (const ChatMessage& m : messages)
+        if (m.role == "system") system = m.content;
+      out += system;
+      for (const ChatMessage& m : messages) {
+        if (m.role == "user") out += "<｜User｜>" + m.content;
+        if (m.role == "assistant") out += "<｜Assistant｜>" + after_reasoning(m.content) + "<｜end▁of▁sentence｜>";
+      }
+      if (add_generation_prompt) {
+        out += "<｜Assistant｜>";
+        if (spec.chat_template.find("<｜Assistant｜><think>") != std::string::npos) out += "<think>\n";
+      }
+      return out;
+    }
     case ChatFormat::None:
       break;
   }
-  throw Error("no chat format: the model has no recognised chat template (use chatml, llama3, llama2, gemma, phi3 or phi4-mini)");
+  throw Error("no chat format: the model has no recognised chat template (use " + chat_format_names() + ")");
 }
 
 }  // namespace jf

@@ -1,5 +1,5 @@
-// Chat prompt formats (ChatML / Qwen2.5 / Qwen3, Llama-3, Llama-2, Gemma, Phi-3, Phi-4-mini), detected from the
-// model's chat template.
+// Chat prompt formats (ChatML / Qwen2.5 / Qwen3, Llama-3, Llama-2, Gemma, Phi-3, Phi-4-mini, DeepSeek-R1 and its
+// distills), detected from the model's chat template.
 #pragma once
 #include <string>
 #include <vector>
@@ -8,7 +8,7 @@ namespace jf {
 
 class Tokenizer;
 
-enum class ChatFormat { None, ChatML, Llama3, Llama2, Gemma, Phi3, Phi4Mini };
+enum class ChatFormat { None, ChatML, Llama3, Llama2, Gemma, Phi3, Phi4Mini, DeepSeekR1 };
 
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant"
@@ -16,7 +16,9 @@ struct ChatMessage {
 };
 
 std::string chat_format_name(ChatFormat f);
-bool chat_format_from_name(const std::string& name, ChatFormat* out);  // "chatml", "llama3", "llama2", "gemma", "phi3", "phi4-mini"
+bool chat_format_from_name(const std::string& name, ChatFormat* out);
+// The names chat_format_from_name takes, for help texts and errors: "chatml, llama3, ..., deepseek-r1".
+std::string chat_format_names();
 // From tokenizer.chat_template text (and the vocabulary's special tokens when the template is missing).
 ChatFormat detect_chat_format(const Tokenizer& tok);
 // Prompt text ready for encode(..., add_special=false, parse_special=true); BOS included when the format has it.
