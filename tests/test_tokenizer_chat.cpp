@@ -171,6 +171,24 @@ TEST(Chat, DeepSeekR1Format) {
   EXPECT_EQ(render_chat(ChatFormat::DeepSeekR1, {{"user", "Hi"}}, true, tok2), "<s><｜User｜>Hi<｜Assistant｜>");
 }
 
+// Qwen3's template (ChatML with its "last_query_index"): answers before the last user message lose their
+// reasoning; an answer after it keeps it in a <think> block (an empty one when it is the last message).
+TEST(Chat, Qwen3DropsEarlierReasoning) {
+  Tokenizer tok(chat_vocab("{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}<|im_start|>"));
+  std::vector<ChatMessage> dialog = kDialog;
+  dialog[2].content = "<think>\nThe user greets.\n</think>\n\nHello!";
+  EXPECT_EQ(render_chat(ChatFormat::ChatML, dialog, true, tok),
+            "<s><|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(render_chat(ChatFormat::ChatML, {{"user", "Hi"}, {"assistant", "<think>\n\nr\n</think>\n\nA"}}, false, tok),
+            "<s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\nr\n</think>\n\nA<|im_end|>\n");
+  EXPECT_EQ(render_chat(ChatFormat::ChatML, {{"user", "Hi"}, {"assistant", "A"}}, false, tok),
+            "<s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nA<|im_end|>\n");
+  // Plain ChatML (Qwen2.5) keeps an answer as it was sent.
+  Tokenizer plain(chat_vocab("<|im_start|>"));
+  EXPECT_NE(render_chat(ChatFormat::ChatML, dialog, true, plain).find("<think>\nThe user greets."), std::string::npos);
+}
+
 TEST(Chat, Llama2Format) {
   const std::string tmpl =
       "{% for message in messages %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + "

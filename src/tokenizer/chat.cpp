@@ -36,6 +36,29 @@ std::string after_reasoning(const std::string& answer) {
   return end == std::string::npos ? answer : answer.substr(end + 8);
 }
 
+std::string strip_newlines(std::string s, bool front, bool back) {
+  if (front) s.erase(0, s.find_first_not_of('\n') == std::string::npos ? s.size() : s.find_first_not_of('\n'));
+  if (back) s.erase(s.find_last_not_of('\n') + 1);
+  return s;
+}
+
+// An assistant message as Qwen3's template writes it: reasoning (between <think> and the first </think>)
+// and answer (after the last </think>) split; before the last user message only the answer is kept.
+std::string qwen3_answer(const std::string& content, bool after_last_query, bool last) {
+  std::string answer = content, reasoning;
+  const size_t close = content.find("</think>");
+  if (close != std::string::npos) {
+    reasoning = strip_newlines(content.substr(0, close), false, true);
+    const size_t open = reasoning.rfind("<think>");
+    if (open != std::string::npos) reasoning = reasoning.substr(open + 7);
+    reasoning = strip_newlines(reasoning, true, false);
+    answer = strip_newlines(content.substr(content.rfind("</think>") + 8), true, false);
+  }
+  if (after_last_query && (last || !reasoning.empty()))
+    return "<think>\n" + strip_newlines(reasoning, true, true) + "\n</think>\n\n" + strip_newlines(answer, true, false);
+  return answer;
+}
+
 // The string literal that follows `key` in a Jinja template (up to its closing quote or a "\n" escape), or
 // `fallback` when the template does not have it.
 std::string literal_after(const std::string& tmpl, const std::string& key, const std::string& fallback) {
@@ -137,7 +160,21 @@ std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages, 
       bool has_system = !messages.empty() && messages[0].role == "system";
       if (!has_system && spec.chat_template.find(kQwenSystem) != std::string::npos)
         out += std::string("<|im_start|>system\n") + kQwenSystem + "<|im_end|>\n";
-      for (const ChatMessage& m : messages) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+      // Qwen3's template drops the reasoning of answers given before the last user message (and writes the
+      // ones after it as <think>\n...\n</think>\n\n + answer).
+      const bool qwen3 = spec.chat_template.find("last_query_index") != std::string::npos;
+      size_t last_query = messages.empty() ? 0 : messages.size() - 1;
+      for (size_t i = 0; i < messages.size(); i++)
+        if (messages[i].role == "user") last_query = i;
+      for (size_t i = 0; i < messages.size(); i++) {
+        const ChatMessage& m = messages[i];
+        out += "<|im_start|>" + m.role + "\n";
+        if (qwen3 && m.role == "assistant")
+          out += qwen3_answer(m.content, i > last_query, i + 1 == messages.size());
+        else
+          out += m.content;
+        out += "<|im_end|>\n";
+      }
       if (add_generation_prompt) out += "<|im_start|>assistant\n";
       return out;
     }
