@@ -175,6 +175,11 @@ PY
   check_error "pack missing file" 1 "$jf" pack --traj /nonexistent.jsonl -o "$tmp/p.jsonl"
   check_error "train bad objective" 1 "$jf" train -m "$m" --objective magic -o "$tmp/m.gguf"
   check_error "train without data" 1 "$jf" train -m "$m" -o "$tmp/m.gguf"
+  # --parse-special: "</s>" in a plain prompt is the one EOS token (BOS Once </s> upon), else spelled out.
+  np_plain=$("$jf" generate -m "$m" -p "Once</s>upon" -n 1 --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["n_prompt"])')
+  np_special=$("$jf" generate -m "$m" -p "Once</s>upon" -n 1 --json --parse-special 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["n_prompt"])')
+  [ "$np_special" = 4 ] && [ "$np_plain" -gt 4 ] && echo "ok   --parse-special reads </s> as a token" ||
+    { echo "FAIL --parse-special: $np_special vs $np_plain prompt tokens"; fails=$((fails + 1)); }
   check_error "perplexity missing text" 1 "$jf" perplexity -m "$m" -f /nonexistent.txt
   echo 'Once upon a time.' >"$tmp/short.txt"
   check_error "perplexity --llama-cpp text too short" 1 "$jf" perplexity -m "$m" -f "$tmp/short.txt" --llama-cpp -c 64

@@ -39,6 +39,9 @@ void add_prompt_options(CLI::App* app, PromptOptions& o) {
   app->add_flag("--chat", o.chat, "Wrap the prompt as a user message in the model's chat template");
   app->add_option("--chat-format", o.chat_format, "Chat format instead of the model's: " + chat_format_names());
   app->add_option("--system", o.system, "System message for --chat");
+  app->add_flag("--parse-special", o.parse_special,
+                "Read special-token text in the prompt (e.g. <|im_start|>) as those tokens, as llama-cli does "
+                "(default: spelled out as text; --chat prompts always use the template's tokens)");
 }
 
 void add_sampling_options(CLI::App* app, SamplingParams& s) {
@@ -143,7 +146,7 @@ std::vector<int32_t> prompt_tokens(const PromptOptions& o, const Tokenizer& tok,
   std::string text = o.file.empty() ? o.prompt : read_text_file(o.file);
   *prompt_text = text;
   if (!o.chat) {
-    std::vector<int32_t> ids = tok.encode(text, /*add_special=*/true, /*parse_special=*/false);
+    std::vector<int32_t> ids = tok.encode(text, /*add_special=*/true, o.parse_special);
     if (ids.empty() && tok.bos() >= 0) ids.push_back(tok.bos());  // empty prompt: start from BOS
     if (ids.empty()) throw Error("the prompt is empty and the vocabulary has no BOS token to start from");
     return ids;

@@ -26,6 +26,7 @@ struct PromptOptions {
   bool chat = false;
   std::string chat_format;  // "" = from the model
   std::string system;
+  bool parse_special = false;  // special-token text in a plain prompt becomes those tokens (as llama-cli)
 };
 
 void add_model_options(CLI::App* app, ModelOptions& o);
