@@ -398,6 +398,7 @@ TEST(Requests, BadFieldsAreNamed) {
   err(R"({"prompt": [1], "decoder": "pld:ngram-corpus=/etc/passwd"})", "decoder", "per request");
   err(R"({"prompt": [1], "stream_options": {"include_usage": true}})", "stream_options", "stream");
   err(R"({"prompt": [1], "messages": []})", "messages", "chat/completions");
+  err(R"({"prompt": [1], "chat_template_kwargs": {"enable_thinking": false}})", "chat_template_kwargs", "chat/completions");
   std::string long_prompt = "{\"prompt\": [";
   for (int i = 0; i < 40; i++) long_prompt += (i ? ",1" : "1");
   err(long_prompt + "]}", "prompt", "more than the context size 32");

@@ -184,6 +184,16 @@ TEST(Chat, Qwen3DropsEarlierReasoning) {
             "<s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\nr\n</think>\n\nA<|im_end|>\n");
   EXPECT_EQ(render_chat(ChatFormat::ChatML, {{"user", "Hi"}, {"assistant", "A"}}, false, tok),
             "<s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nA<|im_end|>\n");
+  // enable_thinking = false (llama-server's chat_template_kwargs, jf --no-thinking): an empty think block
+  // opens the reply when the template has that switch, and changes nothing otherwise.
+  Tokenizer switchable(chat_vocab("last_query_index ... {%- if enable_thinking is defined and enable_thinking is false %}"));
+  ChatOptions off;
+  off.enable_thinking = false;
+  EXPECT_EQ(render_chat(ChatFormat::ChatML, {{"user", "Hi"}}, true, switchable, off),
+            "<s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  EXPECT_EQ(render_chat(ChatFormat::ChatML, {{"user", "Hi"}}, true, switchable),
+            "<s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(render_chat(ChatFormat::ChatML, {{"user", "Hi"}}, true, tok, off), render_chat(ChatFormat::ChatML, {{"user", "Hi"}}, true, tok));
   // Plain ChatML (Qwen2.5) keeps an answer as it was sent.
   Tokenizer plain(chat_vocab("<|im_start|>"));
   EXPECT_NE(render_chat(ChatFormat::ChatML, dialog, true, plain).find("<think>\nThe user greets."), std::string::npos);

@@ -39,6 +39,9 @@ void add_prompt_options(CLI::App* app, PromptOptions& o) {
   app->add_flag("--chat", o.chat, "Wrap the prompt as a user message in the model's chat template");
   app->add_option("--chat-format", o.chat_format, "Chat format instead of the model's: " + chat_format_names());
   app->add_option("--system", o.system, "System message for --chat");
+  app->add_flag("--no-thinking", o.no_thinking,
+                "--chat with a template that has an enable_thinking switch (Qwen3): answer without a reasoning "
+                "block (the reply opens with an empty <think></think>)");
   app->add_flag("--parse-special", o.parse_special,
                 "Read special-token text in the prompt (e.g. <|im_start|>) as those tokens, as llama-cli does "
                 "(default: spelled out as text; --chat prompts always use the template's tokens)");
@@ -159,7 +162,9 @@ std::vector<int32_t> prompt_tokens(const PromptOptions& o, const Tokenizer& tok,
   std::vector<ChatMessage> msgs;
   if (!o.system.empty()) msgs.push_back({"system", o.system});
   msgs.push_back({"user", text});
-  *prompt_text = render_chat(fmt, msgs, /*add_generation_prompt=*/true, tok);
+  ChatOptions chat;
+  chat.enable_thinking = !o.no_thinking;
+  *prompt_text = render_chat(fmt, msgs, /*add_generation_prompt=*/true, tok, chat);
   return tok.encode(*prompt_text, /*add_special=*/false, /*parse_special=*/true);
 }
 

@@ -27,6 +27,7 @@ struct PromptOptions {
   std::string chat_format;  // "" = from the model
   std::string system;
   bool parse_special = false;  // special-token text in a plain prompt becomes those tokens (as llama-cli)
+  bool no_thinking = false;    // --chat with a Qwen3-style template: enable_thinking = false
 };
 
 void add_model_options(CLI::App* app, ModelOptions& o);

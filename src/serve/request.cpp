@@ -98,11 +98,13 @@ void refuse_unsupported(const json& body, bool chat) {
       "min_p", "seed", "stop", "stream", "stream_options", "decoder", "prediction", "n", "best_of", "echo",
       "suffix", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "tools",
       "functions", "tool_choice", "function_call", "response_format", "user", "metadata", "store",
-      "service_tier", "parallel_tool_calls", "ignore_eos", "audio", "modalities"};
+      "service_tier", "parallel_tool_calls", "ignore_eos", "audio", "modalities", "chat_template_kwargs"};
   for (const auto& [key, value] : body.items())
     if (!known.count(key)) bad(key, "unknown field '" + key + "' (it may change the output, so it is refused)");
   if (!chat && present(body, "messages")) bad("messages", "'messages' belongs to /v1/chat/completions");
   if (chat && present(body, "prompt")) bad("prompt", "'prompt' belongs to /v1/completions; send 'messages'");
+  if (!chat && present(body, "chat_template_kwargs"))
+    bad("chat_template_kwargs", "'chat_template_kwargs' belongs to /v1/chat/completions");
 }
 
 std::vector<int32_t> encode_prompt(const json& body, const ApiContext& ctx) {
@@ -130,6 +132,21 @@ std::vector<int32_t> encode_prompt(const json& body, const ApiContext& ctx) {
   return ids;
 }
 
+// llama-server's "chat_template_kwargs": enable_thinking (Qwen3) is the template variable jf renders.
+ChatOptions chat_options(const json& body) {
+  ChatOptions o;
+  if (!present(body, "chat_template_kwargs")) return o;
+  const json& k = body["chat_template_kwargs"];
+  if (!k.is_object()) bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+  for (const auto& [key, value] : k.items()) {
+    if (key != "enable_thinking")
+      bad("chat_template_kwargs", "chat_template_kwargs '" + key + "' is not supported (only enable_thinking)");
+    if (!value.is_boolean()) bad("chat_template_kwargs", "'chat_template_kwargs.enable_thinking' must be true or false");
+    o.enable_thinking = value.get<bool>();
+  }
+  return o;
+}
+
 std::vector<int32_t> encode_messages(const json& body, const ApiContext& ctx) {
   if (!present(body, "messages")) bad("messages", "'messages' is required");
   const json& m = body["messages"];
@@ -149,7 +166,8 @@ std::vector<int32_t> encode_messages(const json& body, const ApiContext& ctx) {
     if (!m[i].contains("content") || m[i]["content"].is_null()) bad(param + ".content", "'" + param + ".content' is required");
     msgs.push_back({role, content_text(m[i]["content"], param + ".content")});
   }
-  const std::string text = render_chat(ctx.chat_format, msgs, /*add_generation_prompt=*/true, *ctx.tokenizer);
+  const std::string text = render_chat(ctx.chat_format, msgs, /*add_generation_prompt=*/true, *ctx.tokenizer,
+                                       chat_options(body));
   return ctx.tokenizer->encode(text, /*add_special=*/false, /*parse_special=*/true);
 }
 

@@ -151,7 +151,7 @@ ChatFormat detect_chat_format(const Tokenizer& tok) {
 }
 
 std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages, bool add_generation_prompt,
-                        const Tokenizer& tok) {
+                        const Tokenizer& tok, const ChatOptions& opts) {
   const VocabSpec& spec = tok.spec();
   std::string out;
   switch (f) {
@@ -176,6 +176,8 @@ std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages, 
         out += "<|im_end|>\n";
       }
       if (add_generation_prompt) out += "<|im_start|>assistant\n";
+      if (add_generation_prompt && !opts.enable_thinking && spec.chat_template.find("enable_thinking") != std::string::npos)
+        out += "<think>\n\n</think>\n\n";
       return out;
     }
     case ChatFormat::Llama3: {

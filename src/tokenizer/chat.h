@@ -21,8 +21,14 @@ bool chat_format_from_name(const std::string& name, ChatFormat* out);
 std::string chat_format_names();
 // From tokenizer.chat_template text (and the vocabulary's special tokens when the template is missing).
 ChatFormat detect_chat_format(const Tokenizer& tok);
+struct ChatOptions {
+  // false: a template with an enable_thinking switch (Qwen3) opens the reply with an empty <think></think>
+  // block, so the model answers without reasoning first.
+  bool enable_thinking = true;
+};
+
 // Prompt text ready for encode(..., add_special=false, parse_special=true); BOS included when the format has it.
 std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages, bool add_generation_prompt,
-                        const Tokenizer& tok);
+                        const Tokenizer& tok, const ChatOptions& opts = {});
 
 }  // namespace jf

@@ -199,6 +199,13 @@ test('bad requests: 400 naming the problem, 404, 405, 413', async () => {
   assert.equal(wrong.status, 405);
   assert.ok((await wrong.json()).error.message.includes('POST'));
   assert.equal((await post(srv.base, '/health', {})).status, 405);
+  const chatKw = (kw) => post(srv.base, '/v1/chat/completions', { messages: [{ role: 'user', content: 'Hi' }], max_tokens: 3, chat_template_kwargs: kw });
+  for (const kw of [{ reasoning: 'off' }, { enable_thinking: 'no' }, 'x']) {
+    const k = await chatKw(kw);
+    assert.equal(k.status, 400, JSON.stringify(kw));
+    assert.equal(k.json.error.param, 'chat_template_kwargs');
+  }
+  assert.equal((await chatKw({ enable_thinking: false })).status, 200);
   const big = await post(srv.base, '/v1/completions', { prompt: 'x'.repeat(200000) });
   assert.equal(big.status, 413);
 });
