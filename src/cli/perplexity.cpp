@@ -79,7 +79,8 @@ Command add_perplexity_command(CLI::App& app) {
       ->check(CLI::Range(2, 1 << 20));
   cmd->add_flag("--llama-cpp", a->llama_cpp,
                 "Score as llama-perplexity does, to compare with its numbers: chunks of -c tokens (as its -c; default "
-                "512), each chunk's first token replaced by BOS, only the second half scored; needs 2 x -c tokens");
+                "512), each chunk's first token replaced by BOS, only the second half scored; needs 2 x -c tokens. "
+                "llama.cpp keeps an f16 KV cache by default: add --kv-type f16 for its numbers");
   cmd->add_flag("--json", a->json, "Print a JSON object");
   return [a] { return run_perplexity(*a); };
 }
