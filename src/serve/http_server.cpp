@@ -194,6 +194,7 @@ void HttpServer::generate(const httplib::Request& http_req, httplib::Response& r
   state->job->prompt = state->req.prompt;
   state->job->gen = state->req.gen;
   state->job->decoder = state->req.decoder;
+  state->job->reuse_prefix = state->req.cache_prompt;
   state->job->observer = state->out;
   switch (sch->submit(state->job)) {
     case Scheduler::Admit::Queued: break;

@@ -98,7 +98,8 @@ void refuse_unsupported(const json& body, bool chat) {
       "min_p", "seed", "stop", "stream", "stream_options", "decoder", "prediction", "n", "best_of", "echo",
       "suffix", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "tools",
       "functions", "tool_choice", "function_call", "response_format", "user", "metadata", "store",
-      "service_tier", "parallel_tool_calls", "ignore_eos", "audio", "modalities", "chat_template_kwargs"};
+      "service_tier", "parallel_tool_calls", "ignore_eos", "audio", "modalities", "chat_template_kwargs",
+      "cache_prompt"};
   for (const auto& [key, value] : body.items())
     if (!known.count(key)) bad(key, "unknown field '" + key + "' (it may change the output, so it is refused)");
   if (!chat && present(body, "messages")) bad("messages", "'messages' belongs to /v1/chat/completions");
@@ -253,6 +254,7 @@ CompletionRequest parse_completion_request(const json& body, bool chat, const Ap
   const char* max_key = chat && present(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
   r.gen.max_new_tokens = static_cast<int>(integer_in(body, max_key, 0, 1 << 24, ctx.default_max_tokens));
   r.gen.ignore_eos = boolean(body, "ignore_eos", false);
+  r.cache_prompt = boolean(body, "cache_prompt", true);
   r.gen.eos_ids = ctx.eos_ids;
   SamplingParams& s = r.gen.sampling;
   s.temperature = static_cast<float>(number_in(body, "temperature", 0, 2, 0));

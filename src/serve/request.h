@@ -45,6 +45,7 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;
   bool prediction = false;        // the decoder drafts from a predicted text (pld over it)
+  bool cache_prompt = true;       // llama-server's field: may start from a sequence's kept keys and values
 };
 
 // Throws ApiError (400) naming the field and the problem.

@@ -107,17 +107,18 @@ void Scheduler::admit_locked() {
     // back to the slot of its last one); ties: the first. When another slot, busy or not, holds more of it
     // (a system prompt several clients send), its keys and values are copied over.
     const std::vector<int32_t>& prompt = queue_.front()->prompt;
+    const bool reuse = opts_.reuse_prefix && queue_.front()->reuse_prefix;
     Slot* best = nullptr;
     int best_reuse = -1;
     for (auto& slot : slots_) {
       if (slot->job) continue;
-      const int r = opts_.reuse_prefix ? held_prefix(*slot, prompt) : 0;
+      const int r = reuse ? held_prefix(*slot, prompt) : 0;
       if (r > best_reuse) best = slot.get(), best_reuse = r;
     }
     if (!best) break;
     Slot* donor = nullptr;
     for (auto& slot : slots_) {
-      if (slot.get() == best || !opts_.reuse_prefix) continue;
+      if (slot.get() == best || !reuse) continue;
       const int r = held_prefix(*slot, prompt);
       if (r > best_reuse) donor = slot.get(), best_reuse = r;
     }

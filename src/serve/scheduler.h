@@ -37,6 +37,7 @@ struct Job {
   GenerationConfig gen;
   DecoderOptions decoder;  // validated by whoever builds the job
   std::shared_ptr<JobObserver> observer;
+  bool reuse_prefix = true;  // may start from keys and values a sequence already holds (llama-server's cache_prompt)
   std::atomic<bool> cancel{false};  // any thread may set it (the client went away); honoured at the next step
 };
 

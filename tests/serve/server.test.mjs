@@ -135,6 +135,11 @@ test("a conversation's next turn skips prefilling the turns its sequence still h
   assert.ok(reused >= r1.json.usage.prompt_tokens - 1 && reused < r2.json.usage.prompt_tokens,
     `${reused} of ${r2.json.usage.prompt_tokens} prompt tokens reused (first turn: ${r1.json.usage.prompt_tokens})`);
   assert.ok((await metric(srv.base, 'jf_prompt_tokens_reused_total')) >= reused);
+  // llama-server's cache_prompt: false prefills it all, with the same answer.
+  const r3 = await post(srv.base, '/v1/chat/completions', { ...next, cache_prompt: false });
+  assert.equal(r3.json.jf.counters.prompt_tokens_reused ?? 0, 0);
+  assert.equal(r3.json.choices[0].message.content, r2.json.choices[0].message.content);
+  assert.equal((await post(srv.base, '/v1/chat/completions', { ...next, cache_prompt: 'yes' })).status, 400);
 });
 
 test('stop strings end the text before them, whole and streamed', async () => {
