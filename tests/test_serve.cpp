@@ -301,6 +301,19 @@ TEST_F(ServeStories, CancelAndStopFreeTheSequence) {
   EXPECT_EQ(b->why, FinishReason::Stop);
   EXPECT_GE(b->tokens.size(), 5u);
   EXPECT_LT(b->tokens.size(), 5u + 8u);  // at most one forward's worth past the stop
+  // Cancelled while queued: finished without taking the sequence, whose kept cache still serves the next.
+  auto d = std::make_shared<Recorder>(), e = std::make_shared<Recorder>();
+  auto jd = make_job(encode("A bird"), spec("ar"), g, d);
+  jd->cancel = true;
+  sch.submit(jd);
+  run_until_idle(sch);
+  EXPECT_EQ(d->why, FinishReason::Cancelled);
+  EXPECT_TRUE(d->tokens.empty());
+  GenerationConfig short_g = g;
+  short_g.max_new_tokens = 3;
+  sch.submit(make_job(encode("The cat"), spec("ar"), short_g, e));
+  run_until_idle(sch);
+  EXPECT_GT(e->result.stats.counters["prompt_tokens_reused"], 0);
   sch.begin_drain();
   EXPECT_EQ(sch.submit(make_job(encode("The dog"), spec("ar"), g, c)), Scheduler::Admit::Draining);
 }

@@ -103,6 +103,13 @@ void Scheduler::shutdown() {
 
 void Scheduler::admit_locked() {
   while (!queue_.empty()) {
+    if (queue_.front()->cancel.load()) {  // gone before it started: no sequence (nor its kept cache) involved
+      std::shared_ptr<Job> job = std::move(queue_.front());
+      queue_.pop_front();
+      if (metrics_) metrics_->tokens(static_cast<int64_t>(job->prompt.size()), 0);
+      job->observer->on_finished(GenerationResult{}, FinishReason::Cancelled, {});
+      continue;
+    }
     // The free slot whose cache holds the longest part of the prompt (a conversation's next turn goes
     // back to the slot of its last one); ties: the first. When another slot, busy or not, holds more of it
     // (a system prompt several clients send), its keys and values are copied over.
@@ -133,10 +140,6 @@ void Scheduler::admit_locked() {
     s.stop_requested = false;
     s.committed_before = 0;
     active_count_++;
-    if (s.job->cancel.load()) {
-      finish(s, FinishReason::Cancelled);
-      continue;
-    }
     try {
       DecoderOptions d = s.job->decoder;
       if (d.name == "pld" && d.ngram_memory > 0) d.pld_memory = pld_memory_;
