@@ -176,9 +176,10 @@ Command add_serve_command(CLI::App& app) {
   cmd->add_option("--max-rows", a->sched.max_rows, "Most rows one sequence may put into a forward (default 64)");
   cmd->add_flag("--no-calibrate", a->no_calibrate, "Skip measuring the forward cost curve at start (no draft-row cut)");
   cmd->add_flag("--no-prefix-reuse", [a](int64_t) { a->sched.reuse_prefix = false; },
-                "Clear a sequence's cache after each request instead of keeping it for a prompt that continues the "
-                "text (a conversation's next turn skips prefilling what it repeats; outputs are the same either "
-                "way, but time to first token can show whether another client sent the same text)");
+                "Prefill every prompt whole: do not start a prompt from keys and values a sequence holds (a "
+                "finished request's text it continues, as a conversation's next turn does, or a prefix another "
+                "sequence shares, as a system prompt). Outputs are the same either way, but time to first token "
+                "can show whether another client sent the same text");
   cmd->add_option("--chat-format", a->chat_format, "Chat format instead of the model's template: " + chat_format_names());
   cmd->add_option("--model-id", a->model_id, "Model name reported by /v1/models and in responses (default: the file name)");
   cmd->add_option("--max-body", a->http.max_body_bytes, "Largest request body in bytes; larger ones get 413 (default 8 MiB)");
