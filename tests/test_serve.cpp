@@ -4,6 +4,8 @@
 // draining; stop strings in the text stream; request validation.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "decode/options.h"
 #include "model/loader.h"
@@ -220,6 +222,22 @@ TEST_F(ServeStories, APromptThatStartsLikeARunningJobCopiesItsKeysAndValues) {
     EXPECT_EQ(b->tokens, alone(pb, spec(d), g).tokens);
     EXPECT_EQ(b->result.stats.counters["prompt_tokens_reused"], static_cast<int64_t>(common));
   }
+}
+
+// --parse-special: "</s>" in a completions prompt is the EOS token (as llama-server reads it); by default it is
+// spelled out as text (as OpenAI's API).
+TEST_F(ServeStories, ParseSpecialReadsTokenTextInPrompts) {
+  ApiContext ctx;
+  ctx.tokenizer = lm.tokenizer.get();
+  ctx.context = 64, ctx.vocab_size = lm.model->config().vocab_size;
+  const auto body = nlohmann::json::parse(R"({"prompt": "Once</s>upon", "max_tokens": 1})");
+  const std::vector<int32_t> plain = parse_completion_request(body, false, ctx).prompt;
+  ctx.parse_special = true;
+  const std::vector<int32_t> special = parse_completion_request(body, false, ctx).prompt;
+  const int32_t eos = lm.tokenizer->eos();
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), eos), 0);
+  EXPECT_EQ(std::count(special.begin(), special.end(), eos), 1);
+  EXPECT_LT(special.size(), plain.size());
 }
 
 TEST_F(ServeStories, MixedDecodersInOneBatchEqualGenerateAlone) { mixed_batch(CostCurve(), true); }

@@ -35,6 +35,7 @@ struct ServeArgs {
   int max_tokens = 256;
   double drain_timeout = 30;
   bool no_calibrate = false;
+  bool parse_special = false;
 };
 
 std::string file_name(const std::string& path) {
@@ -114,6 +115,7 @@ int run_serve(ServeArgs& a) {
   api.vocab_size = lm.model->config().vocab_size;
   api.default_decoder = a.decoder;
   api.default_max_tokens = a.max_tokens;
+  api.parse_special = a.parse_special;
   if (lm.tokenizer) {
     api.chat_format = detect_chat_format(*lm.tokenizer);
     if (!a.chat_format.empty() && !chat_format_from_name(a.chat_format, &api.chat_format))
@@ -180,6 +182,10 @@ Command add_serve_command(CLI::App& app) {
                 "finished request's text it continues, as a conversation's next turn does, or a prefix another "
                 "sequence shares, as a system prompt). Outputs are the same either way, but time to first token "
                 "can show whether another client sent the same text");
+  cmd->add_flag("--parse-special", a->parse_special,
+                "Read special-token text in /v1/completions prompts (e.g. <|im_start|>) as those tokens, as "
+                "llama-server does, for clients that write their own chat markup (default: spelled out as text, "
+                "as OpenAI's API)");
   cmd->add_option("--chat-format", a->chat_format, "Chat format instead of the model's template: " + chat_format_names());
   cmd->add_option("--model-id", a->model_id, "Model name reported by /v1/models and in responses (default: the file name)");
   cmd->add_option("--max-body", a->http.max_body_bytes, "Largest request body in bytes; larger ones get 413 (default 8 MiB)");

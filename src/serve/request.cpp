@@ -115,7 +115,7 @@ std::vector<int32_t> encode_prompt(const json& body, const ApiContext& ctx) {
   std::vector<int32_t> ids;
   if (p.is_string()) {
     if (!ctx.tokenizer) bad("prompt", "the model has no tokenizer: send the prompt as an array of token ids");
-    ids = ctx.tokenizer->encode(p.get<std::string>(), /*add_special=*/true, /*parse_special=*/false);
+    ids = ctx.tokenizer->encode(p.get<std::string>(), /*add_special=*/true, ctx.parse_special);
     if (ids.empty() && ctx.tokenizer->bos() >= 0) ids.push_back(ctx.tokenizer->bos());
   } else if (p.is_array()) {
     for (const json& t : p) {

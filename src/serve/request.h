@@ -34,6 +34,7 @@ struct ApiContext {
   std::vector<int32_t> eos_ids;
   DecoderOptions default_decoder;
   int default_max_tokens = 256;
+  bool parse_special = false;  // special-token text in a completions prompt becomes those tokens (llama-server's way)
 };
 
 struct CompletionRequest {
