@@ -8,6 +8,12 @@
 namespace jf {
 namespace {
 
+WeightScheme scheme(const std::string& name) {
+  WeightScheme w;
+  EXPECT_TRUE(weight_scheme_from_name(name, &w)) << name;
+  return w;
+}
+
 // GGML's per-tensor mix of its file types on a 22-layer model (TinyLlama's shape): output Q6_K; attn_v and
 // ffn_down Q6_K on the layers i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2 (q4_k_m); q4_k_s's Q5_K on the
 // first layers; and the reference's fallbacks for rows that do not fit the blocks.
@@ -57,11 +63,7 @@ TEST(QuantMix, FileTypesFollowTheReferenceMix) {
 // query heads per key-value head, Llama-2-7B 1), ffn_down and attn_output one step up; q3_k_m's attn_v Q5_K on
 // two layers, ffn_down Q5_K below n/16, attn_output / fused qkv Q4_K; q3_k_l's Q5_K; q3_k_s only the output.
 TEST(QuantMix, TwoAndThreeBitFileTypes) {
-  WeightScheme q2, q3s, q3m, q3l;
-  ASSERT_TRUE(weight_scheme_from_name("q2_k", &q2));
-  ASSERT_TRUE(weight_scheme_from_name("Q3_K_S", &q3s));
-  ASSERT_TRUE(weight_scheme_from_name("q3_k_m", &q3m));
-  ASSERT_TRUE(weight_scheme_from_name("q3_k_l", &q3l));
+  const WeightScheme q2 = scheme("q2_k"), q3s = scheme("Q3_K_S"), q3m = scheme("q3_k_m"), q3l = scheme("q3_k_l");
   const int n = 22;
   for (int i = 0; i < n; i++) {
     SCOPED_TRACE(i);
@@ -97,9 +99,7 @@ TEST(QuantMix, TwoAndThreeBitFileTypes) {
   EXPECT_EQ(scheme_tensor_type(q3m, "blk.3.attn_v.weight", 896, n, true, 8), DType::Q5_0);  // Q4_K's fallback
   EXPECT_EQ(scheme_tensor_type(q2, "blk.3.attn_q.weight", 100, n, true, 8), DType::F16);
   // iq4_nl / iq4_xs: attn_v Q5_K with GQA >= 4, ffn_down Q5_K below n/8 (2 layers), IQ4_XS -> IQ4_NL at 896.
-  WeightScheme nl, xs;
-  ASSERT_TRUE(weight_scheme_from_name("iq4_nl", &nl));
-  ASSERT_TRUE(weight_scheme_from_name("IQ4_XS", &xs));
+  const WeightScheme nl = scheme("iq4_nl"), xs = scheme("IQ4_XS");
   for (int i = 0; i < n; i++) {
     const std::string p = "blk." + std::to_string(i) + ".";
     EXPECT_EQ(scheme_tensor_type(xs, p + "attn_v.weight", 2048, n, true, 8), DType::Q5_K);
@@ -130,12 +130,8 @@ TEST(QuantMix, SeventyBClassAttnVBonus) {
   llama70.n_layers = 81;
   EXPECT_FALSE(reference_70b_class(llama70));
 
-  WeightScheme m, s, q2, q3s, xs;
-  ASSERT_TRUE(weight_scheme_from_name("q4_k_m", &m));
-  ASSERT_TRUE(weight_scheme_from_name("q4_k_s", &s));
-  ASSERT_TRUE(weight_scheme_from_name("q2_k", &q2));
-  ASSERT_TRUE(weight_scheme_from_name("q3_k_s", &q3s));
-  ASSERT_TRUE(weight_scheme_from_name("iq4_xs", &xs));
+  const WeightScheme m = scheme("q4_k_m"), s = scheme("q4_k_s"), q2 = scheme("q2_k"), q3s = scheme("q3_k_s"),
+                     xs = scheme("iq4_xs");
   const int n = 80;
   for (int i = 0; i < n; i++) {
     SCOPED_TRACE(i);

@@ -90,7 +90,6 @@ class PldMemory {
   }
   // The texts, each preceded by kSeparator.
   std::span<const int32_t> texts() const { return texts_; }
-  size_t size() const { return texts_.size(); }
   static constexpr int32_t kSeparator = -1;  // never a token: no n-gram or continuation crosses it
   // The statistics shared by decoders with these proposal kinds and draft cap (created on first use).
   DraftLengthPolicy& policy(int kinds, int draft_max);

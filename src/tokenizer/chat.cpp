@@ -1,6 +1,7 @@
 // Chat prompt formats: detection from the model's chat template / vocabulary, and rendering of messages.
 #include "tokenizer/chat.h"
 
+#include <algorithm>
 #include <ctime>
 
 #include "base/error.h"
@@ -37,7 +38,7 @@ std::string after_reasoning(const std::string& answer) {
 }
 
 std::string strip_newlines(std::string s, bool front, bool back) {
-  if (front) s.erase(0, s.find_first_not_of('\n') == std::string::npos ? s.size() : s.find_first_not_of('\n'));
+  if (front) s.erase(0, std::min(s.size(), s.find_first_not_of('\n')));
   if (back) s.erase(s.find_last_not_of('\n') + 1);
   return s;
 }
@@ -52,7 +53,7 @@ std::string qwen3_answer(const std::string& content, bool after_last_query, bool
     const size_t open = reasoning.rfind("<think>");
     if (open != std::string::npos) reasoning = reasoning.substr(open + 7);
     reasoning = strip_newlines(reasoning, true, false);
-    answer = strip_newlines(content.substr(content.rfind("</think>") + 8), true, false);
+    answer = strip_newlines(after_reasoning(content), true, false);
   }
   if (after_last_query && (last || !reasoning.empty()))
     return "<think>\n" + strip_newlines(reasoning, true, true) + "\n</think>\n\n" + strip_newlines(answer, true, false);
