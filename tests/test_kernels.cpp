@@ -34,33 +34,26 @@ const DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DTyp
 // K-quants need rows of 256: the test shapes' K (multiples of 32) mapped to 256, 512 or 768.
 int64_t cols_for(DType t, int64_t K) { return dtype_has_256_blocks(t) ? kQK * (K / kQ8Block % 3 + 1) : K; }
 
-// The int8 kernels' chain for one output (matmul.h, Q8Rows): exact integer sums per block (per half for
-// Q6_K), acc = fma(sum, dw * dx, acc), and for Q4_1 / Q5_1 acc = fma(sum of x's quants, m * dx, acc); the
-// K-quants scale the integer sums by their integer sub-block scale and min, with the super-block's d, -dmin.
+// The int8 kernels' chain for one output (matmul.h, Q8Rows), written out from the file's quantities: exact
+// integer sums per block (per half for Q2_K, Q3_K, Q6_K), acc = fma(sum, dw * dx, acc), and for the types
+// with a min acc = fma(sum of x's quants * dx, m, acc); a K-quant's dw and m are its super-block's d and
+// -dmin times the integer sub-block scale and min.
 float int8_chain(DType t, const uint8_t* wrow, const int8_t* xq, const float* xd, int64_t K) {
   float acc = 0.0f;
+  const int parts = dtype_scales_per_32(t), width = kQ8Block / parts;
   for (int64_t b = 0; b < K / kQ8Block; b++) {
     Quants32 wb;
     block32(t, wrow, b, wb);
     const int8_t* x = xq + b * kQ8Block;
-    if (dtype_scales_per_32(t) == 2) {  // Q2_K, Q3_K, Q6_K: halves of 16, Q2_K's with a min each
-      for (int h = 0; h < 2; h++) {
-        int32_t sum = 0, xsum = 0;
-        for (int k = 16 * h; k < 16 * h + 16; k++) sum += x[k] * wb.q[k], xsum += x[k];
-        acc = std::fma(float(sum * wb.sc[h]), wb.sd * xd[b], acc);
-        if (dtype_has_min(t)) acc = std::fma(float(xsum * wb.sm[h]), wb.smin * xd[b], acc);
-      }
-      continue;
+    for (int h = 0; h < parts; h++) {
+      int32_t sum = 0, xsum = 0;
+      for (int k = width * h; k < width * (h + 1); k++) sum += x[k] * wb.q[k], xsum += x[k];
+      const bool kquant = dtype_is_kquant(t);
+      const float dw = kquant ? wb.sd * float(wb.sc[h]) : wb.d[h];
+      const float m = kquant ? wb.smin * float(wb.sm[h]) : wb.m[h];
+      acc = std::fma(float(sum), dw * xd[b], acc);
+      if (dtype_has_min(t)) acc = std::fma(float(xsum) * xd[b], m, acc);
     }
-    int32_t sum = 0, xsum = 0;
-    for (int k = 0; k < kQ8Block; k++) sum += x[k] * wb.q[k], xsum += x[k];
-    if (dtype_is_kquant(t)) {
-      acc = std::fma(float(sum * wb.sc[0]), wb.sd * xd[b], acc);
-      acc = std::fma(float(xsum * wb.sm[0]), wb.smin * xd[b], acc);
-      continue;
-    }
-    acc = std::fma(float(sum), wb.d[0] * xd[b], acc);
-    if (dtype_has_min(t)) acc = std::fma(float(xsum), wb.m[0] * xd[b], acc);
   }
   return acc;
 }

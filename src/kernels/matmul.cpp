@@ -58,7 +58,6 @@ void quantize_row_q8(const float* x, int64_t K, int8_t* q, float* d, int32_t* bi
 void matmul_cols_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t n0, int64_t n1) {
   const int64_t K = w.cols, N = w.rows, nb = K / kQ8Block;
   const bool has_min = dtype_has_min(w.type), halves = dtype_scales_per_32(w.type) == 2;
-  const bool kquant = dtype_is_kquant(w.type);
   std::vector<Quants32> blocks(static_cast<size_t>(nb));
   for (int64_t n = n0; n < n1; n++) {
     for (int64_t b = 0; b < nb; b++) block32(w.type, w.row(n), b, blocks[b]);
@@ -69,24 +68,16 @@ void matmul_cols_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t n0
       for (int64_t b = 0; b < nb; b++) {
         const Quants32& wb = blocks[b];
         const int8_t* qb = q + b * kQ8Block;
-        if (halves) {  // Q2_K, Q3_K, Q6_K: sub-blocks of 16 (Q2_K with a min each)
-          for (int h = 0; h < 2; h++) {
-            int32_t sum = 0, xsum = 0;
-            for (int i = 16 * h; i < 16 * h + 16; i++) sum += int32_t(qb[i]) * wb.q[i], xsum += qb[i];
-            acc = std::fma(static_cast<float>(sum * wb.sc[h]), wb.sd * d[b], acc);
-            if (has_min) acc = std::fma(static_cast<float>(xsum * wb.sm[h]), wb.smin * d[b], acc);
-          }
-          continue;
+        // Every type: the block's (or half's) scale times dx, and the min (if any) times the activations'
+        // sum times dx. A K-quant's d[h] = d * sc and m[h] = -dmin * m are exact products (at most 18
+        // significant bits), so the tiles may form them from the integer scales and get the same bits.
+        const int parts = halves ? 2 : 1, width = kQ8Block / parts;
+        for (int h = 0; h < parts; h++) {
+          int32_t sum = 0, xsum = 0;
+          for (int i = width * h; i < width * (h + 1); i++) sum += int32_t(qb[i]) * wb.q[i], xsum += qb[i];
+          acc = std::fma(static_cast<float>(sum), wb.d[h] * d[b], acc);
+          if (has_min) acc = std::fma(static_cast<float>(xsum) * d[b], wb.m[h], acc);
         }
-        int32_t sum = 0, xsum = 0;
-        for (int i = 0; i < kQ8Block; i++) sum += int32_t(qb[i]) * wb.q[i], xsum += qb[i];
-        if (kquant) {
-          acc = std::fma(static_cast<float>(sum * wb.sc[0]), wb.sd * d[b], acc);
-          acc = std::fma(static_cast<float>(xsum * wb.sm[0]), wb.smin * d[b], acc);
-          continue;
-        }
-        acc = std::fma(static_cast<float>(sum), wb.d[0] * d[b], acc);
-        if (has_min) acc = std::fma(static_cast<float>(xsum), wb.m[0] * d[b], acc);
       }
       y[m * N + n] = acc;
     }
@@ -103,24 +94,42 @@ void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool th
   out.q.resize(size_t(M * K));
   out.d.resize(size_t(M * nb));
   out.bias.resize(size_t(M * nb));
-  out.bias16.resize(size_t(M * nb * 2));
-  out.sum.resize(size_t(M * nb));
-  out.sum16.resize(size_t(M * nb * 2));
+  for (auto* v : {&out.start8, &out.start16}) v->resize(size_t(M * nb));
+  for (auto* v : {&out.start4_half, &out.start32_half}) v->resize(size_t(M * nb * 2));
+  out.sum_dx.resize(size_t(M * nb));
+  out.sum16_dx.resize(size_t(M * nb * 2));
   const bool simd = active_isa() != Isa::Scalar;
   parallel_for(M, threads && M > 1 && M * K >= (1 << 14), [&](int64_t m0, int64_t m1) {
     for (int64_t m = m0; m < m1; m++) {
       auto* quantize = simd ? avx2::quantize_row_q8 : scalar::quantize_row_q8;
       quantize(x + m * K, K, out.q.data() + m * K, out.d.data() + m * nb, out.bias.data() + m * nb);
       const int8_t* q = out.q.data() + m * K;
+      const float* d = out.d.data() + m * nb;
       for (int64_t h = 0; h < 2 * nb; h++) {
         int32_t sum = 0;
         for (int i = 0; i < 16; i++) sum += q[16 * h + i];
-        out.bias16[m * 2 * nb + h] = -128 * sum;
-        out.sum16[m * 2 * nb + h] = static_cast<float>(sum);
+        out.start4_half[m * 2 * nb + h] = -4 * sum;
+        out.start32_half[m * 2 * nb + h] = -32 * sum;
+        out.sum16_dx[m * 2 * nb + h] = static_cast<float>(sum) * d[h / 2];
       }
-      for (int64_t b = 0; b < nb; b++) out.sum[m * nb + b] = static_cast<float>(out.bias[m * nb + b] / -128);
+      for (int64_t b = 0; b < nb; b++) {
+        const int32_t sum = out.bias[m * nb + b] / -128;
+        out.start8[m * nb + b] = -8 * sum;
+        out.start16[m * nb + b] = -16 * sum;
+        out.sum_dx[m * nb + b] = static_cast<float>(sum) * d[b];
+      }
     }
   });
+}
+
+const int32_t* Q8Rows::offset_starts(DType t) const {
+  switch (panel_nibble_offset(t)) {
+    case 4: return start4_half.data();
+    case 8: return start8.data();
+    case 16: return start16.data();
+    case 32: return start32_half.data();
+    default: return nullptr;
+  }
 }
 
 size_t panel_bytes(DType type, int64_t K) {

@@ -130,27 +130,30 @@ PageBuffer pack_panels(const WeightMatrix& w, DType type);
 // Activations for Q8_0 panels, quantized like the weights: per row and block of 32, d = max|x| / 127 and
 // q = x * (127 / max|x|) rounded to nearest even (a block with max|x| < 1e-30 is all zero; one holding inf
 // or NaN gets d = NaN, which every output it reaches then carries). With them each output is exact integer
-// block dot products chained as acc = fma(float(sum_k qx * qw), dx * dw, acc), blocks in order from 0
-// (qw: block32's q; Q4_1 / Q5_1 add acc = fma(float(sum_k qx), m * dx, acc) after each block's sum; the
-// K-quants scale the integer sum by the sub-block's integer scale, acc = fma(float(sum * sc), d * dx, acc),
-// and Q4_K / Q5_K add acc = fma(float(sum_k qx * m), -dmin * dx, acc), Q6_K chaining its two halves of 16
-// as blocks of their own; every such integer is below 2^24, so converting it is exact):
-// the same bits on every instruction set (integer sums do not depend on their order), for any M or thread
-// count. int8 products are 4-8x cheaper than fp32 FMAs with VNNI; the error they add is that of the
-// weights' own quantization (|q| <= 127 per block of 32).
+// block dot products chained as acc = fma(float(sum_k qx * qw), dw * dx, acc), blocks in order from 0
+// (qw: block32's q; the types with a min add acc = fma(sum_k qx * dx, m, acc) after each block's sum; Q2_K,
+// Q3_K and Q6_K chain their two halves of 16 as blocks of their own; a K-quant's dw = d * sc and m = -dmin *
+// m_int are exact products of its integer scales, so the tiles form them from those; every integer sum is
+// below 2^24, so converting it is exact): the same bits on every instruction set (integer sums do not depend
+// on their order), for any M or thread count. int8 products are 4-8x cheaper than fp32 FMAs with VNNI; the
+// error they add is that of the weights' own quantization (|q| <= 127 per block of 32).
 struct Q8Rows {
   int64_t M = 0, K = 0;
   aligned_vector<int8_t> q;   // M x K quants
   std::vector<float> d;       // M x K/32 scales
   std::vector<int32_t> bias;  // M x K/32: -128 * (sum of the block's quants), undoes the weights' + 128
-  std::vector<int32_t> bias16;  // M x K/16: the same per half block (Q6_K's sub-blocks of 16)
-  // The sums of quants themselves as fp32 (exact: |sum| <= 32 * 127), per block and per half block: the
-  // tiles multiply them with the weights' integer mins in fp32, which is exactly the integer product (below
-  // 2^24), with no integer division or vpmulld.
-  std::vector<float> sum, sum16;
+  // -o * (sum of the quants), the start of a block's integer sum that undoes a nibble offset o
+  // (panel_nibble_offset): per block for Q4_0 (8) and Q5_0 (16), per half block for Q3_K (4) and Q6_K (32).
+  // Read with a broadcast, which takes no vector ALU slot (shifting bias per row and output took one).
+  std::vector<int32_t> start8, start16, start4_half, start32_half;
+  // The sums of quants times d (fp32, rounded once), per block and per half block: what the weights' mins
+  // multiply (sum_k qx * dx), computed once per row instead of once per row and output.
+  std::vector<float> sum_dx, sum16_dx;
   const int8_t* row_q(int64_t m) const { return q.data() + m * K; }
   const float* row_d(int64_t m) const { return d.data() + m * (K / kQ8Block); }
   const int32_t* row_bias(int64_t m) const { return bias.data() + m * (K / kQ8Block); }
+  // The starts for panels of type t (nullptr for types without a nibble offset).
+  const int32_t* offset_starts(DType t) const;
 };
 // Quantizes M rows of K (a multiple of 32) values; every instruction set gives the same bits.
 void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool threads = false);

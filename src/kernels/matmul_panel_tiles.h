@@ -131,9 +131,9 @@ struct Q8Input {  // MR rows of a Q8Rows from row m on
   const int8_t* q;
   const float* d;
   const int32_t* bias;
-  const int32_t* bias16;
-  const float* sum;  // Q8Rows::sum, sum16
-  const float* sum16;
+  const int32_t* start;  // Q8Rows::offset_starts of the panels' type (per half block for halves types)
+  const float* sum_dx;  // Q8Rows::sum_dx, sum16_dx
+  const float* sum16_dx;
   int64_t K;
 };
 
@@ -260,35 +260,36 @@ inline void scale_into(float (&total)[MR][NV][L], const typename V::I (&acc)[MR]
   }
 }
 
-// K-quants (F): total = fma(float(acc * sc), d * dx, total), sc the int8 scales at byte `sc_at` of the
+// K-quants (F): total = fma(float(acc), (d * sc) * dx, total), sc the int8 scales at byte `sc_at` of the
 // block, d the fp32 values at byte `d_at` (the super-block header); then, for the types with mins (Q2_K,
-// Q4_K, Q5_K), total = fma(float(sum(qx) * m), -dmin * dx, total), m the mins at `m_at` (Q2_K: the high 4
-// bits of the scale's byte, panel_scale_min_byte), -dmin after d, sum(qx) from `xsum` (row i's at
-// xsum[i * stride]: the block's, or its half's). The min's integer product is below 2^24, so multiplying
-// the converted integers as fp32 gives it exactly (with no integer division, broadcast or vpmulld per row),
-// and one load and store of the running total serves both steps.
+// Q4_K, Q5_K), total = fma(sum(qx) * dx, -dmin * m, total), m the mins at `m_at` (Q2_K: the high 4 bits of
+// the scale's byte, panel_scale_min_byte), -dmin after d, sum(qx) * dx from `xsum_dx` (row i's at
+// xsum_dx[i * stride]: the block's, or its half's). d * sc and -dmin * m are exact (at most 18 significant
+// bits), the values the scalar chain's block32 gives; they are formed once per vector for all rows, which
+// leaves a conversion, a multiply and two FMAs per row and vector (the integer product acc * sc cost a
+// vpmulld per row, and the min two more multiplies).
 template <class V, class F, int MR, int NV, int L>
 inline void kscale_into(float (&total)[MR][NV][L], const typename V::I (&acc)[MR][NV], const Q8Input& x, int64_t b,
-                        const float* xsum, int64_t stride, const uint8_t* w, size_t ps, size_t sc_at, size_t m_at,
+                        const float* xsum_dx, int64_t stride, const uint8_t* w, size_t ps, size_t sc_at, size_t m_at,
                         size_t d_at) {
   constexpr bool kMin = F::kMin, kByte = panel_scale_min_byte(F::kType);
   const int64_t nb = x.K / kQ8Block;
 #pragma GCC unroll 8
   for (int j = 0; j < NV; j++) {
     const uint8_t* panel = w + j * V::PP * ps;
-    const typename V::T d = V::load_f32(panel, ps, d_at);
     typename V::I sc = V::load_i8(panel, ps, sc_at);
-    typename V::T nd{}, m{};
+    typename V::T m{};
     if constexpr (kMin) {
-      nd = V::load_f32(panel, ps, d_at + kPanel * sizeof(float));
-      m = V::to_float(kByte ? V::high4(sc) : V::load_i8(panel, ps, m_at));
+      const typename V::T nd = V::load_f32(panel, ps, d_at + kPanel * sizeof(float));
+      m = V::mul(nd, V::to_float(kByte ? V::high4(sc) : V::load_i8(panel, ps, m_at)));
     }
     if constexpr (kByte) sc = V::low4(sc);
+    const typename V::T d = V::mul(V::load_f32(panel, ps, d_at), V::to_float(sc));
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++) {
       const typename V::T dx = V::broadcast(x.d + i * nb + b);
-      typename V::T t = V::fma(V::to_float(V::mullo(acc[i][j], sc)), V::mul(d, dx), V::loadu(total[i][j]));
-      if constexpr (kMin) t = V::fma(V::mul(V::broadcast(xsum + i * stride), m), V::mul(nd, dx), t);
+      typename V::T t = V::fma(V::to_float(acc[i][j]), V::mul(d, dx), V::loadu(total[i][j]));
+      if constexpr (kMin) t = V::fma(V::broadcast(xsum_dx + i * stride), m, t);
       V::storeu(total[i][j], t);
     }
   }
@@ -318,13 +319,13 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
     if constexpr (F::kHalves) {  // two chained sub-blocks of 16 positions (two pairs of groups each)
 #pragma GCC unroll 2
       for (int h = 0; h < 2; h++) {
-        // sum (q + o) * x = sum q * x + o * sum x: start from -o * sum x (bias16 is -128 * sum x).
+        // sum (q + o) * x = sum q * x + o * sum x: start from -o * sum x.
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++)
 #pragma GCC unroll 8
           for (int j = 0; j < NV; j++) {
             if constexpr (F::kNibbleOffset > 0)
-              acc[i][j] = V::template offset_start<F::kNibbleOffset>(x.bias16 + i * 2 * nb + 2 * b + h);
+              acc[i][j] = V::start(x.start + i * 2 * nb + 2 * b + h);
             else
               acc[i][j] = V::izero();
           }
@@ -333,7 +334,7 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
         else
           dot_nibble_pairs<V, F, MR, NV>(acc, x, b, w, ps, quants, 2 * h, 2 * h + 2);
         // Q2_K: the half's min (in its scale's byte) after its scaled sum
-        kscale_into<V, F, MR, NV, L>(total, acc, x, b, x.sum16 + 2 * b + h, 2 * nb, w, ps, at + h * kPanel,
+        kscale_into<V, F, MR, NV, L>(total, acc, x, b, x.sum16_dx + 2 * b + h, 2 * nb, w, ps, at + h * kPanel,
                                      at + h * kPanel, head);
       }
       continue;
@@ -345,7 +346,7 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
         if constexpr (!F::kNibbles || F::kTable)
           acc[i][j] = V::block_start(x.bias + i * nb + b);  // bytes q + 128 (or as V::table_q), see V::dot4
         else if constexpr (F::kNibbleOffset > 0)  // sum (q + o) * x = sum q * x + o * sum x
-          acc[i][j] = V::template offset_start<F::kNibbleOffset>(x.bias + i * nb + b);
+          acc[i][j] = V::start(x.start + i * nb + b);
         else
           acc[i][j] = V::izero();
       }
@@ -354,19 +355,17 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
     else
       dot_groups<V, MR, NV>(acc, x, b, w, ps, quants, 0, kQ8Block / 4);
     if constexpr (F::kKQuant) {  // Q4_K, Q5_K (sub-blocks of 32, a min each)
-      kscale_into<V, F, MR, NV, L>(total, acc, x, b, x.sum + b, nb, w, ps, at, at + kPanel, head);
+      kscale_into<V, F, MR, NV, L>(total, acc, x, b, x.sum_dx + b, nb, w, ps, at, at + kPanel, head);
       continue;
     }
     scale_into<V, MR, NV, L>(total, acc, x, b, w, ps, at);
-    if constexpr (F::kMin) {  // Q4_1, Q5_1: + m * dx * sum(x), the block's activation sum exact (-bias / 128)
+    if constexpr (F::kMin) {  // Q4_1, Q5_1: + sum(qx) * dx * m
 #pragma GCC unroll 8
       for (int j = 0; j < NV; j++) {
         const typename V::T mw = V::load_f32(w + j * V::PP * ps, ps, at + kPanel * sizeof(float));
 #pragma GCC unroll 8
-        for (int i = 0; i < MR; i++) {
-          const typename V::T scale = V::mul(mw, V::broadcast(x.d + i * nb + b));
-          V::storeu(total[i][j], V::fma(V::broadcast(x.sum + i * nb + b), scale, V::loadu(total[i][j])));
-        }
+        for (int i = 0; i < MR; i++)
+          V::storeu(total[i][j], V::fma(V::broadcast(x.sum_dx + i * nb + b), mw, V::loadu(total[i][j])));
       }
     }
   }
@@ -377,10 +376,15 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
 }
 
 // Rows m.. of the input: fp32 rows or quantized ones.
-inline const float* rows_from(const float* x, int64_t m, int64_t K) { return x + m * K; }
-inline Q8Input rows_from(const Q8Input& x, int64_t m, int64_t K) {
+template <class L>
+const float* rows_from(const float* x, int64_t m, int64_t K) {
+  return x + m * K;
+}
+template <class F>
+Q8Input rows_from(const Q8Input& x, int64_t m, int64_t K) {
   const int64_t nb = K / kQ8Block;
-  return {x.q + m * K, x.d + m * nb, x.bias + m * nb, x.bias16 + m * 2 * nb, x.sum + m * nb, x.sum16 + m * 2 * nb, K};
+  const int32_t* start = x.start ? x.start + m * nb * (F::kHalves ? 2 : 1) : nullptr;
+  return {x.q + m * K, x.d + m * nb, x.bias + m * nb, start, x.sum_dx + m * nb, x.sum16_dx + m * 2 * nb, K};
 }
 
 // Kept out of line: inlined into the row loops, GCC 12 spilled an accumulator of the Q8_0 tiles to the
@@ -429,7 +433,7 @@ void run_panels(const X& x, int64_t M, const WeightMatrix& w, float* y, int64_t 
   for (int64_t g = p0; g < p1; g += group) {
     const int64_t g1 = std::min(p1, g + group);
     for (int64_t m = 0; m < M; m += MR)
-      panel_rows_upto<V, L, MR>(std::min<int64_t>(MR, M - m), rows_from(x, m, K), K, w.packed, ps, y + m * N, N, g, g1);
+      panel_rows_upto<V, L, MR>(std::min<int64_t>(MR, M - m), rows_from<L>(x, m, K), K, w.packed, ps, y + m * N, N, g, g1);
   }
 }
 
@@ -445,7 +449,7 @@ void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, i
 
 template <class V>
 void matmul_panels_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
-  const Q8Input in{x.q.data(), x.d.data(), x.bias.data(), x.bias16.data(), x.sum.data(), x.sum16.data(), x.K};
+  const Q8Input in{x.q.data(), x.d.data(), x.bias.data(), x.offset_starts(w.packed_type), x.sum_dx.data(), x.sum16_dx.data(), x.K};
   switch (w.packed_type) {
     case DType::Q4_0: return run_panels<V, PanelQ4>(in, x.M, w, y, p0, p1);
     case DType::Q4_1: return run_panels<V, PanelInt<DType::Q4_1>>(in, x.M, w, y, p0, p1);

@@ -67,22 +67,14 @@ struct PanelVec {
   }
   static I block_start(const int32_t*) { return _mm256_setzero_si256(); }  // products of q itself: no bias
   static I izero() { return _mm256_setzero_si256(); }
-  // K-quants: 8 int8 sub-block scales (or mins) as 32-bit lanes, lane products, a broadcast integer.
+  // K-quants: 8 int8 sub-block scales (or mins) as 32-bit lanes (then converted to fp32).
   static I load_i8(const uint8_t* panel, size_t, size_t off) {
     return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(panel + off)));
   }
-  static I mullo(I a, I b) { return _mm256_mullo_epi32(a, b); }
   // Q2_K's scale | min << 4 bytes (as load_i8 gives them): the low and the high 4 bits of each lane's byte.
   static I low4(I v) { return _mm256_and_si256(v, _mm256_set1_epi32(15)); }
   static I high4(I v) { return _mm256_and_si256(_mm256_srli_epi32(v, 4), _mm256_set1_epi32(15)); }
-  // -o * sum x in every lane from the bias -128 * sum x, o a power of two: an arithmetic shift of the
-  // broadcast value, exact (integer division of the scalar compiled to a sign test, a cmov and a shift per
-  // row, and a move to a vector register).
-  template <int kOffset>
-  static I offset_start(const int32_t* bias) {
-    static_assert(kOffset > 0 && 128 % kOffset == 0 && (kOffset & (kOffset - 1)) == 0);
-    return _mm256_srai_epi32(_mm256_set1_epi32(*bias), __builtin_ctz(128 / kOffset));
-  }
+  static I start(const int32_t* p) { return _mm256_set1_epi32(*p); }  // a block's integer sum from *p on
   // acc += sum of 4 products q * x per output, as |q| * (x with q's sign): pairs of them are at most
   // 2 * 128 * 127, inside pmaddubsw's int16, so the sum is exact.
   static I dot4(I acc, const W& w, __m256i x) {

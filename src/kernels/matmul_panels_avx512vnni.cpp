@@ -36,21 +36,15 @@ struct PanelVecVnni : PanelVec {
   // sum (q + 128) * x = sum q * x + 128 * sum x: start each block from -128 * sum x.
   static I block_start(const int32_t* bias) { return _mm512_set1_epi32(*bias); }
   static I izero() { return _mm512_setzero_si512(); }
-  // K-quants: 8 int8 sub-block scales of each panel as 32-bit lanes, lane products, a broadcast integer.
+  // K-quants: 8 int8 sub-block scales (or mins) of each panel as 32-bit lanes (then converted to fp32).
   static I load_i8(const uint8_t* panel, size_t ps, size_t off) {
     const __m128i lo = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(panel + off));
     const __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(panel + ps + off));
     return _mm512_cvtepi8_epi32(_mm_unpacklo_epi64(lo, hi));
   }
-  static I mullo(I a, I b) { return _mm512_mullo_epi32(a, b); }
   static I low4(I v) { return _mm512_and_si512(v, _mm512_set1_epi32(15)); }  // as avx2::PanelVec::low4
   static I high4(I v) { return _mm512_and_si512(_mm512_srli_epi32(v, 4), _mm512_set1_epi32(15)); }
-  // -o * sum x in every lane, as avx2::PanelVec::offset_start.
-  template <int kOffset>
-  static I offset_start(const int32_t* bias) {
-    static_assert(kOffset > 0 && 128 % kOffset == 0 && (kOffset & (kOffset - 1)) == 0);
-    return _mm512_srai_epi32(_mm512_set1_epi32(*bias), __builtin_ctz(128 / kOffset));
-  }
+  static I start(const int32_t* p) { return _mm512_set1_epi32(*p); }  // a block's integer sum from *p on
   static I dot4(I acc, W w, __m512i x) { return _mm512_dpbusd_epi32(acc, w, x); }
   static T to_float(I v) { return _mm512_cvtepi32_ps(v); }
   // Nibble panels: two groups per load, unsigned (Q4_0: the file's q + 8).
