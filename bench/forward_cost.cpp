@@ -16,6 +16,50 @@
 
 using namespace jf;
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// --interleave: every round runs each M once, so a ratio pairs forwards measured moments apart.
+int run_interleaved(Transformer& tf, KvCache& cache, SequenceInput& in, Rng& rng, const ModelConfig& c,
+                    const std::vector<int>& ms, int reps, int context) {
+  std::vector<std::vector<int32_t>> batches;
+  for (int M : ms) {
+    batches.emplace_back(M);
+    for (auto& x : batches.back()) x = static_cast<int32_t>(rng.below(c.vocab_size));
+  }
+  auto forward_seconds = [&](size_t i) {
+    in.set_causal(&cache, batches[i], SequenceInput::Logits::All);
+    const double s = now_seconds();
+    tf.forward(in);
+    const double e = now_seconds() - s;
+    cache.truncate(context);
+    return e;
+  };
+  for (const double until = now_seconds() + 0.1; now_seconds() < until;)  // warm caches and clocks
+    for (size_t i = 0; i < ms.size(); i++) forward_seconds(i);
+  std::vector<std::vector<double>> times(ms.size()), ratios(ms.size());
+  for (int r = 0; r < reps; r++) {
+    std::vector<double> round(ms.size());
+    for (size_t i = 0; i < ms.size(); i++) round[i] = forward_seconds(i);
+    for (size_t i = 0; i < ms.size(); i++) {
+      times[i].push_back(round[i]);
+      ratios[i].push_back(round[i] / round[0]);
+    }
+  }
+  std::printf("\n%d rounds, each M once per round\n\n", reps);
+  std::printf("| M | median ms/forward | fastest ms | median of per-round time(M)/time(%d) | tokens/s at the median |\n",
+              ms.front());
+  std::printf("|---|---|---|---|---|\n");
+  for (size_t i = 0; i < ms.size(); i++) {
+    const double t = median(times[i]);
+    std::printf("| %d | %.3f | %.3f | %.2f | %.0f |\n", ms[i], t * 1e3,
+                *std::min_element(times[i].begin(), times[i].end()) * 1e3, median(ratios[i]), ms[i] / t);
+  }
+  return 0;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"Per-forward cost vs number of tokens M"};
   std::string preset = "llama-1b", type = "f16", file;
@@ -41,7 +85,16 @@ int run(int argc, char** argv) {
   app.add_option("--schedule", schedule,
                  "How a small model uses the threads: auto (time each way, keep the fastest), serial, rows, matrices")
       ->check(CLI::IsMember({"auto", "serial", "rows", "matrices"}));
+  bool interleave = false;
+  app.add_flag("--interleave", interleave,
+               "Run the Ms in turn, one forward each per round, and report each M's median and the median over "
+               "rounds of time(M) / time(first M) in the same round (a ratio that neighbours' load on a shared "
+               "machine moves less)");
   CLI11_PARSE(app, argc, argv);
+  if (interleave && compare) {
+    std::fprintf(stderr, "error: --interleave and --compare-row-major cannot be combined\n");
+    return 2;
+  }
   set_num_threads(threads);
   set_multirow_schedule(schedule == "rows"       ? MultiRowSchedule::SplitRows
                         : schedule == "matrices" ? MultiRowSchedule::SplitMatrices
@@ -95,6 +148,7 @@ int run(int argc, char** argv) {
   in.set_causal(&cache, toks, SequenceInput::Logits::None);
   tf.forward(in);
 
+  if (interleave) return run_interleaved(tf, cache, in, rng, c, ms, reps, context);
   std::printf("\n| M | ms/forward | time(M)/time(1) | roofline ms | time/roofline | tokens/s (M x forwards/s) |%s\n",
               compare ? " row-major ms | row-major / default |" : "");
   std::printf("|---|---|---|---|---|---|%s\n", compare ? "---|---|" : "");
