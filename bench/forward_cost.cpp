@@ -172,14 +172,12 @@ int run(int argc, char** argv) {
     for (int r = 0; r < reps; r++)
       for (int variant = 0; variant < (compare ? 2 : 1); variant++)  // alternate: same machine conditions
         (variant == 0 ? times : times_rm).push_back(run(variant));
-    std::sort(times.begin(), times.end());
-    double t = times[times.size() / 2];
+    const double t = median(times);
     if (M == ms.front()) t1 = t;
     double roof = std::max(bytes / (bw_gbs * 1e9), 2 * params * M / (peak_gflops * 1e9));
     std::printf("| %d | %.3f | %.2f | %.3f | %.2f | %.0f |", M, t * 1e3, t / t1, roof * 1e3, t / roof, M / t);
     if (compare) {
-      std::sort(times_rm.begin(), times_rm.end());
-      const double trm = times_rm[times_rm.size() / 2];
+      const double trm = median(times_rm);
       std::printf(" %.3f | %.2f |", trm * 1e3, trm / t);
     }
     std::printf("\n");

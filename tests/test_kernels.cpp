@@ -41,6 +41,7 @@ int64_t cols_for(DType t, int64_t K) { return dtype_has_256_blocks(t) ? kQK * (K
 float int8_chain(DType t, const uint8_t* wrow, const int8_t* xq, const float* xd, int64_t K) {
   float acc = 0.0f;
   const int parts = dtype_scales_per_32(t), width = kQ8Block / parts;
+  const bool kquant = dtype_is_kquant(t);
   for (int64_t b = 0; b < K / kQ8Block; b++) {
     Quants32 wb;
     block32(t, wrow, b, wb);
@@ -48,7 +49,6 @@ float int8_chain(DType t, const uint8_t* wrow, const int8_t* xq, const float* xd
     for (int h = 0; h < parts; h++) {
       int32_t sum = 0, xsum = 0;
       for (int k = width * h; k < width * (h + 1); k++) sum += x[k] * wb.q[k], xsum += x[k];
-      const bool kquant = dtype_is_kquant(t);
       const float dw = kquant ? wb.sd * float(wb.sc[h]) : wb.d[h];
       const float m = kquant ? wb.smin * float(wb.sm[h]) : wb.m[h];
       acc = std::fma(float(sum), dw * xd[b], acc);

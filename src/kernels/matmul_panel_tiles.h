@@ -131,7 +131,8 @@ struct Q8Input {  // MR rows of a Q8Rows from row m on
   const int8_t* q;
   const float* d;
   const int32_t* bias;
-  const int32_t* start;  // Q8Rows::offset_starts of the panels' type (per half block for halves types)
+  const int32_t* start;  // Q8Rows::offset_starts of the panels' type, start_stride per row
+  int64_t start_stride;  // K / 32, or K / 16 for the types with halves
   const float* sum_dx;  // Q8Rows::sum_dx, sum16_dx
   const float* sum16_dx;
   int64_t K;
@@ -325,7 +326,7 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
 #pragma GCC unroll 8
           for (int j = 0; j < NV; j++) {
             if constexpr (F::kNibbleOffset > 0)
-              acc[i][j] = V::start(x.start + i * 2 * nb + 2 * b + h);
+              acc[i][j] = V::start(x.start + i * x.start_stride + 2 * b + h);
             else
               acc[i][j] = V::izero();
           }
@@ -346,7 +347,7 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
         if constexpr (!F::kNibbles || F::kTable)
           acc[i][j] = V::block_start(x.bias + i * nb + b);  // bytes q + 128 (or as V::table_q), see V::dot4
         else if constexpr (F::kNibbleOffset > 0)  // sum (q + o) * x = sum q * x + o * sum x
-          acc[i][j] = V::start(x.start + i * nb + b);
+          acc[i][j] = V::start(x.start + i * x.start_stride + b);
         else
           acc[i][j] = V::izero();
       }
@@ -376,15 +377,11 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
 }
 
 // Rows m.. of the input: fp32 rows or quantized ones.
-template <class L>
-const float* rows_from(const float* x, int64_t m, int64_t K) {
-  return x + m * K;
-}
-template <class F>
-Q8Input rows_from(const Q8Input& x, int64_t m, int64_t K) {
+inline const float* rows_from(const float* x, int64_t m, int64_t K) { return x + m * K; }
+inline Q8Input rows_from(const Q8Input& x, int64_t m, int64_t K) {
   const int64_t nb = K / kQ8Block;
-  const int32_t* start = x.start ? x.start + m * nb * (F::kHalves ? 2 : 1) : nullptr;
-  return {x.q + m * K, x.d + m * nb, x.bias + m * nb, start, x.sum_dx + m * nb, x.sum16_dx + m * 2 * nb, K};
+  const int32_t* start = x.start ? x.start + m * x.start_stride : nullptr;
+  return {x.q + m * K, x.d + m * nb, x.bias + m * nb, start, x.start_stride, x.sum_dx + m * nb, x.sum16_dx + m * 2 * nb, K};
 }
 
 // Kept out of line: inlined into the row loops, GCC 12 spilled an accumulator of the Q8_0 tiles to the
@@ -433,7 +430,7 @@ void run_panels(const X& x, int64_t M, const WeightMatrix& w, float* y, int64_t 
   for (int64_t g = p0; g < p1; g += group) {
     const int64_t g1 = std::min(p1, g + group);
     for (int64_t m = 0; m < M; m += MR)
-      panel_rows_upto<V, L, MR>(std::min<int64_t>(MR, M - m), rows_from<L>(x, m, K), K, w.packed, ps, y + m * N, N, g, g1);
+      panel_rows_upto<V, L, MR>(std::min<int64_t>(MR, M - m), rows_from(x, m, K), K, w.packed, ps, y + m * N, N, g, g1);
   }
 }
 
@@ -449,7 +446,9 @@ void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, i
 
 template <class V>
 void matmul_panels_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
-  const Q8Input in{x.q.data(), x.d.data(), x.bias.data(), x.offset_starts(w.packed_type), x.sum_dx.data(), x.sum16_dx.data(), x.K};
+  const int64_t start_stride = x.K / kQ8Block * dtype_scales_per_32(w.packed_type);
+  const Q8Input in{x.q.data(), x.d.data(), x.bias.data(), x.offset_starts(w.packed_type), start_stride,
+                   x.sum_dx.data(), x.sum16_dx.data(), x.K};
   switch (w.packed_type) {
     case DType::Q4_0: return run_panels<V, PanelQ4>(in, x.M, w, y, p0, p1);
     case DType::Q4_1: return run_panels<V, PanelInt<DType::Q4_1>>(in, x.M, w, y, p0, p1);
