@@ -105,12 +105,16 @@ void tile_elem(const float* x, int64_t K, const uint8_t* w, size_t ps, float* y,
   typename V::T acc[MR][NV];
   zero_tile<V, MR, NV>(acc);
   constexpr int64_t kLine = 64 / (kPanel * L::kBytes);  // positions per cache line of a panel
+  const size_t used = size_t(K) * kPanel * L::kBytes;  // bytes of a panel
   for (int64_t k = 0; k < K; k++) {
-    // Each panel's line ~1 KB ahead, once per line (a prefetch never faults, so passing the end is harmless).
-    if (k % kLine == 0)
+    // Each panel's line ~1 KB ahead, once per line, and past the end the next tile's (as tile_q8). A
+    // prefetch never faults, so passing the last panel is harmless.
+    if (k % kLine == 0) {
+      const size_t at = size_t(k) * kPanel * L::kBytes + 1024;
+      const uint8_t* pf = at >= used ? w + NV * V::PP * ps - used : w;
 #pragma GCC unroll 8
-      for (int j = 0; j < NV * V::PP; j++)
-        _mm_prefetch(reinterpret_cast<const char*>(w + j * ps + (k * kPanel * L::kBytes + 1024)), _MM_HINT_T0);
+      for (int j = 0; j < NV * V::PP; j++) _mm_prefetch(reinterpret_cast<const char*>(pf + j * ps + at), _MM_HINT_T0);
+    }
     typename V::T wv[NV];
 #pragma GCC unroll 8
     for (int j = 0; j < NV; j++) wv[j] = L::template load<V>(w + j * V::PP * ps, ps, k);
@@ -308,12 +312,16 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
     // tiles at 4 rows ran at half their cached speed; 2 and 8 blocks ahead measured slower than 4). A
     // prefetch never faults, so running past the panel's end is harmless. (K-quants: with the header
     // bytes before the block.)
-    const size_t ahead = panel_block_offset(kT, b + 4) - hb;
+    // Near the end of the panels, the next tile's first blocks instead: that tile starts cold otherwise,
+    // since only its first panel continues one of this tile's streams (8-row q4_k_m forwards 8% faster).
+    const bool next = b + 4 >= nb;
+    const uint8_t* pf = next ? w + NV * V::PP * ps : w;
+    const size_t ahead = panel_block_offset(kT, next ? b + 4 - nb : b + 4) - hb;
 #pragma GCC unroll 16
     for (int j = 0; j < NV * V::PP; j++)
 #pragma GCC unroll 8
       for (size_t off = 0; off < bb + hb; off += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(w + j * ps + ahead + off), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(pf + j * ps + ahead + off), _MM_HINT_T0);
     typename V::I acc[MR][NV];
     const size_t at = panel_block_offset(kT, b), quants = at + panel_quants_offset(kT);
     const size_t head = panel_head_offset(kT, b);
