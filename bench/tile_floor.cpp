@@ -38,10 +38,13 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void floor_tiles(const in
     for (auto& row : acc)
       for (auto& a : row) a = _mm512_setzero_si512();
     for (int64_t b = 0; b < K / kQ8Block; b++) {
-      const size_t ahead = panel_block_offset(kType, b + ahead_blocks) - kHeadBytes;
+      // As jf's tiles: near the end, the next tile's first blocks.
+      const bool next = b + ahead_blocks >= K / kQ8Block;
+      const uint8_t* pf = next ? w + 2 * kVectors * ps : w;
+      const size_t ahead = panel_block_offset(kType, b + ahead_blocks - (next ? K / kQ8Block : 0)) - kHeadBytes;
       for (int p = 0; p < 2 * kVectors && ahead_blocks > 0; p++)
         for (size_t off = 0; off < kBlockBytes + kHeadBytes; off += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(w + p * ps + ahead + off), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(pf + p * ps + ahead + off), _MM_HINT_T0);
       const size_t quants = panel_block_offset(kType, b) + panel_quants_offset(kType);
 #pragma GCC unroll 4
       for (int h = 0; h < 4; h++) {  // pairs of groups: low nibbles group 2h, high 2h + 1
