@@ -2,6 +2,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "base/rng.h"
@@ -36,10 +37,12 @@ int64_t cols_for(DType t, int64_t K) { return dtype_has_256_blocks(t) ? kQK * (K
 
 // The int8 kernels' chain for one output (matmul.h, Q8Rows), written out from the file's quantities: exact
 // integer sums per block (per half for Q2_K, Q3_K, Q6_K), acc = fma(sum, dw * dx, acc), and for the types
-// with a min acc = fma(sum of x's quants * dx, m, acc); a K-quant's dw and m are its super-block's d and
-// -dmin times the integer sub-block scale and min.
+// with a min acc = fma(sum of x's quants * dx, m, acc). K-quants (activations quantized per 256, xd equal
+// within a super-block): per super-block u = fma(sum, d * sc, u) over its sub-blocks, u = fma(sum over
+// sub-blocks of m * sum of x's quants, -dmin, u) for the types with mins, then acc = fma(u, dx, acc).
 float int8_chain(DType t, const uint8_t* wrow, const int8_t* xq, const float* xd, int64_t K) {
-  float acc = 0.0f;
+  float acc = 0.0f, u = 0.0f;
+  int64_t mins = 0;
   const int parts = dtype_scales_per_32(t), width = kQ8Block / parts;
   const bool kquant = dtype_is_kquant(t);
   for (int64_t b = 0; b < K / kQ8Block; b++) {
@@ -49,10 +52,20 @@ float int8_chain(DType t, const uint8_t* wrow, const int8_t* xq, const float* xd
     for (int h = 0; h < parts; h++) {
       int32_t sum = 0, xsum = 0;
       for (int k = width * h; k < width * (h + 1); k++) sum += x[k] * wb.q[k], xsum += x[k];
-      const float dw = kquant ? wb.sd * float(wb.sc[h]) : wb.d[h];
-      const float m = kquant ? wb.smin * float(wb.sm[h]) : wb.m[h];
-      acc = std::fma(float(sum), dw * xd[b], acc);
-      if (dtype_has_min(t)) acc = std::fma(float(xsum) * xd[b], m, acc);
+      if (kquant) {
+        u = std::fma(float(sum), wb.sd * float(wb.sc[h]), u);
+        mins += int64_t(wb.sm[h]) * xsum;
+        continue;
+      }
+      acc = std::fma(float(sum), wb.d[h] * xd[b], acc);
+      if (dtype_has_min(t)) acc = std::fma(float(xsum) * xd[b], wb.m[h], acc);
+    }
+    if (kquant && b % 8 == 7) {
+      EXPECT_LT(std::abs(mins), int64_t(1) << 24);
+      if (dtype_has_min(t)) u = std::fma(float(mins), wb.smin, u);
+      acc = std::fma(u, xd[b], acc);
+      u = 0.0f;
+      mins = 0;
     }
   }
   return acc;
@@ -100,7 +113,7 @@ std::vector<double> reference(const std::vector<float>& x, int64_t M, const Weig
 std::vector<float> effective_rows(const std::vector<float>& x, int64_t M, const WeightMatrix& w) {
   if (!(dtype_is_block_quantized(w.type) && w.packed_type == w.type)) return x;
   Q8Rows q;
-  quantize_rows_q8(x.data(), M, w.cols, q);
+  quantize_rows_q8(x.data(), M, w.cols, q, false, q8_group(w.type));
   std::vector<float> out(x.size());
   for (int64_t m = 0; m < M; m++)
     for (int64_t k = 0; k < w.cols; k++) out[m * w.cols + k] = q.row_q(m)[k] * q.row_d(m)[k / kQ8Block];
@@ -166,7 +179,7 @@ TEST_P(IsaTest, PanelMatmulIsTheSequentialFmaChain) {
           for (int64_t m = 0; m < M; m++) {
             float acc = 0.0f;
             if (q8_blocks) {
-              scalar::quantize_row_q8(&x[m * K], K, xq.data(), xd.data(), bias.data());
+              scalar::quantize_row_q8(&x[m * K], K, xq.data(), xd.data(), bias.data(), q8_group(t));
               acc = int8_chain(t, w.w.row(n), xq.data(), xd.data(), K);
             } else {
               for (int64_t k = 0; k < K; k++) acc = std::fma(x[m * K + k], row[k], acc);
@@ -225,6 +238,36 @@ TEST_P(IsaTest, ActivationQuantizationIsTheScalarDefinition) {
   EXPECT_EQ(q[161], 2);  // ties go to the even neighbour
   EXPECT_EQ(q[162], 4);
   EXPECT_EQ(q[163], -2);
+}
+
+// Per 256 (the K-quants' activations): one scale per super-block, the largest |x| of all its blocks, the
+// SIMD code gives the scalar definition's bits, and inf or NaN anywhere makes the whole super-block NaN.
+TEST_P(IsaTest, ActivationQuantizationPer256) {
+  const int64_t K = 256 * 3;
+  auto x = randn(K, 37);
+  x[40] = 9.0f;          // super-block 0's largest, in its second block
+  x[256 + 200] = NAN;    // super-block 1: not finite
+  for (int i = 512; i < 768; i++) x[i] = 0.0f;  // super-block 2: zero
+  Q8Rows got;
+  quantize_rows_q8(x.data(), 1, K, got, false, 256);
+  std::vector<int8_t> q(K);
+  std::vector<float> d(K / 32);
+  std::vector<int32_t> bias(K / 32);
+  scalar::quantize_row_q8(x.data(), K, q.data(), d.data(), bias.data(), 256);
+  for (int64_t k = 0; k < K; k++) ASSERT_EQ(got.q[k], q[k]) << "k=" << k;
+  for (int64_t b = 0; b < K / 32; b++) {
+    ASSERT_EQ(got.bias[b], bias[b]) << "b=" << b;
+    if (b / 8 == 1) {
+      EXPECT_TRUE(std::isnan(got.d[b]) && std::isnan(d[b])) << "b=" << b;
+      continue;
+    }
+    ASSERT_EQ(got.d[b], d[b]) << "b=" << b;
+    ASSERT_EQ(d[b], b < 8 ? 9.0f / 127.0f : 0.0f) << "b=" << b;
+    for (int i = 0; i < 32; i++)
+      ASSERT_LE(std::fabs(double(x[b * 32 + i]) - double(q[b * 32 + i]) * d[b]), d[b] * 0.5 * (1 + 1e-5));
+  }
+  EXPECT_EQ(q[40], 127);
+  EXPECT_THROW(quantize_rows_q8(x.data(), 1, 32 * 9, got, false, 256), std::logic_error);
 }
 
 // Q8_0 panels on every instruction set give the same bits, also for quants of -128 (possible in files)

@@ -29,31 +29,60 @@ void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int
   }
 }
 
-void quantize_row_q8(const float* x, int64_t K, int8_t* q, float* d, int32_t* bias) {
-  for (int64_t b = 0; b < K / kQ8Block; b++) {
-    const float* xb = x + b * kQ8Block;
-    int8_t* qb = q + b * kQ8Block;
+void quantize_row_q8(const float* x, int64_t K, int8_t* q, float* d, int32_t* bias, int64_t group) {
+  for (int64_t g0 = 0; g0 < K; g0 += group) {
     float amax = 0.0f;
     bool finite = true;
-    for (int i = 0; i < kQ8Block; i++) {
-      amax = std::max(amax, std::fabs(xb[i]));
-      finite = finite && xb[i] - xb[i] == 0.0f;
+    for (int64_t i = g0; i < g0 + group; i++) {
+      amax = std::max(amax, std::fabs(x[i]));
+      finite = finite && x[i] - x[i] == 0.0f;
     }
-    int32_t sum = 0;
-    if (!finite || amax < kQ8MinAbsMax) {
-      std::fill(qb, qb + kQ8Block, 0);
-      d[b] = finite ? 0.0f : kQ8NotFinite;
-    } else {
-      d[b] = amax / 127.0f;
-      const float inv = 127.0f / amax;
-      for (int i = 0; i < kQ8Block; i++) {
-        qb[i] = static_cast<int8_t>(std::nearbyint(std::min(127.0f, std::max(-127.0f, xb[i] * inv))));
-        sum += qb[i];
+    for (int64_t b = g0 / kQ8Block; b < (g0 + group) / kQ8Block; b++) {
+      const float* xb = x + b * kQ8Block;
+      int8_t* qb = q + b * kQ8Block;
+      int32_t sum = 0;
+      if (!finite || amax < kQ8MinAbsMax) {
+        std::fill(qb, qb + kQ8Block, 0);
+        d[b] = finite ? 0.0f : kQ8NotFinite;
+      } else {
+        d[b] = amax / 127.0f;
+        const float inv = 127.0f / amax;
+        for (int i = 0; i < kQ8Block; i++) {
+          qb[i] = static_cast<int8_t>(std::nearbyint(std::min(127.0f, std::max(-127.0f, xb[i] * inv))));
+          sum += qb[i];
+        }
       }
+      bias[b] = -128 * sum;
     }
-    bias[b] = -128 * sum;
   }
 }
+
+namespace {
+
+// One output's chain over a K-quant row (see Q8Rows): per super-block, the sub-blocks' exact sums times
+// d * sc, the mins' integer dot product times -dmin, then times the super-block's dx.
+float kquant_chain(const Quants32* blocks, const int8_t* q, const float* d, int64_t nb, bool has_min, int parts) {
+  const int width = kQ8Block / parts;
+  float acc = 0.0f;
+  for (int64_t s = 0; s < nb; s += 8) {
+    float u = 0.0f;
+    int32_t mins = 0;
+    for (int64_t b = s; b < s + 8; b++) {
+      const Quants32& wb = blocks[b];
+      for (int h = 0; h < parts; h++) {
+        int32_t sum = 0, xsum = 0;
+        for (int i = width * h; i < width * (h + 1); i++) sum += int32_t(q[b * kQ8Block + i]) * wb.q[i], xsum += q[b * kQ8Block + i];
+        u = std::fma(static_cast<float>(sum), wb.sd * static_cast<float>(wb.sc[h]), u);
+        mins += xsum * wb.sm[h];
+      }
+    }
+    if (has_min) u = std::fma(static_cast<float>(mins), blocks[s].smin, u);
+    acc = std::fma(u, d[s], acc);
+  }
+  return acc;
+}
+
+}  // namespace
 
 void matmul_cols_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t n0, int64_t n1) {
   const int64_t K = w.cols, N = w.rows, nb = K / kQ8Block;
@@ -64,13 +93,16 @@ void matmul_cols_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t n0
     for (int64_t m = 0; m < x.M; m++) {
       const int8_t* q = x.row_q(m);
       const float* d = x.row_d(m);
+      if (dtype_is_kquant(w.type)) {
+        JF_CHECK(x.group == kQK, "K-quant weights need activations quantized per 256");
+        y[m * N + n] = kquant_chain(blocks.data(), q, d, nb, has_min, dtype_scales_per_32(w.type));
+        continue;
+      }
       float acc = 0.0f;
       for (int64_t b = 0; b < nb; b++) {
         const Quants32& wb = blocks[b];
         const int8_t* qb = q + b * kQ8Block;
-        // Every type: the block's (or half's) scale times dx, and the min (if any) times the activations'
-        // sum times dx. A K-quant's d[h] = d * sc and m[h] = -dmin * m are exact products (at most 18
-        // significant bits), so the tiles may form them from the integer scales and get the same bits.
+        // The block's (or half's) scale times dx, and the min (if any) times the activations' sum times dx.
         const int parts = halves ? 2 : 1, width = kQ8Block / parts;
         for (int h = 0; h < parts; h++) {
           int32_t sum = 0, xsum = 0;
@@ -86,23 +118,25 @@ void matmul_cols_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t n0
 
 }  // namespace scalar
 
-void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool threads) {
-  JF_CHECK(K % kQ8Block == 0, "Q8_0 activations need a multiple of 32 values per row");
+void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool threads, int64_t group) {
+  JF_CHECK(group == kQ8Block || group == kQK, "activations are quantized per 32 or per 256 values");
+  JF_CHECK(K % group == 0, "quantized activations need a multiple of " + std::to_string(group) + " values per row");
   const int64_t nb = K / kQ8Block;
   out.M = M;
   out.K = K;
+  out.group = group;
   out.q.resize(size_t(M * K));
   out.d.resize(size_t(M * nb));
   out.bias.resize(size_t(M * nb));
-  for (auto* v : {&out.start8, &out.start16}) v->resize(size_t(M * nb));
+  for (auto* v : {&out.start8, &out.start16, &out.xsum16_pairs}) v->resize(size_t(M * nb));
   for (auto* v : {&out.start4_half, &out.start32_half}) v->resize(size_t(M * nb * 2));
+  out.xsum_pairs.resize(size_t(M * nb / 2));
   out.sum_dx.resize(size_t(M * nb));
-  out.sum16_dx.resize(size_t(M * nb * 2));
   const bool simd = active_isa() != Isa::Scalar;
   parallel_for(M, threads && M > 1 && M * K >= (1 << 14), [&](int64_t m0, int64_t m1) {
     for (int64_t m = m0; m < m1; m++) {
       auto* quantize = simd ? avx2::quantize_row_q8 : scalar::quantize_row_q8;
-      quantize(x + m * K, K, out.q.data() + m * K, out.d.data() + m * nb, out.bias.data() + m * nb);
+      quantize(x + m * K, K, out.q.data() + m * K, out.d.data() + m * nb, out.bias.data() + m * nb, group);
       const int8_t* q = out.q.data() + m * K;
       const float* d = out.d.data() + m * nb;
       for (int64_t h = 0; h < 2 * nb; h++) {
@@ -110,12 +144,17 @@ void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool th
         for (int i = 0; i < 16; i++) sum += q[16 * h + i];
         out.start4_half[m * 2 * nb + h] = -4 * sum;
         out.start32_half[m * 2 * nb + h] = -32 * sum;
-        out.sum16_dx[m * 2 * nb + h] = static_cast<float>(sum) * d[h / 2];
+        int32_t* pair = &out.xsum16_pairs[m * nb + h / 2];
+        *pair = h % 2 == 0 ? (sum & 0xffff) : *pair | static_cast<int32_t>(static_cast<uint32_t>(sum) << 16);
       }
       for (int64_t b = 0; b < nb; b++) {
         const int32_t sum = out.bias[m * nb + b] / -128;
         out.start8[m * nb + b] = -8 * sum;
         out.start16[m * nb + b] = -16 * sum;
+        if (b + 1 < nb || b % 2 == 1) {
+          int32_t* pair = &out.xsum_pairs[m * (nb / 2) + b / 2];
+          *pair = b % 2 == 0 ? (sum & 0xffff) : *pair | static_cast<int32_t>(static_cast<uint32_t>(sum) << 16);
+        }
         out.sum_dx[m * nb + b] = static_cast<float>(sum) * d[b];
       }
     }
@@ -244,7 +283,7 @@ Q8Rows& calling_threads_rows() {
 // Quantized panels: quantize the rows, then integer block dot products (see Q8Rows).
 void matmul_q8(const float* x, int64_t M, const WeightMatrix& w, float* y, bool parallel) {
   Q8Rows& xq = calling_threads_rows();
-  quantize_rows_q8(x, M, w.cols, xq, parallel);
+  quantize_rows_q8(x, M, w.cols, xq, parallel, q8_group(w.type));
   const Isa isa = active_isa();
   if (isa == Isa::Scalar || !w.packed) {
     parallel_for(w.rows, parallel, [&](int64_t n0, int64_t n1) { scalar::matmul_cols_q8(xq, w, y, n0, n1); });
@@ -264,7 +303,8 @@ void matmul_shared_input(const float* x, int64_t M, std::initializer_list<Matmul
   int64_t total_panels = 0, work = 0;
   bool shared = isa != Isa::Scalar && M > 0;
   for (const MatmulOutput& o : outputs) {
-    shared = shared && int8_panels(*o.w) && o.w->cols == outputs.begin()->w->cols;
+    const WeightMatrix& first = *outputs.begin()->w;
+    shared = shared && int8_panels(*o.w) && o.w->cols == first.cols && q8_group(o.w->type) == q8_group(first.type);
     total_panels += panel_count(*o.w);
     work += M * o.w->rows * o.w->cols;
   }
@@ -274,7 +314,7 @@ void matmul_shared_input(const float* x, int64_t M, std::initializer_list<Matmul
   }
   const bool parallel = threads && work >= (1 << 17);
   Q8Rows& xq = calling_threads_rows();
-  quantize_rows_q8(x, M, outputs.begin()->w->cols, xq, parallel);
+  quantize_rows_q8(x, M, outputs.begin()->w->cols, xq, parallel, q8_group(outputs.begin()->w->type));
   // Pieces of the matrices' panels one after another; a piece may end one matrix and start the next.
   parallel_for(total_panels, parallel, [&](int64_t p0, int64_t p1) {
     int64_t first = 0;

@@ -127,36 +127,48 @@ size_t read_bytes(const WeightMatrix& w);   // bytes the kernels read for one pa
 // The panel copy of w in `type` (F32, or w's own type).
 PageBuffer pack_panels(const WeightMatrix& w, DType type);
 
-// Activations for Q8_0 panels, quantized like the weights: per row and block of 32, d = max|x| / 127 and
-// q = x * (127 / max|x|) rounded to nearest even (a block with max|x| < 1e-30 is all zero; one holding inf
-// or NaN gets d = NaN, which every output it reaches then carries). With them each output is exact integer
-// block dot products chained as acc = fma(float(sum_k qx * qw), dw * dx, acc), blocks in order from 0
-// (qw: block32's q; the types with a min add acc = fma(sum_k qx * dx, m, acc) after each block's sum; Q2_K,
-// Q3_K and Q6_K chain their two halves of 16 as blocks of their own; a K-quant's dw = d * sc and m = -dmin *
-// m_int are exact products of its integer scales, so the tiles form them from those; every integer sum is
-// below 2^24, so converting it is exact): the same bits on every instruction set (integer sums do not depend
-// on their order), for any M or thread count. int8 products are 4-8x cheaper than fp32 FMAs with VNNI; the
-// error they add is that of the weights' own quantization (|q| <= 127 per block of 32).
+// Activations for Q8_0 panels, quantized like the weights: per row and group of values, d = max|x| / 127 and
+// q = x * (127 / max|x|) rounded to nearest even (a group with max|x| < 1e-30 is all zero; one holding inf
+// or NaN gets d = NaN, which every output it reaches then carries). A group is a block of 32, or for the
+// K-quants a super-block of 256 (as the reference engine's Q8_K; d is then stored for each of its blocks).
+// With them each output is exact integer block dot products chained as acc = fma(float(sum_k qx * qw),
+// dw * dx, acc), blocks in order from 0 (qw: block32's q; the types with a min add acc = fma(sum_k qx * dx,
+// m, acc) after each block's sum). K-quants chain per super-block: u = fma(float(sum), d * sc, u) over its
+// sub-blocks (of 32, or of 16 for Q2_K, Q3_K, Q6_K), then for the types with mins u = fma(float(sum over
+// sub-blocks of m * sum_k qx), -dmin, u), then acc = fma(u, dx, acc): d * sc is exact (an integer of at most
+// 8 bits times an fp16 value), so the tiles form it once per vector and multiply no dx per block, and the
+// mins' sum is an exact integer dot product. Every integer sum is below 2^24, so converting it is exact:
+// the same bits on every instruction set (integer sums do not depend on their order), for any M or thread
+// count. int8 products are 4-8x cheaper than fp32 FMAs with VNNI; the error they add is that of the
+// weights' own quantization (|q| <= 127 per block of 32).
 struct Q8Rows {
   int64_t M = 0, K = 0;
+  int64_t group = 32;         // values per scale: 32, or 256 for K-quant weights (q8_group)
   aligned_vector<int8_t> q;   // M x K quants
-  std::vector<float> d;       // M x K/32 scales
+  std::vector<float> d;       // M x K/32 scales (equal within a group)
   std::vector<int32_t> bias;  // M x K/32: -128 * (sum of the block's quants), undoes the weights' + 128
   // -o * (sum of the quants), the start of a block's integer sum that undoes a nibble offset o
   // (panel_nibble_offset): per block for Q4_0 (8) and Q5_0 (16), per half block for Q3_K (4) and Q6_K (32).
   // Read with a broadcast, which takes no vector ALU slot (shifting bias per row and output took one).
   std::vector<int32_t> start8, start16, start4_half, start32_half;
-  // The sums of quants times d (fp32, rounded once), per block and per half block: what the weights' mins
-  // multiply (sum_k qx * dx), computed once per row instead of once per row and output.
-  std::vector<float> sum_dx, sum16_dx;
+  // The sums of quants times d (fp32, rounded once) per block: what Q4_1's and Q5_1's mins multiply
+  // (sum_k qx * dx), computed once per row instead of once per row and output.
+  std::vector<float> sum_dx;
+  // The sums of quants of two blocks (or two half blocks) as the low and high 16 bits of one value: what
+  // the K-quants' integer mins multiply, two per instruction (K/64 and K/32 per row).
+  std::vector<int32_t> xsum_pairs, xsum16_pairs;
   const int8_t* row_q(int64_t m) const { return q.data() + m * K; }
   const float* row_d(int64_t m) const { return d.data() + m * (K / kQ8Block); }
   const int32_t* row_bias(int64_t m) const { return bias.data() + m * (K / kQ8Block); }
   // The starts for panels of type t (nullptr for types without a nibble offset).
   const int32_t* offset_starts(DType t) const;
 };
-// Quantizes M rows of K (a multiple of 32) values; every instruction set gives the same bits.
-void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool threads = false);
+// Quantizes M rows of K (a multiple of `group`) values with a scale per group of 32 or 256; every
+// instruction set gives the same bits.
+void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool threads = false,
+                      int64_t group = kQ8Block);
+// The activations' group for weights of type t: a super-block for the K-quants, else a block.
+constexpr int64_t q8_group(DType t) { return dtype_is_kquant(t) ? kQK : kQ8Block; }
 constexpr float kQ8MinAbsMax = 1e-30f;  // blocks below this are all zero (127 / max|x| stays finite)
 constexpr float kQ8NotFinite = __builtin_nanf("");  // the scale of a block holding inf or NaN
 
@@ -165,7 +177,7 @@ void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int
 // Outputs [n0, n1) of a quantized matrix from quantized activations (the row-major weights), as the
 // panels do.
 void matmul_cols_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t n0, int64_t n1);
-void quantize_row_q8(const float* x, int64_t K, int8_t* q, float* d, int32_t* bias);
+void quantize_row_q8(const float* x, int64_t K, int8_t* q, float* d, int32_t* bias, int64_t group = kQ8Block);
 }
 // Weight rows per column tile in the SIMD kernels; a thread's column range starts at a multiple of it.
 constexpr int64_t kColTile = 12;
@@ -175,7 +187,7 @@ void matmul_cols(const float* x, int64_t M, const WeightMatrix& w, float* y, int
 void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, int64_t p0, int64_t p1);
 // The same from Q8_0 panels and quantized activations (pmaddubsw), and the quantization of one row.
 void matmul_panels_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t p0, int64_t p1);
-void quantize_row_q8(const float* x, int64_t K, int8_t* q, float* d, int32_t* bias);
+void quantize_row_q8(const float* x, int64_t K, int8_t* q, float* d, int32_t* bias, int64_t group = kQ8Block);
 }  // namespace avx2
 namespace avx2vnni {
 // avx2::matmul_panels_q8 with AVX-VNNI dot products: the same bits.

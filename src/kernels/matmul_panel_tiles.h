@@ -11,8 +11,10 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
+#include "base/error.h"
 #include "kernels/matmul.h"
 
 namespace jf::panel_tiles {
@@ -137,8 +139,9 @@ struct Q8Input {  // MR rows of a Q8Rows from row m on
   const int32_t* bias;
   const int32_t* start;  // Q8Rows::offset_starts of the panels' type, start_stride per row
   int64_t start_stride;  // K / 32, or K / 16 for the types with halves
-  const float* sum_dx;  // Q8Rows::sum_dx, sum16_dx
-  const float* sum16_dx;
+  const float* sum_dx;   // Q8Rows::sum_dx (Q4_1, Q5_1)
+  const int32_t* xsum_pairs;  // Q8Rows::xsum_pairs or xsum16_pairs (the K-quants' mins), pair_stride per row
+  int64_t pair_stride;
   int64_t K;
 };
 
@@ -265,37 +268,66 @@ inline void scale_into(float (&total)[MR][NV][L], const typename V::I (&acc)[MR]
   }
 }
 
-// K-quants (F): total = fma(float(acc), (d * sc) * dx, total), sc the int8 scales at byte `sc_at` of the
-// block, d the fp32 values at byte `d_at` (the super-block header); then, for the types with mins (Q2_K,
-// Q4_K, Q5_K), total = fma(sum(qx) * dx, -dmin * m, total), m the mins at `m_at` (Q2_K: the high 4 bits of
-// the scale's byte, panel_scale_min_byte), -dmin after d, sum(qx) * dx from `xsum_dx` (row i's at
-// xsum_dx[i * stride]: the block's, or its half's). d * sc and -dmin * m are exact (at most 18 significant
-// bits), the values the scalar chain's block32 gives; they are formed once per vector for all rows, which
-// leaves a conversion, a multiply and two FMAs per row and vector (the integer product acc * sc cost a
-// vpmulld per row, and the min two more multiplies).
+// K-quants (F): u = fma(float(acc), d * sc, u), sc the int8 scales at byte `sc_at` of the block (Q2_K: the
+// low 4 bits, panel_scale_min_byte), d the fp32 values at byte `d_at` (the super-block header). d * sc is
+// exact (see Q8Rows), formed once per vector for all rows: a conversion and an FMA per row and vector.
 template <class V, class F, int MR, int NV, int L>
-inline void kscale_into(float (&total)[MR][NV][L], const typename V::I (&acc)[MR][NV], const Q8Input& x, int64_t b,
-                        const float* xsum_dx, int64_t stride, const uint8_t* w, size_t ps, size_t sc_at, size_t m_at,
-                        size_t d_at) {
-  constexpr bool kMin = F::kMin, kByte = panel_scale_min_byte(F::kType);
-  const int64_t nb = x.K / kQ8Block;
+inline void kscale_into(float (&u)[MR][NV][L], const typename V::I (&acc)[MR][NV], const uint8_t* w, size_t ps,
+                        size_t sc_at, size_t d_at) {
 #pragma GCC unroll 8
   for (int j = 0; j < NV; j++) {
     const uint8_t* panel = w + j * V::PP * ps;
     typename V::I sc = V::load_i8(panel, ps, sc_at);
-    typename V::T m{};
-    if constexpr (kMin) {
-      const typename V::T nd = V::load_f32(panel, ps, d_at + kPanel * sizeof(float));
-      m = V::mul(nd, V::to_float(kByte ? V::high4(sc) : V::load_i8(panel, ps, m_at)));
-    }
-    if constexpr (kByte) sc = V::low4(sc);
+    if constexpr (panel_scale_min_byte(F::kType)) sc = V::low4(sc);
     const typename V::T d = V::mul(V::load_f32(panel, ps, d_at), V::to_float(sc));
 #pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) V::storeu(u[i][j], V::fma(V::to_float(acc[i][j]), d, V::loadu(u[i][j])));
+  }
+}
+
+// The end of a K-quant super-block (blocks s .. s + 7, header at byte `head`): for the types with mins,
+// u = fma(float(sum of m * sum_k qx over its sub-blocks), -dmin, u), the integer dot product taken two
+// sub-blocks at a time (V::dot2: 16-bit products, the mins are below 64 and the activations' sums below
+// 2^15); then
+// total = fma(u, dx, total) with the super-block's activation scale.
+template <class V, class F, int MR, int NV, int L>
+inline void finish_super_block(float (&total)[MR][NV][L], const float (&u)[MR][NV][L], const Q8Input& x, int64_t s,
+                               const uint8_t* w, size_t ps, size_t head) {
+  constexpr DType kT = F::kType;
+  const int64_t nb = x.K / kQ8Block;
+  typename V::I mins[MR][NV];
+  if constexpr (F::kMin) {
+    // Two sub-blocks per step: lanes hold the pair's two mins as 16-bit halves, x.xsum_pairs their sums.
+    constexpr int parts = F::kHalves ? 2 : 1, pairs = 8 * parts / 2;
+    auto min_at = [&](int t) {  // sub-block t of the super-block: its min byte's offset
+      return panel_block_offset(kT, s + t / parts) + (parts == 2 ? (t % 2) * kPanel : kPanel);
+    };
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++)
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; j++) mins[i][j] = V::izero();
+#pragma GCC unroll 8
+    for (int p = 0; p < pairs; p++) {
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; j++) {
+        const uint8_t* panel = w + j * V::PP * ps;
+        typename V::I lo = V::load_i8(panel, ps, min_at(2 * p)), hi = V::load_i8(panel, ps, min_at(2 * p + 1));
+        if constexpr (panel_scale_min_byte(kT)) lo = V::high4(lo), hi = V::high4(hi);
+        const typename V::I m = V::pair16(lo, hi);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) mins[i][j] = V::dot2(mins[i][j], m, x.xsum_pairs + i * x.pair_stride + s * parts / 2 + p);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < NV; j++) {
+    typename V::T nd{};
+    if constexpr (F::kMin) nd = V::load_f32(w + j * V::PP * ps, ps, head + kPanel * sizeof(float));
+#pragma GCC unroll 8
     for (int i = 0; i < MR; i++) {
-      const typename V::T dx = V::broadcast(x.d + i * nb + b);
-      typename V::T t = V::fma(V::to_float(acc[i][j]), V::mul(d, dx), V::loadu(total[i][j]));
-      if constexpr (kMin) t = V::fma(V::broadcast(xsum_dx + i * stride), m, t);
-      V::storeu(total[i][j], t);
+      typename V::T v = V::loadu(u[i][j]);
+      if constexpr (F::kMin) v = V::fma(V::to_float(mins[i][j]), nd, v);
+      V::storeu(total[i][j], V::fma(v, V::broadcast(x.d + i * nb + s), V::loadu(total[i][j])));
     }
   }
 }
@@ -304,6 +336,7 @@ template <class V, class F, int MR, int NV>
 void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N, int64_t col0) {
   constexpr int L = V::PP * kPanel;
   alignas(64) float total[MR][NV][L] = {};
+  alignas(64) float u[MR][NV][L];  // K-quants: the super-block's sum before its activation scale
   const int64_t K = x.K, nb = K / kQ8Block;
   constexpr DType kT = F::kType;
   constexpr size_t bb = panel_block_bytes(kT), hb = panel_head_bytes(kT);
@@ -325,6 +358,8 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
     typename V::I acc[MR][NV];
     const size_t at = panel_block_offset(kT, b), quants = at + panel_quants_offset(kT);
     const size_t head = panel_head_offset(kT, b);
+    if constexpr (F::kKQuant)
+      if (b % 8 == 0) std::fill(&u[0][0][0], &u[0][0][0] + MR * NV * L, 0.0f);
     if constexpr (F::kHalves) {  // two chained sub-blocks of 16 positions (two pairs of groups each)
 #pragma GCC unroll 2
       for (int h = 0; h < 2; h++) {
@@ -342,10 +377,9 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
           dot_crumb_quad<V, F, MR, NV>(acc, x, b, w, ps, quants, h);
         else
           dot_nibble_pairs<V, F, MR, NV>(acc, x, b, w, ps, quants, 2 * h, 2 * h + 2);
-        // Q2_K: the half's min (in its scale's byte) after its scaled sum
-        kscale_into<V, F, MR, NV, L>(total, acc, x, b, x.sum16_dx + 2 * b + h, 2 * nb, w, ps, at + h * kPanel,
-                                     at + h * kPanel, head);
+        kscale_into<V, F, MR, NV, L>(u, acc, w, ps, at + h * kPanel, head);
       }
+      if (b % 8 == 7) finish_super_block<V, F, MR, NV, L>(total, u, x, b - 7, w, ps, head);
       continue;
     }
 #pragma GCC unroll 8
@@ -364,7 +398,8 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
     else
       dot_groups<V, MR, NV>(acc, x, b, w, ps, quants, 0, kQ8Block / 4);
     if constexpr (F::kKQuant) {  // Q4_K, Q5_K (sub-blocks of 32, a min each)
-      kscale_into<V, F, MR, NV, L>(total, acc, x, b, x.sum_dx + b, nb, w, ps, at, at + kPanel, head);
+      kscale_into<V, F, MR, NV, L>(u, acc, w, ps, at, head);
+      if (b % 8 == 7) finish_super_block<V, F, MR, NV, L>(total, u, x, b - 7, w, ps, head);
       continue;
     }
     scale_into<V, MR, NV, L>(total, acc, x, b, w, ps, at);
@@ -389,7 +424,8 @@ inline const float* rows_from(const float* x, int64_t m, int64_t K) { return x +
 inline Q8Input rows_from(const Q8Input& x, int64_t m, int64_t K) {
   const int64_t nb = K / kQ8Block;
   const int32_t* start = x.start ? x.start + m * x.start_stride : nullptr;
-  return {x.q + m * K, x.d + m * nb, x.bias + m * nb, start, x.start_stride, x.sum_dx + m * nb, x.sum16_dx + m * 2 * nb, K};
+  const int32_t* pairs = x.xsum_pairs ? x.xsum_pairs + m * x.pair_stride : nullptr;
+  return {x.q + m * K, x.d + m * nb, x.bias + m * nb, start, x.start_stride, x.sum_dx + m * nb, pairs, x.pair_stride, K};
 }
 
 // Kept out of line: inlined into the row loops, GCC 12 spilled an accumulator of the Q8_0 tiles to the
@@ -455,8 +491,11 @@ void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, i
 template <class V>
 void matmul_panels_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
   const int64_t start_stride = x.K / kQ8Block * dtype_scales_per_32(w.packed_type);
+  JF_CHECK(x.group == q8_group(w.packed_type), "activations quantized per " + std::to_string(x.group) + " for " +
+                                                  dtype_name(w.packed_type) + " weights");
+  const bool halves = dtype_scales_per_32(w.packed_type) == 2;
   const Q8Input in{x.q.data(), x.d.data(), x.bias.data(), x.offset_starts(w.packed_type), start_stride,
-                   x.sum_dx.data(), x.sum16_dx.data(), x.K};
+                   x.sum_dx.data(), halves ? x.xsum16_pairs.data() : x.xsum_pairs.data(), x.K / kQ8Block / (halves ? 1 : 2), x.K};
   switch (w.packed_type) {
     case DType::Q4_0: return run_panels<V, PanelQ4>(in, x.M, w, y, p0, p1);
     case DType::Q4_1: return run_panels<V, PanelInt<DType::Q4_1>>(in, x.M, w, y, p0, p1);

@@ -32,6 +32,7 @@ struct PanelVec : avx2::PanelVec {
   static I block_start(const int32_t* bias) { return _mm256_set1_epi32(*bias); }
   static I dot4(I acc, W w, __m256i x) { return _mm256_dpbusd_avx_epi32(acc, w, x); }
   static I dot4u(I acc, W4 w, __m256i x) { return _mm256_dpbusd_avx_epi32(acc, w, x); }  // Q4_0: q + 8
+  static I dot2(I acc, I m, const int32_t* x) { return _mm256_dpwssd_avx_epi32(acc, m, _mm256_set1_epi32(*x)); }
 };
 
 }  // namespace
