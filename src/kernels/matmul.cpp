@@ -71,7 +71,11 @@ float kquant_chain(const Quants32* blocks, const int8_t* q, const float* d, int6
       const Quants32& wb = blocks[b];
       for (int h = 0; h < parts; h++) {
         int32_t sum = 0, xsum = 0;
-        for (int i = width * h; i < width * (h + 1); i++) sum += int32_t(q[b * kQ8Block + i]) * wb.q[i], xsum += q[b * kQ8Block + i];
+        for (int i = width * h; i < width * (h + 1); i++) {
+          const int32_t qx = q[b * kQ8Block + i];
+          sum += qx * wb.q[i];
+          xsum += qx;
+        }
         u = std::fma(static_cast<float>(sum), wb.sd * static_cast<float>(wb.sc[h]), u);
         mins += xsum * wb.sm[h];
       }
@@ -118,6 +122,15 @@ void matmul_cols_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t n0
 
 }  // namespace scalar
 
+namespace {
+
+// An activation sum (below 2^15 in magnitude) as the low or high 16 bits of a pair (V::dot2's operand).
+void put_pair_half(int32_t& pair, int32_t sum, bool high) {
+  pair = high ? pair | static_cast<int32_t>(static_cast<uint32_t>(sum) << 16) : (sum & 0xffff);
+}
+
+}  // namespace
+
 void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool threads, int64_t group) {
   JF_CHECK(group == kQ8Block || group == kQK, "activations are quantized per 32 or per 256 values");
   JF_CHECK(K % group == 0, "quantized activations need a multiple of " + std::to_string(group) + " values per row");
@@ -144,17 +157,13 @@ void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool th
         for (int i = 0; i < 16; i++) sum += q[16 * h + i];
         out.start4_half[m * 2 * nb + h] = -4 * sum;
         out.start32_half[m * 2 * nb + h] = -32 * sum;
-        int32_t* pair = &out.xsum16_pairs[m * nb + h / 2];
-        *pair = h % 2 == 0 ? (sum & 0xffff) : *pair | static_cast<int32_t>(static_cast<uint32_t>(sum) << 16);
+        put_pair_half(out.xsum16_pairs[m * nb + h / 2], sum, h % 2 == 1);
       }
       for (int64_t b = 0; b < nb; b++) {
         const int32_t sum = out.bias[m * nb + b] / -128;
         out.start8[m * nb + b] = -8 * sum;
         out.start16[m * nb + b] = -16 * sum;
-        if (b + 1 < nb || b % 2 == 1) {
-          int32_t* pair = &out.xsum_pairs[m * (nb / 2) + b / 2];
-          *pair = b % 2 == 0 ? (sum & 0xffff) : *pair | static_cast<int32_t>(static_cast<uint32_t>(sum) << 16);
-        }
+        if (b / 2 < nb / 2) put_pair_half(out.xsum_pairs[m * (nb / 2) + b / 2], sum, b % 2 == 1);
         out.sum_dx[m * nb + b] = static_cast<float>(sum) * d[b];
       }
     }

@@ -288,8 +288,7 @@ inline void kscale_into(float (&u)[MR][NV][L], const typename V::I (&acc)[MR][NV
 // The end of a K-quant super-block (blocks s .. s + 7, header at byte `head`): for the types with mins,
 // u = fma(float(sum of m * sum_k qx over its sub-blocks), -dmin, u), the integer dot product taken two
 // sub-blocks at a time (V::dot2: 16-bit products, the mins are below 64 and the activations' sums below
-// 2^15); then
-// total = fma(u, dx, total) with the super-block's activation scale.
+// 2^15); then total = fma(u, dx, total) with the super-block's activation scale.
 template <class V, class F, int MR, int NV, int L>
 inline void finish_super_block(float (&total)[MR][NV][L], const float (&u)[MR][NV][L], const Q8Input& x, int64_t s,
                                const uint8_t* w, size_t ps, size_t head) {
@@ -314,8 +313,9 @@ inline void finish_super_block(float (&total)[MR][NV][L], const float (&u)[MR][N
         typename V::I lo = V::load_i8(panel, ps, min_at(2 * p)), hi = V::load_i8(panel, ps, min_at(2 * p + 1));
         if constexpr (panel_scale_min_byte(kT)) lo = V::high4(lo), hi = V::high4(hi);
         const typename V::I m = V::pair16(lo, hi);
+        const int32_t* xs = x.xsum_pairs + s * parts / 2 + p;
 #pragma GCC unroll 8
-        for (int i = 0; i < MR; i++) mins[i][j] = V::dot2(mins[i][j], m, x.xsum_pairs + i * x.pair_stride + s * parts / 2 + p);
+        for (int i = 0; i < MR; i++) mins[i][j] = V::dot2(mins[i][j], m, xs + i * x.pair_stride);
       }
     }
   }
@@ -342,11 +342,11 @@ void tile_q8(const Q8Input& x, const uint8_t* w, size_t ps, float* y, int64_t N,
   constexpr size_t bb = panel_block_bytes(kT), hb = panel_head_bytes(kT);
   for (int64_t b = 0; b < nb; b++) {
     // Fetch each panel's block 4 ahead: without it the streamed weights arrived too late (2-thread AVX2
-    // tiles at 4 rows ran at half their cached speed; 2 and 8 blocks ahead measured slower than 4). A
-    // prefetch never faults, so running past the panel's end is harmless. (K-quants: with the header
-    // bytes before the block.)
-    // Near the end of the panels, the next tile's first blocks instead: that tile starts cold otherwise,
-    // since only its first panel continues one of this tile's streams (8-row q4_k_m forwards 8% faster).
+    // tiles at 4 rows ran at half their cached speed; 2 and 8 blocks ahead measured slower than 4).
+    // K-quants: with the header bytes before the block. Near the end of the panels, the next tile's first
+    // blocks instead: that tile starts cold otherwise, since only its first panel continues one of this
+    // tile's streams (8-row q4_k_m forwards 8% faster). A prefetch never faults, so passing the last
+    // panel is harmless.
     const bool next = b + 4 >= nb;
     const uint8_t* pf = next ? w + NV * V::PP * ps : w;
     const size_t ahead = panel_block_offset(kT, next ? b + 4 - nb : b + 4) - hb;
