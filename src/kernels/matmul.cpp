@@ -141,6 +141,8 @@ void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool th
   out.q.resize(size_t(M * K));
   out.d.resize(size_t(M * nb));
   out.bias.resize(size_t(M * nb));
+  // The sums and starts only the weight types of this group read (K-quants per 256, the others per 32).
+  const bool kquants = group == kQK;
   for (auto* v : {&out.start8, &out.start16, &out.xsum16_pairs}) v->resize(size_t(M * nb));
   for (auto* v : {&out.start4_half, &out.start32_half}) v->resize(size_t(M * nb * 2));
   out.xsum_pairs.resize(size_t(M * nb / 2));
@@ -152,18 +154,22 @@ void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool th
       quantize(x + m * K, K, out.q.data() + m * K, out.d.data() + m * nb, out.bias.data() + m * nb, group);
       const int8_t* q = out.q.data() + m * K;
       const float* d = out.d.data() + m * nb;
-      for (int64_t h = 0; h < 2 * nb; h++) {
-        int32_t sum = 0;
-        for (int i = 0; i < 16; i++) sum += q[16 * h + i];
-        out.start4_half[m * 2 * nb + h] = -4 * sum;
-        out.start32_half[m * 2 * nb + h] = -32 * sum;
-        put_pair_half(out.xsum16_pairs[m * nb + h / 2], sum, h % 2 == 1);
-      }
       for (int64_t b = 0; b < nb; b++) {
         const int32_t sum = out.bias[m * nb + b] / -128;
-        out.start8[m * nb + b] = -8 * sum;
+        if (kquants) {  // Q4_K, Q5_K's mins; Q2_K's, Q3_K's and Q6_K's halves
+          if (b / 2 < nb / 2) put_pair_half(out.xsum_pairs[m * (nb / 2) + b / 2], sum, b % 2 == 1);
+          int32_t first = 0;
+          for (int i = 0; i < 16; i++) first += q[kQ8Block * b + i];
+          for (int h = 0; h < 2; h++) {
+            const int32_t half = h == 0 ? first : sum - first;
+            out.start4_half[m * 2 * nb + 2 * b + h] = -4 * half;
+            out.start32_half[m * 2 * nb + 2 * b + h] = -32 * half;
+            put_pair_half(out.xsum16_pairs[m * nb + b], half, h == 1);
+          }
+          continue;
+        }
+        out.start8[m * nb + b] = -8 * sum;  // Q4_0, Q5_0; Q4_1's and Q5_1's mins
         out.start16[m * nb + b] = -16 * sum;
-        if (b / 2 < nb / 2) put_pair_half(out.xsum_pairs[m * (nb / 2) + b / 2], sum, b % 2 == 1);
         out.sum_dx[m * nb + b] = static_cast<float>(sum) * d[b];
       }
     }
