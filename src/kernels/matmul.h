@@ -164,7 +164,8 @@ struct Q8Rows {
   const int32_t* offset_starts(DType t) const;
 };
 // Quantizes M rows of K (a multiple of `group`) values with a scale per group of 32 or 256; every
-// instruction set gives the same bits.
+// instruction set gives the same bits. Of the starts and sums it fills only what the group's weight types
+// read: per 256, the half-block starts and the pairs; per 32, start8, start16 and sum_dx.
 void quantize_rows_q8(const float* x, int64_t M, int64_t K, Q8Rows& out, bool threads = false,
                       int64_t group = kQ8Block);
 // The activations' group for weights of type t: a super-block for the K-quants, else a block.
