@@ -99,21 +99,17 @@ void matmul_cols_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t n0
       const float* d = x.row_d(m);
       if (dtype_is_kquant(w.type)) {
         JF_CHECK(x.group == kQK, "K-quant weights need activations quantized per 256");
-        y[m * N + n] = kquant_chain(blocks.data(), q, d, nb, has_min, dtype_scales_per_32(w.type));
+        y[m * N + n] = kquant_chain(blocks.data(), q, d, nb, has_min, halves ? 2 : 1);
         continue;
       }
       float acc = 0.0f;
-      for (int64_t b = 0; b < nb; b++) {
+      for (int64_t b = 0; b < nb; b++) {  // the block's scale times dx, and the min (if any) times sum(qx) * dx
         const Quants32& wb = blocks[b];
         const int8_t* qb = q + b * kQ8Block;
-        // The block's (or half's) scale times dx, and the min (if any) times the activations' sum times dx.
-        const int parts = halves ? 2 : 1, width = kQ8Block / parts;
-        for (int h = 0; h < parts; h++) {
-          int32_t sum = 0, xsum = 0;
-          for (int i = width * h; i < width * (h + 1); i++) sum += int32_t(qb[i]) * wb.q[i], xsum += qb[i];
-          acc = std::fma(static_cast<float>(sum), wb.d[h] * d[b], acc);
-          if (has_min) acc = std::fma(static_cast<float>(xsum) * d[b], wb.m[h], acc);
-        }
+        int32_t sum = 0, xsum = 0;
+        for (int i = 0; i < kQ8Block; i++) sum += int32_t(qb[i]) * wb.q[i], xsum += qb[i];
+        acc = std::fma(static_cast<float>(sum), wb.d[0] * d[b], acc);
+        if (has_min) acc = std::fma(static_cast<float>(xsum) * d[b], wb.m[0], acc);
       }
       y[m * N + n] = acc;
     }

@@ -490,12 +490,12 @@ void matmul_panels(const float* x, int64_t M, const WeightMatrix& w, float* y, i
 
 template <class V>
 void matmul_panels_q8(const Q8Rows& x, const WeightMatrix& w, float* y, int64_t p0, int64_t p1) {
-  const int64_t start_stride = x.K / kQ8Block * dtype_scales_per_32(w.packed_type);
   JF_CHECK(x.group == q8_group(w.packed_type), "activations quantized per " + std::to_string(x.group) + " for " +
                                                   dtype_name(w.packed_type) + " weights");
-  const bool halves = dtype_scales_per_32(w.packed_type) == 2;
-  const Q8Input in{x.q.data(), x.d.data(), x.bias.data(), x.offset_starts(w.packed_type), start_stride,
-                   x.sum_dx.data(), halves ? x.xsum16_pairs.data() : x.xsum_pairs.data(), x.K / kQ8Block / (halves ? 1 : 2), x.K};
+  const int64_t parts = x.K / kQ8Block * dtype_scales_per_32(w.packed_type);  // sub-blocks per row
+  const int32_t* pairs = dtype_scales_per_32(w.packed_type) == 2 ? x.xsum16_pairs.data() : x.xsum_pairs.data();
+  const Q8Input in{x.q.data(), x.d.data(), x.bias.data(), x.offset_starts(w.packed_type), parts,
+                   x.sum_dx.data(), pairs, parts / 2, x.K};
   switch (w.packed_type) {
     case DType::Q4_0: return run_panels<V, PanelQ4>(in, x.M, w, y, p0, p1);
     case DType::Q4_1: return run_panels<V, PanelInt<DType::Q4_1>>(in, x.M, w, y, p0, p1);

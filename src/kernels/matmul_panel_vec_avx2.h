@@ -75,10 +75,10 @@ struct PanelVec {
   static I low4(I v) { return _mm256_and_si256(v, _mm256_set1_epi32(15)); }
   static I high4(I v) { return _mm256_and_si256(_mm256_srli_epi32(v, 4), _mm256_set1_epi32(15)); }
   static I start(const int32_t* p) { return _mm256_set1_epi32(*p); }  // a block's integer sum from *p on
-  // acc + m * *x per lane, the low 16 bits of each (m's high 16 are zero): a K-quant's mins times the
-  // activations' sums.
   // Two non-negative values below 2^15 per lane as its low and high 16 bits.
   static I pair16(I lo, I hi) { return _mm256_or_si256(lo, _mm256_slli_epi32(hi, 16)); }
+  // acc + the products of m's and *x's 16-bit halves per lane (pair16's form): a K-quant's mins times the
+  // activations' sums, two sub-blocks per lane.
   static I dot2(I acc, I m, const int32_t* x) { return _mm256_add_epi32(acc, _mm256_madd_epi16(m, _mm256_set1_epi32(*x))); }
   // acc += sum of 4 products q * x per output, as |q| * (x with q's sign): pairs of them are at most
   // 2 * 128 * 127, inside pmaddubsw's int16, so the sum is exact.

@@ -71,10 +71,10 @@ struct PanelVecVnni : PanelVec {
     return _mm512_or_si512(q, _mm512_and_si512(at2, _mm512_set1_epi8(4)));
   }
   static I dot4u(I acc, W4 w, __m512i x) { return _mm512_dpbusd_epi32(acc, w, x); }
-  // acc + m * *x per lane, the low 16 bits of each (m's high 16 are zero): a K-quant's mins times the
-  // activations' sums.
   // Two non-negative values below 2^15 per lane as its low and high 16 bits.
   static I pair16(I lo, I hi) { return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)); }
+  // acc + the products of m's and *x's 16-bit halves per lane (pair16's form): a K-quant's mins times the
+  // activations' sums, two sub-blocks per lane.
   static I dot2(I acc, I m, const int32_t* x) { return _mm512_dpwssd_epi32(acc, m, _mm512_set1_epi32(*x)); }
 };
 
