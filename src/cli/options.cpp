@@ -1,5 +1,6 @@
 #include "cli/options.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "base/error.h"
@@ -136,6 +137,7 @@ LoadedModel open_model(const ModelOptions& o) {
   LoadOptions lo;
   lo.tokenizer_path = o.tokenizer;
   LoadedModel lm = load_model(o.path, lo);
+  for (const std::string& note : lm.notes) std::fprintf(stderr, "jf: %s\n", note.c_str());
   lm.model->set_panels(!o.no_panels);
   return lm;
 }

@@ -1,6 +1,7 @@
 // Hugging Face model directories: config.json + *.safetensors (+ model.safetensors.index.json) +
-// tokenizer.json, for the Llama, Qwen2, Qwen3, Phi-3, Gemma 2 and Gemma 3 (text) architectures; and the
-// re-layout that turns such weights into what GGUF files of the same architecture expect.
+// tokenizer.json, for the Llama, Qwen2, Qwen3, Phi-3, Gemma 2 and Gemma 3 architectures (of a multimodal
+// Gemma 3 checkpoint, its text model); and the re-layout that turns such weights into what GGUF files of the
+// same architecture expect.
 #pragma once
 #include <string>
 
@@ -11,8 +12,10 @@
 namespace jf {
 
 // Reads config.json, maps the safetensors weights (zero-copy; the files stay mapped for the model's
-// lifetime) and loads tokenizer.json when present (tokenizer null otherwise). The model keeps HF's
-// rotate-half RoPE layout: config().rope_style == RopeStyle::Neox. Throws jf::Error naming file and key.
+// lifetime) and loads tokenizer.json when present (tokenizer null otherwise), its vocabulary padded with
+// unused tokens to the model's. The model keeps HF's rotate-half RoPE layout: config().rope_style ==
+// RopeStyle::Neox. Notes say what was left out (a multimodal checkpoint's image encoder). Throws jf::Error
+// naming file and key.
 LoadedModel load_hf_model(const std::string& dir);
 
 // Just the config.json part (exposed for tools and tests).

@@ -3,6 +3,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -16,6 +17,7 @@ struct LoadOptions {
 struct LoadedModel {
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tokenizer;  // null when the file has no vocabulary (e.g. random models)
+  std::vector<std::string> notes;        // what loading left out, a line each, for the user to see
 };
 
 // Throws jf::Error naming the path and the problem.

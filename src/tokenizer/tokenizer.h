@@ -48,7 +48,8 @@ class Tokenizer {
   // llama2.c tokenizer.bin; vocab_size comes from the checkpoint header.
   static std::unique_ptr<Tokenizer> from_llama2c(const std::string& path, int32_t vocab_size);
   // Hugging Face directory: tokenizer.json (+ tokenizer_config.json for chat template / special tokens).
-  static std::unique_ptr<Tokenizer> from_hf(const std::string& dir);
+  // Ids below min_vocab that it does not name become unused "[PAD<id>]" tokens (decoded as nothing).
+  static std::unique_ptr<Tokenizer> from_hf(const std::string& dir, int32_t min_vocab = 0);
   // Writes the tokenizer.ggml.* keys (and tokenizer.chat_template) so a converted model keeps its vocabulary.
   void to_gguf(GgufMetadata& meta) const;
 
