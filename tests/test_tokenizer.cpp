@@ -238,6 +238,36 @@ TEST(Tokenizer, SpecialTokensAndDefaults) {
   EXPECT_EQ(ds->encode("a", true, false).front(), 32013);
 }
 
+// A model whose embedding has rows past its vocabulary: those ids become unused padding that encodes never
+// produce and decodes skip, for SPM and BPE vocabularies, through a GGUF round trip too.
+TEST(Tokenizer, PaddedToTheModelsRows) {
+  for (const char* name : {"llama-spm", "gpt-2"}) {
+    SCOPED_TRACE(name);
+    JF_SHARED_PATH(path, vocab_rel(name));
+    std::unique_ptr<Tokenizer> tok = load_gguf_tokenizer(path);
+    const int32_t n = tok->n_vocab();
+    const std::string text = "Hello [PAD" + std::to_string(n + 7) + "] world, 12345 \xE2\x9C\x85";  // a padding token's text
+    const std::vector<int32_t> ids = tok->encode(text, true, false);
+    const Tokenizer* before = tok.get();
+    tok = Tokenizer::padded(std::move(tok), n);
+    EXPECT_EQ(tok.get(), before) << "no rows past the vocabulary: unchanged";
+    tok = Tokenizer::padded(std::move(tok), n + 40);
+    ASSERT_EQ(tok->n_vocab(), n + 40);
+    EXPECT_EQ(tok->token_text(n + 7), "[PAD" + std::to_string(n + 7) + "]");
+    EXPECT_EQ(tok->token_bytes(n + 7, true), "");
+    EXPECT_EQ(tok->encode(text, true, false), ids);
+    std::vector<int32_t> with_pad = ids;
+    with_pad.insert(with_pad.begin() + 2, n + 39);
+    EXPECT_EQ(tok->decode(with_pad), tok->decode(ids));
+    GgufMetadata meta;
+    tok->to_gguf(meta);
+    std::unique_ptr<Tokenizer> back = Tokenizer::from_gguf(meta);
+    EXPECT_EQ(back->n_vocab(), n + 40);
+    EXPECT_EQ(back->encode(text, true, false), ids);
+    EXPECT_EQ(back->decode(with_pad), tok->decode(ids));
+  }
+}
+
 TEST(Tokenizer, Llama2cTokenizerMatchesGguf) {
   JF_SHARED_PATH(gguf_path, vocab_rel("llama-spm"));
   JF_SHARED_PATH(bin_path, "models/tokenizers/tokenizer.bin");

@@ -226,15 +226,15 @@ void check_complete(const TensorSet& ts, const ModelConfig& cfg, const std::stri
 }
 
 // Ids the model has and tokenizer.json does not name (Qwen2's embedding is padded to 151936 rows, Gemma 3's
-// to 262208) become unused "[PAD<id>]" tokens, as the reference converter writes them: a GGUF file's
-// vocabulary must cover the embedding's rows, and a sampled padding id decodes to nothing.
+// to 262208) become unused padding tokens: a GGUF file's vocabulary must cover the embedding's rows, and a
+// sampled padding id decodes to nothing.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir, int vocab_size) {
   if (!file_exists(join(dir, "tokenizer.json"))) return nullptr;
-  std::unique_ptr<Tokenizer> tok = Tokenizer::from_hf(dir, vocab_size);
+  std::unique_ptr<Tokenizer> tok = Tokenizer::from_hf(dir);
   if (tok && tok->n_vocab() > vocab_size)
     throw Error(dir + ": tokenizer has " + std::to_string(tok->n_vocab()) + " tokens but the model only " +
                 std::to_string(vocab_size));
-  return tok;
+  return Tokenizer::padded(std::move(tok), vocab_size);
 }
 
 // ---- GGUF layout ----

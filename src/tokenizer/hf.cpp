@@ -86,7 +86,7 @@ std::string token_field(const json& cfg, const char* key) {
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> Tokenizer::from_hf(const std::string& dir, int32_t min_vocab) {
+std::unique_ptr<Tokenizer> Tokenizer::from_hf(const std::string& dir) {
   const std::string tj_path = dir + "/tokenizer.json";
   const json tj = load_json(tj_path);
   json cfg = json::object(), gen = json::object();
@@ -101,7 +101,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_hf(const std::string& dir, int32_t mi
     if (!model.contains("vocab") || !model["vocab"].is_object()) throw Error(tj_path + ": BPE model has no vocab");
 
     // Vocabulary: model.vocab plus added_tokens; ids not covered become unused "[PADn]" entries.
-    int64_t n = min_vocab;
+    int64_t n = 0;
     for (const auto& [text, id] : model["vocab"].items()) n = std::max<int64_t>(n, id.get<int64_t>() + 1);
     const json added = tj.value("added_tokens", json::array());
     for (const auto& a : added) n = std::max<int64_t>(n, a.at("id").get<int64_t>() + 1);

@@ -273,6 +273,17 @@ const std::string& Tokenizer::token_text(int32_t id) const {
   return impl_->spec.tokens[id];
 }
 
+std::unique_ptr<Tokenizer> Tokenizer::padded(std::unique_ptr<Tokenizer> tok, int32_t n_vocab) {
+  if (!tok || tok->n_vocab() >= n_vocab) return tok;
+  VocabSpec s = tok->spec();
+  for (int32_t id = tok->n_vocab(); id < n_vocab; id++) {
+    s.tokens.push_back("[PAD" + std::to_string(id) + "]");
+    s.types.push_back(TokenKind::Unused);
+    if (!s.scores.empty()) s.scores.push_back(0.0f);
+  }
+  return std::make_unique<Tokenizer>(std::move(s));
+}
+
 int32_t Tokenizer::n_vocab() const { return static_cast<int32_t>(impl_->spec.tokens.size()); }
 int32_t Tokenizer::bos() const { return impl_->spec.bos; }
 int32_t Tokenizer::eos() const { return impl_->spec.eos; }

@@ -48,8 +48,10 @@ class Tokenizer {
   // llama2.c tokenizer.bin; vocab_size comes from the checkpoint header.
   static std::unique_ptr<Tokenizer> from_llama2c(const std::string& path, int32_t vocab_size);
   // Hugging Face directory: tokenizer.json (+ tokenizer_config.json for chat template / special tokens).
-  // Ids below min_vocab that it does not name become unused "[PAD<id>]" tokens (decoded as nothing).
-  static std::unique_ptr<Tokenizer> from_hf(const std::string& dir, int32_t min_vocab = 0);
+  static std::unique_ptr<Tokenizer> from_hf(const std::string& dir);
+  // `tok` with ids up to n_vocab: the ones it lacks become unused "[PAD<id>]" tokens (decoded as nothing), as
+  // the reference converter names the rows a model's embedding has beyond its tokenizer (Qwen2, Gemma 3).
+  static std::unique_ptr<Tokenizer> padded(std::unique_ptr<Tokenizer> tok, int32_t n_vocab);
   // Writes the tokenizer.ggml.* keys (and tokenizer.chat_template) so a converted model keeps its vocabulary.
   void to_gguf(GgufMetadata& meta) const;
 
