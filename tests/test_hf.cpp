@@ -183,12 +183,16 @@ struct HfCase {
   TensorSet tensors;
 };
 
+// "llama" (Llama 3.1 RoPE), "qwen2", or "mistral": Mistral-7B-v0.1's config names its own class and a sliding
+// window that llama.cpp (and so jf) leaves out: a Llama with full attention.
 HfCase make_case(const std::string& which, DType type) {
   static const Llama3Rope rope;
   HfCase c;
-  const bool llama = which == "llama";
-  c.cfg = llama ? llama_gqa_untied(rope) : qwen2_bias_tied();
+  const bool llama = which == "llama", mistral = which == "mistral";
+  c.cfg = llama || mistral ? llama_gqa_untied(rope) : qwen2_bias_tied();
+  if (mistral) c.cfg.rope_freq_factors.clear(), c.cfg.rope_theta = 10000.0f;
   c.config = hf_config(c.cfg, llama ? &rope : nullptr);
+  if (mistral) c.config["architectures"] = {"MistralForCausalLM"}, c.config["model_type"] = "mistral", c.config["sliding_window"] = 4096;
   c.tensors = all_to(random_tensors(c.cfg, DType::F32, llama ? 11 : 12), type);
   return c;
 }
@@ -222,7 +226,7 @@ TEST_P(HfLoad, LogitsBitIdenticalToInMemoryModel) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, HfLoad,
-                         ::testing::Combine(::testing::Values("llama", "qwen2"),
+                         ::testing::Combine(::testing::Values("llama", "qwen2", "mistral"),
                                             ::testing::Values(DType::F32, DType::F16, DType::BF16)),
                          [](const auto& info) { return std::get<0>(info.param) + "_" + dtype_name(std::get<1>(info.param)); });
 
@@ -359,8 +363,8 @@ TEST(HfConfig, MalformedConfigsErrorCleanly) {
   expect_config_error(j, "key 'num_hidden_layers' must be an integer");
   j = good, j["rms_norm_eps"] = "small";
   expect_config_error(j, "key 'rms_norm_eps' must be a number");
-  j = good, j["architectures"] = {"MistralForCausalLM"}, j["model_type"] = "mistral";
-  expect_config_error(j, "unsupported architecture 'MistralForCausalLM'");
+  j = good, j["architectures"] = {"MixtralForCausalLM"}, j["model_type"] = "mixtral";
+  expect_config_error(j, "unsupported architecture 'MixtralForCausalLM'");
   j = good, j.erase("architectures"), j["model_type"] = "gemma";
   expect_config_error(j, "unsupported model_type 'gemma'");
   j = good, j["model_type"] = "qwen2";
@@ -498,7 +502,7 @@ TEST(HfDir, BadShardIndexErrors) {
 // HF -> to_gguf_layout -> GGUF file -> model: the same attention up to summation order (Llama's Q/K rows
 // are permuted), identical for Qwen2 (nothing moves).
 TEST(GgufLayout, ConvertedHfModelMatches) {
-  for (const std::string which : {"llama", "qwen2"})
+  for (const std::string which : {"llama", "qwen2", "mistral"})
     for (DType type : {DType::F32, DType::BF16}) {
       SCOPED_TRACE(which + " " + dtype_name(type));
       HfCase c = make_case(which, type);
@@ -507,7 +511,8 @@ TEST(GgufLayout, ConvertedHfModelMatches) {
       LoadedModel hf = load_hf_model(d.path);
       ModelConfig gcfg;
       TensorSet gts = to_gguf_layout(hf.model->config(), hf.model->tensors(), &gcfg);
-      EXPECT_EQ(gcfg.rope_style, which == "llama" ? RopeStyle::Interleaved : RopeStyle::Neox);
+      EXPECT_EQ(gcfg.rope_style, which == "qwen2" ? RopeStyle::Neox : RopeStyle::Interleaved);
+      EXPECT_EQ(gcfg.arch, which == "qwen2" ? Arch::Qwen2 : Arch::Llama);  // Mistral: GGUF `llama`, as llama.cpp writes it
       write_model_gguf(d / "m.gguf", gcfg, gts, GgufMetadata{});
       auto g = model_from_gguf(std::shared_ptr<const GgufFile>(GgufFile::open(d / "m.gguf")));
       EXPECT_EQ(g->config().rope_style, gcfg.rope_style);
@@ -519,7 +524,7 @@ TEST(GgufLayout, ConvertedHfModelMatches) {
         EXPECT_EQ(gts.tensors.at("blk.0.attn_q.weight").data, hf.model->tensors().find("blk.0.attn_q.weight")->data);
       } else {
         const double err = max_relative_error(got, want);
-        std::printf("llama %s: HF vs converted GGUF max relative logit error %.3g\n", dtype_name(type).c_str(), err);
+        std::printf("%s %s: HF vs converted GGUF max relative logit error %.3g\n", which.c_str(), dtype_name(type).c_str(), err);
         EXPECT_LT(err, 1e-4);
       }
     }

@@ -200,7 +200,7 @@ TEST(HfArch, BadConfigsErrorCleanly) {
   expect_config_error(j, "partial_rotary_factor");
   j = good;
   j["model_type"] = "mamba", j.erase("architectures");
-  expect_config_error(j, "unsupported model_type 'mamba' (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3_text, gemma3)");
+  expect_config_error(j, "unsupported model_type 'mamba' (supported: llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3_text, gemma3)");
   j = hf_config(preset_config("qwen3-tiny"));
   j["use_sliding_window"] = true;
   expect_config_error(j, "use_sliding_window");

@@ -84,6 +84,8 @@ class JsonKeys {
 // ---- config.json ----
 
 constexpr HfArch kHfArchs[] = {{Arch::Llama, "LlamaForCausalLM", "llama"},
+                               // Mistral-7B-v0.1's sliding_window (4096) is ignored, as llama.cpp's `llama` does
+                               {Arch::Llama, "MistralForCausalLM", "mistral"},
                                {Arch::Qwen2, "Qwen2ForCausalLM", "qwen2"},
                                {Arch::Qwen3, "Qwen3ForCausalLM", "qwen3"},
                                {Arch::Phi3, "Phi3ForCausalLM", "phi3"},
