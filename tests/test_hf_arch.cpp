@@ -372,6 +372,11 @@ TEST(HfArch, Gemma3MultimodalCheckpointLoadsItsTextModel) {
   w.add_tensor("audio_tower.conv.weight", DType::F32, {4, 8}, vision.data());
   w.write(d / "model.safetensors");
   expect_error([&] { load_model(d.path); }, "unexpected tensor 'audio_tower.conv.weight' for a Gemma3ForConditionalGeneration");
+  SafetensorsWriter vision_only;  // the image encoder alone
+  vision_only.add_tensor("vision_tower.patch.weight", DType::F32, {4, 8}, vision.data());
+  vision_only.write(d / "model.safetensors");
+  expect_error([&] { load_model(d.path); },
+               "checkpoint is missing tensor 'model.embed_tokens.weight' (under language_model. or model.language_model.)");
 }
 
 }  // namespace

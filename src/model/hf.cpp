@@ -220,9 +220,10 @@ void add_one_to_norms(TensorSet& ts) {
   }
 }
 
-void check_complete(const TensorSet& ts, const ModelConfig& cfg, const std::string& dir) {
-  for (const auto& [hf, gguf] : required_names(cfg))
-    if (!ts.find(gguf)) throw Error(dir + ": checkpoint is missing tensor '" + hf + "'");
+void check_complete(const TensorSet& ts, const HfConfig& hf, const std::string& dir) {
+  const char* where = hf.arch->multimodal ? " (under language_model. or model.language_model.)" : "";
+  for (const auto& [name, gguf] : required_names(hf.cfg))
+    if (!ts.find(gguf)) throw Error(dir + ": checkpoint is missing tensor '" + name + "'" + where);
 }
 
 // Ids the model has and tokenizer.json does not name (Qwen2's embedding is padded to 151936 rows, Gemma 3's
@@ -286,7 +287,7 @@ LoadedModel load_hf_model(const std::string& dir) {
   const Shards shards = open_checkpoint(dir);
   int vision_tensors = 0;
   TensorSet ts = collect_tensors(shards, hf, &vision_tensors);
-  check_complete(ts, cfg, dir);
+  check_complete(ts, hf, dir);
   if (cfg.gemma()) add_one_to_norms(ts);
   LoadedModel out;
   try {
