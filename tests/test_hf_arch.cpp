@@ -217,6 +217,10 @@ TEST(HfArch, BadConfigsErrorCleanly) {
   j = hf_config(preset_config("gemma3-tiny"));
   j["final_logit_softcapping"] = 30.0;
   expect_config_error(j, "soft-capping is not supported for gemma3");
+  j = hf_config(preset_config("qwen3-tiny"));  // an AWQ checkpoint's weights are qweight / qzeros / scales
+  j["quantization_config"] = {{"quant_method", "awq"}, {"bits", 4}, {"group_size", 128}};
+  expect_config_error(j, "quantized checkpoints are not supported (quantization_config \"awq\"); convert the "
+                         "unquantized checkpoint, or use a GGUF file");
 }
 
 // google/gemma-3-4b-it's config.json as published: text_config names only what differs from transformers'

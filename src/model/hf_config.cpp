@@ -340,6 +340,11 @@ HfConfig read_hf_config(const std::string& dir) {
   const json root = parse_json_file(path);
   const JsonKeys top(root, path);
   HfConfig out{ModelConfig{}, &read_arch(top)};
+  if (const json* q = top.get("quantization_config")) {  // AWQ, GPTQ, FP8, bitsandbytes: other tensors than jf reads
+    const std::string method = q->is_object() && q->contains("quant_method") ? q->at("quant_method").dump() : q->dump();
+    top.fail("quantized checkpoints are not supported (quantization_config " + method.substr(0, 40) +
+             "); convert the unquantized checkpoint, or use a GGUF file");
+  }
   const json text = text_model_keys(top, root, *out.arch);
   const JsonKeys j(text, path, out.arch->multimodal ? "text_config." : "");
   ModelConfig& c = out.cfg;
