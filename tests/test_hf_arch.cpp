@@ -215,8 +215,11 @@ TEST(HfArch, BadConfigsErrorCleanly) {
   j["hidden_activation"] = "silu";
   expect_config_error(j, "unsupported hidden_activation 'silu' (supported: gelu_pytorch_tanh)");
   j = hf_config(preset_config("gemma3-tiny"));
-  j["final_logit_softcapping"] = 30.0;
-  expect_config_error(j, "soft-capping is not supported for gemma3");
+  j["final_logit_softcapping"] = 30.0;  // honoured, as GGUF's key is
+  write_text(d / "config.json", j.dump());
+  EXPECT_EQ(config_from_hf(d.path).final_softcap, 30.0f);
+  j["attn_logit_softcapping"] = 50.0;
+  expect_config_error(j, "attn_logit_softcapping is not supported for gemma3");
   j = hf_config(preset_config("qwen3-tiny"));  // an AWQ checkpoint's weights are qweight / qzeros / scales
   j["quantization_config"] = {{"quant_method", "awq"}, {"bits", 4}, {"group_size", 128}};
   expect_config_error(j, "quantized checkpoints are not supported (quantization_config \"awq\"); convert the "
@@ -257,6 +260,7 @@ TEST(HfArch, Gemma3MultimodalConfigTakesTheTextDefaults) {
     EXPECT_EQ(c.rope_theta_local, 10000.0f);
     EXPECT_EQ(c.rope_freq_scale, 0.125f);
     EXPECT_EQ(c.query_scale, 1.0f / 16.0f);
+    EXPECT_EQ(c.final_softcap, 0.0f);
     EXPECT_TRUE(c.tied_output);
   };
   json j = gemma3_4b_config();

@@ -242,7 +242,9 @@ void read_gemma(const JsonKeys& j, ModelConfig& c) {
     c.attn_softcap = static_cast<float>(j.number("attn_logit_softcapping", 50.0));
     c.final_softcap = static_cast<float>(j.number("final_logit_softcapping", 30.0));
   } else {
-    if (j.get("attn_logit_softcapping") || j.get("final_logit_softcapping")) j.fail("soft-capping is not supported for gemma3");
+    // Gemma 3 dropped the attention soft-cap (llama.cpp's converter refuses one); a fine-tune may cap the logits.
+    if (j.get("attn_logit_softcapping")) j.fail("attn_logit_softcapping is not supported for gemma3");
+    c.final_softcap = static_cast<float>(j.number("final_logit_softcapping", 0.0));
     c.rope_theta_local = static_cast<float>(j.number("rope_local_base_freq", 10000.0));
     std::string name;
     if (const json* local = rope_parameters(j, "sliding_attention", &name)) {
