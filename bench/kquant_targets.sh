@@ -30,7 +30,7 @@ echo "read bandwidth, 2 threads: $gbs GB/s"
 ratio_table=$("$bin/forward_cost" -m "$model" -t 2 --ms 1,8 --reps 11 --context 64 --interleave)
 t1=$(awk -F'|' '$2 ~ /^ *1 *$/ { print $3 + 0 }' <<<"$ratio_table")
 ratio=$(awk -F'|' '$2 ~ /^ *8 *$/ { printf "%.2f", $5 }' <<<"$ratio_table")
-gb=$("$bin/forward_cost" -m "$model" -t 2 --ms 1 --reps 1 --context 64 | sed -n 's/^streamed weights \([0-9.]*\) GB.*/\1/p')
+gb=$(sed -n 's/^streamed weights \([0-9.]*\) GB.*/\1/p' <<<"$ratio_table")
 bound=$(awk -v gb="$gb" -v bw="$gbs" 'BEGIN { printf "%.1f", 1000 * gb / bw }')
 verdict() { awk -v v="$1" -v t="$2" -v op="$3" 'BEGIN { ok = op == "<=" ? v <= t : v >= t; print ok ? "met" : "not met" }'; }
 echo

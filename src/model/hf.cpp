@@ -232,10 +232,11 @@ void check_complete(const TensorSet& ts, const HfConfig& hf, const std::string& 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir, int vocab_size) {
   if (!file_exists(join(dir, "tokenizer.json"))) return nullptr;
   std::unique_ptr<Tokenizer> tok = Tokenizer::from_hf(dir);
-  if (tok && tok->n_vocab() > vocab_size)
-    throw Error(dir + ": tokenizer has " + std::to_string(tok->n_vocab()) + " tokens but the model only " +
-                std::to_string(vocab_size));
-  return Tokenizer::padded(std::move(tok), vocab_size);
+  try {
+    return Tokenizer::padded(std::move(tok), vocab_size);
+  } catch (const Error& e) {
+    throw Error(dir + ": " + e.what());
+  }
 }
 
 // ---- GGUF layout ----

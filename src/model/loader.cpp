@@ -60,11 +60,11 @@ LoadedModel load_model(const std::string& path, const LoadOptions& opts) {
     const std::string tok = opts.tokenizer_path.empty() ? find_llama2c_tokenizer(path) : opts.tokenizer_path;
     out.tokenizer = Tokenizer::from_llama2c(tok, out.model->config().vocab_size);
   }
-  const int vocab_size = out.model->config().vocab_size;
-  if (out.tokenizer && out.tokenizer->n_vocab() > vocab_size)
-    throw Error(path + ": tokenizer has " + std::to_string(out.tokenizer->n_vocab()) + " tokens but the model only " +
-                std::to_string(vocab_size));
-  out.tokenizer = Tokenizer::padded(std::move(out.tokenizer), vocab_size);  // rows past the vocabulary: see padded
+  try {
+    out.tokenizer = Tokenizer::padded(std::move(out.tokenizer), out.model->config().vocab_size);
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
   return out;
 }
 

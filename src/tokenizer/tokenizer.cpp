@@ -274,7 +274,9 @@ const std::string& Tokenizer::token_text(int32_t id) const {
 }
 
 std::unique_ptr<Tokenizer> Tokenizer::padded(std::unique_ptr<Tokenizer> tok, int32_t n_vocab) {
-  if (!tok || tok->n_vocab() >= n_vocab) return tok;
+  if (tok && tok->n_vocab() > n_vocab)
+    throw Error("tokenizer has " + id_str(tok->n_vocab()) + " tokens but the model only " + id_str(n_vocab));
+  if (!tok || tok->n_vocab() == n_vocab) return tok;
   VocabSpec s = tok->spec();
   for (int32_t id = tok->n_vocab(); id < n_vocab; id++) {
     s.tokens.push_back("[PAD" + std::to_string(id) + "]");

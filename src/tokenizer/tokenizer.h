@@ -49,8 +49,9 @@ class Tokenizer {
   static std::unique_ptr<Tokenizer> from_llama2c(const std::string& path, int32_t vocab_size);
   // Hugging Face directory: tokenizer.json (+ tokenizer_config.json for chat template / special tokens).
   static std::unique_ptr<Tokenizer> from_hf(const std::string& dir);
-  // `tok` with ids up to n_vocab: the ones it lacks become unused "[PAD<id>]" tokens (decoded as nothing), as
-  // the reference converter names the rows a model's embedding has beyond its tokenizer (Qwen2, Gemma 3).
+  // `tok` (may be null) for a model of n_vocab ids: the ids it lacks become unused "[PAD<id>]" tokens (decoded
+  // as nothing), as the reference converter names the rows a model's embedding has beyond its tokenizer
+  // (Qwen2, Gemma 3); more tokens than the model has is an error.
   static std::unique_ptr<Tokenizer> padded(std::unique_ptr<Tokenizer> tok, int32_t n_vocab);
   // Writes the tokenizer.ggml.* keys (and tokenizer.chat_template) so a converted model keeps its vocabulary.
   void to_gguf(GgufMetadata& meta) const;
