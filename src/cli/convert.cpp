@@ -20,6 +20,12 @@ WeightScheme parse_scheme(const std::string& s) {
   return w;
 }
 
+// The keys llama.cpp's quantizer writes, which other tools read to name a file's type.
+void set_file_type(GgufMetadata& meta, const WeightScheme& scheme) {
+  if (scheme.file_type >= 0) meta.set("general.file_type", GgufValue::of_u32(static_cast<uint32_t>(scheme.file_type)));
+  meta.set("general.quantization_version", GgufValue::of_u32(2));
+}
+
 int run_convert(const ModelOptions& o, const std::string& out, const std::string& type) {
   if (out.empty()) throw Error("missing output path (-o)");
   LoadedModel lm = open_model(o);
@@ -31,7 +37,7 @@ int run_convert(const ModelOptions& o, const std::string& out, const std::string
     for (const auto& n : notes) std::fprintf(stderr, "jf: %s\n", n.c_str());
   }
   GgufMetadata meta;
-  meta.set("general.file_type_name", GgufValue::of_string(type.empty() ? "unchanged" : type));
+  if (!type.empty()) set_file_type(meta, parse_scheme(type));
   if (lm.tokenizer) lm.tokenizer->to_gguf(meta);
   write_model_gguf(out, cfg, ts, meta);
   std::fprintf(stderr, "jf: wrote %s (%s)\n", out.c_str(), cfg.summary().c_str());
@@ -52,12 +58,16 @@ int run_random(std::string preset, const std::string& arch, const std::string& t
   if (!vocab_from.empty()) {  // borrow a real vocabulary so the random model can be driven with text
     auto f = GgufFile::open(vocab_from);
     auto tok = Tokenizer::from_gguf(f->meta());
+    const bool tiny = preset.find("tiny") != std::string::npos;  // test shapes: any vocabulary fits
+    if (tiny) cfg.vocab_size = tok->n_vocab();
     if (tok->n_vocab() != cfg.vocab_size)
       throw Error(vocab_from + " has " + std::to_string(tok->n_vocab()) + " tokens; preset '" + preset + "' needs " +
                   std::to_string(cfg.vocab_size));
     tok->to_gguf(meta);
   }
-  TensorSet ts = random_tensors(cfg, parse_scheme(type), seed);
+  const WeightScheme scheme = parse_scheme(type);
+  set_file_type(meta, scheme);
+  TensorSet ts = random_tensors(cfg, scheme, seed);
   write_model_gguf(out, cfg, ts, meta);
   std::fprintf(stderr, "jf: wrote %s (%s, %s weights)\n", out.c_str(), cfg.summary().c_str(), type.c_str());
   return 0;
@@ -86,14 +96,14 @@ Command add_random_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("random", "Write a randomly initialised model of a realistic shape (for benchmarks)");
   cmd->add_option("--preset", a->preset,
-                  "Shape: tiny, llama-1b (TinyLlama 1.1B), qwen2-0.5b (Qwen2.5 0.5B), qwen2-tiny, qwen3-tiny, qwen3-0.6b "
+                  "Shape: tiny, tiny-256 (every matrix 256 wide: all K-quant types apply), llama-1b (TinyLlama 1.1B), qwen2-0.5b (Qwen2.5 0.5B), qwen2-tiny, qwen3-tiny, qwen3-0.6b "
                   "(Qwen3 0.6B), phi3-tiny, phi3-mini (Phi-3-mini), gemma2-tiny, gemma3-tiny, gemma3-1b (Gemma 3 1B)");
   cmd->add_option("--arch", a->arch, "A tiny test model of this architecture (" + supported_arch_names() + ")")
       ->excludes(cmd->get_option("--preset"));
   cmd->add_option("--type", a->type, std::string("Weight type: ") + weight_scheme_names() + " (default f16)");
   cmd->add_option("--seed", a->seed, "Random seed (default 1)");
   cmd->add_option("--layers", a->layers, "Override the number of layers")->check(CLI::Range(0, 1000));
-  cmd->add_option("--vocab-from", a->vocab_from, "Copy the tokenizer of this GGUF file (its size must match the preset)");
+  cmd->add_option("--vocab-from", a->vocab_from, "Copy the tokenizer of this GGUF file (its size must match the preset; the tiny presets take its size)");
   cmd->add_option("-o,--output", a->out, "Output GGUF file")->required();
   return [a] { return run_random(a->preset, a->arch, a->type, a->seed, a->layers, a->vocab_from, a->out); };
 }

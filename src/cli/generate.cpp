@@ -122,6 +122,7 @@ int run_generate(GenerateArgs& a) {
   if (a.json) {
     nlohmann::json j = stats_json(r);
     j["text"] = text;
+    j["prompt_tokens"] = prompt;
     j["tokens"] = r.tokens;
     j["decoder"] = decoder.name();
     j["prompt"] = prompt_text;

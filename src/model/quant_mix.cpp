@@ -12,17 +12,22 @@ struct Named {
   const char* name;
   DType base;
   WeightScheme::Mix mix;
+  int file_type;  // GGUF's general.file_type (llama.cpp's llama_ftype)
 };
 using Mix = WeightScheme::Mix;
+// q3_k / q4_k / q5_k (every matrix) have no file type of their own: they take the "mostly" type's number.
 const Named kSchemes[] = {
-    {"f32", DType::F32, Mix::Pure},      {"f16", DType::F16, Mix::Pure},      {"bf16", DType::BF16, Mix::Pure},
-    {"q8_0", DType::Q8_0, Mix::Pure},    {"q4_0", DType::Q4_0, Mix::Pure},    {"q4_k", DType::Q4_K, Mix::Pure},
-    {"q5_k", DType::Q5_K, Mix::Pure},    {"q3_k", DType::Q3_K, Mix::Pure},    {"q2_k", DType::Q2_K, Mix::Q2K},
-    {"q3_k_s", DType::Q3_K, Mix::Q3KS},  {"q3_k_m", DType::Q3_K, Mix::Q3KM},  {"q3_k_l", DType::Q3_K, Mix::Q3KL},
-    {"q4_k_m", DType::Q4_K, Mix::Q4KM},  {"q4_k_s", DType::Q4_K, Mix::Q4KS},
-    {"q5_k_m", DType::Q5_K, Mix::Q5KM},  {"q6_k", DType::Q6_K, Mix::File},    {"q4_1", DType::Q4_1, Mix::File},
-    {"q5_0", DType::Q5_0, Mix::File},    {"q5_1", DType::Q5_1, Mix::File},    {"iq4_nl", DType::IQ4_NL, Mix::IQ4},
-    {"iq4_xs", DType::IQ4_XS, Mix::IQ4},
+    {"f32", DType::F32, Mix::Pure, 0},         {"f16", DType::F16, Mix::Pure, 1},
+    {"bf16", DType::BF16, Mix::Pure, 32},      {"q8_0", DType::Q8_0, Mix::Pure, 7},
+    {"q4_0", DType::Q4_0, Mix::File, 2},       {"q4_1", DType::Q4_1, Mix::File, 3},
+    {"q5_0", DType::Q5_0, Mix::File, 8},       {"q5_1", DType::Q5_1, Mix::File, 9},
+    {"q2_k", DType::Q2_K, Mix::Q2K, 10},       {"q3_k", DType::Q3_K, Mix::Pure, 11},
+    {"q3_k_s", DType::Q3_K, Mix::Q3KS, 11},    {"q3_k_m", DType::Q3_K, Mix::Q3KM, 12},
+    {"q3_k_l", DType::Q3_K, Mix::Q3KL, 13},    {"q4_k", DType::Q4_K, Mix::Pure, 14},
+    {"q4_k_s", DType::Q4_K, Mix::Q4KS, 14},    {"q4_k_m", DType::Q4_K, Mix::Q4KM, 15},
+    {"q5_k", DType::Q5_K, Mix::Pure, 16},      {"q5_k_s", DType::Q5_K, Mix::File, 16},
+    {"q5_k_m", DType::Q5_K, Mix::Q5KM, 17},    {"q6_k", DType::Q6_K, Mix::File, 18},
+    {"iq4_nl", DType::IQ4_NL, Mix::IQ4, 25},   {"iq4_xs", DType::IQ4_XS, Mix::IQ4, 30},
 };
 
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
@@ -44,17 +49,22 @@ bool weight_scheme_from_name(const std::string& name, WeightScheme* out) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   for (const Named& n : kSchemes)
     if (s == n.name) {
-      *out = WeightScheme{n.name, n.base, n.mix};
+      *out = WeightScheme{n.name, n.base, n.mix, n.file_type};
       return true;
     }
   return false;
 }
 
-WeightScheme pure_scheme(DType t) { return WeightScheme{dtype_name(t), t, Mix::Pure}; }
+WeightScheme pure_scheme(DType t) {
+  int file_type = -1;
+  for (const Named& n : kSchemes)
+    if (n.base == t && n.mix == Mix::Pure) file_type = n.file_type;
+  return WeightScheme{dtype_name(t), t, Mix::Pure, file_type};
+}
 
 const char* weight_scheme_names() {
-  return "f32, f16, bf16, q8_0, q4_0, q3_k, q4_k, q5_k (every matrix), q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_m, "
-         "q4_k_s, q5_k_m, q6_k, q4_1, q5_0, q5_1, iq4_nl, iq4_xs (GGML's file types)";
+  return "f32, f16, bf16, q8_0, q3_k, q4_k, q5_k (every matrix), q4_0, q4_1, q5_0, q5_1, q2_k, q3_k_s, q3_k_m, "
+         "q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, iq4_nl, iq4_xs (GGML's file types)";
 }
 
 DType fallback_for_width(DType t, int64_t cols) {

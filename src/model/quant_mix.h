@@ -14,11 +14,12 @@ struct WeightScheme {
   std::string name;
   DType base = DType::F16;
   Mix mix = Mix::Pure;  // Pure: every matrix in `base`; File: `base` with the output in Q6_K; the K mixes
+  int file_type = -1;   // GGUF's general.file_type, -1 if none
 };
 
-// "f32", "f16", "bf16", "q8_0", "q4_0", "q3_k", "q4_k", "q5_k" (every matrix that type), "q2_k", "q3_k_s",
-// "q3_k_m", "q3_k_l", "q4_k_m", "q4_k_s", "q5_k_m", "q6_k", "q4_1", "q5_0", "q5_1", "iq4_nl", "iq4_xs" (GGML's
-// file types). Any case. False for anything else.
+// "f32", "f16", "bf16", "q8_0", "q3_k", "q4_k", "q5_k" (every matrix that type), "q4_0", "q4_1", "q5_0", "q5_1",
+// "q2_k", "q3_k_s", "q3_k_m", "q3_k_l", "q4_k_s", "q4_k_m", "q5_k_s", "q5_k_m", "q6_k", "iq4_nl", "iq4_xs" (GGML's
+// file types, as llama.cpp's quantizer mixes them). Any case. False for anything else.
 bool weight_scheme_from_name(const std::string& name, WeightScheme* out);
 WeightScheme pure_scheme(DType t);
 // The accepted names, for help texts and errors.

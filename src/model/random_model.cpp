@@ -114,6 +114,9 @@ ModelConfig preset_config(const std::string& name) {
   };
   if (name == "tiny") {
     tiny(Arch::Llama);
+  } else if (name == "tiny-256") {  // every matrix 256 wide, so every K-quant type applies to all of them
+    tiny(Arch::Llama);
+    c.dim = 256, c.ffn_dim = 512, c.n_heads = 8, c.head_dim = 32;  // 4 query heads per key-value head
   } else if (name == "llama-1b") {  // TinyLlama-1.1B
     c.arch = Arch::Llama;
     c.vocab_size = 32000, c.dim = 2048, c.n_layers = 22, c.n_heads = 32, c.n_kv_heads = 4, c.ffn_dim = 5632;
@@ -165,7 +168,7 @@ ModelConfig preset_config(const std::string& name) {
     c.rope_style = RopeStyle::Neox;
   } else {
     throw Error("unknown model preset '" + name +
-                "' (known: tiny, llama-1b, qwen2-0.5b, qwen2-tiny, qwen3-tiny, qwen3-0.6b, phi3-tiny, phi3-mini, gemma2-tiny, "
+                "' (known: tiny, tiny-256, llama-1b, qwen2-0.5b, qwen2-tiny, qwen3-tiny, qwen3-0.6b, phi3-tiny, phi3-mini, gemma2-tiny, "
                 "gemma3-tiny, gemma3-1b)");
   }
   if (c.head_dim == 0) c.head_dim = c.dim / c.n_heads;

@@ -164,8 +164,12 @@ void Tokenizer::to_gguf(GgufMetadata& meta) const {
   };
   put_id("tokenizer.ggml.bos_token_id", s.bos);
   put_id("tokenizer.ggml.eos_token_id", s.eos);
-  put_id("tokenizer.ggml.unknown_token_id", s.unk);
-  put_id("tokenizer.ggml.padding_token_id", s.pad);
+  // No padding token (and no unknown token in a BPE vocabulary) is what llama.cpp assumes when the key is
+  // absent; an explicit 0xFFFFFFFF there makes it warn of a bad special token.
+  if (s.unk >= 0 || spm) put_id("tokenizer.ggml.unknown_token_id", s.unk);
+  else meta.erase("tokenizer.ggml.unknown_token_id");
+  if (s.pad >= 0) put_id("tokenizer.ggml.padding_token_id", s.pad);
+  else meta.erase("tokenizer.ggml.padding_token_id");
   meta.set("tokenizer.ggml.add_bos_token", GgufValue::of_bool(s.add_bos));
   meta.set("tokenizer.ggml.add_eos_token", GgufValue::of_bool(s.add_eos));
   meta.set("tokenizer.ggml.add_space_prefix", GgufValue::of_bool(s.add_space_prefix));
