@@ -4,7 +4,8 @@
 #   1. time(8) / time(1) <= 1.5             (forward_cost --interleave: the median of per-round ratios)
 #   2. M = 1 within 1.1x of the DRAM bound  (the forward, and each K-quant kernel against the read loop)
 #   3. decoding >= 1.5x llama.cpp's 29-33 tokens/s quoted for machine A's class (>= 49.5; a machine with
-#      slower memory cannot reach it: compare with the bound printed in 2)
+#      slower memory cannot reach it: compare with the bound printed in 2, and with llama.cpp itself on
+#      this machine: bench/vs_llamacpp.sh)
 # Shared machines are noisy: run it a few times and read the spread, not one line.
 #   bench/kquant_targets.sh [BUILD_DIR] [MODEL]   (defaults: build, /tmp/l1b-q4km.gguf, made when missing)
 set -euo pipefail
@@ -55,3 +56,4 @@ tps=$("$bin/jf" generate -m "$model" -p "Once upon a time" -n 128 --ignore-eos -
 tps=$(awk -v t="$tps" 'BEGIN { printf "%.1f", t }')
 cap=$(awk -v g="$gb" -v bw="$gbs" 'BEGIN { printf "%.0f", bw / g }')
 echo "| decoding tokens/s | $tps (this memory's bound: $cap) | >= 49.5 | $(verdict "$tps" 49.5 '>=') |"
+echo "(llama.cpp itself on this machine, beside jf on the same file: bench/vs_llamacpp.sh)"
