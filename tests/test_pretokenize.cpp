@@ -38,5 +38,21 @@ TEST(PreTokenizer, NamesOfTheSupportedFamilies) {
   test::expect_error([] { pre_tokenizer_regexes("o300k"); }, "unknown BPE pre-tokenizer 'o300k' (supported: ");
 }
 
+// Every name's regexes compile and split a text into words that cover it, Greek extended letters and
+// letter-like symbols included (deepseek-llm's table once had ranges that Unicode normalization reversed).
+TEST(PreTokenizer, EveryNameCompilesAndCoversTheText) {
+  const std::string text = "Hello, w\u00f6rld 12345!\n\n  \u65e5\u672c\u8a9e \u1f7d\u1fd3\u2126\u212a x";
+  for (const std::string& pre : pre_tokenizer_names()) {
+    std::string joined;
+    for (const std::string& w : split_words(pre, text)) joined += w;
+    EXPECT_EQ(joined, text) << pre;
+  }
+  // deepseek-llm: its "CJK" class spans U+0800-U+4E00, so the Greek extended and letter-like code points
+  // become a word of their own after the letter class took them with the "a" (as in llama.cpp, tested
+  // against it in tests/llamacpp).
+  const std::vector<std::string> want = {"a", "\u1f7d\u1fd3\u2126\u212a", " b"};
+  EXPECT_EQ(split_words("deepseek-llm", "a\u1f7d\u1fd3\u2126\u212a b"), want);
+}
+
 }  // namespace
 }  // namespace jf

@@ -110,4 +110,26 @@ rm -rf "$tmp/cache"
   grep -q "| $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["decoder"])' "$tmp/cfg.json") |" "$tmp/bench.out" &&
   ok "bench --config runs the tuned decoder" || fail "bench --config"
 
+# ---- jf tokenize: the ids generation uses, pieces, JSONL batches, and a vocabulary-only file
+"$jf" tokenize -m "$m" -p "Once upon a time" --ids >"$tmp/ids.txt" 2>"$tmp/tok.err" &&
+  "$jf" generate -m "$m" -p "Once upon a time" -n 0 --json 2>/dev/null |
+  python3 -c 'import json, sys; ids = json.load(open(sys.argv[1])); g = json.loads(sys.stdin.read().strip().splitlines()[-1]); assert ids == g["prompt_tokens"] and ids[0] == 1, (ids, g)' "$tmp/ids.txt" &&
+  ok "tokenize --ids == generate's prompt_tokens" || fail "tokenize --ids: $(cat "$tmp/tok.err")"
+"$jf" tokenize -m "$m" -p "Once upon" --no-bos >"$tmp/pieces.txt" 2>/dev/null &&
+  [ "$(cat "$tmp/pieces.txt")" = "$(printf '    403  " Once"\n    407  " upon"')" ] &&
+  ok "tokenize: an id and a quoted piece per line" || fail "tokenize pieces: $(cat "$tmp/pieces.txt")"
+printf '"a b"\n"\\n\\u00e9"\n' >"$tmp/t.jsonl"
+"$jf" tokenize -m "$m" --jsonl -f "$tmp/t.jsonl" >"$tmp/t.out" 2>/dev/null && [ "$(wc -l <"$tmp/t.out")" -eq 2 ] &&
+  python3 -c 'import json, sys; assert all(isinstance(json.loads(l), list) for l in open(sys.argv[1])), "not arrays"' "$tmp/t.out" &&
+  ok "tokenize --jsonl: a JSON array per line" || fail "tokenize --jsonl: $(cat "$tmp/t.out")"
+vocab="$shared/models/tokenizers/ggml-vocab-gpt-2.gguf"
+"$jf" tokenize -m "$vocab" -p "Hello world" --ids 2>/dev/null | grep -qx '\[15496,995\]' &&
+  ok "tokenize a vocabulary-only GGUF" || fail "tokenize a vocabulary-only GGUF"
+echo '"ok"' >"$tmp/t2.jsonl"
+echo 'not json' >>"$tmp/t2.jsonl"
+check_error "tokenize --jsonl with a line that is not a JSON string" 1 "$jf" tokenize -m "$m" --jsonl -f "$tmp/t2.jsonl"
+check_error "tokenize --jsonl without -f" 1 "$jf" tokenize -m "$m" --jsonl -p x
+check_error "tokenize a missing model" 1 "$jf" tokenize -m /nonexistent.gguf -p x
+check_error "tokenize a file without a tokenizer" 1 "$jf" tokenize -m "$tmp/p.jsonl" -p x
+
 [ "$fails" -eq 0 ] && echo "all tools checks passed" || { echo "$fails tools checks failed"; exit 1; }

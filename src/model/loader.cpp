@@ -68,4 +68,23 @@ LoadedModel load_model(const std::string& path, const LoadOptions& opts) {
   return out;
 }
 
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path, const LoadOptions& opts) {
+  if (!file_exists(path)) throw Error("model '" + path + "' not found");
+  if (is_directory(path) || !has_gguf_magic(path)) {
+    LoadedModel lm = load_model(path, opts);
+    if (!lm.tokenizer) throw Error(path + ": the model has no tokenizer");
+    return std::move(lm.tokenizer);
+  }
+  std::unique_ptr<const GgufFile> f(GgufFile::open(path));
+  if (!f->meta().has("tokenizer.ggml.tokens")) throw Error(path + ": the file has no tokenizer");
+  try {
+    std::unique_ptr<Tokenizer> tok = Tokenizer::from_gguf(f->meta());
+    const GgufTensor* embedding = f->find_tensor("token_embd.weight");  // absent from vocabulary-only files
+    if (embedding && embedding->dims.size() == 2) tok = Tokenizer::padded(std::move(tok), static_cast<int32_t>(embedding->dims[1]));
+    return tok;
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+}
+
 }  // namespace jf

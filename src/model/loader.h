@@ -23,4 +23,8 @@ struct LoadedModel {
 // Throws jf::Error naming the path and the problem.
 LoadedModel load_model(const std::string& path, const LoadOptions& opts = {});
 
+// The tokenizer alone: a GGUF file's (vocabulary-only files included) without reading its weights, else the
+// model's. Throws jf::Error when there is none.
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path, const LoadOptions& opts = {});
+
 }  // namespace jf

@@ -47,13 +47,16 @@ void strip_after_phi3_specials(VocabSpec& spec) {
 
 void detect_eog_tokens(VocabSpec& spec) {
   // Names llama.cpp treats as end of generation, whatever the file says (llama-vocab.cpp).
-  static const char* const kEogNames[] = {"<|eot_id|>",    "<|im_end|>", "<|end|>", "<|return|>",     "<|call|>",
-                                          "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>",
-                                          "<|end_of_text|>", "<end_of_utterance>"};
+  static const char* const kEogNames[] = {
+      "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
+      "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
+      "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>"};
+  // Gemma 4's "</s>" is text: llama.cpp takes it back out of the list when "<|tool_response>" is there.
+  const bool s_is_text = find_token(spec, {"<|tool_response>"}) >= 0;
   std::vector<int32_t> found;
   for (size_t i = 0; i < spec.tokens.size(); i++) {
     for (const char* nm : kEogNames) {
-      if (spec.tokens[i] == nm) found.push_back(static_cast<int32_t>(i));
+      if (spec.tokens[i] == nm && !(s_is_text && spec.tokens[i] == "</s>")) found.push_back(static_cast<int32_t>(i));
     }
   }
   // EOT fallback for DeepSeek, and the fill-in-the-middle tokens llama.cpp also stops on.

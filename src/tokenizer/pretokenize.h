@@ -28,6 +28,8 @@ class RegexSplitter {
 
 // Regexes for a tokenizer.ggml.pre name; throws jf::Error naming the supported values when unknown.
 std::vector<std::string> pre_tokenizer_regexes(const std::string& pre);
+// Every name pre_tokenizer_regexes knows, sorted.
+std::vector<std::string> pre_tokenizer_names();
 // llama.cpp's per-name flags: take a pre-tokenized word whole when it is a token (Llama-3) / add BOS by default.
 bool pre_tokenizer_ignores_merges(const std::string& pre);
 bool pre_tokenizer_adds_bos(const std::string& pre);

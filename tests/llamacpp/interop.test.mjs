@@ -4,7 +4,7 @@
 // - llama.cpp reads the models jf writes, of every architecture, and picks the tokens jf picks;
 // - and the comparison fails on a file whose weights were changed (so it can fail).
 import {strict as assert} from "node:assert";
-import {copyFileSync, mkdirSync, openSync, writeSync, closeSync} from "node:fs";
+import {closeSync, copyFileSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync} from "node:fs";
 import {join} from "node:path";
 import {before, describe, test} from "node:test";
 
@@ -134,4 +134,68 @@ test("the comparison fails on a file whose weights differ", async () => {
   assertSameModel(await compare(good), "control, unchanged");
   const r = await compare(good, bad);
   assert.throws(() => assertSameModel(r, "control, changed"), /tokens the same/);
+});
+
+describe("jf's tokenizers give llama.cpp's tokens", () => {
+  // Awkward texts from a seeded generator: spaces and newlines in runs, digits, contractions, accents, CJK,
+  // emoji, right-to-left scripts, code, and the special tokens' own spellings.
+  function texts(specials) {
+    let state = 20261125;
+    const pick = (n) => {
+      state = (state * 1103515245 + 12345) % 2147483648;
+      return state % n;
+    };
+    const pieces = [" ", "  ", "   ", "\n", "\n\n", "\t", " \n ", "Hello", "world", "'s", "'ll", "'VE", "don't",
+      "I'm", "123", "4567890", "3.14", "1,000", "é", "ñandú", "Ünïcödé", "日本語", "中文", "한국어", "🦙", "👍🏽",
+      "Привет", "مرحبا", "שלום", "(", ")", "{", "}", "[]", "def", "return", "x = 1;", "    indented", "__init__",
+      "//", "#include", "A", "a", "!!", "?", "...", "—", "€100", "\u00a0", "\u200b", "ǅ", "ﬁ", "\r\n",
+      // Greek and letter-like code points that Unicode normalization would rewrite (deepseek-llm's ranges).
+      "\u1f7d", "\u1fd3", "\u1fbe", "\u2126", "\u212a", "\u212b", "\u03ce", "Καλημέρα", ...specials];
+    const out = ["", " ", "  ", "\n", "Hello world", " Hello world", "Hello  world", "\n\n\nx", "\t\tfoo", ...specials];
+    for (let i = 0; i < 150; i++) {
+      let s = "";
+      for (let n = 1 + pick(8); n > 0; n--) s += pieces[pick(pieces.length)];
+      out.push(s);
+    }
+    return out;
+  }
+  async function sameTokens(file) {
+    const g = readGguf(file);
+    const tokens = g.meta.get("tokenizer.ggml.tokens");
+    const types = g.meta.get("tokenizer.ggml.token_type");
+    const specials = tokens.filter((t, i) => types[i] === 3 || types[i] === 4).slice(0, 12);
+    const all = texts(specials);
+    const input = at(`texts-${file.split("/").pop()}.jsonl`);
+    writeFileSync(input, all.map((t) => JSON.stringify(t)).join("\n") + "\n");
+    const model = await llama.loadModel({modelPath: file, vocabOnly: true});
+    try {
+      for (const parseSpecial of [false, true]) {
+        const flags = parseSpecial ? ["--parse-special"] : [];
+        const ours = jf("tokenize", "-m", file, "--no-bos", "--jsonl", "-f", input, ...flags).trim().split("\n");
+        assert.equal(ours.length, all.length);
+        all.forEach((text, i) => {
+          const theirs = model.tokenize(text, parseSpecial);
+          assert.deepEqual(JSON.parse(ours[i]), theirs, `${JSON.stringify(text)} (parse special: ${parseSpecial})`);
+        });
+      }
+    } finally {
+      await model.dispose();
+    }
+  }
+  const vocabs = ["llama-spm", "phi-3", "gpt-2", "falcon", "deepseek-coder", "starcoder"]
+    .map((v) => join(env.shared, `models/tokenizers/ggml-vocab-${v}.gguf`));
+  for (const file of [...vocabs, stories]) test(file.split("/").pop(), () => sameTokens(file));
+  // Every BPE pre-tokenizer jf knows, on a vocabulary jf trains for it (merges learned on these texts and
+  // the README), so that llama.cpp applies its own split for that name to the same merges.
+  const pres = ["llama-bpe", "qwen2", "deepseek-r1-qwen", "smollm", "gpt-4o", "deepseek-llm", "deepseek-coder",
+    "deepseek-v3", "falcon", "tekken", "starcoder", "gpt-2", "mpt", "poro-chat", "viking", "default"];
+  for (const pre of pres) {
+    test(`pre-tokenizer ${pre} (a vocabulary jf trained)`, async () => {
+      const corpus = at("tokenizer-corpus.txt");
+      writeFileSync(corpus, texts([]).join("\n") + readFileSync(new URL("../../README.md", import.meta.url), "utf8"));
+      const file = at(`vocab-${pre}.gguf`);
+      jf("tokenizer-train", "--corpus", corpus, "--ext", "", "--vocab", "1500", "--pre", pre, "-o", file);
+      await sameTokens(file);
+    });
+  }
 });
