@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "base/rng.h"
 #include "kernels/parallel.h"
+#include "model/hf.h"
 
 namespace jf {
 
@@ -117,6 +118,15 @@ ModelConfig preset_config(const std::string& name) {
   } else if (name == "tiny-256") {  // every matrix 256 wide, so every K-quant type applies to all of them
     tiny(Arch::Llama);
     c.dim = 256, c.ffn_dim = 512, c.n_heads = 8, c.head_dim = 32;  // 4 query heads per key-value head
+  } else if (name == "llama3-tiny") {
+    // Llama 3.1's per-frequency RoPE divisors (rope_freqs.weight), from a 64-token original context so that
+    // they change the angles of the first few dozen positions.
+    tiny(Arch::Llama);
+    c.rope_freq_factors = llama3_rope_freq_factors(c.rope_theta, c.head_dim, 8.0, 1.0, 4.0, 64);
+  } else if (name == "qwen2-yarn-tiny") {  // YaRN x4 from a 128-token original context (Qwen2.5's long-context form)
+    tiny(Arch::Qwen2);
+    c.rope_theta = 1000000.0f, c.attn_bias = true, c.tied_output = true;
+    c.rope_freq_scale = 0.25f, c.rope_yarn = true, c.rope_orig_context = 128;
   } else if (name == "llama-1b") {  // TinyLlama-1.1B
     c.arch = Arch::Llama;
     c.vocab_size = 32000, c.dim = 2048, c.n_layers = 22, c.n_heads = 32, c.n_kv_heads = 4, c.ffn_dim = 5632;
@@ -168,7 +178,7 @@ ModelConfig preset_config(const std::string& name) {
     c.rope_style = RopeStyle::Neox;
   } else {
     throw Error("unknown model preset '" + name +
-                "' (known: tiny, tiny-256, llama-1b, qwen2-0.5b, qwen2-tiny, qwen3-tiny, qwen3-0.6b, phi3-tiny, phi3-mini, gemma2-tiny, "
+                "' (known: tiny, tiny-256, llama3-tiny, llama-1b, qwen2-0.5b, qwen2-tiny, qwen2-yarn-tiny, qwen3-tiny, qwen3-0.6b, phi3-tiny, phi3-mini, gemma2-tiny, "
                 "gemma3-tiny, gemma3-1b)");
   }
   if (c.head_dim == 0) c.head_dim = c.dim / c.n_heads;

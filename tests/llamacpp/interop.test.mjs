@@ -101,13 +101,17 @@ describe("llama.cpp reads the models jf writes as jf does", () => {
   test("stories260K (a trained model), 48 tokens", async () => {
     assertSameModel(await compare(stories, stories, 48), "stories260K");
   });
-  for (const arch of ["llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"]) {
-    test(`${arch} (random, f32; gemma's 8-position windows, phi3's partial rotary and LongRoPE)`, async () => {
-      const file = at(`arch-${arch}.gguf`);
+  // Random f32 models of each architecture: gemma's windows of 8 positions, phi3's partial rotary and
+  // LongRoPE, Llama 3.1's rope_freqs, YaRN.
+  const shapes = ["llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"].map((a) => [a, ["--arch", a]]);
+  shapes.push(["llama3-tiny", ["--preset", "llama3-tiny"]], ["qwen2-yarn-tiny", ["--preset", "qwen2-yarn-tiny"]]);
+  for (const [name, shape] of shapes) {
+    test(`${name} (random, f32)`, async () => {
+      const file = at(`arch-${name}.gguf`);
       // llama.cpp's phi3 needs Phi-3's special tokens in the vocabulary.
-      const vocab = arch === "phi3" ? phi3Vocab : stories;
-      jf("random", "--arch", arch, "--type", "f32", "--vocab-from", vocab, "-o", file);
-      assertSameModel(await compare(file), arch);
+      const vocab = name === "phi3" ? phi3Vocab : stories;
+      jf("random", ...shape, "--type", "f32", "--vocab-from", vocab, "-o", file);
+      assertSameModel(await compare(file), name);
     });
   }
   for (const type of ["q4_k_m", "q5_0", "iq4_xs"]) {
