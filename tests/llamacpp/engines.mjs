@@ -50,7 +50,7 @@ export async function llamaCppScores(llama, modelPath, {text, withBos, prompt, f
   const model = await llama.loadModel({modelPath});
   try {
     const tokens = [...(withBos ? [model.tokens.bos] : []), ...model.tokenize(text)];
-    const context = await model.createContext({contextSize: 256, threads: 2, flashAttention: false,
+    const context = await model.createContext({contextSize: 512, threads: 2, flashAttention: false,
       experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32"});
     const sampling = {temperature: 1, topK: 0, topP: 1, minP: 0, yieldEogToken: true};
     const steps = context.getSequence().evaluateWithMetadata(prompt, {probabilities: true}, sampling);
