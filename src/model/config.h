@@ -95,4 +95,8 @@ void rope_angles(const RopeTable& t, int rope_dim, int32_t pos, float* cos, floa
 // The global layers' table of a model without LongRoPE (training, tests).
 void rope_angles(const ModelConfig& cfg, int32_t pos, float* cos, float* sin);
 
+// Llama-3.1 ("rope_type": "llama3") per-frequency divisors for rope_dim / 2 frequencies.
+std::vector<float> llama3_rope_freq_factors(float rope_theta, int rope_dim, double factor, double low_freq_factor,
+                                            double high_freq_factor, double original_context);
+
 }  // namespace jf

@@ -21,10 +21,6 @@ LoadedModel load_hf_model(const std::string& dir);
 // Just the config.json part (exposed for tools and tests).
 ModelConfig config_from_hf(const std::string& dir);
 
-// Llama-3.1 ("rope_type": "llama3") per-frequency divisors for rope_dim / 2 frequencies.
-std::vector<float> llama3_rope_freq_factors(float rope_theta, int rope_dim, double factor, double low_freq_factor,
-                                            double high_freq_factor, double original_context);
-
 // Tensors laid out as GGUF's `cfg.arch` expects: GGUF `llama` rotates interleaved pairs, so Q/K rows (and
 // biases) of a Neox-layout Llama are permuted per head, as llama.cpp's converter does; the other
 // architectures are Neox. Unchanged tensors are shared with `ts`; permuted ones are owned by the result.

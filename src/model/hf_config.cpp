@@ -5,7 +5,6 @@
 #include <climits>
 #include <cmath>
 #include <filesystem>
-#include <numbers>
 
 #include "base/error.h"
 #include "base/mapped_file.h"
@@ -313,28 +312,6 @@ std::string dir_name(const std::string& dir) {
 }
 
 }  // namespace
-
-std::vector<float> llama3_rope_freq_factors(float rope_theta, int rope_dim, double factor, double low_freq_factor,
-                                            double high_freq_factor, double original_context) {
-  const double low_freq_wavelen = original_context / low_freq_factor;
-  const double high_freq_wavelen = original_context / high_freq_factor;
-  std::vector<float> out;
-  for (int i = 0; i < rope_dim / 2; i++) {
-    const float freq = 1.0f / std::pow(rope_theta, static_cast<float>(2 * i) / static_cast<float>(rope_dim));
-    const double wavelen = 2.0 * std::numbers::pi / freq;
-    double divisor;
-    if (wavelen < high_freq_wavelen) {
-      divisor = 1.0;  // high frequencies: unchanged
-    } else if (wavelen > low_freq_wavelen) {
-      divisor = factor;  // low frequencies: fully scaled
-    } else {  // in between: interpolate the frequency smoothly between scaled and unscaled
-      const double smooth = (original_context / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
-      divisor = 1.0 / ((1.0 - smooth) / factor + smooth);
-    }
-    out.push_back(static_cast<float>(divisor));
-  }
-  return out;
-}
 
 HfConfig read_hf_config(const std::string& dir) {
   const std::string path = (fs::path(dir) / "config.json").string();

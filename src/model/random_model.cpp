@@ -6,7 +6,6 @@
 #include "base/error.h"
 #include "base/rng.h"
 #include "kernels/parallel.h"
-#include "model/hf.h"
 
 namespace jf {
 

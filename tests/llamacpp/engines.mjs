@@ -42,13 +42,14 @@ export async function openLlamaCpp() {
   return getLlama({gpu: false, build: "never", logLevel: "error"});
 }
 
-// llama.cpp's tokens for `text` (BOS first when `withBos`), and its next-token distribution at every
+// llama.cpp's tokens for `text` (BOS first when `prompt` starts with it), and its next-token distribution at every
 // position of `forced` after `prompt`, as {top, pTop, forced, pForced}: its own greedy choice and the
 // probability it gives the forced token. The KV cache is f32 and flash
 // attention off, as jf computes by default, so that only the weights and activation rounding differ.
-export async function llamaCppScores(llama, modelPath, {text, withBos, prompt, forced}) {
+export async function llamaCppScores(llama, modelPath, {text, prompt, forced}) {
   const model = await llama.loadModel({modelPath});
   try {
+    const withBos = prompt.length > 0 && prompt[0] === model.tokens.bos;
     const tokens = [...(withBos ? [model.tokens.bos] : []), ...model.tokenize(text)];
     const context = await model.createContext({contextSize: 512, threads: 2, flashAttention: false,
       experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32"});

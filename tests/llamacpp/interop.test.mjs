@@ -16,7 +16,7 @@ const dir = join(env.work, "llamacpp-interop");
 mkdirSync(dir, {recursive: true});
 const stories = join(env.shared, "models/stories260K/stories260K.gguf");
 const phi3Vocab = join(env.shared, "models/tokenizers/ggml-vocab-phi-3.gguf");
-const texts = ["Once upon a time", "The little dog saw a big", "Lily and Ben"];
+const prompts = ["Once upon a time", "The little dog saw a big", "Lily and Ben"];
 const at = (name) => join(dir, name);
 
 // Every matrix 256 wide (all K-quant types apply), 4 query heads per key-value head, f32 weights,
@@ -35,10 +35,9 @@ before(async () => {
 // jf's greedy tokens on `jfModel` scored by llama.cpp on `llamaModel` (the same file unless a test says).
 async function compare(jfModel, llamaModel = jfModel, n = 16) {
   const runs = [];
-  for (const text of texts) {
+  for (const text of prompts) {
     const g = jfGreedy(jfModel, text, n);
-    const withBos = g.prompt_tokens.length > 0 && g.prompt_tokens[0] === 1;
-    const ll = await llamaCppScores(llama, llamaModel, {text, withBos, prompt: g.prompt_tokens, forced: g.tokens});
+    const ll = await llamaCppScores(llama, llamaModel, {text, prompt: g.prompt_tokens, forced: g.tokens});
     assert.deepEqual(g.prompt_tokens, ll.tokens, `"${text}": the tokenizers disagree`);
     runs.push(agreement(ll.scores));
   }
@@ -57,8 +56,6 @@ function assertSameModel(r, label) {
   assert.ok(r.worst >= 0.92, detail);
   assert.ok(r.same >= 0.8 * r.positions, detail);
 }
-
-function tensorsOf(path) { return readGguf(path).tensors; }
 
 describe("jf convert writes the bytes llama.cpp's quantizer writes", () => {
   const types = ["f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k_s", "q3_k_m", "q3_k_l",
@@ -127,7 +124,7 @@ describe("llama.cpp reads the models jf writes as jf does", () => {
 describe("jf's perplexity is llama.cpp's", () => {
   // The first TinyStories story (373 tokens) scored after BOS by both engines: jf perplexity in one window,
   // llama.cpp fed the same tokens. f32 weights agree to 4e-7 (relative); llama.cpp-quantized files to
-  // 0.02-0.21%, from activation rounding. The issue's independent check compares exactly this.
+  // 0.02-0.21%, from activation rounding.
   const story = at("story.txt");
   const cases = [["f32", 1e-5], ["q8_0", 5e-3], ["q5_1", 5e-3], ["q4_k_m", 5e-3], ["q2_k", 5e-3]];
   for (const [type, tolerance] of cases) {
@@ -139,7 +136,7 @@ describe("jf's perplexity is llama.cpp's", () => {
       if (type !== "f32") quantizeWithLlamaCpp(stories, file, type);
       const ours = JSON.parse(jf("perplexity", "-m", file, "-f", story, "--window", "512", "--json", "-t", "2"));
       const ids = JSON.parse(jf("tokenize", "-m", file, "-f", story, "--ids"));
-      const ll = await llamaCppScores(llama, file, {text, withBos: true, prompt: ids.slice(0, 1), forced: ids.slice(1)});
+      const ll = await llamaCppScores(llama, file, {text, prompt: ids.slice(0, 1), forced: ids.slice(1)});
       assert.deepEqual(ll.tokens, ids);
       const theirs = -ll.scores.reduce((sum, x) => sum + Math.log(x.pForced), 0) / ll.scores.length;
       assert.equal(ours.tokens, ll.scores.length);
@@ -215,8 +212,9 @@ describe("jf's tokenizers give llama.cpp's tokens", () => {
   const vocabs = ["llama-spm", "phi-3", "gpt-2", "falcon", "deepseek-coder", "starcoder"]
     .map((v) => join(env.shared, `models/tokenizers/ggml-vocab-${v}.gguf`));
   for (const file of [...vocabs, stories]) test(file.split("/").pop(), () => sameTokens(file));
-  // Every BPE pre-tokenizer jf knows, on a vocabulary jf trains for it (merges learned on these texts and
-  // the README), so that llama.cpp applies its own split for that name to the same merges.
+  // Each family of BPE pre-tokenizers jf knows (other names are aliases of these), on a vocabulary jf trains
+  // for it (merges learned on these texts and the README), so that llama.cpp applies its own split for that
+  // name to the same merges.
   const pres = ["llama-bpe", "qwen2", "deepseek-r1-qwen", "smollm", "gpt-4o", "deepseek-llm", "deepseek-coder",
     "deepseek-v3", "falcon", "tekken", "starcoder", "gpt-2", "mpt", "poro-chat", "viking", "default"];
   for (const pre of pres) {
