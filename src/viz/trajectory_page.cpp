@@ -146,7 +146,10 @@ std::string trajectory_html(const TraceDoc& d) {
       const RowTag tag = f.tags[r];
       if (group(r) != last_group && tag.role != RowRole::Pending && tag.role != RowRole::Draft) {
         std::string label = row_role_name(tag.role);
-        if (tag.role == RowRole::Block) label += " " + std::to_string(tag.block);
+        if (tag.role == RowRole::Block) {
+          label += ' ';
+          label += std::to_string(tag.block);
+        }
         h += "<span class=\"grp\">" + label + "</span>";
       }
       last_group = group(r);
