@@ -171,6 +171,32 @@ TEST(Chat, DeepSeekR1Format) {
   EXPECT_EQ(render_chat(ChatFormat::DeepSeekR1, {{"user", "Hi"}}, true, tok2), "<s><｜User｜>Hi<｜Assistant｜>");
 }
 
+// Mistral's versions, on a whole dialog (system, user, answer, user): the strings llama.cpp's built-in
+// mistral-v1 / v3 / v3-tekken / v7 / v7-tekken templates give for it, after BOS. Detection from the markers of
+// Mistral's official templates; any other [INST] template stays Llama 2's.
+TEST(Chat, MistralFormats) {
+  Tokenizer tok(chat_vocab(""));
+  const std::pair<ChatFormat, std::string> want[] = {
+      {ChatFormat::MistralV1, " [INST] Be brief.\n\nHi [/INST] Hello!</s> [INST] Bye [/INST]"},
+      {ChatFormat::MistralV3, "[INST] Be brief.\n\nHi[/INST] Hello!</s>[INST] Bye[/INST]"},
+      {ChatFormat::MistralV3Tekken, "[INST]Be brief.\n\nHi[/INST]Hello!</s>[INST]Bye[/INST]"},
+      {ChatFormat::MistralV7, "[SYSTEM_PROMPT] Be brief.[/SYSTEM_PROMPT][INST] Hi[/INST] Hello!</s>[INST] Bye[/INST]"},
+      {ChatFormat::MistralV7Tekken, "[SYSTEM_PROMPT]Be brief.[/SYSTEM_PROMPT][INST]Hi[/INST]Hello!</s>[INST]Bye[/INST]"},
+  };
+  for (const auto& [format, text] : want) {
+    EXPECT_EQ(render_chat(format, kDialog, true, tok), "<s>" + text) << chat_format_name(format);
+    ChatFormat back = ChatFormat::None;
+    EXPECT_TRUE(chat_format_from_name(chat_format_name(format), &back));
+    EXPECT_EQ(back, format);
+  }
+  auto detect = [](const std::string& tmpl) { return detect_chat_format(Tokenizer(chat_vocab(tmpl))); };
+  EXPECT_EQ(detect("{{ '[SYSTEM_PROMPT]' + m + '[/SYSTEM_PROMPT]' }}{{ '[INST] ' + c + '[/INST]' }}"), ChatFormat::MistralV7);
+  EXPECT_EQ(detect("{{ bos_token }}{{ ' [INST] ' + system_message + '\\n\\n' + c + ' [/INST]' }}"), ChatFormat::MistralV1);
+  EXPECT_EQ(detect("{{ '[AVAILABLE_TOOLS]' }}{{ '[INST] ' + c + '[/INST]' }}"), ChatFormat::MistralV3);
+  EXPECT_EQ(detect("{{ '[AVAILABLE_TOOLS]' }}{{ \"[INST]\" + c + \"[/INST]\" }}"), ChatFormat::MistralV3Tekken);
+  EXPECT_EQ(detect("{{ bos_token + '[INST] ' + c + ' [/INST]' }}"), ChatFormat::Llama2);
+}
+
 // Qwen3's template (ChatML with its "last_query_index"): answers before the last user message lose their
 // reasoning; an answer after it keeps it in a <think> block (an empty one when it is the last message).
 TEST(Chat, Qwen3DropsEarlierReasoning) {

@@ -98,6 +98,11 @@ std::string chat_format_name(ChatFormat f) {
     case ChatFormat::Phi3: return "phi3";
     case ChatFormat::Phi4Mini: return "phi4-mini";
     case ChatFormat::DeepSeekR1: return "deepseek-r1";
+    case ChatFormat::MistralV1: return "mistral-v1";
+    case ChatFormat::MistralV3: return "mistral-v3";
+    case ChatFormat::MistralV3Tekken: return "mistral-v3-tekken";
+    case ChatFormat::MistralV7: return "mistral-v7";
+    case ChatFormat::MistralV7Tekken: return "mistral-v7-tekken";
     case ChatFormat::None: break;
   }
   return "none";
@@ -105,9 +110,41 @@ std::string chat_format_name(ChatFormat f) {
 
 namespace {
 
-constexpr ChatFormat kNamedFormats[] = {ChatFormat::ChatML, ChatFormat::Llama3,   ChatFormat::Llama2,
-                                        ChatFormat::Gemma,  ChatFormat::Phi3,     ChatFormat::Phi4Mini,
-                                        ChatFormat::DeepSeekR1};
+constexpr ChatFormat kNamedFormats[] = {
+    ChatFormat::ChatML,    ChatFormat::Llama3,    ChatFormat::Llama2,          ChatFormat::Gemma,
+    ChatFormat::Phi3,      ChatFormat::Phi4Mini,  ChatFormat::DeepSeekR1,      ChatFormat::MistralV1,
+    ChatFormat::MistralV3, ChatFormat::MistralV3Tekken, ChatFormat::MistralV7, ChatFormat::MistralV7Tekken};
+
+// Mistral's [INST] formats differ in their spaces and in where the system message goes (tested against
+// llama.cpp's renderings in tests/llamacpp):
+//   v1:  BOS [INST] {system}\n\n{user} [/INST] {answer}</s> [INST] ...   (a space before each [INST])
+//   v3:  BOS[INST] {system}\n\n{user}[/INST] {answer}</s>[INST] ...
+//   v7:  BOS[SYSTEM_PROMPT] {system}[/SYSTEM_PROMPT][INST] {user}[/INST] {answer}</s>...
+//   the Tekken variants of v3 / v7: no space after the opening tags or before an answer.
+std::string render_mistral(ChatFormat f, const std::vector<ChatMessage>& messages, const std::string& bos) {
+  const bool v1 = f == ChatFormat::MistralV1;
+  const bool v7 = f == ChatFormat::MistralV7 || f == ChatFormat::MistralV7Tekken;
+  const bool tekken = f == ChatFormat::MistralV3Tekken || f == ChatFormat::MistralV7Tekken;
+  const std::string gap = tekken ? "" : " ";
+  std::string out = bos;
+  std::string system;
+  for (const ChatMessage& m : messages) {
+    if (m.role == "system") {
+      if (v7) {
+        out += "[SYSTEM_PROMPT]" + gap + m.content + "[/SYSTEM_PROMPT]";
+      } else {
+        system = m.content;
+      }
+    } else if (m.role == "assistant") {
+      out += gap + m.content + "</s>";
+    } else {
+      const std::string content = system.empty() ? m.content : system + "\n\n" + m.content;
+      system.clear();
+      out += (v1 ? " [INST] " : "[INST]" + gap) + content + (v1 ? " [/INST]" : "[/INST]");
+    }
+  }
+  return out;  // ends with "[/INST]" when the last message is the user's: the answer follows
+}
 
 }  // namespace
 
@@ -140,7 +177,17 @@ ChatFormat detect_chat_format(const Tokenizer& tok) {
   // Phi-4-mini's template builds the role tag from the role and puts the content right after it.
   if (t.find("'|>' + message['content']") != std::string::npos && t.find("<|end|>") != std::string::npos)
     return ChatFormat::Phi4Mini;
-  if (t.find("[INST]") != std::string::npos) return ChatFormat::Llama2;
+  if (t.find("[INST]") != std::string::npos) {
+    // Mistral's official templates: v7 has a system-prompt tag; v1 / v3 / v3-tekken join the system message
+    // to the first user turn or list tools, and differ in the spaces around [INST].
+    if (t.find("[SYSTEM_PROMPT]") != std::string::npos) return ChatFormat::MistralV7;
+    if (t.find("' [INST] ' + system_message") != std::string::npos || t.find("[AVAILABLE_TOOLS]") != std::string::npos) {
+      if (t.find(" [INST]") != std::string::npos) return ChatFormat::MistralV1;
+      if (t.find("\"[INST]\"") != std::string::npos) return ChatFormat::MistralV3Tekken;
+      return ChatFormat::MistralV3;
+    }
+    return ChatFormat::Llama2;
+  }
   if (t.find("<｜User｜>") != std::string::npos) return ChatFormat::DeepSeekR1;  // before the vocabulary's ChatML tokens
   // No (recognised) template: go by the special tokens the vocabulary has.
   if (has_token(tok, "<｜User｜>") && has_token(tok, "<｜Assistant｜>")) return ChatFormat::DeepSeekR1;
@@ -268,6 +315,12 @@ std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages, 
       }
       return out;
     }
+    case ChatFormat::MistralV1:
+    case ChatFormat::MistralV3:
+    case ChatFormat::MistralV3Tekken:
+    case ChatFormat::MistralV7:
+    case ChatFormat::MistralV7Tekken:
+      return render_mistral(f, messages, special_text(tok, spec.bos, "<s>"));
     case ChatFormat::None:
       break;
   }

@@ -8,7 +8,10 @@ namespace jf {
 
 class Tokenizer;
 
-enum class ChatFormat { None, ChatML, Llama3, Llama2, Gemma, Phi3, Phi4Mini, DeepSeekR1 };
+enum class ChatFormat {
+  None, ChatML, Llama3, Llama2, Gemma, Phi3, Phi4Mini, DeepSeekR1,
+  MistralV1, MistralV3, MistralV3Tekken, MistralV7, MistralV7Tekken,  // Mistral's [INST] formats by version
+};
 
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant"

@@ -7,6 +7,7 @@ import {pathToFileURL} from "node:url";
 export const env = {
   jf: process.env.JF_BIN,
   quantizer: process.env.JF_LLAMACPP_QUANTIZE,
+  chat: process.env.JF_LLAMACPP_CHAT,
   libllama: process.env.JF_LIBLLAMA,
   shared: process.env.JF_SHARED,
   nodeModules: process.env.JF_NODE_MODULES,
@@ -17,7 +18,7 @@ export const env = {
 export const LLAMA_FTYPE = {f16: 1, bf16: 32, q8_0: 7, q4_0: 2, q4_1: 3, q5_0: 8, q5_1: 9, q2_k: 10, q3_k_s: 11,
   q3_k_m: 12, q3_k_l: 13, q4_k_s: 14, q4_k_m: 15, q5_k_s: 16, q5_k_m: 17, q6_k: 18, iq4_nl: 25, iq4_xs: 30};
 
-function run(cmd, args, extraEnv = {}) {
+function run(cmd, args, extraEnv = {}) {  // stdout; throws with stderr on failure
   const r = spawnSync(cmd, args, {encoding: "utf8", env: {...process.env, ...extraEnv}, maxBuffer: 64 << 20});
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} failed (${r.status}):\n${r.stderr}`);
   return r.stdout;
@@ -28,6 +29,13 @@ export function jf(...args) { return run(env.jf, args); }
 export function quantizeWithLlamaCpp(input, output, type) {
   const libDir = env.libllama.slice(0, env.libllama.lastIndexOf("/"));
   run(env.quantizer, [env.libllama, input, output, String(LLAMA_FTYPE[type])], {LD_LIBRARY_PATH: libDir});
+}
+
+// llama.cpp's rendering of `messages` ([role, content] pairs) with its built-in template `name`, the
+// assistant's opening appended.
+export function chatWithLlamaCpp(name, messages) {
+  const libDir = env.libllama.slice(0, env.libllama.lastIndexOf("/"));
+  return run(env.chat, [env.libllama, name, ...messages.flat()], {LD_LIBRARY_PATH: libDir});
 }
 
 // jf's greedy continuation of `text`: {prompt_tokens, tokens}.

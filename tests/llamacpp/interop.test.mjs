@@ -2,14 +2,16 @@
 // - jf convert writes the bytes llama.cpp's quantizer writes, for every file type both have;
 // - jf reads the files llama.cpp's quantizer wrote and picks the tokens llama.cpp picks;
 // - llama.cpp reads the models jf writes, of every architecture, and picks the tokens jf picks;
-// - both give a text the same perplexity, and jf's tokenizers give llama.cpp's tokens;
+// - both give a text the same perplexity, jf's tokenizers give llama.cpp's tokens, and jf's chat formats
+//   llama.cpp's renderings;
 // - and the comparison of choices fails on a file whose weights were changed (so it can fail).
 import {strict as assert} from "node:assert";
 import {closeSync, copyFileSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync} from "node:fs";
 import {join} from "node:path";
 import {before, describe, test} from "node:test";
 
-import {agreement, env, jf, jfGreedy, llamaCppScores, openLlamaCpp, quantizeWithLlamaCpp} from "./engines.mjs";
+import {agreement, chatWithLlamaCpp, env, jf, jfGreedy, llamaCppScores, openLlamaCpp, quantizeWithLlamaCpp}
+  from "./engines.mjs";
 import {readGguf} from "./gguf.mjs";
 
 const dir = join(env.work, "llamacpp-interop");
@@ -224,6 +226,28 @@ describe("jf's tokenizers give llama.cpp's tokens", () => {
       const file = at(`vocab-${pre}.gguf`);
       jf("tokenizer-train", "--corpus", corpus, "--ext", "", "--vocab", "1500", "--pre", pre, "-o", file);
       await sameTokens(file);
+    });
+  }
+});
+
+describe("jf's chat formats render as llama.cpp's built-in templates", () => {
+  // One user message, with and without a system message, through `jf generate --chat` (the rendered prompt
+  // in --json, after the BOS text jf writes and llama.cpp leaves to the tokenizer). jf's llama2 is
+  // llama.cpp's llama2-sys (Meta's <<SYS>> block).
+  const pairs = [["chatml", "chatml"], ["llama3", "llama3"], ["gemma", "gemma"], ["phi3", "phi3"],
+    ["llama2", "llama2-sys"], ...["mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7", "mistral-v7-tekken"]
+      .map((f) => [f, f])];
+  for (const [ours, theirs] of pairs) {
+    test(ours, () => {
+      for (const system of [null, "Be brief."]) {
+        const messages = [...(system ? [["system", system]] : []), ["user", "Hi there, how are you?"]];
+        const flags = system ? ["--system", system] : [];
+        const out = jf("generate", "-m", stories, "--chat", "--chat-format", ours, ...flags, "-p", messages.at(-1)[1],
+          "-n", "0", "--json");
+        const prompt = JSON.parse(out.trim().split("\n").pop()).prompt;
+        assert.ok(prompt.startsWith("<s>"), prompt);
+        assert.equal(prompt.slice(3), chatWithLlamaCpp(theirs, messages), `system: ${system}`);
+      }
     });
   }
 });
