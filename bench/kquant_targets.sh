@@ -12,14 +12,9 @@ set -euo pipefail
 build=${1:-build}
 model=${2:-/tmp/l1b-q4km.gguf}
 bin=$build/bin
-for tool in jf forward_cost matmul_kernel read_bandwidth; do
-  [ -x "$bin/$tool" ] || { echo "kquant_targets: $bin/$tool not found (build first: scripts/build.sh)" >&2; exit 1; }
-done
-if [ ! -f "$model" ]; then
-  vocab=../shared/models/tokenizers/ggml-vocab-llama-spm.gguf
-  [ -f "$vocab" ] || { echo "kquant_targets: $model missing and $vocab not found to make it" >&2; exit 1; }
-  "$bin/jf" random --preset llama-1b --type q4_k_m --vocab-from "$vocab" -o "$model" >&2
-fi
+. "$(dirname "$0")/common.sh"
+require_tools kquant_targets jf forward_cost matmul_kernel read_bandwidth
+ensure_l1b_q4km kquant_targets
 
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 

@@ -11,14 +11,9 @@ model=${2:-/tmp/l1b-q4km.gguf}
 rounds=${3:-3}
 bin=$build/bin
 here="$(cd "$(dirname "$0")" && pwd)"
-for tool in jf forward_cost; do
-  [ -x "$bin/$tool" ] || { echo "vs_llamacpp: $bin/$tool not found (build first: scripts/build.sh)" >&2; exit 1; }
-done
-if [ ! -f "$model" ]; then
-  vocab=../shared/models/tokenizers/ggml-vocab-llama-spm.gguf
-  [ -f "$vocab" ] || { echo "vs_llamacpp: $model missing and $vocab not found to make it" >&2; exit 1; }
-  "$bin/jf" random --preset llama-1b --type q4_k_m --vocab-from "$vocab" -o "$model" >&2
-fi
+. "$here/common.sh"
+require_tools vs_llamacpp jf forward_cost
+ensure_l1b_q4km vs_llamacpp
 eval "$("$here/../scripts/install-llamacpp.sh")"
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "model: $model"

@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
 # jf against llama.cpp on the same files (tests/llamacpp/interop.test.mjs): llama.cpp's prebuilt CPU libraries
 # come from the node-llama-cpp npm package (scripts/install-llamacpp.sh); its quantizer and chat templates are
-# driven by quantize_with_llamacpp and chat_with_llamacpp.
-# Usage: llamacpp_test.sh JF_BINARY QUANTIZE_WITH_LLAMACPP CHAT_WITH_LLAMACPP SHARED_DIR
+# driven by llamacpp_tool.
+# Usage: llamacpp_test.sh JF_BINARY LLAMACPP_TOOL SHARED_DIR
 set -euo pipefail
 jf="$1"
-quantizer="$2"
-chat="$3"
-shared="$4"
+tool="$2"
+shared="$3"
 here="$(cd "$(dirname "$0")" && pwd)"
 if [ ! -e "$shared/models/stories260K/stories260K.gguf" ]; then
   if [ "${CI:-}" = "true" ]; then echo "FAIL: CI=true but $shared/models/stories260K is missing"; exit 1; fi
@@ -19,6 +18,6 @@ if [ "$(uname -m)" != x86_64 ]; then
 fi
 eval "$("$here/../scripts/install-llamacpp.sh")"
 mkdir -p test-output
-export JF_BIN="$jf" JF_LLAMACPP_QUANTIZE="$quantizer" JF_LLAMACPP_CHAT="$chat" JF_LIBLLAMA JF_SHARED="$shared" \
+export JF_BIN="$jf" JF_LLAMACPP_TOOL="$tool" JF_LIBLLAMA JF_SHARED="$shared" \
   JF_NODE_MODULES="$JF_LLAMACPP_MODULES" JF_TEST_OUTPUT="$PWD/test-output"
 exec "$JF_LLAMACPP_NODE" --test --test-concurrency=1 "$here/llamacpp/interop.test.mjs"

@@ -37,6 +37,17 @@ std::string find_llama2c_tokenizer(const std::string& model_path) {
   throw Error(model_path + ": llama2.c checkpoint needs its tokenizer; pass --tokenizer PATH/tokenizer.bin");
 }
 
+// A GGUF file's tokenizer (null when it has none), optionally padded to `n_vocab` rows; errors name the path.
+std::unique_ptr<Tokenizer> gguf_tokenizer(const std::string& path, const GgufFile& f, int32_t n_vocab) {
+  if (!f.meta().has("tokenizer.ggml.tokens")) return nullptr;
+  try {
+    std::unique_ptr<Tokenizer> tok = Tokenizer::from_gguf(f.meta());
+    return n_vocab > 0 ? Tokenizer::padded(std::move(tok), n_vocab) : std::move(tok);
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+}
+
 }  // namespace
 
 LoadedModel load_model(const std::string& path, const LoadOptions& opts) {
@@ -48,18 +59,12 @@ LoadedModel load_model(const std::string& path, const LoadOptions& opts) {
   if (has_gguf_magic(path)) {
     std::shared_ptr<const GgufFile> f(GgufFile::open(path));
     out.model = model_from_gguf(f);
-    if (f->meta().has("tokenizer.ggml.tokens")) {
-      try {
-        out.tokenizer = Tokenizer::from_gguf(f->meta());
-      } catch (const Error& e) {
-        throw Error(path + ": " + e.what());
-      }
-    }
-  } else {
-    out.model = model_from_llama2c(path);
-    const std::string tok = opts.tokenizer_path.empty() ? find_llama2c_tokenizer(path) : opts.tokenizer_path;
-    out.tokenizer = Tokenizer::from_llama2c(tok, out.model->config().vocab_size);
+    out.tokenizer = gguf_tokenizer(path, *f, out.model->config().vocab_size);
+    return out;
   }
+  out.model = model_from_llama2c(path);
+  const std::string tok = opts.tokenizer_path.empty() ? find_llama2c_tokenizer(path) : opts.tokenizer_path;
+  out.tokenizer = Tokenizer::from_llama2c(tok, out.model->config().vocab_size);
   try {
     out.tokenizer = Tokenizer::padded(std::move(out.tokenizer), out.model->config().vocab_size);
   } catch (const Error& e) {
@@ -76,15 +81,11 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path, const LoadOpt
     return std::move(lm.tokenizer);
   }
   std::unique_ptr<const GgufFile> f(GgufFile::open(path));
-  if (!f->meta().has("tokenizer.ggml.tokens")) throw Error(path + ": the file has no tokenizer");
-  try {
-    std::unique_ptr<Tokenizer> tok = Tokenizer::from_gguf(f->meta());
-    const GgufTensor* embedding = f->find_tensor("token_embd.weight");  // absent from vocabulary-only files
-    if (embedding && embedding->dims.size() == 2) tok = Tokenizer::padded(std::move(tok), static_cast<int32_t>(embedding->dims[1]));
-    return tok;
-  } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
-  }
+  const GgufTensor* embedding = f->find_tensor("token_embd.weight");  // absent from vocabulary-only files
+  const int32_t rows = embedding && embedding->dims.size() == 2 ? static_cast<int32_t>(embedding->dims[1]) : 0;
+  std::unique_ptr<Tokenizer> tok = gguf_tokenizer(path, *f, rows);
+  if (!tok) throw Error(path + ": the file has no tokenizer");
+  return tok;
 }
 
 }  // namespace jf

@@ -6,8 +6,7 @@ import {pathToFileURL} from "node:url";
 
 export const env = {
   jf: process.env.JF_BIN,
-  quantizer: process.env.JF_LLAMACPP_QUANTIZE,
-  chat: process.env.JF_LLAMACPP_CHAT,
+  tool: process.env.JF_LLAMACPP_TOOL,
   libllama: process.env.JF_LIBLLAMA,
   shared: process.env.JF_SHARED,
   nodeModules: process.env.JF_NODE_MODULES,
@@ -26,17 +25,19 @@ function run(cmd, args, extraEnv = {}) {  // stdout; throws with stderr on failu
 
 export function jf(...args) { return run(env.jf, args); }
 
-export function quantizeWithLlamaCpp(input, output, type) {
+// llamacpp_tool (its quantizer and chat templates through libllama's C API) with `args`.
+function llamaCppTool(...args) {
   const libDir = env.libllama.slice(0, env.libllama.lastIndexOf("/"));
-  run(env.quantizer, [env.libllama, input, output, String(LLAMA_FTYPE[type])], {LD_LIBRARY_PATH: libDir});
+  return run(env.tool, [env.libllama, ...args], {LD_LIBRARY_PATH: libDir});
+}
+
+export function quantizeWithLlamaCpp(input, output, type) {
+  llamaCppTool("quantize", input, output, String(LLAMA_FTYPE[type]));
 }
 
 // llama.cpp's rendering of `messages` ([role, content] pairs) with its built-in template `name`, the
 // assistant's opening appended.
-export function chatWithLlamaCpp(name, messages) {
-  const libDir = env.libllama.slice(0, env.libllama.lastIndexOf("/"));
-  return run(env.chat, [env.libllama, name, ...messages.flat()], {LD_LIBRARY_PATH: libDir});
-}
+export function chatWithLlamaCpp(name, messages) { return llamaCppTool("chat", name, ...messages.flat()); }
 
 // jf's greedy continuation of `text`: {prompt_tokens, tokens}.
 export function jfGreedy(model, text, n) {
