@@ -8,6 +8,7 @@ namespace jf::cli {
 using Command = std::function<int()>;
 
 Command add_generate_command(CLI::App& app);
+Command add_chat_command(CLI::App& app);
 Command add_inspect_command(CLI::App& app);
 Command add_convert_command(CLI::App& app);
 Command add_random_command(CLI::App& app);

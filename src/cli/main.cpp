@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   std::map<CLI::App*, jf::cli::Command> commands;
   auto add = [&](jf::cli::Command c) { commands[app.get_subcommands({}).back()] = std::move(c); };
   add(jf::cli::add_generate_command(app));
+  add(jf::cli::add_chat_command(app));
   add(jf::cli::add_serve_command(app));
   add(jf::cli::add_inspect_command(app));
   add(jf::cli::add_convert_command(app));

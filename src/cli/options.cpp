@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "chat/conversation.h"
 #include "kernels/parallel.h"
 #include "tokenizer/chat.h"
 
@@ -40,6 +41,9 @@ void add_prompt_options(CLI::App* app, PromptOptions& o) {
   app->add_flag("--chat", o.chat, "Wrap the prompt as a user message in the model's chat template");
   app->add_option("--chat-format", o.chat_format, "Chat format instead of the model's: " + chat_format_names());
   app->add_option("--system", o.system, "System message for --chat");
+  app->add_option("--messages", o.messages,
+                  "--chat: the earlier turns of a conversation from a JSON file (what jf chat's /save writes, or a "
+                  "list of {role, content}); -p is the next user message");
   app->add_flag("--no-thinking", o.no_thinking,
                 "--chat with a template that has an enable_thinking switch (Qwen3): answer without a reasoning "
                 "block (the reply opens with an empty <think></think>)");
@@ -150,6 +154,7 @@ int context_size(const ModelOptions& o, const Model& m) {
 std::vector<int32_t> prompt_tokens(const PromptOptions& o, const Tokenizer& tok, std::string* prompt_text) {
   std::string text = o.file.empty() ? o.prompt : read_text_file(o.file);
   *prompt_text = text;
+  if (!o.chat && !o.messages.empty()) throw Error("--messages needs --chat");
   if (!o.chat) {
     std::vector<int32_t> ids = tok.encode(text, /*add_special=*/true, o.parse_special);
     if (ids.empty() && tok.bos() >= 0) ids.push_back(tok.bos());  // empty prompt: start from BOS
@@ -162,7 +167,13 @@ std::vector<int32_t> prompt_tokens(const PromptOptions& o, const Tokenizer& tok,
   if (fmt == ChatFormat::None)
     throw Error("the model has no chat template; pass --chat-format (" + chat_format_names() + ") or drop --chat");
   std::vector<ChatMessage> msgs;
-  if (!o.system.empty()) msgs.push_back({"system", o.system});
+  std::string system = o.system;
+  if (!o.messages.empty()) {
+    chat::ConversationFile earlier = chat::read_conversation(o.messages);
+    if (system.empty()) system = earlier.system;
+    msgs = std::move(earlier.messages);
+  }
+  if (!system.empty()) msgs.insert(msgs.begin(), {"system", system});
   msgs.push_back({"user", text});
   ChatOptions chat;
   chat.enable_thinking = !o.no_thinking;

@@ -26,6 +26,7 @@ struct PromptOptions {
   bool chat = false;
   std::string chat_format;  // "" = from the model
   std::string system;
+  std::string messages;  // --chat: earlier turns from a JSON file (jf chat's /save); the prompt is the next message
   bool parse_special = false;  // special-token text in a plain prompt becomes those tokens (as llama-cli)
   bool no_thinking = false;    // --chat with a Qwen3-style template: enable_thinking = false
 };

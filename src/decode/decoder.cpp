@@ -172,6 +172,12 @@ void Generation::start_decoding() {
   if (loop_.finished()) finish();
 }
 
+void Generation::stop() {
+  if (phase_ == Phase::Finished) return;
+  if (phase_ == Phase::Prefill) t_decode_ = now_seconds();  // no decoding time
+  finish();
+}
+
 void Generation::finish() {
   phase_ = Phase::Finished;
   out_.stats.gen_seconds = now_seconds() - t_decode_;

@@ -140,6 +140,9 @@ class Generation {
   // `seconds`: the forward's wall time (shared by every sequence in the batch); rethrows the loop's errors.
   void consume(const float* logits, double seconds);
   bool finished() const { return phase_ == Phase::Finished; }
+  // Ends the generation between forwards (an interrupted answer): the tokens committed so far are the
+  // result and its statistics are final.
+  void stop();
   bool prefilling() const { return phase_ == Phase::Prefill; }
   // How many of the first cache slots hold exactly the keys and values of history()[0 ..] (every decoder
   // keeps its committed tokens there and any unverified rows after them; tested for each): what a next
