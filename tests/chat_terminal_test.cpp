@@ -187,8 +187,15 @@ TEST_F(ChatTerminal, TwoTurnsStatsSaveLoadAndExitAsGenerateAnswers) {
   EXPECT_GT(reused_in(step(t, "/stats\r", "prefilled")), reused2);  // the loaded conversation matched the cache
 
   step(t, "/nonsense\r", "unknown command /nonsense");
+  t.send("\x1b[A\x1b[A");  // the line editor's history: up twice brings back the message before /nonsense
+  EXPECT_TRUE(t.expect("/stats")) << t.since_send();
+  t.send("\x15");  // Ctrl-U clears the line
   t.send("\x04");  // Ctrl-D at an empty prompt
   EXPECT_EQ(t.wait_exit(10), 0) << t.screen();
+  std::ifstream history(dir_.path + "/.cache/jf/chat-history");  // kept for the next session
+  std::stringstream lines;
+  lines << history.rdbuf();
+  EXPECT_NE(lines.str().find("/nonsense"), std::string::npos) << lines.str();
 }
 
 TEST_F(ChatTerminal, CtrlCStopsTheAnswerThenExitsAtThePrompt) {
@@ -220,12 +227,15 @@ TEST_F(ChatTerminal, CtrlCStopsTheAnswerThenExitsAtThePrompt) {
 
 TEST_F(ChatTerminal, PipedTurnsPrintPlainAnswersEqualToGenerate) {
   const std::string input = dir_.path + "/input.txt";
-  std::ofstream(input) << "Once upon a time\n/save " << dir_.path << "/p1.json\nTell me \\\na story\n";
+  std::ofstream(input) << "Once upon a time\n/save " << dir_.path << "/p1.json\nTell me \\\na story\n/save " << dir_.path
+                       << "/p2.json\n\"\"\"\nTwo lines\nin a block\n\"\"\"\n";
   const std::string out = run(g_jf + " chat " + flags_ + " < " + quote(input) + " 2>/dev/null");
   const std::string a1 = generate_answer(flags_, "Once upon a time", "");
   const std::string a2 = generate_answer(flags_, "Tell me \na story", dir_.path + "/p1.json");
   EXPECT_FALSE(a1.empty());
-  EXPECT_EQ(out, a1 + "\nsaved 2 messages to " + dir_.path + "/p1.json\n" + a2 + "\n");
+  const std::string a3 = generate_answer(flags_, "Two lines\nin a block", dir_.path + "/p2.json");
+  EXPECT_EQ(out, a1 + "\nsaved 2 messages to " + dir_.path + "/p1.json\n" + a2 + "\nsaved 4 messages to " + dir_.path +
+                     "/p2.json\n" + a3 + "\n");
 }
 
 TEST_F(ChatTerminal, CommandsAndBadInputAnswerWithOneLine) {
