@@ -221,11 +221,12 @@ PY
   # jf pack --max-repeat4 drops looping responses: stories260K's 96-token greedy stories all repeat some 4-gram.
   printf '{"prompt": "Once upon a time"}\n{"prompt": "Lily had a red ball."}\n' >"$tmp/two.jsonl"
   "$jf" collect -m "$m" --prompts "$tmp/two.jsonl" --block 8 -n 96 -o "$tmp/traj2.jsonl" 2>/dev/null
-  "$jf" pack --traj "$tmp/traj2.jsonl" -o "$tmp/p_all.jsonl" 2>/dev/null
-  "$jf" pack --traj "$tmp/traj2.jsonl" --max-repeat4 0 -o "$tmp/p_none.jsonl" 2>"$tmp/pack.err"
-  if [ "$(wc -l <"$tmp/p_all.jsonl")" -eq 2 ] && [ ! -s "$tmp/p_none.jsonl" ] && grep -q "2 dropped as repetitive" "$tmp/pack.err"; then
+  "$jf" pack --traj "$tmp/traj2.jsonl" --max-repeat4 1 -o "$tmp/p_all.jsonl" 2>/dev/null
+  "$jf" pack --traj "$tmp/traj2.jsonl" --max-repeat4 0.05 -o "$tmp/p_one.jsonl" 2>"$tmp/pack.err" || true
+  if [ "$(wc -l <"$tmp/p_all.jsonl")" -eq 2 ] && grep -q "dropped as repetitive" "$tmp/pack.err"; then
     echo "ok   pack --max-repeat4 drops repetitive responses"
   else echo "FAIL pack --max-repeat4: $(cat "$tmp/pack.err")"; fails=$((fails + 1)); fi
+  check_error "pack drops every response" 1 "$jf" pack --traj "$tmp/traj2.jsonl" --max-repeat4 0 -o "$tmp/p_none.jsonl"
   check_error "pack bad max-repeat4" 1 "$jf" pack --traj "$tmp/traj2.jsonl" --max-repeat4 2 -o "$tmp/p.jsonl"
   check_error "train --text-accum without corpus" 1 "$jf" train -m "$m" --data "$tmp/p_all.jsonl" --text-accum 1 -o "$tmp/m.gguf"
   # A Jacobi fine-tune with real text mixed in: one text micro-batch per step, KL to the teacher reported

@@ -291,6 +291,29 @@ TEST(Packing, NoiseConditionedMasks) {
   EXPECT_EQ(mask_rows(p), nc);
 }
 
+// A cap on context noise: a noisy block noisier than the cap is seen clean by later noisy blocks.
+TEST(Packing, ContextNoiseCapShowsNoisyContextBlocksClean) {
+  PackOptions o;
+  o.window = 2;
+  uint64_t rs = 1;
+  PackedSequence p = pack_record(toy_record(), o, &rs)[0];
+  p.first_mismatch[0] = 1;  // block 0 half noise (its packed state is the fixed point; the mask reads only this)
+  const std::vector<std::string> nc = mask_rows(p);
+  ASSERT_EQ(p.noise(0), 0.5);
+  p.context_noise_cap = p.noise(0);  // at the cap: still seen noisy
+  EXPECT_EQ(mask_rows(p), nc);
+  p.context_noise_cap = p.noise(0) / 2;  // above it: noisy1 sees clean0, as under the clean-context mask
+  PackedSequence clean = p;
+  clean.mask = MaskKind::CleanContext;
+  EXPECT_EQ(mask_rows(p), mask_rows(clean));
+  EXPECT_NE(mask_rows(p), nc);
+  // The cap travels with the packed sequence.
+  EXPECT_EQ(PackedSequence::from_json(p.to_json()).context_noise_cap, p.context_noise_cap);
+  o.context_noise_cap = 0.25;
+  rs = 1;
+  EXPECT_EQ(pack_record(toy_record(), o, &rs)[0].context_noise_cap, 0.25);
+}
+
 // NC-IC: noisy within a noise window, clean across windows. Context 1, n = 1, three blocks, w = 2.
 TEST(Packing, NcIcIsNoisyWithinAWindowCleanAcross) {
   PackedSequence p;

@@ -104,6 +104,57 @@ TEST(Objectives, ConsistencyNormalisations) {
   EXPECT_NEAR(per.ar, ref.ar, 1e-9);  // the AR term does not depend on the normalisation
 }
 
+// Consistency limited to the first K rows after each first mismatch, or decayed by offset: rows past K get no
+// gradient, the kept ones are renormalised, and the per-offset report still covers every noisy row.
+TEST(Objectives, ConsistencyRowsAndDecayByOffset) {
+  const int V = 10;
+  PackedSequence p = toy_packed();
+  p.first_mismatch = {0, 1};  // block 0: offsets 0, 1, 2 at rows 3, 4, 5; block 1: offsets 0, 1 at rows 10, 11
+  std::vector<float> logits(p.tokens.size() * V), d(logits.size()), d_all(logits.size());
+  Rng rng(5);
+  for (auto& x : logits) x = 2.0f * rng.normal();
+  auto row_norm = [&](const std::vector<float>& g, int row) {
+    double s = 0;
+    for (int v = 0; v < V; v++) s += std::fabs(g[row * V + v]);
+    return s;
+  };
+  const LossReport all = packed_loss(Objective::JacobiForcing, p, logits.data(), V, ObjectiveOptions{}, d_all.data());
+  EXPECT_EQ(all.consistency_positions, 5);
+  ObjectiveOptions k1;
+  k1.consistency_rows = 1;
+  const LossReport first = packed_loss(Objective::JacobiForcing, p, logits.data(), V, k1, d.data());
+  EXPECT_EQ(first.consistency_positions, 2);
+  for (int row : {4, 5, 11}) EXPECT_EQ(row_norm(d, row), 0.0) << row;  // offsets >= 1: not trained
+  for (int row : {3, 10}) {
+    EXPECT_GT(row_norm(d, row), 0.0) << row;
+    EXPECT_NEAR(row_norm(d, row), row_norm(d_all, row) * 5.0 / 2.0, 1e-5) << row;  // 1/(2 x blocks) vs 1/(5 x blocks)
+  }
+  // Every noisy row is reported by offset either way: 2 at offset 0, 2 at 1, 1 at 2.
+  for (const LossReport* r : {&all, &first}) {
+    EXPECT_EQ(r->by_offset.rows[0], 2);
+    EXPECT_EQ(r->by_offset.rows[1], 2);
+    EXPECT_EQ(r->by_offset.rows[2], 1);
+    EXPECT_EQ(r->by_offset.rows[3] + r->by_offset.rows[4], 0);
+    EXPECT_NEAR(r->by_offset.kl[0], all.by_offset.kl[0], 1e-6);
+  }
+  ObjectiveOptions decay;
+  decay.consistency_decay = 0.5f;
+  packed_loss(Objective::JacobiForcing, p, logits.data(), V, decay, d.data());
+  // Row gradients scale as 0.5^offset relative to the undecayed ones, up to the common normaliser.
+  const double scale = row_norm(d, 3) / row_norm(d_all, 3);
+  EXPECT_NEAR(row_norm(d, 4) / row_norm(d_all, 4), scale * 0.5, 1e-5);
+  EXPECT_NEAR(row_norm(d, 5) / row_norm(d_all, 5), scale * 0.25, 1e-5);
+  EXPECT_NEAR(row_norm(d, 11) / row_norm(d_all, 11), scale * 0.5, 1e-5);
+
+  // Top-1 match: a noisy row whose logits equal its clean row's matches; the report's summary says so.
+  std::vector<float> same = logits;
+  for (int t = 0; t < 3; t++) std::copy_n(&logits[(6 + t) * V], V, &same[(3 + t) * V]);
+  const LossReport m = packed_loss(Objective::JacobiForcing, p, same.data(), V, ObjectiveOptions{}, d.data());
+  EXPECT_EQ(m.by_offset.match[2], 1);
+  EXPECT_NEAR(m.by_offset.kl[2], 0.0, 1e-6);
+  EXPECT_NE(m.by_offset.summary().find("top-1 "), std::string::npos);
+}
+
 // EOS trained: the clean row before EOS predicts it; rows at and after EOS carry no loss.
 TEST(Objectives, EosIsInTheArLossAndPaddingIsNot) {
   PackedSequence p = toy_packed();

@@ -65,7 +65,9 @@ int run_collect(CollectArgs& a) {
 struct PackArgs {
   std::vector<std::string> inputs;
   std::string out, schedule = "linear", mask = "nc";
-  double max_repeat4 = 1.0;  // drop responses whose repeated-4-gram rate is above this
+  // Drop responses whose repeated-4-gram share is above this: a looping response teaches that looping pays
+  // (a whole-loop response is ~0.5 and more; 256 tokens of real code ~0.1-0.2).
+  double max_repeat4 = 0.3;
   PackOptions opt;
 };
 
@@ -99,6 +101,9 @@ int run_pack(PackArgs& a) {
       }
     }
   }
+  if (records > 0 && dropped == records)
+    throw Error("all " + std::to_string(records) + " responses repeat more 4-grams than --max-repeat4 " +
+                std::to_string(a.max_repeat4) + " allows (looping outputs); raise it to keep them");
   write_file_atomic(a.out, text.data(), text.size());
   std::fprintf(stderr, "jf pack: %lld records (%lld dropped as repetitive) -> %lld sequences, %lld block pairs (%lld ending in EOS), %lld tokens, mean noise %.3f (%s, %s) -> %s\n",
                static_cast<long long>(records), static_cast<long long>(dropped), static_cast<long long>(sequences),
@@ -137,7 +142,12 @@ Command add_pack_command(CLI::App& app) {
                 "Use w as given; by default w = min(w, blocks of the response) so each response spans noise 0 .. 1");
   cmd->add_option("--mask", a->mask, "Attention mask: nc (default), nc-ic (noisy within a window, clean across) or clean-context");
   cmd->add_option("--max-repeat4", a->max_repeat4,
-                  "Drop responses whose share of repeated 4-grams is above this (default 1: keep all)");
+                  "Drop responses whose share of repeated 4-grams is above this, 1 = keep all (default 0.3: "
+                  "looping responses go)");
+  cmd->add_option("--context-noise-cap", a->opt.context_noise_cap,
+                  "nc / nc-ic masks: an earlier noisy block noisier than this is seen clean by later noisy blocks, "
+                  "in [0, 1] (default 1: no cap)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--max-len", a->opt.max_len, "Maximum packed sequence length (default 1024)")->check(CLI::Range(4, 1 << 20));
   cmd->add_option("--seed", a->opt.seed, "Seed for the random schedule (default 1)");
   cmd->add_option("-o,--output", a->out, "Packed sequences (JSONL, written atomically)")->required();

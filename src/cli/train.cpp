@@ -26,6 +26,7 @@ struct TrainArgs {
   std::vector<std::string> corpus;
   size_t max_bytes = 0;
   int seq_len = 256, threads = 0, log_every = 10;
+  bool no_teacher_consistency = false;
   TrainOptions opt;
 };
 
@@ -122,6 +123,9 @@ int run_train(TrainArgs& a) {
     throw Error("--save-type must be f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k or q6_k");
   if (a.out.empty()) throw Error("missing output path (-o)");
   if (a.seq_len < 2) throw Error("--seq-len must be >= 2");
+  if (a.opt.loss.consistency_rows < 0) throw Error("--consistency-rows must be >= 0 (0: every row)");
+  if (!(a.opt.loss.consistency_decay > 0.0f && a.opt.loss.consistency_decay <= 1.0f))
+    throw Error("--consistency-decay must be in (0, 1]");
   set_num_threads(a.threads);
   Distributed& dist = Distributed::get();
 
@@ -181,6 +185,9 @@ int run_train(TrainArgs& a) {
   }
   if (a.opt.loss.teacher_mix < 0 || a.opt.loss.teacher_mix > 1) throw Error("--teacher-mix must be in [0, 1]");
   if (a.opt.loss.teacher_consistency && !teacher) throw Error("--teacher-consistency needs --teacher");
+  // With a teacher, the consistency target is the base's clean distribution unless asked otherwise: the
+  // student's own target lets it raise TPF by drifting (and degenerating) together with its target.
+  if (teacher && !a.no_teacher_consistency) a.opt.loss.teacher_consistency = true;
 
   a.opt.checkpoint_path = a.out + ".ckpt.gguf";
   Trainer trainer(*model, data, a.opt, meta);
@@ -192,8 +199,10 @@ int run_train(TrainArgs& a) {
                  static_cast<long long>(a.opt.steps), a.opt.accum, dist.size(), num_threads());
   Progress progress(static_cast<int>(a.opt.steps - trainer.step()), "train");
   const int64_t first_step = trainer.step();
+  OffsetReport offsets;  // noisy rows by offset from the first mismatch, since the last log line
   trainer.run([&](const StepReport& r) {
     if (dist.rank() != 0) return;
+    offsets.add(r.loss.by_offset);
     const double micro = static_cast<double>(a.opt.accum) * dist.size();
     char what[64];
     std::snprintf(what, sizeof what, "loss %.4f", r.loss.total / micro);
@@ -210,6 +219,8 @@ int run_train(TrainArgs& a) {
                   r.loss.ar / micro, r.loss.consistency / micro, extra.c_str(), r.lr, r.grad_norm,
                   r.tokens / r.seconds);
     progress.log(line);
+    if (offsets.rows[0] > 0) progress.log("  noisy rows by offset from the first mismatch (0/1/2/3/4+): " + offsets.summary());
+    offsets = OffsetReport{};
   });
   progress.finish();
   if (dist.rank() == 0) {
@@ -260,7 +271,14 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--teacher-mix", a->opt.loss.teacher_mix,
                   "With --teacher: AR target = (1-m) x fixed-point token + m x teacher distribution (default 1)");
   cmd->add_flag("--teacher-consistency", a->opt.loss.teacher_consistency,
-                "With --teacher: the consistency target is the teacher's clean-row distribution");
+                "With --teacher: the consistency target is the teacher's clean-row distribution (the default "
+                "whenever --teacher is given)");
+  cmd->add_flag("--no-teacher-consistency", a->no_teacher_consistency,
+                "With --teacher: the consistency target is the student's own clean row (the paper's form)");
+  cmd->add_option("--consistency-rows", a->opt.loss.consistency_rows,
+                  "Train only the first K noisy rows from each block's first mismatch, 0 = all (default 0)");
+  cmd->add_option("--consistency-decay", a->opt.loss.consistency_decay,
+                  "Weight the noisy row at offset d from the first mismatch by D^d, in (0, 1] (default 1)");
   cmd->add_option("--anchor-decay", a->opt.adam.anchor_decay,
                   "AdamW L2 pull toward the starting weights: p -= lr * d * (p - p0) (default 0)");
   cmd->add_option("--seed", a->opt.seed, "Data order and initialisation seed (default 1)");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "base/error.h"
 #include "kernels/parallel.h"
@@ -38,6 +39,24 @@ bool consistency_norm_from_name(const std::string& s, ConsistencyNorm* out) {
       return true;
     }
   return false;
+}
+
+std::string OffsetReport::summary() const {
+  std::string kls = "KL ", top1 = "top-1 ";
+  char b[32];
+  for (int i = 0; i < kOffsetBuckets; i++) {
+    const char* sep = i ? "/" : "";
+    if (rows[i] == 0) {
+      kls += std::string(sep) + "-";
+      top1 += std::string(sep) + "-";
+      continue;
+    }
+    std::snprintf(b, sizeof b, "%s%.2f", sep, kl[i] / static_cast<double>(rows[i]));
+    kls += b;
+    std::snprintf(b, sizeof b, "%s%.2f", sep, static_cast<double>(match[i]) / static_cast<double>(rows[i]));
+    top1 += b;
+  }
+  return kls + ", " + top1;
 }
 
 std::vector<int32_t> clean_stream_targets(const PackedSequence& p) {
@@ -110,25 +129,40 @@ LossReport packed_loss(Objective obj, const PackedSequence& p, const float* logi
   // Consistency: noisy row t of block k (t >= first mismatch) against the detached clean row t.
   // Rows at and after EOS are excluded: the clean row there predicts what follows EOS (padding).
   auto end = [&](int k) { return p.valid(k) < p.n ? p.valid(k) - 1 : p.n; };
-  int counted_blocks = 0, kept = 0;
+  auto row_weight = [&](int offset) {
+    if (o.consistency_rows > 0 && offset >= o.consistency_rows) return 0.0f;
+    return std::pow(o.consistency_decay, static_cast<float>(offset));
+  };
+  // Normalisers: the sum of row weights over the sequence (reference) or per block (per-block).
+  std::vector<double> block_sum(static_cast<size_t>(p.blocks()), 0.0);
+  double total_sum = 0;
+  int counted_blocks = 0;
   for (int k = 0; k < p.blocks(); k++) {
-    const int positions = end(k) - p.first_mismatch[k];
-    counted_blocks += positions > 0;
-    kept += std::max(0, positions);
+    for (int t = p.first_mismatch[k]; t < end(k); t++) block_sum[k] += row_weight(t - p.first_mismatch[k]);
+    total_sum += block_sum[k];
+    counted_blocks += block_sum[k] > 0;
   }
-  std::vector<float> teacher(static_cast<size_t>(V));
-  for (int k = 0; k < p.blocks() && kept > 0; k++) {
-    const int fm = p.first_mismatch[k], positions = end(k) - fm;
-    if (positions <= 0) continue;
-    const float w = o.consistency_norm == ConsistencyNorm::Reference
-                        ? 1.0f / (static_cast<float>(kept) * static_cast<float>(p.blocks()))
-                        : 1.0f / static_cast<float>(positions * counted_blocks);
+  std::vector<float> target(static_cast<size_t>(V)), scratch(static_cast<size_t>(V));
+  for (int k = 0; k < p.blocks(); k++) {
+    const int fm = p.first_mismatch[k];
     for (int t = fm; t < end(k); t++) {
       const float* source = o.teacher_consistency ? teacher_logits : logits;
-      softmax(source + static_cast<size_t>(p.clean_begin(k) + t) * V, V, teacher.data());
-      float kl = 0.0f;
+      const float* clean = source + static_cast<size_t>(p.clean_begin(k) + t) * V;
+      softmax(clean, V, target.data());
       const size_t row = static_cast<size_t>(p.noisy_begin(k) + t);
-      soft_cross_entropy(logits + row * V, teacher.data(), V, w, dlogits + row * V, &kl);
+      const float* noisy = logits + row * V;
+      const float rw = row_weight(t - fm);
+      const float w = rw == 0.0f ? 0.0f
+                      : o.consistency_norm == ConsistencyNorm::Reference
+                          ? rw / static_cast<float>(total_sum * p.blocks())
+                          : rw / static_cast<float>(block_sum[k] * counted_blocks);
+      float kl = 0.0f;
+      soft_cross_entropy(noisy, target.data(), V, w, w > 0 ? dlogits + row * V : scratch.data(), &kl);
+      const int bucket = std::min(t - fm, kOffsetBuckets - 1);
+      r.by_offset.kl[bucket] += kl;
+      r.by_offset.rows[bucket]++;
+      r.by_offset.match[bucket] += std::max_element(noisy, noisy + V) == noisy + (std::max_element(clean, clean + V) - clean);
+      if (w == 0.0f) continue;
       r.consistency += static_cast<double>(kl) * w;
       r.consistency_positions++;
     }

@@ -2,6 +2,7 @@
 // block's first mismatch, against the detached clean-stream distribution, plus w x AR on the clean stream),
 // CLLM (the same consistency on clean-context packs, label-smoothed AR term), and plain language modelling.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,6 +30,24 @@ struct ObjectiveOptions {
   // (1 - teacher_mix) x the greedy fixed-point token + teacher_mix x the teacher's distribution there.
   float teacher_mix = 1.0f;
   bool teacher_consistency = false;  // the consistency target is the teacher's clean row, not the student's
+  // Which noisy rows the consistency term trains, by offset d from the block's first mismatch: only d < K
+  // (consistency_rows K; 0 = all), each weighted decay^d. Jacobi's next step commits the rows right after
+  // the mismatch; rows far past it see mostly wrong drafts, and fitting them teaches the model to distrust
+  // its context (docs/TRAINING.md).
+  int consistency_rows = 0;
+  float consistency_decay = 1.0f;
+};
+
+// Noisy rows reported by offset from their block's first mismatch: 0, 1, 2, 3 and 4+.
+inline constexpr int kOffsetBuckets = 5;
+struct OffsetReport {
+  std::array<double, kOffsetBuckets> kl{};        // sums of KL(target || model) over the rows (trained or not)
+  std::array<int64_t, kOffsetBuckets> rows{}, match{};  // rows; rows whose top-1 equals the target's top-1
+  void add(const OffsetReport& o) {
+    for (int i = 0; i < kOffsetBuckets; i++) kl[i] += o.kl[i], rows[i] += o.rows[i], match[i] += o.match[i];
+  }
+  // "KL 0.41/0.62/0.80/0.93/1.20, top-1 0.82/0.55/0.41/0.33/0.20" (means per bucket; - for an empty one).
+  std::string summary() const;
 };
 
 struct LossReport {
@@ -36,9 +55,11 @@ struct LossReport {
   double teacher_kl = 0;  // mean KL(frozen teacher || student) over the clean rows (0 without a teacher)
   double text = 0;        // real-text term, unweighted: KL(teacher || student) or cross-entropy per token
   int64_t consistency_positions = 0, ar_tokens = 0, text_tokens = 0;
+  OffsetReport by_offset;  // every noisy row from the first mismatch on, trained or not
   void add(const LossReport& o) {
     total += o.total, consistency += o.consistency, ar += o.ar, teacher_kl += o.teacher_kl, text += o.text;
     consistency_positions += o.consistency_positions, ar_tokens += o.ar_tokens, text_tokens += o.text_tokens;
+    by_offset.add(o.by_offset);
   }
 };
 

@@ -73,6 +73,7 @@ std::string PackedSequence::to_json() const {
                       {"first_mismatch", first_mismatch}, {"mask", mask_kind_name(mask)}, {"window", window},
                       {"block0", block0}};
   if (eos >= 0) j["eos"] = eos;
+  if (context_noise_cap < 1.0) j["context_noise_cap"] = context_noise_cap;
   return j.dump();
 }
 
@@ -89,6 +90,7 @@ PackedSequence PackedSequence::from_json(const std::string& line) {
     p.window = j.value("window", 0);
     p.block0 = j.value("block0", 0);
     p.eos = j.value("eos", -1);
+    p.context_noise_cap = j.value("context_noise_cap", 1.0);
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("malformed packed sequence: ") + e.what());
   }
@@ -116,6 +118,7 @@ void PackedSequence::build_mask(VisibilityMask& m) const {
           bool sees_noisy = false;
           if (side == 0 && mask == MaskKind::NC) sees_noisy = true;
           if (side == 0 && mask == MaskKind::NCIC) sees_noisy = (block0 + e) / window == (block0 + k) / window;
+          if (noise(e) > context_noise_cap) sees_noisy = false;
           const int eb = sees_noisy ? noisy_begin(e) : clean_begin(e);
           for (int j = 0; j < n; j++) m.set(row, eb + j);
         }
@@ -140,6 +143,7 @@ std::vector<PackedSequence> pack_record(const TrajectoryRecord& r, const PackOpt
     cur.mask = o.mask;
     cur.window = w;
     cur.block0 = k;
+    cur.context_noise_cap = o.context_noise_cap;
     cur.tokens.assign(full.begin() + (block_start - keep), full.begin() + block_start);
     for (int i = 0; i < keep; i++) cur.positions.push_back(i);
     cur.context_len = static_cast<int>(keep);

@@ -29,6 +29,9 @@ struct PackOptions {
   bool fit_window = true;     // w = min(window, blocks of the response), so one response spans 0 .. 1
   MaskKind mask = MaskKind::NC;
   int max_len = 1024;         // packed tokens per sequence; longer responses are split
+  // NC / NC-IC: an earlier noisy block whose noise is above this is seen clean by later noisy blocks, so
+  // no block learns from a context that is mostly wrong drafts (1: no cap, the paper's masks).
+  double context_noise_cap = 1.0;
   uint64_t seed = 1;          // Random schedule
 };
 
@@ -42,6 +45,8 @@ struct PackedSequence {
   int window = 0;                 // noise window w of the response (NC-IC groups blocks by it)
   int block0 = 0;                 // index in the response of this sequence's first block (windows count from it)
   int eos = -1;                   // index of EOS in the last block (-1: none); later tokens are padding
+  double context_noise_cap = 1.0;  // PackOptions::context_noise_cap
+  double noise(int k) const { return double(n - first_mismatch[k]) / n; }
   // Tokens of block k that are real text (up to and including EOS).
   int valid(int k) const { return k == blocks() - 1 && eos >= 0 ? eos + 1 : n; }
   int blocks() const { return static_cast<int>(first_mismatch.size()); }

@@ -167,6 +167,12 @@ void Trainer::run(const std::function<void(const StepReport&)>& on_step) {
     rep.loss.consistency = dist.sum(rep.loss.consistency);
     rep.loss.teacher_kl = dist.sum(rep.loss.teacher_kl);
     rep.loss.text = dist.sum(rep.loss.text);
+    OffsetReport& offsets = rep.loss.by_offset;
+    for (int i = 0; i < kOffsetBuckets; i++) {
+      offsets.kl[i] = dist.sum(offsets.kl[i]);
+      offsets.rows[i] = static_cast<int64_t>(dist.sum(static_cast<double>(offsets.rows[i])));
+      offsets.match[i] = static_cast<int64_t>(dist.sum(static_cast<double>(offsets.match[i])));
+    }
     rep.tokens = static_cast<int64_t>(dist.sum(static_cast<double>(rep.tokens)));
     rep.seconds = now_seconds() - t0;
     if (on_step) on_step(rep);
