@@ -5,7 +5,7 @@
 # Any command that fails fails the test; then a few of the outputs are checked.
 # Usage: guide_test.sh JF_BINARY SHARED_DIR
 set -u
-jf="$1"
+jf="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"  # absolute: the guide runs in another directory
 shared="$2"
 here="$(cd "$(dirname "$0")" && pwd)"
 guide="$here/../docs/GUIDE.md"
@@ -59,6 +59,9 @@ ok "all $blocks sh blocks of docs/GUIDE.md ran in $seconds s"
 
 w="$tmp/work"
 grep -q "^same text$" "$tmp/log" && ok "lookahead printed ar's text" || fail "no 'same text' from the cmp of ar and lookahead"
+grep -q "^same answer$" "$tmp/log" && ok "jf chat's second answer equals jf generate --messages" ||
+  fail "no 'same answer' from the cmp of jf chat and jf generate --chat --messages"
+grep -q "reused from the cache" "$w/chat.txt" && ok "jf chat's /stats reports the cache reuse" || fail "no /stats in chat.txt"
 python3 - "$w/reply.json" <<'PY' && ok "the curl reply has choices with text and usage" || fail "curl reply: $(head -c 300 "$w/reply.json" 2>/dev/null)"
 import json, sys
 r = json.load(open(sys.argv[1]))
