@@ -10,8 +10,12 @@ if [ ! -e "$model" ]; then
   echo "jf: model '$model' not found; run with JF_MODEL=/path/to/model.gguf ./run.sh" >&2
   exit 1
 fi
-echo "== jf generate -f bench/prompts/demo_prompt.txt (prompt lookup decoding, lossless) =="
-build/bin/jf generate -m "$model" -f bench/prompts/demo_prompt.txt -n 64 --decoder pld "$@"
+# Sampled as chat tools sample (greedy decoding makes a model this small repeat itself); the seed makes it
+# reproducible, and prompt lookup returns exactly the tokens plain sampling with that seed returns.
+echo "== jf generate -f bench/prompts/demo_prompt.txt --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05 --seed 1 --decoder pld =="
+echo "   (sampled with the usual chat settings; prompt lookup decoding gives exactly plain sampling's tokens for this seed)"
+build/bin/jf generate -m "$model" -f bench/prompts/demo_prompt.txt -n 64 --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05 \
+  --seed 1 --decoder pld "$@"
 echo
 echo "== jf bench: decoders vs ar on bench/prompts/code_demo.jsonl (same outputs, measured in one run) =="
 build/bin/jf bench -m "$model" --prompts bench/prompts/code_demo.jsonl -n 96 -t 1 \
@@ -21,4 +25,4 @@ echo "Every decoder produced exactly ar's tokens (identical to ar: 100%) while c
 echo "speedup is its tokens/s over ar's, measured in this run. This 7 MB model fits in cache, so a forward of k rows"
 echo "costs about 1 + k/5 single-row ones (ms/forward): prompt lookup and lookahead, few rows per committed token,"
 echo "win; Jacobi and multiblock, many rows per committed token, lose here and need memory-bound forwards to gain."
-echo "Serve it over the OpenAI API: build/bin/jf serve"
+echo "Talk to it: build/bin/jf chat    Serve it over the OpenAI API: build/bin/jf serve    Guide: docs/GUIDE.md"

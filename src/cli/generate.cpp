@@ -134,6 +134,7 @@ int run_generate(GenerateArgs& a) {
   } else {
     std::printf("%s\n", tail.c_str());
   }
+  std::fflush(stdout);  // the text's last line before the summary on stderr
   std::fprintf(stderr, "jf: %s: %d tokens, %lld forwards (%.2f tokens/forward), %.1f tokens/s, prefill %d tokens in %.3f s, stop: %s\n",
                decoder.name().c_str(), r.stats.n_tokens, static_cast<long long>(r.stats.n_forwards), r.stats.tpf(),
                r.stats.tps(), r.stats.n_prompt, r.stats.prefill_seconds, stop_reason_name(r.stop).c_str());
