@@ -24,6 +24,7 @@ Command add_tune_command(CLI::App& app);
 Command add_merge_command(CLI::App& app);
 Command add_eval_command(CLI::App& app);
 Command add_frontier_command(CLI::App& app);
+Command add_sample_command(CLI::App& app);
 Command add_tokenize_command(CLI::App& app);
 
 }  // namespace jf::cli

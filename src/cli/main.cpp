@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   add(jf::cli::add_bench_command(app));
   add(jf::cli::add_random_command(app));
   add(jf::cli::add_tokenizer_train_command(app));
+  add(jf::cli::add_sample_command(app));
   add(jf::cli::add_collect_command(app));
   add(jf::cli::add_pack_command(app));
   add(jf::cli::add_train_command(app));

@@ -1,0 +1,103 @@
+// `jf sample`: a corpus of a model's own samples, for holding a Jacobi Forcing fine-tune to its base
+// (`jf train --corpus DIR --doc-sep SEP --teacher BASE`): the base's distribution on text it actually
+// writes, rather than on a few kilobytes of real text. One process, one model load, seeded per sample.
+#include <cstdio>
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/progress.h"
+#include "cli/prompts.h"
+#include "tokenizer/tokenizer.h"
+
+namespace jf::cli {
+
+namespace {
+
+struct SampleArgs {
+  ModelOptions model;
+  GenerationConfig gen;
+  std::string prompts_file, format = "auto", separator = "\\n\\n\\n", out;
+  int count = 100;
+};
+
+// "\n" and "\t" escapes as --doc-sep takes them.
+std::string unescape(const std::string& s) {
+  std::string r;
+  for (size_t i = 0; i < s.size(); i++) {
+    if (s[i] == '\\' && i + 1 < s.size() && (s[i + 1] == 'n' || s[i + 1] == 't')) {
+      r += s[++i] == 'n' ? '\n' : '\t';
+      continue;
+    }
+    r += s[i];
+  }
+  return r;
+}
+
+int run_sample(SampleArgs& a) {
+  a.gen.sampling.validate();
+  if (a.count < 1) throw Error("--count must be >= 1");
+  check_output_path(a.out, "-o");
+  std::vector<std::string> prompts{""};  // from BOS
+  if (!a.prompts_file.empty()) prompts = load_prompts(a.prompts_file, a.format);
+  LoadedModel lm = open_model(a.model);
+  if (!lm.tokenizer) throw Error(a.model.path + ": the model has no tokenizer; sample needs one");
+  const Tokenizer& tok = *lm.tokenizer;
+  for (int32_t id = 0; id < tok.n_vocab(); id++)
+    if (tok.is_eog(id)) a.gen.eos_ids.push_back(id);
+  Session session(*lm.model, context_size(a.model, *lm.model), kv_type(a.model));
+  const std::string sep = unescape(a.separator);
+  const uint64_t seed = a.gen.sampling.seed;
+  std::string corpus;
+  int64_t tokens = 0;
+  Progress progress(a.count, "sample");
+  ArDecoder ar;
+  for (int i = 0; i < a.count; i++) {
+    PromptOptions po;
+    po.prompt = prompts[static_cast<size_t>(i) % prompts.size()];
+    std::string prompt_text;
+    const std::vector<int32_t> prompt = prompt_tokens(po, tok, &prompt_text);
+    a.gen.sampling.seed = seed + static_cast<uint64_t>(i);  // sample i is reproducible alone
+    session.cache().truncate(0);
+    const GenerationResult r = ar.generate(session, prompt, a.gen);
+    StreamingDecoder text(tok, prompt);
+    std::string continuation;
+    for (int32_t t : r.tokens) continuation += text.push(t);
+    continuation += text.finish();
+    corpus += (i ? sep : "") + prompt_text + continuation;
+    tokens += static_cast<int64_t>(r.tokens.size());
+    progress.update(i + 1, std::to_string(tokens) + " tokens");
+  }
+  progress.finish();
+  corpus += "\n";
+  write_file_atomic(a.out, corpus.data(), corpus.size());
+  std::fprintf(stderr, "jf sample: %d samples, %lld generated tokens, %zu bytes -> %s (documents separated by '%s')\n",
+               a.count, static_cast<long long>(tokens), corpus.size(), a.out.c_str(), a.separator.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command add_sample_command(CLI::App& app) {
+  auto a = std::make_shared<SampleArgs>();
+  a->gen.sampling.temperature = 1.0f;
+  CLI::App* cmd = app.add_subcommand(
+      "sample", "Write a corpus of a model's own samples (the KL text of a Jacobi Forcing fine-tune)");
+  add_model_options(cmd, a->model);
+  cmd->add_option("--prompts", a->prompts_file, "Openings to continue, used in turn (default: every sample from BOS)");
+  cmd->add_option("--format", a->format, "Prompt file format: auto, jsonl, humaneval, mbpp, gsm8k, text");
+  cmd->add_option("--count", a->count, "Number of samples (default 100)")->check(CLI::Range(1, 1 << 26));
+  cmd->add_option("-n,--n-predict", a->gen.max_new_tokens, "Most tokens per sample; EOS ends one earlier (default 256)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--temp", a->gen.sampling.temperature, "Sampling temperature (default 1: the model's distribution)");
+  cmd->add_option("--top-k", a->gen.sampling.top_k, "Keep only the k most likely tokens; 0 = off (default 0)");
+  cmd->add_option("--top-p", a->gen.sampling.top_p, "Nucleus sampling mass; 1 = off (default 1)");
+  cmd->add_option("--seed", a->gen.sampling.seed, "Seed of sample 0; sample i uses seed + i (default 42)");
+  cmd->add_option("--separator", a->separator,
+                  "Text between samples, with \\n escapes: give the same to jf train --doc-sep (default \\n\\n\\n)");
+  cmd->add_option("-o,--output", a->out, "Corpus file (written atomically)")->required();
+  return [a] { return run_sample(*a); };
+}
+
+}  // namespace jf::cli
