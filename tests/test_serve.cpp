@@ -295,6 +295,55 @@ TEST_F(ServeStories, ParallelDecodersCommitSeveralTokensPerForwardInsideTheBatch
   EXPECT_EQ(recs[2]->result.stats.tpf(), 1.0);
 }
 
+// A forward that throws whenever a row carries `poison` (as a bad input of one sequence would).
+struct PoisonedForward : ForwardPass {
+  PoisonedForward(ForwardPass& real, int32_t poison) : real(real), poison(poison) {}
+  const float* forward(std::span<SequenceInput* const> seqs) override {
+    for (const SequenceInput* s : seqs)
+      if (std::find(s->tokens.begin(), s->tokens.end(), poison) != s->tokens.end()) {
+        real.forward(seqs);  // the caches of the batch grow before the failure, as a real mid-batch throw leaves them
+        throw Error("poisoned row");
+      }
+    return real.forward(seqs);
+  }
+  const ModelConfig& config() const override { return real.config(); }
+  ForwardPass& real;
+  int32_t poison;
+};
+
+// One sequence's failing forward fails that sequence alone: the others of its batch continue and still
+// equal their runs alone, and the scheduler goes on serving.
+TEST_F(ServeStories, AFailedForwardFailsOnlyItsOwnSequence) {
+  const auto good1 = encode("Once upon a time"), good2 = encode("The cat sat on the mat");
+  auto bad_prompt = encode("Tom and Lily");
+  const int32_t poison = 7;
+  ASSERT_EQ(std::count(good1.begin(), good1.end(), poison) + std::count(good2.begin(), good2.end(), poison), 0);
+  bad_prompt.push_back(poison);
+  PoisonedForward pf(*fwd, poison);
+  SchedulerOptions o;
+  o.parallel = 3, o.context = 256;
+  Scheduler sch(pf, o, CostCurve(), nullptr);
+  GenerationConfig g;
+  g.max_new_tokens = 24;
+  g.ignore_eos = true;
+  std::vector<std::shared_ptr<Recorder>> recs;
+  for (const std::vector<int32_t>* p : {&good1, static_cast<const std::vector<int32_t>*>(&bad_prompt), &good2}) {
+    recs.push_back(std::make_shared<Recorder>());
+    sch.submit(make_job(*p, spec("lookahead:W=4:N=3:G=4"), g, recs.back()));
+  }
+  run_until_idle(sch);
+  EXPECT_EQ(recs[1]->why, FinishReason::Error);
+  EXPECT_NE(recs[1]->error.find("poisoned"), std::string::npos);
+  for (size_t i : {size_t{0}, size_t{2}}) {
+    EXPECT_EQ(recs[i]->why, FinishReason::Length) << recs[i]->error;
+    EXPECT_EQ(recs[i]->tokens, alone(i == 0 ? good1 : good2, spec("lookahead:W=4:N=3:G=4"), g).tokens);
+  }
+  auto after = std::make_shared<Recorder>();
+  sch.submit(make_job(good1, spec("ar"), g, after));
+  run_until_idle(sch);
+  EXPECT_EQ(after->tokens, recs[0]->tokens);
+}
+
 TEST_F(ServeStories, CancelAndStopFreeTheSequence) {
   SchedulerOptions o;
   o.parallel = 1, o.context = 512, o.queue = 1;
@@ -446,6 +495,12 @@ TEST(Requests, BadFieldsAreNamed) {
   EXPECT_EQ(ok.stop, std::vector<std::string>{"x"});
   EXPECT_TRUE(ok.stream && ok.include_usage);
   EXPECT_EQ(ok.gen.sampling.seed, 5u);
+
+  // No seed: a fresh one per request (OpenAI's sampling is not repeatable without one).
+  const auto unseeded = nlohmann::json::parse(R"({"prompt": [1], "temperature": 0.7})");
+  const CompletionRequest r1 = parse_completion_request(unseeded, false, ctx), r2 = parse_completion_request(unseeded, false, ctx);
+  EXPECT_FALSE(r1.seed_given || ok.seed_given == false);
+  EXPECT_NE(r1.gen.sampling.seed, r2.gen.sampling.seed);
 
   ctx.default_decoder.name = "jacobi";  // greedy-only default, sampling request: its sampling counterpart
   EXPECT_EQ(parse_completion_request(nlohmann::json::parse(R"({"prompt": [1], "temperature": 0.7})"), false, ctx).decoder.name, "sjd");

@@ -1,6 +1,7 @@
 #include "serve/request.h"
 
 #include <cmath>
+#include <random>
 #include <set>
 
 namespace jf {
@@ -24,6 +25,18 @@ json error_body(int status, const std::string& message, const std::string& param
 namespace {
 
 [[noreturn]] void bad(const std::string& param, const std::string& message) { throw ApiError(400, message, param); }
+
+void check_prompt_bytes(size_t bytes, const ApiContext& ctx, const char* param) {
+  if (bytes > ctx.max_prompt_bytes)
+    bad(param, "the prompt has " + std::to_string(bytes) + " bytes, more than " + std::to_string(ctx.context) +
+                   " tokens (the context size) can hold");
+}
+
+// OpenAI: a request without a seed samples differently every time.
+uint64_t fresh_seed() {
+  static thread_local std::mt19937_64 rng{(uint64_t{std::random_device{}()} << 32) ^ std::random_device{}()};
+  return rng() >> 1;  // positive as an int64, so a client can send it back
+}
 
 bool present(const json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
 
@@ -115,6 +128,7 @@ std::vector<int32_t> encode_prompt(const json& body, const ApiContext& ctx) {
   std::vector<int32_t> ids;
   if (p.is_string()) {
     if (!ctx.tokenizer) bad("prompt", "the model has no tokenizer: send the prompt as an array of token ids");
+    check_prompt_bytes(p.get_ref<const std::string&>().size(), ctx, "prompt");
     ids = ctx.tokenizer->encode(p.get<std::string>(), /*add_special=*/true, ctx.parse_special);
     if (ids.empty() && ctx.tokenizer->bos() >= 0) ids.push_back(ctx.tokenizer->bos());
   } else if (p.is_array()) {
@@ -156,6 +170,7 @@ std::vector<int32_t> encode_messages(const json& body, const ApiContext& ctx) {
   if (ctx.chat_format == ChatFormat::None)
     bad("messages", "the model has no chat template; use /v1/completions (or start the server with --chat-format)");
   std::vector<ChatMessage> msgs;
+  size_t bytes = 0;
   for (size_t i = 0; i < m.size(); i++) {
     const std::string param = "messages[" + std::to_string(i) + "]";
     if (!m[i].is_object() || !m[i].contains("role") || !m[i]["role"].is_string())
@@ -166,6 +181,7 @@ std::vector<int32_t> encode_messages(const json& body, const ApiContext& ctx) {
       bad(param + ".role", "role '" + role + "' is not supported (system, developer, user, assistant)");
     if (!m[i].contains("content") || m[i]["content"].is_null()) bad(param + ".content", "'" + param + ".content' is required");
     msgs.push_back({role, content_text(m[i]["content"], param + ".content")});
+    check_prompt_bytes(bytes += msgs.back().content.size(), ctx, "messages");
   }
   const std::string text = render_chat(ctx.chat_format, msgs, /*add_generation_prompt=*/true, *ctx.tokenizer,
                                        chat_options(body));
@@ -262,7 +278,8 @@ CompletionRequest parse_completion_request(const json& body, bool chat, const Ap
   if (present(body, "top_p") && s.top_p <= 0) bad("top_p", "'top_p' must be greater than 0");
   s.top_k = static_cast<int>(integer_in(body, "top_k", 0, 1 << 30, 0));
   s.min_p = static_cast<float>(number_in(body, "min_p", 0, 1, 0));
-  s.seed = static_cast<uint64_t>(integer_in(body, "seed", INT64_MIN, INT64_MAX, 42));
+  r.seed_given = present(body, "seed");
+  s.seed = r.seed_given ? static_cast<uint64_t>(integer_in(body, "seed", INT64_MIN, INT64_MAX, 0)) : fresh_seed();
   try {
     s.validate();
   } catch (const Error& e) {

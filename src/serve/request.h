@@ -3,6 +3,7 @@
 // (ApiError, 400), never silently ignored (../shared/SERVING.md, docs/SERVING.md).
 #pragma once
 #include <nlohmann/json.hpp>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct ApiContext {
   DecoderOptions default_decoder;
   int default_max_tokens = 256;
   bool parse_special = false;  // special-token text in a completions prompt becomes those tokens (llama-server's way)
+  // A prompt (or the messages' text) longer than this in bytes cannot fit the context: refused before it is
+  // tokenized, so a huge prompt costs no tokenizer time or memory.
+  size_t max_prompt_bytes = SIZE_MAX;
 };
 
 struct CompletionRequest {
@@ -47,6 +51,7 @@ struct CompletionRequest {
   bool include_usage = false;
   bool prediction = false;        // the decoder drafts from a predicted text (pld over it)
   bool cache_prompt = true;       // llama-server's field: may start from a sequence's kept keys and values
+  bool seed_given = false;        // else gen.sampling.seed is fresh and random (reported in the response)
 };
 
 // Throws ApiError (400) naming the field and the problem.

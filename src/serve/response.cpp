@@ -25,7 +25,8 @@ json base(const CompletionRequest& req, const ResponseIds& ids, bool chunk) {
 json usage_json(const CompletionRequest& req, const GenerationResult& r) {
   const int64_t completion = static_cast<int64_t>(r.tokens.size());
   json u = {{"prompt_tokens", req.prompt.size()}, {"completion_tokens", completion},
-            {"total_tokens", static_cast<int64_t>(req.prompt.size()) + completion}};
+            {"total_tokens", static_cast<int64_t>(req.prompt.size()) + completion},
+            {"prompt_tokens_details", {{"cached_tokens", counter(r, "prompt_tokens_reused")}}}};
   if (req.prediction) {
     const int64_t accepted = counter(r, "corpus_accepted_tokens");
     u["completion_tokens_details"] = {{"accepted_prediction_tokens", accepted},
@@ -44,6 +45,7 @@ json jf_stats_json(const CompletionRequest& req, const TextStream& out) {
               {"accepted_histogram", r.stats.accepted_histogram},
               {"counters", r.stats.counters},
               {"tokens", r.tokens},
+              {"seed", static_cast<int64_t>(req.gen.sampling.seed)},
               {"finish", finish_reason_name(out.reason())}};
 }
 

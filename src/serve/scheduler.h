@@ -88,7 +88,12 @@ class Scheduler {
 
  private:
   struct Slot;
-  void admit_locked();
+  // Takes queued jobs for the free slots under the lock, then starts them outside it (slot choice and KV
+  // prefix copies take time that submit() must not wait for).
+  void admit();
+  void start(std::shared_ptr<Job> job);
+  void consume(Slot& s, const float* logits, double seconds, int cap);
+  void forward_each_alone(double t0, int cap);
   static int held_prefix(const Slot& slot, const std::vector<int32_t>& prompt);
   void finish(Slot& slot, FinishReason why, const std::string& error = {});
 
@@ -99,6 +104,7 @@ class Scheduler {
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<SequenceInput*> inputs_;
   std::vector<Slot*> stepping_;
+  std::vector<int> cache_before_;  // each stepping sequence's cache size before the forward
   std::shared_ptr<PldMemory> pld_memory_;  // used on the model thread only (admission, decode loops)
 
   mutable std::mutex mu_;
