@@ -4,6 +4,7 @@
 #pragma once
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -26,6 +27,10 @@ class TextStream : public JobObserver {
   // leading space included). t_submit: arrival time, for latency metrics (metrics may be null).
   TextStream(const Tokenizer* tokenizer, std::span<const int32_t> prompt, std::vector<std::string> stop, double t_submit,
              Metrics* metrics);
+
+  // Called on the scheduler's thread, with no lock held, after new pieces or the finish (the HTTP side then
+  // collects them with wait(pieces, 0)). Set it before the job is submitted.
+  void set_listener(std::function<void()> fn) { listener_ = std::move(fn); }
 
   bool on_tokens(std::span<const int32_t> tokens) override;
   void on_finished(const GenerationResult& result, FinishReason why, const std::string& error) override;
@@ -50,6 +55,7 @@ class TextStream : public JobObserver {
   double t_submit_;
   Metrics* metrics_;
   bool first_token_seen_ = false;
+  std::function<void()> listener_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
