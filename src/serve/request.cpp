@@ -35,7 +35,7 @@ void check_prompt_bytes(size_t bytes, const ApiContext& ctx, const char* param) 
 // OpenAI: a request without a seed samples differently every time.
 uint64_t fresh_seed() {
   static thread_local std::mt19937_64 rng{(uint64_t{std::random_device{}()} << 32) ^ std::random_device{}()};
-  return rng() >> 1;  // positive as an int64, so a client can send it back
+  return rng() >> 11;  // 53 bits: exact as a JavaScript number, so any client can send it back
 }
 
 bool present(const json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }

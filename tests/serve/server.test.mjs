@@ -177,6 +177,17 @@ test('predicted outputs: drafted from the prediction, the same text, acceptance 
   assert.equal(bad.json.error.param, 'prediction');
 });
 
+test('no seed: a fresh random seed per request, reported so that the answer can be reproduced', async () => {
+  const body = { prompt: PROMPTS[0], max_tokens: 24, temperature: 1 };
+  const a = await post(srv.base, '/v1/completions', body);
+  const b = await post(srv.base, '/v1/completions', body);
+  assert.equal(a.status, 200, a.text);
+  assert.notEqual(a.json.jf.seed, b.json.jf.seed);
+  const again = await post(srv.base, '/v1/completions', { ...body, seed: a.json.jf.seed });
+  assert.equal(again.json.jf.seed, a.json.jf.seed);
+  assert.equal(again.json.choices[0].text, a.json.choices[0].text);
+});
+
 test('bad requests: 400 naming the problem, 404, 405, 413', async () => {
   const cases = [
     ['{"prompt": "x", ', null, /not valid JSON/],
@@ -385,4 +396,21 @@ test('SIGTERM past --drain-timeout cancels what is left and still exits 0', asyn
   const { code } = await s.exited;
   assert.equal(code, 0, s.log());
   assert.match(s.log(), /cancelled/);
+});
+
+test('a second signal ends the drain at once', async () => {
+  const s = await startServer(['--ctx', '60000', '--drain-timeout', '600']);
+  await s.ready();
+  const inflight = post(s.base, '/v1/completions', { prompt: 'Once', max_tokens: 59000, ignore_eos: true });
+  await sleep(150);
+  s.proc.kill('SIGTERM');
+  await sleep(300);
+  const t = Date.now();
+  s.proc.kill('SIGINT');
+  const r = await inflight;
+  assert.equal(r.status, 503, r.text);
+  const { code } = await s.exited;
+  assert.equal(code, 0, s.log());
+  assert.ok(Date.now() - t < 5000, `${Date.now() - t} ms after the second signal`);
+  assert.match(s.log(), /second signal/);
 });
