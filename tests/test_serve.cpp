@@ -26,6 +26,8 @@ struct Recorder : JobObserver {
   GenerationResult result;
   std::string error;
   int stop_after = -1;  // end the job once this many tokens arrived (as a stop string would)
+  std::vector<TokenLogprob> scored;
+  void on_logprobs(std::vector<TokenLogprob> s) override { scored = std::move(s); }
   bool on_tokens(std::span<const int32_t> t) override {
     tokens.insert(tokens.end(), t.begin(), t.end());
     per_step.push_back(static_cast<int>(t.size()));
@@ -344,6 +346,53 @@ TEST_F(ServeStories, AFailedForwardFailsOnlyItsOwnSequence) {
   EXPECT_EQ(after->tokens, recs[0]->tokens);
 }
 
+// Logprobs come from scoring the finished text again: they equal what one-token-at-a-time decoding
+// computes, bit for bit, whichever decoder produced the text and whatever shared its forwards.
+TEST_F(ServeStories, LogprobsEqualOneTokenAtATimeWhicheverDecoderRuns) {
+  const auto prompt = encode("Once upon a time");
+  GenerationConfig g;
+  g.max_new_tokens = 24;
+  g.ignore_eos = true;
+  const GenerationResult want = alone(prompt, spec("ar"), g);
+  std::vector<int32_t> text = prompt;
+  text.insert(text.end(), want.tokens.begin(), want.tokens.end());
+  Session ref(*lm.model, 512);
+  SequenceInput in;
+  std::vector<TokenLogprob> expected;  // for text[1..]
+  const size_t V = static_cast<size_t>(fwd->vocab_size());
+  for (size_t i = 0; i + 1 < text.size(); i++) {
+    in.set_causal(&ref.cache(), std::span<const int32_t>(&text[i], 1), SequenceInput::Logits::Last);
+    expected.push_back(token_logprob(std::span<const float>(ref.forward(in), V), text[i + 1], 3));
+  }
+  for (const std::string d : {"ar", "lookahead:W=4:N=3:G=4", "jacobi:block=4", "pld"}) {
+    SchedulerOptions o;
+    o.parallel = 2, o.context = 256, o.prefill_chunk = 5;
+    Scheduler sch(*fwd, o, CostCurve(), nullptr);
+    auto echo = std::make_shared<Recorder>(), plain = std::make_shared<Recorder>(), other = std::make_shared<Recorder>();
+    auto j1 = make_job(prompt, spec(d), g, echo);
+    j1->logprobs = 3, j1->score_prompt = true;
+    auto j2 = make_job(prompt, spec(d), g, plain);
+    j2->logprobs = 0;
+    sch.submit(j1);
+    sch.submit(make_job(encode("The cat sat"), spec("ar"), g, other));
+    sch.submit(j2);
+    run_until_idle(sch);
+    ASSERT_EQ(echo->tokens, want.tokens) << d;
+    ASSERT_EQ(echo->scored.size(), expected.size()) << d;
+    ASSERT_EQ(plain->scored.size(), want.tokens.size()) << d;
+    for (size_t i = 0; i < expected.size(); i++) {
+      EXPECT_EQ(echo->scored[i].token, expected[i].token) << d << " " << i;
+      EXPECT_EQ(echo->scored[i].logprob, expected[i].logprob) << d << " " << i;
+      EXPECT_EQ(echo->scored[i].top, expected[i].top) << d << " " << i;
+    }
+    for (size_t i = 0; i < want.tokens.size(); i++) {
+      EXPECT_EQ(plain->scored[i].logprob, expected[prompt.size() - 1 + i].logprob) << d << " " << i;
+      EXPECT_TRUE(plain->scored[i].top.empty());
+    }
+    EXPECT_EQ(other->tokens, alone(encode("The cat sat"), spec("ar"), g).tokens);
+  }
+}
+
 TEST_F(ServeStories, CancelAndStopFreeTheSequence) {
   SchedulerOptions o;
   o.parallel = 1, o.context = 512, o.queue = 1;
@@ -462,7 +511,9 @@ TEST(Requests, BadFieldsAreNamed) {
     }
   };
   err(R"({"prompt": [1, 2], "n": 2})", "n", "not supported");
-  err(R"({"prompt": [1, 2], "logprobs": 3})", "logprobs", "not supported");
+  err(R"({"prompt": [1, 2], "best_of": 3})", "best_of", "not supported");
+  err(R"({"prompt": [1, 2], "logprobs": 30})", "logprobs", "between");
+  err(R"({"prompt": [1, 2], "top_logprobs": 3})", "top_logprobs", "belongs to chat");
   err(R"({"prompt": [1, 2], "frobnicate": 1})", "frobnicate", "unknown field");
   err(R"({"prompt": [1, 2], "temperature": "hot"})", "temperature", "number");
   err(R"({"prompt": [1, 2], "temperature": 3})", "temperature", "between");

@@ -23,8 +23,9 @@ HttpResponse json_response(int status, const json& body) {
   return r;
 }
 
-HttpResponse error_response(int status, const std::string& message, const std::string& param = {}, const std::string& type = {}) {
-  HttpResponse r = json_response(status, error_body(status, message, param, type));
+HttpResponse error_response(int status, const std::string& message, const std::string& param = {}, const std::string& type = {},
+                            const std::string& code = {}) {
+  HttpResponse r = json_response(status, error_body(status, message, param, type, code));
   if (status == 429 || status == 503) r.headers.push_back({"Retry-After", "1"});
   return r;
 }
@@ -101,7 +102,8 @@ bool HttpServer::authorised(const HttpRequest& req) const {
 void HttpServer::route(HttpRequest&& req, std::shared_ptr<Exchange> ex) {
   const std::string& p = req.path;
   const bool generation = p == "/v1/completions" || p == "/v1/chat/completions";
-  const bool known = generation || p == "/" || p == "/props" || p == "/health" || p == "/metrics" || p == "/v1/models";
+  const bool one_model = p.rfind("/v1/models/", 0) == 0;
+  const bool known = generation || one_model || p == "/" || p == "/props" || p == "/health" || p == "/metrics" || p == "/v1/models";
   const bool open = p == "/health" || p == "/" || p == "/props";
   if (!open && !authorised(req))
     return ex->reply(error_response(401, "missing or wrong API key (send 'Authorization: Bearer <key>')", {}, "authentication_error"));
@@ -141,8 +143,11 @@ void HttpServer::route(HttpRequest&& req, std::shared_ptr<Exchange> ex) {
   if (p == "/props")  // what the page needs to know before the first request (open like /health: no secrets)
     return ex->reply(json_response(200, {{"model", model_id_}, {"chat", api_.tokenizer && api_.chat_format != ChatFormat::None},
                                          {"decoder", api_.default_decoder.name}, {"context", api_.context}}));
-  ex->reply(json_response(200, {{"object", "list"},
-                                {"data", json::array({{{"id", model_id_}, {"object", "model"}, {"created", started_}, {"owned_by", "jf"}}})}}));
+  const json model = {{"id", model_id_}, {"object", "model"}, {"created", started_}, {"owned_by", "jf"}};
+  if (!one_model) return ex->reply(json_response(200, {{"object", "list"}, {"data", json::array({model})}}));
+  const std::string id = p.substr(std::string("/v1/models/").size());
+  if (id != model_id_) return ex->reply(error_response(404, "the model '" + id + "' does not exist (this server has '" + model_id_ + "')", "model", {}, "model_not_found"));
+  ex->reply(json_response(200, model));
 }
 
 // On a worker thread: validate, tokenize, queue; the answer is sent by pump() on the event loop.
@@ -155,13 +160,13 @@ void HttpServer::generate(const HttpRequest& http_req, const std::shared_ptr<Exc
   try {
     body = parse_body(http_req.body);
   } catch (const ApiError& e) {
-    return ex->reply(error_response(e.status, e.what(), e.param, e.type));
+    return ex->reply(error_response(e.status, e.what(), e.param, e.type, e.code));
   }
   auto st = std::make_shared<Stream>();
   try {
     st->req = parse_completion_request(body, chat, api_);
   } catch (const ApiError& e) {
-    return ex->reply(error_response(e.status, e.what(), e.param, e.type));
+    return ex->reply(error_response(e.status, e.what(), e.param, e.type, e.code));
   }
   body = json();  // let a large body go before the generation starts
   st->ids = {next_id(chat), static_cast<int64_t>(std::time(nullptr)), model_id_};
@@ -172,6 +177,8 @@ void HttpServer::generate(const HttpRequest& http_req, const std::shared_ptr<Exc
   st->job->gen = st->req.gen;
   st->job->decoder = st->req.decoder;
   st->job->reuse_prefix = st->req.cache_prompt;
+  st->job->logprobs = st->req.logprobs;
+  st->job->score_prompt = st->req.echo && st->req.logprobs >= 0;
   st->job->observer = st->out;
   // The scheduler's thread only posts: the JSON of every chunk is built on the event loop.
   st->out->set_listener([this, weak = std::weak_ptr<Stream>(st)] {
@@ -189,6 +196,7 @@ void HttpServer::generate(const HttpRequest& http_req, const std::shared_ptr<Exc
     }
     ex->start_stream(std::move(head));
     if (st->req.chat) ex->write(sse(stream_chunk(st->req, st->ids, "", true)));
+    if (st->req.echo) ex->write(sse(stream_chunk(st->req, st->ids, st->req.echo_text)));
     ex->post([this, st] {  // after the head, in the exchange's order; then pieces that came before it
       st->started = true;
       pump(st);

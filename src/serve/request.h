@@ -17,14 +17,16 @@ namespace jf {
 
 // An error answered with an OpenAI error body: {"error": {"message", "type", "param", "code"}}.
 struct ApiError : Error {
-  ApiError(int status, const std::string& message, std::string param = {}, std::string type = {})
-      : Error(message), status(status), param(std::move(param)), type(std::move(type)) {}
+  ApiError(int status, const std::string& message, std::string param = {}, std::string type = {}, std::string code = {})
+      : Error(message), status(status), param(std::move(param)), type(std::move(type)), code(std::move(code)) {}
   int status;
   std::string param;
   std::string type;  // empty: derived from the status
+  std::string code;  // OpenAI's string code ("context_length_exceeded"); empty: derived from the status
 };
 
-nlohmann::json error_body(int status, const std::string& message, const std::string& param = {}, std::string type = {});
+nlohmann::json error_body(int status, const std::string& message, const std::string& param = {}, std::string type = {},
+                          std::string code = {});
 
 // What the server knows that requests are checked against.
 struct ApiContext {
@@ -52,6 +54,9 @@ struct CompletionRequest {
   bool prediction = false;        // the decoder drafts from a predicted text (pld over it)
   bool cache_prompt = true;       // llama-server's field: may start from a sequence's kept keys and values
   bool seed_given = false;        // else gen.sampling.seed is fresh and random (reported in the response)
+  int logprobs = -1;              // >= 0: logprobs with that many alternatives per token (chat: top_logprobs)
+  bool echo = false;              // completions: the prompt comes back before the text (and in logprobs)
+  std::string echo_text;          // the prompt as text, for echo
 };
 
 // Throws ApiError (400) naming the field and the problem.

@@ -20,7 +20,53 @@ json base(const CompletionRequest& req, const ResponseIds& ids, bool chunk) {
   return json{{"id", ids.id}, {"object", object}, {"created", ids.created}, {"model", ids.model}};
 }
 
+std::string token_text(const TextStream& out, int32_t id) {
+  return out.tokenizer() ? out.tokenizer()->token_bytes(id) : std::to_string(id);
+}
+
+json bytes_of(const std::string& text) {
+  json b = json::array();
+  for (unsigned char c : text) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+// Chat: {"content": [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}.
+json chat_logprobs(const TextStream& out) {
+  json content = json::array();
+  for (const TokenLogprob& t : out.logprobs()) {
+    json top = json::array();
+    for (const auto& [id, lp] : t.top) top.push_back({{"token", token_text(out, id)}, {"logprob", lp}, {"bytes", bytes_of(token_text(out, id))}});
+    const std::string text = token_text(out, t.token);
+    content.push_back({{"token", text}, {"logprob", t.logprob}, {"bytes", bytes_of(text)}, {"top_logprobs", top}});
+  }
+  return json{{"content", content}};
+}
+
+// Completions: {tokens, token_logprobs, top_logprobs, text_offset}; with echo the prompt's first token
+// leads with null (nothing came before it).
+json completion_logprobs(const CompletionRequest& req, const TextStream& out) {
+  json tokens = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+  size_t offset = 0;
+  auto add = [&](int32_t id, const json& lp, const json& top) {
+    const std::string text = token_text(out, id);
+    tokens.push_back(text), lps.push_back(lp), tops.push_back(top), offsets.push_back(offset);
+    offset += text.size();
+  };
+  if (req.echo && !req.prompt.empty()) add(req.prompt[0], nullptr, nullptr);
+  for (const TokenLogprob& t : out.logprobs()) {
+    json top = json::object();
+    for (const auto& [id, lp] : t.top) top[token_text(out, id)] = lp;
+    add(t.token, t.logprob, top);
+  }
+  return json{{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
+
 }  // namespace
+
+json logprobs_json(const CompletionRequest& req, const TextStream& out) {
+  if (req.logprobs < 0) return nullptr;
+  return req.chat ? chat_logprobs(out) : completion_logprobs(req, out);
+}
 
 json usage_json(const CompletionRequest& req, const GenerationResult& r) {
   const int64_t completion = static_cast<int64_t>(r.tokens.size());
@@ -55,9 +101,9 @@ json completion_response(const CompletionRequest& req, const ResponseIds& ids, c
   if (req.chat) {
     choice["message"] = {{"role", "assistant"}, {"content", out.text()}};
   } else {
-    choice["text"] = out.text();
-    choice["logprobs"] = nullptr;
+    choice["text"] = req.echo ? req.echo_text + out.text() : out.text();
   }
+  choice["logprobs"] = logprobs_json(req, out);
   j["choices"] = json::array({choice});
   j["usage"] = usage_json(req, out.result());
   j["jf"] = jf_stats_json(req, out);
@@ -84,6 +130,7 @@ json final_chunk(const CompletionRequest& req, const ResponseIds& ids, const Tex
   json j = stream_chunk(req, ids, "");
   if (req.chat) j["choices"][0]["delta"] = json::object();
   j["choices"][0]["finish_reason"] = openai_finish_reason(out.reason());
+  if (req.logprobs >= 0) j["choices"][0]["logprobs"] = logprobs_json(req, out);  // scored once the text is complete
   j["jf"] = jf_stats_json(req, out);
   return j;
 }

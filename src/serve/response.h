@@ -18,6 +18,8 @@ struct ResponseIds {
 
 // OpenAI's finish_reason: "stop" (EOS or a stop string) or "length" (max_tokens or the context).
 std::string openai_finish_reason(FinishReason r);
+// The choice's logprobs in the endpoint's shape (null when not asked for).
+nlohmann::json logprobs_json(const CompletionRequest& req, const TextStream& out);
 nlohmann::json usage_json(const CompletionRequest& req, const GenerationResult& r);
 // {decoder, forwards, forward_rows, tokens_per_forward, accepted_histogram, counters, tokens, finish}
 nlohmann::json jf_stats_json(const CompletionRequest& req, const TextStream& out);

@@ -30,6 +30,8 @@ struct Scheduler::Slot {
   bool stop_requested = false;  // the observer matched a stop string
   size_t committed_before = 0;  // tokens before the current step
   std::vector<int32_t> cached;  // while idle: the text whose keys and values fill the cache's first slots
+  std::unique_ptr<Scorer> scorer;  // after the generation, while its text is scored for logprobs
+  FinishReason scored_why = FinishReason::Length;
 };
 
 namespace {
@@ -167,7 +169,7 @@ void Scheduler::start(std::shared_ptr<Job> job) {
     s.generation = std::make_unique<Generation>(*s.decoder, s.session, s.job->prompt, s.job->gen, std::move(sink),
                                                 opts_.prefill_chunk, best_reuse);
     s.cached.clear();
-    if (s.generation->finished()) finish(s, FinishReason::Length);
+    if (s.generation->finished()) complete(s, FinishReason::Length);
   } catch (const std::exception& e) {
     finish(s, FinishReason::Error, e.what());
   }
@@ -184,10 +186,12 @@ void Scheduler::finish(Slot& s, FinishReason why, const std::string& error) {
   std::shared_ptr<Job> job = std::move(s.job);
   job->observer->on_finished(r, why, error);
   // Keep what the cache holds of the finished text for a prompt that continues it (nothing after an error).
-  const int keep = s.generation && why != FinishReason::Error && opts_.reuse_prefix ? s.generation->reusable_cache_prefix() : 0;
+  int keep = s.generation && why != FinishReason::Error && opts_.reuse_prefix ? s.generation->reusable_cache_prefix() : 0;
+  keep = std::min(keep, s.session.cache().size());  // a scoring pass may have stopped short of the last token
   const std::vector<int32_t>& text = s.generation ? s.generation->context().history() : job->prompt;
   s.cached.assign(text.begin(), text.begin() + keep);
   s.session.cache().truncate(keep);
+  s.scorer.reset();
   s.generation.reset();  // destroys a suspended decode loop (its locals) before its decoder
   s.decoder.reset();
   s.job.reset();
@@ -205,7 +209,7 @@ bool Scheduler::step() {
       finish(*slot, FinishReason::Cancelled);
       continue;
     }
-    inputs_.push_back(slot->generation->next_input());
+    inputs_.push_back(slot->scorer ? slot->scorer->next_input(slot->session.cache()) : slot->generation->next_input());
     stepping_.push_back(slot.get());
     cache_before_.push_back(slot->session.cache().size());
   }
@@ -256,6 +260,12 @@ void Scheduler::forward_each_alone(double t0, int cap) {
 
 // Hands a sequence its rows of logits and finishes it when its generation is over.
 void Scheduler::consume(Slot& s, const float* logits, double seconds, int cap) {
+  if (s.scorer) {
+    s.scorer->consume(logits, fwd_.vocab_size());
+    if (!s.scorer->done()) return;
+    s.job->observer->on_logprobs(s.scorer->take());
+    return finish(s, s.scored_why);
+  }
   const bool was_decoding = !s.generation->prefilling();
   s.generation->context().set_row_cap(cap);
   try {
@@ -270,10 +280,21 @@ void Scheduler::consume(Slot& s, const float* logits, double seconds, int cap) {
     const FinishReason why = r.stop == StopReason::Eos      ? FinishReason::Eos
                              : r.stop == StopReason::Length ? FinishReason::Length
                                                             : FinishReason::ContextFull;
-    finish(s, s.stop_requested ? FinishReason::Stop : why);
+    complete(s, s.stop_requested ? FinishReason::Stop : why);
   } else if (s.stop_requested) {
-    finish(s, FinishReason::Stop);
+    complete(s, FinishReason::Stop);
   }
+}
+
+void Scheduler::complete(Slot& s, FinishReason why) {
+  if (s.job->logprobs < 0) return finish(s, why);
+  const std::vector<int32_t>& text = s.generation->context().history();
+  const int from = s.job->score_prompt ? 1 : static_cast<int>(s.job->prompt.size());
+  s.scorer = std::make_unique<Scorer>(text, from, s.generation->reusable_cache_prefix(), s.job->logprobs, opts_.prefill_chunk);
+  s.scored_why = why;
+  if (!s.scorer->done()) return;  // scored in the next steps, beside the other sequences
+  s.job->observer->on_logprobs(s.scorer->take());
+  finish(s, why);
 }
 
 void Scheduler::run() {

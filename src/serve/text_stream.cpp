@@ -19,7 +19,7 @@ size_t utf8_cut(const std::string& text, size_t want) {
 
 TextStream::TextStream(const Tokenizer* tokenizer, std::span<const int32_t> prompt, std::vector<std::string> stop,
                        double t_submit, Metrics* metrics)
-    : stop_(std::move(stop)), t_submit_(t_submit), metrics_(metrics) {
+    : tokenizer_(tokenizer), stop_(std::move(stop)), t_submit_(t_submit), metrics_(metrics) {
   if (tokenizer) detok_.emplace(*tokenizer, prompt);
   for (const auto& s : stop_) max_stop_ = std::max(max_stop_, s.size());
 }
@@ -70,6 +70,11 @@ void TextStream::emit_locked(bool final) {
     unsent_tokens_ = 0;
     sent_ = end;
   }
+}
+
+void TextStream::on_logprobs(std::vector<TokenLogprob> scored) {
+  std::lock_guard lock(mu_);
+  logprobs_ = std::move(scored);
 }
 
 void TextStream::on_finished(const GenerationResult& result, FinishReason why, const std::string& error) {

@@ -33,6 +33,7 @@ class TextStream : public JobObserver {
   void set_listener(std::function<void()> fn) { listener_ = std::move(fn); }
 
   bool on_tokens(std::span<const int32_t> tokens) override;
+  void on_logprobs(std::vector<TokenLogprob> scored) override;
   void on_finished(const GenerationResult& result, FinishReason why, const std::string& error) override;
 
   // HTTP side. Waits up to `timeout_seconds` for text; returns the pieces that arrived (one per forward that
@@ -44,11 +45,15 @@ class TextStream : public JobObserver {
   const std::string& error() const { return error_; }
   const GenerationResult& result() const { return result_; }
   std::string text() const;  // everything sent, after the stop cut
+  // After finished: the scored tokens of a job that asked for logprobs.
+  const std::vector<TokenLogprob>& logprobs() const { return logprobs_; }
+  const Tokenizer* tokenizer() const { return tokenizer_; }
 
  private:
   void append_locked(const std::string& piece);  // and cuts at the first stop string
   void emit_locked(bool final);
 
+  const Tokenizer* tokenizer_;
   std::optional<StreamingDecoder> detok_;
   std::vector<std::string> stop_;
   size_t max_stop_ = 0;
@@ -68,6 +73,7 @@ class TextStream : public JobObserver {
   FinishReason reason_ = FinishReason::Length;
   std::string error_;
   GenerationResult result_;
+  std::vector<TokenLogprob> logprobs_;  // written before finished_, read after
 };
 
 }  // namespace jf

@@ -188,6 +188,42 @@ test('no seed: a fresh random seed per request, reported so that the answer can 
   assert.equal(again.json.choices[0].text, a.json.choices[0].text);
 });
 
+test('logprobs: chat and completions (echo), equal whichever decoder runs; /v1/models/{id}; string error codes', async () => {
+  const prompt = PROMPTS[1];
+  const c = await post(srv.base, '/v1/completions', { prompt, max_tokens: 12, logprobs: 2, echo: true, decoder: 'lookahead' });
+  assert.equal(c.status, 200, c.text);
+  const lp = c.json.choices[0].logprobs;
+  assert.equal(lp.tokens.length, c.json.usage.prompt_tokens + 12);
+  assert.equal(lp.token_logprobs[0], null);
+  assert.ok(lp.token_logprobs.slice(1).every((x) => x <= 0));
+  assert.ok(lp.top_logprobs.slice(1).every((t) => Object.keys(t).length >= 1 && Object.keys(t).length <= 2));
+  assert.ok(c.json.choices[0].text.startsWith(prompt));
+  const ar = await post(srv.base, '/v1/completions', { prompt, max_tokens: 12, logprobs: 2, echo: true, decoder: 'ar' });
+  assert.deepEqual(ar.json.choices[0].logprobs, lp);
+  // echo with max_tokens 0 scores a given text (how evaluation harnesses ask for a log-likelihood).
+  const score = await post(srv.base, '/v1/completions', { prompt, max_tokens: 0, logprobs: 0, echo: true });
+  assert.deepEqual(score.json.choices[0].logprobs.token_logprobs, lp.token_logprobs.slice(0, c.json.usage.prompt_tokens));
+  const chatBody = { messages: [{ role: 'user', content: 'Tell a story' }], max_tokens: 10, logprobs: true, top_logprobs: 3 };
+  const chat = await post(srv.base, '/v1/chat/completions', { ...chatBody, decoder: 'jacobi:block=4' });
+  assert.equal(chat.status, 200, chat.text);
+  const content = chat.json.choices[0].logprobs.content;
+  assert.equal(content.length, chat.json.usage.completion_tokens);
+  assert.ok(content.every((t) => t.logprob <= 0 && t.top_logprobs.length === 3 && Array.isArray(t.bytes)));
+  const chatAr = await post(srv.base, '/v1/chat/completions', { ...chatBody, decoder: 'ar' });
+  assert.deepEqual(chatAr.json.choices[0].logprobs, chat.json.choices[0].logprobs);
+  const streamed = await postStream(srv.base, '/v1/chat/completions', { ...chatBody, decoder: 'ar' });
+  assert.deepEqual(streamed.events.find((e) => e.choices[0]?.logprobs).choices[0].logprobs, chat.json.choices[0].logprobs);
+  const one = await fetch(`${srv.base}/v1/models/stories260K.gguf`);
+  assert.equal(one.status, 200);
+  assert.equal((await one.json()).id, 'stories260K.gguf');
+  const none = await fetch(`${srv.base}/v1/models/gpt-9`);
+  assert.equal(none.status, 404);
+  assert.equal((await none.json()).error.code, 'model_not_found');
+  const long = await post(srv.base, '/v1/completions', { prompt: 'x '.repeat(9000) });
+  assert.equal(long.json.error.code, 'context_length_exceeded');
+  assert.equal((await post(srv.base, '/v1/completions', { prompt: 'x', frob: 1 })).json.error.code, 'unknown_parameter');
+});
+
 test('bad requests: 400 naming the problem, 404, 405, 413', async () => {
   const cases = [
     ['{"prompt": "x", ', null, /not valid JSON/],
@@ -195,7 +231,7 @@ test('bad requests: 400 naming the problem, 404, 405, 413', async () => {
     [{ prompt: 'x', max_tokens: 'ten' }, 'max_tokens', /integer/],
     [{ prompt: 'x', temperature: 9 }, 'temperature', /between/],
     [{ prompt: 'x', n: 3 }, 'n', /not supported/],
-    [{ prompt: 'x', logprobs: 2 }, 'logprobs', /not supported/],
+    [{ prompt: 'x', logprobs: 99 }, 'logprobs', /between/],
     [{ prompt: 'x', tools: [{ type: 'function' }] }, 'tools', /not supported/],
     [{ prompt: 'x', decoder: 'nope' }, 'decoder', /unknown decoder/],
     [{ prompt: 'x '.repeat(9000) }, 'prompt', /more than the context size/],
