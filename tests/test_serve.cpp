@@ -510,7 +510,7 @@ TEST(Requests, BadFieldsAreNamed) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << body << ": " << e.what();
     }
   };
-  err(R"({"prompt": [1, 2], "n": 2})", "n", "not supported");
+  err(R"({"prompt": [1, 2], "n": 20})", "n", "between");
   err(R"({"prompt": [1, 2], "best_of": 3})", "best_of", "not supported");
   err(R"({"prompt": [1, 2], "logprobs": 30})", "logprobs", "between");
   err(R"({"prompt": [1, 2], "top_logprobs": 3})", "top_logprobs", "belongs to chat");

@@ -54,15 +54,19 @@ bool same_secret(const std::string& given, const std::string& key) {
 
 }  // namespace
 
-// One generation between the scheduler (which fills `out`) and the client's exchange; pump() runs on the
-// event loop whenever `out` has news.
+// One request between the scheduler (which fills each choice's TextStream) and the client's exchange;
+// pump() runs on the event loop whenever a stream has news. With n > 1 the first choice runs alone until
+// its prompt is in a cache; the others then start from a copy of those keys and values.
 struct HttpServer::Stream {
   CompletionRequest req;
   ResponseIds ids;
-  std::shared_ptr<TextStream> out;
-  std::shared_ptr<Job> job;
+  Choices outs;
+  std::vector<std::shared_ptr<Job>> jobs;
+  std::vector<char> ended;  // a choice whose last chunk is written (streaming)
   std::shared_ptr<Exchange> ex;
-  bool started = false;  // a stream's head is queued (pieces wait in `out` until then)
+  Scheduler* scheduler = nullptr;
+  size_t submitted = 0;
+  bool started = false;  // a stream's head is queued (pieces wait in the TextStreams until then)
   bool done = false;
 };
 
@@ -150,95 +154,118 @@ void HttpServer::route(HttpRequest&& req, std::shared_ptr<Exchange> ex) {
   ex->reply(json_response(200, model));
 }
 
+// Choice i's job and text stream (a sampled choice i draws with seed + i: n samples, not n copies).
+void HttpServer::add_choice(Stream& st, int i, double t_arrival) {
+  auto out = std::make_shared<TextStream>(api_.tokenizer, st.req.prompt, st.req.stop, t_arrival, &metrics_);
+  auto job = std::make_shared<Job>();
+  job->prompt = st.req.prompt;
+  job->gen = st.req.gen;
+  job->gen.sampling.seed += static_cast<uint64_t>(i);
+  job->decoder = st.req.decoder;
+  job->reuse_prefix = st.req.cache_prompt;
+  job->logprobs = st.req.logprobs;
+  job->score_prompt = st.req.echo && st.req.logprobs >= 0;
+  job->observer = out;
+  st.outs.push_back(std::move(out));
+  st.jobs.push_back(std::move(job));
+  st.ended.push_back(0);
+}
+
 // On a worker thread: validate, tokenize, queue; the answer is sent by pump() on the event loop.
 void HttpServer::generate(const HttpRequest& http_req, const std::shared_ptr<Exchange>& ex, bool chat) {
   const double t_arrival = now_seconds();
   Scheduler* sch = scheduler_.load();
   if (!sch) return ex->reply(error_response(503, "Loading model", {}, "unavailable_error"));
   if (draining_) return ex->reply(error_response(503, "the server is shutting down", {}, "unavailable_error"));
-  json body;
-  try {
-    body = parse_body(http_req.body);
-  } catch (const ApiError& e) {
-    return ex->reply(error_response(e.status, e.what(), e.param, e.type, e.code));
-  }
   auto st = std::make_shared<Stream>();
   try {
-    st->req = parse_completion_request(body, chat, api_);
+    st->req = parse_completion_request(parse_body(http_req.body), chat, api_);
   } catch (const ApiError& e) {
     return ex->reply(error_response(e.status, e.what(), e.param, e.type, e.code));
   }
-  body = json();  // let a large body go before the generation starts
   st->ids = {next_id(chat), static_cast<int64_t>(std::time(nullptr)), model_id_};
-  st->out = std::make_shared<TextStream>(api_.tokenizer, st->req.prompt, st->req.stop, t_arrival, &metrics_);
   st->ex = ex;
-  st->job = std::make_shared<Job>();
-  st->job->prompt = st->req.prompt;
-  st->job->gen = st->req.gen;
-  st->job->decoder = st->req.decoder;
-  st->job->reuse_prefix = st->req.cache_prompt;
-  st->job->logprobs = st->req.logprobs;
-  st->job->score_prompt = st->req.echo && st->req.logprobs >= 0;
-  st->job->observer = st->out;
-  // The scheduler's thread only posts: the JSON of every chunk is built on the event loop.
-  st->out->set_listener([this, weak = std::weak_ptr<Stream>(st)] {
-    if (auto s = weak.lock()) s->ex->post([this, s] { pump(s); });
-  });
+  st->scheduler = sch;
+  for (int i = 0; i < st->req.n; i++) {
+    add_choice(*st, i, t_arrival);
+    // The scheduler's thread only posts: the JSON of every chunk is built on the event loop.
+    st->outs.back()->set_listener([this, weak = std::weak_ptr<Stream>(st)] {
+      if (auto s = weak.lock()) s->ex->post([this, s] { pump(s); });
+    });
+  }
+  // Nothing is sent before the first job is accepted (a full queue must still be able to answer 429).
+  switch (sch->submit(st->jobs[0])) {
+    case Scheduler::Admit::Queued: break;
+    case Scheduler::Admit::QueueFull: return ex->reply(error_response(429, "the server is busy: every slot and queue place is taken; retry later"));
+    case Scheduler::Admit::Draining: return ex->reply(error_response(503, "the server is shutting down", {}, "unavailable_error"));
+  }
+  st->submitted = 1;
   if (st->req.stream) {
     HttpResponse head;
     head.content_type = "text/event-stream";
     head.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
-    // Nothing is sent before the job is accepted (a full queue must still be able to answer 429).
-    switch (sch->submit(st->job)) {
-      case Scheduler::Admit::Queued: break;
-      case Scheduler::Admit::QueueFull: return ex->reply(error_response(429, "the server is busy: every slot and queue place is taken; retry later"));
-      case Scheduler::Admit::Draining: return ex->reply(error_response(503, "the server is shutting down", {}, "unavailable_error"));
-    }
     ex->start_stream(std::move(head));
-    if (st->req.chat) ex->write(sse(stream_chunk(st->req, st->ids, "", true)));
-    if (st->req.echo) ex->write(sse(stream_chunk(st->req, st->ids, st->req.echo_text)));
-    ex->post([this, st] {  // after the head, in the exchange's order; then pieces that came before it
-      st->started = true;
-      pump(st);
-    });
-  } else {
-    switch (sch->submit(st->job)) {
-      case Scheduler::Admit::Queued: break;
-      case Scheduler::Admit::QueueFull: return ex->reply(error_response(429, "the server is busy: every slot and queue place is taken; retry later"));
-      case Scheduler::Admit::Draining: return ex->reply(error_response(503, "the server is shutting down", {}, "unavailable_error"));
+    for (int i = 0; i < st->req.n; i++) {
+      if (st->req.chat) ex->write(sse(stream_chunk(st->req, st->ids, "", true, 0, i)));
+      if (st->req.echo) ex->write(sse(stream_chunk(st->req, st->ids, st->req.echo_text, false, 0, i)));
     }
   }
-  // A client that hangs up frees its sequence at the next step instead of at max_tokens.
+  ex->post([this, st] {  // after the head, in the exchange's order; then pieces that came before it
+    st->started = true;
+    pump(st);
+  });
+  // A client that hangs up frees its sequences at the next step instead of at max_tokens.
   ex->on_disconnect([this, st] {
-    st->job->cancel = true;
+    st->done = true;
+    for (auto& job : st->jobs) job->cancel = true;
     if (!st->req.stream) metrics_.request_done(499);  // nginx's "client closed request"
   });
 }
 
+// On the event loop, once the first choice has its prompt in a cache: the other choices.
+void HttpServer::submit_rest(Stream& st) {
+  for (; st.submitted < st.jobs.size(); st.submitted++)
+    if (st.scheduler->submit(st.jobs[st.submitted]) != Scheduler::Admit::Queued)
+      st.outs[st.submitted]->on_finished(GenerationResult{}, FinishReason::Error, "no slot or queue place was left for this choice");
+}
+
 // On the event loop: sends what the generation has produced since the last call.
 void HttpServer::pump(const std::shared_ptr<Stream>& st) {
-  if (st->done || (st->req.stream && !st->started)) return;  // pieces wait in `out` until the head is queued
-  std::vector<TextStream::Piece> pieces;
-  const bool finished = st->out->wait(pieces, 0);
-  const FinishReason why = finished ? st->out->reason() : FinishReason::Length;
-  const bool failed = finished && (why == FinishReason::Error || why == FinishReason::Cancelled);
-  const std::string failure = why == FinishReason::Error ? "generation failed: " + st->out->error()
-                                                         : std::string("the request was cancelled (the server is shutting down)");
-  if (!st->req.stream) {
-    if (!finished) return;
-    st->done = true;
-    if (failed) return st->ex->reply(error_response(why == FinishReason::Error ? 500 : 503, failure, {}, why == FinishReason::Error ? "server_error" : "unavailable_error"));
-    return st->ex->reply(json_response(200, completion_response(st->req, st->ids, *st->out)));
+  if (st->done || !st->started) return;
+  if (st->submitted < st->jobs.size() && (st->outs[0]->has_tokens() || st->outs[0]->finished())) submit_rest(*st);
+  bool all = true;
+  int failed = 0;
+  std::string failure;
+  for (size_t i = 0; i < st->outs.size(); i++) {
+    const TextStream& out = *st->outs[i];
+    std::vector<TextStream::Piece> pieces;
+    const bool finished = out.finished() && !st->ended[i];
+    st->outs[i]->wait(pieces, 0);
+    if (st->req.stream)
+      for (const auto& p : pieces) st->ex->write(sse(stream_chunk(st->req, st->ids, p.text, false, p.tokens, static_cast<int>(i))));
+    if (!finished) {
+      all = all && st->ended[i];
+      continue;
+    }
+    st->ended[i] = 1;
+    const FinishReason why = out.reason();
+    if (why == FinishReason::Error || why == FinishReason::Cancelled) {
+      failed = why == FinishReason::Error ? 500 : 503;
+      failure = why == FinishReason::Error ? "generation failed: " + out.error() : "the request was cancelled (the server is shutting down)";
+    } else if (st->req.stream) {
+      st->ex->write(sse(final_chunk(st->req, st->ids, out, static_cast<int>(i))));
+    }
   }
-  for (const auto& p : pieces) st->ex->write(sse(stream_chunk(st->req, st->ids, p.text, false, p.tokens)));
-  if (!finished) return;
+  if (!all && !failed) return;
   st->done = true;
-  if (failed) {
-    st->ex->write(sse(error_body(why == FinishReason::Error ? 500 : 503, failure)));
-  } else {
-    st->ex->write(sse(final_chunk(st->req, st->ids, *st->out)));
-    if (st->req.include_usage) st->ex->write(sse(usage_chunk(st->req, st->ids, *st->out)));
+  if (failed)
+    for (auto& job : st->jobs) job->cancel = true;  // one choice failed: the request has
+  if (!st->req.stream) {
+    if (failed) return st->ex->reply(error_response(failed, failure, {}, failed == 500 ? "server_error" : "unavailable_error"));
+    return st->ex->reply(json_response(200, completion_response(st->req, st->ids, st->outs)));
   }
+  if (failed) st->ex->write(sse(error_body(failed, failure)));
+  else if (st->req.include_usage) st->ex->write(sse(usage_chunk(st->req, st->ids, st->outs)));
   st->ex->write("data: [DONE]\n\n");
   st->ex->end_stream();
 }

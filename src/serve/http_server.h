@@ -43,6 +43,8 @@ class HttpServer {
   struct Stream;
   void route(HttpRequest&& req, std::shared_ptr<Exchange> ex);
   void generate(const HttpRequest& req, const std::shared_ptr<Exchange>& ex, bool chat);
+  void add_choice(Stream& st, int i, double t_arrival);
+  void submit_rest(Stream& st);
   void pump(const std::shared_ptr<Stream>& st);
   bool authorised(const HttpRequest& req) const;
   std::string next_id(bool chat);

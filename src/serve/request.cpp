@@ -108,7 +108,6 @@ void refuse_unsupported(const json& body, bool chat) {
     if ((... || (v == json(allowed)))) return;
     bad(key, std::string("'") + key + "' is not supported by this server (got " + v.dump() + ")", "unsupported_parameter");
   };
-  off("n", 1);
   off("best_of", 1);
   off("suffix", "");
   off("presence_penalty", 0, 0.0);
@@ -334,6 +333,7 @@ CompletionRequest parse_completion_request(const json& body, bool chat, const Ap
   r.decoder = choose_decoder(body, s.greedy(), ctx);
   apply_prediction(body, r, ctx);
   parse_logprobs(body, r, ctx);
+  r.n = static_cast<int>(integer_in(body, "n", 1, 16, 1));
   return r;
 }
 

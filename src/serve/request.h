@@ -54,6 +54,7 @@ struct CompletionRequest {
   bool prediction = false;        // the decoder drafts from a predicted text (pld over it)
   bool cache_prompt = true;       // llama-server's field: may start from a sequence's kept keys and values
   bool seed_given = false;        // else gen.sampling.seed is fresh and random (reported in the response)
+  int n = 1;                      // choices; the others start from the first one's prompt keys and values
   int logprobs = -1;              // >= 0: logprobs with that many alternatives per token (chat: top_logprobs)
   bool echo = false;              // completions: the prompt comes back before the text (and in logprobs)
   std::string echo_text;          // the prompt as text, for echo

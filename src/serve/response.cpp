@@ -68,16 +68,19 @@ json logprobs_json(const CompletionRequest& req, const TextStream& out) {
   return req.chat ? chat_logprobs(out) : completion_logprobs(req, out);
 }
 
-json usage_json(const CompletionRequest& req, const GenerationResult& r) {
-  const int64_t completion = static_cast<int64_t>(r.tokens.size());
+json usage_json(const CompletionRequest& req, const Choices& outs) {
+  int64_t completion = 0, accepted = 0, drafted = 0;
+  for (const auto& out : outs) {
+    const GenerationResult& r = out->result();
+    completion += static_cast<int64_t>(r.tokens.size());
+    accepted += counter(r, "corpus_accepted_tokens");
+    drafted += counter(r, "corpus_draft_tokens");
+  }
   json u = {{"prompt_tokens", req.prompt.size()}, {"completion_tokens", completion},
             {"total_tokens", static_cast<int64_t>(req.prompt.size()) + completion},
-            {"prompt_tokens_details", {{"cached_tokens", counter(r, "prompt_tokens_reused")}}}};
-  if (req.prediction) {
-    const int64_t accepted = counter(r, "corpus_accepted_tokens");
-    u["completion_tokens_details"] = {{"accepted_prediction_tokens", accepted},
-                                      {"rejected_prediction_tokens", counter(r, "corpus_draft_tokens") - accepted}};
-  }
+            {"prompt_tokens_details", {{"cached_tokens", counter(outs.front()->result(), "prompt_tokens_reused")}}}};
+  if (req.prediction)
+    u["completion_tokens_details"] = {{"accepted_prediction_tokens", accepted}, {"rejected_prediction_tokens", drafted - accepted}};
   return u;
 }
 
@@ -95,24 +98,25 @@ json jf_stats_json(const CompletionRequest& req, const TextStream& out) {
               {"finish", finish_reason_name(out.reason())}};
 }
 
-json completion_response(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out) {
+json completion_response(const CompletionRequest& req, const ResponseIds& ids, const Choices& outs) {
   json j = base(req, ids, false);
-  json choice = {{"index", 0}, {"finish_reason", openai_finish_reason(out.reason())}};
-  if (req.chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", out.text()}};
-  } else {
-    choice["text"] = req.echo ? req.echo_text + out.text() : out.text();
+  j["choices"] = json::array();
+  for (size_t i = 0; i < outs.size(); i++) {
+    const TextStream& out = *outs[i];
+    json choice = {{"index", i}, {"finish_reason", openai_finish_reason(out.reason())}};
+    if (req.chat) choice["message"] = {{"role", "assistant"}, {"content", out.text()}};
+    else choice["text"] = req.echo ? req.echo_text + out.text() : out.text();
+    choice["logprobs"] = logprobs_json(req, out);
+    j["choices"].push_back(choice);
   }
-  choice["logprobs"] = logprobs_json(req, out);
-  j["choices"] = json::array({choice});
-  j["usage"] = usage_json(req, out.result());
-  j["jf"] = jf_stats_json(req, out);
+  j["usage"] = usage_json(req, outs);
+  j["jf"] = jf_stats_json(req, *outs.front());
   return j;
 }
 
-json stream_chunk(const CompletionRequest& req, const ResponseIds& ids, const std::string& text, bool role, int tokens) {
+json stream_chunk(const CompletionRequest& req, const ResponseIds& ids, const std::string& text, bool role, int tokens, int index) {
   json j = base(req, ids, true);
-  json choice = {{"index", 0}, {"finish_reason", nullptr}};
+  json choice = {{"index", index}, {"finish_reason", nullptr}};
   if (req.chat) {
     choice["delta"] = json::object();
     if (role) choice["delta"]["role"] = "assistant";
@@ -126,8 +130,8 @@ json stream_chunk(const CompletionRequest& req, const ResponseIds& ids, const st
   return j;
 }
 
-json final_chunk(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out) {
-  json j = stream_chunk(req, ids, "");
+json final_chunk(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out, int index) {
+  json j = stream_chunk(req, ids, "", false, 0, index);
   if (req.chat) j["choices"][0]["delta"] = json::object();
   j["choices"][0]["finish_reason"] = openai_finish_reason(out.reason());
   if (req.logprobs >= 0) j["choices"][0]["logprobs"] = logprobs_json(req, out);  // scored once the text is complete
@@ -135,11 +139,11 @@ json final_chunk(const CompletionRequest& req, const ResponseIds& ids, const Tex
   return j;
 }
 
-json usage_chunk(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out) {
+json usage_chunk(const CompletionRequest& req, const ResponseIds& ids, const Choices& outs) {
   json j = base(req, ids, true);
   j["choices"] = json::array();
-  j["usage"] = usage_json(req, out.result());
-  j["jf"] = jf_stats_json(req, out);
+  j["usage"] = usage_json(req, outs);
+  j["jf"] = jf_stats_json(req, *outs.front());
   return j;
 }
 

@@ -2,6 +2,7 @@
 // answers the request: incremental detokenization, stop strings (cut, never sent: a stop string's possible
 // beginning is held back until it is decided), and one text piece per forward for streaming.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -48,6 +49,8 @@ class TextStream : public JobObserver {
   // After finished: the scored tokens of a job that asked for logprobs.
   const std::vector<TokenLogprob>& logprobs() const { return logprobs_; }
   const Tokenizer* tokenizer() const { return tokenizer_; }
+  // Whether the job has committed a token (its prompt is in a cache by then).
+  bool has_tokens() const { return first_token_seen_.load(); }
 
  private:
   void append_locked(const std::string& piece);  // and cuts at the first stop string
@@ -59,7 +62,7 @@ class TextStream : public JobObserver {
   size_t max_stop_ = 0;
   double t_submit_;
   Metrics* metrics_;
-  bool first_token_seen_ = false;
+  std::atomic<bool> first_token_seen_{false};
   std::function<void()> listener_;
 
   mutable std::mutex mu_;

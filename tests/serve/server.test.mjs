@@ -224,13 +224,40 @@ test('logprobs: chat and completions (echo), equal whichever decoder runs; /v1/m
   assert.equal((await post(srv.base, '/v1/completions', { prompt: 'x', frob: 1 })).json.error.code, 'unknown_parameter');
 });
 
+test('n > 1: every choice, whole and streamed; the later choices start from the first one\'s prompt cache', async () => {
+  const prompt = PROMPTS[2] + ' and they saw a big red ball and a small blue car';
+  const want = generate(prompt, 20, 'pld');
+  const reusedBefore = await metric(srv.base, 'jf_prompt_tokens_reused_total');
+  const r = await post(srv.base, '/v1/completions', { prompt, max_tokens: 20, n: 3, decoder: 'pld', cache_prompt: true });
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual(r.json.choices.map((c) => c.index), [0, 1, 2]);
+  for (const c of r.json.choices) assert.equal(c.text, want.text);
+  assert.equal(r.json.usage.completion_tokens, 60);
+  assert.equal(r.json.usage.prompt_tokens, want.n_prompt);
+  const reused = (await metric(srv.base, 'jf_prompt_tokens_reused_total')) - reusedBefore;
+  assert.ok(reused >= 2 * (want.n_prompt - 1), `${reused} prompt tokens reused for 3 choices of ${want.n_prompt}`);
+  const s = await postStream(srv.base, '/v1/completions', { prompt, max_tokens: 20, n: 2, stream_options: { include_usage: true } });
+  const plain = generate(prompt, 20);
+  for (const i of [0, 1]) {
+    const mine = s.events.filter((e) => e.choices[0]?.index === i);
+    assert.equal(mine.map((e) => e.choices[0].text).join(''), plain.text);
+    assert.equal(mine.at(-1).choices[0].finish_reason, 'length');
+  }
+  assert.equal(s.events.at(-1).usage.completion_tokens, 40);
+  // Sampled choices differ (seed + i each), and the same seed gives the same choices again.
+  const body = { prompt, max_tokens: 20, n: 2, temperature: 1, seed: 11 };
+  const a = await post(srv.base, '/v1/completions', body);
+  assert.notEqual(a.json.choices[0].text, a.json.choices[1].text);
+  assert.deepEqual((await post(srv.base, '/v1/completions', body)).json.choices, a.json.choices);
+});
+
 test('bad requests: 400 naming the problem, 404, 405, 413', async () => {
   const cases = [
     ['{"prompt": "x", ', null, /not valid JSON/],
     [{ prompt: 5 }, 'prompt', /string or an array/],
     [{ prompt: 'x', max_tokens: 'ten' }, 'max_tokens', /integer/],
     [{ prompt: 'x', temperature: 9 }, 'temperature', /between/],
-    [{ prompt: 'x', n: 3 }, 'n', /not supported/],
+    [{ prompt: 'x', n: 30 }, 'n', /between/],
     [{ prompt: 'x', logprobs: 99 }, 'logprobs', /between/],
     [{ prompt: 'x', tools: [{ type: 'function' }] }, 'tools', /not supported/],
     [{ prompt: 'x', decoder: 'nope' }, 'decoder', /unknown decoder/],
@@ -335,7 +362,10 @@ test('the official openai client: completions and chat, streamed and not', async
   }
   assert.equal(chatStreamed, chat.choices[0].message.content);
   assert.equal(usage.completion_tokens, chat.usage.completion_tokens);
-  await assert.rejects(client.completions.create({ model: 'm', prompt: 'x', n: 2 }), (e) => e.status === 400 && /'n'/.test(e.message));
+  await assert.rejects(client.completions.create({ model: 'm', prompt: 'x', n: 17 }), (e) => e.status === 400 && /'n'/.test(e.message));
+  const two = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 16, n: 2 });
+  assert.deepEqual(two.choices.map((c) => c.index), [0, 1]);
+  assert.equal(two.choices[1].message.content, chat.choices[0].message.content);
 });
 
 test('API key, queue limit, port in use', async () => {
