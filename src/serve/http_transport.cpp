@@ -114,6 +114,7 @@ class ExchangeImpl : public Exchange, public std::enable_shared_from_this<Exchan
   void on_disconnect(std::function<void()> fn) override {
     {
       std::lock_guard lock(mu_);
+      if (over_) return;  // answered already: holding `fn` would only keep what it holds alive
       if (!gone_) {
         on_gone_ = std::move(fn);
         return;
@@ -135,6 +136,7 @@ class ExchangeImpl : public Exchange, public std::enable_shared_from_this<Exchan
   // Event loop: the answer ended; what the callback holds is let go.
   void ended() {
     std::lock_guard lock(mu_);
+    over_ = true;
     on_gone_ = nullptr;
   }
 
@@ -144,7 +146,7 @@ class ExchangeImpl : public Exchange, public std::enable_shared_from_this<Exchan
   std::weak_ptr<Connection> conn_;
   net::any_io_executor ex_;
   std::mutex mu_;
-  bool gone_ = false;
+  bool gone_ = false, over_ = false;
   std::function<void()> on_gone_;
 };
 
