@@ -26,6 +26,8 @@ struct Recorder : JobObserver {
   GenerationResult result;
   std::string error;
   int stop_after = -1;  // end the job once this many tokens arrived (as a stop string would)
+  std::vector<TokenLogprob> scored;
+  void on_logprobs(std::vector<TokenLogprob> s) override { scored = std::move(s); }
   bool on_tokens(std::span<const int32_t> t) override {
     tokens.insert(tokens.end(), t.begin(), t.end());
     per_step.push_back(static_cast<int>(t.size()));
@@ -295,6 +297,102 @@ TEST_F(ServeStories, ParallelDecodersCommitSeveralTokensPerForwardInsideTheBatch
   EXPECT_EQ(recs[2]->result.stats.tpf(), 1.0);
 }
 
+// A forward that throws whenever a row carries `poison` (as a bad input of one sequence would).
+struct PoisonedForward : ForwardPass {
+  PoisonedForward(ForwardPass& real, int32_t poison) : real(real), poison(poison) {}
+  const float* forward(std::span<SequenceInput* const> seqs) override {
+    for (const SequenceInput* s : seqs)
+      if (std::find(s->tokens.begin(), s->tokens.end(), poison) != s->tokens.end()) {
+        real.forward(seqs);  // the caches of the batch grow before the failure, as a real mid-batch throw leaves them
+        throw Error("poisoned row");
+      }
+    return real.forward(seqs);
+  }
+  const ModelConfig& config() const override { return real.config(); }
+  ForwardPass& real;
+  int32_t poison;
+};
+
+// One sequence's failing forward fails that sequence alone: the others of its batch continue and still
+// equal their runs alone, and the scheduler goes on serving.
+TEST_F(ServeStories, AFailedForwardFailsOnlyItsOwnSequence) {
+  const auto good1 = encode("Once upon a time"), good2 = encode("The cat sat on the mat");
+  auto bad_prompt = encode("Tom and Lily");
+  const int32_t poison = 7;
+  ASSERT_EQ(std::count(good1.begin(), good1.end(), poison) + std::count(good2.begin(), good2.end(), poison), 0);
+  bad_prompt.push_back(poison);
+  PoisonedForward pf(*fwd, poison);
+  SchedulerOptions o;
+  o.parallel = 3, o.context = 256;
+  Scheduler sch(pf, o, CostCurve(), nullptr);
+  GenerationConfig g;
+  g.max_new_tokens = 24;
+  g.ignore_eos = true;
+  std::vector<std::shared_ptr<Recorder>> recs;
+  for (const std::vector<int32_t>* p : {&good1, static_cast<const std::vector<int32_t>*>(&bad_prompt), &good2}) {
+    recs.push_back(std::make_shared<Recorder>());
+    sch.submit(make_job(*p, spec("lookahead:W=4:N=3:G=4"), g, recs.back()));
+  }
+  run_until_idle(sch);
+  EXPECT_EQ(recs[1]->why, FinishReason::Error);
+  EXPECT_NE(recs[1]->error.find("poisoned"), std::string::npos);
+  for (size_t i : {size_t{0}, size_t{2}}) {
+    EXPECT_EQ(recs[i]->why, FinishReason::Length) << recs[i]->error;
+    EXPECT_EQ(recs[i]->tokens, alone(i == 0 ? good1 : good2, spec("lookahead:W=4:N=3:G=4"), g).tokens);
+  }
+  auto after = std::make_shared<Recorder>();
+  sch.submit(make_job(good1, spec("ar"), g, after));
+  run_until_idle(sch);
+  EXPECT_EQ(after->tokens, recs[0]->tokens);
+}
+
+// Logprobs come from scoring the finished text again: they equal what one-token-at-a-time decoding
+// computes, bit for bit, whichever decoder produced the text and whatever shared its forwards.
+TEST_F(ServeStories, LogprobsEqualOneTokenAtATimeWhicheverDecoderRuns) {
+  const auto prompt = encode("Once upon a time");
+  GenerationConfig g;
+  g.max_new_tokens = 24;
+  g.ignore_eos = true;
+  const GenerationResult want = alone(prompt, spec("ar"), g);
+  std::vector<int32_t> text = prompt;
+  text.insert(text.end(), want.tokens.begin(), want.tokens.end());
+  Session ref(*lm.model, 512);
+  SequenceInput in;
+  std::vector<TokenLogprob> expected;  // for text[1..]
+  const size_t V = static_cast<size_t>(fwd->vocab_size());
+  for (size_t i = 0; i + 1 < text.size(); i++) {
+    in.set_causal(&ref.cache(), std::span<const int32_t>(&text[i], 1), SequenceInput::Logits::Last);
+    expected.push_back(token_logprob(std::span<const float>(ref.forward(in), V), text[i + 1], 3));
+  }
+  for (const std::string d : {"ar", "lookahead:W=4:N=3:G=4", "jacobi:block=4", "pld"}) {
+    SchedulerOptions o;
+    o.parallel = 2, o.context = 256, o.prefill_chunk = 5;
+    Scheduler sch(*fwd, o, CostCurve(), nullptr);
+    auto echo = std::make_shared<Recorder>(), plain = std::make_shared<Recorder>(), other = std::make_shared<Recorder>();
+    auto j1 = make_job(prompt, spec(d), g, echo);
+    j1->logprobs = 3, j1->score_prompt = true;
+    auto j2 = make_job(prompt, spec(d), g, plain);
+    j2->logprobs = 0;
+    sch.submit(j1);
+    sch.submit(make_job(encode("The cat sat"), spec("ar"), g, other));
+    sch.submit(j2);
+    run_until_idle(sch);
+    ASSERT_EQ(echo->tokens, want.tokens) << d;
+    ASSERT_EQ(echo->scored.size(), expected.size()) << d;
+    ASSERT_EQ(plain->scored.size(), want.tokens.size()) << d;
+    for (size_t i = 0; i < expected.size(); i++) {
+      EXPECT_EQ(echo->scored[i].token, expected[i].token) << d << " " << i;
+      EXPECT_EQ(echo->scored[i].logprob, expected[i].logprob) << d << " " << i;
+      EXPECT_EQ(echo->scored[i].top, expected[i].top) << d << " " << i;
+    }
+    for (size_t i = 0; i < want.tokens.size(); i++) {
+      EXPECT_EQ(plain->scored[i].logprob, expected[prompt.size() - 1 + i].logprob) << d << " " << i;
+      EXPECT_TRUE(plain->scored[i].top.empty());
+    }
+    EXPECT_EQ(other->tokens, alone(encode("The cat sat"), spec("ar"), g).tokens);
+  }
+}
+
 TEST_F(ServeStories, CancelAndStopFreeTheSequence) {
   SchedulerOptions o;
   o.parallel = 1, o.context = 512, o.queue = 1;
@@ -412,8 +510,10 @@ TEST(Requests, BadFieldsAreNamed) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << body << ": " << e.what();
     }
   };
-  err(R"({"prompt": [1, 2], "n": 2})", "n", "not supported");
-  err(R"({"prompt": [1, 2], "logprobs": 3})", "logprobs", "not supported");
+  err(R"({"prompt": [1, 2], "n": 20})", "n", "between");
+  err(R"({"prompt": [1, 2], "best_of": 3})", "best_of", "not supported");
+  err(R"({"prompt": [1, 2], "logprobs": 30})", "logprobs", "between");
+  err(R"({"prompt": [1, 2], "top_logprobs": 3})", "top_logprobs", "belongs to chat");
   err(R"({"prompt": [1, 2], "frobnicate": 1})", "frobnicate", "unknown field");
   err(R"({"prompt": [1, 2], "temperature": "hot"})", "temperature", "number");
   err(R"({"prompt": [1, 2], "temperature": 3})", "temperature", "between");
@@ -446,6 +546,12 @@ TEST(Requests, BadFieldsAreNamed) {
   EXPECT_EQ(ok.stop, std::vector<std::string>{"x"});
   EXPECT_TRUE(ok.stream && ok.include_usage);
   EXPECT_EQ(ok.gen.sampling.seed, 5u);
+
+  // No seed: a fresh one per request (OpenAI's sampling is not repeatable without one).
+  const auto unseeded = nlohmann::json::parse(R"({"prompt": [1], "temperature": 0.7})");
+  const CompletionRequest r1 = parse_completion_request(unseeded, false, ctx), r2 = parse_completion_request(unseeded, false, ctx);
+  EXPECT_FALSE(r1.seed_given || ok.seed_given == false);
+  EXPECT_NE(r1.gen.sampling.seed, r2.gen.sampling.seed);
 
   ctx.default_decoder.name = "jacobi";  // greedy-only default, sampling request: its sampling counterpart
   EXPECT_EQ(parse_completion_request(nlohmann::json::parse(R"({"prompt": [1], "temperature": 0.7})"), false, ctx).decoder.name, "sjd");

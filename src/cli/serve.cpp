@@ -63,18 +63,35 @@ void check_args(ServeArgs& a) {
     if (key.empty()) throw Error("--api-key-file " + a.api_key_file + " is empty");
     a.http.api_key = key;
   }
-  a.http.threads = std::max(a.http.threads, a.sched.parallel + a.sched.queue / 4 + 8);
+  const HttpLimits& l = a.http.limits;
+  if (l.max_body < 1 || l.max_header < 256) throw Error("--max-body must be >= 1 and --max-header >= 256");
+  if (l.header_timeout <= 0 || l.body_timeout <= 0 || l.keep_alive_timeout < 0)
+    throw Error("--header-timeout and --body-timeout must be > 0, --keep-alive-timeout >= 0");
+  if (l.max_connections < 1) throw Error("--max-connections must be >= 1");
 }
 
-// SIGINT / SIGTERM are blocked in every thread and taken by sigwait here.
-int wait_for_signal() {
+// SIGINT / SIGTERM are blocked in every thread and taken here. Waits up to `seconds` (< 0: for ever);
+// returns the signal, or 0.
+int wait_for_signal(double seconds = -1) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
-  int sig = 0;
-  sigwait(&set, &sig);
-  return sig;
+  if (seconds < 0) {
+    int sig = 0;
+    sigwait(&set, &sig);
+    return sig;
+  }
+  timespec ts{static_cast<time_t>(seconds), static_cast<long>((seconds - static_cast<time_t>(seconds)) * 1e9)};
+  const int sig = sigtimedwait(&set, nullptr, &ts);
+  return sig > 0 ? sig : 0;
+}
+
+// The longest text `context` tokens can be: a prompt longer in bytes is refused before it is tokenized.
+size_t max_prompt_bytes(const Tokenizer& tok, int context) {
+  size_t longest = 1;
+  for (int32_t id = 0; id < tok.n_vocab(); id++) longest = std::max(longest, tok.token_text(id).size());
+  return longest * static_cast<size_t>(context) + 64;
 }
 
 int run_serve(ServeArgs& a) {
@@ -122,6 +139,7 @@ int run_serve(ServeArgs& a) {
       throw Error("unknown chat format '" + a.chat_format + "' (known: " + chat_format_names() + ")");
     for (int32_t id = 0; id < lm.tokenizer->n_vocab(); id++)
       if (lm.tokenizer->is_eog(id)) api.eos_ids.push_back(id);
+    api.max_prompt_bytes = max_prompt_bytes(*lm.tokenizer, api.context);
   }
   const std::string model_id = a.model_id.empty() ? file_name(a.model.path) : a.model_id;
   std::thread model_loop([&] { scheduler.run(); });
@@ -139,8 +157,13 @@ int run_serve(ServeArgs& a) {
                scheduler.in_flight(), a.drain_timeout);
   http.begin_drain();
   scheduler.begin_drain();
+  // A second signal ends the drain at once.
   const double deadline = now_seconds() + a.drain_timeout;
-  while (scheduler.in_flight() > 0 && now_seconds() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  while (scheduler.in_flight() > 0 && now_seconds() < deadline)
+    if (wait_for_signal(0.02)) {
+      std::fprintf(stderr, "jf serve: second signal: cancelling the rest\n");
+      break;
+    }
   const int left = scheduler.in_flight();
   scheduler.shutdown();
   model_loop.join();
@@ -188,7 +211,13 @@ Command add_serve_command(CLI::App& app) {
                 "as OpenAI's API)");
   cmd->add_option("--chat-format", a->chat_format, "Chat format instead of the model's template: " + chat_format_names());
   cmd->add_option("--model-id", a->model_id, "Model name reported by /v1/models and in responses (default: the file name)");
-  cmd->add_option("--max-body", a->http.max_body_bytes, "Largest request body in bytes; larger ones get 413 (default 8 MiB)");
+  HttpLimits& l = a->http.limits;
+  cmd->add_option("--max-body", l.max_body, "Largest request body in bytes, chunked or not; larger ones get 413 (default 8 MiB)");
+  cmd->add_option("--max-header", l.max_header, "Largest request line and header in bytes; larger get 431 (default 16 KiB)");
+  cmd->add_option("--header-timeout", l.header_timeout, "Seconds a client has to send a request's header; then 408 (default 10)");
+  cmd->add_option("--body-timeout", l.body_timeout, "Seconds a client has to send a request's body after its header; then 408 (default 30)");
+  cmd->add_option("--keep-alive-timeout", l.keep_alive_timeout, "Seconds an idle keep-alive connection stays open (default 5)");
+  cmd->add_option("--max-connections", l.max_connections, "Open connections at most; one more gets 503 and is closed (default 512)");
   cmd->add_option("--drain-timeout", a->drain_timeout, "Seconds SIGINT/SIGTERM waits for in-flight requests before cancelling them (default 30)");
   return [a] { return run_serve(*a); };
 }

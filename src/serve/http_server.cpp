@@ -1,13 +1,11 @@
 #include "serve/http_server.h"
 
-#include <httplib.h>
-
-#include <chrono>
+#include <ctime>
 #include <random>
 
 #include "base/timer.h"
-#include "serve/connection.h"
 #include "serve/response.h"
+#include "serve/text_stream.h"
 #include "serve/web/page.h"
 
 namespace jf {
@@ -16,68 +14,76 @@ using nlohmann::json;
 
 namespace {
 
-void send_json(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+HttpResponse json_response(int status, const json& body) {
+  HttpResponse r;
+  r.status = status;
+  r.body = dump(body);
+  return r;
 }
 
-void send_error(httplib::Response& res, int status, const std::string& message, const std::string& param = {},
-                const std::string& type = {}) {
-  send_json(res, status, error_body(status, message, param, type));
-  if (status == 429 || status == 503) res.set_header("Retry-After", "1");
+HttpResponse error_response(int status, const std::string& message, const std::string& param = {}, const std::string& type = {},
+                            const std::string& code = {}) {
+  HttpResponse r = json_response(status, error_body(status, message, param, type, code));
+  if (status == 429 || status == 503) r.headers.push_back({"Retry-After", "1"});
+  return r;
 }
 
-std::string sse(const json& j) { return "data: " + j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n"; }
+// Deeply nested JSON is refused while parsing: printing or comparing it would recurse that deep.
+json parse_body(const std::string& text) {
+  constexpr int kMaxDepth = 64;
+  try {
+    return json::parse(text, [](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxDepth) throw ApiError(400, "the request body nests deeper than " + std::to_string(kMaxDepth) + " levels");
+      return true;
+    });
+  } catch (const json::exception& e) {
+    throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
+  }
+}
 
-// State of one streamed answer, shared by the content provider's calls.
-struct StreamState {
-  CompletionRequest req;
-  ResponseIds ids;
-  std::shared_ptr<TextStream> out;
-  std::shared_ptr<Job> job;
-  bool sent_role = false;
-  bool finished = false;
-};
+std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
+
+// The same length for every key, so the time taken says nothing about how much of it a guess got right.
+bool same_secret(const std::string& given, const std::string& key) {
+  unsigned char diff = given.size() == key.size() ? 0 : 1;
+  for (size_t i = 0; i < key.size(); i++) diff |= static_cast<unsigned char>(key[i] ^ (i < given.size() ? given[i] : 0));
+  return diff == 0;
+}
 
 }  // namespace
 
+// One request between the scheduler (which fills each choice's TextStream) and the client's exchange;
+// pump() runs on the event loop whenever a stream has news. With n > 1 the first choice runs alone until
+// its prompt is in a cache; the others then start from a copy of those keys and values.
+struct HttpServer::Stream {
+  CompletionRequest req;
+  ResponseIds ids;
+  Choices outs;
+  std::vector<std::shared_ptr<Job>> jobs;
+  std::vector<char> ended;  // a choice whose last chunk is written (streaming)
+  std::shared_ptr<Exchange> ex;
+  Scheduler* scheduler = nullptr;
+  size_t submitted = 0;
+  bool started = false;  // a stream's head is queued (pieces wait in the TextStreams until then)
+  bool done = false;
+};
+
 HttpServer::HttpServer(const HttpOptions& opts, Metrics& metrics)
-    : opts_(opts), metrics_(metrics), svr_(std::make_unique<httplib::Server>()) {
+    : opts_(opts),
+      metrics_(metrics),
+      transport_(opts.limits, [this](HttpRequest&& req, std::shared_ptr<Exchange> ex) { route(std::move(req), std::move(ex)); },
+                 [this](int status) { metrics_.request_done(status); }) {
   started_ = static_cast<int64_t>(std::time(nullptr));
   id_salt_ = std::random_device{}();
-  routes();
 }
 
 HttpServer::~HttpServer() { stop(); }
 
-void HttpServer::start() {
-  const int threads = std::max(4, opts_.threads);
-  svr_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  svr_->set_payload_max_length(opts_.max_body_bytes);
-  // Idle keep-alive connections hold a thread until this passes, and a shutdown waits for them.
-  svr_->set_keep_alive_timeout(2);
-  // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, which lets a second server bind a port in use.
-  svr_->set_socket_options([](int sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  svr_->set_read_timeout(60);
-  svr_->set_write_timeout(60);
-  if (opts_.port == 0) {
-    port_ = svr_->bind_to_any_port(opts_.host);
-    if (port_ <= 0) throw Error("cannot listen on " + opts_.host + " (any port)");
-  } else {
-    if (!svr_->bind_to_port(opts_.host, opts_.port))
-      throw Error("cannot listen on " + opts_.host + ":" + std::to_string(opts_.port) + " (port in use, or not an address of this machine)");
-    port_ = opts_.port;
-  }
-  listener_ = std::thread([this] { svr_->listen_after_bind(); });
-}
+void HttpServer::start() { transport_.start(opts_.host, opts_.port); }
 
-void HttpServer::stop() {
-  if (svr_) svr_->stop();
-  if (listener_.joinable()) listener_.join();
-}
+void HttpServer::stop() { transport_.stop(); }
 
 void HttpServer::attach(Scheduler& scheduler, ApiContext api, std::string model_id) {
   api_ = std::move(api);
@@ -92,165 +98,176 @@ std::string HttpServer::next_id(bool chat) {
   return buf;
 }
 
-bool HttpServer::authorised(const httplib::Request& req, httplib::Response& res) const {
-  if (opts_.api_key.empty()) return true;
-  if (req.get_header_value("Authorization") == "Bearer " + opts_.api_key) return true;
-  send_error(res, 401, "missing or wrong API key (send 'Authorization: Bearer <key>')", {}, "authentication_error");
-  return false;
+bool HttpServer::authorised(const HttpRequest& req) const {
+  return opts_.api_key.empty() || same_secret(req.header("Authorization"), "Bearer " + opts_.api_key);
 }
 
-void HttpServer::routes() {
-  httplib::Server& s = *svr_;
-  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    const bool open = req.path == "/health" || req.path == "/" || req.path == "/props";
-    if (open || authorised(req, res)) return httplib::Server::HandlerResponse::Unhandled;
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  s.set_logger([this](const httplib::Request&, const httplib::Response& res) { metrics_.request_done(res.status); });
-  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty() || res.is_chunked_content_provider_) return;
-    if (res.status == 404) send_error(res, 404, "no route " + req.method + " " + req.path, {}, "not_found_error");
-    else if (res.status == 413) send_error(res, 413, "the request body is larger than the server's limit");
-    else send_error(res, res.status, "HTTP error " + std::to_string(res.status));
-  });
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "internal error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    send_error(res, 500, what, {}, "server_error");
-  });
-
-  s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    if (!scheduler_.load()) return send_error(res, 503, "Loading model", {}, "unavailable_error");
-    if (draining_) return send_error(res, 503, "Shutting down", {}, "unavailable_error");
-    send_json(res, 200, {{"status", "ok"}});
-  });
-  s.Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(kIndexHtml.data(), kIndexHtml.size(), "text/html; charset=utf-8");
-  });
-  // What the page needs to know before the first request (open like /health: it holds no secrets).
-  s.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
-    if (!scheduler_.load()) return send_error(res, 503, "Loading model", {}, "unavailable_error");
-    send_json(res, 200, {{"model", model_id_}, {"chat", api_.tokenizer && api_.chat_format != ChatFormat::None},
-                         {"decoder", api_.default_decoder.name}, {"context", api_.context}});
-  });
-  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    Scheduler* sch = scheduler_.load();
-    res.set_content(metrics_.render(sch ? sch->queued() : 0, sch ? sch->active() : 0), "text/plain; version=0.0.4");
-  });
-  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    if (!scheduler_.load()) return send_error(res, 503, "Loading model", {}, "unavailable_error");
-    send_json(res, 200, {{"object", "list"},
-                         {"data", json::array({{{"id", model_id_}, {"object", "model"}, {"created", started_}, {"owned_by", "jf"}}})}});
-  });
-  s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { generate(req, res, false); });
-  s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { generate(req, res, true); });
-
-  // A known route with the wrong method is 405, not 404.
-  auto not_allowed = [](const char* allow) {
-    return [allow](const httplib::Request& req, httplib::Response& res) {
-      send_error(res, 405, "method " + req.method + " is not allowed on " + req.path + " (use " + allow + ")");
-      res.set_header("Allow", allow);
-    };
-  };
-  for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
-    s.Get(path, not_allowed("POST"));
-    s.Put(path, not_allowed("POST"));
-    s.Delete(path, not_allowed("POST"));
-    s.Patch(path, not_allowed("POST"));
+// On the event loop: everything but generation is answered here, at once.
+void HttpServer::route(HttpRequest&& req, std::shared_ptr<Exchange> ex) {
+  const std::string& p = req.path;
+  const bool generation = p == "/v1/completions" || p == "/v1/chat/completions";
+  const bool one_model = p.rfind("/v1/models/", 0) == 0;
+  const bool known = generation || one_model || p == "/" || p == "/props" || p == "/health" || p == "/metrics" || p == "/v1/models";
+  const bool open = p == "/health" || p == "/" || p == "/props";
+  if (!open && !authorised(req))
+    return ex->reply(error_response(401, "missing or wrong API key (send 'Authorization: Bearer <key>')", {}, "authentication_error"));
+  if (!known) return ex->reply(error_response(404, "no route " + req.method + " " + p, {}, "not_found_error"));
+  const char* allowed = generation ? "POST" : "GET";
+  if (req.method != allowed) {
+    HttpResponse r = error_response(405, "method " + req.method + " is not allowed on " + p + " (use " + allowed + ")");
+    r.headers.push_back({"Allow", allowed});
+    return ex->reply(std::move(r));
   }
-  for (const char* path : {"/", "/props", "/health", "/metrics", "/v1/models"}) {
-    s.Post(path, not_allowed("GET"));
-    s.Put(path, not_allowed("GET"));
-    s.Delete(path, not_allowed("GET"));
-    s.Patch(path, not_allowed("GET"));
+  if (generation) {
+    const bool chat = p == "/v1/chat/completions";
+    // Parsing and tokenizing may take a while: off the event loop.
+    return transport_.offload([this, req = std::move(req), ex, chat] { generate(req, ex, chat); });
   }
+  Scheduler* sch = scheduler_.load();
+  if (p == "/health") {
+    if (!sch) return ex->reply(error_response(503, "Loading model", {}, "unavailable_error"));
+    if (draining_) return ex->reply(error_response(503, "Shutting down", {}, "unavailable_error"));
+    return ex->reply(json_response(200, {{"status", "ok"}}));
+  }
+  if (p == "/metrics") {
+    HttpResponse r;
+    r.content_type = "text/plain; version=0.0.4";
+    r.body = metrics_.render(sch ? sch->queued() : 0, sch ? sch->active() : 0);
+    r.body += "# HELP jf_open_connections HTTP connections open now.\n# TYPE jf_open_connections gauge\n";
+    r.body += "jf_open_connections " + std::to_string(transport_.open_connections()) + "\n";
+    return ex->reply(std::move(r));
+  }
+  if (p == "/") {
+    HttpResponse r;
+    r.content_type = "text/html; charset=utf-8";
+    r.body = std::string(kIndexHtml);
+    return ex->reply(std::move(r));
+  }
+  if (!sch) return ex->reply(error_response(503, "Loading model", {}, "unavailable_error"));
+  if (p == "/props")  // what the page needs to know before the first request (open like /health: no secrets)
+    return ex->reply(json_response(200, {{"model", model_id_}, {"chat", api_.tokenizer && api_.chat_format != ChatFormat::None},
+                                         {"decoder", api_.default_decoder.name}, {"context", api_.context}}));
+  const json model = {{"id", model_id_}, {"object", "model"}, {"created", started_}, {"owned_by", "jf"}};
+  if (!one_model) return ex->reply(json_response(200, {{"object", "list"}, {"data", json::array({model})}}));
+  const std::string id = p.substr(std::string("/v1/models/").size());
+  if (id != model_id_) return ex->reply(error_response(404, "the model '" + id + "' does not exist (this server has '" + model_id_ + "')", "model", {}, "model_not_found"));
+  ex->reply(json_response(200, model));
 }
 
-void HttpServer::generate(const httplib::Request& http_req, httplib::Response& res, bool chat) {
+// Choice i's job and text stream (a sampled choice i draws with seed + i: n samples, not n copies).
+void HttpServer::add_choice(Stream& st, int i, double t_arrival) {
+  auto out = std::make_shared<TextStream>(api_.tokenizer, st.req.prompt, st.req.stop, t_arrival, &metrics_);
+  auto job = std::make_shared<Job>();
+  job->prompt = st.req.prompt;
+  job->gen = st.req.gen;
+  job->gen.sampling.seed += static_cast<uint64_t>(i);
+  job->decoder = st.req.decoder;
+  job->reuse_prefix = st.req.cache_prompt;
+  job->logprobs = st.req.logprobs;
+  job->score_prompt = st.req.echo && st.req.logprobs >= 0;
+  job->observer = out;
+  st.outs.push_back(std::move(out));
+  st.jobs.push_back(std::move(job));
+  st.ended.push_back(0);
+}
+
+// On a worker thread: validate, tokenize, queue; the answer is sent by pump() on the event loop.
+void HttpServer::generate(const HttpRequest& http_req, const std::shared_ptr<Exchange>& ex, bool chat) {
   const double t_arrival = now_seconds();
   Scheduler* sch = scheduler_.load();
-  if (!sch) return send_error(res, 503, "Loading model", {}, "unavailable_error");
-  if (draining_) return send_error(res, 503, "the server is shutting down", {}, "unavailable_error");
-  json body;
+  if (!sch) return ex->reply(error_response(503, "Loading model", {}, "unavailable_error"));
+  if (draining_) return ex->reply(error_response(503, "the server is shutting down", {}, "unavailable_error"));
+  auto st = std::make_shared<Stream>();
   try {
-    body = json::parse(http_req.body);
-  } catch (const json::exception& e) {
-    return send_error(res, 400, std::string("the request body is not valid JSON: ") + e.what());
-  }
-  auto state = std::make_shared<StreamState>();
-  try {
-    state->req = parse_completion_request(body, chat, api_);
+    st->req = parse_completion_request(parse_body(http_req.body), chat, api_);
   } catch (const ApiError& e) {
-    return send_error(res, e.status, e.what(), e.param, e.type);
+    return ex->reply(error_response(e.status, e.what(), e.param, e.type, e.code));
   }
-  state->ids = {next_id(chat), static_cast<int64_t>(std::time(nullptr)), model_id_};
-  state->out = std::make_shared<TextStream>(api_.tokenizer, state->req.prompt, state->req.stop, t_arrival, &metrics_);
-  state->job = std::make_shared<Job>();
-  state->job->prompt = state->req.prompt;
-  state->job->gen = state->req.gen;
-  state->job->decoder = state->req.decoder;
-  state->job->reuse_prefix = state->req.cache_prompt;
-  state->job->observer = state->out;
-  switch (sch->submit(state->job)) {
+  st->ids = {next_id(chat), static_cast<int64_t>(std::time(nullptr)), model_id_};
+  st->ex = ex;
+  st->scheduler = sch;
+  for (int i = 0; i < st->req.n; i++) {
+    add_choice(*st, i, t_arrival);
+    // The scheduler's thread only posts: the JSON of every chunk is built on the event loop.
+    st->outs.back()->set_listener([this, weak = std::weak_ptr<Stream>(st)] {
+      if (auto s = weak.lock()) s->ex->post([this, s] { pump(s); });
+    });
+  }
+  // Nothing is sent before the first job is accepted (a full queue must still be able to answer 429).
+  switch (sch->submit(st->jobs[0])) {
     case Scheduler::Admit::Queued: break;
-    case Scheduler::Admit::QueueFull: return send_error(res, 429, "the server is busy: every slot and queue place is taken; retry later");
-    case Scheduler::Admit::Draining: return send_error(res, 503, "the server is shutting down", {}, "unavailable_error");
+    case Scheduler::Admit::QueueFull: return ex->reply(error_response(429, "the server is busy: every slot and queue place is taken; retry later"));
+    case Scheduler::Admit::Draining: return ex->reply(error_response(503, "the server is shutting down", {}, "unavailable_error"));
   }
-
-  if (!state->req.stream) {
-    // A client that hangs up frees its sequence within a poll period instead of at max_tokens.
-    const int socket = find_connection_socket(http_req.remote_addr, http_req.remote_port, http_req.local_port);
-    std::vector<TextStream::Piece> pieces;
-    while (!state->out->wait(pieces, 0.25)) {
-      if (socket >= 0 && peer_has_closed(socket)) {
-        state->job->cancel = true;
-        res.status = 499;  // nginx's "client closed request", for the request counters; nobody reads it
-        return;
-      }
+  st->submitted = 1;
+  if (st->req.stream) {
+    HttpResponse head;
+    head.content_type = "text/event-stream";
+    head.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
+    ex->start_stream(std::move(head));
+    for (int i = 0; i < st->req.n; i++) {
+      if (st->req.chat) ex->write(sse(stream_chunk(st->req, st->ids, "", true, 0, i)));
+      if (st->req.echo) ex->write(sse(stream_chunk(st->req, st->ids, st->req.echo_text, false, 0, i)));
     }
-    const FinishReason why = state->out->reason();
-    if (why == FinishReason::Error) return send_error(res, 500, "generation failed: " + state->out->error(), {}, "server_error");
-    if (why == FinishReason::Cancelled) return send_error(res, 503, "the request was cancelled (the server is shutting down)", {}, "unavailable_error");
-    return send_json(res, 200, completion_response(state->req, state->ids, *state->out));
   }
+  ex->post([this, st] {  // after the head, in the exchange's order; then pieces that came before it
+    st->started = true;
+    pump(st);
+  });
+  // A client that hangs up frees its sequences at the next step instead of at max_tokens.
+  ex->on_disconnect([this, st] {
+    st->done = true;
+    for (auto& job : st->jobs) job->cancel = true;
+    if (!st->req.stream) metrics_.request_done(499);  // nginx's "client closed request"
+  });
+}
 
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [state](size_t, httplib::DataSink& sink) {
-        auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
-        if (state->req.chat && !state->sent_role) {
-          state->sent_role = true;
-          if (!write(sse(stream_chunk(state->req, state->ids, "", true)))) return false;
-        }
-        std::vector<TextStream::Piece> pieces;
-        const bool done = state->out->wait(pieces, 1.0);
-        for (const auto& p : pieces)
-          if (!write(sse(stream_chunk(state->req, state->ids, p.text, false, p.tokens)))) return false;
-        if (!done) return pieces.empty() ? write(": keep-alive\n\n") : true;  // a ping finds a vanished client
-        const FinishReason why = state->out->reason();
-        if (why == FinishReason::Error || why == FinishReason::Cancelled) {
-          const std::string msg = why == FinishReason::Error ? "generation failed: " + state->out->error()
-                                                              : std::string("the request was cancelled (the server is shutting down)");
-          write(sse(error_body(why == FinishReason::Error ? 500 : 503, msg)));
-        } else {
-          if (!write(sse(final_chunk(state->req, state->ids, *state->out)))) return false;
-          if (state->req.include_usage && !write(sse(usage_chunk(state->req, state->ids, *state->out)))) return false;
-        }
-        write("data: [DONE]\n\n");
-        state->finished = true;
-        sink.done();
-        return true;
-      },
-      [state](bool success) {
-        if (!success || !state->finished) state->job->cancel = true;  // the client went away: free its KV
-      });
+// On the event loop, once the first choice has its prompt in a cache: the other choices.
+void HttpServer::submit_rest(Stream& st) {
+  for (; st.submitted < st.jobs.size(); st.submitted++)
+    if (st.scheduler->submit(st.jobs[st.submitted]) != Scheduler::Admit::Queued)
+      st.outs[st.submitted]->on_finished(GenerationResult{}, FinishReason::Error, "no slot or queue place was left for this choice");
+}
+
+// On the event loop: sends what the generation has produced since the last call.
+void HttpServer::pump(const std::shared_ptr<Stream>& st) {
+  if (st->done || !st->started) return;
+  if (st->submitted < st->jobs.size() && (st->outs[0]->has_tokens() || st->outs[0]->finished())) submit_rest(*st);
+  bool all = true;
+  int failed = 0;
+  std::string failure;
+  for (size_t i = 0; i < st->outs.size(); i++) {
+    const TextStream& out = *st->outs[i];
+    std::vector<TextStream::Piece> pieces;
+    const bool finished = out.finished() && !st->ended[i];
+    st->outs[i]->wait(pieces, 0);
+    if (st->req.stream)
+      for (const auto& p : pieces) st->ex->write(sse(stream_chunk(st->req, st->ids, p.text, false, p.tokens, static_cast<int>(i))));
+    if (!finished) {
+      all = all && st->ended[i];
+      continue;
+    }
+    st->ended[i] = 1;
+    const FinishReason why = out.reason();
+    if (why == FinishReason::Error || why == FinishReason::Cancelled) {
+      failed = why == FinishReason::Error ? 500 : 503;
+      failure = why == FinishReason::Error ? "generation failed: " + out.error() : "the request was cancelled (the server is shutting down)";
+    } else if (st->req.stream) {
+      st->ex->write(sse(final_chunk(st->req, st->ids, out, static_cast<int>(i))));
+    }
+  }
+  if (!all && !failed) return;
+  st->done = true;
+  if (failed)
+    for (auto& job : st->jobs) job->cancel = true;  // one choice failed: the request has
+  if (!st->req.stream) {
+    if (failed) return st->ex->reply(error_response(failed, failure, {}, failed == 500 ? "server_error" : "unavailable_error"));
+    return st->ex->reply(json_response(200, completion_response(st->req, st->ids, st->outs)));
+  }
+  if (failed) st->ex->write(sse(error_body(failed, failure)));
+  else if (st->req.include_usage) st->ex->write(sse(usage_chunk(st->req, st->ids, st->outs)));
+  st->ex->write("data: [DONE]\n\n");
+  st->ex->end_stream();
 }
 
 }  // namespace jf

@@ -1,30 +1,26 @@
-// The HTTP face of `jf serve` (cpp-httplib): parses, validates and queues; never touches the model. Routes:
-// POST /v1/completions, POST /v1/chat/completions (streamed as server-sent events or whole), GET /v1/models,
-// GET /health, GET /metrics. Answers 503 until the model is attached, then hands jobs to the Scheduler.
+// The HTTP face of `jf serve`: routes, API key, OpenAI errors, and the bridge from a generation's text
+// stream to its client; never touches the model. Routes: POST /v1/completions, POST /v1/chat/completions
+// (streamed as server-sent events or whole), GET /v1/models, GET /health, GET /metrics, GET / (the chat
+// page). Answers 503 until the model is attached, then hands jobs to the Scheduler. The wire (connections,
+// limits, timeouts) is HttpTransport's; requests are parsed and tokenized on its worker threads, so the
+// event loop answers /health and /metrics at once however busy the model is.
 #pragma once
 #include <atomic>
 #include <memory>
 #include <string>
-#include <thread>
 
+#include "serve/http_transport.h"
 #include "serve/metrics.h"
 #include "serve/request.h"
 #include "serve/scheduler.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace jf {
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8080;
-  std::string api_key;                 // empty: no authentication
-  size_t max_body_bytes = 8u << 20;    // larger bodies: 413
-  int threads = 32;                    // connections served at once (a streaming request holds one)
+  std::string api_key;  // empty: no authentication
+  HttpLimits limits;
 };
 
 class HttpServer {
@@ -39,21 +35,23 @@ class HttpServer {
   void attach(Scheduler& scheduler, ApiContext api, std::string model_id);
   // New generation requests get 503 from now on.
   void begin_drain() { draining_ = true; }
-  // Stops listening and joins the listener thread.
+  // Stops listening, closes the connections and joins the threads.
   void stop();
-  int port() const { return port_; }
+  int port() const { return transport_.port(); }
 
  private:
-  void routes();
-  void generate(const httplib::Request& req, httplib::Response& res, bool chat);
-  bool authorised(const httplib::Request& req, httplib::Response& res) const;
+  struct Stream;
+  void route(HttpRequest&& req, std::shared_ptr<Exchange> ex);
+  void generate(const HttpRequest& req, const std::shared_ptr<Exchange>& ex, bool chat);
+  void add_choice(Stream& st, int i, double t_arrival);
+  void submit_rest(Stream& st);
+  void pump(const std::shared_ptr<Stream>& st);
+  bool authorised(const HttpRequest& req) const;
   std::string next_id(bool chat);
 
   HttpOptions opts_;
   Metrics& metrics_;
-  std::unique_ptr<httplib::Server> svr_;
-  std::thread listener_;
-  int port_ = 0;
+  HttpTransport transport_;
   std::atomic<Scheduler*> scheduler_{nullptr};
   ApiContext api_;
   std::string model_id_;

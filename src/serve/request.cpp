@@ -1,13 +1,34 @@
 #include "serve/request.h"
 
 #include <cmath>
+#include <random>
 #include <set>
 
 namespace jf {
 
 using nlohmann::json;
 
-json error_body(int status, const std::string& message, const std::string& param, std::string type) {
+namespace {
+
+// OpenAI's string code for an error of this status, where the error gives none of its own.
+std::string default_code(int status) {
+  switch (status) {
+    case 400: return "invalid_value";
+    case 401: return "invalid_api_key";
+    case 404: return "unknown_url";
+    case 405: return "method_not_allowed";
+    case 408: return "request_timeout";
+    case 413: return "request_too_large";
+    case 429: return "rate_limit_exceeded";
+    case 431: return "request_header_too_large";
+    case 503: return "service_unavailable";
+    default: return status >= 500 ? "server_error" : "invalid_request";
+  }
+}
+
+}  // namespace
+
+json error_body(int status, const std::string& message, const std::string& param, std::string type, std::string code) {
   if (type.empty()) {
     type = status == 401   ? "authentication_error"
            : status == 404 ? "not_found_error"
@@ -16,14 +37,28 @@ json error_body(int status, const std::string& message, const std::string& param
            : status >= 500 ? "server_error"
                            : "invalid_request_error";
   }
-  json e = {{"message", message}, {"type", type}, {"code", status}};
+  json e = {{"message", message}, {"type", type}, {"code", code.empty() ? default_code(status) : code}};
   e["param"] = param.empty() ? json(nullptr) : json(param);
   return json{{"error", e}};
 }
 
 namespace {
 
-[[noreturn]] void bad(const std::string& param, const std::string& message) { throw ApiError(400, message, param); }
+[[noreturn]] void bad(const std::string& param, const std::string& message, const std::string& code = {}) {
+  throw ApiError(400, message, param, {}, code);
+}
+
+void check_prompt_bytes(size_t bytes, const ApiContext& ctx, const char* param) {
+  if (bytes > ctx.max_prompt_bytes)
+    bad(param, "the prompt has " + std::to_string(bytes) + " bytes, more than " + std::to_string(ctx.context) +
+                   " tokens (the context size) can hold", "context_length_exceeded");
+}
+
+// OpenAI: a request without a seed samples differently every time.
+uint64_t fresh_seed() {
+  static thread_local std::mt19937_64 rng{(uint64_t{std::random_device{}()} << 32) ^ std::random_device{}()};
+  return rng() >> 11;  // 53 bits: exact as a JavaScript number, so any client can send it back
+}
 
 bool present(const json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
 
@@ -71,17 +106,13 @@ void refuse_unsupported(const json& body, bool chat) {
     if (!present(body, key)) return;
     const json& v = body[key];
     if ((... || (v == json(allowed)))) return;
-    bad(key, std::string("'") + key + "' is not supported by this server (got " + v.dump() + ")");
+    bad(key, std::string("'") + key + "' is not supported by this server (got " + v.dump() + ")", "unsupported_parameter");
   };
-  off("n", 1);
   off("best_of", 1);
-  off("echo", false);
   off("suffix", "");
   off("presence_penalty", 0, 0.0);
   off("frequency_penalty", 0, 0.0);
   off("logit_bias", json::object());
-  off("logprobs", false);
-  off("top_logprobs", 0);
   off("tools", json::array());
   off("functions", json::array());
   off("tool_choice", "none");
@@ -101,7 +132,7 @@ void refuse_unsupported(const json& body, bool chat) {
       "service_tier", "parallel_tool_calls", "ignore_eos", "audio", "modalities", "chat_template_kwargs",
       "cache_prompt"};
   for (const auto& [key, value] : body.items())
-    if (!known.count(key)) bad(key, "unknown field '" + key + "' (it may change the output, so it is refused)");
+    if (!known.count(key)) bad(key, "unknown field '" + key + "' (it may change the output, so it is refused)", "unknown_parameter");
   if (!chat && present(body, "messages")) bad("messages", "'messages' belongs to /v1/chat/completions");
   if (chat && present(body, "prompt")) bad("prompt", "'prompt' belongs to /v1/completions; send 'messages'");
   if (!chat && present(body, "chat_template_kwargs"))
@@ -115,6 +146,7 @@ std::vector<int32_t> encode_prompt(const json& body, const ApiContext& ctx) {
   std::vector<int32_t> ids;
   if (p.is_string()) {
     if (!ctx.tokenizer) bad("prompt", "the model has no tokenizer: send the prompt as an array of token ids");
+    check_prompt_bytes(p.get_ref<const std::string&>().size(), ctx, "prompt");
     ids = ctx.tokenizer->encode(p.get<std::string>(), /*add_special=*/true, ctx.parse_special);
     if (ids.empty() && ctx.tokenizer->bos() >= 0) ids.push_back(ctx.tokenizer->bos());
   } else if (p.is_array()) {
@@ -156,6 +188,7 @@ std::vector<int32_t> encode_messages(const json& body, const ApiContext& ctx) {
   if (ctx.chat_format == ChatFormat::None)
     bad("messages", "the model has no chat template; use /v1/completions (or start the server with --chat-format)");
   std::vector<ChatMessage> msgs;
+  size_t bytes = 0;
   for (size_t i = 0; i < m.size(); i++) {
     const std::string param = "messages[" + std::to_string(i) + "]";
     if (!m[i].is_object() || !m[i].contains("role") || !m[i]["role"].is_string())
@@ -166,6 +199,7 @@ std::vector<int32_t> encode_messages(const json& body, const ApiContext& ctx) {
       bad(param + ".role", "role '" + role + "' is not supported (system, developer, user, assistant)");
     if (!m[i].contains("content") || m[i]["content"].is_null()) bad(param + ".content", "'" + param + ".content' is required");
     msgs.push_back({role, content_text(m[i]["content"], param + ".content")});
+    check_prompt_bytes(bytes += msgs.back().content.size(), ctx, "messages");
   }
   const std::string text = render_chat(ctx.chat_format, msgs, /*add_generation_prompt=*/true, *ctx.tokenizer,
                                        chat_options(body));
@@ -219,6 +253,25 @@ DecoderOptions choose_decoder(const json& body, bool greedy, const ApiContext& c
   return d;
 }
 
+// Chat: "logprobs": true with "top_logprobs": k. Completions: "logprobs": k, and "echo".
+void parse_logprobs(const json& body, CompletionRequest& r, const ApiContext& ctx) {
+  if (r.chat) {
+    if (boolean(body, "echo", false)) bad("echo", "'echo' belongs to /v1/completions", "unsupported_parameter");
+    const bool on = boolean(body, "logprobs", false);
+    if (present(body, "top_logprobs") && !on) bad("top_logprobs", "'top_logprobs' needs \"logprobs\": true");
+    r.logprobs = on ? static_cast<int>(integer_in(body, "top_logprobs", 0, 20, 0)) : -1;
+    return;
+  }
+  if (present(body, "top_logprobs")) bad("top_logprobs", "'top_logprobs' belongs to chat; /v1/completions takes \"logprobs\": k");
+  const bool off = present(body, "logprobs") && body["logprobs"].is_boolean() && !body["logprobs"].get<bool>();
+  r.logprobs = present(body, "logprobs") && !off ? static_cast<int>(integer_in(body, "logprobs", 0, 20, 0)) : -1;
+  r.echo = boolean(body, "echo", false);
+  if (!r.echo) return;
+  const json& p = body["prompt"];
+  const json& one = p.is_array() && p.size() == 1 && (p[0].is_string() || p[0].is_array()) ? p[0] : p;
+  r.echo_text = one.is_string() ? one.get<std::string>() : ctx.tokenizer ? ctx.tokenizer->decode(r.prompt) : std::string();
+}
+
 void apply_prediction(const json& body, CompletionRequest& r, const ApiContext& ctx) {
   if (!present(body, "prediction")) return;
   const json& p = body["prediction"];
@@ -249,7 +302,7 @@ CompletionRequest parse_completion_request(const json& body, bool chat, const Ap
   r.prompt = chat ? encode_messages(body, ctx) : encode_prompt(body, ctx);
   if (static_cast<int>(r.prompt.size()) > ctx.context)
     throw ApiError(400, "the prompt has " + std::to_string(r.prompt.size()) + " tokens, more than the context size " +
-                            std::to_string(ctx.context), chat ? "messages" : "prompt");
+                            std::to_string(ctx.context), chat ? "messages" : "prompt", {}, "context_length_exceeded");
 
   const char* max_key = chat && present(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
   r.gen.max_new_tokens = static_cast<int>(integer_in(body, max_key, 0, 1 << 24, ctx.default_max_tokens));
@@ -262,7 +315,8 @@ CompletionRequest parse_completion_request(const json& body, bool chat, const Ap
   if (present(body, "top_p") && s.top_p <= 0) bad("top_p", "'top_p' must be greater than 0");
   s.top_k = static_cast<int>(integer_in(body, "top_k", 0, 1 << 30, 0));
   s.min_p = static_cast<float>(number_in(body, "min_p", 0, 1, 0));
-  s.seed = static_cast<uint64_t>(integer_in(body, "seed", INT64_MIN, INT64_MAX, 42));
+  r.seed_given = present(body, "seed");
+  s.seed = r.seed_given ? static_cast<uint64_t>(integer_in(body, "seed", INT64_MIN, INT64_MAX, 0)) : fresh_seed();
   try {
     s.validate();
   } catch (const Error& e) {
@@ -278,6 +332,8 @@ CompletionRequest parse_completion_request(const json& body, bool chat, const Ap
   }
   r.decoder = choose_decoder(body, s.greedy(), ctx);
   apply_prediction(body, r, ctx);
+  parse_logprobs(body, r, ctx);
+  r.n = static_cast<int>(integer_in(body, "n", 1, 16, 1));
   return r;
 }
 

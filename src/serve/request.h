@@ -3,6 +3,7 @@
 // (ApiError, 400), never silently ignored (../shared/SERVING.md, docs/SERVING.md).
 #pragma once
 #include <nlohmann/json.hpp>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,14 +17,16 @@ namespace jf {
 
 // An error answered with an OpenAI error body: {"error": {"message", "type", "param", "code"}}.
 struct ApiError : Error {
-  ApiError(int status, const std::string& message, std::string param = {}, std::string type = {})
-      : Error(message), status(status), param(std::move(param)), type(std::move(type)) {}
+  ApiError(int status, const std::string& message, std::string param = {}, std::string type = {}, std::string code = {})
+      : Error(message), status(status), param(std::move(param)), type(std::move(type)), code(std::move(code)) {}
   int status;
   std::string param;
   std::string type;  // empty: derived from the status
+  std::string code;  // OpenAI's string code ("context_length_exceeded"); empty: derived from the status
 };
 
-nlohmann::json error_body(int status, const std::string& message, const std::string& param = {}, std::string type = {});
+nlohmann::json error_body(int status, const std::string& message, const std::string& param = {}, std::string type = {},
+                          std::string code = {});
 
 // What the server knows that requests are checked against.
 struct ApiContext {
@@ -35,6 +38,9 @@ struct ApiContext {
   DecoderOptions default_decoder;
   int default_max_tokens = 256;
   bool parse_special = false;  // special-token text in a completions prompt becomes those tokens (llama-server's way)
+  // A prompt (or the messages' text) longer than this in bytes cannot fit the context: refused before it is
+  // tokenized, so a huge prompt costs no tokenizer time or memory.
+  size_t max_prompt_bytes = SIZE_MAX;
 };
 
 struct CompletionRequest {
@@ -47,6 +53,11 @@ struct CompletionRequest {
   bool include_usage = false;
   bool prediction = false;        // the decoder drafts from a predicted text (pld over it)
   bool cache_prompt = true;       // llama-server's field: may start from a sequence's kept keys and values
+  bool seed_given = false;        // else gen.sampling.seed is fresh and random (reported in the response)
+  int n = 1;                      // choices; the others start from the first one's prompt keys and values
+  int logprobs = -1;              // >= 0: logprobs with that many alternatives per token (chat: top_logprobs)
+  bool echo = false;              // completions: the prompt comes back before the text (and in logprobs)
+  std::string echo_text;          // the prompt as text, for echo
 };
 
 // Throws ApiError (400) naming the field and the problem.

@@ -20,17 +20,67 @@ json base(const CompletionRequest& req, const ResponseIds& ids, bool chunk) {
   return json{{"id", ids.id}, {"object", object}, {"created", ids.created}, {"model", ids.model}};
 }
 
+std::string token_text(const TextStream& out, int32_t id) {
+  return out.tokenizer() ? out.tokenizer()->token_bytes(id) : std::to_string(id);
+}
+
+json bytes_of(const std::string& text) {
+  json b = json::array();
+  for (unsigned char c : text) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+// Chat: {"content": [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}.
+json chat_logprobs(const TextStream& out) {
+  json content = json::array();
+  for (const TokenLogprob& t : out.logprobs()) {
+    json top = json::array();
+    for (const auto& [id, lp] : t.top) top.push_back({{"token", token_text(out, id)}, {"logprob", lp}, {"bytes", bytes_of(token_text(out, id))}});
+    const std::string text = token_text(out, t.token);
+    content.push_back({{"token", text}, {"logprob", t.logprob}, {"bytes", bytes_of(text)}, {"top_logprobs", top}});
+  }
+  return json{{"content", content}};
+}
+
+// Completions: {tokens, token_logprobs, top_logprobs, text_offset}; with echo the prompt's first token
+// leads with null (nothing came before it).
+json completion_logprobs(const CompletionRequest& req, const TextStream& out) {
+  json tokens = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+  size_t offset = 0;
+  auto add = [&](int32_t id, const json& lp, const json& top) {
+    const std::string text = token_text(out, id);
+    tokens.push_back(text), lps.push_back(lp), tops.push_back(top), offsets.push_back(offset);
+    offset += text.size();
+  };
+  if (req.echo && !req.prompt.empty()) add(req.prompt[0], nullptr, nullptr);
+  for (const TokenLogprob& t : out.logprobs()) {
+    json top = json::object();
+    for (const auto& [id, lp] : t.top) top[token_text(out, id)] = lp;
+    add(t.token, t.logprob, top);
+  }
+  return json{{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
+
 }  // namespace
 
-json usage_json(const CompletionRequest& req, const GenerationResult& r) {
-  const int64_t completion = static_cast<int64_t>(r.tokens.size());
-  json u = {{"prompt_tokens", req.prompt.size()}, {"completion_tokens", completion},
-            {"total_tokens", static_cast<int64_t>(req.prompt.size()) + completion}};
-  if (req.prediction) {
-    const int64_t accepted = counter(r, "corpus_accepted_tokens");
-    u["completion_tokens_details"] = {{"accepted_prediction_tokens", accepted},
-                                      {"rejected_prediction_tokens", counter(r, "corpus_draft_tokens") - accepted}};
+json logprobs_json(const CompletionRequest& req, const TextStream& out) {
+  if (req.logprobs < 0) return nullptr;
+  return req.chat ? chat_logprobs(out) : completion_logprobs(req, out);
+}
+
+json usage_json(const CompletionRequest& req, const Choices& outs) {
+  int64_t completion = 0, accepted = 0, drafted = 0;
+  for (const auto& out : outs) {
+    const GenerationResult& r = out->result();
+    completion += static_cast<int64_t>(r.tokens.size());
+    accepted += counter(r, "corpus_accepted_tokens");
+    drafted += counter(r, "corpus_draft_tokens");
   }
+  json u = {{"prompt_tokens", req.prompt.size()}, {"completion_tokens", completion},
+            {"total_tokens", static_cast<int64_t>(req.prompt.size()) + completion},
+            {"prompt_tokens_details", {{"cached_tokens", counter(outs.front()->result(), "prompt_tokens_reused")}}}};
+  if (req.prediction)
+    u["completion_tokens_details"] = {{"accepted_prediction_tokens", accepted}, {"rejected_prediction_tokens", drafted - accepted}};
   return u;
 }
 
@@ -44,27 +94,29 @@ json jf_stats_json(const CompletionRequest& req, const TextStream& out) {
               {"accepted_histogram", r.stats.accepted_histogram},
               {"counters", r.stats.counters},
               {"tokens", r.tokens},
+              {"seed", static_cast<int64_t>(req.gen.sampling.seed)},
               {"finish", finish_reason_name(out.reason())}};
 }
 
-json completion_response(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out) {
+json completion_response(const CompletionRequest& req, const ResponseIds& ids, const Choices& outs) {
   json j = base(req, ids, false);
-  json choice = {{"index", 0}, {"finish_reason", openai_finish_reason(out.reason())}};
-  if (req.chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", out.text()}};
-  } else {
-    choice["text"] = out.text();
-    choice["logprobs"] = nullptr;
+  j["choices"] = json::array();
+  for (size_t i = 0; i < outs.size(); i++) {
+    const TextStream& out = *outs[i];
+    json choice = {{"index", i}, {"finish_reason", openai_finish_reason(out.reason())}};
+    if (req.chat) choice["message"] = {{"role", "assistant"}, {"content", out.text()}};
+    else choice["text"] = req.echo ? req.echo_text + out.text() : out.text();
+    choice["logprobs"] = logprobs_json(req, out);
+    j["choices"].push_back(choice);
   }
-  j["choices"] = json::array({choice});
-  j["usage"] = usage_json(req, out.result());
-  j["jf"] = jf_stats_json(req, out);
+  j["usage"] = usage_json(req, outs);
+  j["jf"] = jf_stats_json(req, *outs.front());
   return j;
 }
 
-json stream_chunk(const CompletionRequest& req, const ResponseIds& ids, const std::string& text, bool role, int tokens) {
+json stream_chunk(const CompletionRequest& req, const ResponseIds& ids, const std::string& text, bool role, int tokens, int index) {
   json j = base(req, ids, true);
-  json choice = {{"index", 0}, {"finish_reason", nullptr}};
+  json choice = {{"index", index}, {"finish_reason", nullptr}};
   if (req.chat) {
     choice["delta"] = json::object();
     if (role) choice["delta"]["role"] = "assistant";
@@ -78,19 +130,20 @@ json stream_chunk(const CompletionRequest& req, const ResponseIds& ids, const st
   return j;
 }
 
-json final_chunk(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out) {
-  json j = stream_chunk(req, ids, "");
+json final_chunk(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out, int index) {
+  json j = stream_chunk(req, ids, "", false, 0, index);
   if (req.chat) j["choices"][0]["delta"] = json::object();
   j["choices"][0]["finish_reason"] = openai_finish_reason(out.reason());
+  if (req.logprobs >= 0) j["choices"][0]["logprobs"] = logprobs_json(req, out);  // scored once the text is complete
   j["jf"] = jf_stats_json(req, out);
   return j;
 }
 
-json usage_chunk(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out) {
+json usage_chunk(const CompletionRequest& req, const ResponseIds& ids, const Choices& outs) {
   json j = base(req, ids, true);
   j["choices"] = json::array();
-  j["usage"] = usage_json(req, out.result());
-  j["jf"] = jf_stats_json(req, out);
+  j["usage"] = usage_json(req, outs);
+  j["jf"] = jf_stats_json(req, *outs.front());
   return j;
 }
 

@@ -30,6 +30,8 @@ struct Scheduler::Slot {
   bool stop_requested = false;  // the observer matched a stop string
   size_t committed_before = 0;  // tokens before the current step
   std::vector<int32_t> cached;  // while idle: the text whose keys and values fill the cache's first slots
+  std::unique_ptr<Scorer> scorer;  // after the generation, while its text is scored for logprobs
+  FinishReason scored_why = FinishReason::Length;
 };
 
 namespace {
@@ -101,59 +103,75 @@ void Scheduler::shutdown() {
   wake_.notify_all();
 }
 
-void Scheduler::admit_locked() {
-  while (!queue_.empty()) {
-    if (queue_.front()->cancel.load()) {  // gone before it started: no sequence (nor its kept cache) involved
-      std::shared_ptr<Job> job = std::move(queue_.front());
-      queue_.pop_front();
+void Scheduler::admit() {
+  for (;;) {
+    std::vector<std::shared_ptr<Job>> taken;
+    {
+      std::lock_guard lock(mu_);
+      while (!queue_.empty() && active_count_.load() < opts_.parallel) {
+        taken.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+        active_count_++;  // counted as active from here, so in_flight() never misses it
+      }
+    }
+    bool cancelled = false;
+    for (auto& job : taken) {
+      if (!job->cancel.load()) {
+        start(std::move(job));
+        continue;
+      }
+      // Gone before it started: no sequence (nor its kept cache) involved; its slot goes to the next one.
+      cancelled = true;
+      active_count_--;
       if (metrics_) metrics_->tokens(static_cast<int64_t>(job->prompt.size()), 0);
       job->observer->on_finished(GenerationResult{}, FinishReason::Cancelled, {});
-      continue;
     }
-    // The free slot whose cache holds the longest part of the prompt (a conversation's next turn goes
-    // back to the slot of its last one); ties: the first. When another slot, busy or not, holds more of it
-    // (a system prompt several clients send), its keys and values are copied over.
-    const std::vector<int32_t>& prompt = queue_.front()->prompt;
-    const bool reuse = opts_.reuse_prefix && queue_.front()->reuse_prefix;
-    Slot* best = nullptr;
-    int best_reuse = -1;
-    for (auto& slot : slots_) {
-      if (slot->job) continue;
-      const int r = reuse ? held_prefix(*slot, prompt) : 0;
-      if (r > best_reuse) best = slot.get(), best_reuse = r;
-    }
-    if (!best) break;
-    Slot* donor = nullptr;
-    for (auto& slot : slots_) {
-      if (slot.get() == best || !reuse) continue;
-      const int r = held_prefix(*slot, prompt);
-      if (r > best_reuse) donor = slot.get(), best_reuse = r;
-    }
-    if (donor) {
-      best->session.cache().copy_prefix(donor->session.cache(), best_reuse);
-      best->cached.clear();
-    }
-    std::shared_ptr<Job> job = std::move(queue_.front());
-    queue_.pop_front();
-    Slot& s = *best;
-    s.job = std::move(job);
-    s.stop_requested = false;
-    s.committed_before = 0;
-    active_count_++;
-    try {
-      DecoderOptions d = s.job->decoder;
-      if (d.name == "pld" && d.ngram_memory > 0) d.pld_memory = pld_memory_;
-      s.decoder = make_decoder(d);
-      TokenSink sink = [&s](std::span<const int32_t> toks) {
-        if (!s.job->observer->on_tokens(toks)) s.stop_requested = true;
-      };
-      s.generation = std::make_unique<Generation>(*s.decoder, s.session, s.job->prompt, s.job->gen, std::move(sink),
-                                                  opts_.prefill_chunk, best_reuse);
-      s.cached.clear();
-      if (s.generation->finished()) finish(s, FinishReason::Length);
-    } catch (const std::exception& e) {
-      finish(s, FinishReason::Error, e.what());
-    }
+    if (!cancelled) return;
+  }
+}
+
+// On the model thread, with a slot free (admit() counted the job as active).
+void Scheduler::start(std::shared_ptr<Job> job) {
+  // The free slot whose cache holds the longest part of the prompt (a conversation's next turn goes
+  // back to the slot of its last one); ties: the first. When another slot, busy or not, holds more of it
+  // (a system prompt several clients send), its keys and values are copied over.
+  const std::vector<int32_t>& prompt = job->prompt;
+  const bool reuse = opts_.reuse_prefix && job->reuse_prefix;
+  Slot* best = nullptr;
+  int best_reuse = -1;
+  for (auto& slot : slots_) {
+    if (slot->job) continue;
+    const int r = reuse ? held_prefix(*slot, prompt) : 0;
+    if (r > best_reuse) best = slot.get(), best_reuse = r;
+  }
+  JF_CHECK(best, "no free slot for an admitted job");
+  Slot* donor = nullptr;
+  for (auto& slot : slots_) {
+    if (slot.get() == best || !reuse) continue;
+    const int r = held_prefix(*slot, prompt);
+    if (r > best_reuse) donor = slot.get(), best_reuse = r;
+  }
+  if (donor) {
+    best->session.cache().copy_prefix(donor->session.cache(), best_reuse);
+    best->cached.clear();
+  }
+  Slot& s = *best;
+  s.job = std::move(job);
+  s.stop_requested = false;
+  s.committed_before = 0;
+  try {
+    DecoderOptions d = s.job->decoder;
+    if (d.name == "pld" && d.ngram_memory > 0) d.pld_memory = pld_memory_;
+    s.decoder = make_decoder(d);
+    TokenSink sink = [&s](std::span<const int32_t> toks) {
+      if (!s.job->observer->on_tokens(toks)) s.stop_requested = true;
+    };
+    s.generation = std::make_unique<Generation>(*s.decoder, s.session, s.job->prompt, s.job->gen, std::move(sink),
+                                                opts_.prefill_chunk, best_reuse);
+    s.cached.clear();
+    if (s.generation->finished()) complete(s, FinishReason::Length);
+  } catch (const std::exception& e) {
+    finish(s, FinishReason::Error, e.what());
   }
 }
 
@@ -168,10 +186,12 @@ void Scheduler::finish(Slot& s, FinishReason why, const std::string& error) {
   std::shared_ptr<Job> job = std::move(s.job);
   job->observer->on_finished(r, why, error);
   // Keep what the cache holds of the finished text for a prompt that continues it (nothing after an error).
-  const int keep = s.generation && why != FinishReason::Error && opts_.reuse_prefix ? s.generation->reusable_cache_prefix() : 0;
+  int keep = s.generation && why != FinishReason::Error && opts_.reuse_prefix ? s.generation->reusable_cache_prefix() : 0;
+  keep = std::min(keep, s.session.cache().size());  // a scoring pass may have stopped short of the last token
   const std::vector<int32_t>& text = s.generation ? s.generation->context().history() : job->prompt;
   s.cached.assign(text.begin(), text.begin() + keep);
   s.session.cache().truncate(keep);
+  s.scorer.reset();
   s.generation.reset();  // destroys a suspended decode loop (its locals) before its decoder
   s.decoder.reset();
   s.job.reset();
@@ -179,66 +199,102 @@ void Scheduler::finish(Slot& s, FinishReason why, const std::string& error) {
 }
 
 bool Scheduler::step() {
-  {
-    std::lock_guard lock(mu_);
-    admit_locked();
-  }
+  admit();
   inputs_.clear();
   stepping_.clear();
+  cache_before_.clear();
   for (auto& slot : slots_) {
     if (!slot->job) continue;
     if (slot->job->cancel.load()) {
       finish(*slot, FinishReason::Cancelled);
       continue;
     }
-    inputs_.push_back(slot->generation->next_input());
+    inputs_.push_back(slot->scorer ? slot->scorer->next_input(slot->session.cache()) : slot->generation->next_input());
     stepping_.push_back(slot.get());
+    cache_before_.push_back(slot->session.cache().size());
   }
   if (inputs_.empty()) return false;
 
   int64_t rows = 0;
   for (const SequenceInput* in : inputs_) rows += static_cast<int64_t>(in->tokens.size());
+  // Each sequence's next forward shares the batch with the sequences decoding now and those finishing
+  // their prefill in this step.
+  const int cap = row_cap(std::max(1, static_cast<int>(stepping_.size())));
   const double t0 = now_seconds();
   const float* logits = nullptr;
   try {
     logits = fwd_.forward(inputs_);
-  } catch (const std::exception& e) {  // a bad input of one sequence fails every sequence of this forward
-    for (Slot* s : stepping_) finish(*s, FinishReason::Error, e.what());
+  } catch (const std::exception&) {
+    forward_each_alone(t0, cap);
     return true;
   }
   const double seconds = now_seconds() - t0;
   if (metrics_) metrics_->forward(rows);
-
-  // Each sequence's next forward shares the batch with the sequences decoding now and those finishing
-  // their prefill in this step.
-  const int cap = row_cap(std::max(1, static_cast<int>(stepping_.size())));
   const size_t V = static_cast<size_t>(fwd_.vocab_size());
   size_t offset = 0;
   for (size_t i = 0; i < stepping_.size(); i++) {
-    Slot& s = *stepping_[i];
     const float* own = logits + offset * V;
-    offset += inputs_[i]->logit_rows.size();
-    const bool was_decoding = !s.generation->prefilling();
-    s.generation->context().set_row_cap(cap);
-    try {
-      s.generation->consume(own, seconds);
-    } catch (const std::exception& e) {
-      finish(s, FinishReason::Error, e.what());
-      continue;
-    }
-    const GenerationResult& r = s.generation->result();
-    if (was_decoding && metrics_) metrics_->committed(static_cast<int>(r.tokens.size() - s.committed_before));
-    s.committed_before = r.tokens.size();
-    if (s.generation->finished()) {
-      const FinishReason why = r.stop == StopReason::Eos      ? FinishReason::Eos
-                               : r.stop == StopReason::Length ? FinishReason::Length
-                                                              : FinishReason::ContextFull;
-      finish(s, s.stop_requested ? FinishReason::Stop : why);
-    } else if (s.stop_requested) {
-      finish(s, FinishReason::Stop);
-    }
+    offset += inputs_[i]->logit_rows.size();  // before consume(): a finished generation takes its input along
+    consume(*stepping_[i], own, seconds, cap);
   }
   return true;
+}
+
+// A forward that throws (one sequence's bad input, or its full cache) must fail only the sequences it
+// is about: the caches go back to where they were, and each sequence runs alone.
+void Scheduler::forward_each_alone(double t0, int cap) {
+  for (size_t i = 0; i < stepping_.size(); i++) stepping_[i]->session.cache().truncate(cache_before_[i]);
+  for (size_t i = 0; i < stepping_.size(); i++) {
+    const float* logits = nullptr;
+    try {
+      logits = fwd_.forward(*inputs_[i]);
+    } catch (const std::exception& e) {
+      stepping_[i]->session.cache().truncate(cache_before_[i]);
+      finish(*stepping_[i], FinishReason::Error, e.what());
+      continue;
+    }
+    if (metrics_) metrics_->forward(static_cast<int64_t>(inputs_[i]->tokens.size()));
+    consume(*stepping_[i], logits, now_seconds() - t0, cap);
+  }
+}
+
+// Hands a sequence its rows of logits and finishes it when its generation is over.
+void Scheduler::consume(Slot& s, const float* logits, double seconds, int cap) {
+  if (s.scorer) {
+    s.scorer->consume(logits, fwd_.vocab_size());
+    if (!s.scorer->done()) return;
+    s.job->observer->on_logprobs(s.scorer->take());
+    return finish(s, s.scored_why);
+  }
+  const bool was_decoding = !s.generation->prefilling();
+  s.generation->context().set_row_cap(cap);
+  try {
+    s.generation->consume(logits, seconds);
+  } catch (const std::exception& e) {
+    return finish(s, FinishReason::Error, e.what());
+  }
+  const GenerationResult& r = s.generation->result();
+  if (was_decoding && metrics_) metrics_->committed(static_cast<int>(r.tokens.size() - s.committed_before));
+  s.committed_before = r.tokens.size();
+  if (s.generation->finished()) {
+    const FinishReason why = r.stop == StopReason::Eos      ? FinishReason::Eos
+                             : r.stop == StopReason::Length ? FinishReason::Length
+                                                            : FinishReason::ContextFull;
+    complete(s, s.stop_requested ? FinishReason::Stop : why);
+  } else if (s.stop_requested) {
+    complete(s, FinishReason::Stop);
+  }
+}
+
+void Scheduler::complete(Slot& s, FinishReason why) {
+  if (s.job->logprobs < 0) return finish(s, why);
+  const std::vector<int32_t>& text = s.generation->context().history();
+  const int from = s.job->score_prompt ? 1 : static_cast<int>(s.job->prompt.size());
+  s.scorer = std::make_unique<Scorer>(text, from, s.generation->reusable_cache_prefix(), s.job->logprobs, opts_.prefill_chunk);
+  s.scored_why = why;
+  if (!s.scorer->done()) return;  // scored in the next steps, beside the other sequences
+  s.job->observer->on_logprobs(s.scorer->take());
+  finish(s, why);
 }
 
 void Scheduler::run() {

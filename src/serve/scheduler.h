@@ -16,6 +16,7 @@
 #include "decode/options.h"
 #include "serve/cost_curve.h"
 #include "serve/metrics.h"
+#include "serve/scoring.h"
 
 namespace jf {
 
@@ -28,6 +29,8 @@ class JobObserver {
   virtual ~JobObserver() = default;
   // Tokens committed by the last forward. Returning false ends the job after them (a stop string matched).
   virtual bool on_tokens(std::span<const int32_t> tokens) = 0;
+  // For a job that asked for logprobs, just before on_finished: one entry per scored token.
+  virtual void on_logprobs(std::vector<TokenLogprob> scored) { (void)scored; }
   // Called once, last. `error` is set for FinishReason::Error.
   virtual void on_finished(const GenerationResult& result, FinishReason why, const std::string& error) = 0;
 };
@@ -38,6 +41,10 @@ struct Job {
   DecoderOptions decoder;  // validated by whoever builds the job
   std::shared_ptr<JobObserver> observer;
   bool reuse_prefix = true;  // may start from keys and values a sequence already holds (llama-server's cache_prompt)
+  // >= 0: once generated, the text is scored (Scorer) and each generated token's logprob and its `logprobs`
+  // best alternatives reported; with score_prompt, the prompt's tokens after the first too (OpenAI's echo).
+  int logprobs = -1;
+  bool score_prompt = false;
   std::atomic<bool> cancel{false};  // any thread may set it (the client went away); honoured at the next step
 };
 
@@ -88,7 +95,14 @@ class Scheduler {
 
  private:
   struct Slot;
-  void admit_locked();
+  // Takes queued jobs for the free slots under the lock, then starts them outside it (slot choice and KV
+  // prefix copies take time that submit() must not wait for).
+  void admit();
+  void start(std::shared_ptr<Job> job);
+  void consume(Slot& s, const float* logits, double seconds, int cap);
+  // The generation is over: finish, or first score the text when the job asked for logprobs.
+  void complete(Slot& s, FinishReason why);
+  void forward_each_alone(double t0, int cap);
   static int held_prefix(const Slot& slot, const std::vector<int32_t>& prompt);
   void finish(Slot& slot, FinishReason why, const std::string& error = {});
 
@@ -99,6 +113,7 @@ class Scheduler {
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<SequenceInput*> inputs_;
   std::vector<Slot*> stepping_;
+  std::vector<int> cache_before_;  // each stepping sequence's cache size before the forward
   std::shared_ptr<PldMemory> pld_memory_;  // used on the model thread only (admission, decode loops)
 
   mutable std::mutex mu_;

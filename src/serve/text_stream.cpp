@@ -19,7 +19,7 @@ size_t utf8_cut(const std::string& text, size_t want) {
 
 TextStream::TextStream(const Tokenizer* tokenizer, std::span<const int32_t> prompt, std::vector<std::string> stop,
                        double t_submit, Metrics* metrics)
-    : stop_(std::move(stop)), t_submit_(t_submit), metrics_(metrics) {
+    : tokenizer_(tokenizer), stop_(std::move(stop)), t_submit_(t_submit), metrics_(metrics) {
   if (tokenizer) detok_.emplace(*tokenizer, prompt);
   for (const auto& s : stop_) max_stop_ = std::max(max_stop_, s.size());
 }
@@ -32,13 +32,20 @@ bool TextStream::on_tokens(std::span<const int32_t> tokens) {
   std::string piece;
   if (detok_)
     for (int32_t t : tokens) piece += detok_->push(t);
-  std::lock_guard lock(mu_);
-  if (stopped_) return false;
-  unsent_tokens_ += static_cast<int>(tokens.size());
-  append_locked(piece);
-  emit_locked(stopped_);
-  cv_.notify_all();
-  return !stopped_;
+  bool news = false, go_on = false;
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return false;
+    unsent_tokens_ += static_cast<int>(tokens.size());
+    append_locked(piece);
+    const size_t before = pieces_.size();
+    emit_locked(stopped_);
+    news = pieces_.size() > before;
+    go_on = !stopped_;
+    cv_.notify_all();
+  }
+  if (news && listener_) listener_();
+  return go_on;
 }
 
 void TextStream::append_locked(const std::string& piece) {
@@ -65,17 +72,25 @@ void TextStream::emit_locked(bool final) {
   }
 }
 
+void TextStream::on_logprobs(std::vector<TokenLogprob> scored) {
+  std::lock_guard lock(mu_);
+  logprobs_ = std::move(scored);
+}
+
 void TextStream::on_finished(const GenerationResult& result, FinishReason why, const std::string& error) {
   std::string tail = detok_ && !stopped_ ? detok_->finish() : std::string();
-  std::lock_guard lock(mu_);
-  if (!stopped_) append_locked(tail);
-  emit_locked(true);
-  result_ = result;
-  reason_ = stopped_ && why != FinishReason::Error && why != FinishReason::Cancelled ? FinishReason::Stop : why;
-  error_ = error;
-  finished_ = true;
-  if (metrics_) metrics_->latency(now_seconds() - t_submit_);
-  cv_.notify_all();
+  {
+    std::lock_guard lock(mu_);
+    if (!stopped_) append_locked(tail);
+    emit_locked(true);
+    result_ = result;
+    reason_ = stopped_ && why != FinishReason::Error && why != FinishReason::Cancelled ? FinishReason::Stop : why;
+    error_ = error;
+    finished_ = true;
+    if (metrics_) metrics_->latency(now_seconds() - t_submit_);
+    cv_.notify_all();
+  }
+  if (listener_) listener_();
 }
 
 bool TextStream::wait(std::vector<Piece>& pieces, double timeout_seconds) {

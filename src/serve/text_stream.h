@@ -2,8 +2,10 @@
 // answers the request: incremental detokenization, stop strings (cut, never sent: a stop string's possible
 // beginning is held back until it is decided), and one text piece per forward for streaming.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -27,7 +29,12 @@ class TextStream : public JobObserver {
   TextStream(const Tokenizer* tokenizer, std::span<const int32_t> prompt, std::vector<std::string> stop, double t_submit,
              Metrics* metrics);
 
+  // Called on the scheduler's thread, with no lock held, after new pieces or the finish (the HTTP side then
+  // collects them with wait(pieces, 0)). Set it before the job is submitted.
+  void set_listener(std::function<void()> fn) { listener_ = std::move(fn); }
+
   bool on_tokens(std::span<const int32_t> tokens) override;
+  void on_logprobs(std::vector<TokenLogprob> scored) override;
   void on_finished(const GenerationResult& result, FinishReason why, const std::string& error) override;
 
   // HTTP side. Waits up to `timeout_seconds` for text; returns the pieces that arrived (one per forward that
@@ -39,17 +46,24 @@ class TextStream : public JobObserver {
   const std::string& error() const { return error_; }
   const GenerationResult& result() const { return result_; }
   std::string text() const;  // everything sent, after the stop cut
+  // After finished: the scored tokens of a job that asked for logprobs.
+  const std::vector<TokenLogprob>& logprobs() const { return logprobs_; }
+  const Tokenizer* tokenizer() const { return tokenizer_; }
+  // Whether the job has committed a token (its prompt is in a cache by then).
+  bool has_tokens() const { return first_token_seen_.load(); }
 
  private:
   void append_locked(const std::string& piece);  // and cuts at the first stop string
   void emit_locked(bool final);
 
+  const Tokenizer* tokenizer_;
   std::optional<StreamingDecoder> detok_;
   std::vector<std::string> stop_;
   size_t max_stop_ = 0;
   double t_submit_;
   Metrics* metrics_;
-  bool first_token_seen_ = false;
+  std::atomic<bool> first_token_seen_{false};
+  std::function<void()> listener_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -62,6 +76,7 @@ class TextStream : public JobObserver {
   FinishReason reason_ = FinishReason::Length;
   std::string error_;
   GenerationResult result_;
+  std::vector<TokenLogprob> logprobs_;  // written before finished_, read after
 };
 
 }  // namespace jf

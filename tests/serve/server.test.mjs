@@ -177,14 +177,88 @@ test('predicted outputs: drafted from the prediction, the same text, acceptance 
   assert.equal(bad.json.error.param, 'prediction');
 });
 
+test('no seed: a fresh random seed per request, reported so that the answer can be reproduced', async () => {
+  const body = { prompt: PROMPTS[0], max_tokens: 24, temperature: 1 };
+  const a = await post(srv.base, '/v1/completions', body);
+  const b = await post(srv.base, '/v1/completions', body);
+  assert.equal(a.status, 200, a.text);
+  assert.notEqual(a.json.jf.seed, b.json.jf.seed);
+  const again = await post(srv.base, '/v1/completions', { ...body, seed: a.json.jf.seed });
+  assert.equal(again.json.jf.seed, a.json.jf.seed);
+  assert.equal(again.json.choices[0].text, a.json.choices[0].text);
+});
+
+test('logprobs: chat and completions (echo), equal whichever decoder runs; /v1/models/{id}; string error codes', async () => {
+  const prompt = PROMPTS[1];
+  const c = await post(srv.base, '/v1/completions', { prompt, max_tokens: 12, logprobs: 2, echo: true, decoder: 'lookahead' });
+  assert.equal(c.status, 200, c.text);
+  const lp = c.json.choices[0].logprobs;
+  assert.equal(lp.tokens.length, c.json.usage.prompt_tokens + 12);
+  assert.equal(lp.token_logprobs[0], null);
+  assert.ok(lp.token_logprobs.slice(1).every((x) => x <= 0));
+  assert.ok(lp.top_logprobs.slice(1).every((t) => Object.keys(t).length >= 1 && Object.keys(t).length <= 2));
+  assert.ok(c.json.choices[0].text.startsWith(prompt));
+  const ar = await post(srv.base, '/v1/completions', { prompt, max_tokens: 12, logprobs: 2, echo: true, decoder: 'ar' });
+  assert.deepEqual(ar.json.choices[0].logprobs, lp);
+  // echo with max_tokens 0 scores a given text (how evaluation harnesses ask for a log-likelihood).
+  const score = await post(srv.base, '/v1/completions', { prompt, max_tokens: 0, logprobs: 0, echo: true });
+  assert.deepEqual(score.json.choices[0].logprobs.token_logprobs, lp.token_logprobs.slice(0, c.json.usage.prompt_tokens));
+  const chatBody = { messages: [{ role: 'user', content: 'Tell a story' }], max_tokens: 10, logprobs: true, top_logprobs: 3 };
+  const chat = await post(srv.base, '/v1/chat/completions', { ...chatBody, decoder: 'jacobi:block=4' });
+  assert.equal(chat.status, 200, chat.text);
+  const content = chat.json.choices[0].logprobs.content;
+  assert.equal(content.length, chat.json.usage.completion_tokens);
+  assert.ok(content.every((t) => t.logprob <= 0 && t.top_logprobs.length === 3 && Array.isArray(t.bytes)));
+  const chatAr = await post(srv.base, '/v1/chat/completions', { ...chatBody, decoder: 'ar' });
+  assert.deepEqual(chatAr.json.choices[0].logprobs, chat.json.choices[0].logprobs);
+  const streamed = await postStream(srv.base, '/v1/chat/completions', { ...chatBody, decoder: 'ar' });
+  assert.deepEqual(streamed.events.find((e) => e.choices[0]?.logprobs).choices[0].logprobs, chat.json.choices[0].logprobs);
+  const one = await fetch(`${srv.base}/v1/models/stories260K.gguf`);
+  assert.equal(one.status, 200);
+  assert.equal((await one.json()).id, 'stories260K.gguf');
+  const none = await fetch(`${srv.base}/v1/models/gpt-9`);
+  assert.equal(none.status, 404);
+  assert.equal((await none.json()).error.code, 'model_not_found');
+  const long = await post(srv.base, '/v1/completions', { prompt: 'x '.repeat(9000) });
+  assert.equal(long.json.error.code, 'context_length_exceeded');
+  assert.equal((await post(srv.base, '/v1/completions', { prompt: 'x', frob: 1 })).json.error.code, 'unknown_parameter');
+});
+
+test('n > 1: every choice, whole and streamed; the later choices start from the first one\'s prompt cache', async () => {
+  const prompt = PROMPTS[2] + ' and they saw a big red ball and a small blue car';
+  const want = generate(prompt, 20, 'pld');
+  const reusedBefore = await metric(srv.base, 'jf_prompt_tokens_reused_total');
+  const r = await post(srv.base, '/v1/completions', { prompt, max_tokens: 20, n: 3, decoder: 'pld', cache_prompt: true });
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual(r.json.choices.map((c) => c.index), [0, 1, 2]);
+  for (const c of r.json.choices) assert.equal(c.text, want.text);
+  assert.equal(r.json.usage.completion_tokens, 60);
+  assert.equal(r.json.usage.prompt_tokens, want.n_prompt);
+  const reused = (await metric(srv.base, 'jf_prompt_tokens_reused_total')) - reusedBefore;
+  assert.ok(reused >= 2 * (want.n_prompt - 1), `${reused} prompt tokens reused for 3 choices of ${want.n_prompt}`);
+  const s = await postStream(srv.base, '/v1/completions', { prompt, max_tokens: 20, n: 2, stream_options: { include_usage: true } });
+  const plain = generate(prompt, 20);
+  for (const i of [0, 1]) {
+    const mine = s.events.filter((e) => e.choices[0]?.index === i);
+    assert.equal(mine.map((e) => e.choices[0].text).join(''), plain.text);
+    assert.equal(mine.at(-1).choices[0].finish_reason, 'length');
+  }
+  assert.equal(s.events.at(-1).usage.completion_tokens, 40);
+  // Sampled choices differ (seed + i each), and the same seed gives the same choices again.
+  const body = { prompt, max_tokens: 20, n: 2, temperature: 1, seed: 11 };
+  const a = await post(srv.base, '/v1/completions', body);
+  assert.notEqual(a.json.choices[0].text, a.json.choices[1].text);
+  assert.deepEqual((await post(srv.base, '/v1/completions', body)).json.choices, a.json.choices);
+});
+
 test('bad requests: 400 naming the problem, 404, 405, 413', async () => {
   const cases = [
     ['{"prompt": "x", ', null, /not valid JSON/],
     [{ prompt: 5 }, 'prompt', /string or an array/],
     [{ prompt: 'x', max_tokens: 'ten' }, 'max_tokens', /integer/],
     [{ prompt: 'x', temperature: 9 }, 'temperature', /between/],
-    [{ prompt: 'x', n: 3 }, 'n', /not supported/],
-    [{ prompt: 'x', logprobs: 2 }, 'logprobs', /not supported/],
+    [{ prompt: 'x', n: 30 }, 'n', /between/],
+    [{ prompt: 'x', logprobs: 99 }, 'logprobs', /between/],
     [{ prompt: 'x', tools: [{ type: 'function' }] }, 'tools', /not supported/],
     [{ prompt: 'x', decoder: 'nope' }, 'decoder', /unknown decoder/],
     [{ prompt: 'x '.repeat(9000) }, 'prompt', /more than the context size/],
@@ -288,7 +362,10 @@ test('the official openai client: completions and chat, streamed and not', async
   }
   assert.equal(chatStreamed, chat.choices[0].message.content);
   assert.equal(usage.completion_tokens, chat.usage.completion_tokens);
-  await assert.rejects(client.completions.create({ model: 'm', prompt: 'x', n: 2 }), (e) => e.status === 400 && /'n'/.test(e.message));
+  await assert.rejects(client.completions.create({ model: 'm', prompt: 'x', n: 17 }), (e) => e.status === 400 && /'n'/.test(e.message));
+  const two = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 16, n: 2 });
+  assert.deepEqual(two.choices.map((c) => c.index), [0, 1]);
+  assert.equal(two.choices[1].message.content, chat.choices[0].message.content);
 });
 
 test('API key, queue limit, port in use', async () => {
@@ -385,4 +462,21 @@ test('SIGTERM past --drain-timeout cancels what is left and still exits 0', asyn
   const { code } = await s.exited;
   assert.equal(code, 0, s.log());
   assert.match(s.log(), /cancelled/);
+});
+
+test('a second signal ends the drain at once', async () => {
+  const s = await startServer(['--ctx', '60000', '--drain-timeout', '600']);
+  await s.ready();
+  const inflight = post(s.base, '/v1/completions', { prompt: 'Once', max_tokens: 59000, ignore_eos: true });
+  await sleep(150);
+  s.proc.kill('SIGTERM');
+  await sleep(300);
+  const t = Date.now();
+  s.proc.kill('SIGINT');
+  const r = await inflight;
+  assert.equal(r.status, 503, r.text);
+  const { code } = await s.exited;
+  assert.equal(code, 0, s.log());
+  assert.ok(Date.now() - t < 5000, `${Date.now() - t} ms after the second signal`);
+  assert.match(s.log(), /second signal/);
 });
