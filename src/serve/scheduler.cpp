@@ -60,7 +60,11 @@ Scheduler::Scheduler(ForwardPass& fwd, const SchedulerOptions& opts, CostCurve c
   if (opts_.prefill_chunk < 1) throw Error("the prefill chunk must be >= 1");
   if (opts_.pld_memory < 0) throw Error("--pld-memory must be >= 0");
   if (opts_.pld_memory > 0) pld_memory_ = std::make_shared<PldMemory>(opts_.pld_memory, DecoderOptions{}.ngram_max);
-  for (int i = 0; i < opts_.parallel; i++) slots_.push_back(std::make_unique<Slot>(fwd_, opts_));
+  for (int i = 0; i < opts_.parallel; i++) {
+    slots_.push_back(std::make_unique<Slot>(fwd_, opts_));
+    // Every decoder prices its rows on the start-up curve (a sequence's timings would mix in the batch's).
+    if (!curve_.empty()) slots_.back()->session.row_cost().set_curve(curve_.points());
+  }
 }
 
 Scheduler::~Scheduler() = default;
@@ -220,6 +224,9 @@ bool Scheduler::step() {
     offset += inputs_[i]->logit_rows.size();
     const bool was_decoding = !s.generation->prefilling();
     s.generation->context().set_row_cap(cap);
+    // The other sequences' rows of this step, prefill chunks included, as the next step's estimate: this
+    // sequence's rows are priced at the margin of theirs (decode/row_cost.h).
+    s.generation->context().set_shared_rows(static_cast<int>(rows - static_cast<int64_t>(inputs_[i]->tokens.size())));
     try {
       s.generation->consume(own, seconds);
     } catch (const std::exception& e) {
