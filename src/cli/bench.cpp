@@ -157,6 +157,10 @@ int run_bench(BenchArgs& a) {
                        {"decoding_ms_per_forward", t.forwards ? 1e3 * (t.gen_seconds - t.forward_seconds) / t.forwards : 0.0}});
     if (scored) summary.back()["accuracy"] = accuracy;
   }
+  // What the decoders priced their rows at: the cost curve the session learned from every forward above.
+  std::printf("\nforward cost learned by the session, time(m) / time(1):");
+  for (int m : {2, 3, 4, 6, 8, 12, 16}) std::printf(" %d: %.2f", m, session.row_cost().relative(m));
+  std::printf("\n");
   // How the tokens came: the share of forwards that committed k tokens (SJD-PAC's "long tail" is the k = 1 bar).
   std::printf("\ncommitted per forward (share of forwards):\n");
   for (size_t d = 0; d < decoders.size(); d++) {

@@ -74,13 +74,10 @@ double RowCostModel::relative(int rows) const {
     const double med = median_of(by_rows_[c].data(), static_cast<size_t>(std::min<int64_t>(n_by_rows_[c], kPerCount)));
     return exploring() ? std::min(med, 1.0 + kDefaultRowCost * (m - 1)) : med;
   };
-  int lo = 1;
+  int lo = 1;  // the largest row count seen up to `rows`, at the highest cost seen up to there (monotone)
   double t_lo = 1.0;
-  for (int m = std::min(rows, kMaxRows); m >= 2; m--)
-    if (n_by_rows_[static_cast<size_t>(m - 2)] > 0) {
-      lo = m, t_lo = point(m);
-      break;
-    }
+  for (int m = 2; m <= std::min(rows, kMaxRows); m++)
+    if (n_by_rows_[static_cast<size_t>(m - 2)] > 0) lo = m, t_lo = std::max(t_lo, point(m));
   if (lo == rows) return t_lo;
   for (int m = rows + 1; m <= kMaxRows; m++)
     if (n_by_rows_[static_cast<size_t>(m - 2)] > 0) {
