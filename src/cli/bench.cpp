@@ -24,6 +24,7 @@ namespace {
 struct BenchArgs {
   ModelOptions model;
   PromptOptions prompt;  // --chat / --system / --chat-format apply to every prompt
+  std::string row_cost = "measure";
   std::string prompts_file, format = "auto", decoders = "ar,jacobi,lookahead,pld,multiblock", json_out, plot, config;
   int limit = 0;
   DecoderOptions base;
@@ -86,6 +87,15 @@ int run_bench(BenchArgs& a) {
   }
   Session session(*lm.model, context_size(a.model, *lm.model), kv_type(a.model));
   decoders[0]->generate(session, prompts[0], a.gen);  // warm caches before measuring
+  if (a.row_cost == "measure") {
+    // The decoders price their rows (decode/row_cost.h) on a quick measurement of this machine's forward
+    // cost, the fastest of a few runs per row count: on a shared machine, costs learned from the timed
+    // forwards themselves follow whatever else runs at the time.
+    const tune::CostTable t = tune::measure_cost(session.forward_pass(), {64}, {1, 2, 3, 4, 6, 8, 12, 16}, 0.25);
+    std::vector<std::pair<int, double>> curve;
+    for (size_t i = 0; i < t.rows.size(); i++) curve.emplace_back(t.rows[i], t.seconds[0][i]);
+    session.row_cost().set_curve(curve);
+  }
 
   std::vector<Totals> totals(decoders.size());
   nlohmann::json runs = nlohmann::json::array();
@@ -157,8 +167,9 @@ int run_bench(BenchArgs& a) {
                        {"decoding_ms_per_forward", t.forwards ? 1e3 * (t.gen_seconds - t.forward_seconds) / t.forwards : 0.0}});
     if (scored) summary.back()["accuracy"] = accuracy;
   }
-  // What the decoders priced their rows at: the cost curve the session learned from every forward above.
-  std::printf("\nforward cost learned by the session, time(m) / time(1):");
+  // What the decoders priced their rows at: the measured curve, or the one the session learned.
+  std::printf("\nforward cost the rows were priced at (%s), time(m) / time(1):",
+              a.row_cost == "measure" ? "measured before the runs" : "learned from the runs");
   for (int m : {2, 3, 4, 6, 8, 12, 16}) std::printf(" %d: %.2f", m, session.row_cost().relative(m));
   std::printf("\n");
   // How the tokens came: the share of forwards that committed k tokens (SJD-PAC's "long tail" is the k = 1 bar).
@@ -202,6 +213,10 @@ Command add_bench_command(CLI::App& app) {
                   "(ar is always run first as the reference)");
   cmd->add_option("--json", a->json_out, "Write per-prompt results and the summary to this JSON file");
   cmd->add_option("--config", a->config, "Also run the decoder configuration chosen by jf tune -o");
+  cmd->add_option("--row-cost", a->row_cost,
+                  "What the decoders price their rows at: measure (the forward's cost by rows, measured once before "
+                  "the runs) or learn (from the timed forwards as they run, as jf generate does) (default measure)")
+      ->check(CLI::IsMember({"measure", "learn"}));
   cmd->add_option("--plot", a->plot, "Write the speedup of each decoder as an SVG bar chart to this file");
   cmd->add_flag("--chat", a->prompt.chat, "Wrap each prompt in the model's chat template");
   cmd->add_option("--system", a->prompt.system, "System message for --chat");

@@ -67,8 +67,6 @@ bool follows_in(std::span<const int32_t> text, int32_t key, std::span<const int3
   return false;
 }
 
-constexpr int kWindowRetry = 32;  // forwards between tries of a window that has not paid
-
 }  // namespace
 
 DecodeLoop LookaheadDecoder::decode(DecodeContext& ctx) {
@@ -133,11 +131,9 @@ DecodeLoop LookaheadDecoder::decode(DecodeContext& ctx) {
     bool with_window = tree.size() + win.rows() <= ctx.room();
     if (with_window && opt_.adaptive && !price.pays(expect, tree.size(), window_.per_row() * win.rows(), win.rows())) {
       // Now and then sent anyway where it could pay: its worth may have changed.
-      with_window = ++window_skipped_ >= kWindowRetry &&
-                    price.pays(expect, tree.size(), window_.prior_per_row() * win.rows(), win.rows());
+      with_window = window_.retry() && price.pays(expect, tree.size(), window_.prior_per_row() * win.rows(), win.rows());
       ctx.count("window_skipped", !with_window);
     }
-    if (with_window) window_skipped_ = 0;
     win.first_row = tree.size();
     const int M = tree.size() + (with_window ? win.rows() : 0);
     last_rows.clear();

@@ -38,7 +38,6 @@ class LookaheadDecoder : public Decoder {
   std::vector<RowYield> later_;  // [rank]: tokens a later candidate added over the ones before it, per row
   // Tokens per window row: accepted tokens of candidates only the window proposed (not n-grams of the text).
   RowYield window_;
-  int window_skipped_ = 0;  // forwards since the window was last sent
 };
 
 }  // namespace jf

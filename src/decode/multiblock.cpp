@@ -118,7 +118,9 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
       const int cut = policy_.choose(kinds, price, 1.0, 1, kFresh, kPredicted);
       const double e_cut = 1.0 + policy_.expected(kinds, cut, kFresh, kPredicted);
       const double e_full = expect + pseudo_.per_row() * pseudo_n;
-      if (with_pseudo && price.rate(e_full, 1 + d + pseudo_n) > price.rate(e_cut, 1 + cut)) {
+      const bool pseudo_pays = price.rate(e_full, 1 + d + pseudo_n) > price.rate(e_cut, 1 + cut);
+      const bool could_pay = price.rate(expect + pseudo_.prior_per_row() * pseudo_n, 1 + d + pseudo_n) > price.rate(e_cut, 1 + cut);
+      if (with_pseudo && (pseudo_pays || (pseudo_.retry() && could_pay))) {
         expect = e_full;
       } else {
         with_pseudo = false, sent = cut, expect = e_cut;
@@ -143,7 +145,9 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
       int shared = 0;  // tokens already in the tree
       for (int node = 0; shared < sent && (node = tree.child(node, cand[shared])) >= 0;) shared++;
       const int rows = sent - shared;
-      if (opt_.adaptive && !price.pays(expect, tree.size() + extra_rows, recycled_.per_row() * rows, rows)) continue;
+      if (opt_.adaptive && !price.pays(expect, tree.size() + extra_rows, recycled_.per_row() * rows, rows) &&
+          !(recycled_.retry() && price.pays(expect, tree.size() + extra_rows, recycled_.prior_per_row() * rows, rows)))
+        continue;
       expect += recycled_.per_row() * rows;
       recycled_rows += rows;
       chains.push_back(tree.add_chain(0, cand));
@@ -230,7 +234,8 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
 
     // ---- spawn a block after the newest one once it is far enough along (and while such blocks pay)
     const int newest_acc = pseudo.empty() ? n - new_budget : static_cast<int>(pseudo.back().acc.size());
-    const bool spawn_pays = !opt_.adaptive || price.pays(expect, 1 + sent, pseudo_.per_row() * n, n);
+    const bool spawn_pays = !opt_.adaptive || price.pays(expect, 1 + sent, pseudo_.per_row() * n, n) ||
+                            price.pays(expect, 1 + sent, pseudo_.prior_per_row() * n, n);  // (tried now and then)
     if (1 + static_cast<int>(pseudo.size()) < K && newest_acc >= spawn_at && new_budget > 0 && spawn_pays) {
       PseudoBlock b;
       if (opt_.spawn_copy) {

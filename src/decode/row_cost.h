@@ -124,23 +124,33 @@ class DraftLengthPolicy {
 };
 
 // Tokens a group of rows that do not commit by themselves (lookahead's window, multiblock's pseudo-active
-// blocks and recycled candidates) has added per row sent, starting from an optimistic prior so that the group
-// is tried before it is judged.
+// blocks and recycled candidates) has added per row sent: a moving ratio (the text changes, and with it what
+// the group is worth), starting from an optimistic prior so that the group is tried before it is judged.
 class RowYield {
  public:
   explicit RowYield(double prior_per_row = 0.5, double prior_rows = 16)
       : prior_(prior_per_row), gain_(prior_per_row * prior_rows), rows_(prior_rows) {}
+  // `rows` sent (0: none this forward) and the tokens credited to the group.
   void record(int64_t rows, double gain) {
+    if (rows > 0) {
+      gain_ *= kKeep, rows_ *= kKeep;
+      skipped_ = 0;
+    }
     rows_ += static_cast<double>(rows);
     gain_ += gain;
   }
   double per_row() const { return std::max(0.0, gain_ / rows_); }
-  // What it was assumed to be worth before any evidence (a group retried now and then is retried only
-  // where it could pay at this).
+  // What it was assumed to be worth before any evidence.
   double prior_per_row() const { return prior_; }
+  // Call when the group was not sent because it did not pay: true every kRetry-th time, when it should be
+  // sent anyway (where it could pay at the prior): its worth may have changed, and unsent it is never measured.
+  bool retry() { return ++skipped_ % kRetry == 0; }
+  static constexpr double kKeep = 0.97;  // per forward that sent the group: about the last 30 count
+  static constexpr int kRetry = 16;
 
  private:
   double prior_, gain_, rows_;
+  int64_t skipped_ = 0;
 };
 
 }  // namespace jf
