@@ -135,16 +135,17 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     const std::span<const int32_t> sent_draft = std::span<const int32_t>(draft).first(static_cast<size_t>(sent));
     chains.assign(1, tree.add_chain(0, sent_draft));
     int recycled_rows = 0;
-    for (int e = static_cast<int>(recycle.size()) - (pushed ? 2 : 1); e >= 0 && sent > 0; e--) {
+    // (Candidates are as long as the whole draft, whatever part of it is sent: they are priced on their own.)
+    for (int e = static_cast<int>(recycle.size()) - (pushed ? 2 : 1); e >= 0 && d > 0; e--) {
       const std::vector<int32_t>& entry = recycle[e];
       auto it = std::find(entry.begin(), entry.end(), ctx.pending());
       if (it == entry.end()) continue;
-      cand.assign(it + 1, it + 1 + std::min<ptrdiff_t>(sent, entry.end() - (it + 1)));
-      for (size_t i = cand.size(); i < static_cast<size_t>(sent); i++) cand.push_back(draft[i]);
-      if (std::equal(cand.begin(), cand.end(), sent_draft.begin()) || tree.size() + sent + extra_rows > ctx.room()) continue;
+      cand.assign(it + 1, it + 1 + std::min<ptrdiff_t>(d, entry.end() - (it + 1)));
+      for (size_t i = cand.size(); i < static_cast<size_t>(d); i++) cand.push_back(draft[i]);
+      if (cand == draft || tree.size() + d + extra_rows > ctx.room()) continue;
       int shared = 0;  // tokens already in the tree
-      for (int node = 0; shared < sent && (node = tree.child(node, cand[shared])) >= 0;) shared++;
-      const int rows = sent - shared;
+      for (int node = 0; shared < d && (node = tree.child(node, cand[shared])) >= 0;) shared++;
+      const int rows = d - shared;
       if (opt_.adaptive && !price.pays(expect, tree.size() + extra_rows, recycled_.per_row() * rows, rows) &&
           !(recycled_.retry() && price.pays(expect, tree.size() + extra_rows, recycled_.prior_per_row() * rows, rows)))
         continue;
@@ -201,9 +202,10 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     for (size_t i = k; i < chains[win].size() && static_cast<int>(next.size()) < new_budget - 1; i++)
       next.push_back(static_cast<int32_t>(argmax(row(chains[win][i]), V)));
     next_kinds.assign(next.size(), kPredicted);
-    append_unsent(draft, sent, new_budget - 1, next);
-    for (size_t i = static_cast<size_t>(sent) + 1; next_kinds.size() < next.size(); i++) next_kinds.push_back(kinds[i]);
-    pushed = opt_.pool > 0 && k < sent;
+    const int reached = static_cast<int>(chains[win].size());  // the draft positions the winning chain's rows covered
+    append_unsent(draft, reached, new_budget - 1, next);
+    for (size_t i = static_cast<size_t>(reached) + 1; next_kinds.size() < next.size(); i++) next_kinds.push_back(kinds[i]);
+    pushed = opt_.pool > 0 && k < reached;
     if (pushed) {  // rejection: keep what this step drafted for later recycling
       std::vector<int32_t> all = {ctx.pending()};
       all.insert(all.end(), draft.begin(), draft.end());
