@@ -236,9 +236,12 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
 
     // ---- spawn a block after the newest one once it is far enough along (and while such blocks pay)
     const int newest_acc = pseudo.empty() ? n - new_budget : static_cast<int>(pseudo.back().acc.size());
-    const bool spawn_pays = !opt_.adaptive || price.pays(expect, 1 + sent, pseudo_.per_row() * n, n) ||
-                            price.pays(expect, 1 + sent, pseudo_.prior_per_row() * n, n);  // (tried now and then)
-    if (1 + static_cast<int>(pseudo.size()) < K && newest_acc >= spawn_at && new_budget > 0 && spawn_pays) {
+    // (A block that will not be sent is not spawned either; now and then one is, to measure again.)
+    auto spawn_pays = [&] {
+      return !opt_.adaptive || price.pays(expect, 1 + sent, pseudo_.per_row() * n, n) ||
+             (pseudo_.retry() && price.pays(expect, 1 + sent, pseudo_.prior_per_row() * n, n));
+    };
+    if (1 + static_cast<int>(pseudo.size()) < K && newest_acc >= spawn_at && new_budget > 0 && spawn_pays()) {
       PseudoBlock b;
       if (opt_.spawn_copy) {
         // As the paper: a copy of the real-active block's current draft tail (the token after the accepted

@@ -128,7 +128,7 @@ class DraftLengthPolicy {
 // the group is worth), starting from an optimistic prior so that the group is tried before it is judged.
 class RowYield {
  public:
-  explicit RowYield(double prior_per_row = 0.5, double prior_rows = 16)
+  explicit RowYield(double prior_per_row = 0.25, double prior_rows = 16)
       : prior_(prior_per_row), gain_(prior_per_row * prior_rows), rows_(prior_rows) {}
   // `rows` sent (0: none this forward) and the tokens credited to the group.
   void record(int64_t rows, double gain) {
