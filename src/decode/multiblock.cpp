@@ -205,7 +205,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     const int reached = static_cast<int>(chains[win].size());  // the draft positions the winning chain's rows covered
     append_unsent(draft, reached, new_budget - 1, next);
     for (size_t i = static_cast<size_t>(reached) + 1; next_kinds.size() < next.size(); i++) next_kinds.push_back(kinds[i]);
-    pushed = opt_.pool > 0 && k < reached;
+    pushed = opt_.pool > 0 && k < d;  // the draft was not all confirmed (rejected, or not all sent)
     if (pushed) {  // rejection: keep what this step drafted for later recycling
       std::vector<int32_t> all = {ctx.pending()};
       all.insert(all.end(), draft.begin(), draft.end());
