@@ -260,7 +260,7 @@ PY
       model="$tmp/jf_tuned.gguf"
     fi
     "$jf" bench -m "$model" --prompts "$(dirname "$0")/../bench/prompts/stories_holdout100.jsonl" --limit 24 -n 64 -t 1 \
-      --decoders jacobi:block=8 --json "$tmp/jf_bench.json" >/dev/null 2>&1 &&
+      --decoders jacobi:block=8:draft-policy=fixed --json "$tmp/jf_bench.json" >/dev/null 2>&1 &&
       python3 -c 'import json, sys; print(next(s["tpf"] for s in json.load(open(sys.argv[1]))["summary"] if s["decoder"] != "ar"))' \
         "$tmp/jf_bench.json"
   }
