@@ -56,6 +56,9 @@ struct Oracle {
       : V(vocab), text(std::move(t)),
         fake(V, by_position ? test::position_rule(text, V) : test::oracle_rule(text, V)),
         s(fake, prompt_len + n_new + 64), prompt(text.begin(), text.begin() + prompt_len) {
+    // Rows priced as free (the fake's own timings mean nothing): every row that adds tokens is sent, so the
+    // floors below measure the drafting mechanisms; the RowPricing tests price them otherwise.
+    s.row_cost().set_curve({{1, 1.0}, {1024, 1.0}});
     cfg.max_new_tokens = n_new;
     ar = run(s, dec("ar"), prompt, cfg);
   }
@@ -203,6 +206,99 @@ TEST(TpfFloors, EveryGreedyStrategyOnThePositionOracle) {
   DecoderOptions p = dec("pld");  // the cycle repeats every 37 tokens: after one period all drafts hit
   p.draft_adaptive = false;
   EXPECT_GT(o.check(p, "pld draft-max=8").stats.tpf(), 3.5);
+}
+
+// ---------------------------------------------------------------- row pricing
+
+// The decoders of the issue with their default parameters, and sjd.
+std::vector<DecoderOptions> priced_decoders() {
+  std::vector<DecoderOptions> ds;
+  for (const char* name : {"jacobi", "lookahead", "multiblock", "pld"}) ds.push_back(dec(name));
+  DecoderOptions j8 = dec("jacobi");
+  j8.block = 8;
+  ds.push_back(j8);
+  DecoderOptions m8 = dec("multiblock");
+  m8.block = 8, m8.spawn_ratio = 0.1f;
+  ds.push_back(m8);
+  DecoderOptions la = dec("lookahead");
+  la.window = 4, la.ngram = 4, la.guesses = 4;
+  ds.push_back(la);
+  return ds;
+}
+
+std::string label(const DecoderOptions& o) { return o.name + " block=" + std::to_string(o.block) + " W=" + std::to_string(o.window); }
+
+double rows_per_forward(const GenerationResult& r) { return double(r.stats.n_forward_rows) / std::max<int64_t>(1, r.stats.n_forwards); }
+
+// Where every extra row costs as much as a whole forward no draft can pay (a draft token adds at most one
+// token): every decoder falls back to one row per forward, and still returns ar's tokens. Without the
+// pricing each would send its drafts, windows and blocks.
+TEST(RowPricing, RowsAreCutWhereTheyCannotPay) {
+  Oracle o(40, cycle_text(1000, 37, 2), /*by_position=*/true, 8, 120);
+  o.s.row_cost().set_curve({{1, 1.0}, {2, 2.0}, {64, 64.0}});
+  for (const DecoderOptions& d : priced_decoders()) {
+    const GenerationResult r = o.check(d, label(d) + ", steep cost");
+    EXPECT_EQ(r.stats.n_forward_rows, r.stats.n_forwards) << label(d);
+    EXPECT_NEAR(r.stats.tpf(), 1.0, 1e-9) << label(d);
+  }
+  // The same with the pricing switched off: the rows are sent (the control).
+  for (DecoderOptions d : priced_decoders()) {
+    d.draft_adaptive = false;
+    EXPECT_GT(rows_per_forward(o.check(d, label(d) + ", fixed")), 1.5) << label(d);
+  }
+}
+
+// Where rows are free every row that adds tokens is kept: on the position oracle every Jacobi prediction is
+// right, so drafts run long and the TPF matches the fixed policy's.
+TEST(RowPricing, RowsAreKeptWhereTheyPay) {
+  Oracle o(40, cycle_text(1000, 37, 2), /*by_position=*/true, 8, 200);
+  for (DecoderOptions d : priced_decoders()) {
+    const GenerationResult priced = o.check(d, label(d) + ", flat cost");
+    d.draft_adaptive = false;
+    const GenerationResult fixed = o.check(d, label(d) + ", fixed");
+    EXPECT_GT(rows_per_forward(priced), 1.5) << label(d);
+    EXPECT_GT(priced.stats.tpf(), 0.9 * fixed.stats.tpf()) << label(d);
+    EXPECT_GT(priced.stats.tpf(), 1.5) << label(d);
+  }
+}
+
+// A moderate cost (each extra row 15% of a forward): what decides is each decoder's own acceptance. Random
+// guesses on a text-following oracle over random text are never right, so after its first tries Jacobi stops
+// sending them; predictions on the position oracle always are, so it keeps its whole block.
+TEST(RowPricing, AcceptanceDecidesUnderAModerateCost) {
+  const std::vector<std::pair<int, double>> moderate = {{1, 1.0}, {64, 1.0 + 0.15 * 63}};
+  DecoderOptions j = dec("jacobi");
+  j.block = 8, j.init = DraftInit::Random;
+  Oracle hopeless(500, random_text(600, 500, 4), /*by_position=*/false, 8, 300);
+  hopeless.s.row_cost().set_curve(moderate);
+  const GenerationResult cut = hopeless.check(j, "jacobi n=8 on random text");
+  EXPECT_LT(rows_per_forward(cut), 1.3);
+  EXPECT_GT(counter(cut, "draft_tokens_cut"), 1000);
+  Oracle easy(40, cycle_text(1000, 37, 2), /*by_position=*/true, 8, 200);
+  easy.s.row_cost().set_curve(moderate);
+  const GenerationResult kept = easy.check(j, "jacobi n=8 on the position oracle");
+  EXPECT_GT(kept.stats.tpf(), 3.5);
+  EXPECT_GT(rows_per_forward(kept), 4.0);
+}
+
+// SJD prices its draft too: on a steep curve it samples one token per forward, on a flat one it drafts.
+TEST(RowPricing, SjdCutsItsDraft) {
+  const int V = 16;
+  test::FakeModel fake(V, test::sampling_rule(V, 6.0f));
+  Session s(fake, 400);
+  GenerationConfig cfg;
+  cfg.max_new_tokens = 100;
+  cfg.sampling.temperature = 1.0f;
+  DecoderOptions o = dec("sjd");
+  o.block = 4;
+  o.validate(false);
+  const std::vector<int32_t> prompt = {1, 2, 3};
+  s.row_cost().set_curve({{1, 1.0}, {2, 2.0}, {64, 64.0}});
+  const GenerationResult steep = make_decoder(o)->generate(s, prompt, cfg);
+  EXPECT_EQ(steep.stats.n_forward_rows, steep.stats.n_forwards);
+  s.row_cost().set_curve({{1, 1.0}, {64, 1.0}});
+  const GenerationResult flat = make_decoder(o)->generate(s, prompt, cfg);
+  EXPECT_GT(rows_per_forward(flat), 2.0);
 }
 
 }  // namespace

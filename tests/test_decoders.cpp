@@ -187,6 +187,7 @@ TEST_F(Stories260K, ReusableCachePrefixHoldsTheHistorysKeysAndValues) {
   cases.push_back({"ar", dec("ar")});
   DecoderOptions sjd = dec("sjd");
   sjd.block = 4;
+  sjd.draft_adaptive = false;  // a sampled output is reproducible only where the rows do not follow timings
   cases.push_back({"sjd sampled", sjd});
   const std::vector<int32_t> prompt = lm.tokenizer->encode("Lily and Ben went to the park. They saw a big dog.", true, false);
   for (const Case& c : cases) {
@@ -225,6 +226,7 @@ TEST_F(Stories260K, MultiblockWithOneBlockIsPerBlockJacobi) {
       const std::vector<int32_t> prompt = lm.tokenizer->encode(p, true, false);
       DecoderOptions j = dec("jacobi"), m = dec("multiblock");
       j.block = m.block = n;
+      j.draft_adaptive = m.draft_adaptive = false;  // the same rows each forward, whatever the timings
       m.max_blocks = 1, m.pool = 0;
       const GenerationResult rj = run(s, j, prompt, cfg), rm = run(s, m, prompt, cfg);
       EXPECT_EQ(rm.tokens, rj.tokens) << "n=" << n << " '" << p << "'";
@@ -435,6 +437,45 @@ TEST(RowCostModel, LearnsTheCostOfAnExtraRow) {
   m.record(3, 50e-3);  // one preempted forward moves the estimate only a little
   EXPECT_NEAR(m.per_row(), 0.3, 0.05);
   EXPECT_NEAR(m.relative(5), 2.2, 0.2);
+}
+
+// A forward's cost is not linear in its rows (memory-bound, then compute-bound): each row count seen is
+// remembered on its own, interpolated between, and extrapolated past the largest along the extra-row cost.
+TEST(RowCostModel, LearnsTheShapeOfTheCurve) {
+  RowCostModel m;
+  for (int i = 0; i < 20; i++) m.record(1, 1.0e-3), m.record(4, 1.2e-3), m.record(8, 2.4e-3);
+  EXPECT_NEAR(m.relative(4), 1.2, 1e-9);
+  EXPECT_NEAR(m.relative(8), 2.4, 1e-9);
+  EXPECT_NEAR(m.relative(6), 1.8, 1e-9);
+  EXPECT_NEAR(m.relative(2), 1.0 + 0.2 / 3, 1e-9);
+  EXPECT_GT(m.relative(12), 2.4);
+  // A curve measured beforehand (or a synthetic one) replaces the timings.
+  m.set_curve({{1, 0.02}, {4, 0.03}, {8, 0.06}});
+  EXPECT_TRUE(m.fixed());
+  m.record(4, 1.0);
+  EXPECT_NEAR(m.relative(4), 1.5, 1e-9);
+  EXPECT_NEAR(m.relative(6), 2.25, 1e-9);
+  EXPECT_NEAR(m.relative(16), 6.0, 1e-9);
+  m.set_curve({});
+  EXPECT_NEAR(m.relative(8), 2.4, 1e-9);  // back to what was learned
+}
+
+// The rule: the chain prefix with the most expected tokens per unit of cost; a group of rows only if its
+// gain outweighs the forward's growth; another sequence's rows in the same forward price ours at the margin.
+TEST(RowPricer, SendsWhatPays) {
+  RowCostModel cost;
+  cost.set_curve({{1, 1.0}, {64, 1.0 + 0.1 * 63}});
+  const RowPricer price(cost);
+  const std::vector<double> p = {0.9, 0.9, 0.1};
+  EXPECT_EQ(price.best_chain(p), 2);  // 1.9 / 1.1 < 2.71 / 1.2 > 2.791 / 1.3
+  EXPECT_EQ(price.best_chain(std::vector<double>{0.05, 0.9}), 0);
+  EXPECT_TRUE(price.pays(1.0, 1, 0.2, 1));    // 1.2 / 1.1 > 1
+  EXPECT_FALSE(price.pays(2.0, 3, 0.1, 1));   // 2.1 / 1.3 < 2 / 1.2
+  RowCostModel knee;  // free up to 8 rows, then each row a full forward's share
+  knee.set_curve({{1, 1.0}, {8, 1.0}, {16, 2.0}});
+  EXPECT_EQ(RowPricer(knee).best_chain(std::vector<double>{0.1, 0.1, 0.1}), 3);
+  EXPECT_NEAR(RowPricer(knee, 8).relative(2), 1.25 / 1.125, 1e-9);  // rows 9 and 10 of a batch of 8 others
+  EXPECT_EQ(RowPricer(knee, 8).best_chain(std::vector<double>{0.1, 0.1, 0.1}), 0);
 }
 
 // Slow early multi-row forwards (a thread schedule being tried out) neither decide the estimate nor stop

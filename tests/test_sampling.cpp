@@ -105,8 +105,9 @@ TEST_P(Lossless, JointDistributionOfFirstTokensMatchesTheModel) {
   strategies[0].name = "ar";
   strategies[1].name = "sjd", strategies[1].block = 4;
   strategies[2].name = "lookahead", strategies[2].window = 3, strategies[2].ngram = 3, strategies[2].guesses = 3;
-  // pld drafts every proposal: the adaptive policy would learn that this fake's drafts rarely pass and
-  // stop drafting, leaving the verifier untested.
+  // pld and lookahead draft every proposal: the row pricing would learn that this fake's drafts rarely pass
+  // and stop drafting, leaving the verifier untested.
+  strategies[2].draft_adaptive = false;
   strategies[3].name = "pld", strategies[3].draft_max = 4, strategies[3].draft_adaptive = false;
   for (const DecoderOptions& o : strategies) {
     o.validate(false);
@@ -128,6 +129,7 @@ TEST_P(Lossless, BrokenVerifierIsDetected) {
   test::FakeModel fake(V, rule);
   const std::vector<int32_t> prompt = {0, 1, 2, 3, 4, 5, 2, 4, 0, 3, 5, 1, 0, 1, 2};
   SjdOptions broken;
+  broken.adaptive = false;
   broken.block = 4;
   broken.accept_all_for_testing = true;
   SjdDecoder d(broken);

@@ -51,6 +51,7 @@ TEST(SampleThenMatch, LookaheadAndPldReturnArsTokensForTheSameSeed) {
     ds[0].name = "lookahead", ds[0].window = 3, ds[0].ngram = 3, ds[0].guesses = 3;
     ds[1].name = "pld", ds[1].draft_adaptive = false, ds[1].draft_max = 4;
     ds[2].name = "lookahead";  // defaults
+    ds[0].draft_adaptive = ds[2].draft_adaptive = false;  // every candidate verified (row pricing would drop them)
     for (const SamplingParams& sp : {params(1.0f, 0, 1.0f), params(0.7f, 5, 0.9f)}) {
       for (int seed = 1; seed <= 60; seed++) {
         GenerationConfig cfg;
@@ -270,6 +271,7 @@ TEST_P(SjdDeep, EveryPositionOfASixTokenGenerationHasTheModelsConditional) {
   const auto expect = all_conditionals(rule, sp);
   for (int block : {4, 6}) {
     SjdOptions o;
+    o.adaptive = false;  // every draft token verified: the statistics need drafts
     o.block = block;
     SjdDecoder d(o);
     const Positions got = sample_positions(d, fake, sp);
@@ -302,6 +304,7 @@ TEST_P(SjdDeep, EveryPositionOfASixTokenGenerationHasTheModelsConditional) {
     for (const Variant& v : {Variant{"sjd", false, 0, 1}, Variant{"sjd --pac-continue", true, 0, 1},
                              Variant{"sjd --pac-tree 3,4", false, 3, 4}, Variant{"sjd --pac-tree 3,4 --pac-continue", true, 3, 4}}) {
       SjdOptions o;
+      o.adaptive = false;  // every draft token verified: the statistics need drafts
       o.block = 4, o.pac_continue = v.cont, o.pac_tree_depth = v.depth, o.pac_tree_width = v.width;
       SjdDecoder d(o);
       const Positions got = sample_positions(d, fake, sp);
@@ -316,6 +319,7 @@ TEST_P(SjdDeep, EveryPositionOfASixTokenGenerationHasTheModelsConditional) {
   }
   for (int mutant = 0; mutant < 2; mutant++) {
     SjdOptions o;
+    o.adaptive = false;  // every draft token verified: the statistics need drafts
     o.block = 4;
     (mutant == 0 ? o.accept_all_for_testing : o.wrong_q_row_for_testing) = true;
     SjdDecoder d(o);
@@ -363,6 +367,7 @@ TEST(SjdStops, EosAndContextFullFollowTheModel) {
   const test::NextTokenRule rule = test::sampling_rule(V);
   test::FakeModel fake(V, rule);
   SjdOptions o;
+  o.adaptive = false;  // every draft token verified: the statistics need drafts
   o.block = 4;
   SjdDecoder d(o);
   constexpr int kLen = 3;

@@ -258,18 +258,27 @@ TEST_F(ServeStories, DraftRowCapCutsRowsOnlyWhenSeveralDecode) {
   GenerationConfig g;
   g.max_new_tokens = 30;
   auto a = std::make_shared<Recorder>(), b = std::make_shared<Recorder>();
-  sch.submit(make_job(encode("Once upon a time"), spec("jacobi:block=8"), g, a));
-  sch.submit(make_job(encode("The cat sat"), spec("jacobi:block=8"), g, b));
+  sch.submit(make_job(encode("Once upon a time"), spec("jacobi:block=8:draft-policy=fixed"), g, a));
+  sch.submit(make_job(encode("The cat sat"), spec("jacobi:block=8:draft-policy=fixed"), g, b));
   run_until_idle(sch);
   // Both decoded side by side: every forward after the first carried one row per sequence.
   EXPECT_LE(a->result.stats.n_forward_rows, a->result.stats.n_forwards + 7);
-  EXPECT_EQ(a->tokens, alone(encode("Once upon a time"), spec("jacobi:block=8"), g).tokens);
+  EXPECT_EQ(a->tokens, alone(encode("Once upon a time"), spec("jacobi:block=8:draft-policy=fixed"), g).tokens);
 
-  // Alone, the same job drafts (more rows than forwards).
+  // Alone, the same job drafts (more rows than forwards). (Its rows are not priced: the cap is tested here.)
   auto c = std::make_shared<Recorder>();
-  sch.submit(make_job(encode("Once upon a time"), spec("jacobi:block=8"), g, c));
+  sch.submit(make_job(encode("Once upon a time"), spec("jacobi:block=8:draft-policy=fixed"), g, c));
   run_until_idle(sch);
   EXPECT_GT(c->result.stats.n_forward_rows, 2 * c->result.stats.n_forwards);
+
+  // A priced decoder prices on the server's curve (the second row free, the third as dear as two forwards):
+  // alone it sends the free row and no more.
+  auto p = std::make_shared<Recorder>();
+  sch.submit(make_job(encode("Once upon a time"), spec("jacobi:block=8"), g, p));
+  run_until_idle(sch);
+  EXPECT_GT(p->result.stats.n_forward_rows, p->result.stats.n_forwards + 10);
+  EXPECT_LE(p->result.stats.n_forward_rows, 2 * p->result.stats.n_forwards);
+  EXPECT_EQ(p->tokens, c->tokens);
 }
 
 TEST_F(ServeStories, ParallelDecodersCommitSeveralTokensPerForwardInsideTheBatch) {
@@ -280,7 +289,7 @@ TEST_F(ServeStories, ParallelDecodersCommitSeveralTokensPerForwardInsideTheBatch
   g.max_new_tokens = 100;
   g.ignore_eos = true;
   const auto prompt = encode("the dog ran. the dog ran. the dog ran.");
-  const std::vector<std::string> specs = {"pld:draft-policy=fixed", "lookahead:W=4:N=3:G=4", "ar"};
+  const std::vector<std::string> specs = {"pld:draft-policy=fixed", "lookahead:W=4:N=3:G=4:draft-policy=fixed", "ar"};
   std::vector<std::shared_ptr<Recorder>> recs;
   for (const auto& d : specs) {
     recs.push_back(std::make_shared<Recorder>());

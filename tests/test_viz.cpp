@@ -79,7 +79,9 @@ class TraceOnStories : public ::testing::Test {
 
 TEST_F(TraceOnStories, EveryDecoderTracesEveryForwardAndItsCommittedTokensMakeTheOutput) {
   Session s(*lm.model, 512);
-  for (std::string spec : {"ar", "jacobi:block=6", "lookahead:W=4:N=3:G=4", "pld", "multiblock:block=4:K=3:r=0.5", "sjd"}) {
+  // Rows as the parameters say (not priced): every role appears, and a sampled output does not follow timings.
+  for (std::string spec : {"ar", "jacobi:block=6:draft-policy=fixed", "lookahead:W=4:N=3:G=4:draft-policy=fixed", "pld",
+                           "multiblock:block=4:K=3:r=0.5:draft-policy=fixed", "sjd:draft-policy=fixed"}) {
     DecoderOptions o = parse_decoder_spec(spec, DecoderOptions{});
     GenerationConfig c = cfg;
     if (o.name == "sjd") c.sampling.temperature = 0.8f;  // sjd is the sampling decoder

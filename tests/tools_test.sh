@@ -44,8 +44,9 @@ check_error "tune bad budget" 1 "$jf" tune -m "$m" --budget 0
 check_error "tune bad grid" 1 "$jf" tune -m "$m" --grid ar,jacobi:blok=2
 check_error "auto with sampling" 1 "$jf" generate -m "$m" --decoder auto --temp 0.7
 
-# ---- trace and trajectory page, for every decoder
-for d in ar "jacobi --block 6" "lookahead --W 4 --N 3 --G 4" pld "multiblock --block 4 --K 3 --r 0.5" "sjd --temp 0.8"; do
+# ---- trace and trajectory page, for every decoder (rows as the parameters say: every role appears)
+for d in ar "jacobi --block 6 --draft-policy fixed" "lookahead --W 4 --N 3 --G 4 --draft-policy fixed" pld \
+    "multiblock --block 4 --K 3 --r 0.5 --draft-policy fixed" "sjd --temp 0.8"; do
   name=${d%% *}
   "$jf" generate -m "$m" -n 40 -p "Once upon a time" --json --decoder $d --trace "$tmp/$name.trace.json" \
     --viz "$tmp/$name.html" >"$tmp/$name.out" 2>/dev/null || { fail "generate --trace --decoder $d"; continue; }

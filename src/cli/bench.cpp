@@ -24,6 +24,7 @@ namespace {
 struct BenchArgs {
   ModelOptions model;
   PromptOptions prompt;  // --chat / --system / --chat-format apply to every prompt
+  std::string row_cost = "measure";
   std::string prompts_file, format = "auto", decoders = "ar,jacobi,lookahead,pld,multiblock", json_out, plot, config;
   int limit = 0;
   DecoderOptions base;
@@ -86,6 +87,15 @@ int run_bench(BenchArgs& a) {
   }
   Session session(*lm.model, context_size(a.model, *lm.model), kv_type(a.model));
   decoders[0]->generate(session, prompts[0], a.gen);  // warm caches before measuring
+  if (a.row_cost == "measure") {
+    // The decoders price their rows (decode/row_cost.h) on a quick measurement of this machine's forward
+    // cost, the fastest of a few runs per row count: on a shared machine, costs learned from the timed
+    // forwards themselves follow whatever else runs at the time.
+    const tune::CostTable t = tune::measure_cost(session.forward_pass(), {64}, {1, 2, 3, 4, 6, 8, 12, 16}, 0.25);
+    std::vector<std::pair<int, double>> curve;
+    for (size_t i = 0; i < t.rows.size(); i++) curve.emplace_back(t.rows[i], t.seconds[0][i]);
+    session.row_cost().set_curve(curve);
+  }
 
   std::vector<Totals> totals(decoders.size());
   nlohmann::json runs = nlohmann::json::array();
@@ -130,9 +140,11 @@ int run_bench(BenchArgs& a) {
               a.model.path.c_str(), prompts.size(), a.gen.max_new_tokens, greedy ? "greedy" : "sampling",
               num_threads(), isa_name(active_isa()).c_str(), a.model.kv_type.c_str());
   // speedup / TPF is how much of the tokens per forward reaches the wall clock (1.0: extra rows are free).
-  std::printf("| decoder | TPF | TPS | speedup | speedup / TPF | identical to ar | rows/forward | ms/forward |%s\n",
+  // ms/forward: inside the model's forward; + decoding: the rest of the generation's time per forward (the
+  // decoder's own work: drafting, masks, verification, bookkeeping).
+  std::printf("| decoder | TPF | TPS | speedup | speedup / TPF | identical to ar | rows/forward | ms/forward | + decoding ms/forward |%s\n",
               scored ? " forwards/prompt | accuracy |" : "");
-  std::printf("|---|---|---|---|---|---|---|---|%s\n", scored ? "---|---|" : "");
+  std::printf("|---|---|---|---|---|---|---|---|---|%s\n", scored ? "---|---|" : "");
   nlohmann::json summary = nlohmann::json::array();
   std::vector<viz::Bar> bars;
   for (size_t d = 0; d < decoders.size(); d++) {
@@ -141,18 +153,25 @@ int run_bench(BenchArgs& a) {
     const double speedup = ar_tps > 0 ? tps / ar_tps : 0;
     const std::string same = greedy ? std::to_string(100 * t.identical / std::max<int64_t>(1, t.runs)) + "%" : "n/a (sampling)";
     const double accuracy = double(t.correct) / std::max<int64_t>(1, t.runs);
-    std::printf("| %s | %.2f | %.0f | %.2fx | %.2f | %s | %.1f | %.3f |", specs[d].c_str(), tpf, tps, speedup,
-                tpf > 0 ? speedup / tpf : 0, same.c_str(),
-                t.forwards ? double(t.rows) / t.forwards : 0, t.forwards ? 1e3 * t.forward_seconds / t.forwards : 0);
+    std::printf("| %s | %.2f | %.0f | %.2fx | %.2f | %s | %.1f | %.3f | %.3f |", specs[d].c_str(), tpf, tps, speedup,
+                tpf > 0 ? speedup / tpf : 0, same.c_str(), t.forwards ? double(t.rows) / t.forwards : 0,
+                t.forwards ? 1e3 * t.forward_seconds / t.forwards : 0,
+                t.forwards ? 1e3 * (t.gen_seconds - t.forward_seconds) / t.forwards : 0);
     if (scored) std::printf(" %.1f | %.1f%% |", double(t.forwards) / std::max<int64_t>(1, t.runs), 100 * accuracy);
     std::printf("\n");
     bars.push_back({specs[d], speedup});
     summary.push_back({{"decoder", specs[d]}, {"tpf", tpf}, {"tps", tps}, {"speedup", speedup},
                        {"identical_percent", greedy ? 100.0 * t.identical / std::max<int64_t>(1, t.runs) : -1.0},
                        {"tokens", t.tokens}, {"forwards", t.forwards}, {"gen_seconds", t.gen_seconds},
-                       {"forward_seconds", t.forward_seconds}});
+                       {"forward_seconds", t.forward_seconds},
+                       {"decoding_ms_per_forward", t.forwards ? 1e3 * (t.gen_seconds - t.forward_seconds) / t.forwards : 0.0}});
     if (scored) summary.back()["accuracy"] = accuracy;
   }
+  // What the decoders priced their rows at: the measured curve, or the one the session learned.
+  std::printf("\nforward cost the rows were priced at (%s), time(m) / time(1):",
+              a.row_cost == "measure" ? "measured before the runs" : "learned from the runs");
+  for (int m : {2, 3, 4, 6, 8, 12, 16}) std::printf(" %d: %.2f", m, session.row_cost().relative(m));
+  std::printf("\n");
   // How the tokens came: the share of forwards that committed k tokens (SJD-PAC's "long tail" is the k = 1 bar).
   std::printf("\ncommitted per forward (share of forwards):\n");
   for (size_t d = 0; d < decoders.size(); d++) {
@@ -194,6 +213,10 @@ Command add_bench_command(CLI::App& app) {
                   "(ar is always run first as the reference)");
   cmd->add_option("--json", a->json_out, "Write per-prompt results and the summary to this JSON file");
   cmd->add_option("--config", a->config, "Also run the decoder configuration chosen by jf tune -o");
+  cmd->add_option("--row-cost", a->row_cost,
+                  "What the decoders price their rows at: measure (the forward's cost by rows, measured once before "
+                  "the runs) or learn (from the timed forwards as they run, as jf generate does) (default measure)")
+      ->check(CLI::IsMember({"measure", "learn"}));
   cmd->add_option("--plot", a->plot, "Write the speedup of each decoder as an SVG bar chart to this file");
   cmd->add_flag("--chat", a->prompt.chat, "Wrap each prompt in the model's chat template");
   cmd->add_option("--system", a->prompt.system, "System message for --chat");

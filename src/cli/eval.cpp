@@ -130,6 +130,8 @@ void eval_prompts(const EvalArgs& a, EvalModels& m, nlohmann::json& out) {
     if (spec.empty()) continue;
     decoders.push_back(parse_decoder_spec(spec, DecoderOptions{}));
     decoders.back().validate(/*greedy=*/true);
+    // Every row sent, none priced away: the TPF of the model, not of this machine's cost of a row.
+    decoders.back().draft_adaptive = false;
     specs.push_back(spec);
     spec.clear();
   }
@@ -253,7 +255,8 @@ Command add_eval_command(CLI::App& app) {
   cmd->add_option("--limit", a->limit, "Use only the first N prompts")->check(CLI::NonNegativeNumber);
   cmd->add_option("-n,--n-predict", a->n, "Greedy tokens per prompt (default 128)")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--decoders", a->decoders,
-                  "Greedy decoders whose tokens per forward are measured for the model and the base "
+                  "Greedy decoders whose tokens per forward are measured for the model and the base, with "
+                  "every row sent (draft-policy fixed: the model's TPF, not this machine's) "
                   "(default jacobi:block=16,multiblock:block=16)");
   cmd->add_flag("--json", a->json, "Print one JSON object");
   return [a] { return run_eval(*a); };

@@ -83,8 +83,8 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
   app->add_option("--ngram-max", d.ngram_max, "pld: longest suffix looked up (default 4)");
   app->add_option_function<std::string>(
          "--draft-policy", [&d](const std::string& v) { d.draft_adaptive = v == "adaptive"; },
-         "pld: adaptive (cut each proposal to the length that pays, from the acceptance seen so far and the "
-         "measured cost of a row) or fixed (always up to --draft-max) (default adaptive)")
+         "adaptive (every decoder sends only the rows that pay: drafts cut, windows, blocks and candidates dropped, "
+         "from its acceptance so far and the measured cost of a row) or fixed (what the parameters say) (default adaptive)")
       ->check(CLI::IsMember({"adaptive", "fixed"}));
   app->add_option("--ngram-memory", d.ngram_memory,
                   "pld: tokens of earlier generations in this process (jf bench's earlier prompts) to draft from, "

@@ -72,6 +72,10 @@ class DecodeContext {
   // means the context is full.
   int room() const { return std::min(session_.cache().capacity() - session_.cache().size(), row_cap_); }
   void set_row_cap(int cap) { row_cap_ = std::max(1, cap); }
+  // The row-pricing rule (decode/row_cost.h) on the session's cost of a forward; every decoder sizes its
+  // forwards by it. `shared_rows`: rows other sequences add to the same forward (a server's batch).
+  RowPricer pricer() const { return RowPricer(session_.row_cost(), shared_rows_); }
+  void set_shared_rows(int rows) { shared_rows_ = std::max(0, rows); }
   // Tokens still allowed by max_new_tokens.
   int remaining() const { return cfg_.max_new_tokens - static_cast<int>(out_.tokens.size()); }
   bool is_eos(int32_t t) const;
@@ -105,6 +109,7 @@ class DecodeContext {
   int32_t pending_ = -1;
   bool done_ = false;
   int row_cap_ = 1 << 30;
+  int shared_rows_ = 0;
   ForwardSlot slot_;
   int append(std::span<const int32_t> tokens, bool record);
   std::vector<RowTag> tags_;  // labels of the next forward's rows (block -1: not labelled)

@@ -16,6 +16,11 @@ void redraft_from_rows(const float* logits, int vocab, int accepted, int rows, i
     next.push_back(static_cast<int32_t>(argmax(logits + static_cast<size_t>(r) * vocab, vocab)));
 }
 
+void append_unsent(std::span<const int32_t> draft, int sent, int keep, std::vector<int32_t>& next) {
+  for (size_t i = static_cast<size_t>(sent) + 1; i < draft.size() && static_cast<int>(next.size()) < keep; i++)
+    next.push_back(draft[i]);
+}
+
 DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int V = s.vocab_size(), n = opt_.block;
@@ -26,6 +31,8 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
   std::vector<int32_t> draft, next;
   int budget = 0;  // per-block mode: tokens the current block still has to commit
   int64_t block_start = 0;  // per-block mode: history index of the block's first token (the pending one)
+  int guessed_from = 0;  // draft[guessed_from ..] are guesses, the tokens before it predictions
+  std::vector<int> kinds;  // of each draft token
   std::vector<int32_t> state;
   while (!ctx.done()) {
     if (ctx.room() < 1) {
@@ -39,6 +46,7 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
       budget = n;
       draft.clear();
       add_guesses(opt_.init, ctx.history(), V, rng, n - 1, draft);
+      guessed_from = 0;
       ctx.count("blocks");
       block_start = static_cast<int64_t>(ctx.history().size()) - 1;
     }
@@ -50,9 +58,14 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
       if (static_cast<int>(state.size()) == n) opt_.observer->on_state(block_start, state);
     }
 
-    // ---- forward the pending token and the draft as one causal chain
+    // ---- forward the pending token and the part of the draft that pays, as one causal chain
+    kinds.assign(draft.size(), kGuess);
+    std::fill_n(kinds.begin(), std::min<size_t>(static_cast<size_t>(guessed_from), kinds.size()), static_cast<int>(kPredicted));
+    const int sent = opt_.adaptive && !opt_.observer ? policy_.choose(kinds, ctx.pricer(), 1.0, 1, kGuess, kPredicted)
+                                                     : static_cast<int>(draft.size());
+    ctx.count("draft_tokens_cut", static_cast<int64_t>(draft.size()) - sent);
     const int S = s.cache().size();
-    prepare_chain(ctx, draft, tree, in);
+    prepare_chain(ctx, std::span<const int32_t>(draft).first(static_cast<size_t>(sent)), tree, in);
     const float* logits = co_await ctx.forward(in);
     auto row = [&](int r) { return logits + static_cast<size_t>(r) * V; };
 
@@ -60,12 +73,17 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     accept_greedy(tree, row, V, acc);
     const int k = static_cast<int>(acc.path.size());
     keep_path(s.cache(), S, acc);
-    ctx.count("draft_tokens", static_cast<int64_t>(draft.size()));
+    policy_.record(kinds, sent, k);
+    ctx.count("draft_tokens", sent);
     ctx.count("accepted_draft_tokens", k);
     budget = std::max(0, budget - (k + 1));
     const int L = tree.size();
-    const int keep = opt_.running ? L - 1 - k : std::max(0, budget - 1);  // block mode: stay inside the block
+    // block mode: stay inside the block; running: as many as the draft had after the committed tokens
+    const int keep = opt_.running ? static_cast<int>(draft.size()) - k : std::max(0, budget - 1);
     redraft_from_rows(logits, V, k, L, keep, next);
+    const int predicted = static_cast<int>(next.size());
+    append_unsent(draft, sent, keep, next);
+    guessed_from = predicted + std::max(0, guessed_from - (sent + 1));
     draft.swap(next);
     const int committed = ctx.commit(acc.tokens);
     if (opt_.observer && !opt_.running && budget == 0 && committed == k + 1) {

@@ -27,17 +27,25 @@ struct JacobiOptions {
   DraftInit init = DraftInit::Context;
   uint64_t seed = 1234;
   JacobiObserver* observer = nullptr;  // per-block mode only; complete blocks only
+  // Send only the prefix of the draft whose rows pay for themselves (decode/row_cost.h); the rest of the
+  // draft is kept for the next forward. false (and with an observer: trajectories are whole Jacobi
+  // iterations): every forward carries the whole draft.
+  bool adaptive = true;
 };
 
+// Kept across generations: the acceptance statistics of its drafts, by kind (guesses, predictions).
 class JacobiDecoder : public Decoder {
  public:
-  explicit JacobiDecoder(const JacobiOptions& o) : opt_(o) {}
+  explicit JacobiDecoder(const JacobiOptions& o) : opt_(o), policy_(kKinds, std::max(1, o.block - 1)) {}
   std::string name() const override { return "jacobi"; }
 
   DecodeLoop decode(DecodeContext& ctx) override;
 
  private:
+  // What a draft's first token is: a guess (a block's first forward), or a prediction of an earlier forward.
+  enum Kind { kGuess = 1, kPredicted, kKinds = kPredicted };
   JacobiOptions opt_;
+  DraftLengthPolicy policy_;
 };
 
 // Longest draft a forward can carry: room for the pending row, no further than the generation may go.
@@ -46,5 +54,10 @@ int max_draft(const DecodeContext& ctx, int wanted);
 // The next draft after a chain's forward with `accepted` draft tokens taken: rows accepted + 1 .. rows - 1
 // each predict the token one further on (argmax); up to `keep` of them, in order, replace `next`.
 void redraft_from_rows(const float* logits, int vocab, int accepted, int rows, int keep, std::vector<int32_t>& next);
+
+// After a forward that sent only draft[0 .. sent-1]: appends the unsent draft tokens that still lie ahead of
+// the new pending token's successors (draft[sent + 1 ..]; draft[sent] stood where the last sent row's
+// prediction goes), up to `keep` tokens in `next`.
+void append_unsent(std::span<const int32_t> draft, int sent, int keep, std::vector<int32_t>& next);
 
 }  // namespace jf

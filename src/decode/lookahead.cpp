@@ -59,6 +59,14 @@ struct Window {
   }
 };
 
+// Whether `key` followed by `cont` occurs in `text`.
+bool follows_in(std::span<const int32_t> text, int32_t key, std::span<const int32_t> cont) {
+  const size_t n = cont.size();
+  for (size_t i = 0; i + n < text.size(); i++)
+    if (text[i] == key && std::equal(cont.begin(), cont.end(), text.begin() + static_cast<std::ptrdiff_t>(i + 1))) return true;
+  return false;
+}
+
 }  // namespace
 
 DecodeLoop LookaheadDecoder::decode(DecodeContext& ctx) {
@@ -82,36 +90,68 @@ DecodeLoop LookaheadDecoder::decode(DecodeContext& ctx) {
   Acceptance acc;
   std::vector<std::span<const int32_t>> cands;
   std::vector<int32_t> preds, cont;
+  std::vector<int> last_rows;
+  std::vector<int> sent, added;  // per candidate: tokens sent, rows it added to the tree
+  int32_t one[1];
   while (!ctx.done()) {
     if (ctx.room() < 1) {
       ctx.stop_context_full();
       co_return;
     }
     const int S = s.cache().size();
-
-    // ---- verification branch: pool n-grams that follow the pending token, as a prefix tree
+    // ---- verification branch: pool n-grams that follow the pending token, as a prefix tree; each priced
     tree.reset(ctx.pending());
     const int maxd = max_draft(ctx, N - 1);
     pool.lookup(ctx.pending(), G, cands);
-    for (const auto& c : cands)
-      if (maxd > 0 && tree.size() + maxd <= ctx.room()) tree.add_chain(0, c.first(static_cast<size_t>(maxd)));
+    const RowPricer price = ctx.pricer();
+    double expect = 1.0;  // tokens this forward is expected to commit
+    sent.assign(cands.size(), 0);
+    added.assign(cands.size(), 0);
+    for (size_t j = 0; j < cands.size(); j++) {
+      if (maxd <= 0 || tree.size() + maxd > ctx.room()) break;
+      int len = maxd;
+      const std::span<const int32_t> c = cands[j].first(static_cast<size_t>(maxd));
+      int shared = 0;  // tokens already in the tree (an earlier candidate's prefix)
+      for (int node = 0; shared < len && (node = tree.child(node, c[shared])) >= 0;) shared++;
+      if (opt_.adaptive && j == 0) {
+        len = first_.choose(1, maxd, price);
+        expect += first_.expected(1, len);
+      } else if (opt_.adaptive) {
+        const double gain = later_[j].per_row() * (len - shared);
+        if (!price.pays(expect, tree.size(), gain, len - shared)) continue;
+        expect += gain;
+      }
+      sent[j] = len;
+      added[j] = std::max(0, len - shared);
+      tree.add_chain(0, c.first(static_cast<size_t>(len)));
+    }
     ctx.count("candidates", static_cast<int64_t>(cands.size()));
 
-    // ---- lookahead branch, if it fits in the context
-    const bool with_window = tree.size() + win.rows() <= ctx.room();
+    // ---- lookahead branch, if it fits in the context and its n-grams have paid for its rows
+    bool with_window = tree.size() + win.rows() <= ctx.room();
+    if (with_window && opt_.adaptive && !price.pays(expect, tree.size(), window_.per_row() * win.rows(), win.rows())) {
+      // Now and then sent anyway where it could pay: its worth may have changed.
+      with_window = window_.retry() && price.pays(expect, tree.size(), window_.prior_per_row() * win.rows(), win.rows());
+      ctx.count("window_skipped", !with_window);
+    }
     win.first_row = tree.size();
     const int M = tree.size() + (with_window ? win.rows() : 0);
-    in.reset_rows(&s.cache(), M);
-    tree.emit(in, S);
-    std::vector<int> last_rows;
-    if (with_window) {
-      win.emit(in, S);
-      last_rows = win.last_level_rows();
-      for (int r : last_rows)
-        if (r != 0) in.logit_rows.push_back(r);
+    last_rows.clear();
+    if (with_window) last_rows = win.last_level_rows();
+    if (M == 1) {  // the pending token alone: a plain AR step, no mask or tree to lay out
+      one[0] = ctx.pending();
+      in.set_causal(&s.cache(), one, SequenceInput::Logits::Last);
+    } else {
+      in.reset_rows(&s.cache(), M);
+      tree.emit(in, S);
+      if (with_window) {
+        win.emit(in, S);
+        for (int r : last_rows)
+          if (r != 0) in.logit_rows.push_back(r);
+      }
+      ctx.tag_rows(1, tree.size() - 1, RowRole::Candidate);
+      if (with_window) ctx.tag_rows(tree.size(), M - tree.size(), RowRole::Window);
     }
-    ctx.tag_rows(1, tree.size() - 1, RowRole::Candidate);
-    if (with_window) ctx.tag_rows(tree.size(), M - tree.size(), RowRole::Window);
     const float* logits = co_await ctx.forward(in);
     // logit rows are the tree's nodes, then the window's last level (row 0 is the tree's root)
     auto tree_row = [&](int node) { return logits + static_cast<size_t>(node) * V; };
@@ -125,8 +165,24 @@ DecodeLoop LookaheadDecoder::decode(DecodeContext& ctx) {
     else
       accept_sampled(tree, tree_row, sampler, acc);
     keep_path(s.cache(), S, acc);
-    ctx.count("accepted_draft_tokens", static_cast<int64_t>(acc.path.size()));
-    if (!acc.path.empty()) ctx.count("pool_hits");
+    const int a = static_cast<int>(acc.path.size());
+    ctx.count("accepted_draft_tokens", a);
+    if (a > 0) ctx.count("pool_hits");
+
+    // ---- what each candidate was worth: the first per position, later ones by what they added
+    int best = 0, winner = -1;
+    for (size_t j = 0; j < cands.size(); j++) {
+      int m = 0;
+      while (m < sent[j] && m < a && cands[j][m] == acc.tokens[m]) m++;
+      if (j == 0) first_.record(1, sent[0], m);
+      else if (added[j] > 0) later_[j].record(added[j], std::max(0, m - best));
+      if (m == a && a > 0 && winner < 0) winner = static_cast<int>(j);
+      best = std::max(best, m);
+    }
+    // The window is credited with accepted candidates the text itself did not contain.
+    double window_gain = 0;
+    if (winner >= 0 && (!opt_.pool_from_prompt || !follows_in(ctx.history(), ctx.pending(), cands[winner]))) window_gain = a;
+    window_.record(with_window ? win.rows() : 0, window_gain);
 
     // ---- advance the window and harvest its n-grams
     if (with_window) {

@@ -77,6 +77,9 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
   std::deque<std::vector<int32_t>> recycle;
   int budget = 0;  // tokens the real-active block still has to commit
   bool pushed = false;  // whether the previous step added to the recycling pool (its newest entry is the draft)
+  std::vector<int> kinds, next_kinds;  // of each draft token
+  bool just_promoted = false;
+  int64_t pseudo_rows_spent = 0;  // pseudo-active rows sent since the last promotion
 
   while (!ctx.done()) {
     if (ctx.room() < 1) {
@@ -89,9 +92,12 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
         const std::vector<int32_t> t = pseudo.front().tokens();
         draft.assign(t.begin() + 1, t.end());  // its first token is now known: the pending token
         pseudo.erase(pseudo.begin());
+        kinds.assign(draft.size(), kPromoted);
+        just_promoted = true;
         ctx.count("blocks_promoted");
       } else {
         add_guesses(opt_.init, ctx.history(), V, rng, n - 1, draft);
+        kinds.assign(draft.size(), kFresh);
         ctx.count("blocks_started");
       }
       budget = n;
@@ -99,30 +105,62 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     const int d = max_draft(ctx, budget - 1);
     if (static_cast<int>(draft.size()) > d) draft.resize(static_cast<size_t>(d));
     if (static_cast<int>(draft.size()) < d) add_guesses(opt_.init, ctx.history(), V, rng, d - static_cast<int>(draft.size()), draft);
+    kinds.resize(draft.size(), kFresh);
+
+    // ---- price the forward: the whole draft with the pseudo-active blocks after it, or the draft's best prefix
+    const RowPricer price = ctx.pricer();
+    const int pseudo_n = static_cast<int>(pseudo.size()) * n;
+    bool with_pseudo = !pseudo.empty() && d == budget - 1 && 1 + d + pseudo_n <= ctx.room();
+    int sent = d;
+    // Tokens this forward is expected to commit (and what a fresh block's rows are worth to the next one).
+    double expect = 1.0 + policy_.expected(kinds, d, kFresh, kPredicted);
+    if (opt_.adaptive) {
+      const int cut = policy_.choose(kinds, price, 1.0, 1, kFresh, kPredicted);
+      const double e_cut = 1.0 + policy_.expected(kinds, cut, kFresh, kPredicted);
+      const double e_full = expect + pseudo_.per_row() * pseudo_n;
+      const bool pseudo_pays = price.rate(e_full, 1 + d + pseudo_n) > price.rate(e_cut, 1 + cut);
+      const bool could_pay = price.rate(expect + pseudo_.prior_per_row() * pseudo_n, 1 + d + pseudo_n) > price.rate(e_cut, 1 + cut);
+      if (with_pseudo && (pseudo_pays || (pseudo_.retry() && could_pay))) {
+        expect = e_full;
+      } else {
+        with_pseudo = false, sent = cut, expect = e_cut;
+      }
+    }
+    const int extra_rows = with_pseudo ? pseudo_n : 0;
+    ctx.count("draft_tokens_cut", d - sent);
 
     // ---- real-active draft plus recycled candidates that continue the pending token, as one tree
     const int S = s.cache().size();
     tree.reset(ctx.pending());
-    chains.assign(1, tree.add_chain(0, draft));
+    const std::span<const int32_t> sent_draft = std::span<const int32_t>(draft).first(static_cast<size_t>(sent));
+    chains.assign(1, tree.add_chain(0, sent_draft));
+    int recycled_rows = 0;
+    // (Candidates are as long as the whole draft, whatever part of it is sent: they are priced on their own.)
     for (int e = static_cast<int>(recycle.size()) - (pushed ? 2 : 1); e >= 0 && d > 0; e--) {
       const std::vector<int32_t>& entry = recycle[e];
       auto it = std::find(entry.begin(), entry.end(), ctx.pending());
       if (it == entry.end()) continue;
       cand.assign(it + 1, it + 1 + std::min<ptrdiff_t>(d, entry.end() - (it + 1)));
       for (size_t i = cand.size(); i < static_cast<size_t>(d); i++) cand.push_back(draft[i]);
-      if (cand == draft || tree.size() + d > ctx.room()) continue;
+      if (cand == draft || tree.size() + d + extra_rows > ctx.room()) continue;
+      int shared = 0;  // tokens already in the tree
+      for (int node = 0; shared < d && (node = tree.child(node, cand[shared])) >= 0;) shared++;
+      const int rows = d - shared;
+      if (opt_.adaptive && !price.pays(expect, tree.size() + extra_rows, recycled_.per_row() * rows, rows) &&
+          !(recycled_.retry() && price.pays(expect, tree.size() + extra_rows, recycled_.prior_per_row() * rows, rows)))
+        continue;
+      expect += recycled_.per_row() * rows;
+      recycled_rows += rows;
       chains.push_back(tree.add_chain(0, cand));
       ctx.count("recycled_candidates");
     }
 
     // ---- pseudo-active blocks follow the real-active block's full draft
-    const bool with_pseudo = !pseudo.empty() && d == budget - 1 &&
-                             tree.size() + static_cast<int>(pseudo.size()) * n <= ctx.room();
-    const int M = tree.size() + (with_pseudo ? static_cast<int>(pseudo.size()) * n : 0);
+    const int M = tree.size() + extra_rows;
     in.reset_rows(&s.cache(), M);
     tree.emit(in, S);
     if (with_pseudo) emit_pseudo(pseudo, n, chains[0], tree.size(), S + budget, in, pseudo_rows);
-    ctx.tag_rows(1, static_cast<int>(chains[0].size()), RowRole::Draft, 0);  // the first chain is nodes 1..d
+    ctx.tag_rows(1, static_cast<int>(chains[0].size()), RowRole::Draft, 0);  // the first chain is nodes 1..sent
     ctx.tag_rows(1 + static_cast<int>(chains[0].size()), tree.size() - 1 - static_cast<int>(chains[0].size()), RowRole::Candidate);
     if (with_pseudo)
       for (size_t b = 0; b < pseudo.size(); b++)
@@ -142,15 +180,32 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
         break;
       }
     if (win > 0) ctx.count("recycle_wins");
-    // The prediction for the position after the real-active block (its last draft row, or the root's).
-    const int32_t ra_tail_pred = static_cast<int32_t>(argmax(row(d > 0 ? chains[0].back() : 0), V));
+    // ---- what this forward's rows were worth
+    int main_k = 0;  // what the draft alone would have committed
+    while (main_k < sent && sent_draft[main_k] == acc.tokens[main_k]) main_k++;
+    policy_.record(kinds, sent, main_k);
+    if (recycled_rows > 0) recycled_.record(recycled_rows, k - main_k);
+    if (with_pseudo) pseudo_rows_spent += pseudo_n;
+    if (just_promoted) {  // the promoted block's first verification: what its pseudo-active steps saved
+      pseudo_.record(pseudo_rows_spent, k - policy_.expected(kFresh, sent));
+      pseudo_rows_spent = 0;
+      just_promoted = false;
+    }
+    // The prediction for the position after the real-active block (its last draft row, or the root's), when
+    // the whole draft was sent.
+    const int32_t ra_tail_pred = sent == budget - 1 ? static_cast<int32_t>(argmax(row(sent > 0 ? chains[0].back() : 0), V)) : -1;
     const int new_budget = std::max(0, budget - (k + 1));
     // Jacobi update of the rest of the block: draft token i stood where token i + 1 of the block now goes
-    // (the bonus token took draft token k's place), so its row predicts the token after that.
+    // (the bonus token took draft token k's place), so its row predicts the token after that; the unsent
+    // rest of the draft follows.
     next.clear();
     for (size_t i = k; i < chains[win].size() && static_cast<int>(next.size()) < new_budget - 1; i++)
       next.push_back(static_cast<int32_t>(argmax(row(chains[win][i]), V)));
-    pushed = opt_.pool > 0 && k < d;
+    next_kinds.assign(next.size(), kPredicted);
+    const int reached = static_cast<int>(chains[win].size());  // the draft positions the winning chain's rows covered
+    append_unsent(draft, reached, new_budget - 1, next);
+    for (size_t i = static_cast<size_t>(reached) + 1; next_kinds.size() < next.size(); i++) next_kinds.push_back(kinds[i]);
+    pushed = opt_.pool > 0 && k < d;  // the draft was not all confirmed (rejected, or not all sent)
     if (pushed) {  // rejection: keep what this step drafted for later recycling
       std::vector<int32_t> all = {ctx.pending()};
       all.insert(all.end(), draft.begin(), draft.end());
@@ -179,9 +234,14 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
       }
     }
 
-    // ---- spawn a block after the newest one once it is far enough along
+    // ---- spawn a block after the newest one once it is far enough along (and while such blocks pay)
     const int newest_acc = pseudo.empty() ? n - new_budget : static_cast<int>(pseudo.back().acc.size());
-    if (1 + static_cast<int>(pseudo.size()) < K && newest_acc >= spawn_at && new_budget > 0) {
+    // (A block that will not be sent is not spawned either; now and then one is, to measure again.)
+    auto spawn_pays = [&] {
+      return !opt_.adaptive || price.pays(expect, 1 + sent, pseudo_.per_row() * n, n) ||
+             (pseudo_.retry() && price.pays(expect, 1 + sent, pseudo_.prior_per_row() * n, n));
+    };
+    if (1 + static_cast<int>(pseudo.size()) < K && newest_acc >= spawn_at && new_budget > 0 && spawn_pays()) {
       PseudoBlock b;
       if (opt_.spawn_copy) {
         // As the paper: a copy of the real-active block's current draft tail (the token after the accepted
@@ -201,6 +261,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
 
     budget = new_budget;
     draft.swap(next);
+    kinds.swap(next_kinds);
     ctx.commit(acc.tokens);
   }
 }

@@ -25,6 +25,11 @@ struct MultiblockOptions {
   // true: a spawned block starts as the real-active block's draft tail padded to n (the paper's init);
   // false: as the prediction for the position after the newest block, then guesses.
   bool spawn_copy = true;
+  // Price every part of a forward (decode/row_cost.h): the real-active draft is cut to the prefix that pays
+  // (the rest kept for the next forward), pseudo-active blocks are forwarded (and spawned) only while what
+  // they have saved at promotion pays for their rows, recycled candidates only while their wins pay for
+  // theirs. false: every forward carries what the parameters say.
+  bool adaptive = true;
 };
 
 // A pseudo-active block (exposed for tests).
@@ -46,15 +51,21 @@ struct PseudoBlock {
 // `before` is the prediction of the row before the block for its first token (-1: none was computed).
 void advance_pseudo(PseudoBlock& b, const std::vector<int32_t>& g, int32_t before);
 
+// Kept across generations: the acceptance statistics of its drafts and what its extra rows have been worth.
 class MultiblockDecoder : public Decoder {
  public:
-  explicit MultiblockDecoder(const MultiblockOptions& o) : opt_(o) {}
+  explicit MultiblockDecoder(const MultiblockOptions& o) : opt_(o), policy_(kKinds, std::max(1, o.block - 1)) {}
   std::string name() const override { return "multiblock"; }
 
   DecodeLoop decode(DecodeContext& ctx) override;
 
  private:
+  // What the real-active draft is: a fresh block's guesses, a promoted block's tokens, or predictions.
+  enum Kind { kFresh = 1, kPromoted, kPredicted, kKinds = kPredicted };
   MultiblockOptions opt_;
+  DraftLengthPolicy policy_;
+  RowYield pseudo_;    // tokens a promoted block committed beyond a fresh block's expectation, per pseudo row sent
+  RowYield recycled_;  // tokens recycled candidates committed beyond the draft, per candidate row sent
 };
 
 }  // namespace jf

@@ -129,17 +129,17 @@ DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions&
 }
 
 std::unique_ptr<Decoder> make_decoder(const DecoderOptions& o) {
-  if (o.name == "jacobi") return std::make_unique<JacobiDecoder>(JacobiOptions{o.block, o.running_window, o.init, o.draft_seed});
+  if (o.name == "jacobi") return std::make_unique<JacobiDecoder>(JacobiOptions{o.block, o.running_window, o.init, o.draft_seed, nullptr, o.draft_adaptive});
   if (o.name == "lookahead")
-    return std::make_unique<LookaheadDecoder>(LookaheadOptions{o.window, o.ngram, o.guesses, o.pool_from_prompt, o.init, o.draft_seed});
+    return std::make_unique<LookaheadDecoder>(LookaheadOptions{o.window, o.ngram, o.guesses, o.pool_from_prompt, o.init, o.draft_seed, o.draft_adaptive});
   if (o.name == "pld")
     return std::make_unique<PldDecoder>(
         PldOptions{o.draft_max, o.ngram_max, o.draft_adaptive, o.ngram_memory, o.corpus_tokens, o.pld_memory});
   if (o.name == "multiblock")
     return std::make_unique<MultiblockDecoder>(
-        MultiblockOptions{o.block, o.max_blocks, o.spawn_ratio, o.pool, o.init, o.draft_seed, o.spawn_copy});
+        MultiblockOptions{o.block, o.max_blocks, o.spawn_ratio, o.pool, o.init, o.draft_seed, o.spawn_copy, o.draft_adaptive});
   if (o.name == "sjd") return std::make_unique<SjdDecoder>(SjdOptions{o.block, o.init, o.draft_seed, false, false, o.pac_continue,
-                                                                o.pac_tree_depth, o.pac_tree_width});
+                                                                o.pac_tree_depth, o.pac_tree_width, o.draft_adaptive});
   if (o.name == "fastcot")
     return std::make_unique<FastCotDecoder>(FastCotOptions{o.block, o.fastcot_iterations, o.trigger_tokens, o.init, o.draft_seed});
   if (o.name == "ar") return std::make_unique<ArDecoder>();

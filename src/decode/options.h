@@ -32,6 +32,8 @@ struct DecoderOptions {
   // a row: on a CPU a row is not free, docs/BENCHMARKS.md), so the cap can be generous; `fixed` drafts up to it.
   int draft_max = 8;
   int ngram_max = 4;
+  // Every decoder (not only pld) sizes each forward by the row-pricing rule (decode/row_cost.h) when this
+  // is set (draft-policy=adaptive, the default); `fixed` sends what its parameters say.
   bool draft_adaptive = true;
   int ngram_memory = 1 << 16;  // tokens of earlier generations (same decoder) to draft from; 0 = off
   std::string ngram_corpus;    // a text file to draft from as well (the CLI tokenizes it into corpus_tokens)

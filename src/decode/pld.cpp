@@ -58,43 +58,6 @@ void NgramIndex::clear() {
   indexed_end_ = 0;
 }
 
-DraftLengthPolicy::DraftLengthPolicy(int kinds, int draft_max) : positions_(std::clamp(draft_max, 1, 64)) {
-  const size_t cells = static_cast<size_t>(std::max(kinds, 1)) * positions_;
-  tried_.assign(cells, 0);
-  hit_.assign(cells, 0);
-}
-
-double DraftLengthPolicy::p_accept(int kind, int i) const {
-  const size_t c = cell(kind, i);
-  const double p = (hit_[c] + 1.0) / (tried_[c] + 2.0);
-  // Optimistic until a case has been tried a few times: an early failure (or an early slow forward) must
-  // not stop a case from ever being drafted, and so from ever being measured again.
-  return tried_[c] < kExplore ? std::max(p, 0.5) : p;
-}
-
-int DraftLengthPolicy::choose(int kind, int available, const RowCostModel& cost) const {
-  if (kind < 1 || available < 1) return 0;
-  // Forwarding k draft tokens commits 1 + sum_{i<k} P(0..i accepted) tokens on average, for relative(1+k).
-  int best_k = 0;
-  double best = 1.0, expect = 1.0, all_accepted = 1.0;
-  for (int k = 1; k <= available; k++) {
-    all_accepted *= p_accept(kind, k - 1);
-    expect += all_accepted;
-    const double rate = expect / cost.relative(1 + k);
-    if (rate > best) best = rate, best_k = k;
-  }
-  return best_k;
-}
-
-void DraftLengthPolicy::record(int kind, int drafted, int accepted) {
-  if (kind < 1) return;
-  for (int i = 0; i < drafted && i <= accepted; i++) {
-    const size_t c = cell(kind, i);
-    tried_[c]++;
-    if (i < accepted) hit_[c]++;
-  }
-}
-
 PldDecoder::PldDecoder(const PldOptions& o)
     : opt_(o), own_policy_(kSources * o.ngram_max, o.draft_max), policy_(&own_policy_), corpus_index_(o.ngram_max) {
   corpus_index_.extend(opt_.corpus, opt_.corpus.size());
@@ -168,7 +131,7 @@ DecodeLoop PldDecoder::decode(DecodeContext& ctx) {
     for (size_t i = next; i < source.size() && source[i] != PldMemory::kSeparator && static_cast<int>(draft.size()) < cap; i++)
       draft.push_back(source[i]);
     if (opt_.adaptive) {
-      const int k = policy_->choose(proposal, static_cast<int>(draft.size()), s.row_cost());
+      const int k = policy_->choose(proposal, static_cast<int>(draft.size()), ctx.pricer());
       ctx.count("draft_tokens_cut", static_cast<int64_t>(draft.size()) - k);
       draft.resize(static_cast<size_t>(k));
     }

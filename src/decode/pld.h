@@ -10,6 +10,7 @@
 
 #include "decode/decoder.h"
 #include "decode/draft_tree.h"
+#include "decode/row_cost.h"
 
 namespace jf {
 
@@ -53,27 +54,6 @@ class NgramIndex {
   int max_n_;
   size_t indexed_end_ = 0;  // n-grams ending at or before this index are in the tables
   std::vector<Table> tables_;  // [n-1]
-};
-
-// How often draft token i was accepted, given that tokens 0..i-1 were, per kind of proposal (1..kinds; pld's
-// kinds are its source and matched suffix length, PldDecoder::kind); and the draft length that maximises
-// expected committed tokens per unit of forward time.
-class DraftLengthPolicy {
- public:
-  DraftLengthPolicy(int kinds, int draft_max);
-  // Best length <= available for a proposal of this kind (0: forward the pending token alone).
-  int choose(int kind, int available, const RowCostModel& cost) const;
-  // Records a verified proposal of `drafted` tokens of which the first `accepted` matched.
-  void record(int kind, int drafted, int accepted);
-  // P(token i accepted | 0..i-1 accepted), with one success and one failure as the prior (and at least 1/2
-  // until the case has been tried kExplore times).
-  double p_accept(int kind, int i) const;
-  static constexpr int64_t kExplore = 8;
-
- private:
-  size_t cell(int kind, int i) const { return static_cast<size_t>(kind - 1) * positions_ + std::min(i, positions_ - 1); }
-  int positions_;
-  std::vector<int64_t> tried_, hit_;  // [cell(kind, i)]
 };
 
 // What pld remembers across generations: finished texts (prompt and output) to draft from, newest kept

@@ -1,19 +1,40 @@
-// What a forward of m rows costs relative to a forward of one row, learned from the forwards a session
-// has timed. Drafting strategies use it to decide how many speculative rows are worth their price: on a
-// tiny model each extra row costs about a third of a forward, on a memory-bound one a few percent.
+// Row pricing, the one rule every decoder sizes its forwards by. On a CPU a forward of several rows is not
+// free (a tiny model: each extra row about a third of a forward; a 1B model on 2 cores: nearly free up to ~4
+// rows, compute-bound past that), so a decoder sends an extra row only when the committed tokens it is
+// expected to add pay for what it costs:
+//
+//   send rows r more  iff  (T + gain) / cost(m + r) > T / cost(m),
+//
+// T: the tokens the forward is expected to commit with its m rows, gain: the extra tokens expected from
+// the r rows, cost: the forward's time relative to one row's. For a chain of draft tokens with
+// p_i = P(token i accepted | tokens 0..i-1 accepted) this is choosing the prefix length k that maximises
+// (1 + sum_{i<k} p_0 ... p_i) / cost(1 + k). The p_i and the gains come from each decoder's own running
+// statistics (DraftLengthPolicy, RowYield); the cost from RowCostModel: learned from the session's timed
+// forwards, or a curve measured beforehand (the server's start-up curve, `jf tune`'s table, a quick
+// measurement) or a synthetic one (tests).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
 
 namespace jf {
 
 class RowCostModel {
  public:
-  // Adds one timed forward of `rows` rows.
+  // Adds one timed forward of `rows` rows (ignored while a fixed curve is set).
   void record(int rows, double seconds);
-  // Estimated time(rows) / time(1) = 1 + per_row() * (rows - 1).
-  double relative(int rows) const { return 1.0 + per_row() * (rows < 1 ? 0 : rows - 1); }
+  // Uses this curve, (rows, seconds) with increasing rows and the first at rows 1, instead of timings:
+  // linear between points, extrapolated past the last along its last segment. Learning stops. Empty: learn.
+  void set_curve(std::vector<std::pair<int, double>> points);
+  bool fixed() const { return !curve_.empty(); }
+  // Estimated time(rows) / time(1), non-decreasing in rows. Learned: the median of the recent forwards of
+  // each row count seen, linear between them, past the largest one along per_row(); optimistic (at most
+  // 1 + kDefaultRowCost per extra row) while exploring (see per_row()).
+  double relative(int rows) const;
   // Cost of one extra row as a fraction of a one-row forward: the median of the last kSamples forwards of
   // 2..32 rows (larger ones, like a prefill, say little about a decoder's few rows; a median ignores the
   // odd slow one: a preempted forward, or a thread schedule being tried out, model/schedule.h).
@@ -22,9 +43,10 @@ class RowCostModel {
   double per_row() const;
 
   static constexpr double kDefaultRowCost = 0.25;
-  static constexpr int kSamples = 15, kExplore = 4, kStale = 32;
+  static constexpr int kSamples = 15, kExplore = 4, kStale = 32, kMaxRows = 32, kPerCount = 7;
 
  private:
+  bool exploring() const { return n_samples_ < kExplore || one_rows_since_sample_ >= kStale; }
   // A plain mean over the first samples, then an exponential moving average; after the first few, one
   // sample moves it by at most a factor 1 +- the weight.
   struct Mean {
@@ -36,6 +58,99 @@ class RowCostModel {
   std::array<double, kSamples> samples_{};  // extra-row costs, a ring buffer
   int64_t n_samples_ = 0;
   int64_t one_rows_since_sample_ = 0;
+  // [rows - 2]: the last kPerCount relative costs of forwards of that many rows, a ring buffer each
+  std::array<std::array<double, kPerCount>, kMaxRows - 1> by_rows_{};
+  std::array<int64_t, kMaxRows - 1> n_by_rows_{};
+  std::vector<std::pair<int, double>> curve_;  // fixed: (rows, relative cost)
+};
+
+// The pricing rule over one sequence's rows. `shared_rows`: rows other sequences put into the same forward
+// (a server's batch, prefill chunks included): this sequence's rows are priced at the margin of theirs.
+class RowPricer {
+ public:
+  RowPricer(const RowCostModel& cost, int shared_rows = 0) : cost_(&cost), shared_(shared_rows) {}  // NOLINT: implicit
+  // Cost of a forward with this sequence's `rows` rows relative to one with its single row.
+  double relative(int rows) const;
+  // The k in [0, p.size()] that maximises (tokens + sum_{i<k} p_0 ... p_i + bonus_i) / relative(rows + k): how
+  // many of a chain's draft tokens to send after `rows` rows expected to commit `tokens`. bonus (empty, or
+  // one per token): what sending token i is worth beyond its own acceptance (a Jacobi row's prediction for
+  // the next forward). Ties: the shorter.
+  int best_chain(std::span<const double> p, double tokens = 1.0, int rows = 1, std::span<const double> bonus = {}) const;
+  // Whether `extra` more rows expected to add `gain` tokens pay: (tokens + gain) / relative(rows + extra)
+  // > tokens / relative(rows).
+  bool pays(double tokens, int rows, double gain, int extra) const;
+  // The expected tokens per unit of cost, (tokens) / relative(rows).
+  double rate(double tokens, int rows) const { return tokens / relative(rows); }
+
+ private:
+  const RowCostModel* cost_;
+  int shared_;
+};
+
+// How often draft token i was accepted, given that tokens 0..i-1 were, per kind of proposal (1..kinds: a
+// decoder's kinds of drafts, e.g. pld's source and matched suffix length, Jacobi's guesses vs predictions);
+// and the draft length that maximises expected committed tokens per unit of forward time.
+class DraftLengthPolicy {
+ public:
+  DraftLengthPolicy(int kinds, int draft_max);
+  // Best length <= available for a proposal of this kind after `rows` rows expected to commit `tokens`
+  // (0: forward none of it).
+  int choose(int kind, int available, const RowPricer& price, double tokens = 1.0, int rows = 1) const;
+  // The same for a draft whose token i is of kind kinds[i]. Tokens of kind `from` (0: none) turn into kind
+  // `to` for the next forward when their rows are sent (Jacobi: guesses into predictions), so each is also
+  // worth what `to` is expected to accept at its place beyond what `from` is: the reason to send guesses.
+  int choose(std::span<const int> kinds, const RowPricer& price, double tokens = 1.0, int rows = 1, int from = 0,
+             int to = 0) const;
+  // Expected accepted tokens of the first `length` tokens of a proposal of this kind.
+  double expected(int kind, int length) const;
+  // Of the first `length` tokens of a draft of these kinds, with their worth to the next forward as in choose().
+  double expected(std::span<const int> kinds, int length, int from = 0, int to = 0) const;
+  // Records a verified proposal of `drafted` tokens of which the first `accepted` matched.
+  void record(int kind, int drafted, int accepted);
+  void record(std::span<const int> kinds, int drafted, int accepted);
+  // P(token i accepted | 0..i-1 accepted), with two observations at the estimate for position i - 1 as the
+  // prior (1/2 for position 0), and at least 1/2 until the case has been tried kExplore times.
+  double p_accept(int kind, int i) const;
+  static constexpr int64_t kExplore = 8;
+
+ private:
+  size_t cell(int kind, int i) const { return static_cast<size_t>(kind - 1) * positions_ + std::min(i, positions_ - 1); }
+  int positions_;
+  std::vector<int64_t> tried_, hit_;  // [cell(kind, i)]
+  // p_[i], bonus_[i] of a draft (choose's scratch)
+  void price_tokens(std::span<const int> kinds, int from, int to) const;
+  mutable std::vector<double> p_, bonus_;
+  mutable std::vector<int> kinds_;
+};
+
+// Tokens a group of rows that do not commit by themselves (lookahead's window, multiblock's pseudo-active
+// blocks and recycled candidates) has added per row sent: a moving ratio (the text changes, and with it what
+// the group is worth), starting from an optimistic prior so that the group is tried before it is judged.
+class RowYield {
+ public:
+  explicit RowYield(double prior_per_row = 0.25, double prior_rows = 16)
+      : prior_(prior_per_row), gain_(prior_per_row * prior_rows), rows_(prior_rows) {}
+  // `rows` sent (0: none this forward) and the tokens credited to the group.
+  void record(int64_t rows, double gain) {
+    if (rows > 0) {
+      gain_ *= kKeep, rows_ *= kKeep;
+      skipped_ = 0;
+    }
+    rows_ += static_cast<double>(rows);
+    gain_ += gain;
+  }
+  double per_row() const { return std::max(0.0, gain_ / rows_); }
+  // What it was assumed to be worth before any evidence.
+  double prior_per_row() const { return prior_; }
+  // Call when the group was not sent because it did not pay: true every kRetry-th time, when it should be
+  // sent anyway (where it could pay at the prior): its worth may have changed, and unsent it is never measured.
+  bool retry() { return ++skipped_ % kRetry == 0; }
+  static constexpr double kKeep = 0.97;  // per forward that sent the group: about the last 30 count
+  static constexpr int kRetry = 16;
+
+ private:
+  double prior_, gain_, rows_;
+  int64_t skipped_ = 0;
 };
 
 }  // namespace jf

@@ -36,7 +36,9 @@ class Session {
   int64_t n_rows() const { return n_rows_; }  // tokens pushed through the model
   double forward_seconds() const { return forward_seconds_; }
   // Cost of a forward by row count, from this session's timed forwards (kept across reset_counters).
+  // A fixed curve may be set on it (RowCostModel::set_curve): measured beforehand, or synthetic in tests.
   const RowCostModel& row_cost() const { return row_cost_; }
+  RowCostModel& row_cost() { return row_cost_; }
 
  private:
   std::unique_ptr<ForwardPass> owned_;

@@ -99,6 +99,7 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
   std::vector<std::vector<int>> paths;
   std::vector<int> cand_nodes;
   std::vector<float> left;
+  std::vector<int> kinds;
   while (!ctx.done()) {
     if (ctx.room() < 1) {
       ctx.stop_context_full();
@@ -112,12 +113,16 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
     }
     draft.resize(static_cast<size_t>(m));
     q.resize(static_cast<size_t>(m));
+    kinds.clear();  // 1: a guess, 2: sampled by an earlier forward
+    for (int i = 0; i < m; i++) kinds.push_back(q[i].empty() ? 1 : 2);
+    const int sent = opt_.adaptive ? policy_.choose(kinds, ctx.pricer(), 1.0, 1, 1, 2) : m;
+    ctx.count("draft_tokens_cut", m - sent);
 
     const int S = s.cache().size();
     tree.reset(ctx.pending());
-    paths.assign(1, tree.add_chain(0, draft));
+    paths.assign(1, tree.add_chain(0, std::span<const int32_t>(draft).first(static_cast<size_t>(sent))));
     for (auto& b : branches) {
-      if (static_cast<int>(b.size()) > m) b.resize(static_cast<size_t>(m));
+      if (static_cast<int>(b.size()) > sent) b.resize(static_cast<size_t>(sent));
       if (!b.empty() && tree.size() + static_cast<int>(b.size()) <= ctx.room()) paths.push_back(tree.add_chain(0, b));
     }
     in.reset_rows(&s.cache(), tree.size());
@@ -179,8 +184,9 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
       d++;
     }
     keep_path(s.cache(), S, acc);
-    ctx.count("draft_tokens", m);
+    ctx.count("draft_tokens", sent);
     ctx.count("accepted_draft_tokens", static_cast<int64_t>(acc.path.size()));
+    policy_.record(kinds, sent, static_cast<int>(acc.path.size()));
 
     // ---- rows from the rejected token on propose the next draft, each sampled from its own distribution
     next_draft.clear();
@@ -215,6 +221,12 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
           next_branches.push_back(std::move(b));
         }
       }
+    }
+    // The unsent draft tokens after the positions just redrawn keep their places and their distributions.
+    const size_t redrawn_to = rejected >= 0 ? paths[d == 0 ? 0 : on].size() : static_cast<size_t>(d);
+    for (size_t i = redrawn_to + 1; i < draft.size(); i++) {
+      next_draft.push_back(draft[i]);
+      next_q.push_back(std::move(q[i]));
     }
     draft.swap(next_draft);
     q.swap(next_q);

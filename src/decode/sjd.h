@@ -5,6 +5,7 @@
 #pragma once
 #include "decode/decoder.h"
 #include "decode/draft_init.h"
+#include "decode/row_cost.h"
 
 namespace jf {
 
@@ -24,6 +25,9 @@ struct SjdOptions {
   // tokens; the candidates are verified by recursive rejection sampling (Jeon et al. 2024), lossless.
   int pac_tree_depth = 0;  // D (0: off)
   int pac_tree_width = 1;  // K
+  // Send only the prefix of the draft that pays (decode/row_cost.h); the unsent rest, with the distributions
+  // it was drawn from, stays the draft. false: every forward carries the whole draft.
+  bool adaptive = true;
 };
 
 // One speculative-sampling decision for draft token x: p and q are normalised dense distributions
@@ -37,15 +41,17 @@ int32_t speculative_verify(const std::vector<float>& p, const float* q, int32_t 
 int32_t verify_candidates(const std::vector<float>& p, const std::vector<float>& q, std::span<const int32_t> xs, Rng& rng,
                           int* which);
 
+// Kept across generations: the acceptance statistics of its drafts, by kind (guesses, sampled tokens).
 class SjdDecoder : public Decoder {
  public:
-  explicit SjdDecoder(const SjdOptions& o) : opt_(o) {}
+  explicit SjdDecoder(const SjdOptions& o) : opt_(o), policy_(2, std::max(1, o.block - 1)) {}
   std::string name() const override { return "sjd"; }
 
   DecodeLoop decode(DecodeContext& ctx) override;
 
  private:
   SjdOptions opt_;
+  DraftLengthPolicy policy_;
 };
 
 }  // namespace jf

@@ -62,7 +62,11 @@ Scheduler::Scheduler(ForwardPass& fwd, const SchedulerOptions& opts, CostCurve c
   if (opts_.prefill_chunk < 1) throw Error("the prefill chunk must be >= 1");
   if (opts_.pld_memory < 0) throw Error("--pld-memory must be >= 0");
   if (opts_.pld_memory > 0) pld_memory_ = std::make_shared<PldMemory>(opts_.pld_memory, DecoderOptions{}.ngram_max);
-  for (int i = 0; i < opts_.parallel; i++) slots_.push_back(std::make_unique<Slot>(fwd_, opts_));
+  for (int i = 0; i < opts_.parallel; i++) {
+    slots_.push_back(std::make_unique<Slot>(fwd_, opts_));
+    // Every decoder prices its rows on the start-up curve (a sequence's timings would mix in the batch's).
+    if (!curve_.empty()) slots_.back()->session.row_cost().set_curve(curve_.points());
+  }
 }
 
 Scheduler::~Scheduler() = default;
@@ -235,6 +239,10 @@ bool Scheduler::step() {
   for (size_t i = 0; i < stepping_.size(); i++) {
     const float* own = logits + offset * V;
     offset += inputs_[i]->logit_rows.size();  // before consume(): a finished generation takes its input along
+    // The other sequences' rows of this step, prefill chunks included, as the next step's estimate: this
+    // sequence's rows are priced at the margin of theirs (decode/row_cost.h).
+    if (stepping_[i]->generation)
+      stepping_[i]->generation->context().set_shared_rows(static_cast<int>(rows - static_cast<int64_t>(inputs_[i]->tokens.size())));
     consume(*stepping_[i], own, seconds, cap);
   }
   return true;
