@@ -83,8 +83,15 @@ for f in lookahead.html multiblock.html; do
 done
 [ -s "$w/my-jf.gguf" ] && grep -q "top-1 agreement" "$tmp/log" && ok "trained my-jf.gguf and jf eval reported on it" ||
   fail "training or eval output missing"
-# The bench tables of the two models on the held-out prompts: Jacobi's TPF rises with training (deterministic).
-tpfs=$(grep '^| jacobi:block=8 |' "$tmp/log" | tail -2 | awk -F'|' '{ print $3 }' | tr -d ' ' | tr '\n' ' ')
-python3 -c 'import sys; b, t = map(float, sys.argv[1].split()); assert t > b, (b, t)' "$tpfs" 2>/dev/null &&
-  ok "Jacobi TPF on held-out prompts before / after training: $tpfs" || fail "Jacobi TPF did not rise: '$tpfs'"
+# jf eval of the fine-tune: multi-block TPF above the base's (every row sent: deterministic) and the model
+# still close to its base on the held-out text.
+if python3 - "$w/eval.txt" <<'PY' 2>/dev/null
+import re, sys
+t = open(sys.argv[1]).read()
+gain = float(re.search(r"multiblock:block=8: [0-9.]+ \(base [0-9.]+, x([0-9.]+)\)", t).group(1))
+agreement = float(re.search(r"held-out text \([0-9]+ tokens\): top-1 agreement ([0-9.]+)", t).group(1))
+assert gain > 1.0 and agreement > 0.75, (gain, agreement)
+PY
+then ok "the fine-tune gains multiblock TPF and stays near its base: $(grep -E 'agreement|multiblock' "$w/eval.txt" | head -2 | tr '\n' ' ')"
+else fail "jf eval of the fine-tune: $(cat "$w/eval.txt" 2>/dev/null)"; fi
 [ "$fails" -eq 0 ] && exit 0 || exit 1
