@@ -280,12 +280,8 @@ Command add_chat_command(CLI::App& app) {
                 "With a template that has an enable_thinking switch (Qwen3): answer without a reasoning block");
   cmd->add_option("-n,--n-predict", args->gen.max_new_tokens, "Most tokens per answer (default 512)")
       ->check(CLI::Range(1, 1 << 24));
-  cmd->add_option("--temp", args->gen.sampling.temperature, "Sampling temperature; 0 = greedy (default 0.8)");
-  cmd->add_option("--top-k", args->gen.sampling.top_k, "Keep only the k most likely tokens; 0 = off (default 40)");
-  cmd->add_option("--top-p", args->gen.sampling.top_p, "Nucleus sampling mass; 1 = off (default 0.95)");
-  cmd->add_option("--min-p", args->gen.sampling.min_p, "Drop tokens below min-p x the top probability (default 0.05)");
-  args->seed_flag = cmd->add_option("--seed", args->gen.sampling.seed,
-                                    "Sample every answer with this seed (default: a fresh one per answer, shown by /stats)");
+  args->seed_flag = add_sampling_options(cmd, args->gen.sampling,
+                                         "Sample every answer with this seed (default: a fresh one per answer, shown by /stats)");
   add_decoder_options(cmd, args->decoder);
   cmd->get_option("--decoder")
       ->description("Decoding strategy, lossless: auto (default: the jf tune result for this model and machine, else a "

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 
 #include "base/error.h"
 #include "base/mapped_file.h"
@@ -52,12 +53,18 @@ void add_prompt_options(CLI::App* app, PromptOptions& o) {
                 "(default: spelled out as text; --chat prompts always use the template's tokens)");
 }
 
-void add_sampling_options(CLI::App* app, SamplingParams& s) {
-  app->add_option("--temp", s.temperature, "Sampling temperature; 0 = greedy (default 0)");
-  app->add_option("--top-k", s.top_k, "Keep only the k most likely tokens; 0 = off (default 0)");
-  app->add_option("--top-p", s.top_p, "Nucleus sampling mass; 1 = off (default 1)");
-  app->add_option("--min-p", s.min_p, "Drop tokens below min-p x the top probability; 0 = off (default 0)");
-  app->add_option("--seed", s.seed, "Random seed for sampling (default 42)");
+CLI::Option* add_sampling_options(CLI::App* app, SamplingParams& s, const std::string& seed_help) {
+  auto dflt = [](double v) {
+    std::ostringstream o;
+    o << v;
+    return " (default " + o.str() + ")";
+  };
+  app->add_option("--temp", s.temperature, "Sampling temperature; 0 = greedy" + dflt(s.temperature));
+  app->add_option("--top-k", s.top_k, "Keep only the k most likely tokens; 0 = off" + dflt(s.top_k));
+  app->add_option("--top-p", s.top_p, "Nucleus sampling mass; 1 = off" + dflt(s.top_p));
+  app->add_option("--min-p", s.min_p, "Drop tokens below min-p x the top probability; 0 = off" + dflt(s.min_p));
+  return app->add_option("--seed", s.seed,
+                         seed_help.empty() ? "Random seed for sampling" + dflt(static_cast<double>(s.seed)) : seed_help);
 }
 
 void add_generation_options(CLI::App* app, GenerationConfig& g) {

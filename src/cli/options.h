@@ -33,7 +33,10 @@ struct PromptOptions {
 
 void add_model_options(CLI::App* app, ModelOptions& o);
 void add_prompt_options(CLI::App* app, PromptOptions& o);
-void add_sampling_options(CLI::App* app, SamplingParams& s);
+// --temp, --top-k, --top-p, --min-p and --seed on `s`, whose values when called are the command's defaults
+// (shown in the help). `seed_help` replaces the seed's description. Returns the --seed option, so that a
+// command can tell whether a seed was given.
+CLI::Option* add_sampling_options(CLI::App* app, SamplingParams& s, const std::string& seed_help = "");
 void add_generation_options(CLI::App* app, GenerationConfig& g);
 // --decoder and every strategy's parameters. `with_name`: also declare --decoder (bench declares --decoders).
 void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name = true);

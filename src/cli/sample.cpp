@@ -90,10 +90,7 @@ Command add_sample_command(CLI::App& app) {
   cmd->add_option("--count", a->count, "Number of samples (default 100)")->check(CLI::Range(1, 1 << 26));
   cmd->add_option("-n,--n-predict", a->gen.max_new_tokens, "Most tokens per sample; EOS ends one earlier (default 256)")
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--temp", a->gen.sampling.temperature, "Sampling temperature (default 1: the model's distribution)");
-  cmd->add_option("--top-k", a->gen.sampling.top_k, "Keep only the k most likely tokens; 0 = off (default 0)");
-  cmd->add_option("--top-p", a->gen.sampling.top_p, "Nucleus sampling mass; 1 = off (default 1)");
-  cmd->add_option("--seed", a->gen.sampling.seed, "Seed of sample 0; sample i uses seed + i (default 42)");
+  add_sampling_options(cmd, a->gen.sampling, "Seed of sample 0; sample i uses seed + i (default 42)");
   cmd->add_option("--separator", a->separator,
                   "Text between samples, with \\n escapes: give the same to jf train --doc-sep (default \\n\\n\\n)");
   cmd->add_option("-o,--output", a->out, "Corpus file (written atomically)")->required();
