@@ -34,7 +34,7 @@ round() {  # name from_model block steps lr
 evaluate() {  # name model
   [ -s "$work/ppl_$1.json" ] && return
   "$jf" bench -m "$2" --prompts bench/prompts/stories_holdout100.jsonl -n 128 -t 1 \
-    --decoders ar,jacobi:block=16,jacobi:block=32,multiblock:block=16 --json "$work/bench_$1.json" >/dev/null
+    --decoders ar,jacobi:block=16:draft-policy=fixed,jacobi:block=32:draft-policy=fixed,multiblock:block=16:draft-policy=fixed --json "$work/bench_$1.json" >/dev/null
   "$jf" perplexity -m "$2" -f "$text" --json >"$work/ppl_$1.json"
 }
 
@@ -48,5 +48,5 @@ evaluate round3 "$work/round3.gguf"
 round round4 "$work/round3.gguf" 32 2000 1e-3
 evaluate round4 "$work/round4.gguf"
 
-python3 bench/jacobi_forcing_table.py "$work" jacobi:block=16,jacobi:block=32,multiblock:block=16 \
+python3 bench/jacobi_forcing_table.py "$work" jacobi:block=16:draft-policy=fixed,jacobi:block=32:draft-policy=fixed,multiblock:block=16:draft-policy=fixed \
   base round1 round2 round3 round4

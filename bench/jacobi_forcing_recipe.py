@@ -16,8 +16,8 @@ def main():
     for name, _, _ in models:
         bench = json.load(open(f"{work}/bench_{name}.json"))
         by_decoder = {r["decoder"]: r["tpf"] for r in bench["summary"]}
-        tpf[name] = by_decoder["jacobi:block=16"]
-        multiblock[name] = by_decoder.get("multiblock:block=16")
+        tpf[name] = by_decoder["jacobi:block=16:draft-policy=fixed"]
+        multiblock[name] = by_decoder.get("multiblock:block=16:draft-policy=fixed")
     base, base_mb = tpf[models[0][0]], multiblock[models[0][0]]
 
     def multiblock_cell(name):

@@ -24,7 +24,7 @@ sequences=$(wc -l <"$work/packed.jsonl")
 
 evaluate() {  # name model
   [ -s "$work/bench_$1.json" ] || "$jf" bench -m "$2" --prompts "$holdout" -n 128 -t "$threads" \
-    --decoders ar,jacobi:block=16,multiblock:block=16 --json "$work/bench_$1.json" >/dev/null
+    --decoders ar,jacobi:block=16:draft-policy=fixed,multiblock:block=16:draft-policy=fixed --json "$work/bench_$1.json" >/dev/null
   [ -s "$work/eval_$1.json" ] || "$jf" eval -m "$2" --base "$base" --text "$text" --prompts "$holdout" -n 128 \
     -t "$threads" --json >"$work/eval_$1.json"
 }

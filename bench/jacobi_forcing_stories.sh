@@ -26,12 +26,12 @@ done
 
 evaluate() {  # name model
   "$jf" bench -m "$2" --prompts bench/prompts/stories_holdout100.jsonl -n 128 -t 1 \
-    --decoders ar,jacobi:block=16,multiblock:block=16 --json "$work/bench_$1.json" >/dev/null
+    --decoders ar,jacobi:block=16:draft-policy=fixed,multiblock:block=16:draft-policy=fixed --json "$work/bench_$1.json" >/dev/null
   "$jf" perplexity -m "$2" -f "$text" --json >"$work/ppl_$1.json"
 }
 evaluate base "$base"
 for v in $variants; do evaluate "${v%%:*}" "$work/model_${v%%:*}.gguf"; done
 
-python3 bench/jacobi_forcing_table.py "$work" jacobi:block=16,multiblock:block=16 "base=base model" \
+python3 bench/jacobi_forcing_table.py "$work" jacobi:block=16:draft-policy=fixed,multiblock:block=16:draft-policy=fixed "base=base model" \
   "jf=jacobi-forcing, linear, NC" "cllm=cllm (random, clean-context)" "ncic=jacobi-forcing, linear, NC-IC" \
   "random=jacobi-forcing, random, NC" "reverse=jacobi-forcing, reverse, NC"

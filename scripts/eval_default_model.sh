@@ -19,6 +19,6 @@ source scripts/pycode_corpus.sh
 "$jf" eval -m "$model" --base "$base" --text "$work/heldout.py.txt" --max-text-tokens 60000 --window 512 \
   --prompts "$work/heldout_prompts.jsonl" -n 128 --json
 "$jf" bench -m "$model" --prompts "$work/heldout_prompts.jsonl" --limit 40 -n 128 \
-  --decoders ar,jacobi:block=16,multiblock:block=16 --json "$work/bench-$(basename "$model" .gguf).json" >/dev/null
+  --decoders ar,jacobi:block=16:draft-policy=fixed,multiblock:block=16:draft-policy=fixed --json "$work/bench-$(basename "$model" .gguf).json" >/dev/null
 python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(json.dumps({s['decoder']: round(s['tpf'],3) for s in j['summary']}))" \
   "$work/bench-$(basename "$model" .gguf).json"
