@@ -22,7 +22,8 @@ build/bin/jf bench -m "$model" --prompts bench/prompts/code_demo.jsonl -n 96 -t 
   --decoders ar,pld,pld:draft-max=2:draft-policy=fixed,jacobi:block=8,multiblock:block=8,lookahead
 echo
 echo "Every decoder produced exactly ar's tokens (identical to ar: 100%) while committing TPF tokens per forward;"
-echo "speedup is its tokens/s over ar's, measured in this run. This 7 MB model fits in cache, so a forward of k rows"
-echo "costs about 1 + k/5 single-row ones (ms/forward): prompt lookup and lookahead, few rows per committed token,"
-echo "win; Jacobi and multiblock, many rows per committed token, lose here and need memory-bound forwards to gain."
+echo "speedup is its tokens/s over ar's, measured in this run. This 7 MB model fits in cache, so extra rows cost real"
+echo "time (the curve above): each decoder sends a row only when its expected tokens pay for it. Prompt lookup and"
+echo "lookahead, whose drafts often hit, win; Jacobi and multiblock guesses rarely pay here, so they fall back to about"
+echo "one row per forward (ar's speed). pld:draft-max=2:draft-policy=fixed shows a decoder without that pricing."
 echo "Talk to it: build/bin/jf chat    Serve it over the OpenAI API: build/bin/jf serve    Guide: docs/GUIDE.md"
