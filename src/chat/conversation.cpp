@@ -35,9 +35,7 @@ Conversation::Conversation(const Model& model, const Tokenizer& tok, int context
                            ConversationOptions opts, const DecoderOptions& decoder)
     : tok_(tok), opts_(std::move(opts)), session_(model, context_size, kv_type) {
   opts_.gen.sampling.validate();
-  opts_.gen.eos_ids.clear();
-  for (int32_t id = 0; id < tok.n_vocab(); id++)
-    if (tok.is_eog(id)) opts_.gen.eos_ids.push_back(id);
+  opts_.gen.eos_ids = tok.eog_ids();
   set_decoder(decoder);
 }
 

@@ -42,12 +42,7 @@ int run_bench(BenchArgs& a) {
   check_output_path(a.json_out, "--json");
   check_output_path(a.plot, "--plot");
   const bool greedy = a.gen.sampling.greedy();
-  std::vector<std::string> specs;
-  for (size_t s = 0, e; s <= a.decoders.size(); s = e + 1) {
-    e = a.decoders.find(',', s);
-    if (e == std::string::npos) e = a.decoders.size();
-    if (e > s) specs.push_back(a.decoders.substr(s, e - s));
-  }
+  std::vector<std::string> specs = split_list(a.decoders);
   if (!a.config.empty()) {  // the tuned configuration joins the comparison
     const std::string tuned = tune::read_tune_config(a.config).decoder;
     if (std::find(specs.begin(), specs.end(), tuned) == specs.end()) specs.push_back(tuned);
@@ -65,8 +60,7 @@ int run_bench(BenchArgs& a) {
 
   LoadedModel lm = open_model(a.model);
   if (!lm.tokenizer) throw Error(a.model.path + ": the model has no tokenizer; bench needs one");
-  for (int32_t id = 0; id < lm.tokenizer->n_vocab(); id++)
-    if (lm.tokenizer->is_eog(id)) a.gen.eos_ids.push_back(id);
+  a.gen.eos_ids = lm.tokenizer->eog_ids();
   std::vector<std::vector<int32_t>> prompts;
   for (const auto& t : texts) {
     PromptOptions po = a.prompt;

@@ -72,9 +72,7 @@ ChatFormat chat_format(const PromptOptions& p, const Tokenizer& tok, bool defaul
 std::string history_path(const ChatArgs& a) {
   if (a.no_history) return "";
   if (!a.history.empty()) return a.history;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/jf/chat-history";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/jf/chat-history";
-  return "";
+  return tune::cache_dir() + "/chat-history";
 }
 
 void print_stats(const chat::TurnStats& t, bool any) {

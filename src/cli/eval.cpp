@@ -120,25 +120,17 @@ void eval_prompts(const EvalArgs& a, EvalModels& m, nlohmann::json& out) {
   std::vector<std::string> texts = load_prompts(a.prompts_file, a.format);
   if (a.limit > 0 && static_cast<int>(texts.size()) > a.limit) texts.resize(a.limit);
   if (texts.empty()) throw Error(a.prompts_file + ": no prompts");
+  const std::vector<std::string> specs = split_list(a.decoders);
   std::vector<DecoderOptions> decoders;
-  std::vector<std::string> specs;
-  for (std::string spec; const char c : a.decoders + ",") {
-    if (c != ',') {
-      spec += c;
-      continue;
-    }
-    if (spec.empty()) continue;
+  for (const std::string& spec : specs) {
     decoders.push_back(parse_decoder_spec(spec, DecoderOptions{}));
     decoders.back().validate(/*greedy=*/true);
     // Every row sent, none priced away: the TPF of the model, not of this machine's cost of a row.
     decoders.back().draft_adaptive = false;
-    specs.push_back(spec);
-    spec.clear();
   }
   GenerationConfig cfg;
   cfg.max_new_tokens = a.n;
-  for (int32_t id = 0; id < tok.n_vocab(); id++)
-    if (tok.is_eog(id)) cfg.eos_ids.push_back(id);
+  cfg.eos_ids = tok.eog_ids();
   const int ctx = context_size(a.model, *m.model.model);
   Session gm(*m.model.model, ctx, kv_type(a.model)), gb(*m.base.model, ctx, kv_type(a.model));
   Scorer sb(*m.base.model, ctx, kv_type(a.model)), sm(*m.model.model, ctx, kv_type(a.model));

@@ -85,9 +85,7 @@ int run_generate(GenerateArgs& a) {
     a.decoder.validate(true);
     std::fprintf(stderr, "jf: --decoder auto: %s\n", why.c_str());
   }
-  a.gen.eos_ids.clear();
-  for (int32_t id = 0; id < tok.n_vocab(); id++)
-    if (tok.is_eog(id)) a.gen.eos_ids.push_back(id);
+  a.gen.eos_ids = tok.eog_ids();
 
   if (!a.decoder.ngram_corpus.empty()) a.decoder.corpus_tokens = read_ngram_corpus(a.decoder.ngram_corpus, tok);
   a.decoder.trigger_tokens = tok.encode(a.decoder.answer_trigger, /*add_special=*/false, /*parse_special=*/false);

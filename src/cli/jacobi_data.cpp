@@ -39,8 +39,7 @@ int run_collect(CollectArgs& a) {
   if (a.limit > 0 && static_cast<int>(texts.size()) > a.limit) texts.resize(a.limit);
   LoadedModel lm = open_model(a.model);
   if (!lm.tokenizer) throw Error(a.model.path + ": the model has no tokenizer");
-  for (int32_t id = 0; id < lm.tokenizer->n_vocab(); id++)
-    if (lm.tokenizer->is_eog(id)) a.opt.eos_ids.push_back(id);
+  a.opt.eos_ids = lm.tokenizer->eog_ids();
   std::vector<std::vector<int32_t>> prompts;
   for (const std::string& t : texts) {
     PromptOptions po = a.prompt;

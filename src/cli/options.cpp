@@ -210,6 +210,29 @@ std::vector<int32_t> read_ngram_corpus(const std::string& path, const Tokenizer&
   return tokens;
 }
 
+std::string unescape_separator(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); i++) {
+    if (s[i] == '\\' && i + 1 < s.size() && (s[i + 1] == 'n' || s[i + 1] == 't' || s[i + 1] == '\\')) {
+      out += s[i + 1] == 'n' ? '\n' : s[i + 1] == 't' ? '\t' : '\\';
+      i++;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> items;
+  for (size_t s = 0, e; s <= list.size(); s = e + 1) {
+    e = list.find(',', s);
+    if (e == std::string::npos) e = list.size();
+    if (e > s) items.push_back(list.substr(s, e - s));
+  }
+  return items;
+}
+
 void check_output_path(const std::string& path, const std::string& flag) {
   if (path.empty()) return;
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();

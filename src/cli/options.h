@@ -43,6 +43,11 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name = true
 // The tokens of an --ngram-corpus file; throws jf::Error if unreadable or too large.
 std::vector<int32_t> read_ngram_corpus(const std::string& path, const Tokenizer& tok);
 
+// Backslash-n, backslash-t and a doubled backslash as the characters: a separator given on the command line
+// (jf train --doc-sep, jf sample --separator).
+std::string unescape_separator(const std::string& s);
+// "a,b,,c" -> {"a", "b", "c"}: a comma-separated list of decoder specs or names.
+std::vector<std::string> split_list(const std::string& list);
 // Throws jf::Error when `path` (given with `flag`) cannot be written because its directory does not exist:
 // checked before a long run, not after it. An empty path is no output and passes.
 void check_output_path(const std::string& path, const std::string& flag);

@@ -22,19 +22,6 @@ struct SampleArgs {
   int count = 100;
 };
 
-// "\n" and "\t" escapes as --doc-sep takes them.
-std::string unescape(const std::string& s) {
-  std::string r;
-  for (size_t i = 0; i < s.size(); i++) {
-    if (s[i] == '\\' && i + 1 < s.size() && (s[i + 1] == 'n' || s[i + 1] == 't')) {
-      r += s[++i] == 'n' ? '\n' : '\t';
-      continue;
-    }
-    r += s[i];
-  }
-  return r;
-}
-
 int run_sample(SampleArgs& a) {
   a.gen.sampling.validate();
   if (a.count < 1) throw Error("--count must be >= 1");
@@ -44,10 +31,9 @@ int run_sample(SampleArgs& a) {
   LoadedModel lm = open_model(a.model);
   if (!lm.tokenizer) throw Error(a.model.path + ": the model has no tokenizer; sample needs one");
   const Tokenizer& tok = *lm.tokenizer;
-  for (int32_t id = 0; id < tok.n_vocab(); id++)
-    if (tok.is_eog(id)) a.gen.eos_ids.push_back(id);
+  a.gen.eos_ids = tok.eog_ids();
   Session session(*lm.model, context_size(a.model, *lm.model), kv_type(a.model));
-  const std::string sep = unescape(a.separator);
+  const std::string sep = unescape_separator(a.separator);
   const uint64_t seed = a.gen.sampling.seed;
   std::string corpus;
   int64_t tokens = 0;

@@ -137,8 +137,7 @@ int run_serve(ServeArgs& a) {
     api.chat_format = detect_chat_format(*lm.tokenizer);
     if (!a.chat_format.empty() && !chat_format_from_name(a.chat_format, &api.chat_format))
       throw Error("unknown chat format '" + a.chat_format + "' (known: " + chat_format_names() + ")");
-    for (int32_t id = 0; id < lm.tokenizer->n_vocab(); id++)
-      if (lm.tokenizer->is_eog(id)) api.eos_ids.push_back(id);
+    api.eos_ids = lm.tokenizer->eog_ids();
     api.max_prompt_bytes = max_prompt_bytes(*lm.tokenizer, api.context);
   }
   const std::string model_id = a.model_id.empty() ? file_name(a.model.path) : a.model_id;

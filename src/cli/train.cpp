@@ -62,19 +62,6 @@ ModelConfig parse_init(const std::string& spec, int vocab) {
   return c;
 }
 
-// Backslash-n, backslash-t and a doubled backslash as the characters (a separator given on the command line).
-std::string unescape(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); i++) {
-    if (s[i] == '\\' && i + 1 < s.size() && (s[i + 1] == 'n' || s[i + 1] == 't' || s[i + 1] == '\\')) {
-      out += s[i + 1] == 'n' ? '\n' : s[i + 1] == 't' ? '\t' : '\\';
-      i++;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
 
 // Files -> documents cut at every occurrence of `sep` (empty pieces dropped).
 std::vector<std::string> split_documents(const std::vector<std::string>& files, const std::string& sep) {
@@ -95,7 +82,7 @@ std::vector<std::vector<int32_t>> corpus_sequences(const TrainArgs& a, const Tok
   CorpusStats stats;
   std::vector<std::string> docs = read_corpus(a.corpus, a.ext, a.max_bytes, &stats);
   if (docs.empty()) throw Error("the corpus has no '" + a.ext + "' files");
-  if (!a.doc_sep.empty()) docs = split_documents(docs, unescape(a.doc_sep));
+  if (!a.doc_sep.empty()) docs = split_documents(docs, unescape_separator(a.doc_sep));
   std::vector<int32_t> all;
   for (const std::string& d : docs) {
     // Each document as a prompt would be encoded, then EOS. A tokenizer whose BOS is its EOS (GPT-2's

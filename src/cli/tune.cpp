@@ -51,8 +51,7 @@ int run_tune(TuneArgs& a) {
   LoadedModel lm = open_model(a.model);
   if (!lm.tokenizer) throw Error(a.model.path + ": the model has no tokenizer; tune needs one");
   GenerationConfig gen;
-  for (int32_t id = 0; id < lm.tokenizer->n_vocab(); id++)
-    if (lm.tokenizer->is_eog(id)) gen.eos_ids.push_back(id);
+  gen.eos_ids = lm.tokenizer->eog_ids();
   std::vector<std::vector<int32_t>> prompts;
   for (const auto& t : texts) {
     PromptOptions po;

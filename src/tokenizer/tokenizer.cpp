@@ -295,6 +295,13 @@ bool Tokenizer::is_eog(int32_t id) const {
   return id >= 0 && (id == s.eos || std::binary_search(s.eog.begin(), s.eog.end(), id));
 }
 
+std::vector<int32_t> Tokenizer::eog_ids() const {
+  std::vector<int32_t> ids;
+  for (int32_t id = 0; id < n_vocab(); id++)
+    if (is_eog(id)) ids.push_back(id);
+  return ids;
+}
+
 bool Tokenizer::is_control(int32_t id) const {
   return id >= 0 && id < n_vocab() && impl_->spec.types[id] == TokenKind::Control;
 }

@@ -69,6 +69,7 @@ class Tokenizer {
   int32_t bos() const;
   int32_t eos() const;
   bool is_eog(int32_t id) const;      // eos or any of spec().eog
+  std::vector<int32_t> eog_ids() const;  // every id is_eog() accepts, ascending (a generation's stop set)
   bool is_control(int32_t id) const;
   const VocabSpec& spec() const;
 

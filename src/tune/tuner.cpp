@@ -199,11 +199,14 @@ std::string machine_key() {
   return cpu + ", " + isa_name(active_isa()) + ", " + std::to_string(num_threads()) + " threads";
 }
 
+std::string cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/jf";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/jf";
+  return "/tmp/jf-cache";
+}
+
 std::string cache_path(const std::string& mkey, const std::string& machine) {
-  std::string dir;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = std::string(x) + "/jf";
-  else if (const char* h = std::getenv("HOME"); h && *h) dir = std::string(h) + "/.cache/jf";
-  else dir = "/tmp/jf-cache";
+  const std::string dir = cache_dir();
   uint64_t h = 1469598103934665603ull;
   for (char ch : machine) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
   char b[40];

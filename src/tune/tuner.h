@@ -49,6 +49,8 @@ std::string model_key(const std::string& path);
 std::string machine_key();
 // Where tune results are cached for this model and machine: $XDG_CACHE_HOME/jf or ~/.cache/jf.
 std::string cache_path(const std::string& model_key, const std::string& machine_key);
+// jf's cache directory: $XDG_CACHE_HOME/jf, else ~/.cache/jf, else /tmp/jf-cache (also jf chat's history).
+std::string cache_dir();
 
 // What `--decoder auto` runs: the cached tuning for this model and machine when there is one, else the
 // cost-curve rule on a quick measurement. `why` says which.
