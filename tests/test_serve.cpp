@@ -489,16 +489,16 @@ TEST(TextStream, StopStringsAreCutAndNeverSentEvenAcrossForwards) {
     for (auto& p : got) pieces.push_back(p.text);
   };
   EXPECT_TRUE(s.on_tokens(std::vector<int32_t>{0, 1, 3}));  // "abX": "X" may start a stop string
-  s.wait(got, 0);
+  s.take(got);
   texts();
   EXPECT_EQ(pieces, std::vector<std::string>{"ab"});
   EXPECT_EQ(got[0].tokens, 3);
   EXPECT_TRUE(s.on_tokens(std::vector<int32_t>{5, 6}));  // "\xc3\xa9" (two bytes): X was no stop after all
-  s.wait(got, 0);
+  s.take(got);
   texts();
   EXPECT_EQ(pieces, std::vector<std::string>{"X"});  // the held-back byte would split the character
   EXPECT_FALSE(s.on_tokens(std::vector<int32_t>{3, 4, 0}));  // "XYa": a stop string
-  s.wait(got, 0);
+  s.take(got);
   texts();
   EXPECT_EQ(pieces, std::vector<std::string>{"\xc3\xa9"});
   s.on_finished(GenerationResult{}, FinishReason::Length, {});

@@ -68,6 +68,9 @@ struct HttpServer::Stream {
   size_t submitted = 0;
   bool started = false;  // a stream's head is queued (pieces wait in the TextStreams until then)
   bool done = false;
+  // A pump is posted and has not begun: the scheduler posts no other (one per forward per choice would
+  // queue faster than the event loop drains them, and /health would wait behind the queue).
+  std::atomic<bool> pump_posted{false};
 };
 
 HttpServer::HttpServer(const HttpOptions& opts, Metrics& metrics)
@@ -190,7 +193,12 @@ void HttpServer::generate(const HttpRequest& http_req, const std::shared_ptr<Exc
     add_choice(*st, i, t_arrival);
     // The scheduler's thread only posts: the JSON of every chunk is built on the event loop.
     st->outs.back()->set_listener([this, weak = std::weak_ptr<Stream>(st)] {
-      if (auto s = weak.lock()) s->ex->post([this, s] { pump(s); });
+      auto s = weak.lock();
+      if (!s || s->pump_posted.exchange(true)) return;
+      s->ex->post([this, s] {
+        s->pump_posted = false;  // before pump reads: what arrives from now on posts again
+        pump(s);
+      });
     });
   }
   // Nothing is sent before the first job is accepted (a full queue must still be able to answer 429).
@@ -240,7 +248,7 @@ void HttpServer::pump(const std::shared_ptr<Stream>& st) {
     const TextStream& out = *st->outs[i];
     std::vector<TextStream::Piece> pieces;
     const bool finished = out.finished() && !st->ended[i];
-    st->outs[i]->wait(pieces, 0);
+    st->outs[i]->take(pieces);
     if (st->req.stream)
       for (const auto& p : pieces) st->ex->write(sse(stream_chunk(st->req, st->ids, p.text, false, p.tokens, static_cast<int>(i))));
     if (!finished) {

@@ -1,7 +1,5 @@
 #include "serve/text_stream.h"
 
-#include <chrono>
-
 #include "base/timer.h"
 
 namespace jf {
@@ -42,7 +40,6 @@ bool TextStream::on_tokens(std::span<const int32_t> tokens) {
     emit_locked(stopped_);
     news = pieces_.size() > before;
     go_on = !stopped_;
-    cv_.notify_all();
   }
   if (news && listener_) listener_();
   return go_on;
@@ -88,14 +85,12 @@ void TextStream::on_finished(const GenerationResult& result, FinishReason why, c
     error_ = error;
     finished_ = true;
     if (metrics_) metrics_->latency(now_seconds() - t_submit_);
-    cv_.notify_all();
   }
   if (listener_) listener_();
 }
 
-bool TextStream::wait(std::vector<Piece>& pieces, double timeout_seconds) {
-  std::unique_lock lock(mu_);
-  cv_.wait_for(lock, std::chrono::duration<double>(timeout_seconds), [&] { return finished_ || !pieces_.empty(); });
+bool TextStream::take(std::vector<Piece>& pieces) {
+  std::lock_guard lock(mu_);
   pieces.assign(pieces_.begin(), pieces_.end());
   pieces_.clear();
   return finished_;

@@ -3,7 +3,6 @@
 // beginning is held back until it is decided), and one text piece per forward for streaming.
 #pragma once
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -30,16 +29,16 @@ class TextStream : public JobObserver {
              Metrics* metrics);
 
   // Called on the scheduler's thread, with no lock held, after new pieces or the finish (the HTTP side then
-  // collects them with wait(pieces, 0)). Set it before the job is submitted.
+  // collects them with take()). Set it before the job is submitted.
   void set_listener(std::function<void()> fn) { listener_ = std::move(fn); }
 
   bool on_tokens(std::span<const int32_t> tokens) override;
   void on_logprobs(std::vector<TokenLogprob> scored) override;
   void on_finished(const GenerationResult& result, FinishReason why, const std::string& error) override;
 
-  // HTTP side. Waits up to `timeout_seconds` for text; returns the pieces that arrived (one per forward that
-  // produced text) and whether the job has finished (then every piece has been returned).
-  bool wait(std::vector<Piece>& pieces, double timeout_seconds);
+  // HTTP side, never blocking: the pieces that arrived since the last call (one per forward that produced
+  // text) and whether the job has finished (then every piece has been returned).
+  bool take(std::vector<Piece>& pieces);
   // After finished: the outcome.
   bool finished() const;
   FinishReason reason() const;
@@ -66,7 +65,6 @@ class TextStream : public JobObserver {
   std::function<void()> listener_;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;
   std::string text_;       // detokenized so far (cut at a stop string)
   size_t sent_ = 0;        // bytes of text_ handed to pieces_
   bool stopped_ = false;   // a stop string matched
