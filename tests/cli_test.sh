@@ -308,6 +308,11 @@ import sys
 docs = open(sys.argv[1]).read().split("\n\n\n")
 assert len(docs) == 3 and docs[1] + "\n" == open(sys.argv[2]).read() and docs[0] != docs[1], docs' "$tmp/samples3.txt" "$tmp/sample1.txt"
   then echo "ok   sample writes seeded documents"; else echo "FAIL sample"; fails=$((fails + 1)); fi
+  # Near-uniform sampling draws stories260K's byte tokens (half its vocabulary): broken characters and NUL
+  # bytes, which the corpus readers skip a whole file for. The corpus must still be valid UTF-8 without NUL.
+  "$jf" sample -m "$m" --count 4 -n 200 --temp 100 --seed 1 -o "$tmp/bytes.txt" 2>/dev/null
+  if python3 -c 'import sys; t = open(sys.argv[1], "rb").read(); assert b"\0" not in t; t.decode("utf-8")' "$tmp/bytes.txt"
+  then echo "ok   sample writes valid UTF-8 without NUL bytes whatever the tokens"; else echo "FAIL sample wrote invalid UTF-8 or NUL"; fails=$((fails + 1)); fi
   check_error "sample --count 0" 2 "$jf" sample -m "$m" --count 0 -o "$tmp/s.txt"
   check_error "sample bad temperature" 1 "$jf" sample -m "$m" --temp -1 -o "$tmp/s.txt"
   # jf eval of a model against itself: agreement 1, KL 0, perplexity ratio 1, identical greedy outputs.

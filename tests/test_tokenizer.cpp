@@ -629,6 +629,12 @@ TEST(Tokenizer, EncodesLongPromptQuickly) {
 
 // Large texts are encoded in pieces (--ngram-corpus): the pieces must concatenate to the text, stay within
 // the size, end after the window's last newline when it has one, and otherwise never split a character.
+TEST(ValidUtf8, ReplacesBrokenSequencesAndKeepsValidText) {
+  EXPECT_EQ(valid_utf8("plain \xc3\xa9 text"), "plain \xc3\xa9 text");
+  EXPECT_EQ(valid_utf8("cut \xc3"), "cut \xEF\xBF\xBD");
+  EXPECT_EQ(valid_utf8("\xff\xfe"), "\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
 TEST(TextPieces, CutAfterNewlinesAndNeverInsideACharacter) {
   std::string text;
   const char* parts[] = {"a", "bc", "\n", "\xc3\xa9", "\xe2\x96\x81", "\xf0\x9f\x99\x82", "word ", "\n\n"};

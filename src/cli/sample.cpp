@@ -51,7 +51,12 @@ int run_sample(SampleArgs& a) {
     std::string continuation;
     for (int32_t t : r.tokens) continuation += text.push(t);
     continuation += text.finish();
-    corpus += (i ? sep : "") + prompt_text + continuation;
+    // Byte-level tokens can end inside a character or be a NUL byte, which would make the corpus readers skip
+    // the whole file as invalid or binary: both are written as U+FFFD.
+    std::string sample = valid_utf8(prompt_text + continuation);
+    for (size_t at = sample.find('\0'); at != std::string::npos; at = sample.find('\0', at))
+      sample.replace(at, 1, "\xEF\xBF\xBD");
+    corpus += (i ? sep : "") + sample;
     tokens += static_cast<int64_t>(r.tokens.size());
     progress.update(i + 1, std::to_string(tokens) + " tokens");
   }

@@ -81,7 +81,13 @@ std::vector<std::string> split_documents(const std::vector<std::string>& files, 
 std::vector<std::vector<int32_t>> corpus_sequences(const TrainArgs& a, const Tokenizer& tok) {
   CorpusStats stats;
   std::vector<std::string> docs = read_corpus(a.corpus, a.ext, a.max_bytes, &stats);
-  if (docs.empty()) throw Error("the corpus has no '" + a.ext + "' files");
+  if (docs.empty()) {
+    const size_t skipped = stats.skipped_binary + stats.skipped_invalid_utf8 + stats.skipped_unreadable + stats.skipped_budget;
+    if (skipped == 0) throw Error("the corpus has no '" + a.ext + "' files");
+    throw Error("the corpus has no usable '" + a.ext + "' file (skipped: " + std::to_string(stats.skipped_invalid_utf8) +
+                " invalid UTF-8, " + std::to_string(stats.skipped_binary) + " binary, " + std::to_string(stats.skipped_unreadable) +
+                " unreadable, " + std::to_string(stats.skipped_budget) + " past --max-bytes)");
+  }
   if (!a.doc_sep.empty()) docs = split_documents(docs, unescape_separator(a.doc_sep));
   std::vector<int32_t> all;
   for (const std::string& d : docs) {

@@ -308,6 +308,8 @@ bool Tokenizer::is_control(int32_t id) const {
 
 const VocabSpec& Tokenizer::spec() const { return impl_->spec; }
 
+std::string valid_utf8(std::string_view text) { return tok::utf8_sanitize(text); }
+
 std::vector<std::string_view> text_pieces(std::string_view text, size_t max_bytes) {
   JF_CHECK(max_bytes > 0, "text pieces need a positive size");
   std::vector<std::string_view> pieces;

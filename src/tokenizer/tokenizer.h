@@ -83,6 +83,10 @@ class Tokenizer {
 // encoding large texts piece by piece (the encoders hold tens of bytes of working memory per byte).
 std::vector<std::string_view> text_pieces(std::string_view text, size_t max_bytes);
 
+// The text with every invalid UTF-8 sequence replaced by U+FFFD, as the encoders read it. A model's raw bytes
+// (byte-level tokens that end inside a character) become text that every file reader here accepts.
+std::string valid_utf8(std::string_view text);
+
 // Incremental detokenizer: returns text only at UTF-8 character boundaries, so a character spanning
 // several tokens is never printed broken. Without context it decodes a text from its start (SentencePiece
 // drops the dummy-prefix space of the first token). Given the tokens already in the context (a prompt), it
