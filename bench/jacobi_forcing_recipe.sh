@@ -10,9 +10,11 @@
 # Each variant trains one epoch (every packed sequence once; the step count follows its --accum) and is
 # judged by jf eval against the base (WORKDIR/eval_NAME.json); `jf frontier` draws them.
 # Usage: bench/jacobi_forcing_recipe.sh stories|code WORKDIR THREADS VARIANT...
-#   VARIANT = name:lr:ar_weight:train flags[:pack flags]   (commas for spaces; BASE is the base model, SAMPLES
-#             the sampled corpus as --corpus/--doc-sep), e.g.
+#   VARIANT = name:lr:ar_weight:train flags[:pack flags[:FROM[@BLOCK]]]   (commas for spaces; BASE is the base
+#             model, SAMPLES the sampled corpus as --corpus/--doc-sep), e.g.
 #             "k2:3e-4:1:--teacher,BASE,--consistency-rows,2,SAMPLES,--text-weight,4:--context-noise-cap,0.5"
+#             FROM: a progressive round, trained from variant FROM on trajectories that FROM's model collects
+#             at n = BLOCK (default 16); BASE stays the original base.
 #   "merge:NAME:ALPHA" merges the base with variant NAME; "model:NAME:PATH" judges a model file as it is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,12 +54,12 @@ mkdir -p "$work/samples"
 [ -s "$work/samples/samples.txt" ] || "$jf" sample -m "$base" --prompts "$work/prompts.jsonl" --count "$samples_count" -n 256 \
   --temp 1 --seed 1 -t "$threads" -o "$work/samples/samples.txt"
 
-packed() {  # pack flags (commas for spaces) -> the packed file, made once per distinct set of flags
+packed() {  # trajectories block pack-flags (commas for spaces) -> the packed file, made once per distinct input
   local key file
-  key=$(echo "${1:-default}" | tr -c 'A-Za-z0-9.\n' '_')
+  key=$(echo "$(basename "$1" .jsonl)_${3:-default}" | tr -c 'A-Za-z0-9.\n' '_')
   file="$work/packed_$key.jsonl"
-  [ -s "$file" ] || "$jf" pack --traj "$work/traj.jsonl" --schedule linear --window 16 --mask nc --max-len 1024 \
-    $(echo "${1:-}" | tr ',' ' ') -o "$file" >&2
+  [ -s "$file" ] || "$jf" pack --traj "$1" --schedule linear --window "$2" --mask nc --max-len 1024 \
+    $(echo "${3:-}" | tr ',' ' ') -o "$file" >&2
   echo "$file"
 }
 
@@ -68,7 +70,7 @@ evaluate() {  # name model
 
 evaluate base "$base"
 for v in "$@"; do
-  IFS=: read -r name a b c d <<<"$v"
+  IFS=: read -r name a b c d e <<<"$v"
   if [ "$name" = merge ]; then
     out="$work/model_${a}_a$b.gguf"
     [ -s "$out" ] || "$jf" merge --alpha "$b" "$base" "$work/model_$a.gguf" "$out"
@@ -79,11 +81,18 @@ for v in "$@"; do
     evaluate "$a" "$b"
     continue
   fi
-  data=$(packed "${d:-}")
+  start="$base" traj="$work/traj.jsonl" block=16
+  if [ -n "${e:-}" ]; then  # a progressive round
+    from="${e%@*}"
+    [ "$from" = "$e" ] || block="${e#*@}"
+    start="$work/model_$from.gguf" traj="$work/traj_${from}_$block.jsonl"
+    "$jf" collect -m "$start" --prompts "$work/prompts.jsonl" --block "$block" -n 128 -t "$threads" -o "$traj" 2>&1 | tail -1
+  fi
+  data=$(packed "$traj" "$block" "${d:-}")
   extra=$(echo "${c:-}" | tr ',' ' ' | sed "s#BASE#$base#g; s#SAMPLES#--corpus $work/samples --doc-sep \\\\n\\\\n\\\\n#g")
   accum=$(echo "$extra" | sed -n 's/.*--accum \([0-9]*\).*/\1/p')
   [ -n "$accum" ] || { accum=4; extra="$extra --accum 4"; }
-  [ -s "$work/model_$name.gguf" ] || "$jf" train -m "$base" --objective jacobi-forcing --data "$data" \
+  [ -s "$work/model_$name.gguf" ] || "$jf" train -m "$start" --objective jacobi-forcing --data "$data" \
     --steps $(($(wc -l <"$data") / accum)) --lr "$a" --min-lr "$(python3 -c "print($a / 10)")" --ar-weight "$b" $extra \
     --log-every 50 --seed 1 -t "$threads" -o "$work/model_$name.gguf" >"$work/train_$name.log" 2>&1
   tail -1 "$work/train_$name.log"

@@ -2,7 +2,8 @@
 # Judges a fine-tune of the default code model against its AR base on Python it never saw (the held-out
 # packages of scripts/pycode_corpus.sh, read if present): teacher-forced agreement, KL and perplexities on the
 # held-out sources, greedy continuations of 100 held-out function openings (jf eval), and Jacobi /
-# multiblock tokens per forward on 40 of them (jf bench).
+# multiblock tokens per forward on 40 of them (jf bench), and how often the model loops when sampled as ./run.sh
+# samples (scripts/demo_loops.py on the 100 openings).
 # Usage: scripts/eval_default_model.sh MODEL.gguf BASE.gguf [WORKDIR]   (prints JSON lines; ~3 min)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,3 +23,4 @@ source scripts/pycode_corpus.sh
   --decoders ar,jacobi:block=16:draft-policy=fixed,multiblock:block=16:draft-policy=fixed --json "$work/bench-$(basename "$model" .gguf).json" >/dev/null
 python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(json.dumps({s['decoder']: round(s['tpf'],3) for s in j['summary']}))" \
   "$work/bench-$(basename "$model" .gguf).json"
+python3 scripts/demo_loops.py "$jf" "$model" "$work/heldout_prompts.jsonl"

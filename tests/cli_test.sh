@@ -339,6 +339,10 @@ PY
   "$jf" frontier "self=$tmp/eval.json" -o "$tmp/frontier.svg" 2>/dev/null
   [ "$(grep -c 'class="mark"' "$tmp/frontier.svg" 2>/dev/null)" = 2 ] && echo "ok   frontier draws the base and one point" ||
     { echo "FAIL frontier"; fails=$((fails + 1)); }
+  "$jf" frontier "K=2=$tmp/eval.json" --target 0.95,1.3 -o "$tmp/frontier_t.svg" 2>/dev/null
+  [ "$(grep -c 'stroke-dasharray' "$tmp/frontier_t.svg" 2>/dev/null)" = 2 ] && grep -q 'target gain' "$tmp/frontier_t.svg" &&
+    echo "ok   frontier marks the target (and reads a label holding '=')" || { echo "FAIL frontier --target"; fails=$((fails + 1)); }
+  check_error "frontier bad target" 1 "$jf" frontier "a=$tmp/eval.json" --target 1.5,1.3 -o "$tmp/f.svg"
   check_error "frontier without a label" 1 "$jf" frontier "$tmp/eval.json" -o "$tmp/f.svg"
   check_error "frontier of an unknown decoder" 1 "$jf" frontier "a=$tmp/eval.json" --decoder pld -o "$tmp/f.svg"
   echo '{"text": {"top1_agreement": 1}}' >"$tmp/text_only.json"

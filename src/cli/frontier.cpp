@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "viz/svg.h"
 
 namespace jf::cli {
@@ -18,6 +19,7 @@ namespace {
 struct FrontierArgs {
   std::vector<std::string> points;  // LABEL=EVAL.json
   std::string out, decoder;
+  std::string target;  // "AGREEMENT,GAIN": dashed lines marking the corner to reach
 };
 
 struct Point {
@@ -46,10 +48,22 @@ Point read_point(const std::string& path, const std::string& decoder) {
   throw Error(path + ": no decoder '" + decoder + "' in its evaluation");
 }
 
+std::pair<double, double> parse_target(const std::string& spec) {
+  const std::vector<std::string> parts = split_list(spec);
+  double agreement = 0, gain = 0;
+  try {
+    if (parts.size() == 2) agreement = std::stod(parts[0]), gain = std::stod(parts[1]);
+  } catch (const std::exception&) {
+  }
+  if (!(agreement > 0 && agreement <= 1 && gain > 0))
+    throw Error("--target '" + spec + "': expected AGREEMENT,GAIN with agreement in (0, 1] and gain > 0, e.g. 0.95,1.3");
+  return {agreement, gain};
+}
+
 int run_frontier(const FrontierArgs& a) {
   std::map<std::string, std::vector<Point>> curves;
   for (const std::string& spec : a.points) {
-    const size_t eq = spec.find('=');
+    const size_t eq = spec.rfind('=');  // the last: a label may hold '=' ("K=2")
     if (eq == std::string::npos || eq == 0) throw Error("point '" + spec + "': expected LABEL=EVAL.json");
     curves[spec.substr(0, eq)].push_back(read_point(spec.substr(eq + 1), a.decoder));
   }
@@ -58,6 +72,20 @@ int run_frontier(const FrontierArgs& a) {
   chart.x_label = "top-1 agreement with the base on held-out text";
   chart.y_label = "tokens per forward / base's" + (a.decoder.empty() ? std::string() : " (" + a.decoder + ")");
   chart.series.push_back({"base", {1.0}, {1.0}});
+  // The axes start just below the lowest point (and the base): the differences that matter are small.
+  double lowest_agreement = 1, lowest_gain = 1;
+  for (const auto& [label, pts] : curves)
+    for (const Point& p : pts) lowest_agreement = std::min(lowest_agreement, p.agreement), lowest_gain = std::min(lowest_gain, p.gain);
+  if (!a.target.empty()) {
+    const auto [agreement, gain] = parse_target(a.target);
+    lowest_agreement = std::min(lowest_agreement, agreement);
+    chart.x_marks = {agreement};
+    chart.x_mark_labels = {"target agreement"};
+    chart.y_marks = {gain};
+    chart.y_mark_labels = {"target gain"};
+  }
+  chart.x_from = std::max(0.0, lowest_agreement - 0.02);
+  chart.y_from = std::max(0.0, lowest_gain - 0.02);
   for (auto& [label, pts] : curves) {
     std::sort(pts.begin(), pts.end(), [](const Point& x, const Point& y) { return x.agreement < y.agreement; });
     viz::Series s{label, {}, {}};
@@ -82,6 +110,7 @@ Command add_frontier_command(CLI::App& app) {
       ->required();
   cmd->add_option("--decoder", a->decoder, "Whose tokens per forward (default: each file's first decoder)");
   cmd->add_option("-o,--output", a->out, "SVG file (written atomically)")->required();
+  cmd->add_option("--target", a->target, "AGREEMENT,GAIN: dashed lines at the target (e.g. 0.95,1.3)");
   return [a] { return run_frontier(*a); };
 }
 

@@ -10,7 +10,7 @@ namespace jf::viz {
 
 namespace {
 
-constexpr double kW = 720, kH = 420, kLeft = 70, kRight = 160, kTop = 40, kBottom = 70;
+constexpr double kW = 860, kH = 440, kLeft = 70, kRight = 290, kTop = 40, kBottom = 70;
 const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
 
 std::string num(double v) {
@@ -42,19 +42,29 @@ std::string header(const std::string& title) {
          "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" + xml_escape(title) + "</text>\n";
 }
 
-// Y axis from 0 to `hi` with grid lines; returns the axis top after rounding to a tick.
-double y_axis(std::string& s, double hi, const std::string& label) {
-  const double step = tick_step(hi), top = std::max(step, std::ceil(hi / step) * step);
+struct Axis {
+  double from = 0, to = 1, step = 1;
+};
+
+// An axis from `lo` to `hi`, both rounded outwards to a tick.
+Axis axis(double lo, double hi) {
+  const double step = tick_step(std::max(hi - lo, 1e-9)), from = std::floor(lo / step) * step;
+  return {from, std::max(from + step, std::ceil(hi / step) * step), step};
+}
+
+// Y axis from `lo` to `hi` with grid lines.
+Axis y_axis(std::string& s, double lo, double hi, const std::string& label) {
+  const Axis a = axis(lo, hi);
   const double plot_h = kH - kTop - kBottom;
-  for (double v = 0; v <= top + step / 2; v += step) {
-    const double y = kTop + plot_h * (1 - v / top);
+  for (double v = a.from; v <= a.to + a.step / 2; v += a.step) {
+    const double y = kTop + plot_h * (1 - (v - a.from) / (a.to - a.from));
     s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(y) + "\" x2=\"" + num(kW - kRight) + "\" y2=\"" + num(y) +
          "\" stroke=\"#ddd\"/>\n<text x=\"" + num(kLeft - 6) + "\" y=\"" + num(y + 4) + "\" text-anchor=\"end\">" +
          tick_label(v) + "</text>\n";
   }
   s += "<text transform=\"translate(16," + num(kTop + plot_h / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
        xml_escape(label) + "</text>\n";
-  return top;
+  return a;
 }
 
 }  // namespace
@@ -77,7 +87,7 @@ std::string bar_chart_svg(const std::string& title, const std::string& y_label, 
   std::string s = header(title);
   double hi = std::isnan(reference) ? 0 : reference;
   for (const Bar& b : bars) hi = std::max(hi, std::isfinite(b.value) ? b.value : 0);
-  const double top = y_axis(s, hi * 1.05, y_label), plot_h = kH - kTop - kBottom, plot_w = kW - kLeft - kRight;
+  const double top = y_axis(s, 0, hi * 1.05, y_label).to, plot_h = kH - kTop - kBottom, plot_w = kW - kLeft - kRight;
   const double slot = bars.empty() ? plot_w : plot_w / bars.size(), bw = slot * 0.6;
   for (size_t i = 0; i < bars.size(); i++) {
     const double v = std::isfinite(bars[i].value) ? std::max(0.0, bars[i].value) : 0, h = plot_h * v / top;
@@ -100,25 +110,37 @@ std::string bar_chart_svg(const std::string& title, const std::string& y_label, 
 
 std::string line_chart_svg(const LineChart& c) {
   std::string s = header(c.title);
-  double xhi = 0, yhi = 0;
+  double xhi = c.x_from, yhi = c.y_from;
   for (const Series& se : c.series)
     for (size_t i = 0; i < se.x.size() && i < se.y.size(); i++) xhi = std::max(xhi, se.x[i]), yhi = std::max(yhi, se.y[i]);
   for (double m : c.x_marks) xhi = std::max(xhi, m);
-  const double top = y_axis(s, yhi * 1.05, c.y_label), plot_h = kH - kTop - kBottom, plot_w = kW - kLeft - kRight;
-  const double xstep = tick_step(xhi), xtop = std::max(xstep, std::ceil(xhi / xstep) * xstep);
-  auto X = [&](double x) { return kLeft + plot_w * x / xtop; };
-  auto Y = [&](double y) { return kTop + plot_h * (1 - y / top); };
-  for (double v = 0; v <= xtop + xstep / 2; v += xstep)
+  for (double m : c.y_marks) yhi = std::max(yhi, m);
+  const double ytop = c.y_from + (yhi - c.y_from) * 1.05;
+  const Axis ya = y_axis(s, c.y_from, ytop, c.y_label), xa = axis(c.x_from, xhi);
+  const double plot_h = kH - kTop - kBottom, plot_w = kW - kLeft - kRight;
+  auto X = [&](double x) { return kLeft + plot_w * (x - xa.from) / (xa.to - xa.from); };
+  auto Y = [&](double y) { return kTop + plot_h * (1 - (y - ya.from) / (ya.to - ya.from)); };
+  for (double v = xa.from; v <= xa.to + xa.step / 2; v += xa.step)
     s += "<text x=\"" + num(X(v)) + "\" y=\"" + num(kTop + plot_h + 16) + "\" text-anchor=\"middle\">" + tick_label(v) +
          "</text>\n";
   s += "<text x=\"" + num(kLeft + plot_w / 2) + "\" y=\"" + num(kH - 24) + "\" text-anchor=\"middle\">" +
        xml_escape(c.x_label) + "</text>\n";
+  for (size_t m = 0; m < c.y_marks.size(); m++) {
+    const double y = Y(c.y_marks[m]);
+    s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(y) + "\" x2=\"" + num(kW - kRight) + "\" y2=\"" + num(y) +
+         "\" stroke=\"#999\" stroke-dasharray=\"4,3\"/>\n";
+    if (m < c.y_mark_labels.size())
+      s += "<text x=\"" + num(kLeft + 4) + "\" y=\"" + num(y - 4) + "\" font-size=\"11\" fill=\"#555\">" +
+           xml_escape(c.y_mark_labels[m]) + "</text>\n";
+  }
   for (size_t m = 0; m < c.x_marks.size(); m++) {
     const double x = X(c.x_marks[m]);
     s += "<line x1=\"" + num(x) + "\" y1=\"" + num(kTop) + "\" x2=\"" + num(x) + "\" y2=\"" + num(kTop + plot_h) +
          "\" stroke=\"#999\" stroke-dasharray=\"4,3\"/>\n";
+    const bool right_half = x > kLeft + plot_w / 2;  // then the label goes left of the line, clear of the legend
     if (m < c.x_mark_labels.size())
-      s += "<text x=\"" + num(x + 3) + "\" y=\"" + num(kTop + 12 + 14 * m) + "\" font-size=\"11\" fill=\"#555\">" +
+      s += "<text x=\"" + num(right_half ? x - 3 : x + 3) + "\" y=\"" + num(kTop + 12 + 14 * m) + "\" text-anchor=\"" +
+           (right_half ? "end" : "start") + "\" font-size=\"11\" fill=\"#555\">" +
            xml_escape(c.x_mark_labels[m]) + "</text>\n";
   }
   for (size_t k = 0; k < c.series.size(); k++) {

@@ -22,6 +22,9 @@ struct LineChart {
   std::vector<Series> series;
   std::vector<double> x_marks;     // vertical dashed lines (e.g. where extra rows stop being nearly free)
   std::vector<std::string> x_mark_labels;
+  std::vector<double> y_marks;     // horizontal dashed lines (e.g. a target)
+  std::vector<std::string> y_mark_labels;
+  double x_from = 0, y_from = 0;   // where the axes start (rounded down to a tick)
 };
 
 // `reference`: a horizontal dashed line (e.g. speedup 1.0 = ar); NaN for none.
