@@ -12,7 +12,13 @@ import sys
 
 def main():
     work, models = sys.argv[1], [m.partition("=") for m in sys.argv[2:]]
-    evals = {name: json.load(open(f"{work}/eval_{name}.json")) for name, _, _ in models}
+    evals = {}
+    for name, _, _ in models:
+        try:
+            evals[name] = json.load(open(f"{work}/eval_{name}.json"))
+        except (OSError, ValueError):
+            print(f"{name}: no complete {work}/eval_{name}.json yet, left out", file=sys.stderr)
+    models = [m for m in models if m[0] in evals]
     decoders = [d["decoder"] for d in next(iter(evals.values()))["decoders"]]
     print("| recipe | top-1 agr. text | KL text | ppl (x base) | "
           + " | ".join(f"{d} TPF (x base)" for d in decoders) + " | rep-4 (base) |")

@@ -1,31 +1,52 @@
 #!/usr/bin/env bash
-# Jacobi Forcing fine-tune of jf's default code model (after scripts/train_default_model.sh), with the recipe
-# that keeps the model (docs/TRAINING.md "jf's default models"):
+# Jacobi Forcing fine-tune of jf's default code model with the recipe that keeps the model
+# (docs/TRAINING.md "The recipe"):
 #   prompts: 2,400 function openings (8 lines of context) from the training corpus (scripts/code_prompts.py)
-#   -> trajectories of the AR model at n = 16, 128 tokens -> pack (linear schedule fitted to each response, NC)
-#   -> one epoch: 4 packed sequences + 1 sequence of real corpus text per step, the AR model as frozen teacher
-#      (its distribution is the target on the clean stream and on the real text, weight 4), AR weight 1,
-#      per-block consistency -> Q8_0 export WORKDIR/OUT_NAME-q8_0.gguf (models/pycode-jf-q8_0.gguf is a copy).
-# Usage: scripts/train_default_jf.sh [WORKDIR] [TEXT_WEIGHT] [LR] [OUT_NAME]   (~15 min on 2 cores)
+#   -> trajectories of the AR model at n = 16, 128 tokens -> pack (linear schedule fitted to each response,
+#      NC, noisy context blocks above 50% noise seen clean; looping responses kept: the AR model's greedy code
+#      repeats itself in most of them, median repeated-4-gram share 0.74)
+#   -> KL text: 12,000 of the AR model's own samples at temperature 1 (256 tokens each, ~2.8M tokens)
+#   -> one epoch: 4 packed sequences + 1 sequence of 512 sampled tokens per step, the AR model as frozen
+#      teacher (its distribution is the target on the clean stream, on the noisy rows and on the sampled
+#      text, weight 4), consistency on the first 2 rows after each block's first mismatch, AR weight 1,
+#      per-block consistency, lr LR cosine to LR/10
+#   -> ROUNDS progressive rounds: each collects its trajectories with the previous round's model and trains
+#      from it (the teacher stays the AR model) -> Q8_0 export WORKDIR/OUT_NAME-q8_0.gguf
+#      (models/pycode-jf-q8_0.gguf is a copy).
+# Usage: scripts/train_default_jf.sh [WORKDIR] [LR] [ROUNDS] [OUT_NAME]   (~15 min a round on 2 cores)
+# The AR model is WORKDIR/pycode-ar.gguf (scripts/train_default_model.sh), else models/pycode-ar-q8_0.gguf.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jf=build/bin/jf
 work="${1:-/tmp/jf-default}"
-text_weight="${2:-4}"
-lr="${3:-1e-3}"
+lr="${2:-3e-4}"
+rounds="${3:-2}"
 name="${4:-pycode-jf}"
-[ -s "$work/pycode-ar.gguf" ] || { echo "run scripts/train_default_model.sh first" >&2; exit 1; }
+mkdir -p "$work/samples"
+base="$work/pycode-ar.gguf"
+[ -s "$base" ] || base=models/pycode-ar-q8_0.gguf
 source scripts/pycode_corpus.sh
 
 [ -s "$work/train_prompts.jsonl" ] ||
   python3 scripts/code_prompts.py --count 2400 --context 8 -o "$work/train_prompts.jsonl" "${pycode_corpus[@]}"
-"$jf" collect -m "$work/pycode-ar.gguf" --prompts "$work/train_prompts.jsonl" --block 16 -n 128 -o "$work/traj16.jsonl" 2>&1 | tail -1
-[ -s "$work/packed16.jsonl" ] ||
-  "$jf" pack --traj "$work/traj16.jsonl" --schedule linear --window 16 --mask nc --max-len 1024 -o "$work/packed16.jsonl"
-steps=$(($(wc -l <"$work/packed16.jsonl") / 4))
-"$jf" train -m "$work/pycode-ar.gguf" --objective jacobi-forcing --data "$work/packed16.jsonl" --steps "$steps" --accum 4 \
-  --teacher "$work/pycode-ar.gguf" --ar-weight 1 --consistency-norm per-block \
-  --corpus "${pycode_corpus[@]}" --ext .py --seq-len 512 --text-accum 1 --text-weight "$text_weight" \
-  --lr "$lr" --min-lr "$(python3 -c "print($lr / 10)")" --seed 1 --log-every 50 -o "$work/$name.gguf" 2>&1 |
-  tee "$work/train-$name.log"
-"$jf" convert -m "$work/$name.gguf" --type q8_0 -o "$work/$name-q8_0.gguf"
+[ -s "$work/samples/samples.txt" ] || "$jf" sample -m "$base" --prompts "$work/train_prompts.jsonl" --count 12000 -n 256 \
+  --temp 1 --seed 1 -o "$work/samples/samples.txt"
+
+# Round r trains from round r-1's model (round 0: the AR model) on trajectories that model collects.
+from="$base"
+for r in $(seq 1 "$rounds"); do
+  out="$work/$name-round$r.gguf"
+  if [ ! -s "$out" ]; then
+    "$jf" collect -m "$from" --prompts "$work/train_prompts.jsonl" --block 16 -n 128 -o "$work/traj-round$r.jsonl" 2>&1 | tail -1
+    [ -s "$work/packed-round$r.jsonl" ] || "$jf" pack --traj "$work/traj-round$r.jsonl" --schedule linear --window 16 \
+      --mask nc --context-noise-cap 0.5 --max-repeat4 1 --max-len 1024 -o "$work/packed-round$r.jsonl"
+    steps=$(($(wc -l <"$work/packed-round$r.jsonl") / 4))
+    "$jf" train -m "$from" --objective jacobi-forcing --data "$work/packed-round$r.jsonl" --steps "$steps" --accum 4 \
+      --teacher "$base" --consistency-rows 2 --ar-weight 1 --consistency-norm per-block \
+      --corpus "$work/samples" --doc-sep '\n\n\n' --seq-len 512 --text-accum 1 --text-weight 4 \
+      --lr "$lr" --min-lr "$(python3 -c "print($lr / 10)")" --seed 1 --log-every 50 -o "$out" 2>&1 |
+      tee "$work/train-$name-round$r.log"
+  fi
+  from="$out"
+done
+"$jf" convert -m "$from" --type q8_0 -o "$work/$name-q8_0.gguf"

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Every variant of docs/TRAINING.md "The frontier on held-out data", then its tables and pictures.
+# Usage: bench/jacobi_forcing_frontier.sh stories|code [WORKDIR] [THREADS]
+#   (stories: ~2 h with one thread; code: ~4 h. Each model and evaluation is skipped when its file exists,
+#   so an interrupted run resumes where it stopped, and a second process may run the other model.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+which="$1"
+work="${2:-/tmp/jf-frontier-$which}"
+threads="${3:-1}"
+recipe() { bench/jacobi_forcing_recipe.sh "$which" "$work" "$threads" "$@"; }
+
+if [ "$which" = stories ]; then
+  T="--teacher,BASE,SAMPLES,--consistency-norm,per-block"
+  new="$T,--consistency-rows,2,--text-weight,4"
+  C=":--context-noise-cap,0.5"
+  recipe "old:1e-3:1:--consistency-norm,per-block" "merge:old:0.5" "merge:old:0.25" \
+    "old1:1e-3:1:--consistency-norm,per-block:--max-repeat4,1" \
+    "k2lr3e5:3e-5:1:$new$C" "k2lr1e4:1e-4:1:$new$C" "k2:3e-4:1:$new$C" "k2lr1e3:1e-3:1:$new$C" "k2lr3e3:3e-3:1:$new$C" \
+    "merge:k2lr1e3:0.75" "merge:k2lr1e3:0.5" "merge:k2lr1e3:0.25" "merge:k2lr3e3:0.25" \
+    "b32:3e-4:1:$new,--accum,32,--text-accum,8$C" "b32lr1e3:1e-3:1:$new,--accum,32,--text-accum,8$C" "merge:b32lr1e3:0.5" \
+    "k1:3e-4:1:$T,--consistency-rows,1,--text-weight,4$C" "all:3e-4:1:$T,--text-weight,4$C" \
+    "decay:3e-4:1:$T,--consistency-decay,0.5,--text-weight,4$C" "nocap:3e-4:1:$new" \
+    "cc:3e-4:1:$new:--mask,clean-context" "selfc:3e-4:1:$new,--no-teacher-consistency$C" \
+    "loops:3e-4:1:$new$C,--max-repeat4,1" "w16:1e-3:1:$T,--consistency-rows,2,--text-weight,16$C" \
+    "r2:3e-4:1:$new$C:k2lr1e3" "r3:3e-4:1:$new$C:r2" "r4:3e-4:1:$new$C:r3" "r2n32:3e-4:1:$new$C:k2lr1e3@32" \
+    "merge:r2:0.5" "merge:r3:0.5" "merge:r3:0.25" "merge:r4:0.25"
+  python3 bench/jacobi_forcing_recipe.py "$work" base old old_a0.5 old_a0.25 old1 k2lr3e5 k2lr1e4 k2 k2lr1e3 k2lr3e3 \
+    k2lr1e3_a0.75 k2lr1e3_a0.5 k2lr1e3_a0.25 k2lr3e3_a0.25 b32 b32lr1e3 b32lr1e3_a0.5 k1 all decay nocap cc selfc loops \
+    w16 r2 r3 r4 r2n32 r2_a0.5 r3_a0.5 r3_a0.25 r4_a0.25
+  build/bin/jf frontier -o "$work/frontier.svg" --target 0.95,1.3 \
+    "old recipe, merged=$work/eval_old.json" "old recipe, merged=$work/eval_old_a0.5.json" "old recipe, merged=$work/eval_old_a0.25.json" \
+    "new recipe, lr sweep=$work/eval_k2lr3e5.json" "new recipe, lr sweep=$work/eval_k2lr1e4.json" "new recipe, lr sweep=$work/eval_k2.json" \
+    "new recipe, lr sweep=$work/eval_k2lr1e3.json" "new recipe, lr sweep=$work/eval_k2lr3e3.json" \
+    "new recipe lr 1e-3, merged=$work/eval_k2lr1e3.json" "new recipe lr 1e-3, merged=$work/eval_k2lr1e3_a0.75.json" \
+    "new recipe lr 1e-3, merged=$work/eval_k2lr1e3_a0.5.json" "new recipe lr 1e-3, merged=$work/eval_k2lr1e3_a0.25.json" \
+    "batch 32 lr 1e-3, merged=$work/eval_b32lr1e3.json" "batch 32 lr 1e-3, merged=$work/eval_b32lr1e3_a0.5.json" \
+    "round 3, merged=$work/eval_r3.json" "round 3, merged=$work/eval_r3_a0.5.json" "round 3, merged=$work/eval_r3_a0.25.json"
+else
+  T="--teacher,BASE,SAMPLES,--seq-len,512,--consistency-norm,per-block"
+  new="$T,--consistency-rows,2,--text-weight,4"
+  C=":--context-noise-cap,0.5,--max-repeat4,1"
+  # "old": the fine-tune shipped before the recipe (real corpus text as KL text, every noisy row, lr 1e-3).
+  mkdir -p "$work"
+  [ -s "$work/old-pycode-jf-q8_0.gguf" ] || git show 2f97fc1:models/pycode-jf-q8_0.gguf >"$work/old-pycode-jf-q8_0.gguf"
+  recipe "model:old:$work/old-pycode-jf-q8_0.gguf" \
+    "k2:3e-4:1:$new$C" "k2lr1e3:1e-3:1:$new$C" "b32:3e-4:1:$new,--accum,32,--text-accum,8$C" \
+    "merge:k2:0.5" "merge:k2lr1e3:0.5" "merge:k2lr1e3:0.25" \
+    "k2r2:3e-4:1:$new$C:k2" "k2r3:3e-4:1:$new$C:k2r2" "r2:3e-4:1:$new$C:k2lr1e3" "r3:3e-4:1:$new$C:r2" \
+    "merge:r2:0.5" "merge:r2:0.25"
+  python3 bench/jacobi_forcing_recipe.py "$work" base old k2 k2lr1e3 b32 k2_a0.5 k2lr1e3_a0.5 k2lr1e3_a0.25 k2r2 k2r3 r2 r3 \
+    r2_a0.5 r2_a0.25
+  build/bin/jf frontier -o "$work/frontier.svg" --target 0.9,1.5 "old (shipped before)=$work/eval_old.json" \
+    "new, lr 3e-4 and 1e-3=$work/eval_k2.json" "new, lr 3e-4 and 1e-3=$work/eval_k2lr1e3.json" \
+    "new lr 1e-3, merged=$work/eval_k2lr1e3.json" "new lr 1e-3, merged=$work/eval_k2lr1e3_a0.5.json" \
+    "new lr 1e-3, merged=$work/eval_k2lr1e3_a0.25.json" "batch 32=$work/eval_b32.json" \
+    "rounds from lr 3e-4 (2: shipped)=$work/eval_k2.json" "rounds from lr 3e-4 (2: shipped)=$work/eval_k2r2.json" \
+    "rounds from lr 3e-4 (2: shipped)=$work/eval_k2r3.json" "rounds from lr 1e-3=$work/eval_k2lr1e3.json" \
+    "rounds from lr 1e-3=$work/eval_r2.json" "rounds from lr 1e-3=$work/eval_r3.json" \
+    "round 2 from lr 1e-3, merged=$work/eval_r2.json" "round 2 from lr 1e-3, merged=$work/eval_r2_a0.5.json" \
+    "round 2 from lr 1e-3, merged=$work/eval_r2_a0.25.json"
+fi
