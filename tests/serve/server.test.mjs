@@ -397,12 +397,14 @@ test('API key, queue limit, port in use', async () => {
 test('--config sets the default decoder from a jf tune file; requests still pick their own', async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'jf-serve-'));
   const config = path.join(dir, 'tuned.json');
-  writeFileSync(config, JSON.stringify({ format: 'jf-tune-1', decoder: 'lookahead:W=4:N=3:G=4', why: 'test' }));
+  // draft-policy=fixed: every row sent, so the forward count depends on W, N and G alone (priced, it would
+  // follow this machine's timings, which differ between the server and jf generate under load).
+  writeFileSync(config, JSON.stringify({ format: 'jf-tune-1', decoder: 'lookahead:W=4:N=3:G=4:draft-policy=fixed', why: 'test' }));
   const s = await startServer(['--config', config]);
   try {
     await s.ready();
     assert.equal((await (await fetch(`${s.base}/props`)).json()).decoder, 'lookahead');
-    const want = generate(PROMPTS[4], 32, 'lookahead:W=4:N=3:G=4');
+    const want = generate(PROMPTS[4], 32, 'lookahead:W=4:N=3:G=4:draft-policy=fixed');
     const r = await post(s.base, '/v1/completions', { prompt: PROMPTS[4], max_tokens: 32 });
     assert.equal(r.json.jf.decoder, 'lookahead');
     assert.deepEqual(r.json.jf.tokens, want.tokens);
