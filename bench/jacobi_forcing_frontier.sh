@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every variant of docs/TRAINING.md "The frontier on held-out data", then its tables and pictures.
 # Usage: bench/jacobi_forcing_frontier.sh stories|code [WORKDIR] [THREADS]
-#   (stories: ~2 h with one thread; code: ~4 h. Each model and evaluation is skipped when its file exists,
+#   (stories: ~2 h with one thread; code: ~8 h. Each model and evaluation is skipped when its file exists,
 #   so an interrupted run resumes where it stopped, and a second process may run the other model.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,16 +47,36 @@ else
     "k2:3e-4:1:$new$C" "k2lr1e3:1e-3:1:$new$C" "b32:3e-4:1:$new,--accum,32,--text-accum,8$C" \
     "merge:k2:0.5" "merge:k2lr1e3:0.5" "merge:k2lr1e3:0.25" \
     "k2r2:3e-4:1:$new$C:k2" "k2r3:3e-4:1:$new$C:k2r2" "r2:3e-4:1:$new$C:k2lr1e3" "r3:3e-4:1:$new$C:r2" \
-    "merge:r2:0.5" "merge:r2:0.25"
+    "merge:r2:0.5" "merge:r2:0.25" \
+    "k2lr3e5:3e-5:1:$new$C" "k2lr1e4:1e-4:1:$new$C" "k1:3e-4:1:$T,--consistency-rows,1,--text-weight,4$C" \
+    "all:3e-4:1:$T,--text-weight,4$C" "decay:3e-4:1:$T,--consistency-decay,0.5,--text-weight,4$C" \
+    "nocap:3e-4:1:$new:--max-repeat4,1" "cc:3e-4:1:$new:--mask,clean-context,--max-repeat4,1" \
+    "selfc:3e-4:1:$new,--no-teacher-consistency$C" "loopsdropped:3e-4:1:$new:--context-noise-cap,0.5,--max-repeat4,0.6"
+  # The base requantized: how far a quantization alone moves held-out agreement.
+  for t in q6_k q5_k_m q4_k_m; do
+    [ -s "$work/base-$t.gguf" ] || build/bin/jf convert -m models/pycode-ar-q8_0.gguf --type "$t" -o "$work/base-$t.gguf"
+    recipe "model:base_$t:$work/base-$t.gguf"
+  done
+  # Three times the Jacobi prompts (7,200 openings), the same KL text and base evaluation.
+  mkdir -p "$work/x3"
+  [ -e "$work/x3/samples" ] || ln -s "$work/samples" "$work/x3/samples"
+  [ -s "$work/x3/eval_base.json" ] || cp "$work/eval_base.json" "$work/x3/"
+  PROMPT_COUNT=7200 bench/jacobi_forcing_recipe.sh code "$work/x3" "$threads" "k2x3:3e-4:1:$new$C" "k2x3lr1e4:1e-4:1:$new$C"
+  cp "$work/x3/eval_k2x3.json" "$work/x3/eval_k2x3lr1e4.json" "$work/"
   python3 bench/jacobi_forcing_recipe.py "$work" base old k2 k2lr1e3 b32 k2_a0.5 k2lr1e3_a0.5 k2lr1e3_a0.25 k2r2 k2r3 r2 r3 \
-    r2_a0.5 r2_a0.25
+    r2_a0.5 r2_a0.25 k2lr3e5 k2lr1e4 k1 all decay nocap cc selfc loopsdropped k2x3 k2x3lr1e4 base_q6_k base_q5_k_m base_q4_k_m
   build/bin/jf frontier -o "$work/frontier.svg" --target 0.9,1.5 "old (shipped before)=$work/eval_old.json" \
-    "new, lr 3e-4 and 1e-3=$work/eval_k2.json" "new, lr 3e-4 and 1e-3=$work/eval_k2lr1e3.json" \
+    "new, lr 3e-5 .. 1e-3=$work/eval_k2lr3e5.json" "new, lr 3e-5 .. 1e-3=$work/eval_k2lr1e4.json" \
+    "new, lr 3e-5 .. 1e-3=$work/eval_k2.json" "new, lr 3e-5 .. 1e-3=$work/eval_k2lr1e3.json" \
+    "3x prompts, lr 1e-4 and 3e-4=$work/eval_k2x3lr1e4.json" "3x prompts, lr 1e-4 and 3e-4=$work/eval_k2x3.json" \
     "new lr 1e-3, merged=$work/eval_k2lr1e3.json" "new lr 1e-3, merged=$work/eval_k2lr1e3_a0.5.json" \
-    "new lr 1e-3, merged=$work/eval_k2lr1e3_a0.25.json" "batch 32=$work/eval_b32.json" \
+    "new lr 1e-3, merged=$work/eval_k2lr1e3_a0.25.json" \
     "rounds from lr 3e-4 (2: shipped)=$work/eval_k2.json" "rounds from lr 3e-4 (2: shipped)=$work/eval_k2r2.json" \
     "rounds from lr 3e-4 (2: shipped)=$work/eval_k2r3.json" "rounds from lr 1e-3=$work/eval_k2lr1e3.json" \
     "rounds from lr 1e-3=$work/eval_r2.json" "rounds from lr 1e-3=$work/eval_r3.json" \
-    "round 2 from lr 1e-3, merged=$work/eval_r2.json" "round 2 from lr 1e-3, merged=$work/eval_r2_a0.5.json" \
-    "round 2 from lr 1e-3, merged=$work/eval_r2_a0.25.json"
+    "base requantized Q6_K .. Q4_K_M=$work/eval_base_q6_k.json" "base requantized Q6_K .. Q4_K_M=$work/eval_base_q5_k_m.json" \
+    "base requantized Q6_K .. Q4_K_M=$work/eval_base_q4_k_m.json" "batch 32=$work/eval_b32.json" \
+    "K = 1=$work/eval_k1.json" "every noisy row=$work/eval_all.json" "decay 0.5 instead of K=$work/eval_decay.json" \
+    "no noise cap=$work/eval_nocap.json" "clean-context mask=$work/eval_cc.json" "self-consistency=$work/eval_selfc.json" \
+    "loops dropped=$work/eval_loopsdropped.json"
 fi

@@ -7,6 +7,7 @@
 # Data: trajectories of the base at n = 16 (128 tokens) -> packed (linear schedule fitted to each response, NC,
 # looping responses dropped) per distinct set of pack flags; a corpus of the base's own samples (temperature 1,
 # 256 tokens each, jf sample; SAMPLES_COUNT samples, default 2,000 for stories and 12,000 for code).
+# PROMPT_COUNT sets how many training openings a new WORKDIR gets (default 2,000 stories, 2,400 code).
 # Each variant trains one epoch (every packed sequence once; the step count follows its --accum) and is
 # judged by jf eval against the base (WORKDIR/eval_NAME.json); `jf frontier` draws them.
 # Usage: bench/jacobi_forcing_recipe.sh stories|code WORKDIR THREADS VARIANT...
@@ -31,7 +32,7 @@ case "$which" in
     holdout=bench/prompts/stories_holdout100.jsonl
     text_flags=()
     samples_count="${SAMPLES_COUNT:-2000}"
-    [ -s "$work/prompts.jsonl" ] || python3 bench/prompts/make_story_prompts_large.py "$work/prompts.jsonl" 2000
+    [ -s "$work/prompts.jsonl" ] || python3 bench/prompts/make_story_prompts_large.py "$work/prompts.jsonl" "${PROMPT_COUNT:-2000}"
     ;;
   code)
     base=models/pycode-ar-q8_0.gguf
@@ -44,7 +45,7 @@ case "$which" in
     [ -s "$text" ] || find "${pycode_heldout[@]}" -name '*.py' | sort | xargs cat >"$text"
     [ -s "$holdout" ] || python3 scripts/code_prompts.py --count 100 --context 8 -o "$holdout" "${pycode_heldout[@]}"
     [ -s "$work/prompts.jsonl" ] ||
-      python3 scripts/code_prompts.py --count 2400 --context 8 -o "$work/prompts.jsonl" "${pycode_corpus[@]}"
+      python3 scripts/code_prompts.py --count "${PROMPT_COUNT:-2400}" --context 8 -o "$work/prompts.jsonl" "${pycode_corpus[@]}"
     ;;
   *) echo "first argument: stories or code" >&2; exit 2 ;;
 esac

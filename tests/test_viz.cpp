@@ -242,5 +242,17 @@ TEST(Svg, LineChartHasOneMarkPerPoint) {
   EXPECT_EQ(count(svg, "<polyline"), 2);
 }
 
+// Past eight series the colours repeat; the marks then change shape so every curve stays apart.
+TEST(Svg, LineChartMarksChangeShapeOnceColoursRepeat) {
+  viz::LineChart c;
+  for (int k = 0; k < 17; k++) c.series.push_back({"s" + std::to_string(k), {1.0 * k}, {1.0}});
+  const std::string svg = viz::line_chart_svg(c);
+  std::string why;
+  EXPECT_TRUE(well_formed(svg, &why)) << why;
+  EXPECT_EQ(count(svg, "<circle class=\"mark\""), 8);
+  EXPECT_EQ(count(svg, "<rect class=\"mark\""), 8);
+  EXPECT_EQ(count(svg, "<polygon class=\"mark\""), 1);
+}
+
 }  // namespace
 }  // namespace jf

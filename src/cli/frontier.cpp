@@ -61,11 +61,18 @@ std::pair<double, double> parse_target(const std::string& spec) {
 }
 
 int run_frontier(const FrontierArgs& a) {
-  std::map<std::string, std::vector<Point>> curves;
+  // Curves in the order their labels first appear (the legend's order, and the colours with it).
+  std::vector<std::pair<std::string, std::vector<Point>>> curves;
+  std::map<std::string, size_t> curve_of;
   for (const std::string& spec : a.points) {
     const size_t eq = spec.rfind('=');  // the last: a label may hold '=' ("K=2")
     if (eq == std::string::npos || eq == 0) throw Error("point '" + spec + "': expected LABEL=EVAL.json");
-    curves[spec.substr(0, eq)].push_back(read_point(spec.substr(eq + 1), a.decoder));
+    const std::string label = spec.substr(0, eq);
+    if (!curve_of.count(label)) {
+      curve_of[label] = curves.size();
+      curves.push_back({label, {}});
+    }
+    curves[curve_of[label]].second.push_back(read_point(spec.substr(eq + 1), a.decoder));
   }
   viz::LineChart chart;
   chart.title = "Tokens per forward gained against agreement with the base on held-out text";

@@ -6,6 +6,9 @@
 #include "base/error.h"
 
 #ifdef JF_WITH_MPI
+// The C API only; keep OpenMPI's and MPICH's mpi.h from declaring the C++ bindings.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 #endif
 

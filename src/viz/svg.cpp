@@ -26,6 +26,24 @@ std::string tick_label(double v) {
   return b;
 }
 
+// A point's mark: shape 0 a circle, 1 a square, 2 a diamond, radius r around (x, y); with a tooltip when
+// `title` is given (the plotted points carry class "mark", the legend's swatches do not).
+std::string mark(int shape, double x, double y, double r, const char* col, const std::string& title) {
+  const std::string cls = title.empty() ? "" : " class=\"mark\"";
+  const std::string tip = title.empty() ? "" : "<title>" + title + "</title>";
+  std::string el;
+  if (shape == 0) {
+    el = "<circle" + cls + " cx=\"" + num(x) + "\" cy=\"" + num(y) + "\" r=\"" + num(r) + "\"";
+  } else if (shape == 1) {
+    el = "<rect" + cls + " x=\"" + num(x - r) + "\" y=\"" + num(y - r) + "\" width=\"" + num(2 * r) + "\" height=\"" +
+         num(2 * r) + "\"";
+  } else {
+    el = "<polygon" + cls + " points=\"" + num(x) + "," + num(y - r - 1) + " " + num(x + r + 1) + "," + num(y) + " " +
+         num(x) + "," + num(y + r + 1) + " " + num(x - r - 1) + "," + num(y) + "\"";
+  }
+  return el + " fill=\"" + col + "\">" + tip + "</" + el.substr(1, el.find(' ') - 1) + ">\n";
+}
+
 // A "nice" tick step so an axis up to `hi` has about five ticks.
 double tick_step(double hi) {
   if (hi <= 0) return 1;
@@ -152,13 +170,14 @@ std::string line_chart_svg(const LineChart& c) {
       if (i) pts += ' ';
       pts.append(num(X(se.x[i]))).append(",").append(num(Y(se.y[i])));
     }
+    const int shape = static_cast<int>(k / 8 % 3);  // once the colours repeat, the marks differ
     s += "<polyline fill=\"none\" stroke=\"" + std::string(col) + "\" stroke-width=\"1.5\" points=\"" + pts + "\"/>\n";
     for (size_t i = 0; i < n; i++)
-      s += "<circle class=\"mark\" cx=\"" + num(X(se.x[i])) + "\" cy=\"" + num(Y(se.y[i])) + "\" r=\"3\" fill=\"" + col +
-           "\"><title>" + xml_escape(se.name) + ": " + tick_label(se.x[i]) + ", " + tick_label(se.y[i]) + "</title></circle>\n";
+      s += mark(shape, X(se.x[i]), Y(se.y[i]), 3, col,
+                xml_escape(se.name) + ": " + tick_label(se.x[i]) + ", " + tick_label(se.y[i]));
     const double ly = kTop + 10 + 18 * k;
-    s += "<rect x=\"" + num(kW - kRight + 12) + "\" y=\"" + num(ly - 8) + "\" width=\"10\" height=\"10\" fill=\"" + col +
-         "\"/>\n<text x=\"" + num(kW - kRight + 26) + "\" y=\"" + num(ly + 1) + "\">" + xml_escape(se.name) + "</text>\n";
+    s += mark(shape, kW - kRight + 17, ly - 3, 5, col, "") + "<text x=\"" + num(kW - kRight + 26) + "\" y=\"" +
+         num(ly + 1) + "\">" + xml_escape(se.name) + "</text>\n";
   }
   s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(kTop + plot_h) + "\" x2=\"" + num(kW - kRight) + "\" y2=\"" +
        num(kTop + plot_h) + "\" stroke=\"#333\"/>\n</svg>\n";
