@@ -25,9 +25,16 @@ if [ "$which" = stories ]; then
     "loops:3e-4:1:$new$C,--max-repeat4,1" "w16:1e-3:1:$T,--consistency-rows,2,--text-weight,16$C" \
     "r2:3e-4:1:$new$C:k2lr1e3" "r3:3e-4:1:$new$C:r2" "r4:3e-4:1:$new$C:r3" "r2n32:3e-4:1:$new$C:k2lr1e3@32" \
     "merge:r2:0.5" "merge:r3:0.5" "merge:r3:0.25" "merge:r4:0.25"
+  # Three times the Jacobi prompts (6,000 openings), the same KL text and base evaluation.
+  mkdir -p "$work/x3"
+  [ -e "$work/x3/samples" ] || ln -s "$work/samples" "$work/x3/samples"
+  [ -s "$work/x3/eval_base.json" ] || cp "$work/eval_base.json" "$work/x3/"
+  PROMPT_COUNT=6000 bench/jacobi_forcing_recipe.sh stories "$work/x3" "$threads" "k2x3:3e-4:1:$new$C" \
+    "k2x3lr1e4:1e-4:1:$new$C" "merge:k2x3:0.5"
+  cp "$work/x3/eval_k2x3.json" "$work/x3/eval_k2x3lr1e4.json" "$work/x3/eval_k2x3_a0.5.json" "$work/"
   python3 bench/jacobi_forcing_recipe.py "$work" base old old_a0.5 old_a0.25 old1 k2lr3e5 k2lr1e4 k2 k2lr1e3 k2lr3e3 \
     k2lr1e3_a0.75 k2lr1e3_a0.5 k2lr1e3_a0.25 k2lr3e3_a0.25 b32 b32lr1e3 b32lr1e3_a0.5 k1 all decay nocap cc selfc loops \
-    w16 r2 r3 r4 r2n32 r2_a0.5 r3_a0.5 r3_a0.25 r4_a0.25
+    w16 r2 r3 r4 r2n32 r2_a0.5 r3_a0.5 r3_a0.25 r4_a0.25 k2x3lr1e4 k2x3 k2x3_a0.5
   build/bin/jf frontier -o "$work/frontier.svg" --target 0.95,1.3 \
     "old recipe, merged=$work/eval_old.json" "old recipe, merged=$work/eval_old_a0.5.json" "old recipe, merged=$work/eval_old_a0.25.json" \
     "new recipe, lr sweep=$work/eval_k2lr3e5.json" "new recipe, lr sweep=$work/eval_k2lr1e4.json" "new recipe, lr sweep=$work/eval_k2.json" \
@@ -35,7 +42,9 @@ if [ "$which" = stories ]; then
     "new recipe lr 1e-3, merged=$work/eval_k2lr1e3.json" "new recipe lr 1e-3, merged=$work/eval_k2lr1e3_a0.75.json" \
     "new recipe lr 1e-3, merged=$work/eval_k2lr1e3_a0.5.json" "new recipe lr 1e-3, merged=$work/eval_k2lr1e3_a0.25.json" \
     "batch 32 lr 1e-3, merged=$work/eval_b32lr1e3.json" "batch 32 lr 1e-3, merged=$work/eval_b32lr1e3_a0.5.json" \
-    "round 3, merged=$work/eval_r3.json" "round 3, merged=$work/eval_r3_a0.5.json" "round 3, merged=$work/eval_r3_a0.25.json"
+    "round 3, merged=$work/eval_r3.json" "round 3, merged=$work/eval_r3_a0.5.json" "round 3, merged=$work/eval_r3_a0.25.json" \
+    "3x prompts: lr 1e-4, 3e-4, merged=$work/eval_k2x3lr1e4.json" "3x prompts: lr 1e-4, 3e-4, merged=$work/eval_k2x3.json" \
+    "3x prompts: lr 1e-4, 3e-4, merged=$work/eval_k2x3_a0.5.json"
 else
   T="--teacher,BASE,SAMPLES,--seq-len,512,--consistency-norm,per-block"
   new="$T,--consistency-rows,2,--text-weight,4"

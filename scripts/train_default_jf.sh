@@ -14,6 +14,8 @@
 #      from it (the teacher stays the AR model) -> Q8_0 export WORKDIR/OUT_NAME-q8_0.gguf
 #      (models/pycode-jf-q8_0.gguf is a copy).
 # Usage: scripts/train_default_jf.sh [WORKDIR] [LR] [ROUNDS] [OUT_NAME]   (~15 min a round on 2 cores)
+# PROMPTS=N sets the number of openings (default 2400; 3x as many is faster per forward at the same
+# quality, docs/TRAINING.md "What each option does", and takes 3x as long).
 # The AR model is WORKDIR/pycode-ar.gguf (scripts/train_default_model.sh), else models/pycode-ar-q8_0.gguf.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +30,7 @@ base="$work/pycode-ar.gguf"
 source scripts/pycode_corpus.sh
 
 [ -s "$work/train_prompts.jsonl" ] ||
-  python3 scripts/code_prompts.py --count 2400 --context 8 -o "$work/train_prompts.jsonl" "${pycode_corpus[@]}"
+  python3 scripts/code_prompts.py --count "${PROMPTS:-2400}" --context 8 -o "$work/train_prompts.jsonl" "${pycode_corpus[@]}"
 [ -s "$work/samples/samples.txt" ] || "$jf" sample -m "$base" --prompts "$work/train_prompts.jsonl" --count 12000 -n 256 \
   --temp 1 --seed 1 -o "$work/samples/samples.txt"
 
