@@ -9,6 +9,21 @@ which="$1"
 work="${2:-/tmp/jf-frontier-$which}"
 threads="${3:-1}"
 recipe() { bench/jacobi_forcing_recipe.sh "$which" "$work" "$threads" "$@"; }
+# more_prompts COUNT VARIANT...: the variants on COUNT training openings (WORKDIR/x3), with the same KL text and
+# base evaluation; their eval_*.json are copied beside the others.
+more_prompts() {
+  local count="$1" v
+  shift
+  mkdir -p "$work/x3"
+  [ -e "$work/x3/samples" ] || ln -s "$work/samples" "$work/x3/samples"
+  [ -s "$work/x3/eval_base.json" ] || cp "$work/eval_base.json" "$work/x3/"
+  PROMPT_COUNT="$count" bench/jacobi_forcing_recipe.sh "$which" "$work/x3" "$threads" "$@"
+  for v in "$@"; do
+    IFS=: read -r name a b _ <<<"$v"
+    [ "$name" = merge ] && name="${a}_a$b"
+    cp "$work/x3/eval_$name.json" "$work/"
+  done
+}
 
 if [ "$which" = stories ]; then
   T="--teacher,BASE,SAMPLES,--consistency-norm,per-block"
@@ -25,13 +40,7 @@ if [ "$which" = stories ]; then
     "loops:3e-4:1:$new$C,--max-repeat4,1" "w16:1e-3:1:$T,--consistency-rows,2,--text-weight,16$C" \
     "r2:3e-4:1:$new$C:k2lr1e3" "r3:3e-4:1:$new$C:r2" "r4:3e-4:1:$new$C:r3" "r2n32:3e-4:1:$new$C:k2lr1e3@32" \
     "merge:r2:0.5" "merge:r3:0.5" "merge:r3:0.25" "merge:r4:0.25"
-  # Three times the Jacobi prompts (6,000 openings), the same KL text and base evaluation.
-  mkdir -p "$work/x3"
-  [ -e "$work/x3/samples" ] || ln -s "$work/samples" "$work/x3/samples"
-  [ -s "$work/x3/eval_base.json" ] || cp "$work/eval_base.json" "$work/x3/"
-  PROMPT_COUNT=6000 bench/jacobi_forcing_recipe.sh stories "$work/x3" "$threads" "k2x3:3e-4:1:$new$C" \
-    "k2x3lr1e4:1e-4:1:$new$C" "merge:k2x3:0.5"
-  cp "$work/x3/eval_k2x3.json" "$work/x3/eval_k2x3lr1e4.json" "$work/x3/eval_k2x3_a0.5.json" "$work/"
+  more_prompts 6000 "k2x3:3e-4:1:$new$C" "k2x3lr1e4:1e-4:1:$new$C" "merge:k2x3:0.5"  # three times the openings
   python3 bench/jacobi_forcing_recipe.py "$work" base old old_a0.5 old_a0.25 old1 k2lr3e5 k2lr1e4 k2 k2lr1e3 k2lr3e3 \
     k2lr1e3_a0.75 k2lr1e3_a0.5 k2lr1e3_a0.25 k2lr3e3_a0.25 b32 b32lr1e3 b32lr1e3_a0.5 k1 all decay nocap cc selfc loops \
     w16 r2 r3 r4 r2n32 r2_a0.5 r3_a0.5 r3_a0.25 r4_a0.25 k2x3lr1e4 k2x3 k2x3_a0.5
@@ -66,12 +75,7 @@ else
     [ -s "$work/base-$t.gguf" ] || build/bin/jf convert -m models/pycode-ar-q8_0.gguf --type "$t" -o "$work/base-$t.gguf"
     recipe "model:base_$t:$work/base-$t.gguf"
   done
-  # Three times the Jacobi prompts (7,200 openings), the same KL text and base evaluation.
-  mkdir -p "$work/x3"
-  [ -e "$work/x3/samples" ] || ln -s "$work/samples" "$work/x3/samples"
-  [ -s "$work/x3/eval_base.json" ] || cp "$work/eval_base.json" "$work/x3/"
-  PROMPT_COUNT=7200 bench/jacobi_forcing_recipe.sh code "$work/x3" "$threads" "k2x3:3e-4:1:$new$C" "k2x3lr1e4:1e-4:1:$new$C"
-  cp "$work/x3/eval_k2x3.json" "$work/x3/eval_k2x3lr1e4.json" "$work/"
+  more_prompts 7200 "k2x3:3e-4:1:$new$C" "k2x3lr1e4:1e-4:1:$new$C"  # three times the openings
   python3 bench/jacobi_forcing_recipe.py "$work" base old k2 k2lr1e3 b32 k2_a0.5 k2lr1e3_a0.5 k2lr1e3_a0.25 k2r2 k2r3 r2 r3 \
     r2_a0.5 r2_a0.25 k2lr3e5 k2lr1e4 k1 all decay nocap cc selfc loopsdropped k2x3 k2x3lr1e4 base_q6_k base_q5_k_m base_q4_k_m
   build/bin/jf frontier -o "$work/frontier.svg" --target 0.9,1.5 "old (shipped before)=$work/eval_old.json" \

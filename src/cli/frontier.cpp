@@ -68,11 +68,9 @@ int run_frontier(const FrontierArgs& a) {
     const size_t eq = spec.rfind('=');  // the last: a label may hold '=' ("K=2")
     if (eq == std::string::npos || eq == 0) throw Error("point '" + spec + "': expected LABEL=EVAL.json");
     const std::string label = spec.substr(0, eq);
-    if (!curve_of.count(label)) {
-      curve_of[label] = curves.size();
-      curves.push_back({label, {}});
-    }
-    curves[curve_of[label]].second.push_back(read_point(spec.substr(eq + 1), a.decoder));
+    const auto [at, is_new] = curve_of.try_emplace(label, curves.size());
+    if (is_new) curves.push_back({label, {}});
+    curves[at->second].second.push_back(read_point(spec.substr(eq + 1), a.decoder));
   }
   viz::LineChart chart;
   chart.title = "Tokens per forward gained against agreement with the base on held-out text";

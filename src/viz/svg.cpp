@@ -29,19 +29,23 @@ std::string tick_label(double v) {
 // A point's mark: shape 0 a circle, 1 a square, 2 a diamond, radius r around (x, y); with a tooltip when
 // `title` is given (the plotted points carry class "mark", the legend's swatches do not).
 std::string mark(int shape, double x, double y, double r, const char* col, const std::string& title) {
+  const char* tag = shape == 0 ? "circle" : shape == 1 ? "rect" : "polygon";
+  std::string geometry;
+  if (shape == 0) {
+    geometry = "cx=\"" + num(x) + "\" cy=\"" + num(y) + "\" r=\"" + num(r) + "\"";
+  } else if (shape == 1) {
+    geometry = "x=\"" + num(x - r) + "\" y=\"" + num(y - r) + "\" width=\"" + num(2 * r) + "\" height=\"" + num(2 * r) + "\"";
+  } else {
+    const double d = r + 1;  // a diamond of the same visual weight as the circle
+    geometry = "points=\"" + num(x) + "," + num(y - d) + " " + num(x + d) + "," + num(y) + " " + num(x) + "," +
+               num(y + d) + " " + num(x - d) + "," + num(y) + "\"";
+  }
   const std::string cls = title.empty() ? "" : " class=\"mark\"";
   const std::string tip = title.empty() ? "" : "<title>" + title + "</title>";
-  std::string el;
-  if (shape == 0) {
-    el = "<circle" + cls + " cx=\"" + num(x) + "\" cy=\"" + num(y) + "\" r=\"" + num(r) + "\"";
-  } else if (shape == 1) {
-    el = "<rect" + cls + " x=\"" + num(x - r) + "\" y=\"" + num(y - r) + "\" width=\"" + num(2 * r) + "\" height=\"" +
-         num(2 * r) + "\"";
-  } else {
-    el = "<polygon" + cls + " points=\"" + num(x) + "," + num(y - r - 1) + " " + num(x + r + 1) + "," + num(y) + " " +
-         num(x) + "," + num(y + r + 1) + " " + num(x - r - 1) + "," + num(y) + "\"";
-  }
-  return el + " fill=\"" + col + "\">" + tip + "</" + el.substr(1, el.find(' ') - 1) + ">\n";
+  std::string el = "<";
+  el.append(tag).append(cls).append(" ").append(geometry).append(" fill=\"").append(col).append("\">");
+  el.append(tip).append("</").append(tag).append(">\n");
+  return el;
 }
 
 // A "nice" tick step so an axis up to `hi` has about five ticks.
