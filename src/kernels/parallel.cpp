@@ -23,8 +23,8 @@ inline void relax(int spin) {
 }
 
 // A job is announced by bumping `generation_`; chunk claims go through one atomic word holding
-// (generation << 32 | next chunk), so a worker that wakes late can never claim a chunk of a job that
-// has already finished or been replaced.
+// (generation << 32 | next chunk), and the chunk count is published as (generation << 32 | count), so a
+// worker that wakes late can never claim a chunk of a job that has already finished or been replaced.
 class Pool {
  public:
   explicit Pool(int threads) {
@@ -39,10 +39,13 @@ class Pool {
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
   void run(int64_t n, const std::function<void(int64_t)>& fn) {
-    fn_.store(&fn, std::memory_order_relaxed);
-    n_.store(n, std::memory_order_relaxed);
-    done_.store(0, std::memory_order_relaxed);
     const uint64_t g = generation_.load(std::memory_order_relaxed) + 1;
+    fn_.store(&fn, std::memory_order_relaxed);
+    job_.store(g << 32 | static_cast<uint64_t>(n), std::memory_order_release);
+    done_.store(0, std::memory_order_relaxed);
+#ifdef JF_POOL_PUBLISH_GAP
+    JF_POOL_PUBLISH_GAP;  // tests widen the window between publishing a job and opening its claims
+#endif
     claim_.store(g << 32, std::memory_order_release);
     generation_.store(g, std::memory_order_release);
     if (sleepers_.load(std::memory_order_acquire) > 0) generation_.notify_all();
@@ -54,10 +57,15 @@ class Pool {
   // Claims and runs chunks of job g until none are left.
   void work(uint64_t g) {
     for (;;) {
-      uint64_t c = claim_.load(std::memory_order_acquire);
-      if ((c >> 32) != g || static_cast<int64_t>(c & 0xffffffffu) >= n_.load(std::memory_order_relaxed)) return;
-      if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) continue;
-      // The claim succeeded, so job g is still running and fn_/n_ are its own.
+      const uint64_t c = claim_.load(std::memory_order_acquire);
+      // The chunk count must be job g's own: a worker that read an exhausted claim of job g and then the
+      // count of job g + 1 (published first) would otherwise claim a chunk that does not exist.
+      const uint64_t job = job_.load(std::memory_order_acquire);
+      const uint64_t tag = g & 0xffffffffu;  // the generation as the words hold it (it wraps after 2^32 jobs)
+      if ((c >> 32) != tag || (job >> 32) != tag || (c & 0xffffffffu) >= (job & 0xffffffffu)) return;
+      uint64_t expected = c;
+      if (!claim_.compare_exchange_weak(expected, c + 1, std::memory_order_acq_rel)) continue;
+      // The claim succeeded, so job g is still running and fn_ is its own.
       (*fn_.load(std::memory_order_relaxed))(static_cast<int64_t>(c & 0xffffffffu));
       done_.fetch_add(1, std::memory_order_acq_rel);
     }
@@ -92,7 +100,7 @@ class Pool {
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
   std::atomic<const std::function<void(int64_t)>*> fn_{nullptr};
-  std::atomic<int64_t> n_{0};
+  std::atomic<uint64_t> job_{0};  // generation << 32 | chunk count
 };
 
 int g_threads = 0;
