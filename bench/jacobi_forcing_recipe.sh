@@ -17,6 +17,7 @@
 #             FROM: a progressive round, trained from variant FROM on trajectories that FROM's model collects
 #             at n = BLOCK (default 16); BASE stays the original base.
 #   "merge:NAME:ALPHA" merges the base with variant NAME; "model:NAME:PATH" judges a model file as it is.
+#   Runs use seed 1; "--seed,N" in a variant's train flags (and its pack flags) gives another draw.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jf=build/bin/jf
@@ -94,8 +95,8 @@ for v in "$@"; do
   accum=$(echo "$extra" | sed -n 's/.*--accum \([0-9]*\).*/\1/p')
   [ -n "$accum" ] || { accum=4; extra="$extra --accum 4"; }
   [ -s "$work/model_$name.gguf" ] || "$jf" train -m "$start" --objective jacobi-forcing --data "$data" \
-    --steps $(($(wc -l <"$data") / accum)) --lr "$a" --min-lr "$(python3 -c "print($a / 10)")" --ar-weight "$b" $extra \
-    --log-every 50 --seed 1 -t "$threads" -o "$work/model_$name.gguf" >"$work/train_$name.log" 2>&1
+    --steps $(($(wc -l <"$data") / accum)) --lr "$a" --min-lr "$(python3 -c "print($a / 10)")" --ar-weight "$b" --seed 1 \
+    $extra --log-every 50 -t "$threads" -o "$work/model_$name.gguf" >"$work/train_$name.log" 2>&1
   tail -1 "$work/train_$name.log"
   evaluate "$name" "$work/model_$name.gguf"
 done
