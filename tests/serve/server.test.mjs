@@ -434,13 +434,19 @@ test('/health is 503 while the model loads', async () => {
   }
 });
 
+// A server with one long completion in flight (attention over up to maxTokens tokens: still running when a
+// signal comes 150 ms later), for the drain tests.
+async function serverWithLongRequest(maxTokens, drainTimeout) {
+  const s = await startServer(['--ctx', String(maxTokens + 1000), '--drain-timeout', drainTimeout]);
+  await s.ready();
+  const inflight = post(s.base, '/v1/completions', { prompt: 'Once', max_tokens: maxTokens, ignore_eos: true });
+  await sleep(150);
+  return { s, inflight };
+}
+
 test('SIGTERM: in-flight requests finish, new ones are refused, exit 0', async () => {
   // 20k tokens take ~10 s on an idle machine and over 30 s (the default drain timeout) on a loaded one.
-  const s = await startServer(['--ctx', '24000', '--drain-timeout', '600']);
-  await s.ready();
-  // Long enough (attention over up to 20k tokens) to be in flight when the signal comes.
-  const inflight = post(s.base, '/v1/completions', { prompt: 'Once', max_tokens: 20000, ignore_eos: true });
-  await sleep(150);
+  const { s, inflight } = await serverWithLongRequest(20000, '600');
   s.proc.kill('SIGTERM');
   await sleep(50);
   const late = await post(s.base, '/v1/completions', { prompt: 'x', max_tokens: 2 }).catch(() => ({ status: 'refused' }));
@@ -454,10 +460,7 @@ test('SIGTERM: in-flight requests finish, new ones are refused, exit 0', async (
 });
 
 test('SIGTERM past --drain-timeout cancels what is left and still exits 0', async () => {
-  const s = await startServer(['--ctx', '60000', '--drain-timeout', '0.2']);
-  await s.ready();
-  const inflight = post(s.base, '/v1/completions', { prompt: 'Once', max_tokens: 59000, ignore_eos: true });
-  await sleep(150);
+  const { s, inflight } = await serverWithLongRequest(59000, '0.2');
   s.proc.kill('SIGINT');
   const r = await inflight;
   assert.equal(r.status, 503, r.text);
@@ -467,10 +470,7 @@ test('SIGTERM past --drain-timeout cancels what is left and still exits 0', asyn
 });
 
 test('a second signal ends the drain at once', async () => {
-  const s = await startServer(['--ctx', '60000', '--drain-timeout', '600']);
-  await s.ready();
-  const inflight = post(s.base, '/v1/completions', { prompt: 'Once', max_tokens: 59000, ignore_eos: true });
-  await sleep(150);
+  const { s, inflight } = await serverWithLongRequest(59000, '600');
   s.proc.kill('SIGTERM');
   await sleep(300);
   const t = Date.now();
