@@ -38,7 +38,19 @@ class Pool {
   }
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
+  // Runs the job on the pool, or inline when the pool is already running one (a chunk that calls
+  // parallel_chunks, or a second thread using the kernels at the same time).
   void run(int64_t n, const std::function<void(int64_t)>& fn) {
+    if (busy_.exchange(true, std::memory_order_acquire)) {
+      for (int64_t c = 0; c < n; c++) fn(c);
+      return;
+    }
+    run_on_pool(n, fn);
+    busy_.store(false, std::memory_order_release);
+  }
+
+ private:
+  void run_on_pool(int64_t n, const std::function<void(int64_t)>& fn) {
     const uint64_t g = generation_.load(std::memory_order_relaxed) + 1;
     fn_.store(&fn, std::memory_order_relaxed);
     job_.store(g << 32 | static_cast<uint64_t>(n), std::memory_order_release);
@@ -53,7 +65,6 @@ class Pool {
     for (int spin = 0; done_.load(std::memory_order_acquire) < n; spin++) relax(spin);
   }
 
- private:
   // Claims and runs chunks of job g until none are left.
   void work(uint64_t g) {
     for (;;) {
@@ -99,6 +110,7 @@ class Pool {
   std::atomic<int64_t> done_{0};
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
+  std::atomic<bool> busy_{false};  // a job is running
   std::atomic<const std::function<void(int64_t)>*> fn_{nullptr};
   std::atomic<uint64_t> job_{0};  // generation << 32 | chunk count
 };

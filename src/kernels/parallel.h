@@ -15,7 +15,8 @@ void set_num_threads(int n);  // n <= 0: all hardware threads
 int num_threads();
 
 // Runs fn(chunk) for every chunk in [0, n_chunks), on the pool when `parallel` and more than one thread,
-// otherwise inline in order. Returns when all chunks are done. Not reentrant: fn must not call it.
+// otherwise inline in order. Returns when all chunks are done. A call made while the pool runs another
+// job (from inside fn, or from a second thread) runs inline.
 void parallel_chunks(int64_t n_chunks, bool parallel, const std::function<void(int64_t)>& fn);
 
 // Calls fn(begin, end) over [0, n) in contiguous pieces (about 4 per thread for load balance).
