@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every variant of docs/TRAINING.md "The frontier on held-out data", then its tables and pictures.
 # Usage: bench/jacobi_forcing_frontier.sh stories|code [WORKDIR] [THREADS]
-#   (stories: ~2 h with one thread; code: ~8 h. Each model and evaluation is skipped when its file exists,
+#   (stories: ~2.5 h with one thread; code: ~10 h. Each model and evaluation is skipped when its file exists,
 #   so an interrupted run resumes where it stopped, and a second process may run the other model.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +41,12 @@ if [ "$which" = stories ]; then
     "r2:3e-4:1:$new$C:k2lr1e3" "r3:3e-4:1:$new$C:r2" "r4:3e-4:1:$new$C:r3" "r2n32:3e-4:1:$new$C:k2lr1e3@32" \
     "merge:r2:0.5" "merge:r3:0.5" "merge:r3:0.25" "merge:r4:0.25"
   more_prompts 6000 "k2x3:3e-4:1:$new$C" "k2x3lr1e4:1e-4:1:$new$C" "merge:k2x3:0.5"  # three times the openings
+  seeds=()  # seed to seed: K = 2 with the cap and with the clean-context mask, seeds 2-4 (train and pack)
+  for s in 2 3 4; do
+    seeds+=("k2s$s:3e-4:1:$new,--seed,$s$C,--seed,$s" "ccs$s:3e-4:1:$new,--seed,$s:--mask,clean-context,--seed,$s")
+  done
+  recipe "${seeds[@]}"
+  python3 bench/jacobi_forcing_recipe.py "$work" k2 k2s2 k2s3 k2s4 cc ccs2 ccs3 ccs4
   python3 bench/jacobi_forcing_recipe.py "$work" base old old_a0.5 old_a0.25 old1 k2lr3e5 k2lr1e4 k2 k2lr1e3 k2lr3e3 \
     k2lr1e3_a0.75 k2lr1e3_a0.5 k2lr1e3_a0.25 k2lr3e3_a0.25 b32 b32lr1e3 b32lr1e3_a0.5 k1 all decay nocap cc selfc loops \
     w16 r2 r3 r4 r2n32 r2_a0.5 r3_a0.5 r3_a0.25 r4_a0.25 k2x3lr1e4 k2x3 k2x3_a0.5
@@ -75,13 +81,15 @@ else
     [ -s "$work/base-$t.gguf" ] || build/bin/jf convert -m models/pycode-ar-q8_0.gguf --type "$t" -o "$work/base-$t.gguf"
     recipe "model:base_$t:$work/base-$t.gguf"
   done
-  more_prompts 7200 "k2x3:3e-4:1:$new$C" "k2x3lr1e4:1e-4:1:$new$C"  # three times the openings
+  more_prompts 7200 "k2x3:3e-4:1:$new$C" "k2x3lr1e4:1e-4:1:$new$C" "k2x3r2:3e-4:1:$new$C:k2x3"  # three times the openings
+  recipe "k2s2:3e-4:1:$new,--seed,2$C,--seed,2" "ccs2:3e-4:1:$new,--seed,2:--mask,clean-context,--max-repeat4,1,--seed,2"
   python3 bench/jacobi_forcing_recipe.py "$work" base old k2 k2lr1e3 b32 k2_a0.5 k2lr1e3_a0.5 k2lr1e3_a0.25 k2r2 k2r3 r2 r3 \
-    r2_a0.5 r2_a0.25 k2lr3e5 k2lr1e4 k1 all decay nocap cc selfc loopsdropped k2x3 k2x3lr1e4 base_q6_k base_q5_k_m base_q4_k_m
+    r2_a0.5 r2_a0.25 k2lr3e5 k2lr1e4 k1 all decay nocap cc selfc loopsdropped k2x3 k2x3lr1e4 k2x3r2 k2s2 ccs2 base_q6_k base_q5_k_m base_q4_k_m
   build/bin/jf frontier -o "$work/frontier.svg" --target 0.9,1.5 "old (shipped before)=$work/eval_old.json" \
     "new, lr 3e-5 .. 1e-3=$work/eval_k2lr3e5.json" "new, lr 3e-5 .. 1e-3=$work/eval_k2lr1e4.json" \
     "new, lr 3e-5 .. 1e-3=$work/eval_k2.json" "new, lr 3e-5 .. 1e-3=$work/eval_k2lr1e3.json" \
     "3x prompts, lr 1e-4 and 3e-4=$work/eval_k2x3lr1e4.json" "3x prompts, lr 1e-4 and 3e-4=$work/eval_k2x3.json" \
+    "3x prompts, rounds 1-2=$work/eval_k2x3.json" "3x prompts, rounds 1-2=$work/eval_k2x3r2.json" \
     "new lr 1e-3, merged=$work/eval_k2lr1e3.json" "new lr 1e-3, merged=$work/eval_k2lr1e3_a0.5.json" \
     "new lr 1e-3, merged=$work/eval_k2lr1e3_a0.25.json" \
     "rounds from lr 3e-4 (2: shipped)=$work/eval_k2.json" "rounds from lr 3e-4 (2: shipped)=$work/eval_k2r2.json" \
