@@ -273,7 +273,7 @@ TEST(RowPricing, AcceptanceDecidesUnderAModerateCost) {
   hopeless.s.row_cost().set_curve(moderate);
   const GenerationResult cut = hopeless.check(j, "jacobi n=8 on random text");
   EXPECT_LT(rows_per_forward(cut), 1.3);
-  EXPECT_GT(counter(cut, "draft_tokens_cut"), 1000);
+  EXPECT_GT(counter(cut, "draft_tokens_cut"), 900);  // (a retry every DraftLengthPolicy::kRetry forwards sends one)
   Oracle easy(40, cycle_text(1000, 37, 2), /*by_position=*/true, 8, 200);
   easy.s.row_cost().set_curve(moderate);
   const GenerationResult kept = easy.check(j, "jacobi n=8 on the position oracle");

@@ -528,6 +528,34 @@ TEST(DraftLengthPolicy, ChoosesTheLengthThatPays) {
   EXPECT_GE(q.choose(1, 4, cheap), 1);
 }
 
+// A case stopped after unlucky first tries is tried again now and then, or its estimate would never change:
+// the Jacobi decoder on the code model once saw 1 of its first 8 predictions accepted (true rate ~0.5) and
+// sent nothing for the rest of the run. A retry sends the first token where it pays at 1/2, and the decision
+// after it too (the prediction a retried guess makes); where a row costs a whole forward it never pays.
+TEST(DraftLengthPolicy, RetriesACaseItStoppedSending) {
+  constexpr int kGuess = 1, kPredicted = 2;
+  RowCostModel cost, steep;
+  cost.set_curve({{1, 1.0}, {2, 1.26}, {64, 1.0 + 0.26 * 63}});
+  steep.set_curve({{1, 1.0}, {64, 64.0}});
+  for (const RowCostModel* c : {&cost, &steep}) {
+    DraftLengthPolicy p(2, 7);
+    const std::vector<int> guess = {kGuess}, predicted = {kPredicted};
+    for (int i = 0; i < 8; i++) {
+      p.record(guess, 1, 0);
+      p.record(predicted, 1, i == 0 ? 1 : 0);
+    }
+    ASSERT_NEAR(p.p_accept(kPredicted, 0), 0.2, 1e-9);
+    const std::vector<int> guesses(7, kGuess), after_guess = {kPredicted, kGuess, kGuess, kGuess, kGuess, kGuess};
+    for (int round = 0; round < 3; round++) {
+      for (int i = 0; i + 1 < DraftLengthPolicy::kRetry; i++)
+        ASSERT_EQ(p.choose(guesses, *c, 1.0, 1, kGuess, kPredicted), 0) << round << " " << i;
+      const bool pays = c == &cost;
+      EXPECT_EQ(p.choose(guesses, *c, 1.0, 1, kGuess, kPredicted), pays ? 1 : 0) << round;
+      EXPECT_EQ(p.choose(after_guess, *c, 1.0, 1, kGuess, kPredicted), pays ? 1 : 0) << round;
+    }  // (nothing was recorded, so the next round's decisions are priced as before)
+  }
+}
+
 // ---------------------------------------------------------------- parameters
 
 TEST(DecoderOptions, BadValuesAreErrors) {

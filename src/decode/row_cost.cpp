@@ -143,13 +143,31 @@ void DraftLengthPolicy::price_tokens(std::span<const int> kinds, int from, int t
 }
 
 int DraftLengthPolicy::choose(std::span<const int> kinds, const RowPricer& price, double tokens, int rows, int from,
-                              int to) const {
+                              int to) {
   if (kinds.empty() || kinds[0] < 1) return 0;
   price_tokens(kinds, from, to);
-  return price.best_chain(p_, tokens, rows, bonus_);
+  const int k = price.best_chain(p_, tokens, rows, bonus_);
+  if (k > 0) {
+    unsent_ = 0;
+    retries_left_ = 0;
+    return k;
+  }
+  if (retries_left_ == 0 && ++unsent_ < kRetry) return 0;
+  retries_left_ = retries_left_ > 0 ? retries_left_ - 1 : 1;
+  unsent_ = 0;
+  return retry_first(kinds, price, tokens, rows, from);
 }
 
-int DraftLengthPolicy::choose(int kind, int available, const RowPricer& price, double tokens, int rows) const {
+// The first token alone, at max(its estimate, 1/2); a guess is also worth the prediction its row makes, at
+// that prediction's estimate (price_tokens' bonus_, already computed).
+int DraftLengthPolicy::retry_first(std::span<const int> kinds, const RowPricer& price, double tokens, int rows,
+                                   int from) const {
+  const double p = std::max(p_[0], 0.5);
+  const double bonus = from > 0 && kinds[0] == from ? std::max(0.0, p_[0] + bonus_[0] - p) : 0.0;
+  return price.pays(tokens, rows, p + bonus, 1) ? 1 : 0;
+}
+
+int DraftLengthPolicy::choose(int kind, int available, const RowPricer& price, double tokens, int rows) {
   kinds_.assign(static_cast<size_t>(std::max(available, 0)), kind);
   return choose(kinds_, price, tokens, rows);
 }

@@ -95,12 +95,15 @@ class DraftLengthPolicy {
   DraftLengthPolicy(int kinds, int draft_max);
   // Best length <= available for a proposal of this kind after `rows` rows expected to commit `tokens`
   // (0: forward none of it).
-  int choose(int kind, int available, const RowPricer& price, double tokens = 1.0, int rows = 1) const;
+  int choose(int kind, int available, const RowPricer& price, double tokens = 1.0, int rows = 1);
   // The same for a draft whose token i is of kind kinds[i]. Tokens of kind `from` (0: none) turn into kind
   // `to` for the next forward when their rows are sent (Jacobi: guesses into predictions), so each is also
   // worth what `to` is expected to accept at its place beyond what `from` is: the reason to send guesses.
+  // After kRetry decisions in a row that sent nothing, the next two send the first token if it would pay at
+  // an untried case's estimate (1/2): a case stopped after a few unlucky tries is otherwise never measured
+  // again. Two, because a Jacobi guess sent on a retry turns into a prediction that the next one tries.
   int choose(std::span<const int> kinds, const RowPricer& price, double tokens = 1.0, int rows = 1, int from = 0,
-             int to = 0) const;
+             int to = 0);
   // Expected accepted tokens of the first `length` tokens of a proposal of this kind.
   double expected(int kind, int length) const;
   // Of the first `length` tokens of a draft of these kinds, with their worth to the next forward as in choose().
@@ -112,6 +115,7 @@ class DraftLengthPolicy {
   // prior (1/2 for position 0), and at least 1/2 until the case has been tried kExplore times.
   double p_accept(int kind, int i) const;
   static constexpr int64_t kExplore = 8;
+  static constexpr int64_t kRetry = 32;
 
  private:
   size_t cell(int kind, int i) const { return static_cast<size_t>(kind - 1) * positions_ + std::min(i, positions_ - 1); }
@@ -119,6 +123,9 @@ class DraftLengthPolicy {
   std::vector<int64_t> tried_, hit_;  // [cell(kind, i)]
   // p_[i], bonus_[i] of a draft (choose's scratch)
   void price_tokens(std::span<const int> kinds, int from, int to) const;
+  int retry_first(std::span<const int> kinds, const RowPricer& price, double tokens, int rows, int from) const;
+  int64_t unsent_ = 0;  // decisions in a row that sent nothing
+  int retries_left_ = 0;
   mutable std::vector<double> p_, bonus_;
   mutable std::vector<int> kinds_;
 };
