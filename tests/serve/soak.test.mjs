@@ -18,18 +18,20 @@ function residentKiB(pid) {
 }
 
 test(`soak: ${CLIENTS} clients for ${SECONDS} s, every answer correct, memory flat`, { timeout: (SECONDS + 120) * 1000 }, async () => {
+  // The expected answers first: `jf generate` runs synchronously, and seconds of a blocked event loop between
+  // requests would hand the next request a pooled connection the server has already closed as idle.
+  const cases = [];
+  for (const [i, p] of PROMPTS.entries())
+    for (const [j, d] of DECODERS.entries()) {
+      const n = 16 + 8 * ((i + j) % 4);
+      cases.push({ prompt: p, decoder: d, n, want: generate(p, n, d) });
+    }
   const srv = await startServer(['-P', '4', '--queue', '16']);
   try {
     await srv.ready();
     const failures = async () => [...(await (await fetch(`${srv.base}/metrics`)).text())
       .matchAll(/^jf_requests_total\{status="[45]\d\d"\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
     const failedBefore = await failures();  // /health answered 503 while the model loaded
-    const cases = [];
-    for (const [i, p] of PROMPTS.entries())
-      for (const [j, d] of DECODERS.entries()) {
-        const n = 16 + 8 * ((i + j) % 4);
-        cases.push({ prompt: p, decoder: d, n, want: generate(p, n, d) });
-      }
     let sent = 0;
     let rssWarm = 0;
     const warmAfter = 200;
