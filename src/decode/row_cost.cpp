@@ -155,16 +155,10 @@ int DraftLengthPolicy::choose(std::span<const int> kinds, const RowPricer& price
   if (retries_left_ == 0 && ++unsent_ < kRetry) return 0;
   retries_left_ = retries_left_ > 0 ? retries_left_ - 1 : 1;
   unsent_ = 0;
-  return retry_first(kinds, price, tokens, rows, from);
-}
-
-// The first token alone, at max(its estimate, 1/2); a guess is also worth the prediction its row makes, at
-// that prediction's estimate (price_tokens' bonus_, already computed).
-int DraftLengthPolicy::retry_first(std::span<const int> kinds, const RowPricer& price, double tokens, int rows,
-                                   int from) const {
-  const double p = std::max(p_[0], 0.5);
-  const double bonus = from > 0 && kinds[0] == from ? std::max(0.0, p_[0] + bonus_[0] - p) : 0.0;
-  return price.pays(tokens, rows, p + bonus, 1) ? 1 : 0;
+  // The first token alone, worth what price_tokens found (a guess: also the prediction its row makes), but
+  // at least an untried case's 1/2.
+  const double worth = p_[0] + (bonus_.empty() ? 0.0 : bonus_[0]);
+  return price.pays(tokens, rows, std::max(worth, 0.5), 1) ? 1 : 0;
 }
 
 int DraftLengthPolicy::choose(int kind, int available, const RowPricer& price, double tokens, int rows) {

@@ -123,7 +123,6 @@ class DraftLengthPolicy {
   std::vector<int64_t> tried_, hit_;  // [cell(kind, i)]
   // p_[i], bonus_[i] of a draft (choose's scratch)
   void price_tokens(std::span<const int> kinds, int from, int to) const;
-  int retry_first(std::span<const int> kinds, const RowPricer& price, double tokens, int rows, int from) const;
   int64_t unsent_ = 0;  // decisions in a row that sent nothing
   int retries_left_ = 0;
   mutable std::vector<double> p_, bonus_;
