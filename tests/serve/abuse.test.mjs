@@ -94,7 +94,7 @@ test('abuse: hostile traffic is refused or survived, and concurrent good request
     await srv.ready();
     const rssStart = residentKiB(srv.proc.pid);
     const PROMPTS = ['Once upon a time', 'The cat sat on the mat. The cat', 'Tom and Lily went to the park'];
-    const wants = PROMPTS.map((p) => generate(p, 24, 'lookahead:W=4:N=3:G=4'));
+    const wants = await Promise.all(PROMPTS.map((p) => generate(p, 24, 'lookahead:W=4:N=3:G=4')));
     // Well-formed requests all along, streamed and not, checked against jf generate.
     let stopGood = false;
     let good = 0;

@@ -64,7 +64,7 @@ test('HAProxy over two replicas: both serve, conversations stick, a stopped repl
     // Under load, stop replica 1 (SIGTERM: it drains, its /health turns 503, then it exits): every request
     // still gets its exact answer.
     const PROMPTS = ['Once upon a time', 'The cat sat on the mat. The cat', 'Tom and Lily went to the park', 'A big dog'];
-    const wants = PROMPTS.map((p) => generate(p, 32));
+    const wants = await Promise.all(PROMPTS.map((p) => generate(p, 32)));
     let stop = false;
     const results = [];
     const client = async (c) => {

@@ -1,5 +1,6 @@
 // Starting the real `jf serve` on a free loopback port, and small HTTP helpers, for the server tests.
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn, execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
@@ -82,10 +83,17 @@ export async function postStream(base, route, body) {
 }
 
 // What `jf generate --json` produces for the same request: the reference every server answer must equal.
-export function generate(prompt, n, decoder = 'ar', extra = []) {
-  const out = execFileSync(JF, ['generate', '-m', MODEL, '-p', prompt, '-n', String(n), '--decoder', decoder.split(':')[0],
-    ...decoderFlags(decoder), '--json', ...extra], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
-  return JSON.parse(out);
+export async function generate(prompt, n, decoder = 'ar', extra = []) {
+  return jfJson(['generate', '-m', MODEL, '-p', prompt, '-n', String(n), '--decoder', decoder.split(':')[0],
+    ...decoderFlags(decoder), '--json', ...extra]);
+}
+
+// Runs jf with these arguments and parses its JSON output. Awaited, not synchronous: a synchronous child
+// blocks the event loop for seconds, long enough for a server to close a pooled keep-alive connection that
+// the client then reuses ('fetch failed' under load).
+export async function jfJson(args) {
+  const { stdout } = await promisify(execFile)(JF, args, { encoding: 'utf8', maxBuffer: 64 << 20 });
+  return JSON.parse(stdout);
 }
 
 // "lookahead:W=4:N=3" -> ["--W", "4", "--N", "3"] (jf generate's flags have the spec's key names).

@@ -8,7 +8,7 @@ import http from 'node:http';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startServer, post, postStream, generate, metric, openaiModule, sleep, JF, MODEL } from './helpers.mjs';
+import { startServer, post, postStream, generate, jfJson, metric, openaiModule, sleep, JF, MODEL } from './helpers.mjs';
 
 const PROMPTS = ['Once upon a time', 'The cat sat on the mat. The cat', 'Tom and Lily went to the park',
   'One day, a little bird', 'She said hello. She said hello. She said', 'The sun was hot', 'Lily liked her ball', 'A big dog'];
@@ -44,7 +44,7 @@ test('health, models and metrics', async () => {
 
 test('completions equal jf generate, text and tokens, for every decoder', async () => {
   for (const [i, decoder] of DECODERS.entries()) {
-    const want = generate(PROMPTS[i], 40, decoder);
+    const want = await generate(PROMPTS[i], 40, decoder);
     const r = await post(srv.base, '/v1/completions', { prompt: PROMPTS[i], max_tokens: 40, decoder });
     assert.equal(r.status, 200, r.text);
     assert.equal(r.json.object, 'text_completion');
@@ -61,7 +61,7 @@ test('completions equal jf generate, text and tokens, for every decoder', async 
 });
 
 test('8 concurrent requests with mixed decoders are each token-identical to jf generate', async () => {
-  const want = PROMPTS.map((p, i) => generate(p, 48, DECODERS[i]));
+  const want = await Promise.all(PROMPTS.map((p, i) => generate(p, 48, DECODERS[i])));
   const before = await metric(srv.base, 'jf_forwards_total');
   const got = await Promise.all(PROMPTS.map((p, i) => (i % 2
     ? postStream(srv.base, '/v1/completions', { prompt: p, max_tokens: 48, decoder: DECODERS[i] })
@@ -81,7 +81,7 @@ test('8 concurrent requests with mixed decoders are each token-identical to jf g
 });
 
 test('streaming: chunk format, one id, finish_reason last, usage chunk, [DONE]', async () => {
-  const want = generate(PROMPTS[0], 20);
+  const want = await generate(PROMPTS[0], 20);
   const r = await postStream(srv.base, '/v1/completions',
     { prompt: PROMPTS[0], max_tokens: 20, stream_options: { include_usage: true } });
   assert.equal(r.status, 200);
@@ -107,8 +107,8 @@ test('streaming: chunk format, one id, finish_reason last, usage chunk, [DONE]',
 });
 
 test('chat completions, whole and streamed, equal jf generate --chat', async () => {
-  const want = JSON.parse(spawnSync(JF, ['generate', '-m', MODEL, '--chat', '--chat-format', 'chatml', '-p', 'Tell a story',
-    '-n', '30', '--json'], { encoding: 'utf8' }).stdout);
+  const want = await jfJson(['generate', '-m', MODEL, '--chat', '--chat-format', 'chatml', '-p', 'Tell a story',
+    '-n', '30', '--json']);
   const body = { model: 'x', messages: [{ role: 'user', content: 'Tell a story' }], max_tokens: 30 };
   const r = await post(srv.base, '/v1/chat/completions', body);
   assert.equal(r.status, 200, r.text);
@@ -143,7 +143,7 @@ test("a conversation's next turn skips prefilling the turns its sequence still h
 });
 
 test('stop strings end the text before them, whole and streamed', async () => {
-  const full = generate(PROMPTS[0], 60).text;
+  const full = (await generate(PROMPTS[0], 60)).text;
   const stop = full.slice(20, 26);
   const cut = full.indexOf(stop);
   const r = await post(srv.base, '/v1/completions', { prompt: PROMPTS[0], max_tokens: 60, stop: [stop, 'zzzz'] });
@@ -156,7 +156,7 @@ test('stop strings end the text before them, whole and streamed', async () => {
 });
 
 test('predicted outputs: drafted from the prediction, the same text, acceptance reported', async () => {
-  const want = generate(PROMPTS[2], 60);
+  const want = await generate(PROMPTS[2], 60);
   const r = await post(srv.base, '/v1/completions',
     { prompt: PROMPTS[2], max_tokens: 60, decoder: 'pld:draft-policy=fixed', prediction: { type: 'content', content: want.text } });
   assert.equal(r.status, 200, r.text);
@@ -226,7 +226,7 @@ test('logprobs: chat and completions (echo), equal whichever decoder runs; /v1/m
 
 test('n > 1: every choice, whole and streamed; the later choices start from the first one\'s prompt cache', async () => {
   const prompt = PROMPTS[2] + ' and they saw a big red ball and a small blue car';
-  const want = generate(prompt, 20, 'pld');
+  const want = await generate(prompt, 20, 'pld');
   const reusedBefore = await metric(srv.base, 'jf_prompt_tokens_reused_total');
   const r = await post(srv.base, '/v1/completions', { prompt, max_tokens: 20, n: 3, decoder: 'pld', cache_prompt: true });
   assert.equal(r.status, 200, r.text);
@@ -237,7 +237,7 @@ test('n > 1: every choice, whole and streamed; the later choices start from the 
   const reused = (await metric(srv.base, 'jf_prompt_tokens_reused_total')) - reusedBefore;
   assert.ok(reused >= 2 * (want.n_prompt - 1), `${reused} prompt tokens reused for 3 choices of ${want.n_prompt}`);
   const s = await postStream(srv.base, '/v1/completions', { prompt, max_tokens: 20, n: 2, stream_options: { include_usage: true } });
-  const plain = generate(prompt, 20);
+  const plain = await generate(prompt, 20);
   for (const i of [0, 1]) {
     const mine = s.events.filter((e) => e.choices[0]?.index === i);
     assert.equal(mine.map((e) => e.choices[0].text).join(''), plain.text);
@@ -342,7 +342,7 @@ test('a client that hangs up on a non-streamed request cancels its generation to
 test('the official openai client: completions and chat, streamed and not', async () => {
   const OpenAI = openaiModule().default ?? openaiModule().OpenAI;
   const client = new OpenAI({ baseURL: `${srv.base}/v1`, apiKey: 'unused', maxRetries: 0 });
-  const want = generate(PROMPTS[1], 24, 'lookahead');
+  const want = await generate(PROMPTS[1], 24, 'lookahead');
   const c = await client.completions.create({ model: 'stories260K.gguf', prompt: PROMPTS[1], max_tokens: 24, decoder: 'lookahead' });
   assert.equal(c.choices[0].text, want.text);
   let streamed = '';
@@ -404,7 +404,7 @@ test('--config sets the default decoder from a jf tune file; requests still pick
   try {
     await s.ready();
     assert.equal((await (await fetch(`${s.base}/props`)).json()).decoder, 'lookahead');
-    const want = generate(PROMPTS[4], 32, 'lookahead:W=4:N=3:G=4:draft-policy=fixed');
+    const want = await generate(PROMPTS[4], 32, 'lookahead:W=4:N=3:G=4:draft-policy=fixed');
     const r = await post(s.base, '/v1/completions', { prompt: PROMPTS[4], max_tokens: 32 });
     assert.equal(r.json.jf.decoder, 'lookahead');
     assert.deepEqual(r.json.jf.tokens, want.tokens);

@@ -29,7 +29,7 @@ test('the web page streams an answer coloured by forward', { timeout: 120000 }, 
 
     // Completion mode with lookahead decoding on a text that repeats: several tokens land per forward.
     const prompt = 'the dog ran. the dog ran. the dog ran.';
-    const want = generate(prompt, 64, 'lookahead:W=4:N=3:G=4');
+    const want = await generate(prompt, 64, 'lookahead:W=4:N=3:G=4');
     await page.selectOption('#mode', 'completion');
     await page.selectOption('#decoder', 'lookahead:W=4:N=3:G=4');
     await page.fill('#max', '64');
