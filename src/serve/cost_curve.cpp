@@ -16,23 +16,25 @@ CostCurve CostCurve::measure(ForwardPass& fwd, int max_rows) {
   const int vocab = fwd.config().vocab_size;
   KvCache cache(fwd.config(), std::max(max_rows, 16));
   SequenceInput in;
-  std::vector<int32_t> tokens;
-  std::vector<std::pair<int, double>> points;
+  std::vector<std::vector<int32_t>> tokens;
   for (int m = 1; m <= max_rows; m *= 2) {
-    tokens.assign(static_cast<size_t>(m), 0);
-    for (int i = 0; i < m; i++) tokens[i] = static_cast<int32_t>((i * 7 + 1) % vocab);
-    std::vector<double> times;
-    const double t_end = now_seconds() + 0.05;  // at least 3 runs, more while they are quick
-    do {
+    tokens.emplace_back(static_cast<size_t>(m));
+    for (int i = 0; i < m; i++) tokens.back()[i] = static_cast<int32_t>((i * 7 + 1) % vocab);
+  }
+  // Rounds of one forward of each row count in turn (at least 3, more while they are quick), so that other
+  // work on the machine hits every row count alike; the fastest run of each: other work only ever adds time.
+  std::vector<double> fastest(tokens.size(), 1e30);
+  const double t_end = now_seconds() + 0.05 * static_cast<double>(tokens.size());
+  for (int round = 0; round < 3 || (now_seconds() < t_end && round < 15); round++)
+    for (size_t i = 0; i < tokens.size(); i++) {
       cache.truncate(0);
-      in.set_causal(&cache, tokens, SequenceInput::Logits::Last);
+      in.set_causal(&cache, tokens[i], SequenceInput::Logits::Last);
       const double t0 = now_seconds();
       fwd.forward(in);
-      times.push_back(now_seconds() - t0);
-    } while (times.size() < 3 || (now_seconds() < t_end && times.size() < 15));
-    // The fastest run: other work on the machine only ever adds time.
-    points.emplace_back(m, *std::min_element(times.begin(), times.end()));
-  }
+      fastest[i] = std::min(fastest[i], now_seconds() - t0);
+    }
+  std::vector<std::pair<int, double>> points;
+  for (size_t i = 0; i < tokens.size(); i++) points.emplace_back(static_cast<int>(tokens[i].size()), fastest[i]);
   return CostCurve(std::move(points));
 }
 
