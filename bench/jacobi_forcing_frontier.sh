@@ -82,10 +82,10 @@ else
     recipe "model:base_$t:$work/base-$t.gguf"
   done
   more_prompts 7200 "k2x3:3e-4:1:$new$C" "k2x3lr1e4:1e-4:1:$new$C" "k2x3r2:3e-4:1:$new$C:k2x3" \
-    "merge:k2x3r2:0.75" "merge:k2x3r2:0.5"  # three times the openings
+    "merge:k2x3r2:0.75" "merge:k2x3r2:0.5" "k2x3lr1e4r2:1e-4:1:$new$C:k2x3lr1e4"  # three times the openings
   recipe "k2s2:3e-4:1:$new,--seed,2$C,--seed,2" "ccs2:3e-4:1:$new,--seed,2:--mask,clean-context,--max-repeat4,1,--seed,2"
   python3 bench/jacobi_forcing_recipe.py "$work" base old k2 k2lr1e3 b32 k2_a0.5 k2lr1e3_a0.5 k2lr1e3_a0.25 k2r2 k2r3 r2 r3 \
-    r2_a0.5 r2_a0.25 k2lr3e5 k2lr1e4 k1 all decay nocap cc selfc loopsdropped k2x3 k2x3lr1e4 k2x3r2 k2x3r2_a0.75 k2x3r2_a0.5 k2s2 ccs2 base_q6_k base_q5_k_m base_q4_k_m
+    r2_a0.5 r2_a0.25 k2lr3e5 k2lr1e4 k1 all decay nocap cc selfc loopsdropped k2x3 k2x3lr1e4 k2x3lr1e4r2 k2x3r2 k2x3r2_a0.75 k2x3r2_a0.5 k2s2 ccs2 base_q6_k base_q5_k_m base_q4_k_m
   build/bin/jf frontier -o "$work/frontier.svg" --target 0.9,1.5 "old (first release)=$work/eval_old.json" \
     "new, lr 3e-5 .. 1e-3=$work/eval_k2lr3e5.json" "new, lr 3e-5 .. 1e-3=$work/eval_k2lr1e4.json" \
     "new, lr 3e-5 .. 1e-3=$work/eval_k2.json" "new, lr 3e-5 .. 1e-3=$work/eval_k2lr1e3.json" \
@@ -93,6 +93,8 @@ else
     "3x prompts, rounds 1-2 (2: shipped)=$work/eval_k2x3.json" "3x prompts, rounds 1-2 (2: shipped)=$work/eval_k2x3r2.json" \
     "3x prompts, round 2 merged=$work/eval_k2x3r2.json" "3x prompts, round 2 merged=$work/eval_k2x3r2_a0.75.json" \
     "3x prompts, round 2 merged=$work/eval_k2x3r2_a0.5.json" \
+    "3x prompts, rounds 1-2 at lr 1e-4=$work/eval_k2x3lr1e4.json" \
+    "3x prompts, rounds 1-2 at lr 1e-4=$work/eval_k2x3lr1e4r2.json" \
     "new lr 1e-3, merged=$work/eval_k2lr1e3.json" "new lr 1e-3, merged=$work/eval_k2lr1e3_a0.5.json" \
     "new lr 1e-3, merged=$work/eval_k2lr1e3_a0.25.json" \
     "rounds from lr 3e-4 (2: second release)=$work/eval_k2.json" "rounds from lr 3e-4 (2: second release)=$work/eval_k2r2.json" \
