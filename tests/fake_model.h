@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "base/timer.h"
 #include "model/kv_cache.h"
 #include "model/transformer.h"
 
@@ -69,6 +70,25 @@ class FakeModel : public ForwardPass {
   NextTokenRule rule_;
   std::vector<float> logits_;
   int64_t rows_ = 0;
+};
+
+// A machine that is busy for the first 30 ms after its first forward, then quiet: a forward of m rows
+// takes m x 200 us, three times that while busy. For cost measurements, which must be fair to every row count.
+class BusyThenQuiet : public ForwardPass {
+ public:
+  const ModelConfig& config() const override { return inner_.config(); }
+  const float* forward(std::span<SequenceInput* const> seqs) override {
+    if (start_ < 0) start_ = now_seconds();
+    const double slow = now_seconds() - start_ < 0.03 ? 3.0 : 1.0;
+    const double until = now_seconds() + slow * 200e-6 * static_cast<double>(seqs[0]->tokens.size());
+    while (now_seconds() < until) {
+    }
+    return inner_.forward(seqs);
+  }
+
+ private:
+  FakeModel inner_{8, [](std::span<const int32_t>, float*) {}};
+  double start_ = -1;
 };
 
 inline uint64_t mix(uint64_t h) {

@@ -12,6 +12,7 @@
 #include "serve/request.h"
 #include "serve/scheduler.h"
 #include "serve/text_stream.h"
+#include "fake_model.h"
 #include "test_support.h"
 
 namespace jf {
@@ -470,6 +471,15 @@ TEST(CostCurve, RowsPerSequenceFollowTheCurve) {
   EXPECT_EQ(llama.rows_per_sequence(8, 1.1, 16), 1);   // t(16)/t(8) = 1.69 > 1.1 * t(2)/t(1)
   EXPECT_GE(llama.rows_per_sequence(2, 1.1, 16), 2);
   EXPECT_LE(llama.rows_per_sequence(2, 1.1, 16), 4);
+}
+
+// The start-up measurement times every row count in each round, so a busy spell at start-up cannot make the
+// first row counts look dear and the later ones cheap.
+TEST(CostCurve, MeasurementIsFairToEveryRowCountWhenTheLoadChanges) {
+  test::BusyThenQuiet fwd;
+  const CostCurve c = CostCurve::measure(fwd, 8);
+  EXPECT_NEAR(c.seconds(2) / c.seconds(1), 2.0, 0.5);
+  EXPECT_NEAR(c.seconds(8) / c.seconds(1), 8.0, 2.0);
 }
 
 TEST(TextStream, StopStringsAreCutAndNeverSentEvenAcrossForwards) {

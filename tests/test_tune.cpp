@@ -8,6 +8,7 @@
 #include "base/mapped_file.h"
 #include "cli/progress.h"
 #include "model/loader.h"
+#include "fake_model.h"
 #include "test_support.h"
 #include "tune/cost_chart.h"
 #include "tune/select.h"
@@ -100,6 +101,16 @@ TEST(Select, GridCoversEveryGreedyDecoderFamily) {
   for (const char* family : {"ar", "jacobi:", "lookahead:", "pld:", "multiblock:"})
     EXPECT_TRUE(std::any_of(g.begin(), g.end(), [&](const std::string& s) { return s.rfind(family, 0) == 0; })) << family;
   for (const std::string& s : g) EXPECT_NO_THROW(parse_decoder_spec(s, DecoderOptions{}).validate(true)) << s;
+}
+
+// Every row count is timed in each round, so a busy spell cannot fall on one row count alone: timed one
+// after another, the one-row forwards all fell in it and two rows came out as cheap as one.
+TEST(CostTable, MeasurementIsFairToEveryRowCountWhenTheLoadChanges) {
+  test::BusyThenQuiet fwd;
+  const CostTable t = measure_cost(fwd, {0}, {1, 2, 4, 8}, 0.02);
+  const auto& s = t.seconds[0];
+  EXPECT_NEAR(s[1] / s[0], 2.0, 0.5);
+  EXPECT_NEAR(s[3] / s[0], 8.0, 2.0);
 }
 
 TEST(CostChart, OneMarkPerMeasuredPointAndAKneePerContext) {
