@@ -83,10 +83,11 @@ else
   done
   more_prompts 7200 "k2x3:3e-4:1:$new$C" "k2x3lr1e4:1e-4:1:$new$C" "k2x3r2:3e-4:1:$new$C:k2x3" \
     "merge:k2x3r2:0.75" "merge:k2x3r2:0.5" "k2x3lr1e4r2:1e-4:1:$new$C:k2x3lr1e4" \
-    "k2x3cc:3e-4:1:$new:--mask,clean-context,--max-repeat4,1"  # three times the openings
+    "k2x3cc:3e-4:1:$new:--mask,clean-context,--max-repeat4,1" \
+    "k2x3ccr2:3e-4:1:$new:--mask,clean-context,--max-repeat4,1:k2x3cc"  # three times the openings
   recipe "k2s2:3e-4:1:$new,--seed,2$C,--seed,2" "ccs2:3e-4:1:$new,--seed,2:--mask,clean-context,--max-repeat4,1,--seed,2"
   python3 bench/jacobi_forcing_recipe.py "$work" base old k2 k2lr1e3 b32 k2_a0.5 k2lr1e3_a0.5 k2lr1e3_a0.25 k2r2 k2r3 r2 r3 \
-    r2_a0.5 r2_a0.25 k2lr3e5 k2lr1e4 k1 all decay nocap cc selfc loopsdropped k2x3 k2x3cc k2x3lr1e4 k2x3lr1e4r2 k2x3r2 k2x3r2_a0.75 k2x3r2_a0.5 k2s2 ccs2 base_q6_k base_q5_k_m base_q4_k_m
+    r2_a0.5 r2_a0.25 k2lr3e5 k2lr1e4 k1 all decay nocap cc selfc loopsdropped k2x3 k2x3cc k2x3ccr2 k2x3lr1e4 k2x3lr1e4r2 k2x3r2 k2x3r2_a0.75 k2x3r2_a0.5 k2s2 ccs2 base_q6_k base_q5_k_m base_q4_k_m
   build/bin/jf frontier -o "$work/frontier.svg" --target 0.9,1.5 "old (first release)=$work/eval_old.json" \
     "new, lr 3e-5 .. 1e-3=$work/eval_k2lr3e5.json" "new, lr 3e-5 .. 1e-3=$work/eval_k2lr1e4.json" \
     "new, lr 3e-5 .. 1e-3=$work/eval_k2.json" "new, lr 3e-5 .. 1e-3=$work/eval_k2lr1e3.json" \
@@ -105,5 +106,6 @@ else
     "base requantized Q6_K .. Q4_K_M=$work/eval_base_q4_k_m.json" "batch 32=$work/eval_b32.json" \
     "K = 1=$work/eval_k1.json" "every noisy row=$work/eval_all.json" "decay 0.5 instead of K=$work/eval_decay.json" \
     "no noise cap=$work/eval_nocap.json" "clean-context mask=$work/eval_cc.json" "self-consistency=$work/eval_selfc.json" \
-    "loops dropped=$work/eval_loopsdropped.json" "3x prompts, clean-context mask=$work/eval_k2x3cc.json"
+    "loops dropped=$work/eval_loopsdropped.json" "3x prompts, clean-context mask=$work/eval_k2x3cc.json" \
+    "3x prompts, clean-context mask=$work/eval_k2x3ccr2.json"
 fi
