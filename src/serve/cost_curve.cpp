@@ -2,8 +2,7 @@
 
 #include <algorithm>
 
-#include "base/timer.h"
-#include "model/kv_cache.h"
+#include "model/forward_timing.h"
 
 namespace jf {
 
@@ -13,28 +12,14 @@ CostCurve::CostCurve(std::vector<std::pair<int, double>> points) : points_(std::
 }
 
 CostCurve CostCurve::measure(ForwardPass& fwd, int max_rows) {
-  const int vocab = fwd.config().vocab_size;
   KvCache cache(fwd.config(), std::max(max_rows, 16));
-  SequenceInput in;
-  std::vector<std::vector<int32_t>> tokens;
-  for (int m = 1; m <= max_rows; m *= 2) {
-    tokens.emplace_back(static_cast<size_t>(m));
-    for (int i = 0; i < m; i++) tokens.back()[i] = static_cast<int32_t>((i * 7 + 1) % vocab);
-  }
-  // Rounds of one forward of each row count in turn (at least 3, more while they are quick), so that other
-  // work on the machine hits every row count alike; the fastest run of each: other work only ever adds time.
-  std::vector<double> fastest(tokens.size(), 1e30);
-  const double t_end = now_seconds() + 0.05 * static_cast<double>(tokens.size());
-  for (int round = 0; round < 3 || (now_seconds() < t_end && round < 15); round++)
-    for (size_t i = 0; i < tokens.size(); i++) {
-      cache.truncate(0);
-      in.set_causal(&cache, tokens[i], SequenceInput::Logits::Last);
-      const double t0 = now_seconds();
-      fwd.forward(in);
-      fastest[i] = std::min(fastest[i], now_seconds() - t0);
-    }
+  std::vector<int> rows;
+  for (int m = 1; m <= max_rows; m *= 2) rows.push_back(m);
+  // At least 3 rounds, more while they are quick (0.05 s a row count).
+  const std::vector<double> seconds =
+      fastest_forward_seconds(fwd, cache, 0, rows, SequenceInput::Logits::Last, 0.05 * static_cast<double>(rows.size()), 15);
   std::vector<std::pair<int, double>> points;
-  for (size_t i = 0; i < tokens.size(); i++) points.emplace_back(static_cast<int>(tokens[i].size()), fastest[i]);
+  for (size_t i = 0; i < rows.size(); i++) points.emplace_back(rows[i], seconds[i]);
   return CostCurve(std::move(points));
 }
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
-#include "base/timer.h"
+#include "model/forward_timing.h"
 #include "model/kv_cache.h"
 
 namespace jf::tune {
@@ -67,27 +67,9 @@ CostTable measure_cost(ForwardPass& fwd, std::vector<int> contexts, const std::v
       fwd.forward(in);
       filled += len;
     }
-    // Rounds of one forward of each row count, in turn, until the context's budget is spent: whatever else
-    // the machine does (another process, a frequency change) then hits every row count alike, where timing
-    // one row count after another let a quiet spell make one count look cheap (the 3-row cost measured
-    // 1.42-1.93x one row's from run to run, which moved a priced decoder between 1.9 and 2.9 rows).
-    std::vector<std::vector<int32_t>> row_tokens(rows.size());
-    for (size_t r = 0; r < rows.size(); r++)
-      for (int i = 0; i < rows[r]; i++) row_tokens[r].push_back(static_cast<int32_t>((i * 7 + 1) % vocab));
     if (progress) progress(done, total, "cost: rows 1-" + std::to_string(max_rows) + " at context " + std::to_string(ctx));
-    std::vector<double> row_times(rows.size(), 1e30);
-    const double t_end = now_seconds() + seconds_per_point * static_cast<double>(rows.size());
-    for (int round = 0; round < 3 || (now_seconds() < t_end && round < 50); round++) {
-      for (size_t r = 0; r < rows.size(); r++) {
-        cache.truncate(ctx);
-        in.set_causal(&cache, row_tokens[r], SequenceInput::Logits::All);
-        const double t0 = now_seconds();
-        fwd.forward(in);
-        // The fastest run: on a shared machine other load only ever adds time, so the minimum is the
-        // forward's own cost (the median still moved by 2-3x between runs on a loaded 2-core machine).
-        row_times[r] = std::min(row_times[r], now_seconds() - t0);
-      }
-    }
+    std::vector<double> row_times = fastest_forward_seconds(fwd, cache, ctx, rows, SequenceInput::Logits::All,
+                                                            seconds_per_point * static_cast<double>(rows.size()), 50);
     done += static_cast<int>(rows.size());
     // More rows never cost less: keep the curve monotone so noise cannot make a wide draft look free.
     for (size_t i = 1; i < row_times.size(); i++) row_times[i] = std::max(row_times[i], row_times[i - 1]);
