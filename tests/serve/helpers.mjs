@@ -6,6 +6,7 @@ import path from 'node:path';
 
 export const JF = process.env.JF_BIN;
 export const MODEL = process.env.JF_MODEL;
+const execFileAsync = promisify(execFile);
 
 // The official client, installed by tests/serve_test.sh into JF_NODE_MODULES.
 export function openaiModule() {
@@ -92,7 +93,7 @@ export async function generate(prompt, n, decoder = 'ar', extra = []) {
 // blocks the event loop for seconds, long enough for a server to close a pooled keep-alive connection that
 // the client then reuses ('fetch failed' under load).
 export async function jfJson(args) {
-  const { stdout } = await promisify(execFile)(JF, args, { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const { stdout } = await execFileAsync(JF, args, { encoding: 'utf8', maxBuffer: 64 << 20 });
   return JSON.parse(stdout);
 }
 
