@@ -14,6 +14,9 @@
 #      from it (the teacher stays the AR model) -> Q8_0 export WORKDIR/OUT_NAME-q8_0.gguf
 #      (models/pycode-jf-q8_0.gguf is a copy).
 # Usage: scripts/train_default_jf.sh [WORKDIR] [LR] [ROUNDS] [OUT_NAME]   (~1 h a round with 1 thread)
+# Interrupted, it goes on where it stopped when run again: finished files are kept, trajectories are
+# collected from the first missing prompt, a round's training resumes from its last checkpoint (every 100
+# steps).
 # PROMPTS=N sets the number of openings (default 7200, as the shipped model; 2400 takes a third of the time
 # and gains less per forward at the same quality, docs/TRAINING.md "What each option does").
 # The AR model is WORKDIR/pycode-ar.gguf (scripts/train_default_model.sh), else models/pycode-ar-q8_0.gguf.
@@ -43,11 +46,13 @@ for r in $(seq 1 "$rounds"); do
     [ -s "$work/packed-round$r.jsonl" ] || "$jf" pack --traj "$work/traj-round$r.jsonl" --schedule linear --window 16 \
       --mask nc --context-noise-cap 0.5 --max-repeat4 1 --max-len 1024 -o "$work/packed-round$r.jsonl"
     steps=$(($(wc -l <"$work/packed-round$r.jsonl") / 4))
+    resume=()  # an interrupted round goes on from its last checkpoint
+    [ -s "$out.ckpt.gguf" ] && resume=(--resume "$out.ckpt.gguf")
     "$jf" train -m "$from" --objective jacobi-forcing --data "$work/packed-round$r.jsonl" --steps "$steps" --accum 4 \
       --teacher "$base" --consistency-rows 2 --ar-weight 1 --consistency-norm per-block \
       --corpus "$work/samples" --doc-sep '\n\n\n' --seq-len 512 --text-accum 1 --text-weight 4 \
-      --lr "$lr" --min-lr "$(python3 -c "print($lr / 10)")" --seed 1 --log-every 50 -o "$out" 2>&1 |
-      tee "$work/train-$name-round$r.log"
+      --lr "$lr" --min-lr "$(python3 -c "print($lr / 10)")" --seed 1 --log-every 50 --save-every 100 -o "$out" "${resume[@]}" 2>&1 |
+      tee -a "$work/train-$name-round$r.log"
   fi
   from="$out"
 done

@@ -300,10 +300,13 @@ PY
   [[ "$r" == *quality* ]] && echo "ok   the old recipe fails the quality bound $r" ||
     { echo "FAIL the old recipe should fail the quality bound: $r"; fails=$((fails + 1)); }
   # jf sample: documents from BOS at temperature 1, separated as jf train --doc-sep reads them; sample i is
-  # seed + i, so one sample with seed 6 is the second of three with seed 5.
-  "$jf" sample -m "$m" --count 3 -n 30 --seed 5 -o "$tmp/samples3.txt" 2>/dev/null &&
-    "$jf" sample -m "$m" --count 1 -n 30 --seed 6 -o "$tmp/sample1.txt" 2>/dev/null
-  if python3 -c '
+  # seed + i, so one sample with seed 6 is the second of three with seed 5. The three decoded together
+  # (the default) are the same bytes as decoded one at a time.
+  if "$jf" sample -m "$m" --count 3 -n 30 --seed 5 -o "$tmp/samples3.txt" 2>/dev/null &&
+    "$jf" sample -m "$m" --count 1 -n 30 --seed 6 -o "$tmp/sample1.txt" 2>/dev/null &&
+    "$jf" sample -m "$m" --count 3 -n 30 --seed 5 --parallel 1 -o "$tmp/samples3-alone.txt" 2>/dev/null &&
+    cmp -s "$tmp/samples3.txt" "$tmp/samples3-alone.txt" &&
+    python3 -c '
 import sys
 docs = open(sys.argv[1]).read().split("\n\n\n")
 assert len(docs) == 3 and docs[1] + "\n" == open(sys.argv[2]).read() and docs[0] != docs[1], docs' "$tmp/samples3.txt" "$tmp/sample1.txt"
@@ -314,6 +317,7 @@ assert len(docs) == 3 and docs[1] + "\n" == open(sys.argv[2]).read() and docs[0]
   if python3 -c 'import sys; t = open(sys.argv[1], "rb").read(); assert b"\0" not in t; t.decode("utf-8")' "$tmp/bytes.txt"
   then echo "ok   sample writes valid UTF-8 without NUL bytes whatever the tokens"; else echo "FAIL sample wrote invalid UTF-8 or NUL"; fails=$((fails + 1)); fi
   check_error "sample --count 0" 2 "$jf" sample -m "$m" --count 0 -o "$tmp/s.txt"
+  check_error "sample --parallel 0" 2 "$jf" sample -m "$m" --parallel 0 -o "$tmp/s.txt"
   check_error "sample bad temperature" 1 "$jf" sample -m "$m" --temp -1 -o "$tmp/s.txt"
   # jf eval of a model against itself: agreement 1, KL 0, perplexity ratio 1, identical greedy outputs.
   "$jf" eval -m "$tmp/merged.gguf" --base "$m" --text "$shared/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt" \

@@ -7,9 +7,11 @@
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "decode/decoder.h"
+#include "decode/generation_batch.h"
 #include "kernels/cpu.h"
 #include "model/loader.h"
 #include "model/random_model.h"
+#include "model_helpers.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
 
@@ -197,6 +199,61 @@ TEST_F(StopConditions, SeededSamplingIsReproducible) {
   EXPECT_EQ(ar.generate(s, prompt, cfg).tokens, a);
   cfg.sampling.seed = 8;
   EXPECT_NE(ar.generate(s, prompt, cfg).tokens, a);
+}
+
+// A forward pass that counts its calls and the sequences they carried, around the real one.
+class CountingForward : public ForwardPass {
+ public:
+  explicit CountingForward(const Model& m) : tf_(m.config(), m.weights()) {}
+  const float* forward(std::span<SequenceInput* const> seqs) override {
+    forwards++;
+    most_sequences = std::max(most_sequences, static_cast<int>(seqs.size()));
+    return tf_.forward(seqs);
+  }
+  const ModelConfig& config() const override { return tf_.config(); }
+  int forwards = 0, most_sequences = 0;
+
+ private:
+  Transformer tf_;
+};
+
+// Generations batched into one forward give each one the same tokens as generating it alone, whatever
+// the number in flight; and they really share forwards.
+TEST_F(StopConditions, BatchedGenerationsMatchEachGeneratedAlone) {
+  constexpr int kCount = 7;
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<GenerationConfig> configs(kCount);
+  for (int i = 0; i < kCount; i++) {
+    prompts.push_back(test::random_tokens(1 + 3 * i, model->config().vocab_size, 100 + i));
+    configs[i].max_new_tokens = 5 + 4 * i;  // generations end at different steps
+    configs[i].sampling.temperature = 1.0f;
+    configs[i].sampling.seed = 9 + i;
+  }
+  std::vector<std::vector<int32_t>> alone(kCount);
+  for (int i = 0; i < kCount; i++) {
+    Session s(*model, 128);
+    alone[i] = ar.generate(s, prompts[i], configs[i]).tokens;
+  }
+  int all_alone_forwards = 0;
+  for (int parallel : {1, 3, 16}) {
+    CountingForward fwd(*model);
+    std::vector<std::vector<int32_t>> batched(kCount);
+    std::vector<int> finished;
+    run_generation_batch(
+        fwd, kCount, parallel, 128, DType::F32,
+        [&](int i, Session& s) { return std::make_unique<Generation>(ar, s, prompts[i], configs[i]); },
+        [&](int i, GenerationResult&& r) {
+          batched[i] = std::move(r.tokens);
+          finished.push_back(i);
+        });
+    EXPECT_EQ(batched, alone) << parallel << " in flight";
+    EXPECT_EQ(finished.size(), static_cast<size_t>(kCount));
+    EXPECT_EQ(fwd.most_sequences, std::min(parallel, kCount));
+    if (parallel == 1) all_alone_forwards = fwd.forwards;
+    else EXPECT_LT(fwd.forwards, all_alone_forwards / 2) << parallel << " in flight";
+  }
+  CountingForward fwd(*model);
+  EXPECT_THROW(run_generation_batch(fwd, 1, 0, 128, DType::F32, nullptr, nullptr), Error);
 }
 
 }  // namespace

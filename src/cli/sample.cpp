@@ -9,6 +9,7 @@
 #include "cli/options.h"
 #include "cli/progress.h"
 #include "cli/prompts.h"
+#include "decode/generation_batch.h"
 #include "tokenizer/tokenizer.h"
 
 namespace jf::cli {
@@ -20,6 +21,7 @@ struct SampleArgs {
   GenerationConfig gen;
   std::string prompts_file, format = "auto", separator = "\\n\\n\\n", out;
   int count = 100;
+  int parallel = 16;
 };
 
 int run_sample(SampleArgs& a) {
@@ -32,34 +34,43 @@ int run_sample(SampleArgs& a) {
   if (!lm.tokenizer) throw Error(a.model.path + ": the model has no tokenizer; sample needs one");
   const Tokenizer& tok = *lm.tokenizer;
   a.gen.eos_ids = tok.eog_ids();
-  Session session(*lm.model, context_size(a.model, *lm.model), kv_type(a.model));
   const std::string sep = unescape_separator(a.separator);
   const uint64_t seed = a.gen.sampling.seed;
-  std::string corpus;
+  std::vector<std::string> samples(static_cast<size_t>(a.count));
   int64_t tokens = 0;
+  int done = 0;
   Progress progress(a.count, "sample");
-  ArDecoder ar;
-  for (int i = 0; i < a.count; i++) {
+  ArDecoder ar;  // stateless: one for every generation
+  std::vector<std::vector<int32_t>> prompt_of(static_cast<size_t>(a.count));
+  std::vector<std::string> prompt_text_of(static_cast<size_t>(a.count));
+  std::vector<GenerationConfig> gen_of(static_cast<size_t>(a.count));
+  auto start = [&](int i, Session& session) {
     PromptOptions po;
     po.prompt = prompts[static_cast<size_t>(i) % prompts.size()];
-    std::string prompt_text;
-    const std::vector<int32_t> prompt = prompt_tokens(po, tok, &prompt_text);
-    a.gen.sampling.seed = seed + static_cast<uint64_t>(i);  // sample i is reproducible alone
-    session.cache().truncate(0);
-    const GenerationResult r = ar.generate(session, prompt, a.gen);
-    StreamingDecoder text(tok, prompt);
+    prompt_of[i] = prompt_tokens(po, tok, &prompt_text_of[i]);
+    gen_of[i] = a.gen;
+    gen_of[i].sampling.seed = seed + static_cast<uint64_t>(i);  // sample i is reproducible alone
+    return std::make_unique<Generation>(ar, session, prompt_of[i], gen_of[i]);
+  };
+  auto finish = [&](int i, GenerationResult&& r) {
+    StreamingDecoder text(tok, prompt_of[i]);
     std::string continuation;
     for (int32_t t : r.tokens) continuation += text.push(t);
     continuation += text.finish();
     // Byte-level tokens can end inside a character or be a NUL byte, which would make the corpus readers skip
     // the whole file as invalid or binary: both are written as U+FFFD.
-    std::string sample = valid_utf8(prompt_text + continuation);
+    std::string sample = valid_utf8(prompt_text_of[i] + continuation);
     for (size_t at = sample.find('\0'); at != std::string::npos; at = sample.find('\0', at))
       sample.replace(at, 1, "\xEF\xBF\xBD");
-    corpus += (i ? sep : "") + sample;
+    samples[i] = std::move(sample);
+    prompt_of[i] = {};
     tokens += static_cast<int64_t>(r.tokens.size());
-    progress.update(i + 1, std::to_string(tokens) + " tokens");
-  }
+    progress.update(++done, std::to_string(tokens) + " tokens");
+  };
+  Transformer fwd(lm.model->config(), lm.model->weights());
+  run_generation_batch(fwd, a.count, a.parallel, context_size(a.model, *lm.model), kv_type(a.model), start, finish);
+  std::string corpus;
+  for (int i = 0; i < a.count; i++) corpus += (i ? sep : "") + samples[i];
   progress.finish();
   corpus += "\n";
   write_file_atomic(a.out, corpus.data(), corpus.size());
@@ -79,6 +90,10 @@ Command add_sample_command(CLI::App& app) {
   cmd->add_option("--prompts", a->prompts_file, "Openings to continue, used in turn (default: every sample from BOS)");
   cmd->add_option("--format", a->format, "Prompt file format: auto, jsonl, humaneval, mbpp, gsm8k, text");
   cmd->add_option("--count", a->count, "Number of samples (default 100)")->check(CLI::Range(1, 1 << 26));
+  cmd->add_option("--parallel", a->parallel,
+                  "Samples generated together, one forward for all of them (default 16; the corpus is the same "
+                  "for any value)")
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("-n,--n-predict", a->gen.max_new_tokens, "Most tokens per sample; EOS ends one earlier (default 256)")
       ->check(CLI::Range(1, 1 << 20));
   add_sampling_options(cmd, a->gen.sampling, "Seed of sample 0; sample i uses seed + i (default 42)");
