@@ -7,6 +7,8 @@
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "fake_model.h"
+#include "model/random_model.h"
+#include "model_helpers.h"
 #include "train/packing.h"
 #include "train/trajectory.h"
 #include "test_support.h"
@@ -34,7 +36,8 @@ TEST(Trajectories, StatesAreJacobiStatesEndingAtTheArOutput) {
   CollectOptions opt;
   opt.block = n;
   opt.max_new_tokens = 40;
-  CollectSummary sum = collect_trajectories(s, prompts, opt, path);
+  opt.context_size = 256;
+  CollectSummary sum = collect_trajectories(fake, prompts, opt, path);
   EXPECT_EQ(sum.prompts, 2);
   auto recs = read_trajectories(path);
   ASSERT_EQ(recs.size(), 2u);
@@ -72,14 +75,14 @@ TEST(Trajectories, TheBlockHoldingEosIsKept) {
     auto text = text_for_oracle(300, 40);
     text[21 + slot] = eos;
     test::FakeModel fake(V, test::oracle_rule(text, V));
-    Session s(fake, 256);
     const std::string path = temp_path("traj_eos.jsonl");
     std::remove(path.c_str());
     CollectOptions opt;
     opt.block = n;
     opt.max_new_tokens = 40;
     opt.eos_ids = {eos};
-    collect_trajectories(s, {std::vector<int32_t>(text.begin(), text.begin() + 6)}, opt, path);
+    opt.context_size = 256;
+    collect_trajectories(fake, {std::vector<int32_t>(text.begin(), text.begin() + 6)}, opt, path);
     auto recs = read_trajectories(path);
     ASSERT_EQ(recs.size(), 1u);
     const TrajectoryRecord& r = recs[0];
@@ -113,7 +116,6 @@ TEST(Trajectories, ResumeSkipsCompletedAndDropsACutLine) {
   const int V = 30;
   auto text = text_for_oracle(200, V);
   test::FakeModel fake(V, test::oracle_rule(text, V));
-  Session s(fake, 128);
   std::vector<std::vector<int32_t>> prompts;
   for (int i = 0; i < 6; i++) prompts.emplace_back(text.begin() + i, text.begin() + i + 5);
   const std::string path = temp_path("resume.jsonl");
@@ -121,9 +123,11 @@ TEST(Trajectories, ResumeSkipsCompletedAndDropsACutLine) {
   CollectOptions opt;
   opt.block = 4;
   opt.max_new_tokens = 16;
+  opt.context_size = 128;
+  opt.parallel = 4;  // lines still go out in prompt order
   opt.shards = 2;
   opt.shard = 0;
-  EXPECT_EQ(collect_trajectories(s, prompts, opt, path).prompts, 3);  // ids 0, 2, 4
+  EXPECT_EQ(collect_trajectories(fake, prompts, opt, path).prompts, 3);  // ids 0, 2, 4
   // Simulate an interruption in the middle of writing the next line.
   {
     std::string text_now = read_text_file(path);
@@ -131,10 +135,10 @@ TEST(Trajectories, ResumeSkipsCompletedAndDropsACutLine) {
     write_file_atomic(path, text_now.data(), text_now.size());
   }
   opt.shard = 1;
-  CollectSummary second = collect_trajectories(s, prompts, opt, path);
+  CollectSummary second = collect_trajectories(fake, prompts, opt, path);
   EXPECT_EQ(second.prompts, 3);  // ids 1, 3, 5; the cut line is gone
   opt.shards = 1, opt.shard = 0;
-  CollectSummary third = collect_trajectories(s, prompts, opt, path);
+  CollectSummary third = collect_trajectories(fake, prompts, opt, path);
   EXPECT_EQ(third.prompts, 0);
   EXPECT_EQ(third.skipped, 6);
   auto recs = read_trajectories(path);
@@ -143,6 +147,34 @@ TEST(Trajectories, ResumeSkipsCompletedAndDropsACutLine) {
   std::sort(ids.begin(), ids.end());
   EXPECT_EQ(ids, (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
   std::remove(path.c_str());
+}
+
+// Prompts decoded together write the same file as one at a time: the real model's batch invariance, and
+// lines in prompt order whichever generation finishes first.
+TEST(Trajectories, ThePromptsInFlightDoNotChangeTheFile) {
+  std::unique_ptr<Model> model = random_model(preset_config("tiny"), DType::F32, 5);
+  const int V = model->config().vocab_size;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 9; i++) prompts.push_back(test::random_tokens(2 + 5 * (i % 4), V, 40 + i));
+  CollectOptions opt;
+  opt.block = 4;
+  opt.max_new_tokens = 12 + 3 * 4;
+  opt.context_size = 128;
+  opt.eos_ids = {test::random_tokens(1, V, 3)[0]};  // some prompts end early
+  std::string files[2];
+  for (int k = 0; k < 2; k++) {
+    opt.parallel = k == 0 ? 1 : 4;
+    const std::string path = temp_path("parallel" + std::to_string(k) + ".jsonl");
+    std::remove(path.c_str());
+    Transformer fwd(model->config(), model->weights());
+    EXPECT_EQ(collect_trajectories(fwd, prompts, opt, path).prompts, 9);
+    files[k] = read_text_file(path);
+    std::vector<int64_t> ids;
+    for (const TrajectoryRecord& r : read_trajectories(path)) ids.push_back(r.id);
+    EXPECT_EQ(ids, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
+    std::remove(path.c_str());
+  }
+  EXPECT_EQ(files[0], files[1]);
 }
 
 TEST(Packing, NoiseRatioAndSchedules) {

@@ -47,10 +47,12 @@ int run_collect(CollectArgs& a) {
     std::string rendered;
     prompts.push_back(prompt_tokens(po, *lm.tokenizer, &rendered));
   }
-  Session session(*lm.model, context_size(a.model, *lm.model), kv_type(a.model));
+  a.opt.context_size = context_size(a.model, *lm.model);
+  a.opt.kv_type = kv_type(a.model);
+  Transformer fwd(lm.model->config(), lm.model->weights());
   Progress progress(0, "collect");
   int64_t total = 0;
-  CollectSummary s = collect_trajectories(session, prompts, a.opt, a.out, [&](int64_t done, int64_t all) {
+  CollectSummary s = collect_trajectories(fwd, prompts, a.opt, a.out, [&](int64_t done, int64_t all) {
     if (total == 0) progress = Progress(static_cast<int>(all), "collect"), total = all;
     progress.update(static_cast<int>(done), "prompt " + std::to_string(done));
   });
@@ -125,6 +127,10 @@ Command add_collect_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--shard", a->shard, "Process only prompts with index % N == i (i/N, default 0/1)");
   cmd->add_option("--seed", a->opt.seed, "Seed of the initial draft guesses (default 1234)");
+  a->opt.parallel = 8;
+  cmd->add_option("--parallel", a->opt.parallel,
+                  "Prompts decoded together, one forward for all of them (default 8; the file is the same for any value)")
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("-o,--output", a->out, "Trajectory file (JSONL; appended to, finished prompts are skipped)")->required();
   return [a] { return run_collect(*a); };
 }

@@ -6,12 +6,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "decode/generation_batch.h"
 #include "decode/jacobi.h"
 
 namespace jf {
@@ -157,7 +160,41 @@ class LineAppender {
 
 }  // namespace
 
-CollectSummary collect_trajectories(Session& session, const std::vector<std::vector<int32_t>>& prompts,
+namespace {
+
+// The record of prompt `id` from its Jacobi generation and the blocks the recorder saw.
+TrajectoryRecord make_record(int64_t id, const std::vector<int32_t>& prompt, const CollectOptions& opt, Recorder& rec,
+                             GenerationResult&& r, CollectSummary& sum) {
+  TrajectoryRecord record;
+  record.id = id;
+  record.n = opt.block;
+  record.prompt = prompt;
+  record.tokens = std::move(r.tokens);
+  record.stop = stop_reason_name(r.stop);
+  for (TrajectoryBlock& b : rec.blocks)
+    if (!b.fixed.empty()) {
+      sum.blocks++;
+      sum.states += static_cast<int64_t>(b.states.size());
+      record.blocks.push_back(std::move(b));
+    }
+  // EOS sits right after the history; it belongs to the last block unless that block is complete without it.
+  if (r.stop == StopReason::Eos && !record.blocks.empty()) {
+    TrajectoryBlock& last = record.blocks.back();
+    const int64_t eos_slot = static_cast<int64_t>(record.prompt.size() + record.tokens.size()) - last.start;
+    if (eos_slot < opt.block) last.eos = static_cast<int>(eos_slot);
+  }
+  return record;
+}
+
+// One prompt's Jacobi decoder (whole iterations: it has an observer) and what it observed.
+struct PromptRun {
+  Recorder recorder;
+  std::unique_ptr<JacobiDecoder> decoder;
+};
+
+}  // namespace
+
+CollectSummary collect_trajectories(ForwardPass& fwd, const std::vector<std::vector<int32_t>>& prompts,
                                     const CollectOptions& opt, const std::string& path,
                                     const std::function<void(int64_t, int64_t)>& progress) {
   if (opt.block < 2) throw Error("trajectory block size must be >= 2, got " + std::to_string(opt.block));
@@ -176,37 +213,33 @@ CollectSummary collect_trajectories(Session& session, const std::vector<std::vec
   GenerationConfig cfg;
   cfg.max_new_tokens = opt.max_new_tokens;
   cfg.eos_ids = opt.eos_ids;
-  for (size_t t = 0; t < todo.size(); t++) {
+  std::map<int, PromptRun> running;
+  // Lines go out in prompt order whatever order the batch finishes them in: the file is the same for any
+  // number in flight, and a resumed run skips exactly the lines written.
+  std::map<int, std::string> finished;
+  int written = 0;
+  auto start = [&](int t, Session& session) {
     const int64_t i = todo[t];
-    Recorder rec;
+    PromptRun& run = running[t];
     JacobiOptions jo;
     jo.block = opt.block;
     jo.seed = opt.seed + static_cast<uint64_t>(i);
-    jo.observer = &rec;
-    JacobiDecoder dec(jo);
-    GenerationResult r = dec.generate(session, prompts[i], cfg);
-    TrajectoryRecord record;
-    record.id = i;
-    record.n = opt.block;
-    record.prompt = prompts[i];
-    record.tokens = r.tokens;
-    record.stop = stop_reason_name(r.stop);
-    for (TrajectoryBlock& b : rec.blocks)
-      if (!b.fixed.empty()) {
-        sum.blocks++;
-        sum.states += static_cast<int64_t>(b.states.size());
-        record.blocks.push_back(std::move(b));
-      }
-    // EOS sits right after the history; it belongs to the last block unless that block is complete without it.
-    if (r.stop == StopReason::Eos && !record.blocks.empty()) {
-      TrajectoryBlock& last = record.blocks.back();
-      const int64_t eos_slot = static_cast<int64_t>(record.prompt.size() + record.tokens.size()) - last.start;
-      if (eos_slot < opt.block) last.eos = static_cast<int>(eos_slot);
+    jo.observer = &run.recorder;
+    run.decoder = std::make_unique<JacobiDecoder>(jo);
+    return std::make_unique<Generation>(*run.decoder, session, prompts[i], cfg);
+  };
+  auto finish = [&](int t, GenerationResult&& r) {
+    const int64_t i = todo[t];
+    finished[t] = make_record(i, prompts[i], opt, running[t].recorder, std::move(r), sum).to_json();
+    running.erase(t);
+    for (auto it = finished.begin(); it != finished.end() && it->first == written; it = finished.erase(it)) {
+      out.append(it->second);
+      sum.prompts++;
+      written++;
+      if (progress) progress(written, static_cast<int64_t>(todo.size()));
     }
-    out.append(record.to_json());
-    sum.prompts++;
-    if (progress) progress(static_cast<int64_t>(t + 1), static_cast<int64_t>(todo.size()));
-  }
+  };
+  run_generation_batch(fwd, static_cast<int>(todo.size()), opt.parallel, opt.context_size, opt.kv_type, start, finish);
   return sum;
 }
 

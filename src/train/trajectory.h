@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "decode/decoder.h"
+#include "kernels/dtype.h"
 
 namespace jf {
 
@@ -41,6 +42,9 @@ struct CollectOptions {
   int shard = 0, shards = 1;
   std::vector<int32_t> eos_ids;
   uint64_t seed = 1234;   // initial draft guesses
+  int parallel = 1;       // prompts decoded together, one forward for all (the file is the same for any value)
+  int context_size = 0;   // KV slots of each prompt's cache (<= 0: the model's trained context)
+  DType kv_type = DType::F32;
 };
 
 struct CollectSummary {
@@ -52,8 +56,8 @@ struct CollectSummary {
 std::vector<int64_t> completed_ids(const std::string& path);
 
 // Collects trajectories for prompts[i] (token ids) whose i belongs to this shard and is not yet in `path`,
-// appending to `path`. `progress(done, total)` is called after each prompt.
-CollectSummary collect_trajectories(Session& session, const std::vector<std::vector<int32_t>>& prompts,
+// appending to `path` in prompt order. `progress(done, total)` is called after each prompt is written.
+CollectSummary collect_trajectories(ForwardPass& fwd, const std::vector<std::vector<int32_t>>& prompts,
                                     const CollectOptions& opt, const std::string& path,
                                     const std::function<void(int64_t, int64_t)>& progress = {});
 
