@@ -15,6 +15,14 @@ namespace jf {
 void gemm_accumulate(bool parallel, int64_t M, int64_t N, int64_t K, const float* a, int64_t a_ms, int64_t a_ks,
                      const float* b, int64_t ldb, float* c, int64_t ldc);
 
+// The same product with bfloat16 operands (jf train --matmul bf16): A and B rounded to bfloat16 (nearest
+// even), products summed in fp32 two k at a time — AVX512-BF16's dot product where the build has it (about
+// twice the fp32 rate), the same sums with fp32 FMAs where not. B(k, n) = b[k * b_ks + n * b_ns], so B or
+// B^T is read without a copy. Deterministic and split-independent like gemm_accumulate.
+void gemm_accumulate_bf16(bool parallel, int64_t M, int64_t N, int64_t K, const float* a, int64_t a_ms, int64_t a_ks,
+                          const float* b, int64_t b_ks, int64_t b_ns, float* c, int64_t ldc);
+bool gemm_bf16_native();  // whether this build uses the CPU's bfloat16 dot product
+
 // dst (cols x rows) = src^T (src: rows x cols, row-major), in cache-sized tiles; `parallel` as above.
 void transpose(bool parallel, int64_t rows, int64_t cols, const float* src, float* dst);
 

@@ -26,6 +26,12 @@ void embedding_forward(float* out, const int32_t* tokens, int64_t T, const float
 void embedding_backward(float* dtable, const float* dout, const int32_t* tokens, int64_t T, int64_t C);
 
 // ---- linear: out = inp W^T + b   (inp: T x K, W: N x K row-major as in GGUF, b: N or null, out: T x N)
+// The products of every linear layer, forward and backward: fp32 (default), or bfloat16 operands with fp32
+// sums (gemm_accumulate_bf16: about twice as fast where the CPU has AVX512-BF16). A process-wide setting,
+// made once before training (jf train --matmul); attention and everything else stay fp32.
+enum class LinearPrecision { F32, Bf16 };
+void set_linear_precision(LinearPrecision p);
+LinearPrecision linear_precision();
 // out must not alias inp. The forward transposes W into a per-thread buffer (kept, grown to the largest W) so
 // that the product runs in the gemm's vectorised outer-product form.
 void linear_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t T, int64_t K,

@@ -15,7 +15,12 @@ constexpr int64_t kColumnChunk = 64;  // columns per work item of the column-par
 // Work large enough to be worth waking the thread pool for.
 bool worth_parallel(int64_t flops) { return flops >= (1 << 16); }
 
+LinearPrecision precision = LinearPrecision::F32;
+
 }  // namespace
+
+void set_linear_precision(LinearPrecision p) { precision = p; }
+LinearPrecision linear_precision() { return precision; }
 
 // ---------------------------------------------------------------- embedding
 
@@ -41,25 +46,36 @@ void embedding_backward(float* dtable, const float* dout, const int32_t* tokens,
 void linear_forward(float* out, const float* inp, const float* weight, const float* bias, int64_t T, int64_t K,
                     int64_t N) {
   // out[t][n] = b[n] + sum_k inp[t][k] * W^T[k][n]   (A = inp, B = W^T)
+  const bool parallel = worth_parallel(T * K * N);
+  auto start_from_bias = [&] {
+    for (int64_t t = 0; t < T; t++) {
+      if (bias) std::memcpy(out + t * N, bias, N * sizeof(float));
+      else std::memset(out + t * N, 0, N * sizeof(float));
+    }
+  };
+  if (precision == LinearPrecision::Bf16) {  // packs W^T as it reads W: no transpose
+    start_from_bias();
+    gemm_accumulate_bf16(parallel, T, N, K, inp, K, 1, weight, 1, K, out, N);
+    return;
+  }
   thread_local std::vector<float> wt_buffer;  // W^T, grown to the largest weight, reused
   if (wt_buffer.size() < static_cast<size_t>(N * K)) wt_buffer.resize(static_cast<size_t>(N * K));
   float* wt = wt_buffer.data();
-  const bool parallel = worth_parallel(T * K * N);
   transpose(parallel, N, K, weight, wt);
-  for (int64_t t = 0; t < T; t++) {
-    if (bias) std::memcpy(out + t * N, bias, N * sizeof(float));
-    else std::memset(out + t * N, 0, N * sizeof(float));
-  }
+  start_from_bias();
   gemm_accumulate(parallel, T, N, K, inp, K, 1, wt, N, out, N);
 }
 
 void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int64_t T, int64_t K, int64_t N) {
   const bool parallel = worth_parallel(T * K * N);
+  const bool bf16 = precision == LinearPrecision::Bf16;
   // dinp[t][k] += sum_n dout[t][n] * W[n][k]        (A = dout, B = W)
-  if (dinp) gemm_accumulate(parallel, T, K, N, dout, N, 1, weight, K, dinp, K);
+  if (dinp && bf16) gemm_accumulate_bf16(parallel, T, K, N, dout, N, 1, weight, K, 1, dinp, K);
+  else if (dinp) gemm_accumulate(parallel, T, K, N, dout, N, 1, weight, K, dinp, K);
   // dweight[n][k] += sum_t dout[t][n] * inp[t][k]   (A = dout^T, B = inp)
-  if (dweight) gemm_accumulate(parallel, N, K, T, dout, 1, N, inp, K, dweight, K);
+  if (dweight && bf16) gemm_accumulate_bf16(parallel, N, K, T, dout, 1, N, inp, K, 1, dweight, K);
+  else if (dweight) gemm_accumulate(parallel, N, K, T, dout, 1, N, inp, K, dweight, K);
   // dbias[n] += sum_t dout[t][n], in row order
   if (dbias) {
     const int64_t chunks = (N + kColumnChunk - 1) / kColumnChunk;

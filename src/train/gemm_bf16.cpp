@@ -1,0 +1,217 @@
+// C += A·B with bfloat16 operands and fp32 sums: both operands are rounded to bfloat16 and packed so that
+// each 32-bit lane holds a pair of consecutive k; one AVX512-BF16 dot product (vdpbf16ps) then adds two
+// products per lane, twice the fp32 FMA rate. Without that instruction the same packed pairs are summed
+// with fp32 FMAs in the instruction's order (the products of two bfloat16 values are exact in fp32).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/parallel.h"
+#include "train/gemm.h"
+
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+#include <immintrin.h>
+#define JF_GEMM_BF16_NATIVE 1
+#else
+#define JF_GEMM_BF16_NATIVE 0
+#endif
+
+namespace jf {
+namespace {
+
+constexpr int kRowTile = 8;   // rows of C per tile
+constexpr int kColTile = 32;  // columns of C per tile: two vectors of 16 fp32 sums
+
+// fp32 -> bfloat16, round to nearest even (NaN stays NaN).
+uint16_t to_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+[[maybe_unused]] float from_bf16(uint16_t h) {  // the emulation's
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+uint32_t pair(float lo, float hi) { return static_cast<uint32_t>(to_bf16(lo)) | (static_cast<uint32_t>(to_bf16(hi)) << 16); }
+
+#if JF_GEMM_BF16_NATIVE
+// 16 pairs (lo[i], hi[i]) as bfloat16, rounded as to_bf16 does for finite values.
+__m512i pairs16(__m512 lo, __m512 hi) {
+  const __m512i l = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(lo));
+  const __m512i h = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(hi));
+  return _mm512_or_si512(l, _mm512_slli_epi32(h, 16));
+}
+// 16 pairs of consecutive values x[0..31] (zeros past n values).
+__m512i consecutive_pairs16(const float* x, int64_t n) {
+  const __mmask16 m0 = n >= 16 ? 0xffff : static_cast<__mmask16>((1u << std::max<int64_t>(n, 0)) - 1);
+  const __mmask16 m1 = n >= 32 ? 0xffff : n <= 16 ? 0 : static_cast<__mmask16>((1u << (n - 16)) - 1);
+  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(m1, x + 16), _mm512_maskz_loadu_ps(m0, x));
+  return (__m512i)b;
+}
+#endif
+
+// Packed A: row blocks of kRowTile rows; in block rb, pair j of its row r is at (rb * K2 + j) * kRowTile + r and
+// holds (A(m, 2j) low half, A(m, 2j+1) high half); zero past M and K.
+void pack_a(bool parallel, int64_t M, int64_t K, const float* a, int64_t a_ms, int64_t a_ks, uint32_t* out) {
+  const int64_t K2 = (K + 1) / 2;
+  const int64_t row_blocks = (M + kRowTile - 1) / kRowTile;
+  auto at = [&](int64_t m, int64_t k) { return m < M && k < K ? a[m * a_ms + k * a_ks] : 0.0f; };
+  parallel_for(row_blocks, parallel, [&](int64_t rb0, int64_t rb1) {
+    for (int64_t rb = rb0; rb < rb1; rb++) {
+      uint32_t* dst = out + rb * K2 * kRowTile;
+#if JF_GEMM_BF16_NATIVE
+      if (a_ks == 1) {  // rows contiguous in k: 32 values -> 16 pairs at a time
+        alignas(64) uint32_t tmp[16];
+        for (int r = 0; r < kRowTile; r++) {
+          const int64_t m = rb * kRowTile + r;
+          for (int64_t j0 = 0; j0 < K2; j0 += 16) {
+            const __m512i p = m < M ? consecutive_pairs16(a + m * a_ms + 2 * j0, K - 2 * j0) : _mm512_setzero_si512();
+            _mm512_store_si512(tmp, p);
+            for (int64_t j = j0; j < std::min(K2, j0 + 16); j++) dst[j * kRowTile + r] = tmp[j - j0];
+          }
+        }
+        continue;
+      }
+      if (a_ms == 1 && (rb + 1) * kRowTile <= M) {  // columns contiguous in m: two k -> 8 pairs at a time
+        const float* col = a + rb * kRowTile;
+        for (int64_t j = 0; j < K2; j++) {
+          const __m256 lo = _mm256_loadu_ps(col + 2 * j * a_ks);
+          const __m256 hi = 2 * j + 1 < K ? _mm256_loadu_ps(col + (2 * j + 1) * a_ks) : _mm256_setzero_ps();
+          const __m256i l = _mm256_cvtepu16_epi32((__m128i)_mm256_cvtneps_pbh(lo));
+          const __m256i h = _mm256_cvtepu16_epi32((__m128i)_mm256_cvtneps_pbh(hi));
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j * kRowTile), _mm256_or_si256(l, _mm256_slli_epi32(h, 16)));
+        }
+        continue;
+      }
+#endif
+      for (int64_t j = 0; j < K2; j++)
+        for (int r = 0; r < kRowTile; r++) {
+          const int64_t m = rb * kRowTile + r;
+          dst[j * kRowTile + r] = pair(at(m, 2 * j), at(m, 2 * j + 1));
+        }
+    }
+  });
+}
+
+// Packed B: column chunks of kColTile columns (zero past N and K); in chunk c, pair j of column n is at
+// (c * K2 + j) * kColTile + n and holds (B(2j, n), B(2j+1, n)).
+void pack_b(bool parallel, int64_t N, int64_t K, const float* b, int64_t b_ks, int64_t b_ns, uint32_t* out) {
+  const int64_t K2 = (K + 1) / 2;
+  const int64_t chunks = (N + kColTile - 1) / kColTile;
+  auto at = [&](int64_t k, int64_t n) { return n < N && k < K ? b[k * b_ks + n * b_ns] : 0.0f; };
+  parallel_for(chunks, parallel, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; c++) {
+      uint32_t* dst = out + c * K2 * kColTile;
+      const int64_t n0 = c * kColTile;
+#if JF_GEMM_BF16_NATIVE
+      if (b_ns == 1 && n0 + kColTile <= N) {  // rows contiguous in n: two rows -> 16 pairs at a time
+        const __m512 zero = _mm512_setzero_ps();
+        for (int64_t j = 0; j < K2; j++) {
+          const float* lo = b + 2 * j * b_ks + n0;
+          const float* hi = lo + b_ks;
+          const bool odd_tail = 2 * j + 1 >= K;
+          for (int h = 0; h < kColTile; h += 16)
+            _mm512_storeu_si512(dst + j * kColTile + h,
+                                pairs16(_mm512_loadu_ps(lo + h), odd_tail ? zero : _mm512_loadu_ps(hi + h)));
+        }
+        continue;
+      }
+      if (b_ks == 1) {  // columns contiguous in k: 32 values -> 16 pairs at a time
+        alignas(64) uint32_t tmp[16];
+        for (int n = 0; n < kColTile; n++) {
+          for (int64_t j0 = 0; j0 < K2; j0 += 16) {
+            const __m512i p = n0 + n < N ? consecutive_pairs16(b + (n0 + n) * b_ns + 2 * j0, K - 2 * j0)
+                                         : _mm512_setzero_si512();
+            _mm512_store_si512(tmp, p);
+            for (int64_t j = j0; j < std::min(K2, j0 + 16); j++) dst[j * kColTile + n] = tmp[j - j0];
+          }
+        }
+        continue;
+      }
+#endif
+      for (int64_t j = 0; j < K2; j++)
+        for (int n = 0; n < kColTile; n++) dst[j * kColTile + n] = pair(at(2 * j, n0 + n), at(2 * j + 1, n0 + n));
+    }
+  });
+}
+
+#if JF_GEMM_BF16_NATIVE
+template <int MR>
+void tile(int64_t K2, const uint32_t* ap, const uint32_t* bp, float* c, int64_t ldc, int cols) {
+  __m512 acc[MR][2];
+  for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t j = 0; j < K2; j++) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(bp + j * kColTile);
+    const __m512bh b1 = (__m512bh)_mm512_loadu_si512(bp + j * kColTile + 16);
+    for (int r = 0; r < MR; r++) {
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(ap[j * kRowTile + r]));
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
+    }
+  }
+  const __mmask16 m0 = cols >= 16 ? 0xffff : static_cast<__mmask16>((1u << cols) - 1);
+  const __mmask16 m1 = cols >= 32 ? 0xffff : cols <= 16 ? 0 : static_cast<__mmask16>((1u << (cols - 16)) - 1);
+  for (int r = 0; r < MR; r++) {
+    float* row = c + r * ldc;
+    _mm512_mask_storeu_ps(row, m0, _mm512_add_ps(_mm512_maskz_loadu_ps(m0, row), acc[r][0]));
+    _mm512_mask_storeu_ps(row + 16, m1, _mm512_add_ps(_mm512_maskz_loadu_ps(m1, row + 16), acc[r][1]));
+  }
+}
+#else
+template <int MR>
+void tile(int64_t K2, const uint32_t* ap, const uint32_t* bp, float* c, int64_t ldc, int cols) {
+  float acc[MR][kColTile] = {};
+  for (int64_t j = 0; j < K2; j++)
+    for (int r = 0; r < MR; r++) {
+      const uint32_t a = ap[j * kRowTile + r];
+      const float a_lo = from_bf16(static_cast<uint16_t>(a)), a_hi = from_bf16(static_cast<uint16_t>(a >> 16));
+      for (int n = 0; n < kColTile; n++) {
+        const uint32_t b = bp[j * kColTile + n];
+        acc[r][n] = std::fma(a_hi, from_bf16(static_cast<uint16_t>(b >> 16)), acc[r][n]);
+        acc[r][n] = std::fma(a_lo, from_bf16(static_cast<uint16_t>(b)), acc[r][n]);
+      }
+    }
+  for (int r = 0; r < MR; r++)
+    for (int n = 0; n < cols; n++) c[r * ldc + n] += acc[r][n];
+}
+#endif
+
+using TileFn = void (*)(int64_t, const uint32_t*, const uint32_t*, float*, int64_t, int);
+constexpr TileFn kTiles[kRowTile] = {&tile<1>, &tile<2>, &tile<3>, &tile<4>, &tile<5>, &tile<6>, &tile<7>, &tile<8>};
+
+}  // namespace
+
+bool gemm_bf16_native() { return JF_GEMM_BF16_NATIVE; }
+
+void gemm_accumulate_bf16(bool parallel, int64_t M, int64_t N, int64_t K, const float* a, int64_t a_ms, int64_t a_ks,
+                          const float* b, int64_t b_ks, int64_t b_ns, float* c, int64_t ldc) {
+  if (M <= 0 || N <= 0 || K <= 0) return;
+  const int64_t K2 = (K + 1) / 2;
+  const int64_t row_blocks = (M + kRowTile - 1) / kRowTile;
+  const int64_t col_chunks = (N + kColTile - 1) / kColTile;
+  thread_local std::vector<uint32_t> a_packed, b_packed;  // grown to the largest call, reused
+  a_packed.resize(std::max(a_packed.size(), static_cast<size_t>(row_blocks * K2 * kRowTile)));
+  b_packed.resize(std::max(b_packed.size(), static_cast<size_t>(col_chunks * K2 * kColTile)));
+  pack_a(parallel, M, K, a, a_ms, a_ks, a_packed.data());
+  pack_b(parallel, N, K, b, b_ks, b_ns, b_packed.data());
+  const uint32_t* ap = a_packed.data();
+  const uint32_t* bp = b_packed.data();
+  // Column-chunk-major order: consecutive units share the chunk's packed panel of B, which stays in cache.
+  parallel_for(row_blocks * col_chunks, parallel, [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; u++) {
+      const int64_t chunk = u / row_blocks, m0 = (u % row_blocks) * kRowTile;
+      const int mr = static_cast<int>(std::min<int64_t>(kRowTile, M - m0));
+      const int cols = static_cast<int>(std::min<int64_t>(kColTile, N - chunk * kColTile));
+      kTiles[mr - 1](K2, ap + m0 * K2, bp + chunk * K2 * kColTile, c + m0 * ldc + chunk * kColTile, ldc, cols);
+    }
+  });
+}
+
+}  // namespace jf
