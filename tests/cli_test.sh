@@ -201,6 +201,11 @@ assert j["contexts"] == n // 64 and j["tokens"] == (n // 64) * 31 and 1 < j["per
   "$jf" train -m "$m" --objective ar --corpus "$tmp/docs.txt" --doc-sep '\n\n' --seq-len 8 --steps 1 -t 1 -o "$tmp/ds.gguf" >/dev/null 2>"$tmp/ds.err" &&
     grep -q "corpus of 3 documents" "$tmp/ds.err" && echo "ok   train --doc-sep cuts documents" ||
     { echo "FAIL train --doc-sep: $(grep corpus "$tmp/ds.err")"; fails=$((fails + 1)); }
+  # --matmul bf16 trains (and says so); an unknown precision is refused.
+  "$jf" train -m "$m" --objective ar --corpus "$tmp/docs.txt" --doc-sep '\n\n' --seq-len 8 --steps 2 -t 1 --matmul bf16 \
+    -o "$tmp/bf.gguf" >/dev/null 2>"$tmp/bf.err" && grep -q "bf16 products" "$tmp/bf.err" && [ -s "$tmp/bf.gguf" ] &&
+    echo "ok   train --matmul bf16" || { echo "FAIL train --matmul bf16: $(tail -2 "$tmp/bf.err")"; fails=$((fails + 1)); }
+  check_error "train --matmul f16" 2 "$jf" train -m "$m" --matmul f16 -o "$tmp/m.gguf"
   # jf bench --format gsm8k scores answers: columns, per-run fields, and bad answers named by line.
   printf '{"question": "Lily had 3 balls.", "answer": "So 3.\\n#### 3"}\n{"question": "Once upon a time", "answer": "#### 1,000"}\n' >"$tmp/g.jsonl"
   if "$jf" bench -m "$m" --prompts "$tmp/g.jsonl" --format gsm8k -n 16 --decoders ar,jacobi --json "$tmp/g.json" >"$tmp/g.md" 2>/dev/null &&
