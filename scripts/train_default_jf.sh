@@ -19,6 +19,8 @@
 # steps).
 # MATMUL=bf16 runs the rounds with bfloat16 products (jf train --matmul; ~1.5x faster where the CPU has
 # AVX512-BF16; the shipped model was trained with the default, f32).
+# SAMPLE_MODEL=FILE samples the KL text from FILE instead of the AR model (e.g. its Q8_0 copy, about twice as
+# fast for a large base; the teacher stays the AR model).
 # PROMPTS=N sets the number of openings (default 7200, as the shipped model; 2400 takes a third of the time
 # and gains less per forward at the same quality, docs/TRAINING.md "What each option does").
 # The AR model is WORKDIR/pycode-ar.gguf (scripts/train_default_model.sh), else models/pycode-ar-q8_0.gguf.
@@ -36,7 +38,7 @@ source scripts/pycode_corpus.sh
 
 [ -s "$work/train_prompts.jsonl" ] ||
   python3 scripts/code_prompts.py --count "${PROMPTS:-7200}" --context 8 -o "$work/train_prompts.jsonl" "${pycode_corpus[@]}"
-[ -s "$work/samples/samples.txt" ] || "$jf" sample -m "$base" --prompts "$work/train_prompts.jsonl" --count 12000 -n 256 \
+[ -s "$work/samples/samples.txt" ] || "$jf" sample -m "${SAMPLE_MODEL:-$base}" --prompts "$work/train_prompts.jsonl" --count 12000 -n 256 \
   --temp 1 --seed 1 -o "$work/samples/samples.txt"
 
 # Round r trains from round r-1's model (round 0: the AR model) on trajectories that model collects.
