@@ -17,7 +17,7 @@
 # Interrupted, it goes on where it stopped when run again: finished files are kept, trajectories are
 # collected from the first missing prompt, a round's training resumes from its last checkpoint (every 100
 # steps).
-# MATMUL=bf16 runs the rounds with bfloat16 products (jf train --matmul; ~1.5x faster where the CPU has
+# MATMUL=bf16 runs the rounds with bfloat16 products (jf train --matmul; 1.5-2x faster where the CPU has
 # AVX512-BF16; the shipped model was trained with the default, f32).
 # SAMPLE_MODEL=FILE samples the KL text from FILE instead of the AR model (e.g. its Q8_0 copy, about twice as
 # fast for a large base; the teacher stays the AR model).

@@ -285,7 +285,7 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--stop-at", a->opt.stop_at, "Stop after this step, with a checkpoint (resume later with --resume)");
   cmd->add_option("--save-type", a->save_type, "Weight type of the final model's matrices: f32 (default), f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k (rows that do not fit a type's blocks take GGML's fallback)");
   cmd->add_option("--matmul", a->matmul,
-                  "Linear layers' products: f32 (default) or bf16 (bfloat16 operands, fp32 sums: ~1.5x faster training "
+                  "Linear layers' products: f32 (default) or bf16 (bfloat16 operands, fp32 sums: 1.5-2x faster training "
                   "on CPUs with AVX512-BF16; emulated, slower, elsewhere)")
       ->check(CLI::IsMember({"f32", "bf16"}));
   cmd->add_option("--log-every", a->log_every, "Print the loss every N steps (default 10)");

@@ -55,6 +55,45 @@ __m512i consecutive_pairs16(const float* x, int64_t n) {
   const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(m1, x + 16), _mm512_maskz_loadu_ps(m0, x));
   return (__m512i)b;
 }
+
+// In place: x[i][l] <- x[l][i] for 8 vectors of 8 32-bit words.
+void transpose8x8(__m256i x[8]) {
+  __m256i t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_epi32(x[i], x[i + 1]);
+    t[i + 1] = _mm256_unpackhi_epi32(x[i], x[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+    u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+    u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+    u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int i = 0; i < 4; i++) {
+    x[i] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x20);
+    x[i + 4] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x31);
+  }
+}
+
+// 8 lines contiguous in k (line l at src + l * line_stride; zeros for l >= lines): pair j of line l goes to
+// dst[j * dst_stride + l]. 16 pairs of each line at a time, turned by two 8x8 transposes.
+void pack_lines(const float* src, int64_t line_stride, int lines, int64_t K, uint32_t* dst, int64_t dst_stride) {
+  const int64_t K2 = (K + 1) / 2;
+  for (int64_t j0 = 0; j0 < K2; j0 += 16) {
+    __m256i lo[8], hi[8];
+    for (int l = 0; l < 8; l++) {
+      const __m512i p = l < lines ? consecutive_pairs16(src + l * line_stride + 2 * j0, K - 2 * j0) : _mm512_setzero_si512();
+      lo[l] = _mm512_castsi512_si256(p);
+      hi[l] = _mm512_extracti64x4_epi64(p, 1);
+    }
+    transpose8x8(lo);
+    transpose8x8(hi);
+    for (int i = 0; i < 8 && j0 + i < K2; i++)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + (j0 + i) * dst_stride), lo[i]);
+    for (int i = 0; i < 8 && j0 + 8 + i < K2; i++)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + (j0 + 8 + i) * dst_stride), hi[i]);
+  }
+}
 #endif
 
 // Packed A: row blocks of kRowTile rows; in block rb, pair j of its row r is at (rb * K2 + j) * kRowTile + r and
@@ -67,16 +106,9 @@ void pack_a(bool parallel, int64_t M, int64_t K, const float* a, int64_t a_ms, i
     for (int64_t rb = rb0; rb < rb1; rb++) {
       uint32_t* dst = out + rb * K2 * kRowTile;
 #if JF_GEMM_BF16_NATIVE
-      if (a_ks == 1) {  // rows contiguous in k: 32 values -> 16 pairs at a time
-        alignas(64) uint32_t tmp[16];
-        for (int r = 0; r < kRowTile; r++) {
-          const int64_t m = rb * kRowTile + r;
-          for (int64_t j0 = 0; j0 < K2; j0 += 16) {
-            const __m512i p = m < M ? consecutive_pairs16(a + m * a_ms + 2 * j0, K - 2 * j0) : _mm512_setzero_si512();
-            _mm512_store_si512(tmp, p);
-            for (int64_t j = j0; j < std::min(K2, j0 + 16); j++) dst[j * kRowTile + r] = tmp[j - j0];
-          }
-        }
+      if (a_ks == 1) {  // rows contiguous in k
+        const int rows = static_cast<int>(std::min<int64_t>(kRowTile, M - rb * kRowTile));
+        pack_lines(a + rb * kRowTile * a_ms, a_ms, rows, K, dst, kRowTile);
         continue;
       }
       if (a_ms == 1 && (rb + 1) * kRowTile <= M) {  // columns contiguous in m: two k -> 8 pairs at a time
@@ -123,15 +155,10 @@ void pack_b(bool parallel, int64_t N, int64_t K, const float* b, int64_t b_ks, i
         }
         continue;
       }
-      if (b_ks == 1) {  // columns contiguous in k: 32 values -> 16 pairs at a time
-        alignas(64) uint32_t tmp[16];
-        for (int n = 0; n < kColTile; n++) {
-          for (int64_t j0 = 0; j0 < K2; j0 += 16) {
-            const __m512i p = n0 + n < N ? consecutive_pairs16(b + (n0 + n) * b_ns + 2 * j0, K - 2 * j0)
-                                         : _mm512_setzero_si512();
-            _mm512_store_si512(tmp, p);
-            for (int64_t j = j0; j < std::min(K2, j0 + 16); j++) dst[j * kColTile + n] = tmp[j - j0];
-          }
+      if (b_ks == 1) {  // columns contiguous in k, 8 at a time
+        for (int g = 0; g < kColTile; g += 8) {
+          const int cols = static_cast<int>(std::clamp<int64_t>(N - (n0 + g), 0, 8));
+          pack_lines(b + (n0 + g) * b_ns, b_ns, cols, K, dst + g, kColTile);
         }
         continue;
       }
