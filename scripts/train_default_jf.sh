@@ -19,8 +19,8 @@
 # steps).
 # MATMUL=bf16 runs the rounds with bfloat16 products (jf train --matmul; 1.5-2x faster where the CPU has
 # AVX512-BF16; the shipped model was trained with the default, f32).
-# SAMPLE_MODEL=FILE samples the KL text from FILE instead of the AR model (e.g. its Q8_0 copy, about twice as
-# fast for a large base; the teacher stays the AR model).
+# DATA_TYPE=q8_0 writes the samples and the trajectories with a copy of the model in that type (2-2.5x faster
+# for a large base; the teacher and the training stay f32; the shipped model's data came from f32).
 # PROMPTS=N sets the number of openings (default 7200, as the shipped model; 2400 takes a third of the time
 # and gains less per forward at the same quality, docs/TRAINING.md "What each option does").
 # The AR model is WORKDIR/pycode-ar.gguf (scripts/train_default_model.sh), else models/pycode-ar-q8_0.gguf.
@@ -36,9 +36,21 @@ base="$work/pycode-ar.gguf"
 [ -s "$base" ] || base=models/pycode-ar-q8_0.gguf
 source scripts/pycode_corpus.sh
 
+# The model that writes data for training from $1: $1 itself, or its DATA_TYPE copy.
+data_model() {
+  if [ -z "${DATA_TYPE:-}" ]; then
+    echo "$1"
+    return
+  fi
+  local copy
+  copy="$work/$(basename "$1" .gguf)-$DATA_TYPE.gguf"
+  [ -s "$copy" ] || "$jf" convert -m "$1" --type "$DATA_TYPE" -o "$copy" >&2
+  echo "$copy"
+}
+
 [ -s "$work/train_prompts.jsonl" ] ||
   python3 scripts/code_prompts.py --count "${PROMPTS:-7200}" --context 8 -o "$work/train_prompts.jsonl" "${pycode_corpus[@]}"
-[ -s "$work/samples/samples.txt" ] || "$jf" sample -m "${SAMPLE_MODEL:-$base}" --prompts "$work/train_prompts.jsonl" --count 12000 -n 256 \
+[ -s "$work/samples/samples.txt" ] || "$jf" sample -m "$(data_model "$base")" --prompts "$work/train_prompts.jsonl" --count 12000 -n 256 \
   --temp 1 --seed 1 -o "$work/samples/samples.txt"
 
 # Round r trains from round r-1's model (round 0: the AR model) on trajectories that model collects.
@@ -46,7 +58,7 @@ from="$base"
 for r in $(seq 1 "$rounds"); do
   out="$work/$name-round$r.gguf"
   if [ ! -s "$out" ]; then
-    "$jf" collect -m "$from" --prompts "$work/train_prompts.jsonl" --block 16 -n 128 -o "$work/traj-round$r.jsonl" 2>&1 | tail -1
+    "$jf" collect -m "$(data_model "$from")" --prompts "$work/train_prompts.jsonl" --block 16 -n 128 -o "$work/traj-round$r.jsonl" 2>&1 | tail -1
     [ -s "$work/packed-round$r.jsonl" ] || "$jf" pack --traj "$work/traj-round$r.jsonl" --schedule linear --window 16 \
       --mask nc --context-noise-cap 0.5 --max-repeat4 1 --max-len 1024 -o "$work/packed-round$r.jsonl"
     steps=$(($(wc -l <"$work/packed-round$r.jsonl") / 4))

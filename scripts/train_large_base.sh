@@ -4,8 +4,8 @@
 #   1. pre-train dim 512, 8 layers, heads 8/4, FFN 1,536 (29.4M parameters, 31.4 MB in Q8_0) on the default
 #      model's corpus, with its tokenizer and schedule (4,000 steps x 8 x 512 tokens), bf16 products;
 #   2. judge it against the shipped 6.8M-parameter base on the held-out packages (eval-base.jsonl);
-#   3. scripts/train_default_jf.sh on it: the shipped recipe, two rounds, bf16 products, the KL text sampled
-#      from its Q8_0 copy;
+#   3. scripts/train_default_jf.sh on it: the shipped recipe, two rounds, bf16 products, samples and
+#      trajectories written by Q8_0 copies;
 #   4. judge the fine-tune against its base (eval-jf.jsonl).
 # Usage: scripts/train_large_base.sh [WORKDIR]   (~7 h on 2 cores with AVX512-BF16)
 # Interrupted, it goes on where it stopped when run again (checkpoints every 100 steps, finished files kept).
@@ -35,6 +35,6 @@ if [ ! -s "$base" ]; then
 fi
 [ -s "$work/pycode-ar-q8_0.gguf" ] || "$jf" convert -m "$base" --type q8_0 -o "$work/pycode-ar-q8_0.gguf"
 judge "$work/pycode-ar-q8_0.gguf" models/pycode-ar-q8_0.gguf "$work/eval-base.jsonl"
-SAMPLE_MODEL="$work/pycode-ar-q8_0.gguf" MATMUL=bf16 scripts/train_default_jf.sh "$work" 3e-4 2 pycode-jf
+DATA_TYPE=q8_0 MATMUL=bf16 scripts/train_default_jf.sh "$work" 3e-4 2 pycode-jf
 judge "$work/pycode-jf-q8_0.gguf" "$work/pycode-ar-q8_0.gguf" "$work/eval-jf.jsonl"
 cat "$work/eval-base.jsonl" "$work/eval-jf.jsonl"
