@@ -42,18 +42,16 @@ uint16_t to_bf16(float x) {
 uint32_t pair(float lo, float hi) { return static_cast<uint32_t>(to_bf16(lo)) | (static_cast<uint32_t>(to_bf16(hi)) << 16); }
 
 #if JF_GEMM_BF16_NATIVE
-// 16 pairs (lo[i], hi[i]) as bfloat16, rounded as to_bf16 does for finite values.
-__m512i pairs16(__m512 lo, __m512 hi) {
-  const __m512i l = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(lo));
-  const __m512i h = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(hi));
-  return _mm512_or_si512(l, _mm512_slli_epi32(h, 16));
+// The first n of 16 lanes (none for n <= 0, all for n >= 16).
+__mmask16 first_lanes(int64_t n) {
+  return n >= 16 ? 0xffff : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
 }
-// 16 pairs of consecutive values x[0..31] (zeros past n values).
+
+// 16 pairs of consecutive values x[0..31] (zeros past n values), rounded as to_bf16 does for finite values.
 __m512i consecutive_pairs16(const float* x, int64_t n) {
-  const __mmask16 m0 = n >= 16 ? 0xffff : static_cast<__mmask16>((1u << std::max<int64_t>(n, 0)) - 1);
-  const __mmask16 m1 = n >= 32 ? 0xffff : n <= 16 ? 0 : static_cast<__mmask16>((1u << (n - 16)) - 1);
-  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(m1, x + 16), _mm512_maskz_loadu_ps(m0, x));
-  return (__m512i)b;
+  const __m512 lo = _mm512_maskz_loadu_ps(first_lanes(n), x);
+  const __m512 hi = _mm512_maskz_loadu_ps(first_lanes(n - 16), x + 16);
+  return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
 }
 
 // In place: x[i][l] <- x[l][i] for 8 vectors of 8 32-bit words.
@@ -96,75 +94,38 @@ void pack_lines(const float* src, int64_t line_stride, int lines, int64_t K, uin
 }
 #endif
 
-// Packed A: row blocks of kRowTile rows; in block rb, pair j of its row r is at (rb * K2 + j) * kRowTile + r and
-// holds (A(m, 2j) low half, A(m, 2j+1) high half); zero past M and K.
-void pack_a(bool parallel, int64_t M, int64_t K, const float* a, int64_t a_ms, int64_t a_ks, uint32_t* out) {
+// Packs the pairs of X(k, l) = x[l * l_stride + k * k_stride] (lines l < L, k < K) in blocks of W lines
+// (W a multiple of 8; zeros past L and K): pair j of line l is at ((l / W) * K2 + j) * W + l % W and holds
+// (X(2j, l) low half, X(2j+1, l) high half). A is packed with its rows as lines (W = kRowTile), B with its
+// columns (W = kColTile), so that a tile reads each k pair of its lines as one run.
+void pack_pairs(bool parallel, int64_t L, int64_t K, const float* x, int64_t l_stride, int64_t k_stride, int W,
+                uint32_t* out) {
   const int64_t K2 = (K + 1) / 2;
-  const int64_t row_blocks = (M + kRowTile - 1) / kRowTile;
-  auto at = [&](int64_t m, int64_t k) { return m < M && k < K ? a[m * a_ms + k * a_ks] : 0.0f; };
-  parallel_for(row_blocks, parallel, [&](int64_t rb0, int64_t rb1) {
-    for (int64_t rb = rb0; rb < rb1; rb++) {
-      uint32_t* dst = out + rb * K2 * kRowTile;
+  const int64_t groups = (L + W - 1) / W * (W / 8);  // 8 lines at a time, padding groups included
+  parallel_for(groups, parallel, [&](int64_t g0, int64_t g1) {
+    for (int64_t g = g0; g < g1; g++) {
+      const int64_t l0 = g * 8;
+      const int lines = static_cast<int>(std::clamp<int64_t>(L - l0, 0, 8));
+      uint32_t* dst = out + l0 / W * K2 * W + l0 % W;
 #if JF_GEMM_BF16_NATIVE
-      if (a_ks == 1) {  // rows contiguous in k
-        const int rows = static_cast<int>(std::min<int64_t>(kRowTile, M - rb * kRowTile));
-        pack_lines(a + rb * kRowTile * a_ms, a_ms, rows, K, dst, kRowTile);
+      if (k_stride == 1) {  // lines contiguous in k
+        pack_lines(x + l0 * l_stride, l_stride, lines, K, dst, W);
         continue;
       }
-      if (a_ms == 1 && (rb + 1) * kRowTile <= M) {  // columns contiguous in m: two k -> 8 pairs at a time
-        const float* col = a + rb * kRowTile;
+      if (l_stride == 1 && lines == 8) {  // lines side by side: two k -> 8 pairs at a time
         for (int64_t j = 0; j < K2; j++) {
-          const __m256 lo = _mm256_loadu_ps(col + 2 * j * a_ks);
-          const __m256 hi = 2 * j + 1 < K ? _mm256_loadu_ps(col + (2 * j + 1) * a_ks) : _mm256_setzero_ps();
+          const __m256 lo = _mm256_loadu_ps(x + l0 + 2 * j * k_stride);
+          const __m256 hi = 2 * j + 1 < K ? _mm256_loadu_ps(x + l0 + (2 * j + 1) * k_stride) : _mm256_setzero_ps();
           const __m256i l = _mm256_cvtepu16_epi32((__m128i)_mm256_cvtneps_pbh(lo));
           const __m256i h = _mm256_cvtepu16_epi32((__m128i)_mm256_cvtneps_pbh(hi));
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j * kRowTile), _mm256_or_si256(l, _mm256_slli_epi32(h, 16)));
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j * W), _mm256_or_si256(l, _mm256_slli_epi32(h, 16)));
         }
         continue;
       }
 #endif
+      auto at = [&](int l, int64_t k) { return l < lines && k < K ? x[(l0 + l) * l_stride + k * k_stride] : 0.0f; };
       for (int64_t j = 0; j < K2; j++)
-        for (int r = 0; r < kRowTile; r++) {
-          const int64_t m = rb * kRowTile + r;
-          dst[j * kRowTile + r] = pair(at(m, 2 * j), at(m, 2 * j + 1));
-        }
-    }
-  });
-}
-
-// Packed B: column chunks of kColTile columns (zero past N and K); in chunk c, pair j of column n is at
-// (c * K2 + j) * kColTile + n and holds (B(2j, n), B(2j+1, n)).
-void pack_b(bool parallel, int64_t N, int64_t K, const float* b, int64_t b_ks, int64_t b_ns, uint32_t* out) {
-  const int64_t K2 = (K + 1) / 2;
-  const int64_t chunks = (N + kColTile - 1) / kColTile;
-  auto at = [&](int64_t k, int64_t n) { return n < N && k < K ? b[k * b_ks + n * b_ns] : 0.0f; };
-  parallel_for(chunks, parallel, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; c++) {
-      uint32_t* dst = out + c * K2 * kColTile;
-      const int64_t n0 = c * kColTile;
-#if JF_GEMM_BF16_NATIVE
-      if (b_ns == 1 && n0 + kColTile <= N) {  // rows contiguous in n: two rows -> 16 pairs at a time
-        const __m512 zero = _mm512_setzero_ps();
-        for (int64_t j = 0; j < K2; j++) {
-          const float* lo = b + 2 * j * b_ks + n0;
-          const float* hi = lo + b_ks;
-          const bool odd_tail = 2 * j + 1 >= K;
-          for (int h = 0; h < kColTile; h += 16)
-            _mm512_storeu_si512(dst + j * kColTile + h,
-                                pairs16(_mm512_loadu_ps(lo + h), odd_tail ? zero : _mm512_loadu_ps(hi + h)));
-        }
-        continue;
-      }
-      if (b_ks == 1) {  // columns contiguous in k, 8 at a time
-        for (int g = 0; g < kColTile; g += 8) {
-          const int cols = static_cast<int>(std::clamp<int64_t>(N - (n0 + g), 0, 8));
-          pack_lines(b + (n0 + g) * b_ns, b_ns, cols, K, dst + g, kColTile);
-        }
-        continue;
-      }
-#endif
-      for (int64_t j = 0; j < K2; j++)
-        for (int n = 0; n < kColTile; n++) dst[j * kColTile + n] = pair(at(2 * j, n0 + n), at(2 * j + 1, n0 + n));
+        for (int l = 0; l < 8; l++) dst[j * W + l] = pair(at(l, 2 * j), at(l, 2 * j + 1));
     }
   });
 }
@@ -183,8 +144,7 @@ void tile(int64_t K2, const uint32_t* ap, const uint32_t* bp, float* c, int64_t 
       acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
     }
   }
-  const __mmask16 m0 = cols >= 16 ? 0xffff : static_cast<__mmask16>((1u << cols) - 1);
-  const __mmask16 m1 = cols >= 32 ? 0xffff : cols <= 16 ? 0 : static_cast<__mmask16>((1u << (cols - 16)) - 1);
+  const __mmask16 m0 = first_lanes(cols), m1 = first_lanes(cols - 16);
   for (int r = 0; r < MR; r++) {
     float* row = c + r * ldc;
     _mm512_mask_storeu_ps(row, m0, _mm512_add_ps(_mm512_maskz_loadu_ps(m0, row), acc[r][0]));
@@ -226,8 +186,8 @@ void gemm_accumulate_bf16(bool parallel, int64_t M, int64_t N, int64_t K, const 
   thread_local std::vector<uint32_t> a_packed, b_packed;  // grown to the largest call, reused
   a_packed.resize(std::max(a_packed.size(), static_cast<size_t>(row_blocks * K2 * kRowTile)));
   b_packed.resize(std::max(b_packed.size(), static_cast<size_t>(col_chunks * K2 * kColTile)));
-  pack_a(parallel, M, K, a, a_ms, a_ks, a_packed.data());
-  pack_b(parallel, N, K, b, b_ks, b_ns, b_packed.data());
+  pack_pairs(parallel, M, K, a, a_ms, a_ks, kRowTile, a_packed.data());
+  pack_pairs(parallel, N, K, b, b_ns, b_ks, kColTile, b_packed.data());
   const uint32_t* ap = a_packed.data();
   const uint32_t* bp = b_packed.data();
   // Column-chunk-major order: consecutive units share the chunk's packed panel of B, which stays in cache.
