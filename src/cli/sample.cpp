@@ -2,6 +2,7 @@
 // (`jf train --corpus DIR --doc-sep SEP --teacher BASE`): the base's distribution on text it actually
 // writes, rather than on a few kilobytes of real text. One process, one model load, seeded per sample.
 #include <cstdio>
+#include <map>
 
 #include "base/error.h"
 #include "base/mapped_file.h"
@@ -41,29 +42,33 @@ int run_sample(SampleArgs& a) {
   int done = 0;
   Progress progress(a.count, "sample");
   ArDecoder ar;  // stateless: one for every generation
-  std::vector<std::vector<int32_t>> prompt_of(static_cast<size_t>(a.count));
-  std::vector<std::string> prompt_text_of(static_cast<size_t>(a.count));
-  std::vector<GenerationConfig> gen_of(static_cast<size_t>(a.count));
+  struct Prompt {
+    std::vector<int32_t> tokens;
+    std::string text;
+  };
+  std::map<int, Prompt> in_flight;  // the prompts of the samples being generated
   auto start = [&](int i, Session& session) {
     PromptOptions po;
     po.prompt = prompts[static_cast<size_t>(i) % prompts.size()];
-    prompt_of[i] = prompt_tokens(po, tok, &prompt_text_of[i]);
-    gen_of[i] = a.gen;
-    gen_of[i].sampling.seed = seed + static_cast<uint64_t>(i);  // sample i is reproducible alone
-    return std::make_unique<Generation>(ar, session, prompt_of[i], gen_of[i]);
+    Prompt& p = in_flight[i];
+    p.tokens = prompt_tokens(po, tok, &p.text);
+    GenerationConfig gen = a.gen;  // the generation keeps its own copy
+    gen.sampling.seed = seed + static_cast<uint64_t>(i);  // sample i is reproducible alone
+    return std::make_unique<Generation>(ar, session, p.tokens, gen);
   };
   auto finish = [&](int i, GenerationResult&& r) {
-    StreamingDecoder text(tok, prompt_of[i]);
+    const Prompt p = std::move(in_flight[i]);
+    in_flight.erase(i);
+    StreamingDecoder text(tok, p.tokens);
     std::string continuation;
     for (int32_t t : r.tokens) continuation += text.push(t);
     continuation += text.finish();
     // Byte-level tokens can end inside a character or be a NUL byte, which would make the corpus readers skip
     // the whole file as invalid or binary: both are written as U+FFFD.
-    std::string sample = valid_utf8(prompt_text_of[i] + continuation);
+    std::string sample = valid_utf8(p.text + continuation);
     for (size_t at = sample.find('\0'); at != std::string::npos; at = sample.find('\0', at))
       sample.replace(at, 1, "\xEF\xBF\xBD");
     samples[i] = std::move(sample);
-    prompt_of[i] = {};
     tokens += static_cast<int64_t>(r.tokens.size());
     progress.update(++done, std::to_string(tokens) + " tokens");
   };
