@@ -1,5 +1,6 @@
 // Helpers shared by the model-level tests: random token sequences and the one-token-per-forward reference.
 #pragma once
+#include <algorithm>
 #include <vector>
 
 #include "base/rng.h"
@@ -30,5 +31,21 @@ inline Logits stepwise(const Model& m, const std::vector<int32_t>& toks) {
   }
   return out;
 }
+
+// A forward pass that counts its calls and the sequences they carried, around the real one.
+class CountingForward : public ForwardPass {
+ public:
+  explicit CountingForward(const Model& m) : tf_(m.config(), m.weights()) {}
+  const float* forward(std::span<SequenceInput* const> seqs) override {
+    forwards++;
+    most_sequences = std::max(most_sequences, static_cast<int>(seqs.size()));
+    return tf_.forward(seqs);
+  }
+  const ModelConfig& config() const override { return tf_.config(); }
+  int forwards = 0, most_sequences = 0;
+
+ private:
+  Transformer tf_;
+};
 
 }  // namespace jf::test

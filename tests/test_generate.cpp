@@ -201,22 +201,6 @@ TEST_F(StopConditions, SeededSamplingIsReproducible) {
   EXPECT_NE(ar.generate(s, prompt, cfg).tokens, a);
 }
 
-// A forward pass that counts its calls and the sequences they carried, around the real one.
-class CountingForward : public ForwardPass {
- public:
-  explicit CountingForward(const Model& m) : tf_(m.config(), m.weights()) {}
-  const float* forward(std::span<SequenceInput* const> seqs) override {
-    forwards++;
-    most_sequences = std::max(most_sequences, static_cast<int>(seqs.size()));
-    return tf_.forward(seqs);
-  }
-  const ModelConfig& config() const override { return tf_.config(); }
-  int forwards = 0, most_sequences = 0;
-
- private:
-  Transformer tf_;
-};
-
 // Generations batched into one forward give each one the same tokens as generating it alone, whatever
 // the number in flight; and they really share forwards.
 TEST_F(StopConditions, BatchedGenerationsMatchEachGeneratedAlone) {
@@ -236,7 +220,7 @@ TEST_F(StopConditions, BatchedGenerationsMatchEachGeneratedAlone) {
   }
   int all_alone_forwards = 0;
   for (int parallel : {1, 3, 16}) {
-    CountingForward fwd(*model);
+    test::CountingForward fwd(*model);
     std::vector<std::vector<int32_t>> batched(kCount);
     std::vector<int> finished;
     run_generation_batch(
@@ -252,7 +236,7 @@ TEST_F(StopConditions, BatchedGenerationsMatchEachGeneratedAlone) {
     if (parallel == 1) all_alone_forwards = fwd.forwards;
     else EXPECT_LT(fwd.forwards, all_alone_forwards / 2) << parallel << " in flight";
   }
-  CountingForward fwd(*model);
+  test::CountingForward fwd(*model);
   EXPECT_THROW(run_generation_batch(fwd, 1, 0, 128, DType::F32, nullptr, nullptr), Error);
 }
 

@@ -149,8 +149,8 @@ TEST(Trajectories, ResumeSkipsCompletedAndDropsACutLine) {
   std::remove(path.c_str());
 }
 
-// Prompts decoded together write the same file as one at a time: the real model's batch invariance, and
-// lines in prompt order whichever generation finishes first.
+// Prompts decoded together (really: forwards carry several) write the same file as one at a time: the real
+// model's batch invariance, and lines in prompt order whichever generation finishes first.
 TEST(Trajectories, ThePromptsInFlightDoNotChangeTheFile) {
   std::unique_ptr<Model> model = random_model(preset_config("tiny"), DType::F32, 5);
   const int V = model->config().vocab_size;
@@ -166,8 +166,9 @@ TEST(Trajectories, ThePromptsInFlightDoNotChangeTheFile) {
     opt.parallel = k == 0 ? 1 : 4;
     const std::string path = temp_path("parallel" + std::to_string(k) + ".jsonl");
     std::remove(path.c_str());
-    Transformer fwd(model->config(), model->weights());
+    test::CountingForward fwd(*model);
     EXPECT_EQ(collect_trajectories(fwd, prompts, opt, path).prompts, 9);
+    EXPECT_EQ(fwd.most_sequences, opt.parallel);  // the prompts really share forwards
     files[k] = read_text_file(path);
     std::vector<int64_t> ids;
     for (const TrajectoryRecord& r : read_trajectories(path)) ids.push_back(r.id);
