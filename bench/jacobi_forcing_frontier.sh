@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every variant of docs/TRAINING.md "The frontier on held-out data", then its tables and pictures.
 # Usage: bench/jacobi_forcing_frontier.sh stories|code [WORKDIR] [THREADS]
+#   LARGE_ROUNDS: bench/large_base_round.sh's OUTDIR, whose points join the code picture (default /tmp/jfbig/quick).
 #   (stories: ~2.5 h with one thread; code: ~16 h. Each model and evaluation is skipped when its file exists,
 #   so an interrupted run resumes where it stopped, and a second process may run the other model.)
 set -euo pipefail
@@ -88,6 +89,14 @@ else
   recipe "k2s2:3e-4:1:$new,--seed,2$C,--seed,2" "ccs2:3e-4:1:$new,--seed,2:--mask,clean-context,--max-repeat4,1,--seed,2"
   python3 bench/jacobi_forcing_recipe.py "$work" base old k2 k2lr1e3 b32 k2_a0.5 k2lr1e3_a0.5 k2lr1e3_a0.25 k2r2 k2r3 r2 r3 \
     r2_a0.5 r2_a0.25 k2lr3e5 k2lr1e4 k1 all decay nocap cc selfc loopsdropped k2x3 k2x3cc k2x3ccr2 k2x3lr1e4 k2x3lr1e4r2 k2x3r2 k2x3r2_a0.75 k2x3r2_a0.5 k2s2 ccs2 base_q6_k base_q5_k_m base_q4_k_m
+  # The larger base's one-round points (bench/large_base_round.sh's OUTDIR), where they have been made.
+  large=()
+  for lr in 3e-5 1e-4 3e-4; do
+    f="${LARGE_ROUNDS:-/tmp/jfbig/quick}/eval-lr$lr.jsonl"
+    [ -s "$f" ] || continue
+    head -1 "$f" >"$work/eval_large_lr$lr.json"
+    large+=("29.4M base, lr 3e-5 .. 3e-4=$work/eval_large_lr$lr.json")
+  done
   build/bin/jf frontier -o "$work/frontier.svg" --target 0.9,1.5 "old (first release)=$work/eval_old.json" \
     "new, lr 3e-5 .. 1e-3=$work/eval_k2lr3e5.json" "new, lr 3e-5 .. 1e-3=$work/eval_k2lr1e4.json" \
     "new, lr 3e-5 .. 1e-3=$work/eval_k2.json" "new, lr 3e-5 .. 1e-3=$work/eval_k2lr1e3.json" \
@@ -107,5 +116,5 @@ else
     "K = 1=$work/eval_k1.json" "every noisy row=$work/eval_all.json" "decay 0.5 instead of K=$work/eval_decay.json" \
     "no noise cap=$work/eval_nocap.json" "clean-context mask=$work/eval_cc.json" "self-consistency=$work/eval_selfc.json" \
     "loops dropped=$work/eval_loopsdropped.json" "3x prompts, clean-context mask=$work/eval_k2x3cc.json" \
-    "3x prompts, clean-context mask=$work/eval_k2x3ccr2.json"
+    "3x prompts, clean-context mask=$work/eval_k2x3ccr2.json" "${large[@]}"
 fi
