@@ -18,6 +18,7 @@ base="$large/pycode-ar.gguf"
 base_q8="$large/pycode-ar-q8_0.gguf"
 [ -s "$base" ] || { echo "no base at $base: run scripts/train_large_base.sh $large first" >&2; exit 1; }
 source scripts/pycode_corpus.sh
+source scripts/jf_recipe.sh
 mkdir -p "$out/samples"
 [ -s "$base_q8" ] || "$jf" convert -m "$base" --type q8_0 -o "$base_q8"
 [ -s "$large/train_prompts.jsonl" ] ||
@@ -25,18 +26,15 @@ mkdir -p "$out/samples"
 [ -s "$out/samples/samples.txt" ] || "$jf" sample -m "$base_q8" --prompts "$large/train_prompts.jsonl" --count 1500 -n 256 \
   --temp 1 --seed 1 -o "$out/samples/samples.txt"
 "$jf" collect -m "$base_q8" --prompts "$large/train_prompts.jsonl" --block 16 -n 128 --shard 0/3 -o "$out/traj.jsonl" 2>&1 | tail -1
-[ -s "$out/packed.jsonl" ] || "$jf" pack --traj "$out/traj.jsonl" --schedule linear --window 16 \
-  --mask nc --context-noise-cap 0.5 --max-repeat4 1 --max-len 1024 -o "$out/packed.jsonl"
+[ -s "$out/packed.jsonl" ] || "$jf" pack --traj "$out/traj.jsonl" "${jf_recipe_pack_flags[@]}" -o "$out/packed.jsonl"
 steps=$(($(wc -l <"$out/packed.jsonl") / 4))
 for lr in "$@"; do
   model="$out/jf-lr$lr.gguf"
   if [ ! -s "$model" ]; then
     resume=()
     [ -s "$model.ckpt.gguf" ] && resume=(--resume "$model.ckpt.gguf")
-    "$jf" train -m "$base" --objective jacobi-forcing --data "$out/packed.jsonl" --steps "$steps" --accum 4 \
-      --teacher "$base" --consistency-rows 2 --ar-weight 1 --consistency-norm per-block \
-      --corpus "$out/samples" --doc-sep '\n\n\n' --seq-len 512 --text-accum 1 --text-weight 4 \
-      --lr "$lr" --min-lr "$(python3 -c "print($lr / 10)")" --matmul bf16 --seed 1 --log-every 50 --save-every 100 \
+    "$jf" train -m "$base" "${jf_recipe_train_flags[@]}" --teacher "$base" --data "$out/packed.jsonl" --steps "$steps" \
+      --corpus "$out/samples" --lr "$lr" --min-lr "$(python3 -c "print($lr / 10)")" --matmul bf16 \
       -o "$model" "${resume[@]}" 2>&1 | tee -a "$out/train-lr$lr.log"
   fi
   [ -s "$out/jf-lr$lr-q8_0.gguf" ] || "$jf" convert -m "$model" --type q8_0 -o "$out/jf-lr$lr-q8_0.gguf"

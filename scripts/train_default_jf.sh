@@ -35,6 +35,7 @@ mkdir -p "$work/samples"
 base="$work/pycode-ar.gguf"
 [ -s "$base" ] || base=models/pycode-ar-q8_0.gguf
 source scripts/pycode_corpus.sh
+source scripts/jf_recipe.sh
 
 # The model that writes data for training from $1: $1 itself, or its DATA_TYPE copy.
 data_model() {
@@ -59,15 +60,14 @@ for r in $(seq 1 "$rounds"); do
   out="$work/$name-round$r.gguf"
   if [ ! -s "$out" ]; then
     "$jf" collect -m "$(data_model "$from")" --prompts "$work/train_prompts.jsonl" --block 16 -n 128 -o "$work/traj-round$r.jsonl" 2>&1 | tail -1
-    [ -s "$work/packed-round$r.jsonl" ] || "$jf" pack --traj "$work/traj-round$r.jsonl" --schedule linear --window 16 \
-      --mask nc --context-noise-cap 0.5 --max-repeat4 1 --max-len 1024 -o "$work/packed-round$r.jsonl"
+    [ -s "$work/packed-round$r.jsonl" ] ||
+      "$jf" pack --traj "$work/traj-round$r.jsonl" "${jf_recipe_pack_flags[@]}" -o "$work/packed-round$r.jsonl"
     steps=$(($(wc -l <"$work/packed-round$r.jsonl") / 4))
     resume=()  # an interrupted round goes on from its last checkpoint
     [ -s "$out.ckpt.gguf" ] && resume=(--resume "$out.ckpt.gguf")
-    "$jf" train -m "$from" --objective jacobi-forcing --data "$work/packed-round$r.jsonl" --steps "$steps" --accum 4 \
-      --teacher "$base" --consistency-rows 2 --ar-weight 1 --consistency-norm per-block \
-      --corpus "$work/samples" --doc-sep '\n\n\n' --seq-len 512 --text-accum 1 --text-weight 4 \
-      --lr "$lr" --min-lr "$(python3 -c "print($lr / 10)")" --matmul "${MATMUL:-f32}" --seed 1 --log-every 50 --save-every 100 -o "$out" "${resume[@]}" 2>&1 |
+    "$jf" train -m "$from" "${jf_recipe_train_flags[@]}" --teacher "$base" --data "$work/packed-round$r.jsonl" --steps "$steps" \
+      --corpus "$work/samples" --lr "$lr" --min-lr "$(python3 -c "print($lr / 10)")" --matmul "${MATMUL:-f32}" \
+      -o "$out" "${resume[@]}" 2>&1 |
       tee -a "$work/train-$name-round$r.log"
   fi
   from="$out"
