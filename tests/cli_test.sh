@@ -304,6 +304,28 @@ PY
   r=$(jf_checks "$tmp/old.json")
   [[ "$r" == *quality* ]] && echo "ok   the old recipe fails the quality bound $r" ||
     { echo "FAIL the old recipe should fail the quality bound: $r"; fails=$((fails + 1)); }
+  # A draft head makes the same model faster: trained on the frozen model's own packs (clean-context mask, the
+  # first row after each mismatch), Jacobi and multiblock draft from it and verify with the output head, so jf
+  # eval against the base finds agreement 1, KL 0 and the very same greedy outputs, and more tokens per forward.
+  # Measured (AVX-512, 2026-11-27): Jacobi x1.035, multiblock x1.029; with draft-head=0 exactly x1.
+  "$jf" pack --traj "$tmp/jf_traj.jsonl" --mask clean-context -o "$tmp/dh_packed.jsonl" >/dev/null 2>&1 &&
+    "$jf" train -m "$m" --objective draft-head --data "$tmp/dh_packed.jsonl" --steps 300 --accum 4 --lr 3e-3 \
+      --consistency-rows 1 --consistency-norm per-block -t 1 -o "$tmp/dh.gguf" >/dev/null 2>&1 &&
+    "$jf" eval -m "$tmp/dh.gguf" --base "$m" --text "$shared/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt" \
+      --max-text-tokens 2000 --prompts "$stories" --limit 24 -n 64 -t 1 --json \
+      --decoders jacobi:block=8,multiblock:block=8,jacobi:block=8:draft-head=0 >"$tmp/dh.json" 2>/dev/null
+  if r=$(python3 - "$tmp/dh.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+d, t, g = {x["decoder"]: x["tpf_ratio"] for x in j["decoders"]}, j["text"], j["greedy"]
+print("(jacobi x%.3f, multiblock x%.3f, without the head x%.3f, agreement %.3f, KL %g)" % (
+    d["jacobi:block=8"], d["multiblock:block=8"], d["jacobi:block=8:draft-head=0"], t["top1_agreement"], t["kl_base_model"]))
+assert t["top1_agreement"] == 1 and t["kl_base_model"] == 0 and g["identical_outputs"] == g["prompts"]
+assert d["jacobi:block=8"] > 1.015 and d["multiblock:block=8"] > 1.015 and d["jacobi:block=8:draft-head=0"] == 1
+PY
+  ); then echo "ok   a draft head gains TPF and leaves the model as it was $r"; else echo "FAIL draft head: $r"; fails=$((fails + 1)); fi
+  check_error "train draft-head with a teacher" 1 "$jf" train -m "$m" --objective draft-head --data "$tmp/dh_packed.jsonl" \
+    --teacher "$m" -o "$tmp/x.gguf"
   # jf sample: documents from BOS at temperature 1, separated as jf train --doc-sep reads them; sample i is
   # seed + i, so one sample with seed 6 is the second of three with seed 5. The three decoded together
   # (the default) are the same bytes as decoded one at a time.

@@ -4,6 +4,7 @@
 // equals the number of tokens it sees before itself, and what it sees are positions 0, 1, 2, ... in order.
 // It keeps each slot's token and position in its KV cache, so truncate/keep are exercised for real.
 #pragma once
+#include <algorithm>
 #include <functional>
 #include <span>
 #include <stdexcept>
@@ -28,9 +29,18 @@ class FakeModel : public ForwardPass {
   }
   const ModelConfig& config() const override { return cfg_; }
   int64_t rows_seen() const { return rows_; }
+  // A draft head: its logits for a row are `rule` of what the row sees (returned when a sequence asks).
+  void set_draft_rule(NextTokenRule rule) { draft_rule_ = std::move(rule); }
+  const float* draft_logits_for(const float* logits) const override {
+    const ptrdiff_t offset = logits - logits_.data();
+    if (!drafted_ || offset < 0 || static_cast<size_t>(offset) >= draft_logits_.size()) return nullptr;
+    return draft_logits_.data() + offset;
+  }
 
   const float* forward(std::span<SequenceInput* const> seqs) override {
     logits_.clear();
+    draft_logits_.clear();
+    drafted_ = draft_rule_ && std::any_of(seqs.begin(), seqs.end(), [](const SequenceInput* s) { return s->draft_logits; });
     std::vector<int32_t> visible;
     for (SequenceInput* s : seqs) {
       KvCache& c = *s->cache;
@@ -42,7 +52,7 @@ class FakeModel : public ForwardPass {
         const float pos = static_cast<float>(s->positions.empty() ? past + i : s->positions[i]);
         c.store_value(0, past + i, &pos);
       }
-      std::vector<std::vector<float>> rows(m);
+      std::vector<std::vector<float>> rows(m), drafts(m);
       for (int i = 0; i < m; i++) {
         visible.clear();
         int expect_pos = 0;
@@ -58,17 +68,24 @@ class FakeModel : public ForwardPass {
           if (s->mask.size() == 0 ? j <= i : s->mask.get(i, j)) see(past + j);
         rows[i].assign(cfg_.vocab_size, 0.0f);
         rule_(visible, rows[i].data());
+        if (drafted_) {
+          drafts[i].assign(cfg_.vocab_size, 0.0f);
+          draft_rule_(visible, drafts[i].data());
+        }
         rows_++;
       }
       for (int r : s->logit_rows) logits_.insert(logits_.end(), rows[r].begin(), rows[r].end());
+      if (drafted_)
+        for (int r : s->logit_rows) draft_logits_.insert(draft_logits_.end(), drafts[r].begin(), drafts[r].end());
     }
     return logits_.data();
   }
 
  private:
   ModelConfig cfg_;
-  NextTokenRule rule_;
-  std::vector<float> logits_;
+  NextTokenRule rule_, draft_rule_;
+  std::vector<float> logits_, draft_logits_;
+  bool drafted_ = false;
   int64_t rows_ = 0;
 };
 

@@ -42,6 +42,7 @@ class CountingForward : public ForwardPass {
     return tf_.forward(seqs);
   }
   const ModelConfig& config() const override { return tf_.config(); }
+  const float* draft_logits_for(const float* logits) const override { return tf_.draft_logits_for(logits); }
   int forwards = 0, most_sequences = 0;
 
  private:

@@ -99,6 +99,9 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
   app->add_option("--ngram-corpus", d.ngram_corpus,
                   "pld: also draft from this text file (tokenized with the model's tokenizer), e.g. reference "
                   "documents or code the output is likely to quote");
+  app->add_flag("!--no-draft-head", d.draft_head,
+                "jacobi/multiblock: draft from the model's output head even when it has a draft head (the output is "
+                "the same either way: drafts are always verified with the output head)");
   app->add_option("--K", d.max_blocks, "multiblock: blocks in flight (default 2)");
   app->add_option("--r", d.spawn_ratio,
                   "multiblock: spawn a block when the newest has min(ceil(r*n), n-1) accepted (default 0.85)");

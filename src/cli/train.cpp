@@ -24,7 +24,7 @@ namespace {
 struct TrainArgs {
   std::string teacher;
   std::string model, tokenizer_from, init, objective = "jacobi-forcing", data, ext = ".txt", out, resume;
-  std::string save_type = "f32", consistency_norm = "reference", doc_sep, matmul = "f32";
+  std::string save_type, consistency_norm = "reference", doc_sep, matmul = "f32";
   std::vector<std::string> corpus;
   size_t max_bytes = 0;
   int seq_len = 256, threads = 0, log_every = 10;
@@ -108,13 +108,29 @@ std::vector<std::vector<int32_t>> corpus_sequences(const TrainArgs& a, const Tok
   return seqs;
 }
 
+// The model's own tensors, unchanged, plus its trained draft head in `type` (default: the output head's type).
+TensorSet with_draft_head(const Model& original, const TrainableModel& trained, const std::string& type) {
+  const TensorRef* head = original.tensors().find(original.config().tied_output ? "token_embd.weight" : "output.weight");
+  DType t = head->type;
+  if (!type.empty()) dtype_from_name(type, &t);
+  TensorSet ts = original.tensors();
+  TensorSet draft = trained.to_tensor_set(t);
+  ts.tensors["draft_output.weight"] = *draft.find("draft_output.weight");
+  ts.owned.insert(ts.owned.end(), draft.owned.begin(), draft.owned.end());
+  return ts;
+}
+
 int run_train(TrainArgs& a) {
   if (!objective_from_name(a.objective, &a.opt.objective))
-    throw Error("--objective must be jacobi-forcing, cllm or ar, got '" + a.objective + "'");
+    throw Error("--objective must be jacobi-forcing, cllm, ar or draft-head, got '" + a.objective + "'");
+  const bool draft_head = a.opt.objective == Objective::DraftHead;
+  if (draft_head && a.model.empty()) throw Error("objective 'draft-head' needs the model to give a draft head (-m)");
+  if (draft_head && !a.teacher.empty()) throw Error("objective 'draft-head' has no teacher: its targets are the model's own clean rows");
+  if (draft_head && !a.corpus.empty()) throw Error("objective 'draft-head' trains on --data alone (no --corpus)");
   if (!consistency_norm_from_name(a.consistency_norm, &a.opt.loss.consistency_norm))
     throw Error("--consistency-norm must be reference or per-block, got '" + a.consistency_norm + "'");
-  DType save_type;
-  if (!dtype_from_name(a.save_type, &save_type))
+  DType save_type = DType::F32;
+  if (!a.save_type.empty() && !dtype_from_name(a.save_type, &save_type))
     throw Error("--save-type must be f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k or q6_k");
   if (a.out.empty()) throw Error("missing output path (-o)");
   if (a.seq_len < 2) throw Error("--seq-len must be >= 2");
@@ -127,10 +143,11 @@ int run_train(TrainArgs& a) {
   // ---- model and tokenizer
   std::unique_ptr<TrainableModel> model;
   std::unique_ptr<Tokenizer> tok;
+  LoadedModel lm;  // draft-head: the model's own tensors are written back unchanged
   if (!a.model.empty()) {
-    LoadedModel lm = load_model(a.model);
+    lm = load_model(a.model);
     tok = std::move(lm.tokenizer);
-    model = std::make_unique<TrainableModel>(TrainableModel::from_tensors(lm.model->config(), lm.model->tensors()));
+    model = std::make_unique<TrainableModel>(TrainableModel::from_tensors(lm.model->config(), lm.model->tensors(), draft_head));
   } else {
     if (a.tokenizer_from.empty()) throw Error("training from scratch needs --tokenizer-from VOCAB.gguf (and --init)");
     tok = Tokenizer::from_gguf(GgufFile::open(a.tokenizer_from)->meta());
@@ -223,8 +240,10 @@ int run_train(TrainArgs& a) {
   progress.finish();
   if (dist.rank() == 0) {
     ModelConfig cfg;
-    TensorSet ts = to_gguf_layout(model->config(), model->to_tensor_set(DType::F32), &cfg);
-    if (save_type != DType::F32) ts = convert_tensors(ts, save_type);
+    TensorSet ts = draft_head ? with_draft_head(*lm.model, *model, a.save_type)
+                              : to_gguf_layout(model->config(), model->to_tensor_set(DType::F32), &cfg);
+    if (draft_head) ts = to_gguf_layout(model->config(), ts, &cfg);
+    else if (save_type != DType::F32) ts = convert_tensors(ts, save_type);
     meta.set("jf.train.objective", GgufValue::of_string(a.objective));
     meta.set("jf.train.steps", GgufValue::of_u64(static_cast<uint64_t>(trainer.step())));
     write_model_gguf(a.out, cfg, ts, meta);
@@ -242,7 +261,9 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("-m,--model", a->model, "Model to start from (any format jf reads); omit to train from scratch");
   cmd->add_option("--tokenizer-from", a->tokenizer_from, "From scratch: vocabulary GGUF (e.g. from jf tokenizer-train)");
   cmd->add_option("--init", a->init, "From scratch: dim=256,layers=6,heads=8,kv-heads=8,ffn=768,ctx=1024");
-  cmd->add_option("--objective", a->objective, "jacobi-forcing (default), cllm or ar");
+  cmd->add_option("--objective", a->objective,
+                  "jacobi-forcing (default), cllm, ar, or draft-head (train only a draft head on the frozen -m model: "
+                  "its Jacobi drafts improve, its output stays bit for bit the same)");
   cmd->add_option("--data", a->data, "jacobi-forcing / cllm: packed sequences from jf pack");
   cmd->add_option("--corpus", a->corpus,
                   "ar: text files or directories; jacobi-forcing / cllm: real text mixed into every step (--text-accum)")
@@ -283,7 +304,7 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--save-every", a->opt.save_every, "Write a checkpoint every N steps (default: at the end)");
   cmd->add_option("--resume", a->resume, "Resume from a checkpoint (OUT.ckpt.gguf)");
   cmd->add_option("--stop-at", a->opt.stop_at, "Stop after this step, with a checkpoint (resume later with --resume)");
-  cmd->add_option("--save-type", a->save_type, "Weight type of the final model's matrices: f32 (default), f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k (rows that do not fit a type's blocks take GGML's fallback)");
+  cmd->add_option("--save-type", a->save_type, "Weight type of the final model's matrices (draft-head: of the draft head, default the output head's type): f32 (default), f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k (rows that do not fit a type's blocks take GGML's fallback)");
   cmd->add_option("--matmul", a->matmul,
                   "Linear layers' products: f32 (default) or bf16 (bfloat16 operands, fp32 sums: 1.5-2x faster training "
                   "on CPUs with AVX512-BF16; emulated, slower, elsewhere)")

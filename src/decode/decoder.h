@@ -83,6 +83,9 @@ class DecodeContext {
   // `co_await ctx.forward(in)`: suspends the loop until its driver has run `in` through the model.
   ForwardAwaiter forward(SequenceInput& in) { return ForwardAwaiter{slot_, in}; }
   ForwardSlot& slot() { return slot_; }
+  // After a forward whose input set draft_logits: the draft head's logits for its rows (null when the
+  // model has none), valid until the next forward.
+  const float* draft_logits() const { return slot_.draft_logits; }
   // Commits tokens in order, stopping at an end-of-generation token or the length limit; records how
   // many were committed by this forward. Returns the number actually committed.
   int commit(std::span<const int32_t> tokens);

@@ -66,6 +66,7 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     ctx.count("draft_tokens_cut", static_cast<int64_t>(draft.size()) - sent);
     const int S = s.cache().size();
     prepare_chain(ctx, std::span<const int32_t>(draft).first(static_cast<size_t>(sent)), tree, in);
+    in.draft_logits = opt_.draft_head;
     const float* logits = co_await ctx.forward(in);
     auto row = [&](int r) { return logits + static_cast<size_t>(r) * V; };
 
@@ -80,7 +81,9 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     const int L = tree.size();
     // block mode: stay inside the block; running: as many as the draft had after the committed tokens
     const int keep = opt_.running ? static_cast<int>(draft.size()) - k : std::max(0, budget - 1);
-    redraft_from_rows(logits, V, k, L, keep, next);
+    const float* drafts = ctx.draft_logits();  // the draft head's, or none
+    redraft_from_rows(drafts ? drafts : logits, V, k, L, keep, next);
+    if (drafts) ctx.count("draft_head_forwards");
     const int predicted = static_cast<int>(next.size());
     append_unsent(draft, sent, keep, next);
     guessed_from = predicted + std::max(0, guessed_from - (sent + 1));

@@ -2,6 +2,7 @@
 // the draft that matches the model's own predictions is committed with one more token, and the predictions
 // at the rejected positions become the next draft. Per-block mode: a block of n tokens, the draft shrinks
 // as the block fills. Running-window mode: the draft is topped up to n-1 guesses after every step.
+// With a draft head (JacobiOptions::draft_head) the next draft is the draft head's predictions instead.
 #pragma once
 #include "decode/decoder.h"
 #include "decode/draft_init.h"
@@ -31,6 +32,11 @@ struct JacobiOptions {
   // draft is kept for the next forward. false (and with an observer: trajectories are whole Jacobi
   // iterations): every forward carries the whole draft.
   bool adaptive = true;
+  // A model with a draft head (ModelWeights::draft_output, trained by `jf train --objective draft-head`):
+  // the next draft comes from it, while acceptance still compares the draft with the model's own output
+  // head, so the output is the model's greedy output whatever the draft head predicts. false: drafts from
+  // the output head, as for any model.
+  bool draft_head = true;
 };
 
 // Kept across generations: the acceptance statistics of its drafts, by kind (guesses, predictions).

@@ -165,8 +165,13 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     if (with_pseudo)
       for (size_t b = 0; b < pseudo.size(); b++)
         ctx.tag_rows(tree.size() + static_cast<int>(b) * n, n, RowRole::Block, static_cast<int>(b) + 1);
+    in.draft_logits = opt_.draft_head;
     const float* logits = co_await ctx.forward(in);
     auto row = [&](int logit_row) { return logits + static_cast<size_t>(logit_row) * V; };  // tree nodes first
+    // Next drafts come from the draft head when the model has one; verification always from `row`.
+    const float* drafts = ctx.draft_logits() ? ctx.draft_logits() : logits;
+    auto draft_row = [&](int logit_row) { return drafts + static_cast<size_t>(logit_row) * V; };
+    if (drafts != logits) ctx.count("draft_head_forwards");
 
     // ---- verify the real-active block
     accept_greedy(tree, row, V, acc);
@@ -193,14 +198,14 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     }
     // The prediction for the position after the real-active block (its last draft row, or the root's), when
     // the whole draft was sent.
-    const int32_t ra_tail_pred = sent == budget - 1 ? static_cast<int32_t>(argmax(row(sent > 0 ? chains[0].back() : 0), V)) : -1;
+    const int32_t ra_tail_pred = sent == budget - 1 ? static_cast<int32_t>(argmax(draft_row(sent > 0 ? chains[0].back() : 0), V)) : -1;
     const int new_budget = std::max(0, budget - (k + 1));
     // Jacobi update of the rest of the block: draft token i stood where token i + 1 of the block now goes
     // (the bonus token took draft token k's place), so its row predicts the token after that; the unsent
     // rest of the draft follows.
     next.clear();
     for (size_t i = k; i < chains[win].size() && static_cast<int>(next.size()) < new_budget - 1; i++)
-      next.push_back(static_cast<int32_t>(argmax(row(chains[win][i]), V)));
+      next.push_back(static_cast<int32_t>(argmax(draft_row(chains[win][i]), V)));
     next_kinds.assign(next.size(), kPredicted);
     const int reached = static_cast<int>(chains[win].size());  // the draft positions the winning chain's rows covered
     append_unsent(draft, reached, new_budget - 1, next);
@@ -227,7 +232,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
       for (PseudoBlock& b : pseudo) {
         g.clear();
         for (size_t j = 0; j < b.draft.size(); j++, r++)
-          g.push_back(static_cast<int32_t>(argmax(row(tree.size() + static_cast<int>(r)), V)));
+          g.push_back(static_cast<int32_t>(argmax(draft_row(tree.size() + static_cast<int>(r)), V)));
         const int32_t next_before = g.empty() ? b.after : g.back();
         advance_pseudo(b, g, before);
         before = next_before;

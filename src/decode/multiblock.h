@@ -30,6 +30,7 @@ struct MultiblockOptions {
   // they have saved at promotion pays for their rows, recycled candidates only while their wins pay for
   // theirs. false: every forward carries what the parameters say.
   bool adaptive = true;
+  bool draft_head = true;  // next drafts from the model's draft head when it has one (decode/jacobi.h)
 };
 
 // A pseudo-active block (exposed for tests).

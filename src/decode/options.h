@@ -35,6 +35,8 @@ struct DecoderOptions {
   // Every decoder (not only pld) sizes each forward by the row-pricing rule (decode/row_cost.h) when this
   // is set (draft-policy=adaptive, the default); `fixed` sends what its parameters say.
   bool draft_adaptive = true;
+  // jacobi, multiblock: take the next drafts from the model's draft head when it has one (decode/jacobi.h)
+  bool draft_head = true;
   int ngram_memory = 1 << 16;  // tokens of earlier generations (same decoder) to draft from; 0 = off
   std::string ngram_corpus;    // a text file to draft from as well (the CLI tokenizes it into corpus_tokens)
   std::vector<int32_t> corpus_tokens;

@@ -43,10 +43,12 @@ struct SequenceInput {
   std::vector<int32_t> positions;   // RoPE position per token; empty: cache->size() + i
   VisibilityMask mask;              // empty: causal
   std::vector<int32_t> logit_rows;  // rows (indices into tokens) whose logits are returned, in this order
+  bool draft_logits = false;        // also the draft head's logits for those rows (ForwardPass::draft_logits_for)
 
   // Prepares M rows with explicit positions and an empty (all-invisible) mask, for the caller to fill.
   void reset_rows(KvCache* c, int m) {
     cache = c;
+    draft_logits = false;
     tokens.assign(static_cast<size_t>(m), 0);
     positions.assign(static_cast<size_t>(m), 0);
     logit_rows.clear();
@@ -57,6 +59,7 @@ struct SequenceInput {
   // Resets to plain causal input of `toks` at the end of the cache (reusing the vectors' storage).
   void set_causal(KvCache* c, std::span<const int32_t> toks, Logits which) {
     cache = c;
+    draft_logits = false;
     tokens.assign(toks.begin(), toks.end());
     positions.clear();
     mask.clear();

@@ -34,6 +34,7 @@ struct ModelConfig {
   std::vector<float> rope_freq_factors;  // Llama-3.1 style per-frequency divisors (empty: none)
   bool attn_bias = false;        // q/k/v projections carry biases (Qwen2)
   bool tied_output = false;      // output head shares the token embedding
+  bool draft_head = false;       // has jf's draft head ("draft_output.weight", decode/jacobi.h)
   // LongRoPE (phi3): per-frequency divisors for a context up to rope_orig_context (short) and beyond it
   // (long), chosen by the KV cache's capacity as llama.cpp chooses by its context size; both empty: none.
   std::vector<float> rope_factors_short, rope_factors_long;

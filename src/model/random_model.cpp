@@ -81,6 +81,7 @@ TensorSet random_tensors(const ModelConfig& cfg_in, const WeightScheme& scheme, 
     matrix(p + "ffn_down.weight", cfg.dim, cfg.ffn_dim);
     if (cfg.gemma()) vector(p + "post_ffw_norm.weight", cfg.dim, 1.0f, 0.1f);
   }
+  if (cfg.draft_head) matrix("draft_output.weight", cfg.vocab_size, cfg.dim);  // last: other tensors keep their values
   return ts;
 }
 

@@ -9,7 +9,7 @@
 
 namespace jf {
 
-// Tensors for `cfg` (tied_output / attn_bias / rope_freq_factors decide which exist), matrices of type
+// Tensors for `cfg` (tied_output / attn_bias / rope_freq_factors / draft_head decide which exist), matrices of type
 // `type`, norms and biases fp32. Values uniform with variance 1/fan_in, so activations stay in a realistic range.
 TensorSet random_tensors(const ModelConfig& cfg, DType type, uint64_t seed);
 // The same with each matrix's type from a scheme (scheme_tensor_type): GGML's file types' mixes.

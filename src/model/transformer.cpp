@@ -41,6 +41,7 @@ void Transformer::ensure_capacity(int64_t n, int64_t nl) {
     grow(local_sin_, n * cfg_.rope_dim / 2);
   }
   grow(logits_, nl * cfg_.vocab_size);
+  if (w_.draft_output.data) grow(draft_logits_, nl * cfg_.vocab_size);
 }
 
 // Flattens the sequences into rows, validates them, claims cache slots and lists each row's visible slots.
@@ -179,6 +180,7 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
   const int64_t nl = static_cast<int64_t>(logit_src_.size());
   ensure_capacity(std::max<int64_t>(n, 1), std::max<int64_t>(nl, 1));
   n_forwards_++;
+  drafted_ = false;
   if (n == 0) return logits_.data();
   const int dim = cfg_.dim, half = cfg_.rope_dim / 2;
 
@@ -234,12 +236,26 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
   for (int64_t i = 0; i < nl; i++)
     rmsnorm(&x_[logit_src_[i] * dim], w_.output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
   matmul(xb_.data(), nl, w_.output, logits_.data(), threads);
-  if (cfg_.final_softcap > 0.0f) {  // element by element: the same bits however the range is split
-    const int64_t n = nl * cfg_.vocab_size;
-    parallel_for(n, threads && n >= (int64_t{1} << 15),
-                 [&](int64_t a, int64_t b) { softcap(logits_.data() + a, b - a, cfg_.final_softcap); });
+  final_softcap(logits_.data(), nl, threads);
+  const bool drafts = std::any_of(seqs.begin(), seqs.end(), [](const SequenceInput* s) { return s->draft_logits; });
+  if (w_.draft_output.data && drafts) {  // every logit row: one matmul, whichever sequences asked
+    matmul(xb_.data(), nl, w_.draft_output, draft_logits_.data(), threads);
+    final_softcap(draft_logits_.data(), nl, threads);
+    drafted_ = true;
   }
   return logits_.data();
+}
+
+void Transformer::final_softcap(float* logits, int64_t rows, bool threads) const {
+  if (cfg_.final_softcap <= 0.0f) return;
+  const int64_t n = rows * cfg_.vocab_size;  // element by element: the same bits however the range is split
+  parallel_for(n, threads && n >= (int64_t{1} << 15), [&](int64_t a, int64_t b) { softcap(logits + a, b - a, cfg_.final_softcap); });
+}
+
+const float* Transformer::draft_logits_for(const float* logits) const {
+  const ptrdiff_t offset = logits - logits_.data();
+  if (!drafted_ || offset < 0 || static_cast<size_t>(offset) >= draft_logits_.size()) return nullptr;
+  return draft_logits_.data() + offset;
 }
 
 }  // namespace jf

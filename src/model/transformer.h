@@ -26,6 +26,13 @@ class ForwardPass {
   // Throws jf::Error on bad tokens/positions or a full cache.
   virtual const float* forward(std::span<SequenceInput* const> seqs) = 0;
   virtual const ModelConfig& config() const = 0;
+  // The draft head's logits (ModelWeights::draft_output) for the logit row that `logits` points to in the
+  // last forward's result; valid as long as `logits`. Null when the model has no draft head or no
+  // sequence of that forward set SequenceInput::draft_logits.
+  virtual const float* draft_logits_for(const float* logits) const {
+    (void)logits;
+    return nullptr;
+  }
 
   const float* forward(SequenceInput& seq) {
     SequenceInput* p = &seq;
@@ -42,6 +49,7 @@ class Transformer : public ForwardPass {
   const float* forward(std::span<SequenceInput* const> seqs) override;
   using ForwardPass::forward;
   const ModelConfig& config() const override { return cfg_; }
+  const float* draft_logits_for(const float* logits) const override;
   uint64_t n_forwards() const { return n_forwards_; }
 
  private:
@@ -56,6 +64,7 @@ class Transformer : public ForwardPass {
   void attend_units(int layer, int64_t u0, int64_t u1);
   void out_ffn_rows(int layer, int64_t r0, int64_t r1, bool threads);
   void ensure_capacity(int64_t rows, int64_t logit_rows);
+  void final_softcap(float* logits, int64_t rows, bool threads) const;
   void list_visible_slots(const SequenceInput& s, int past, int i, Row& r);
 
   ModelConfig cfg_;
@@ -69,6 +78,8 @@ class Transformer : public ForwardPass {
   std::vector<int32_t> logit_src_;  // row index of each requested logit row
   // activations, rows x width, allocated once for the largest batch seen
   aligned_vector<float> x_, xb_, q_, k_, v_, att_, hg_, hu_, rope_cos_, rope_sin_, logits_;
+  aligned_vector<float> draft_logits_;  // the draft head's, when the last forward asked for them
+  bool drafted_ = false;
   aligned_vector<float> local_cos_, local_sin_;  // angles of local layers, when their RoPE base differs
 };
 

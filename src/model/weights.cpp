@@ -121,6 +121,7 @@ ModelWeights bind_weights(const TensorSet& ts, ModelConfig& cfg) {
     throw Error("tensor 'token_embd.weight' must be 2-D, has shape " + dims_str(emb->dims));
   if (cfg.vocab_size == 0) cfg.vocab_size = static_cast<int>(emb->dims[1]);
   cfg.tied_output = ts.find("output.weight") == nullptr;
+  cfg.draft_head = ts.find("draft_output.weight") != nullptr;
   cfg.attn_bias = ts.find("blk.0.attn_q.bias") != nullptr;
   config_vector(ts, "rope_freqs.weight", cfg.rope_freq_factors);
   config_vector(ts, "rope_factors_long.weight", cfg.rope_factors_long);
@@ -132,6 +133,7 @@ ModelWeights bind_weights(const TensorSet& ts, ModelConfig& cfg) {
   w.tok_embd = b.matrix("token_embd.weight", cfg.vocab_size, cfg.dim);
   w.output_norm = b.vec("output_norm.weight", cfg.dim, true);
   w.output = cfg.tied_output ? w.tok_embd : b.matrix("output.weight", cfg.vocab_size, cfg.dim);
+  if (cfg.draft_head) w.draft_output = b.matrix("draft_output.weight", cfg.vocab_size, cfg.dim);
   for (int l = 0; l < cfg.n_layers; l++) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights L;
@@ -146,6 +148,7 @@ ModelWeights bind_weights(const TensorSet& ts, ModelConfig& cfg) {
 std::vector<std::string> tensor_names(const ModelConfig& cfg) {
   std::vector<std::string> names = {"token_embd.weight", "output_norm.weight"};
   if (!cfg.tied_output) names.push_back("output.weight");
+  if (cfg.draft_head) names.push_back("draft_output.weight");
   if (!cfg.rope_freq_factors.empty()) names.push_back("rope_freqs.weight");
   if (!cfg.rope_factors_long.empty()) {
     names.push_back("rope_factors_long.weight");
@@ -189,6 +192,7 @@ void pack_matrices(ModelWeights& w, const std::function<void(const WeightMatrix&
   for (LayerWeights& L : w.layers)
     for (WeightMatrix* m : L.matrices()) pack(*m);
   pack(w.output);
+  if (w.draft_output.data) pack(w.draft_output);
 }
 
 }  // namespace jf

@@ -62,6 +62,10 @@ struct ModelWeights {
   WeightMatrix tok_embd;  // vocab x dim (rows are embeddings)
   const float* output_norm = nullptr;
   WeightMatrix output;  // vocab x dim (may alias tok_embd)
+  // Optional second head on the same final hidden state ("draft_output.weight", vocab x dim; data null when
+  // absent): Jacobi decoders take their next drafts from it and verify them with `output`, so the output
+  // stays the model's own (docs/TRAINING.md, "A draft head").
+  WeightMatrix draft_output;
   std::vector<LayerWeights> layers;
   std::vector<std::vector<float>> f32_vectors;  // norms and biases converted to fp32
   std::vector<PageBuffer> packed;               // panel copies of matrices (see pack_matrices)

@@ -15,12 +15,13 @@ std::string objective_name(Objective o) {
     case Objective::JacobiForcing: return "jacobi-forcing";
     case Objective::Cllm: return "cllm";
     case Objective::Ar: return "ar";
+    case Objective::DraftHead: return "draft-head";
   }
   return "?";
 }
 
 bool objective_from_name(const std::string& s, Objective* out) {
-  for (Objective o : {Objective::JacobiForcing, Objective::Cllm, Objective::Ar})
+  for (Objective o : {Objective::JacobiForcing, Objective::Cllm, Objective::Ar, Objective::DraftHead})
     if (s == objective_name(o)) {
       *out = o;
       return true;
@@ -115,9 +116,21 @@ double clean_ar_loss(const PackedSequence& p, const float* logits, int V, float 
 
 }  // namespace
 
+namespace {
+// Rows at and after EOS are excluded: the clean row there predicts what follows EOS (padding).
+int consistency_end(const PackedSequence& p, int k) { return p.valid(k) < p.n ? p.valid(k) - 1 : p.n; }
+}  // namespace
+
+std::vector<int32_t> consistency_rows(const PackedSequence& p) {
+  std::vector<int32_t> rows;
+  for (int k = 0; k < p.blocks(); k++)
+    for (int t = p.first_mismatch[k]; t < consistency_end(p, k); t++) rows.push_back(p.noisy_begin(k) + t);
+  return rows;
+}
+
 LossReport packed_loss(Objective obj, const PackedSequence& p, const float* logits, int V, const ObjectiveOptions& o,
                        float* dlogits, const float* teacher_logits) {
-  JF_CHECK(obj != Objective::Ar, "packed_loss is for the Jacobi objectives");
+  JF_CHECK(obj == Objective::JacobiForcing || obj == Objective::Cllm, "packed_loss is for jacobi-forcing and cllm");
   const size_t T = p.tokens.size();
   std::fill(dlogits, dlogits + T * V, 0.0f);
   LossReport r;
@@ -127,8 +140,7 @@ LossReport packed_loss(Objective obj, const PackedSequence& p, const float* logi
                        &r.teacher_kl);
 
   // Consistency: noisy row t of block k (t >= first mismatch) against the detached clean row t.
-  // Rows at and after EOS are excluded: the clean row there predicts what follows EOS (padding).
-  auto end = [&](int k) { return p.valid(k) < p.n ? p.valid(k) - 1 : p.n; };
+  auto end = [&](int k) { return consistency_end(p, k); };
   auto row_weight = [&](int offset) {
     if (o.consistency_rows > 0 && offset >= o.consistency_rows) return 0.0f;
     return std::pow(o.consistency_decay, static_cast<float>(offset));

@@ -11,7 +11,10 @@
 
 namespace jf {
 
-enum class Objective { JacobiForcing, Cllm, Ar };
+// DraftHead: the Jacobi Forcing consistency term on a frozen model's draft head alone (its noisy rows'
+// logits come from the draft head, the targets from the model's own clean rows; no AR term), so the model's
+// output stays what it was and only its drafts improve (decode/jacobi.h).
+enum class Objective { JacobiForcing, Cllm, Ar, DraftHead };
 // How the consistency term is normalised. Reference (the Jacobi Forcing trainer): soft CE summed over all
 // kept noisy positions of the sequence, divided by their count and by the number of blocks. PerBlock (jf's
 // earlier form): mean over each block's positions, then mean over the blocks that have any; B times
@@ -20,7 +23,7 @@ enum class ConsistencyNorm { Reference, PerBlock };
 std::string consistency_norm_name(ConsistencyNorm c);
 bool consistency_norm_from_name(const std::string& s, ConsistencyNorm* out);  // "reference", "per-block"
 std::string objective_name(Objective o);
-bool objective_from_name(const std::string& s, Objective* out);  // "jacobi-forcing", "cllm", "ar"
+bool objective_from_name(const std::string& s, Objective* out);  // "jacobi-forcing", "cllm", "ar", "draft-head"
 
 struct ObjectiveOptions {
   float ar_weight = 10.0f;        // w in consistency + w * AR (the reference uses 10)
@@ -66,6 +69,10 @@ struct LossReport {
 // The clean-stream next-token target of every row of a packed sequence (-1 where there is none: noisy
 // rows and the last clean token).
 std::vector<int32_t> clean_stream_targets(const PackedSequence& p);
+
+// The noisy rows a consistency term reads: in every block, from the first mismatch to the last row whose
+// clean counterpart predicts real text.
+std::vector<int32_t> consistency_rows(const PackedSequence& p);
 
 // Loss of a packed sequence for JacobiForcing or Cllm; writes dlogits (T x V; zero where no loss applies).
 // teacher_logits (T x V, the frozen base model on the same sequence and mask) may be null.

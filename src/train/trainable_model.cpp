@@ -37,6 +37,7 @@ TrainableModel::TrainableModel(const ModelConfig& cfg) : cfg_(cfg) {
   tok_embd_ = add_tensor("token_embd.weight", {C, V});
   output_norm_ = add_tensor("output_norm.weight", {C});
   output_ = cfg_.tied_output ? tok_embd_ : add_tensor("output.weight", {C, V});
+  if (cfg_.draft_head) draft_output_ = add_tensor("draft_output.weight", {C, V});
   for (int l = 0; l < cfg_.n_layers; l++) {
     const std::string pre = "blk." + std::to_string(l) + ".";
     Layer L;
@@ -62,12 +63,14 @@ TrainableModel::TrainableModel(const ModelConfig& cfg) : cfg_(cfg) {
     if (e.name.ends_with("norm.weight")) std::fill_n(values_.data() + e.offset, e.size, 1.0f);
 }
 
-TrainableModel TrainableModel::from_tensors(const ModelConfig& cfg_in, const TensorSet& ts) {
+TrainableModel TrainableModel::from_tensors(const ModelConfig& cfg_in, const TensorSet& ts, bool with_draft_head) {
   ModelConfig cfg = cfg_in;
   bind_weights(ts, cfg);  // validates every tensor's presence and shape; completes cfg
+  cfg.draft_head = cfg.draft_head || with_draft_head;
   TrainableModel m(cfg);
   for (const Entry& e : m.layout_) {
     const TensorRef* t = ts.find(e.name);
+    if (!t && e.offset == m.draft_output_) t = ts.find(cfg.tied_output ? "token_embd.weight" : "output.weight");
     JF_CHECK(t != nullptr && t->n_elements() == e.size, "tensor " + e.name + " checked by bind_weights");
     dequantize_row(t->type, t->data, m.values_.data() + e.offset, e.size);
   }

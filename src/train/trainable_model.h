@@ -17,6 +17,7 @@
 // Buffers grow to the largest T seen and are reused: no allocation per step once warmed up.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,7 +54,9 @@ class TrainableModel {
   explicit TrainableModel(const ModelConfig& cfg);
   // Copies (dequantizing any dtype to fp32) the tensors of `ts`, checked with model/weights.h bind_weights,
   // which also completes the config from the tensors (tied output, biases, vocab size, rope_freqs).
-  static TrainableModel from_tensors(const ModelConfig& cfg, const TensorSet& ts);
+  // with_draft_head: give the model a draft head (config draft_head) even when `ts` has none; it starts as a
+  // copy of the output head.
+  static TrainableModel from_tensors(const ModelConfig& cfg, const TensorSet& ts, bool with_draft_head = false);
   // Matrices ~ N(0, 0.02^2), the residual projections (attn_output, ffn_down) scaled by 1/sqrt(2 n_layers),
   // norms = 1, biases = 0. Deterministic in `seed`.
   void init_random(uint64_t seed);
@@ -71,6 +74,13 @@ class TrainableModel {
   const float* forward(const TrainSequence& s);
   // Accumulates into the gradients dL/dparams given dlogits = dL/dlogits (T x vocab_size) of the last forward.
   void backward(const float* dlogits);
+
+  // The draft head (config draft_head: "draft_output.weight", decode/jacobi.h) on the last forward's final
+  // hidden states: replaces the logits of `rows` with the draft head's and returns the logits (T x V).
+  const float* draft_logits(std::span<const int32_t> rows);
+  // Accumulates into the draft head's gradient only, given dlogits (T x V) of which only `rows` are read:
+  // the rest of the model is frozen (no backward through it).
+  void backward_draft_head(const float* dlogits, std::span<const int32_t> rows);
   void zero_grad();
   int64_t tokens() const { return T_; }  // T of the last forward
 
@@ -111,6 +121,8 @@ class TrainableModel {
   std::vector<Entry> layout_;
   std::vector<float> values_, grads_;
   int64_t tok_embd_ = 0, output_norm_ = 0, output_ = 0;  // output_ == tok_embd_ when tied
+  int64_t draft_output_ = -1;  // -1: no draft head
+  std::vector<float> draft_x_, draft_z_;  // the draft rows' hidden states and logits (or their gradients)
   std::vector<Layer> layers_;
 
   int64_t T_ = 0, capacity_ = 0;

@@ -139,6 +139,36 @@ void TrainableModel::backward(const float* dlogits) {
   embedding_backward(g(tok_embd_), dres, tokens_.data(), T_, C);
 }
 
+// ---------------------------------------------------------------- draft head (rows gathered, so the
+// products run over the draft rows only)
+
+const float* TrainableModel::draft_logits(std::span<const int32_t> rows) {
+  JF_CHECK(draft_output_ >= 0, "the model has no draft head");
+  JF_CHECK(T_ > 0, "draft_logits without a forward");
+  const int64_t C = cfg_.dim, V = cfg_.vocab_size, R = static_cast<int64_t>(rows.size());
+  draft_x_.resize(static_cast<size_t>(R * C));
+  draft_z_.resize(static_cast<size_t>(R * V));
+  for (int64_t i = 0; i < R; i++) {
+    JF_CHECK(rows[i] >= 0 && rows[i] < T_, "draft row out of range");
+    std::copy_n(act_.xn_out.data() + rows[i] * C, C, draft_x_.data() + i * C);
+  }
+  linear_forward(draft_z_.data(), draft_x_.data(), p(draft_output_), nullptr, R, C, V);
+  for (int64_t i = 0; i < R; i++) std::copy_n(draft_z_.data() + i * V, V, act_.logits.data() + rows[i] * V);
+  return act_.logits.data();
+}
+
+void TrainableModel::backward_draft_head(const float* dlogits, std::span<const int32_t> rows) {
+  JF_CHECK(draft_output_ >= 0, "the model has no draft head");
+  const int64_t C = cfg_.dim, V = cfg_.vocab_size, R = static_cast<int64_t>(rows.size());
+  draft_x_.resize(static_cast<size_t>(R * C));
+  draft_z_.resize(static_cast<size_t>(R * V));
+  for (int64_t i = 0; i < R; i++) {
+    std::copy_n(act_.xn_out.data() + rows[i] * C, C, draft_x_.data() + i * C);
+    std::copy_n(dlogits + rows[i] * V, V, draft_z_.data() + i * V);
+  }
+  linear_backward(nullptr, g(draft_output_), nullptr, draft_z_.data(), draft_x_.data(), p(draft_output_), R, C, V);
+}
+
 void TrainableModel::ffn_block_backward(int l) {
   const Layer& L = layers_[l];
   const int64_t C = cfg_.dim, F = cfg_.ffn_dim;

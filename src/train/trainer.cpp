@@ -29,6 +29,9 @@ Trainer::Trainer(TrainableModel& model, const TrainData& data, const TrainOption
   if (opt_.objective == Objective::Ar && data_.text.empty()) throw Error("objective 'ar' needs text sequences");
   if (opt_.objective != Objective::Ar && data_.packed.empty()) throw Error("objective '" + objective_name(opt_.objective) + "' needs packed Jacobi sequences");
   if (opt_.adam.anchor_decay < 0) throw Error("--anchor-decay must be >= 0");
+  if (opt_.objective == Objective::DraftHead && !model_.config().draft_head) throw Error("objective 'draft-head' needs a model with a draft head");
+  if (opt_.objective == Objective::DraftHead && (opt_.text_accum > 0 || opt_.loss.teacher_consistency))
+    throw Error("objective 'draft-head' trains on packed sequences alone, against the model's own clean rows");
   if (opt_.text_accum < 0) throw Error("--text-accum must be >= 0");
   if (opt_.text_weight < 0) throw Error("--text-weight must be >= 0");
   if (opt_.text_accum > 0 && (opt_.objective == Objective::Ar || data_.text.empty()))
@@ -88,10 +91,24 @@ LossReport Trainer::micro_batch(size_t example, float* grad_out, int64_t* tokens
     const float* teacher_logits = teacher_forward(s, p.tokens.size());
     const float* logits = model_.forward(s);
     dlogits_.resize(p.tokens.size() * static_cast<size_t>(V));
-    r = packed_loss(opt_.objective, q, logits, V, opt_.loss, dlogits_.data(), teacher_logits);
     *tokens = static_cast<int64_t>(p.tokens.size());
+    if (opt_.objective == Objective::DraftHead) return draft_head_batch(q, grad_out);
+    r = packed_loss(opt_.objective, q, logits, V, opt_.loss, dlogits_.data(), teacher_logits);
   }
   backward_into(grad_out);
+  return r;
+}
+
+// The draft head's noisy rows against the frozen model's own clean rows: consistency only, and a backward
+// into the draft head alone.
+LossReport Trainer::draft_head_batch(const PackedSequence& p, float* grad_out) {
+  const std::vector<int32_t> rows = consistency_rows(p);
+  const float* logits = model_.draft_logits(rows);
+  ObjectiveOptions o = opt_.loss;
+  o.ar_weight = 0.0f;
+  LossReport r = packed_loss(Objective::JacobiForcing, p, logits, model_.config().vocab_size, o, dlogits_.data());
+  model_.backward_draft_head(dlogits_.data(), rows);
+  std::copy(model_.grad_data(), model_.grad_data() + model_.n_params(), grad_out);
   return r;
 }
 
@@ -128,6 +145,8 @@ void Trainer::run(const std::function<void(const StepReport&)>& on_step) {
     pdata.push_back(params[i].data);
     sizes.push_back(params[i].size);
     decay[i] = params[i].dims.size() == 2;
+    // draft-head: the rest of the model is frozen (its gradients are zero; no weight decay moves it)
+    if (opt_.objective == Objective::DraftHead && params[i].name != "draft_output.weight") decay[i] = false;
   }
   total_grad_.resize(static_cast<size_t>(n));
   micro_grads_.resize(static_cast<size_t>(opt_.accum + opt_.text_accum));

@@ -1,0 +1,310 @@
+// The draft head (decode/jacobi.h; trained by `jf train --objective draft-head`): Jacobi and multiblock take
+// their next drafts from it and verify them with the output head, so the output is AR's whatever the head
+// predicts; a head that predicts well raises the tokens per forward; training it moves nothing else.
+#include <cstdio>
+#include <cstring>
+
+#include "base/error.h"
+#include "base/rng.h"
+#include "decode/options.h"
+#include "fake_model.h"
+#include "model/random_model.h"
+#include "train/trainer.h"
+#include "test_support.h"
+
+namespace jf {
+namespace {
+
+GenerationResult run(Session& s, const DecoderOptions& o, const std::vector<int32_t>& prompt, const GenerationConfig& cfg) {
+  o.validate(true);
+  return make_decoder(o)->generate(s, prompt, cfg);
+}
+
+DecoderOptions decoder(const std::string& name, int block, bool adaptive, bool head = true) {
+  DecoderOptions o;
+  o.name = name;
+  o.block = block;
+  o.draft_adaptive = adaptive;
+  o.draft_head = head;
+  return o;
+}
+
+// The decoders that draft from a head, over block sizes, both draft policies and multiblock's shapes.
+std::vector<DecoderOptions> head_decoders() {
+  std::vector<DecoderOptions> all;
+  for (int n : {2, 4, 8, 16})
+    for (bool adaptive : {false, true}) {
+      all.push_back(decoder("jacobi", n, adaptive));
+      all.push_back(decoder("multiblock", n, adaptive));
+    }
+  DecoderOptions running = decoder("jacobi", 8, false);
+  running.running_window = true;
+  all.push_back(running);
+  DecoderOptions three = decoder("multiblock", 8, false);
+  three.max_blocks = 3, three.spawn_ratio = 0.5f, three.pool = 0;
+  all.push_back(three);
+  return all;
+}
+
+std::string label(const DecoderOptions& o) {
+  return o.name + " n=" + std::to_string(o.block) + (o.draft_adaptive ? " adaptive" : " fixed") +
+         (o.running_window ? " running" : "") + " K=" + std::to_string(o.max_blocks);
+}
+
+int64_t counter(const GenerationResult& r, const std::string& name) {
+  auto it = r.stats.counters.find(name);
+  return it == r.stats.counters.end() ? 0 : it->second;
+}
+
+// What a perfect draft head learns: a row that sees the text's first L-1 tokens, then anything, predicts
+// text[L] — the token after the one its input should have been. Elsewhere a fixed wrong guess.
+test::NextTokenRule skip_rule(std::vector<int32_t> text, int vocab) {
+  return [text = std::move(text), vocab](std::span<const int32_t> seen, float* logits) {
+    for (int v = 0; v < vocab; v++) logits[v] = 0.0f;
+    const size_t L = seen.size();
+    const bool on_text = L >= 1 && L < text.size() && std::equal(seen.begin(), seen.end() - 1, text.begin());
+    logits[on_text ? text[L] : 0] = 10.0f;
+  };
+}
+
+std::vector<int32_t> random_text(int n, int vocab, uint64_t seed) {
+  Rng r(seed);
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = static_cast<int32_t>(1 + r.below(static_cast<uint32_t>(vocab - 1)));
+  return t;
+}
+
+// ---------------------------------------------------------------- decoding
+
+// On a text no draft from context or from the model's own rows can guess, the oracle head gives about one
+// draft token per forward on top of the verified one: twice the tokens per forward, and AR's tokens.
+TEST(DraftHead, AGoodHeadRaisesTokensPerForwardAndTheOutputStaysAr) {
+  const int V = 64;
+  const std::vector<int32_t> text = random_text(400, V, 3);
+  test::FakeModel fake(V, test::oracle_rule(text, V));
+  fake.set_draft_rule(skip_rule(text, V));
+  Session s(fake, 300);
+  GenerationConfig cfg;
+  cfg.max_new_tokens = 120;
+  const std::vector<int32_t> prompt(text.begin(), text.begin() + 10);
+  const GenerationResult ar = run(s, decoder("ar", 1, false), prompt, cfg);
+  for (const char* name : {"jacobi", "multiblock"}) {
+    const GenerationResult with = run(s, decoder(name, 16, false, true), prompt, cfg);
+    const GenerationResult without = run(s, decoder(name, 16, false, false), prompt, cfg);
+    ASSERT_EQ(with.tokens, ar.tokens) << name;
+    ASSERT_EQ(without.tokens, ar.tokens) << name;
+    EXPECT_GT(counter(with, "draft_head_forwards"), 0) << name;
+    EXPECT_EQ(counter(without, "draft_head_forwards"), 0) << name;
+    EXPECT_GT(with.stats.tpf(), 1.6) << name;  // (a block's first forward drafts from guesses)
+    EXPECT_LT(without.stats.tpf(), 1.3) << name;
+    std::printf("%s: TPF %.2f with the oracle head, %.2f without\n", name, with.stats.tpf(), without.stats.tpf());
+  }
+}
+
+// A head that predicts garbage (or follows the text only in places) changes how fast, never what.
+TEST(DraftHead, AnyHeadKeepsEveryDecoderLossless) {
+  const int V = 40;
+  const std::vector<int32_t> text = random_text(300, V, 5);
+  for (int variant = 0; variant < 2; variant++) {
+    test::FakeModel fake(V, test::oracle_rule(text, V));
+    if (variant == 0) fake.set_draft_rule(test::sampling_rule(V, 8.0f));
+    else fake.set_draft_rule(skip_rule(text, V));
+    Session s(fake, 200);
+    GenerationConfig cfg;
+    cfg.max_new_tokens = 90;
+    cfg.eos_ids = {text[60]};  // an end token inside the drafts
+    const std::vector<int32_t> prompt(text.begin(), text.begin() + 7);
+    const GenerationResult ar = run(s, decoder("ar", 1, false), prompt, cfg);
+    for (const DecoderOptions& o : head_decoders()) {
+      const GenerationResult r = run(s, o, prompt, cfg);
+      ASSERT_EQ(r.tokens, ar.tokens) << label(o) << " variant " << variant;
+      ASSERT_EQ(r.stop, ar.stop) << label(o) << " variant " << variant;
+    }
+  }
+}
+
+// A real forward with a random draft head: every decoder still returns AR's tokens, on float and int8 weights.
+TEST(DraftHead, RandomModelsWithADraftHeadEqualAr) {
+  for (DType type : {DType::F16, DType::Q8_0}) {
+    ModelConfig c = preset_config("tiny");
+    c.draft_head = true;
+    auto m = random_model(c, type, 17);
+    ASSERT_TRUE(m->config().draft_head);
+    Session s(*m, 256);
+    GenerationConfig cfg;
+    cfg.max_new_tokens = 50;
+    const std::vector<int32_t> prompt = {1, 5, 9, 5, 9};
+    const GenerationResult ar = run(s, decoder("ar", 1, false), prompt, cfg);
+    for (const DecoderOptions& o : head_decoders()) {
+      const GenerationResult r = run(s, o, prompt, cfg);
+      ASSERT_EQ(r.tokens, ar.tokens) << label(o) << " " << dtype_name(type);
+      if (!o.draft_adaptive) EXPECT_GT(counter(r, "draft_head_forwards"), 0) << label(o);
+    }
+  }
+}
+
+// The forward returns the head's logits for exactly the rows it returns logits for: a head that is a copy of
+// the output head gives the same bits; nothing when not asked or when the model has no head; and the same
+// bits for a sequence alone as beside another (batch invariance).
+TEST(DraftHead, ForwardGivesTheHeadsLogitsForTheLogitRows) {
+  ModelConfig c = preset_config("tiny");
+  c.draft_head = true;
+  TensorSet ts = random_tensors(c, DType::Q8_0, 21);
+  ts.tensors["draft_output.weight"] = *ts.find("output.weight");
+  Model copy(c, ts, "memory");
+  Transformer tf(copy.config(), copy.weights());
+  const int V = c.vocab_size;
+  KvCache a(copy.config(), 64), b(copy.config(), 64);
+  SequenceInput in;
+  in.set_causal(&a, std::vector<int32_t>{3, 1, 4, 1, 5}, SequenceInput::Logits::All);
+  const float* logits = tf.forward(in);
+  EXPECT_EQ(tf.draft_logits_for(logits), nullptr);  // not asked for
+  a.truncate(0);
+  in.draft_logits = true;
+  logits = tf.forward(in);
+  const float* drafts = tf.draft_logits_for(logits);
+  ASSERT_NE(drafts, nullptr);
+  EXPECT_EQ(std::memcmp(drafts, logits, sizeof(float) * 5 * V), 0);
+  const std::vector<float> alone(drafts + 2 * V, drafts + 3 * V);  // row 2 of the five
+  a.truncate(0);
+  SequenceInput other, mine;
+  other.set_causal(&b, std::vector<int32_t>{7, 7, 2}, SequenceInput::Logits::All);
+  mine.set_causal(&a, std::vector<int32_t>{3, 1, 4, 1, 5}, std::vector<int32_t>{2});
+  mine.draft_logits = true;
+  SequenceInput* both[] = {&other, &mine};
+  const float* batch = tf.forward(std::span<SequenceInput* const>(both, 2));
+  const float* mine_draft = tf.draft_logits_for(batch + 3 * V);  // after the other sequence's three rows
+  ASSERT_NE(mine_draft, nullptr);
+  EXPECT_EQ(std::memcmp(mine_draft, alone.data(), sizeof(float) * V), 0);
+
+  ModelConfig plain_cfg = preset_config("tiny");
+  auto plain = random_model(plain_cfg, DType::Q8_0, 21);
+  Transformer tp(plain->config(), plain->weights());
+  KvCache pc(plain->config(), 64);
+  SequenceInput pin;
+  pin.set_causal(&pc, std::vector<int32_t>{3, 1}, SequenceInput::Logits::All);
+  pin.draft_logits = true;
+  EXPECT_EQ(tp.draft_logits_for(tp.forward(pin)), nullptr);
+}
+
+// ---------------------------------------------------------------- training
+
+// context 3 tokens, n = 3, two blocks; the noisy states differ from the fixed points from index 1 and 2.
+PackedSequence toy_packed(int shift) {
+  PackedSequence p;
+  p.n = 3;
+  p.context_len = 3;
+  p.tokens = {1, 2, 3, /*noisy0*/ 4, 9, 9, /*clean0*/ 4, 5, 6, /*noisy1*/ 7, 8, 9, /*clean1*/ 7, 8, 1};
+  for (auto& t : p.tokens) t = (t * 7 + shift) % 32;
+  p.positions = {0, 1, 2, 3, 4, 5, 3, 4, 5, 6, 7, 8, 6, 7, 8};
+  p.first_mismatch = {1, 2};
+  p.mask = MaskKind::CleanContext;
+  return p;
+}
+
+// A model with a draft head that starts as a copy of its output head (as `jf train --objective draft-head`
+// gives a model that has none).
+TrainableModel model_with_head(ModelConfig cfg) {
+  TrainableModel base(cfg);
+  base.init_random(4);
+  TensorSet ts = base.to_tensor_set(DType::F32);
+  return TrainableModel::from_tensors(base.config(), ts, /*with_draft_head=*/true);
+}
+
+TEST(DraftHeadTraining, HeadStartsAsTheOutputHeadAndItsGradientMatchesItsDefinition) {
+  ModelConfig cfg = preset_config("tiny");
+  cfg.vocab_size = 32;
+  TrainableModel m = model_with_head(cfg);
+  const int V = 32, C = cfg.dim;
+  const PackedSequence p = toy_packed(0);
+  TrainSequence s;
+  s.tokens = p.tokens;
+  s.positions = p.positions;
+  p.build_mask(s.mask);
+  const float* first = m.forward(s);
+  const std::vector<float> plain(first, first + p.tokens.size() * V);
+  const std::vector<int32_t> rows = consistency_rows(p);
+  ASSERT_EQ(rows, (std::vector<int32_t>{4, 5, 11}));  // noisy0 from index 1, noisy1 from index 2
+  const float* z = m.draft_logits(rows);
+  for (size_t i = 0; i < plain.size(); i++) ASSERT_EQ(z[i], plain[i]) << i;  // the copy gives the same logits
+  // dL/dW_draft for L = sum over the rows of c . z: c (x) the row's normalised hidden state; nothing else moves.
+  std::vector<float> c(plain.size(), 0.0f);
+  Rng r(8);
+  for (int32_t row : rows)
+    for (int v = 0; v < V; v++) c[static_cast<size_t>(row) * V + v] = r.normal();
+  c[0] = 5.0f;  // a row that is not a draft row: ignored
+  m.zero_grad();
+  m.backward_draft_head(c.data(), rows);
+  std::vector<TrainableModel::Param> params = m.params();
+  for (const auto& prm : params) {
+    if (prm.name != "draft_output.weight") {
+      for (int64_t i = 0; i < prm.size; i++) ASSERT_EQ(prm.grad[i], 0.0f) << prm.name;
+      continue;
+    }
+    // Finite differences on a few weights: L is linear in them.
+    for (int64_t k : {int64_t{0}, int64_t{5} * C + 3, int64_t{31} * C + C - 1}) {
+      auto loss = [&] {
+        const float* zz = m.draft_logits(rows);
+        double l = 0;
+        for (int32_t row : rows)
+          for (int v = 0; v < V; v++) l += static_cast<double>(c[static_cast<size_t>(row) * V + v]) * zz[static_cast<size_t>(row) * V + v];
+        return l;
+      };
+      const float keep = prm.data[k], h = 1e-2f;
+      prm.data[k] = keep + h;
+      const double up = loss();
+      prm.data[k] = keep - h;
+      const double down = loss();
+      prm.data[k] = keep;
+      EXPECT_NEAR(prm.grad[k], (up - down) / (2 * h), 1e-3) << k;
+    }
+  }
+}
+
+TEST(DraftHeadTraining, TrainsTheHeadAloneAndItsConsistencyFalls) {
+  ModelConfig cfg = preset_config("tiny");
+  cfg.vocab_size = 32;
+  TrainableModel m = model_with_head(cfg);
+  const std::vector<float> start(m.param_data(), m.param_data() + m.n_params());
+  TrainData data;
+  for (int s = 0; s < 6; s++) data.packed.push_back(toy_packed(s));
+  TrainOptions o;
+  o.objective = Objective::DraftHead;
+  o.steps = 40;
+  o.accum = 2;
+  o.lr = 1e-2f;
+  o.adam.weight_decay = 0.1f;  // must not touch the frozen matrices either
+  std::vector<double> consistency;
+  Trainer t(m, data, o, GgufMetadata{});
+  t.run([&](const StepReport& r) { consistency.push_back(r.loss.consistency); });
+  EXPECT_LT(consistency.back(), 0.5 * consistency.front()) << consistency.front() << " -> " << consistency.back();
+  bool head_moved = false;
+  for (const auto& prm : m.params()) {
+    const float* s0 = start.data() + (prm.data - m.param_data());
+    if (prm.name == "draft_output.weight") {
+      head_moved = std::memcmp(prm.data, s0, sizeof(float) * prm.size) != 0;
+      continue;
+    }
+    ASSERT_EQ(std::memcmp(prm.data, s0, sizeof(float) * prm.size), 0) << prm.name << " moved";
+  }
+  EXPECT_TRUE(head_moved);
+}
+
+TEST(DraftHeadTraining, BadSettingsAreErrors) {
+  ModelConfig cfg = preset_config("tiny");
+  cfg.vocab_size = 32;
+  TrainData data;
+  data.packed.push_back(toy_packed(0));
+  TrainOptions o;
+  o.objective = Objective::DraftHead;
+  TrainableModel headless(cfg);
+  EXPECT_THROW(Trainer(headless, data, o, GgufMetadata{}), Error);
+  TrainableModel m = model_with_head(cfg);
+  data.text.push_back({1, 2, 3, 4});
+  o.text_accum = 1;
+  EXPECT_THROW(Trainer(m, data, o, GgufMetadata{}), Error);
+  EXPECT_THROW(m.draft_logits(std::vector<int32_t>{0}), std::logic_error);  // before any forward: a bug
+}
+
+}  // namespace
+}  // namespace jf
