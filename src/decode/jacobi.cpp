@@ -66,7 +66,7 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     ctx.count("draft_tokens_cut", static_cast<int64_t>(draft.size()) - sent);
     const int S = s.cache().size();
     prepare_chain(ctx, std::span<const int32_t>(draft).first(static_cast<size_t>(sent)), tree, in);
-    in.draft_logits = opt_.draft_head;
+    in.draft_logits = opt_.draft_head && sent > 0;  // a lone pending row predicts no draft
     const float* logits = co_await ctx.forward(in);
     auto row = [&](int r) { return logits + static_cast<size_t>(r) * V; };
 

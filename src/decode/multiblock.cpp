@@ -165,7 +165,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     if (with_pseudo)
       for (size_t b = 0; b < pseudo.size(); b++)
         ctx.tag_rows(tree.size() + static_cast<int>(b) * n, n, RowRole::Block, static_cast<int>(b) + 1);
-    in.draft_logits = opt_.draft_head;
+    in.draft_logits = opt_.draft_head && M > 1;  // a lone pending row predicts no draft
     const float* logits = co_await ctx.forward(in);
     auto row = [&](int logit_row) { return logits + static_cast<size_t>(logit_row) * V; };  // tree nodes first
     // Next drafts come from the draft head when the model has one; verification always from `row`.
