@@ -85,7 +85,8 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
   app->add_option("--W", d.window, "lookahead: window width W (default 1)");
   app->add_option("--N", d.ngram, "lookahead: n-gram size N >= 2 (default 3)");
   app->add_option("--G", d.guesses, "lookahead: candidates verified per step and kept per key (default 1)");
-  app->add_flag("!--no-pool-from-prompt", d.pool_from_prompt, "lookahead: do not seed the n-gram pool from the text");
+  app->add_flag_callback("--no-pool-from-prompt", [&d] { d.pool_from_prompt = false; },
+                         "lookahead: do not seed the n-gram pool from the text");
   app->add_option("--draft-max", d.draft_max, "pld: longest proposal, 0 = none (plain AR, for comparisons) (default 8)");
   app->add_option("--ngram-max", d.ngram_max, "pld: longest suffix looked up (default 4)");
   app->add_option_function<std::string>(
@@ -99,7 +100,7 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
   app->add_option("--ngram-corpus", d.ngram_corpus,
                   "pld: also draft from this text file (tokenized with the model's tokenizer), e.g. reference "
                   "documents or code the output is likely to quote");
-  app->add_flag("!--no-draft-head", d.draft_head,
+  app->add_flag_callback("--no-draft-head", [&d] { d.draft_head = false; },
                 "jacobi/multiblock: draft from the model's output head even when it has a draft head (the output is "
                 "the same either way: drafts are always verified with the output head)");
   app->add_option("--K", d.max_blocks, "multiblock: blocks in flight (default 2)");
