@@ -2,6 +2,8 @@
 # Every variant of docs/TRAINING.md "The frontier on held-out data", then its tables and pictures.
 # Usage: bench/jacobi_forcing_frontier.sh stories|code [WORKDIR] [THREADS]
 #   LARGE_ROUNDS: bench/large_base_round.sh's OUTDIR, whose points join the code picture (default /tmp/jfbig/quick).
+#   DRAFT_HEADS: bench/draft_head.sh's WORKDIR (NAMEs base, lr1e4r2 on WORKDIR/x3's round 2 from lr 1e-4,
+#   shipped), whose points join the code picture (default /tmp/dh/heads).
 #   (stories: ~2.5 h with one thread; code: ~16 h. Each model and evaluation is skipped when its file exists,
 #   so an interrupted run resumes where it stopped, and a second process may run the other model.)
 set -euo pipefail
@@ -97,6 +99,12 @@ else
     head -1 "$f" >"$work/eval_large_lr$lr.json"
     large+=("29.4M base, lr 3e-5 .. 3e-4=$work/eval_large_lr$lr.json")
   done
+  # Draft heads (bench/draft_head.sh's WORKDIR), where they have been made: the same models, faster drafts.
+  heads=()
+  h="${DRAFT_HEADS:-/tmp/dh/heads}"
+  for f in base base-r2; do [ -s "$h/eval_$f.json" ] && heads+=("base + draft head, rounds 1-2=$h/eval_$f.json"); done
+  [ -s "$h/eval_lr1e4r2.json" ] && heads+=("3x prompts, rounds 1-2 at lr 1e-4, + draft head=$h/eval_lr1e4r2.json")
+  [ -s "$h/eval_shipped.json" ] && heads+=("shipped + draft head=$h/eval_shipped.json")
   build/bin/jf frontier -o "$work/frontier.svg" --target 0.9,1.5 "old (first release)=$work/eval_old.json" \
     "new, lr 3e-5 .. 1e-3=$work/eval_k2lr3e5.json" "new, lr 3e-5 .. 1e-3=$work/eval_k2lr1e4.json" \
     "new, lr 3e-5 .. 1e-3=$work/eval_k2.json" "new, lr 3e-5 .. 1e-3=$work/eval_k2lr1e3.json" \
@@ -116,5 +124,5 @@ else
     "K = 1=$work/eval_k1.json" "every noisy row=$work/eval_all.json" "decay 0.5 instead of K=$work/eval_decay.json" \
     "no noise cap=$work/eval_nocap.json" "clean-context mask=$work/eval_cc.json" "self-consistency=$work/eval_selfc.json" \
     "loops dropped=$work/eval_loopsdropped.json" "3x prompts, clean-context mask=$work/eval_k2x3cc.json" \
-    "3x prompts, clean-context mask=$work/eval_k2x3ccr2.json" "${large[@]}"
+    "3x prompts, clean-context mask=$work/eval_k2x3ccr2.json" "${large[@]}" "${heads[@]}"
 fi
