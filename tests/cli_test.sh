@@ -326,6 +326,7 @@ PY
   ); then echo "ok   a draft head gains TPF and leaves the model as it was $r"; else echo "FAIL draft head: $r"; fails=$((fails + 1)); fi
   check_error "train draft-head with a teacher" 1 "$jf" train -m "$m" --objective draft-head --data "$tmp/dh_packed.jsonl" \
     --teacher "$m" -o "$tmp/x.gguf"
+  check_error "merge a model with a draft head and one without" 1 "$jf" merge --alpha 0.5 "$m" "$tmp/dh.gguf" "$tmp/x.gguf"
   # jf sample: documents from BOS at temperature 1, separated as jf train --doc-sep reads them; sample i is
   # seed + i, so one sample with seed 6 is the second of three with seed 5. The three decoded together
   # (the default) are the same bytes as decoded one at a time.

@@ -37,6 +37,10 @@ int run_merge(MergeArgs& a) {
   // fp32 copies of every parameter (quantized files are dequantized), merged in place into the base's.
   TrainableModel base = TrainableModel::from_tensors(cb, lb.model->tensors());
   TrainableModel tuned = TrainableModel::from_tensors(lt.model->config(), lt.model->tensors());
+  if (base.config().draft_head != tuned.config().draft_head)
+    throw Error(std::string(base.config().draft_head ? a.base : a.tuned) + " has a draft head and " +
+                (base.config().draft_head ? a.tuned : a.base) + " has none: merge the models without it");
+  JF_CHECK(base.n_params() == tuned.n_params(), "same shape, same parameter count");
   merge_weights(base.param_data(), tuned.param_data(), base.n_params(), a.alpha, base.param_data());
   ModelConfig cfg;
   TensorSet ts = to_gguf_layout(base.config(), base.to_tensor_set(DType::F32), &cfg);
