@@ -3,7 +3,8 @@
 # Usage: bench/jacobi_forcing_frontier.sh stories|code [WORKDIR] [THREADS]
 #   LARGE_ROUNDS: bench/large_base_round.sh's OUTDIR, whose points join the code picture (default /tmp/jfbig/quick).
 #   DRAFT_HEADS: bench/draft_head.sh's WORKDIR (NAMEs base, lr1e4r2 on WORKDIR/x3's round 2 from lr 1e-4,
-#   shipped, shipped-merged0.5 on its merge at 0.5), whose points join the code picture (default /tmp/dh/heads).
+#   shipped, shipped-merged0.5 on its merge at 0.5, lr3e5 on the lr 3e-5 variant), whose points join the code
+#   picture (default /tmp/dh/heads).
 #   (stories: ~2.5 h with one thread; code: ~16 h. Each model and evaluation is skipped when its file exists,
 #   so an interrupted run resumes where it stopped, and a second process may run the other model.)
 set -euo pipefail
@@ -105,6 +106,7 @@ else
   for f in base base-r2; do [ -s "$h/eval_$f.json" ] && heads+=("base + draft head, rounds 1-2=$h/eval_$f.json"); done
   [ -s "$h/eval_lr1e4r2.json" ] && heads+=("3x prompts, rounds 1-2 at lr 1e-4, + draft head=$h/eval_lr1e4r2.json")
   [ -s "$h/eval_shipped.json" ] && heads+=("shipped + draft head=$h/eval_shipped.json")
+  [ -s "$h/eval_lr3e5.json" ] && heads+=("new lr 3e-5, + draft head=$h/eval_lr3e5.json")
   [ -s "$h/eval_shipped-merged0.5.json" ] && heads+=("shipped merged 0.5, + draft head=$h/eval_shipped-merged0.5.json")
   build/bin/jf frontier -o "$work/frontier.svg" --target 0.9,1.5 "old (first release)=$work/eval_old.json" \
     "new, lr 3e-5 .. 1e-3=$work/eval_k2lr3e5.json" "new, lr 3e-5 .. 1e-3=$work/eval_k2lr1e4.json" \
