@@ -104,10 +104,9 @@ else
   heads=()
   h="${DRAFT_HEADS:-/tmp/dh/heads}"
   for f in base base-r2; do [ -s "$h/eval_$f.json" ] && heads+=("base + draft head, rounds 1-2=$h/eval_$f.json"); done
-  [ -s "$h/eval_lr1e4r2.json" ] && heads+=("3x prompts, rounds 1-2 at lr 1e-4, + draft head=$h/eval_lr1e4r2.json")
-  [ -s "$h/eval_shipped.json" ] && heads+=("shipped + draft head=$h/eval_shipped.json")
-  [ -s "$h/eval_lr3e5.json" ] && heads+=("new lr 3e-5, + draft head=$h/eval_lr3e5.json")
-  [ -s "$h/eval_shipped-merged0.5.json" ] && heads+=("shipped merged 0.5, + draft head=$h/eval_shipped-merged0.5.json")
+  for f in shipped lr1e4r2 lr3e5 shipped-merged0.5; do  # in order of agreement: one curve
+    [ -s "$h/eval_$f.json" ] && heads+=("fine-tunes + draft head=$h/eval_$f.json")
+  done
   build/bin/jf frontier -o "$work/frontier.svg" --target 0.9,1.5 "old (first release)=$work/eval_old.json" \
     "new, lr 3e-5 .. 1e-3=$work/eval_k2lr3e5.json" "new, lr 3e-5 .. 1e-3=$work/eval_k2lr1e4.json" \
     "new, lr 3e-5 .. 1e-3=$work/eval_k2.json" "new, lr 3e-5 .. 1e-3=$work/eval_k2lr1e3.json" \

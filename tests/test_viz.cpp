@@ -254,5 +254,21 @@ TEST(Svg, LineChartMarksChangeShapeOnceColoursRepeat) {
   EXPECT_EQ(count(svg, "<polygon class=\"mark\""), 1);
 }
 
+// A legend longer than the plot makes the picture taller: its last entry is inside the canvas.
+TEST(Svg, LongLegendsFitTheCanvas) {
+  viz::LineChart c;
+  for (int k = 0; k < 30; k++) c.series.push_back({"s" + std::to_string(k), {1.0 * k}, {1.0}});
+  const std::string svg = viz::line_chart_svg(c);
+  const size_t h = svg.find("height=\"");
+  ASSERT_NE(h, std::string::npos);
+  const double height = std::stod(svg.substr(h + 8));
+  const size_t last = svg.rfind(">s29</text>");
+  ASSERT_NE(last, std::string::npos);
+  const size_t y = svg.rfind(" y=\"", last);
+  EXPECT_LT(std::stod(svg.substr(y + 4)), height - 4);
+  c.series.resize(3);  // a short legend keeps the usual size
+  EXPECT_NE(viz::line_chart_svg(c).find("height=\"440.0\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace jf

@@ -57,9 +57,10 @@ double tick_step(double hi) {
   return 10 * mag;
 }
 
-std::string header(const std::string& title) {
-  return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(kW) + "\" height=\"" + num(kH) +
-         "\" viewBox=\"0 0 " + num(kW) + " " + num(kH) + "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+// `height`: taller than kH when a legend needs the room (the plot keeps its size).
+std::string header(const std::string& title, double height = kH) {
+  return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(kW) + "\" height=\"" + num(height) +
+         "\" viewBox=\"0 0 " + num(kW) + " " + num(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n"
          "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"" + num(kW / 2) +
          "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" + xml_escape(title) + "</text>\n";
 }
@@ -131,7 +132,8 @@ std::string bar_chart_svg(const std::string& title, const std::string& y_label, 
 }
 
 std::string line_chart_svg(const LineChart& c) {
-  std::string s = header(c.title);
+  // The legend's entries are 18 apart from kTop + 10: a long one makes the picture taller, never clips.
+  std::string s = header(c.title, std::max(kH, kTop + 18.0 * static_cast<double>(c.series.size()) + 12));
   double xhi = c.x_from, yhi = c.y_from;
   for (const Series& se : c.series)
     for (size_t i = 0; i < se.x.size() && i < se.y.size(); i++) xhi = std::max(xhi, se.x[i]), yhi = std::max(yhi, se.y[i]);
