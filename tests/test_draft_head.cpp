@@ -234,7 +234,7 @@ TEST(DraftHeadTraining, HeadStartsAsTheOutputHeadAndItsGradientMatchesItsDefinit
     for (int v = 0; v < V; v++) c[static_cast<size_t>(row) * V + v] = r.normal();
   c[0] = 5.0f;  // a row that is not a draft row: ignored
   m.zero_grad();
-  m.backward_draft_head(c.data(), rows);
+  m.backward_draft_head(c.data());
   std::vector<TrainableModel::Param> params = m.params();
   for (const auto& prm : params) {
     if (prm.name != "draft_output.weight") {

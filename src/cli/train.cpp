@@ -114,7 +114,7 @@ TensorSet with_draft_head(const Model& original, const TrainableModel& trained, 
   DType t = head->type;
   if (!type.empty()) dtype_from_name(type, &t);
   TensorSet ts = original.tensors();
-  TensorSet draft = trained.to_tensor_set(t);
+  TensorSet draft = trained.to_tensor_set(t, "draft_output.weight");
   ts.tensors["draft_output.weight"] = *draft.find("draft_output.weight");
   ts.owned.insert(ts.owned.end(), draft.owned.begin(), draft.owned.end());
   return ts;

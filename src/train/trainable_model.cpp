@@ -104,9 +104,10 @@ std::vector<TrainableModel::Param> TrainableModel::params() {
 
 void TrainableModel::zero_grad() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
 
-TensorSet TrainableModel::to_tensor_set(DType type) const {
+TensorSet TrainableModel::to_tensor_set(DType type, const std::string& only) const {
   TensorSet ts;
   for (const Entry& e : layout_) {
+    if (!only.empty() && e.name != only) continue;
     const float* src = values_.data() + e.offset;
     if (e.dims.size() == 1) {  // norms and biases stay fp32, as the loaders expect
       std::vector<uint8_t> bytes(static_cast<size_t>(e.size) * sizeof(float));
@@ -123,7 +124,7 @@ TensorSet TrainableModel::to_tensor_set(DType type) const {
     for (int64_t r = 0; r < rows; r++) quantize_row(type, src + r * cols, bytes.data() + r * row_bytes, cols);
     ts.add_owned(e.name, type, e.dims, std::move(bytes));
   }
-  if (!cfg_.rope_freq_factors.empty()) {
+  if (!cfg_.rope_freq_factors.empty() && only.empty()) {
     const auto& f = cfg_.rope_freq_factors;
     std::vector<uint8_t> bytes(f.size() * sizeof(float));
     std::memcpy(bytes.data(), f.data(), bytes.size());

@@ -78,15 +78,16 @@ class TrainableModel {
   // The draft head (config draft_head: "draft_output.weight", decode/jacobi.h) on the last forward's final
   // hidden states: replaces the logits of `rows` with the draft head's and returns the logits (T x V).
   const float* draft_logits(std::span<const int32_t> rows);
-  // Accumulates into the draft head's gradient only, given dlogits (T x V) of which only `rows` are read:
-  // the rest of the model is frozen (no backward through it).
-  void backward_draft_head(const float* dlogits, std::span<const int32_t> rows);
+  // Accumulates into the draft head's gradient only, given dlogits (T x V) of which only the rows of the last
+  // draft_logits call are read: the rest of the model is frozen (no backward through it).
+  void backward_draft_head(const float* dlogits);
   void zero_grad();
   int64_t tokens() const { return T_; }  // T of the last forward
 
   // Parameters as tensors of `type` (matrices; norms, biases and rope_freqs stay F32), named and shaped as
   // tensor_names(config()) — ready for a GGUF checkpoint or an inference Model.
-  TensorSet to_tensor_set(DType type) const;
+  // only: that tensor alone (e.g. "draft_output.weight"), without converting the rest.
+  TensorSet to_tensor_set(DType type, const std::string& only = {}) const;
 
  private:
   struct Layer {  // offsets of a layer's tensors in values_ / grads_ (-1: absent)
@@ -123,6 +124,7 @@ class TrainableModel {
   int64_t tok_embd_ = 0, output_norm_ = 0, output_ = 0;  // output_ == tok_embd_ when tied
   int64_t draft_output_ = -1;  // -1: no draft head
   std::vector<float> draft_x_, draft_z_;  // the draft rows' hidden states and logits (or their gradients)
+  std::vector<int32_t> draft_rows_;       // the rows of the last draft_logits call
   std::vector<Layer> layers_;
 
   int64_t T_ = 0, capacity_ = 0;

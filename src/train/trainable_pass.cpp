@@ -154,18 +154,15 @@ const float* TrainableModel::draft_logits(std::span<const int32_t> rows) {
   }
   linear_forward(draft_z_.data(), draft_x_.data(), p(draft_output_), nullptr, R, C, V);
   for (int64_t i = 0; i < R; i++) std::copy_n(draft_z_.data() + i * V, V, act_.logits.data() + rows[i] * V);
+  draft_rows_.assign(rows.begin(), rows.end());
   return act_.logits.data();
 }
 
-void TrainableModel::backward_draft_head(const float* dlogits, std::span<const int32_t> rows) {
+void TrainableModel::backward_draft_head(const float* dlogits) {
   JF_CHECK(draft_output_ >= 0, "the model has no draft head");
-  const int64_t C = cfg_.dim, V = cfg_.vocab_size, R = static_cast<int64_t>(rows.size());
-  draft_x_.resize(static_cast<size_t>(R * C));
-  draft_z_.resize(static_cast<size_t>(R * V));
-  for (int64_t i = 0; i < R; i++) {
-    std::copy_n(act_.xn_out.data() + rows[i] * C, C, draft_x_.data() + i * C);
-    std::copy_n(dlogits + rows[i] * V, V, draft_z_.data() + i * V);
-  }
+  const int64_t C = cfg_.dim, V = cfg_.vocab_size, R = static_cast<int64_t>(draft_rows_.size());
+  for (int64_t i = 0; i < R; i++) std::copy_n(dlogits + draft_rows_[i] * V, V, draft_z_.data() + i * V);
+  // draft_x_ still holds those rows' hidden states, gathered by draft_logits
   linear_backward(nullptr, g(draft_output_), nullptr, draft_z_.data(), draft_x_.data(), p(draft_output_), R, C, V);
 }
 

@@ -107,7 +107,7 @@ LossReport Trainer::draft_head_batch(const PackedSequence& p, float* grad_out) {
   ObjectiveOptions o = opt_.loss;
   o.ar_weight = 0.0f;
   LossReport r = packed_loss(Objective::JacobiForcing, p, logits, model_.config().vocab_size, o, dlogits_.data());
-  model_.backward_draft_head(dlogits_.data(), rows);
+  model_.backward_draft_head(dlogits_.data());
   std::copy(model_.grad_data(), model_.grad_data() + model_.n_params(), grad_out);
   return r;
 }
