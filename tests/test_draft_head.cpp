@@ -1,6 +1,8 @@
 // The draft head (decode/jacobi.h; trained by `jf train --objective draft-head`): Jacobi and multiblock take
 // their next drafts from it and verify them with the output head, so the output is AR's whatever the head
 // predicts; a head that predicts well raises the tokens per forward; training it moves nothing else.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -138,7 +140,9 @@ TEST(DraftHead, RandomModelsWithADraftHeadEqualAr) {
     for (const DecoderOptions& o : head_decoders()) {
       const GenerationResult r = run(s, o, prompt, cfg);
       ASSERT_EQ(r.tokens, ar.tokens) << label(o) << " " << dtype_name(type);
-      if (!o.draft_adaptive) EXPECT_GT(counter(r, "draft_head_forwards"), 0) << label(o);
+      if (!o.draft_adaptive) {
+        EXPECT_GT(counter(r, "draft_head_forwards"), 0) << label(o);
+      }
     }
   }
 }
@@ -304,6 +308,200 @@ TEST(DraftHeadTraining, BadSettingsAreErrors) {
   o.text_accum = 1;
   EXPECT_THROW(Trainer(m, data, o, GgufMetadata{}), Error);
   EXPECT_THROW(m.draft_logits(std::vector<int32_t>{0}), std::logic_error);  // before any forward: a bug
+}
+
+// ---------------------------------------------------------------- the draft layer
+
+// A tiny model with a draft layer, as a trainable model and as an inference Model in F32. The layer starts as
+// `jf train --draft-layer` starts it (the identity), or with every draft tensor moved at random.
+struct DraftLayerModel {
+  TrainableModel trainable;
+  std::unique_ptr<Model> model;
+};
+
+DraftLayerModel draft_layer_model(bool random_layer) {
+  ModelConfig cfg = preset_config("tiny");
+  cfg.vocab_size = 32;
+  TrainableModel base(cfg);
+  base.init_random(4);
+  TrainableModel m = TrainableModel::from_tensors(base.config(), base.to_tensor_set(DType::F32), true, true);
+  if (random_layer) {
+    Rng r(6);
+    for (const auto& prm : m.params())
+      if (prm.name.starts_with("draft_"))
+        for (int64_t i = 0; i < prm.size; i++) prm.data[i] += 0.1f * r.normal();
+  }
+  const ModelConfig c = m.config();
+  auto model = std::make_unique<Model>(c, m.to_tensor_set(DType::F32), "memory");
+  return DraftLayerModel{std::move(m), std::move(model)};
+}
+
+// Started as `jf train --draft-layer` starts it, the layer is the identity: the draft logits are the output
+// logits, bit for bit, in the inference forward and in the training forward.
+TEST(DraftLayer, StartsAsTheIdentity) {
+  DraftLayerModel d = draft_layer_model(false);
+  ASSERT_TRUE(d.model->config().draft_layer);
+  EXPECT_EQ(d.model->config().kv_layers(), d.model->config().n_layers + 1);
+  const std::vector<int32_t> tokens = {3, 1, 4, 1, 5, 9, 2};
+  const int T = static_cast<int>(tokens.size()), V = 32;
+  Transformer tf(d.model->config(), d.model->weights());
+  KvCache cache(d.model->config(), 64);
+  SequenceInput in;
+  in.set_causal(&cache, tokens, SequenceInput::Logits::All);
+  in.draft_logits = true;
+  const float* logits = tf.forward(in);
+  const float* drafts = tf.draft_logits_for(logits);
+  ASSERT_NE(drafts, nullptr);
+  EXPECT_EQ(std::memcmp(drafts, logits, sizeof(float) * T * V), 0);
+  const float* z = d.trainable.forward(TrainSequence::causal(tokens));
+  const std::vector<float> plain(z, z + T * V);
+  const float* dz = d.trainable.draft_logits(std::vector<int32_t>{0, 3, 6});
+  for (size_t i = 0; i < plain.size(); i++) ASSERT_EQ(dz[i], plain[i]) << i;
+}
+
+// The inference forward keeps the draft layer's keys and values in the KV cache: fed in chunks, its draft
+// logits are those of the training forward over the whole sequence (one computation, two codes); and a
+// sequence's draft logits are the same bits alone as beside another sequence.
+TEST(DraftLayer, CachedForwardMatchesTheTrainingForwardAndIsBatchInvariant) {
+  DraftLayerModel d = draft_layer_model(true);
+  const std::vector<int32_t> tokens = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8};
+  const int T = static_cast<int>(tokens.size()), V = 32;
+  const float* z = d.trainable.forward(TrainSequence::causal(tokens));
+  const std::vector<float> plain(z, z + T * V);
+  std::vector<int32_t> all(static_cast<size_t>(T));
+  for (int i = 0; i < T; i++) all[i] = i;
+  z = d.trainable.draft_logits(all);
+  const std::vector<float> want(z, z + T * V);
+
+  Transformer tf(d.model->config(), d.model->weights());
+  KvCache cache(d.model->config(), 64);
+  std::vector<float> got;
+  for (auto [begin, end] : {std::pair{0, 5}, {5, 6}, {6, 9}, {9, 12}}) {
+    SequenceInput in;
+    in.set_causal(&cache, std::vector<int32_t>(tokens.begin() + begin, tokens.begin() + end), SequenceInput::Logits::All);
+    in.draft_logits = true;
+    const float* drafts = tf.draft_logits_for(tf.forward(in));
+    ASSERT_NE(drafts, nullptr);
+    got.insert(got.end(), drafts, drafts + (end - begin) * V);
+  }
+  double worst = 0, moved = 0;
+  for (int i = 0; i < T * V; i++) {
+    worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - want[i]));
+    moved = std::max(moved, std::fabs(static_cast<double>(want[i]) - plain[i]));
+  }
+  EXPECT_LT(worst, 1e-3);
+  EXPECT_GT(moved, 0.1);  // the layer does change the logits: the comparison means something
+
+  KvCache alone_cache(d.model->config(), 64), other_cache(d.model->config(), 64), mine_cache(d.model->config(), 64);
+  SequenceInput alone, other, mine;
+  alone.set_causal(&alone_cache, tokens, std::vector<int32_t>{T - 1});
+  alone.draft_logits = true;
+  const float* a = tf.draft_logits_for(tf.forward(alone));
+  const std::vector<float> one(a, a + V);
+  other.set_causal(&other_cache, std::vector<int32_t>{7, 7, 2, 8}, SequenceInput::Logits::All);
+  mine.set_causal(&mine_cache, tokens, std::vector<int32_t>{T - 1});
+  mine.draft_logits = true;
+  SequenceInput* both[] = {&other, &mine};
+  const float* batch = tf.forward(std::span<SequenceInput* const>(both, 2));
+  const float* b = tf.draft_logits_for(batch + 4 * V);  // after the other sequence's four rows
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(std::memcmp(b, one.data(), sizeof(float) * V), 0);
+}
+
+// Random draft layers over every decoder configuration, on float and int8 weights: AR's tokens.
+TEST(DraftLayer, RandomModelsWithADraftLayerEqualAr) {
+  for (DType type : {DType::F16, DType::Q8_0}) {
+    ModelConfig c = preset_config("tiny");
+    c.draft_head = c.draft_layer = true;
+    auto m = random_model(c, type, 19);
+    ASSERT_TRUE(m->config().draft_layer);
+    Session s(*m, 256);
+    GenerationConfig cfg;
+    cfg.max_new_tokens = 50;
+    const std::vector<int32_t> prompt = {1, 5, 9, 5, 9};
+    const GenerationResult ar = run(s, decoder("ar", 1, false), prompt, cfg);
+    for (const DecoderOptions& o : head_decoders()) {
+      const GenerationResult r = run(s, o, prompt, cfg);
+      ASSERT_EQ(r.tokens, ar.tokens) << label(o) << " " << dtype_name(type);
+    }
+  }
+}
+
+// The draft layer's gradients (through the head, the draft norm, the feed-forward and the attention over
+// every row) against central differences of L = sum over the draft rows of c . z; the model stays frozen.
+TEST(DraftLayerTraining, GradientsMatchFiniteDifferencesAndTheModelGetsNone) {
+  DraftLayerModel d = draft_layer_model(true);
+  TrainableModel& m = d.trainable;
+  const int V = 32;
+  const PackedSequence p = toy_packed(0);
+  TrainSequence s;
+  s.tokens = p.tokens;
+  s.positions = p.positions;
+  p.build_mask(s.mask);
+  const std::vector<int32_t> rows = consistency_rows(p);
+  std::vector<float> c(p.tokens.size() * V, 0.0f);
+  Rng r(8);
+  for (int32_t row : rows)
+    for (int v = 0; v < V; v++) c[static_cast<size_t>(row) * V + v] = r.normal();
+  auto loss = [&] {
+    m.forward(s);
+    const float* z = m.draft_logits(rows);
+    double l = 0;
+    for (int32_t row : rows)
+      for (int v = 0; v < V; v++) l += static_cast<double>(c[static_cast<size_t>(row) * V + v]) * z[static_cast<size_t>(row) * V + v];
+    return l;
+  };
+  loss();
+  m.zero_grad();
+  m.backward_draft_head(c.data());
+  int checked = 0;
+  for (const auto& prm : m.params()) {
+    if (!prm.name.starts_with("draft_")) {
+      for (int64_t i = 0; i < prm.size; i++) ASSERT_EQ(prm.grad[i], 0.0f) << prm.name;
+      continue;
+    }
+    float largest = 0;
+    for (int64_t i = 0; i < prm.size; i++) largest = std::max(largest, std::fabs(prm.grad[i]));
+    for (int64_t k : {int64_t{0}, prm.size / 3, prm.size - 1}) {
+      const float keep = prm.data[k], h = 1e-2f;
+      prm.data[k] = keep + h;
+      const double up = loss();
+      prm.data[k] = keep - h;
+      const double down = loss();
+      prm.data[k] = keep;
+      const double numeric = (up - down) / (2 * h);
+      const double scale = std::max({std::fabs(numeric), std::fabs(static_cast<double>(prm.grad[k])), 0.01 * largest});
+      EXPECT_LE(std::fabs(numeric - prm.grad[k]), 2e-2 * scale + 1e-3) << prm.name << "[" << k << "]: analytic "
+                                                                        << prm.grad[k] << ", numeric " << numeric;
+      checked++;
+    }
+  }
+  EXPECT_EQ(checked, 3 * 11);  // the head, the draft norm and the layer's nine tensors
+}
+
+TEST(DraftLayerTraining, TrainsTheDraftTensorsAloneAndItsConsistencyFalls) {
+  DraftLayerModel d = draft_layer_model(false);
+  TrainableModel& m = d.trainable;
+  const std::vector<float> start(m.param_data(), m.param_data() + m.n_params());
+  TrainData data;
+  for (int s = 0; s < 6; s++) data.packed.push_back(toy_packed(s));
+  TrainOptions o;
+  o.objective = Objective::DraftHead;
+  o.steps = 40;
+  o.accum = 2;
+  o.lr = 1e-2f;
+  o.adam.weight_decay = 0.1f;
+  std::vector<double> consistency;
+  Trainer t(m, data, o, GgufMetadata{});
+  t.run([&](const StepReport& r) { consistency.push_back(r.loss.consistency); });
+  EXPECT_LT(consistency.back(), 0.5 * consistency.front()) << consistency.front() << " -> " << consistency.back();
+  int moved = 0;
+  for (const auto& prm : m.params()) {
+    const bool same = std::memcmp(prm.data, start.data() + (prm.data - m.param_data()), sizeof(float) * prm.size) == 0;
+    if (prm.name.starts_with("draft_")) moved += same ? 0 : 1;
+    else ASSERT_TRUE(same) << prm.name << " moved";
+  }
+  EXPECT_EQ(moved, 11);
 }
 
 }  // namespace

@@ -37,9 +37,13 @@ int run_merge(MergeArgs& a) {
   // fp32 copies of every parameter (quantized files are dequantized), merged in place into the base's.
   TrainableModel base = TrainableModel::from_tensors(cb, lb.model->tensors());
   TrainableModel tuned = TrainableModel::from_tensors(lt.model->config(), lt.model->tensors());
-  if (base.config().draft_head != tuned.config().draft_head)
-    throw Error(std::string(base.config().draft_head ? a.base : a.tuned) + " has a draft head and " +
-                (base.config().draft_head ? a.tuned : a.base) + " has none: merge the models without it");
+  auto drafts = [](const ModelConfig& c) { return c.draft_layer ? 2 : c.draft_head ? 1 : 0; };
+  if (drafts(base.config()) != drafts(tuned.config())) {
+    const bool more = drafts(base.config()) > drafts(tuned.config());
+    const char* what = drafts(more ? base.config() : tuned.config()) == 2 ? "a draft layer" : "a draft head";
+    throw Error(std::string(more ? a.base : a.tuned) + " has " + what + " and " + (more ? a.tuned : a.base) +
+                " has not: merge the models without it");
+  }
   JF_CHECK(base.n_params() == tuned.n_params(), "same shape, same parameter count");
   merge_weights(base.param_data(), tuned.param_data(), base.n_params(), a.alpha, base.param_data());
   ModelConfig cfg;

@@ -29,6 +29,7 @@ struct TrainArgs {
   size_t max_bytes = 0;
   int seq_len = 256, threads = 0, log_every = 10;
   bool no_teacher_consistency = false;
+  bool draft_layer = false;  // draft-head: add a draft layer under the head
   TrainOptions opt;
 };
 
@@ -108,15 +109,19 @@ std::vector<std::vector<int32_t>> corpus_sequences(const TrainArgs& a, const Tok
   return seqs;
 }
 
-// The model's own tensors, unchanged, plus its trained draft head in `type` (default: the output head's type).
+// The model's own tensors, unchanged, plus its trained draft head (and draft layer) in `type` (default: the
+// output head's type; norms stay f32).
 TensorSet with_draft_head(const Model& original, const TrainableModel& trained, const std::string& type) {
   const TensorRef* head = original.tensors().find(original.config().tied_output ? "token_embd.weight" : "output.weight");
   DType t = head->type;
   if (!type.empty()) dtype_from_name(type, &t);
   TensorSet ts = original.tensors();
-  TensorSet draft = trained.to_tensor_set(t, "draft_output.weight");
-  ts.tensors["draft_output.weight"] = *draft.find("draft_output.weight");
-  ts.owned.insert(ts.owned.end(), draft.owned.begin(), draft.owned.end());
+  for (const std::string& name : tensor_names(trained.config())) {
+    if (!name.starts_with("draft_")) continue;
+    TensorSet draft = trained.to_tensor_set(t, name);
+    ts.tensors[name] = *draft.find(name);
+    ts.owned.insert(ts.owned.end(), draft.owned.begin(), draft.owned.end());
+  }
   return ts;
 }
 
@@ -127,6 +132,7 @@ int run_train(TrainArgs& a) {
   if (draft_head && a.model.empty()) throw Error("objective 'draft-head' needs the model to give a draft head (-m)");
   if (draft_head && !a.teacher.empty()) throw Error("objective 'draft-head' has no teacher: its targets are the model's own clean rows");
   if (draft_head && !a.corpus.empty()) throw Error("objective 'draft-head' trains on --data alone (no --corpus)");
+  if (a.draft_layer && !draft_head) throw Error("--draft-layer applies to the draft-head objective");
   if (!consistency_norm_from_name(a.consistency_norm, &a.opt.loss.consistency_norm))
     throw Error("--consistency-norm must be reference or per-block, got '" + a.consistency_norm + "'");
   DType save_type = DType::F32;
@@ -147,7 +153,8 @@ int run_train(TrainArgs& a) {
   if (!a.model.empty()) {
     lm = load_model(a.model);
     tok = std::move(lm.tokenizer);
-    model = std::make_unique<TrainableModel>(TrainableModel::from_tensors(lm.model->config(), lm.model->tensors(), draft_head));
+    model = std::make_unique<TrainableModel>(
+        TrainableModel::from_tensors(lm.model->config(), lm.model->tensors(), draft_head, draft_head && a.draft_layer));
   } else {
     if (a.tokenizer_from.empty()) throw Error("training from scratch needs --tokenizer-from VOCAB.gguf (and --init)");
     tok = Tokenizer::from_gguf(GgufFile::open(a.tokenizer_from)->meta());
@@ -264,6 +271,9 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--objective", a->objective,
                   "jacobi-forcing (default), cllm, ar, or draft-head (train only a draft head on the frozen -m model: "
                   "its Jacobi drafts improve, its output stays bit for bit the same)");
+  cmd->add_flag("--draft-layer", a->draft_layer,
+                "draft-head: put a draft layer (one transformer layer on the final hidden states, starting as the "
+                "identity) under the draft head when the model has none, and train both");
   cmd->add_option("--data", a->data, "jacobi-forcing / cllm: packed sequences from jf pack");
   cmd->add_option("--corpus", a->corpus,
                   "ar: text files or directories; jacobi-forcing / cllm: real text mixed into every step (--text-accum)")

@@ -35,6 +35,10 @@ struct ModelConfig {
   bool attn_bias = false;        // q/k/v projections carry biases (Qwen2)
   bool tied_output = false;      // output head shares the token embedding
   bool draft_head = false;       // has jf's draft head ("draft_output.weight", decode/jacobi.h)
+  // has jf's draft layer ("draft_blk.*" and "draft_output_norm.weight"): one more transformer layer on the
+  // final residual stream, feeding the draft head only (needs draft_head; its keys and values take one more
+  // layer in the KV cache)
+  bool draft_layer = false;
   // LongRoPE (phi3): per-frequency divisors for a context up to rope_orig_context (short) and beyond it
   // (long), chosen by the KV cache's capacity as llama.cpp chooses by its context size; both empty: none.
   std::vector<float> rope_factors_short, rope_factors_long;
@@ -54,6 +58,7 @@ struct ModelConfig {
 
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
+  int kv_layers() const { return n_layers + (draft_layer ? 1 : 0); }  // layers the KV cache holds
   int gqa_ratio() const { return n_kv_heads > 0 ? n_heads / n_kv_heads : 1; }  // query heads per key-value head
   // What the architecture computes differently from Llama (one place, read by the binder and the forward).
   bool qk_norm() const { return arch == Arch::Qwen3 || arch == Arch::Gemma3; }  // RMSNorm per head on q, k

@@ -20,7 +20,7 @@ T stored(float x) {
 }  // namespace
 
 KvCache::KvCache(const ModelConfig& cfg, int capacity, DType type)
-    : n_layers_(cfg.n_layers),
+    : n_layers_(cfg.kv_layers()),
       n_kv_heads_(cfg.n_kv_heads),
       head_dim_(cfg.head_dim),
       capacity_(capacity),

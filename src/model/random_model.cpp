@@ -50,8 +50,7 @@ TensorSet random_tensors(const ModelConfig& cfg_in, const WeightScheme& scheme, 
   fixed("rope_freqs.weight", cfg.rope_freq_factors);
   fixed("rope_factors_long.weight", cfg.rope_factors_long);
   fixed("rope_factors_short.weight", cfg.rope_factors_short);
-  for (int l = 0; l < cfg.n_layers; l++) {
-    const std::string p = "blk." + std::to_string(l) + ".";
+  auto layer = [&](const std::string& p) {
     vector(p + "attn_norm.weight", cfg.dim, 1.0f, 0.1f);
     if (cfg.fused_qkv_ffn()) {
       matrix(p + "attn_qkv.weight", cfg.q_dim() + 2 * cfg.kv_dim(), cfg.dim);
@@ -80,8 +79,14 @@ TensorSet random_tensors(const ModelConfig& cfg_in, const WeightScheme& scheme, 
     }
     matrix(p + "ffn_down.weight", cfg.dim, cfg.ffn_dim);
     if (cfg.gemma()) vector(p + "post_ffw_norm.weight", cfg.dim, 1.0f, 0.1f);
+  };
+  for (int l = 0; l < cfg.n_layers; l++) layer("blk." + std::to_string(l) + ".");
+  // last: the other tensors keep their values
+  if (cfg.draft_head) matrix("draft_output.weight", cfg.vocab_size, cfg.dim);
+  if (cfg.draft_layer) {
+    layer("draft_blk.");
+    vector("draft_output_norm.weight", cfg.dim, 1.0f, 0.1f);
   }
-  if (cfg.draft_head) matrix("draft_output.weight", cfg.vocab_size, cfg.dim);  // last: other tensors keep their values
   return ts;
 }
 

@@ -17,8 +17,8 @@ Transformer::Transformer(const ModelConfig& cfg, const ModelWeights& w) : cfg_(c
   // Splitting rows between threads makes each thread read all weights: worth considering only while they
   // are cache-sized, where splitting every matrix may cost more in synchronisation than it saves.
   size_t bytes = 0;
-  for (const LayerWeights& L : w.layers)
-    for (const WeightMatrix* m : L.matrices()) bytes += read_bytes(*m);
+  for (int l = 0; l < cfg.kv_layers(); l++)
+    for (const WeightMatrix* m : layer_weights(l).matrices()) bytes += read_bytes(*m);
   row_parallel_ = bytes <= kRowParallelMaxBytes;
 }
 
@@ -96,12 +96,12 @@ void Transformer::list_visible_slots(const SequenceInput& s, int past, int i, Ro
 // Rows [r0, r1): q, k, v = projections of norm(x) (+ bias), q and k normalised per head (qwen3, gemma3), RoPE
 // on q and k (local layers with their own table), and k, v stored in the rows' cache slots.
 void Transformer::qkv_rows(int l, int64_t r0, int64_t r1, bool threads) {
-  const LayerWeights& L = w_.layers[l];
+  const LayerWeights& L = layer_weights(l);
   const int dim = cfg_.dim, qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), half = cfg_.rope_dim / 2;
   const int64_t m = r1 - r0;
   for (int64_t r = r0; r < r1; r++) rmsnorm(&x_[r * dim], L.attn_norm, dim, cfg_.norm_eps, &xb_[r * dim]);
   matmul_shared_input(&xb_[r0 * dim], m, {{&L.wq, &q_[r0 * qd]}, {&L.wk, &k_[r0 * kvd]}, {&L.wv, &v_[r0 * kvd]}}, threads);
-  const bool local_rope = cfg_.rope_theta_local > 0.0f && cfg_.local_layer(l);
+  const bool local_rope = cfg_.rope_theta_local > 0.0f && local_layer(l);
   const float* cos = local_rope ? local_cos_.data() : rope_cos_.data();
   const float* sin = local_rope ? local_sin_.data() : rope_sin_.data();
   for (int64_t r = r0; r < r1; r++) {
@@ -122,7 +122,7 @@ void Transformer::qkv_rows(int l, int64_t r0, int64_t r1, bool threads) {
 void Transformer::attend_units(int l, int64_t u0, int64_t u1) {
   const int hd = cfg_.head_dim, group = cfg_.n_heads / cfg_.n_kv_heads;
   const float scale = cfg_.attention_scale();
-  const bool local = cfg_.local_layer(l);
+  const bool local = local_layer(l);
   thread_local aligned_vector<float> scores;
   for (int64_t u = u0; u < u1; u++) {
     const int64_t r = u / cfg_.n_kv_heads;
@@ -151,7 +151,7 @@ void Transformer::attend_units(int l, int64_t u0, int64_t u1) {
 // Rows [r0, r1) after attention: x += Wo · att, then x += W_down · (act(W_gate·norm(x)) * W_up·norm(x)), act =
 // SiLU (gemma: tanh GELU); gemma normalises each branch's output once more before adding it.
 void Transformer::out_ffn_rows(int l, int64_t r0, int64_t r1, bool threads) {
-  const LayerWeights& L = w_.layers[l];
+  const LayerWeights& L = layer_weights(l);
   const int dim = cfg_.dim, qd = cfg_.q_dim(), ff = cfg_.ffn_dim;
   const int64_t m = r1 - r0;
   auto add_branch = [&](const float* post_norm) {
@@ -200,36 +200,11 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
   // Small models: how to use the threads is measured (model/schedule.h); large ones split every matrix.
   const bool choose = row_parallel_ && num_threads() > 1;
   const MultiRowSchedule schedule = choose ? schedule_.choose(n) : MultiRowSchedule::SplitMatrices;
-  const bool threads = schedule != MultiRowSchedule::Serial;
   const auto t0 = choose ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  if (schedule == MultiRowSchedule::SplitRows) {
-    // Each thread takes a contiguous share of the rows through a whole layer (two jobs per layer: attention
-    // needs every row's keys and values first). A row's arithmetic is the same as in the other branch.
-    const int64_t pieces = std::min<int64_t>(n, num_threads());
-    auto rows_of = [&](int64_t c, auto&& fn) { fn(n * c / pieces, n * (c + 1) / pieces); };
-    for (int l = 0; l < cfg_.n_layers; l++) {
-      parallel_chunks(pieces, true, [&](int64_t c) {
-        rows_of(c, [&](int64_t r0, int64_t r1) { qkv_rows(l, r0, r1, false); });
-      });
-      parallel_chunks(pieces, true, [&](int64_t c) {
-        rows_of(c, [&](int64_t r0, int64_t r1) {
-          attend_units(l, r0 * cfg_.n_kv_heads, r1 * cfg_.n_kv_heads);
-          out_ffn_rows(l, r0, r1, false);
-        });
-      });
-    }
-  } else {
-    int64_t work = 0;  // attention multiply-adds per layer, to decide whether threads pay
-    for (const Row& r : rows_) work += (r.slots_end - r.slots_begin);
-    const bool parallel = threads && work * cfg_.n_heads * cfg_.head_dim >= (1 << 15);
-    for (int l = 0; l < cfg_.n_layers; l++) {
-      qkv_rows(l, 0, n, threads);
-      parallel_for(n * cfg_.n_kv_heads, parallel, [&](int64_t u0, int64_t u1) { attend_units(l, u0, u1); });
-      out_ffn_rows(l, 0, n, threads);
-    }
-  }
+  for (int l = 0; l < cfg_.n_layers; l++) run_layer(l, schedule);
   if (choose)
     schedule_.record(n, schedule, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  const bool threads = schedule != MultiRowSchedule::Serial;
 
   // ---- output head, only for the rows asked for
   if (nl == 0) return logits_.data();
@@ -237,6 +212,12 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
     rmsnorm(&x_[logit_src_[i] * dim], w_.output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
   matmul(xb_.data(), nl, w_.output, logits_.data(), threads);
   final_softcap(logits_.data(), nl, threads);
+  // The draft layer runs on every row, asked or not: later drafts attend to these rows' keys and values.
+  if (w_.draft_output_norm) {
+    run_layer(cfg_.n_layers, schedule);
+    for (int64_t i = 0; i < nl; i++)
+      rmsnorm(&x_[logit_src_[i] * dim], w_.draft_output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
+  }
   const bool drafts = std::any_of(seqs.begin(), seqs.end(), [](const SequenceInput* s) { return s->draft_logits; });
   if (w_.draft_output.data && drafts) {  // every logit row: one matmul, whichever sequences asked
     matmul(xb_.data(), nl, w_.draft_output, draft_logits_.data(), threads);
@@ -244,6 +225,34 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
     drafted_ = true;
   }
   return logits_.data();
+}
+
+// One layer over all rows (l == n_layers: the draft layer), its threads used as `schedule` says.
+void Transformer::run_layer(int l, MultiRowSchedule schedule) {
+  const int64_t n = static_cast<int64_t>(rows_.size());
+  if (schedule == MultiRowSchedule::SplitRows) {
+    // Each thread takes a contiguous share of the rows through the layer (two jobs: attention needs every
+    // row's keys and values first). A row's arithmetic is the same as in the other branch.
+    const int64_t pieces = std::min<int64_t>(n, num_threads());
+    auto rows_of = [&](int64_t c, auto&& fn) { fn(n * c / pieces, n * (c + 1) / pieces); };
+    parallel_chunks(pieces, true, [&](int64_t c) {
+      rows_of(c, [&](int64_t r0, int64_t r1) { qkv_rows(l, r0, r1, false); });
+    });
+    parallel_chunks(pieces, true, [&](int64_t c) {
+      rows_of(c, [&](int64_t r0, int64_t r1) {
+        attend_units(l, r0 * cfg_.n_kv_heads, r1 * cfg_.n_kv_heads);
+        out_ffn_rows(l, r0, r1, false);
+      });
+    });
+    return;
+  }
+  const bool threads = schedule != MultiRowSchedule::Serial;
+  int64_t work = 0;  // attention multiply-adds, to decide whether threads pay
+  for (const Row& r : rows_) work += (r.slots_end - r.slots_begin);
+  const bool parallel = threads && work * cfg_.n_heads * cfg_.head_dim >= (1 << 15);
+  qkv_rows(l, 0, n, threads);
+  parallel_for(n * cfg_.n_kv_heads, parallel, [&](int64_t u0, int64_t u1) { attend_units(l, u0, u1); });
+  out_ffn_rows(l, 0, n, threads);
 }
 
 void Transformer::final_softcap(float* logits, int64_t rows, bool threads) const {

@@ -63,6 +63,10 @@ class Transformer : public ForwardPass {
   void qkv_rows(int layer, int64_t r0, int64_t r1, bool threads);
   void attend_units(int layer, int64_t u0, int64_t u1);
   void out_ffn_rows(int layer, int64_t r0, int64_t r1, bool threads);
+  void run_layer(int layer, MultiRowSchedule schedule);
+  // Layer l's weights; l == n_layers is the draft layer (global attention, whatever the model's pattern).
+  const LayerWeights& layer_weights(int l) const { return l < cfg_.n_layers ? w_.layers[l] : w_.draft_layer; }
+  bool local_layer(int l) const { return l < cfg_.n_layers && cfg_.local_layer(l); }
   void ensure_capacity(int64_t rows, int64_t logit_rows);
   void final_softcap(float* logits, int64_t rows, bool threads) const;
   void list_visible_slots(const SequenceInput& s, int past, int i, Row& r);

@@ -122,25 +122,32 @@ ModelWeights bind_weights(const TensorSet& ts, ModelConfig& cfg) {
   if (cfg.vocab_size == 0) cfg.vocab_size = static_cast<int>(emb->dims[1]);
   cfg.tied_output = ts.find("output.weight") == nullptr;
   cfg.draft_head = ts.find("draft_output.weight") != nullptr;
+  cfg.draft_layer = ts.find("draft_output_norm.weight") != nullptr;
+  if (cfg.draft_layer && !cfg.draft_head)
+    throw Error("the model has a draft layer (draft_output_norm.weight) but no draft head (draft_output.weight)");
   cfg.attn_bias = ts.find("blk.0.attn_q.bias") != nullptr;
   config_vector(ts, "rope_freqs.weight", cfg.rope_freq_factors);
   config_vector(ts, "rope_factors_long.weight", cfg.rope_factors_long);
   config_vector(ts, "rope_factors_short.weight", cfg.rope_factors_short);
   cfg.validate();
   // The reserved f32 vector storage must not reallocate while pointers into it are handed out.
-  w.f32_vectors.reserve(static_cast<size_t>(cfg.n_layers) * 9 + 2);
+  w.f32_vectors.reserve(static_cast<size_t>(cfg.kv_layers()) * 9 + 3);
 
   w.tok_embd = b.matrix("token_embd.weight", cfg.vocab_size, cfg.dim);
   w.output_norm = b.vec("output_norm.weight", cfg.dim, true);
   w.output = cfg.tied_output ? w.tok_embd : b.matrix("output.weight", cfg.vocab_size, cfg.dim);
   if (cfg.draft_head) w.draft_output = b.matrix("draft_output.weight", cfg.vocab_size, cfg.dim);
-  for (int l = 0; l < cfg.n_layers; l++) {
-    const std::string p = "blk." + std::to_string(l) + ".";
+  auto layer = [&](const std::string& p) {
     LayerWeights L;
     L.attn_norm = b.vec(p + "attn_norm.weight", cfg.dim, true);
     bind_attention(b, ts, cfg, p, L);
     bind_ffn(b, cfg, p, L);
-    w.layers.push_back(L);
+    return L;
+  };
+  for (int l = 0; l < cfg.n_layers; l++) w.layers.push_back(layer("blk." + std::to_string(l) + "."));
+  if (cfg.draft_layer) {
+    w.draft_layer = layer("draft_blk.");
+    w.draft_output_norm = b.vec("draft_output_norm.weight", cfg.dim, true);
   }
   return w;
 }
@@ -162,11 +169,15 @@ std::vector<std::string> tensor_names(const ModelConfig& cfg) {
   }
   if (cfg.qk_norm()) per_layer.insert(per_layer.end(), {"attn_q_norm", "attn_k_norm"});
   if (cfg.gemma()) per_layer.insert(per_layer.end(), {"post_attention_norm", "post_ffw_norm"});
-  for (int l = 0; l < cfg.n_layers; l++) {
-    const std::string p = "blk." + std::to_string(l) + ".";
+  auto layer = [&](const std::string& p) {
     for (const char* n : per_layer) names.push_back(p + n + ".weight");
     if (cfg.attn_bias)
       for (const char* n : {"attn_q", "attn_k", "attn_v"}) names.push_back(p + n + ".bias");
+  };
+  for (int l = 0; l < cfg.n_layers; l++) layer("blk." + std::to_string(l) + ".");
+  if (cfg.draft_layer) {  // last, as random_tensors adds them
+    layer("draft_blk.");
+    names.push_back("draft_output_norm.weight");
   }
   return names;
 }
@@ -193,6 +204,8 @@ void pack_matrices(ModelWeights& w, const std::function<void(const WeightMatrix&
     for (WeightMatrix* m : L.matrices()) pack(*m);
   pack(w.output);
   if (w.draft_output.data) pack(w.draft_output);
+  if (w.draft_output_norm)
+    for (WeightMatrix* m : w.draft_layer.matrices()) pack(*m);
 }
 
 }  // namespace jf

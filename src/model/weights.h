@@ -66,6 +66,11 @@ struct ModelWeights {
   // absent): Jacobi decoders take their next drafts from it and verify them with `output`, so the output
   // stays the model's own (docs/TRAINING.md, "A draft head").
   WeightMatrix draft_output;
+  // Optional draft layer ("draft_blk.*"): a transformer layer on the final residual stream whose output,
+  // normalised by draft_output_norm, feeds the draft head instead of the model's own final hidden state. It
+  // keeps its keys and values in the KV cache's last layer (ModelConfig::kv_layers). Null norm: absent.
+  LayerWeights draft_layer;
+  const float* draft_output_norm = nullptr;
   std::vector<LayerWeights> layers;
   std::vector<std::vector<float>> f32_vectors;  // norms and biases converted to fp32
   std::vector<PageBuffer> packed;               // panel copies of matrices (see pack_matrices)

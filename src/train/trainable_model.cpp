@@ -38,8 +38,7 @@ TrainableModel::TrainableModel(const ModelConfig& cfg) : cfg_(cfg) {
   output_norm_ = add_tensor("output_norm.weight", {C});
   output_ = cfg_.tied_output ? tok_embd_ : add_tensor("output.weight", {C, V});
   if (cfg_.draft_head) draft_output_ = add_tensor("draft_output.weight", {C, V});
-  for (int l = 0; l < cfg_.n_layers; l++) {
-    const std::string pre = "blk." + std::to_string(l) + ".";
+  auto add_layer = [&](const std::string& pre) {
     Layer L;
     L.attn_norm = add_tensor(pre + "attn_norm.weight", {C});
     L.wq = add_tensor(pre + "attn_q.weight", {C, Q});
@@ -56,6 +55,12 @@ TrainableModel::TrainableModel(const ModelConfig& cfg) : cfg_(cfg) {
       L.bv = add_tensor(pre + "attn_v.bias", {KV});
     }
     layers_.push_back(L);
+  };
+  for (int l = 0; l < cfg_.n_layers; l++) add_layer("blk." + std::to_string(l) + ".");
+  if (cfg_.draft_layer) {  // layers_[n_layers]
+    JF_CHECK(cfg_.draft_head, "a draft layer needs a draft head");
+    add_layer("draft_blk.");
+    draft_output_norm_ = add_tensor("draft_output_norm.weight", {C});
   }
   values_.assign(static_cast<size_t>(layout_.back().offset + layout_.back().size), 0.0f);
   grads_.assign(values_.size(), 0.0f);
@@ -63,18 +68,34 @@ TrainableModel::TrainableModel(const ModelConfig& cfg) : cfg_(cfg) {
     if (e.name.ends_with("norm.weight")) std::fill_n(values_.data() + e.offset, e.size, 1.0f);
 }
 
-TrainableModel TrainableModel::from_tensors(const ModelConfig& cfg_in, const TensorSet& ts, bool with_draft_head) {
+TrainableModel TrainableModel::from_tensors(const ModelConfig& cfg_in, const TensorSet& ts, bool with_draft_head,
+                                            bool with_draft_layer) {
   ModelConfig cfg = cfg_in;
   bind_weights(ts, cfg);  // validates every tensor's presence and shape; completes cfg
-  cfg.draft_head = cfg.draft_head || with_draft_head;
+  cfg.draft_head = cfg.draft_head || with_draft_head || with_draft_layer;
+  cfg.draft_layer = cfg.draft_layer || with_draft_layer;
   TrainableModel m(cfg);
   for (const Entry& e : m.layout_) {
+    float* dst = m.values_.data() + e.offset;
     const TensorRef* t = ts.find(e.name);
-    if (!t && e.offset == m.draft_output_) t = ts.find(cfg.tied_output ? "token_embd.weight" : "output.weight");
-    JF_CHECK(t != nullptr && t->n_elements() == e.size, "tensor " + e.name + " checked by bind_weights");
-    dequantize_row(t->type, t->data, m.values_.data() + e.offset, e.size);
+    if (!t) t = ts.find(draft_start_tensor(cfg, e.name));
+    if (!t) {  // a new draft layer's residual projections start at zero: the layer starts as the identity
+      JF_CHECK(e.name.starts_with("draft_blk."), "tensor " + e.name + " checked by bind_weights");
+      std::fill_n(dst, e.size, 0.0f);
+      continue;
+    }
+    JF_CHECK(t->n_elements() == e.size, "tensor " + e.name + " checked by bind_weights");
+    dequantize_row(t->type, t->data, dst, e.size);
   }
   return m;
+}
+
+std::string TrainableModel::draft_start_tensor(const ModelConfig& cfg, const std::string& name) {
+  if (name == "draft_output.weight") return cfg.tied_output ? "token_embd.weight" : "output.weight";
+  if (name == "draft_output_norm.weight") return "output_norm.weight";
+  if (!name.starts_with("draft_blk.") || name.ends_with("attn_output.weight") || name.ends_with("ffn_down.weight"))
+    return {};
+  return "blk." + std::to_string(cfg.n_layers - 1) + "." + name.substr(std::string("draft_blk.").size());
 }
 
 void TrainableModel::init_random(uint64_t seed) {

@@ -55,8 +55,13 @@ class TrainableModel {
   // Copies (dequantizing any dtype to fp32) the tensors of `ts`, checked with model/weights.h bind_weights,
   // which also completes the config from the tensors (tied output, biases, vocab size, rope_freqs).
   // with_draft_head: give the model a draft head (config draft_head) even when `ts` has none; it starts as a
-  // copy of the output head.
-  static TrainableModel from_tensors(const ModelConfig& cfg, const TensorSet& ts, bool with_draft_head = false);
+  // copy of the output head. with_draft_layer: also a draft layer (config draft_layer) when `ts` has none; it
+  // starts as the identity (the last layer's weights, zero residual projections, the output norm), so the
+  // draft logits start as the model's own.
+  static TrainableModel from_tensors(const ModelConfig& cfg, const TensorSet& ts, bool with_draft_head = false,
+                                     bool with_draft_layer = false);
+  // The model's tensor a missing draft tensor `name` starts as a copy of; empty: it starts at zero.
+  static std::string draft_start_tensor(const ModelConfig& cfg, const std::string& name);
   // Matrices ~ N(0, 0.02^2), the residual projections (attn_output, ffn_down) scaled by 1/sqrt(2 n_layers),
   // norms = 1, biases = 0. Deterministic in `seed`.
   void init_random(uint64_t seed);
@@ -76,10 +81,11 @@ class TrainableModel {
   void backward(const float* dlogits);
 
   // The draft head (config draft_head: "draft_output.weight", decode/jacobi.h) on the last forward's final
-  // hidden states: replaces the logits of `rows` with the draft head's and returns the logits (T x V).
+  // hidden states, through the draft layer first when the model has one (over all T rows, with the
+  // sequence's mask): replaces the logits of `rows` with the draft head's and returns the logits (T x V).
   const float* draft_logits(std::span<const int32_t> rows);
-  // Accumulates into the draft head's gradient only, given dlogits (T x V) of which only the rows of the last
-  // draft_logits call are read: the rest of the model is frozen (no backward through it).
+  // Accumulates into the draft head's (and draft layer's) gradients only, given dlogits (T x V) of which only
+  // the rows of the last draft_logits call are read: the rest of the model is frozen (no backward through it).
   void backward_draft_head(const float* dlogits);
   void zero_grad();
   int64_t tokens() const { return T_; }  // T of the last forward
@@ -122,8 +128,11 @@ class TrainableModel {
   std::vector<Entry> layout_;
   std::vector<float> values_, grads_;
   int64_t tok_embd_ = 0, output_norm_ = 0, output_ = 0;  // output_ == tok_embd_ when tied
-  int64_t draft_output_ = -1;  // -1: no draft head
-  std::vector<float> draft_x_, draft_z_;  // the draft rows' hidden states and logits (or their gradients)
+  int64_t draft_output_ = -1;       // -1: no draft head
+  int64_t draft_output_norm_ = -1;  // -1: no draft layer (else it is layers_[n_layers])
+  // The draft rows' hidden states and logits (or their gradients); with a draft layer, its output rows
+  // before the norm, their rstd and the gradient of the normalised rows.
+  std::vector<float> draft_x_, draft_z_, draft_resid_, draft_rstd_, draft_dx_;
   std::vector<int32_t> draft_rows_;       // the rows of the last draft_logits call
   std::vector<Layer> layers_;
 

@@ -18,7 +18,7 @@ void zero(float* p, int64_t n) { std::fill(p, p + n, 0.0f); }
 void TrainableModel::ensure_capacity(int64_t T) {
   if (T <= capacity_) return;
   capacity_ = T;
-  const int64_t L = cfg_.n_layers, C = cfg_.dim, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.ffn_dim;
+  const int64_t L = cfg_.kv_layers(), C = cfg_.dim, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.ffn_dim;
   const int64_t H = cfg_.n_heads, half = cfg_.rope_dim / 2;
   Saved& a = act_;
   grow(a.resid, (L + 1) * T * C);
@@ -146,11 +146,19 @@ const float* TrainableModel::draft_logits(std::span<const int32_t> rows) {
   JF_CHECK(draft_output_ >= 0, "the model has no draft head");
   JF_CHECK(T_ > 0, "draft_logits without a forward");
   const int64_t C = cfg_.dim, V = cfg_.vocab_size, R = static_cast<int64_t>(rows.size());
+  for (int32_t r : rows) JF_CHECK(r >= 0 && r < T_, "draft row out of range");
   draft_x_.resize(static_cast<size_t>(R * C));
   draft_z_.resize(static_cast<size_t>(R * V));
-  for (int64_t i = 0; i < R; i++) {
-    JF_CHECK(rows[i] >= 0 && rows[i] < T_, "draft row out of range");
-    std::copy_n(act_.xn_out.data() + rows[i] * C, C, draft_x_.data() + i * C);
+  if (draft_output_norm_ >= 0) {  // the draft layer on the final residual stream, then its own norm
+    const int l = cfg_.n_layers;
+    attention_block_forward(l);
+    ffn_block_forward(l);
+    draft_resid_.resize(static_cast<size_t>(R * C));
+    draft_rstd_.resize(static_cast<size_t>(R));
+    for (int64_t i = 0; i < R; i++) std::copy_n(at(act_.resid, l + 1, C) + rows[i] * C, C, draft_resid_.data() + i * C);
+    rmsnorm_forward(draft_x_.data(), draft_rstd_.data(), draft_resid_.data(), p(draft_output_norm_), R, C, cfg_.norm_eps);
+  } else {
+    for (int64_t i = 0; i < R; i++) std::copy_n(act_.xn_out.data() + rows[i] * C, C, draft_x_.data() + i * C);
   }
   linear_forward(draft_z_.data(), draft_x_.data(), p(draft_output_), nullptr, R, C, V);
   for (int64_t i = 0; i < R; i++) std::copy_n(draft_z_.data() + i * V, V, act_.logits.data() + rows[i] * V);
@@ -163,7 +171,25 @@ void TrainableModel::backward_draft_head(const float* dlogits) {
   const int64_t C = cfg_.dim, V = cfg_.vocab_size, R = static_cast<int64_t>(draft_rows_.size());
   for (int64_t i = 0; i < R; i++) std::copy_n(dlogits + draft_rows_[i] * V, V, draft_z_.data() + i * V);
   // draft_x_ still holds those rows' hidden states, gathered by draft_logits
-  linear_backward(nullptr, g(draft_output_), nullptr, draft_z_.data(), draft_x_.data(), p(draft_output_), R, C, V);
+  const bool layer = draft_output_norm_ >= 0;
+  if (layer) draft_dx_.assign(static_cast<size_t>(R * C), 0.0f);
+  linear_backward(layer ? draft_dx_.data() : nullptr, g(draft_output_), nullptr, draft_z_.data(), draft_x_.data(),
+                  p(draft_output_), R, C, V);
+  if (!layer) return;
+  // Through the draft norm (draft_x_, no longer needed, takes the rows' residual gradient), then the layer.
+  float* drows = draft_x_.data();
+  zero(drows, R * C);
+  rmsnorm_backward(drows, g(draft_output_norm_), draft_dx_.data(), draft_resid_.data(), p(draft_output_norm_),
+                   draft_rstd_.data(), R, C);
+  const int l = cfg_.n_layers;
+  float* dres = grad_.dres.data();
+  zero(dres, T_ * C);
+  for (int64_t i = 0; i < R; i++) {
+    float* d = dres + draft_rows_[i] * C;
+    for (int64_t c = 0; c < C; c++) d[c] += drows[i * C + c];
+  }
+  ffn_block_backward(l);        // dres: dL/d resid[l+1] -> dL/d mid[l]
+  attention_block_backward(l);  // dres -> dL/d resid[l], the frozen model's output: not needed
 }
 
 void TrainableModel::ffn_block_backward(int l) {

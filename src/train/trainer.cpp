@@ -100,7 +100,7 @@ LossReport Trainer::micro_batch(size_t example, float* grad_out, int64_t* tokens
 }
 
 // The draft head's noisy rows against the frozen model's own clean rows: consistency only, and a backward
-// into the draft head alone.
+// into the draft head (and draft layer) alone.
 LossReport Trainer::draft_head_batch(const PackedSequence& p, float* grad_out) {
   const std::vector<int32_t> rows = consistency_rows(p);
   const float* logits = model_.draft_logits(rows);
@@ -146,7 +146,7 @@ void Trainer::run(const std::function<void(const StepReport&)>& on_step) {
     sizes.push_back(params[i].size);
     decay[i] = params[i].dims.size() == 2;
     // draft-head: the rest of the model is frozen (its gradients are zero; no weight decay moves it)
-    if (opt_.objective == Objective::DraftHead && params[i].name != "draft_output.weight") decay[i] = false;
+    if (opt_.objective == Objective::DraftHead && !params[i].name.starts_with("draft_")) decay[i] = false;
   }
   total_grad_.resize(static_cast<size_t>(n));
   micro_grads_.resize(static_cast<size_t>(opt_.accum + opt_.text_accum));
