@@ -327,9 +327,10 @@ PY
   check_error "train draft-head with a teacher" 1 "$jf" train -m "$m" --objective draft-head --data "$tmp/dh_packed.jsonl" \
     --teacher "$m" -o "$tmp/x.gguf"
   check_error "merge a model with a draft head and one without" 1 "$jf" merge --alpha 0.5 "$m" "$tmp/dh.gguf" "$tmp/x.gguf"
-  # A draft layer under the head (one transformer layer on the final hidden states, with its own keys and
-  # values in the cache): the same model again, more tokens per forward.
-  # Measured (AVX-512, 2026-11-27): Jacobi x1.026, multiblock x1.045.
+  # A draft layer under the head (one transformer layer on each row's final hidden state plus the embedding
+  # of the model's greedy next token, with its own keys and values in the cache): the last verified row
+  # drafts the token after the bonus one. The same model again, and many more tokens per forward.
+  # Measured (AVX-512, 2026-11-27): Jacobi x1.253, multiblock x1.256.
   "$jf" train -m "$m" --objective draft-head --draft-layer --data "$tmp/dh_packed.jsonl" --steps 300 --accum 4 \
       --lr 3e-3 --consistency-rows 1 --consistency-norm per-block -t 1 -o "$tmp/dl.gguf" >/dev/null 2>&1 &&
     "$jf" eval -m "$tmp/dl.gguf" --base "$m" --text "$shared/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt" \
@@ -342,7 +343,7 @@ d, t, g = {x["decoder"]: x["tpf_ratio"] for x in j["decoders"]}, j["text"], j["g
 print("(jacobi x%.3f, multiblock x%.3f, without it x%.3f, agreement %.3f, KL %g)" % (
     d["jacobi:block=8"], d["multiblock:block=8"], d["jacobi:block=8:draft-head=0"], t["top1_agreement"], t["kl_base_model"]))
 assert t["top1_agreement"] == 1 and t["kl_base_model"] == 0 and g["identical_outputs"] == g["prompts"]
-assert d["jacobi:block=8"] > 1.015 and d["multiblock:block=8"] > 1.015 and d["jacobi:block=8:draft-head=0"] == 1
+assert d["jacobi:block=8"] > 1.1 and d["multiblock:block=8"] > 1.1 and d["jacobi:block=8:draft-head=0"] == 1
 PY
   ); then echo "ok   a draft layer gains TPF and leaves the model as it was $r"; else echo "FAIL draft layer: $r"; fails=$((fails + 1)); fi
   if "$jf" inspect -m "$tmp/dl.gguf" | grep -q "draft head: *yes, on a draft layer"; then echo "ok   inspect shows the draft layer"

@@ -30,7 +30,12 @@ class FakeModel : public ForwardPass {
   const ModelConfig& config() const override { return cfg_; }
   int64_t rows_seen() const { return rows_; }
   // A draft head: its logits for a row are `rule` of what the row sees (returned when a sequence asks).
-  void set_draft_rule(NextTokenRule rule) { draft_rule_ = std::move(rule); }
+  // shift 1: they predict the token after the row's next one (a draft layer's, ForwardPass::draft_shift).
+  void set_draft_rule(NextTokenRule rule, int shift = 0) {
+    draft_rule_ = std::move(rule);
+    draft_cfg_shift_ = shift;
+  }
+  int draft_shift() const override { return draft_cfg_shift_; }
   const float* draft_logits_for(const float* logits) const override {
     const ptrdiff_t offset = logits - logits_.data();
     if (!drafted_ || offset < 0 || static_cast<size_t>(offset) >= draft_logits_.size()) return nullptr;
@@ -84,6 +89,7 @@ class FakeModel : public ForwardPass {
  private:
   ModelConfig cfg_;
   NextTokenRule rule_, draft_rule_;
+  int draft_cfg_shift_ = 0;
   std::vector<float> logits_, draft_logits_;
   bool drafted_ = false;
   int64_t rows_ = 0;

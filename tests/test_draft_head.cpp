@@ -103,14 +103,53 @@ TEST(DraftHead, AGoodHeadRaisesTokensPerForwardAndTheOutputStaysAr) {
   }
 }
 
+// What a perfect shifted draft (a draft layer's, ForwardPass::draft_shift 1) learns: a row that sees the
+// text's first L tokens, all right, predicts text[L + 1] — the token after the one the row verifies.
+test::NextTokenRule shifted_rule(std::vector<int32_t> text, int vocab) {
+  return [text = std::move(text), vocab](std::span<const int32_t> seen, float* logits) {
+    for (int v = 0; v < vocab; v++) logits[v] = 0.0f;
+    const size_t L = seen.size();
+    const bool on_text = L + 1 < text.size() && std::equal(seen.begin(), seen.end(), text.begin());
+    logits[on_text ? text[L + 1] : 0] = 10.0f;
+  };
+}
+
+// The last verified row of every forward drafts the token after the bonus one, right each time: two tokens
+// per forward, even from forwards that send the pending token alone; AR's tokens.
+TEST(DraftHead, AGoodShiftedDraftRaisesTokensPerForward) {
+  const int V = 64;
+  const std::vector<int32_t> text = random_text(400, V, 3);
+  test::FakeModel fake(V, test::oracle_rule(text, V));
+  fake.set_draft_rule(shifted_rule(text, V), /*shift=*/1);
+  Session s(fake, 300);
+  GenerationConfig cfg;
+  cfg.max_new_tokens = 120;
+  const std::vector<int32_t> prompt(text.begin(), text.begin() + 10);
+  const GenerationResult ar = run(s, decoder("ar", 1, false), prompt, cfg);
+  for (const char* name : {"jacobi", "multiblock"}) {
+    const GenerationResult with = run(s, decoder(name, 16, false, true), prompt, cfg);
+    const GenerationResult without = run(s, decoder(name, 16, false, false), prompt, cfg);
+    ASSERT_EQ(with.tokens, ar.tokens) << name;
+    ASSERT_EQ(without.tokens, ar.tokens) << name;
+    EXPECT_GT(counter(with, "draft_head_forwards"), 0) << name;
+    EXPECT_GT(with.stats.tpf(), 1.6) << name;
+    EXPECT_LT(without.stats.tpf(), 1.3) << name;
+    std::printf("%s: TPF %.2f with the shifted oracle, %.2f without\n", name, with.stats.tpf(), without.stats.tpf());
+  }
+  // Read unshifted, the same drafts land one position late and almost never match.
+  fake.set_draft_rule(shifted_rule(text, V), /*shift=*/0);
+  EXPECT_LT(run(s, decoder("jacobi", 16, false, true), prompt, cfg).stats.tpf(), 1.3);
+}
+
 // A head that predicts garbage (or follows the text only in places) changes how fast, never what.
 TEST(DraftHead, AnyHeadKeepsEveryDecoderLossless) {
   const int V = 40;
   const std::vector<int32_t> text = random_text(300, V, 5);
-  for (int variant = 0; variant < 2; variant++) {
+  for (int variant = 0; variant < 4; variant++) {  // garbage / partly right, unshifted / shifted
     test::FakeModel fake(V, test::oracle_rule(text, V));
-    if (variant == 0) fake.set_draft_rule(test::sampling_rule(V, 8.0f));
-    else fake.set_draft_rule(skip_rule(text, V));
+    const int shift = variant / 2;
+    if (variant % 2 == 0) fake.set_draft_rule(test::sampling_rule(V, 8.0f), shift);
+    else fake.set_draft_rule(shift ? shifted_rule(text, V) : skip_rule(text, V), shift);
     Session s(fake, 200);
     GenerationConfig cfg;
     cfg.max_new_tokens = 90;
@@ -319,12 +358,14 @@ struct DraftLayerModel {
   std::unique_ptr<Model> model;
 };
 
-DraftLayerModel draft_layer_model(bool random_layer) {
+DraftLayerModel draft_layer_model(bool random_layer, float token_scale = 1.0f) {
   ModelConfig cfg = preset_config("tiny");
   cfg.vocab_size = 32;
   TrainableModel base(cfg);
   base.init_random(4);
   TrainableModel m = TrainableModel::from_tensors(base.config(), base.to_tensor_set(DType::F32), true, true);
+  for (const auto& prm : m.params())
+    if (prm.name == "draft_token_scale.weight") std::fill_n(prm.data, prm.size, token_scale);
   if (random_layer) {
     Rng r(6);
     for (const auto& prm : m.params())
@@ -336,10 +377,11 @@ DraftLayerModel draft_layer_model(bool random_layer) {
   return DraftLayerModel{std::move(m), std::move(model)};
 }
 
-// Started as `jf train --draft-layer` starts it, the layer is the identity: the draft logits are the output
-// logits, bit for bit, in the inference forward and in the training forward.
+// Started as `jf train --draft-layer` starts it, the layer is the identity on its input: with the token
+// embedding scaled to zero the draft logits are the output logits, bit for bit, in the inference forward and
+// in the training forward.
 TEST(DraftLayer, StartsAsTheIdentity) {
-  DraftLayerModel d = draft_layer_model(false);
+  DraftLayerModel d = draft_layer_model(false, /*token_scale=*/0.0f);
   ASSERT_TRUE(d.model->config().draft_layer);
   EXPECT_EQ(d.model->config().kv_layers(), d.model->config().n_layers + 1);
   const std::vector<int32_t> tokens = {3, 1, 4, 1, 5, 9, 2};
@@ -476,7 +518,7 @@ TEST(DraftLayerTraining, GradientsMatchFiniteDifferencesAndTheModelGetsNone) {
       checked++;
     }
   }
-  EXPECT_EQ(checked, 3 * 11);  // the head, the draft norm and the layer's nine tensors
+  EXPECT_EQ(checked, 3 * 12);  // the head, the token scale, the draft norm and the layer's nine tensors
 }
 
 TEST(DraftLayerTraining, TrainsTheDraftTensorsAloneAndItsConsistencyFalls) {
@@ -501,7 +543,20 @@ TEST(DraftLayerTraining, TrainsTheDraftTensorsAloneAndItsConsistencyFalls) {
     if (prm.name.starts_with("draft_")) moved += same ? 0 : 1;
     else ASSERT_TRUE(same) << prm.name << " moved";
   }
-  EXPECT_EQ(moved, 11);
+  EXPECT_EQ(moved, 12);
+}
+
+// A shifted draft for a noisy row comes from the row at the position before it.
+TEST(DraftLayerTraining, ShiftedDraftsComeFromThePositionBefore) {
+  const PackedSequence p = toy_packed(0);  // context 0-2, noisy0 3-5, clean0 6-8, noisy1 9-11, clean1 12-14
+  EXPECT_EQ(draft_source_row(p, 4), 3);
+  EXPECT_EQ(draft_source_row(p, 11), 10);
+  EXPECT_EQ(draft_source_row(p, 3), 2);  // block 0's first row: the context's last
+  EXPECT_EQ(draft_source_row(p, 9), 8);  // block 1's first row: block 0's last clean row
+  PackedSequence bare = p;
+  bare.context_len = 0;
+  EXPECT_EQ(draft_source_row(bare, 0), -1);
+  EXPECT_THROW(draft_source_row(p, 7), std::logic_error);  // a clean row
 }
 
 }  // namespace

@@ -272,8 +272,9 @@ Command add_train_command(CLI::App& app) {
                   "jacobi-forcing (default), cllm, ar, or draft-head (train only a draft head on the frozen -m model: "
                   "its Jacobi drafts improve, its output stays bit for bit the same)");
   cmd->add_flag("--draft-layer", a->draft_layer,
-                "draft-head: put a draft layer (one transformer layer on the final hidden states, starting as the "
-                "identity) under the draft head when the model has none, and train both");
+                "draft-head: put a draft layer under the draft head when the model has none, and train both: one "
+                "transformer layer on each row's final hidden state plus the embedding of the model's greedy next "
+                "token there, so the last verified row drafts the token after the bonus one");
   cmd->add_option("--data", a->data, "jacobi-forcing / cllm: packed sequences from jf pack");
   cmd->add_option("--corpus", a->corpus,
                   "ar: text files or directories; jacobi-forcing / cllm: real text mixed into every step (--text-accum)")

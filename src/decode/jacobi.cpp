@@ -25,6 +25,7 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int V = s.vocab_size(), n = opt_.block;
   Rng rng(opt_.seed);
+  const int shift = s.forward_pass().draft_shift();
   DraftTree tree;
   SequenceInput in;
   Acceptance acc;
@@ -66,7 +67,8 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     ctx.count("draft_tokens_cut", static_cast<int64_t>(draft.size()) - sent);
     const int S = s.cache().size();
     prepare_chain(ctx, std::span<const int32_t>(draft).first(static_cast<size_t>(sent)), tree, in);
-    in.draft_logits = opt_.draft_head && sent > 0;  // a lone pending row predicts no draft
+    // (A lone pending row drafts only through a shifted draft: the token after the one it verifies.)
+    in.draft_logits = opt_.draft_head && (sent > 0 || shift > 0);
     const float* logits = co_await ctx.forward(in);
     auto row = [&](int r) { return logits + static_cast<size_t>(r) * V; };
 
@@ -81,11 +83,13 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     const int L = tree.size();
     // block mode: stay inside the block; running: as many as the draft had after the committed tokens
     const int keep = opt_.running ? static_cast<int>(draft.size()) - k : std::max(0, budget - 1);
-    const float* drafts = ctx.draft_logits();  // the draft head's, or none
-    redraft_from_rows(drafts ? drafts : logits, V, k, L, keep, next);
+    // The draft head's rows, or none; shifted ones from the last verified row on (ForwardPass::draft_shift).
+    const float* drafts = ctx.draft_logits();
+    const int ahead = drafts ? shift : 0;
+    redraft_from_rows(drafts ? drafts : logits, V, k - ahead, L, keep, next);
     if (drafts) ctx.count("draft_head_forwards");
     const int predicted = static_cast<int>(next.size());
-    append_unsent(draft, sent, keep, next);
+    append_unsent(draft, sent + ahead, keep, next);
     guessed_from = predicted + std::max(0, guessed_from - (sent + 1));
     draft.swap(next);
     const int committed = ctx.commit(acc.tokens);

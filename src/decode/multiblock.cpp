@@ -62,6 +62,7 @@ void advance_pseudo(PseudoBlock& b, const std::vector<int32_t>& g, int32_t befor
 
 DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
+  const int shift = s.forward_pass().draft_shift();
   const int V = s.vocab_size(), n = opt_.block, K = opt_.max_blocks;
   // ceil(r*n) is n for small n at r = 0.85, and a block with n accepted has no budget left to spawn in:
   // cap at n - 1 so every block size >= 2 can spawn.
@@ -165,12 +166,17 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     if (with_pseudo)
       for (size_t b = 0; b < pseudo.size(); b++)
         ctx.tag_rows(tree.size() + static_cast<int>(b) * n, n, RowRole::Block, static_cast<int>(b) + 1);
-    in.draft_logits = opt_.draft_head && M > 1;  // a lone pending row predicts no draft
+    // (A lone pending row drafts only through a shifted draft: the token after the one it verifies.)
+    in.draft_logits = opt_.draft_head && (M > 1 || shift > 0);
     const float* logits = co_await ctx.forward(in);
     auto row = [&](int logit_row) { return logits + static_cast<size_t>(logit_row) * V; };  // tree nodes first
-    // Next drafts come from the draft head when the model has one; verification always from `row`.
+    // Next drafts come from the draft head when the model has one; verification always from `row`. Shifted
+    // drafts (ForwardPass::draft_shift) update the real-active block; pseudo-active blocks keep the rows'
+    // own next tokens (a shifted row would need its predecessor's, one block back).
     const float* drafts = ctx.draft_logits() ? ctx.draft_logits() : logits;
+    const int ahead = drafts != logits ? shift : 0;
     auto draft_row = [&](int logit_row) { return drafts + static_cast<size_t>(logit_row) * V; };
+    auto next_row = [&](int logit_row) { return ahead ? row(logit_row) : draft_row(logit_row); };
     if (drafts != logits) ctx.count("draft_head_forwards");
 
     // ---- verify the real-active block
@@ -198,16 +204,17 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     }
     // The prediction for the position after the real-active block (its last draft row, or the root's), when
     // the whole draft was sent.
-    const int32_t ra_tail_pred = sent == budget - 1 ? static_cast<int32_t>(argmax(draft_row(sent > 0 ? chains[0].back() : 0), V)) : -1;
+    const int32_t ra_tail_pred = sent == budget - 1 ? static_cast<int32_t>(argmax(next_row(sent > 0 ? chains[0].back() : 0), V)) : -1;
     const int new_budget = std::max(0, budget - (k + 1));
     // Jacobi update of the rest of the block: draft token i stood where token i + 1 of the block now goes
     // (the bonus token took draft token k's place), so its row predicts the token after that; the unsent
-    // rest of the draft follows.
+    // rest of the draft follows. Shifted drafts start one row earlier: at the last verified one (the root's
+    // when nothing was accepted), which drafts the token after the bonus.
     next.clear();
-    for (size_t i = k; i < chains[win].size() && static_cast<int>(next.size()) < new_budget - 1; i++)
-      next.push_back(static_cast<int32_t>(argmax(draft_row(chains[win][i]), V)));
+    for (int i = k - ahead; i < static_cast<int>(chains[win].size()) && static_cast<int>(next.size()) < new_budget - 1; i++)
+      next.push_back(static_cast<int32_t>(argmax(draft_row(i < 0 ? 0 : chains[win][i]), V)));
     next_kinds.assign(next.size(), kPredicted);
-    const int reached = static_cast<int>(chains[win].size());  // the draft positions the winning chain's rows covered
+    const int reached = static_cast<int>(chains[win].size()) + ahead;  // the draft positions the rows covered
     append_unsent(draft, reached, new_budget - 1, next);
     for (size_t i = static_cast<size_t>(reached) + 1; next_kinds.size() < next.size(); i++) next_kinds.push_back(kinds[i]);
     pushed = opt_.pool > 0 && k < d;  // the draft was not all confirmed (rejected, or not all sent)
@@ -232,7 +239,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
       for (PseudoBlock& b : pseudo) {
         g.clear();
         for (size_t j = 0; j < b.draft.size(); j++, r++)
-          g.push_back(static_cast<int32_t>(argmax(draft_row(tree.size() + static_cast<int>(r)), V)));
+          g.push_back(static_cast<int32_t>(argmax(next_row(tree.size() + static_cast<int>(r)), V)));
         const int32_t next_before = g.empty() ? b.after : g.back();
         advance_pseudo(b, g, before);
         before = next_before;

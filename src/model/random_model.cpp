@@ -85,6 +85,7 @@ TensorSet random_tensors(const ModelConfig& cfg_in, const WeightScheme& scheme, 
   if (cfg.draft_head) matrix("draft_output.weight", cfg.vocab_size, cfg.dim);
   if (cfg.draft_layer) {
     layer("draft_blk.");
+    vector("draft_token_scale.weight", cfg.dim, 1.0f, 0.1f);
     vector("draft_output_norm.weight", cfg.dim, 1.0f, 0.1f);
   }
   return ts;

@@ -42,6 +42,7 @@ void Transformer::ensure_capacity(int64_t n, int64_t nl) {
   }
   grow(logits_, nl * cfg_.vocab_size);
   if (w_.draft_output.data) grow(draft_logits_, nl * cfg_.vocab_size);
+  if (w_.draft_output_norm) grow(head_rows_, std::min<int64_t>(n, kHeadRows) * cfg_.vocab_size);
 }
 
 // Flattens the sequences into rows, validates them, claims cache slots and lists each row's visible slots.
@@ -206,17 +207,16 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
     schedule_.record(n, schedule, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   const bool threads = schedule != MultiRowSchedule::Serial;
 
-  // ---- output head, only for the rows asked for
-  if (nl == 0) return logits_.data();
-  for (int64_t i = 0; i < nl; i++)
-    rmsnorm(&x_[logit_src_[i] * dim], w_.output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
-  matmul(xb_.data(), nl, w_.output, logits_.data(), threads);
-  final_softcap(logits_.data(), nl, threads);
-  // The draft layer runs on every row, asked or not: later drafts attend to these rows' keys and values.
+  // ---- output head, only for the rows asked for (with a draft layer: for every row)
   if (w_.draft_output_norm) {
-    run_layer(cfg_.n_layers, schedule);
+    draft_layer(schedule);
+    if (nl == 0) return logits_.data();
+  } else {
+    if (nl == 0) return logits_.data();
     for (int64_t i = 0; i < nl; i++)
-      rmsnorm(&x_[logit_src_[i] * dim], w_.draft_output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
+      rmsnorm(&x_[logit_src_[i] * dim], w_.output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
+    matmul(xb_.data(), nl, w_.output, logits_.data(), threads);
+    final_softcap(logits_.data(), nl, threads);
   }
   const bool drafts = std::any_of(seqs.begin(), seqs.end(), [](const SequenceInput* s) { return s->draft_logits; });
   if (w_.draft_output.data && drafts) {  // every logit row: one matmul, whichever sequences asked
@@ -225,6 +225,39 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
     drafted_ = true;
   }
   return logits_.data();
+}
+
+// Every row's output logits (in pieces of kHeadRows rows; the requested ones copied out) and its greedy token
+// a; then the draft layer on x + draft_token_scale * embedding(a), every row (later drafts attend to its keys
+// and values); xb_ ends with the logit rows' draft-normalised output, for the draft head.
+void Transformer::draft_layer(MultiRowSchedule schedule) {
+  const int64_t n = static_cast<int64_t>(rows_.size()), V = cfg_.vocab_size;
+  const int dim = cfg_.dim;
+  const bool threads = schedule != MultiRowSchedule::Serial;
+  std::vector<int32_t>& greedy = greedy_;
+  greedy.resize(static_cast<size_t>(n));
+  std::vector<int64_t> out_row(static_cast<size_t>(n), -1);  // each row's place among the logit rows
+  for (size_t i = 0; i < logit_src_.size(); i++) out_row[logit_src_[i]] = static_cast<int64_t>(i);
+  for (int64_t r0 = 0; r0 < n; r0 += kHeadRows) {
+    const int64_t m = std::min<int64_t>(kHeadRows, n - r0);
+    for (int64_t i = 0; i < m; i++) rmsnorm(&x_[(r0 + i) * dim], w_.output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
+    matmul(xb_.data(), m, w_.output, head_rows_.data(), threads);
+    final_softcap(head_rows_.data(), m, threads);
+    for (int64_t i = 0; i < m; i++) {
+      const float* row = &head_rows_[i * V];
+      greedy[r0 + i] = static_cast<int32_t>(argmax(row, V));
+      if (out_row[r0 + i] >= 0) std::copy_n(row, V, &logits_[out_row[r0 + i] * V]);
+    }
+  }
+  std::vector<float> e(static_cast<size_t>(dim));
+  for (int64_t r = 0; r < n; r++) {
+    dequantize_row(w_.tok_embd.type, w_.tok_embd.row(greedy[r]), e.data(), dim);
+    float* x = &x_[r * dim];
+    for (int i = 0; i < dim; i++) x[i] += w_.draft_token_scale[i] * e[i];
+  }
+  run_layer(cfg_.n_layers, schedule);
+  for (size_t i = 0; i < logit_src_.size(); i++)
+    rmsnorm(&x_[logit_src_[i] * dim], w_.draft_output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
 }
 
 // One layer over all rows (l == n_layers: the draft layer), its threads used as `schedule` says.

@@ -33,6 +33,10 @@ class ForwardPass {
     (void)logits;
     return nullptr;
   }
+  // Which token a draft row predicts: 0, the one after its input (a draft head on the model's hidden
+  // state); 1, the one after that (a draft layer, given the input's hidden state and the model's greedy
+  // next token there: the last verified row then drafts the token after the bonus one).
+  virtual int draft_shift() const { return config().draft_layer ? 1 : 0; }
 
   const float* forward(SequenceInput& seq) {
     SequenceInput* p = &seq;
@@ -64,6 +68,7 @@ class Transformer : public ForwardPass {
   void attend_units(int layer, int64_t u0, int64_t u1);
   void out_ffn_rows(int layer, int64_t r0, int64_t r1, bool threads);
   void run_layer(int layer, MultiRowSchedule schedule);
+  void draft_layer(MultiRowSchedule schedule);
   // Layer l's weights; l == n_layers is the draft layer (global attention, whatever the model's pattern).
   const LayerWeights& layer_weights(int l) const { return l < cfg_.n_layers ? w_.layers[l] : w_.draft_layer; }
   bool local_layer(int l) const { return l < cfg_.n_layers && cfg_.local_layer(l); }
@@ -83,6 +88,9 @@ class Transformer : public ForwardPass {
   // activations, rows x width, allocated once for the largest batch seen
   aligned_vector<float> x_, xb_, q_, k_, v_, att_, hg_, hu_, rope_cos_, rope_sin_, logits_;
   aligned_vector<float> draft_logits_;  // the draft head's, when the last forward asked for them
+  static constexpr int64_t kHeadRows = 64;  // rows per output-head product when every row needs its logits
+  aligned_vector<float> head_rows_;         // (a model with a draft layer) and their greedy tokens
+  std::vector<int32_t> greedy_;
   bool drafted_ = false;
   aligned_vector<float> local_cos_, local_sin_;  // angles of local layers, when their RoPE base differs
 };

@@ -131,7 +131,7 @@ ModelWeights bind_weights(const TensorSet& ts, ModelConfig& cfg) {
   config_vector(ts, "rope_factors_short.weight", cfg.rope_factors_short);
   cfg.validate();
   // The reserved f32 vector storage must not reallocate while pointers into it are handed out.
-  w.f32_vectors.reserve(static_cast<size_t>(cfg.kv_layers()) * 9 + 3);
+  w.f32_vectors.reserve(static_cast<size_t>(cfg.kv_layers()) * 9 + 4);
 
   w.tok_embd = b.matrix("token_embd.weight", cfg.vocab_size, cfg.dim);
   w.output_norm = b.vec("output_norm.weight", cfg.dim, true);
@@ -147,6 +147,7 @@ ModelWeights bind_weights(const TensorSet& ts, ModelConfig& cfg) {
   for (int l = 0; l < cfg.n_layers; l++) w.layers.push_back(layer("blk." + std::to_string(l) + "."));
   if (cfg.draft_layer) {
     w.draft_layer = layer("draft_blk.");
+    w.draft_token_scale = b.vec("draft_token_scale.weight", cfg.dim, true);
     w.draft_output_norm = b.vec("draft_output_norm.weight", cfg.dim, true);
   }
   return w;
@@ -177,6 +178,7 @@ std::vector<std::string> tensor_names(const ModelConfig& cfg) {
   for (int l = 0; l < cfg.n_layers; l++) layer("blk." + std::to_string(l) + ".");
   if (cfg.draft_layer) {  // last, as random_tensors adds them
     layer("draft_blk.");
+    names.push_back("draft_token_scale.weight");
     names.push_back("draft_output_norm.weight");
   }
   return names;

@@ -66,10 +66,13 @@ struct ModelWeights {
   // absent): Jacobi decoders take their next drafts from it and verify them with `output`, so the output
   // stays the model's own (docs/TRAINING.md, "A draft head").
   WeightMatrix draft_output;
-  // Optional draft layer ("draft_blk.*"): a transformer layer on the final residual stream whose output,
-  // normalised by draft_output_norm, feeds the draft head instead of the model's own final hidden state. It
-  // keeps its keys and values in the KV cache's last layer (ModelConfig::kv_layers). Null norm: absent.
+  // Optional draft layer ("draft_blk.*"): a transformer layer on the final residual stream plus
+  // draft_token_scale * the embedding of the model's greedy next token there; its output, normalised by
+  // draft_output_norm, feeds the draft head, which then predicts the token after that greedy one
+  // (ForwardPass::draft_shift). It keeps its keys and values in the KV cache's last layer
+  // (ModelConfig::kv_layers). Null norm: absent.
   LayerWeights draft_layer;
+  const float* draft_token_scale = nullptr;
   const float* draft_output_norm = nullptr;
   std::vector<LayerWeights> layers;
   std::vector<std::vector<float>> f32_vectors;  // norms and biases converted to fp32

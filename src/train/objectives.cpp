@@ -128,6 +128,14 @@ std::vector<int32_t> consistency_rows(const PackedSequence& p) {
   return rows;
 }
 
+int32_t draft_source_row(const PackedSequence& p, int32_t row) {
+  const int k = (row - p.context_len) / (2 * p.n), t = row - p.noisy_begin(k);
+  JF_CHECK(row >= p.context_len && k < p.blocks() && t < p.n, "not a noisy row");
+  if (t > 0) return row - 1;
+  if (k > 0) return p.clean_begin(k - 1) + p.n - 1;
+  return p.context_len > 0 ? p.context_len - 1 : -1;
+}
+
 LossReport packed_loss(Objective obj, const PackedSequence& p, const float* logits, int V, const ObjectiveOptions& o,
                        float* dlogits, const float* teacher_logits) {
   JF_CHECK(obj == Objective::JacobiForcing || obj == Objective::Cllm, "packed_loss is for jacobi-forcing and cllm");

@@ -73,6 +73,10 @@ std::vector<int32_t> clean_stream_targets(const PackedSequence& p);
 // The noisy rows a consistency term reads: in every block, from the first mismatch to the last row whose
 // clean counterpart predicts real text.
 std::vector<int32_t> consistency_rows(const PackedSequence& p);
+// The row a shifted draft (ForwardPass::draft_shift 1) for consistency row `row` of `p` comes from: the row at
+// the position before it (the previous noisy row; for a block's first row the clean row before the block,
+// the context's last for block 0); -1 when there is none.
+int32_t draft_source_row(const PackedSequence& p, int32_t row);
 
 // Loss of a packed sequence for JacobiForcing or Cllm; writes dlogits (T x V; zero where no loss applies).
 // teacher_logits (T x V, the frozen base model on the same sequence and mask) may be null.

@@ -60,12 +60,17 @@ TrainableModel::TrainableModel(const ModelConfig& cfg) : cfg_(cfg) {
   if (cfg_.draft_layer) {  // layers_[n_layers]
     JF_CHECK(cfg_.draft_head, "a draft layer needs a draft head");
     add_layer("draft_blk.");
+    draft_token_scale_ = add_tensor("draft_token_scale.weight", {C});
     draft_output_norm_ = add_tensor("draft_output_norm.weight", {C});
   }
   values_.assign(static_cast<size_t>(layout_.back().offset + layout_.back().size), 0.0f);
   grads_.assign(values_.size(), 0.0f);
   for (const Entry& e : layout_)
-    if (e.name.ends_with("norm.weight")) std::fill_n(values_.data() + e.offset, e.size, 1.0f);
+    if (starts_at_one(e.name)) std::fill_n(values_.data() + e.offset, e.size, 1.0f);
+}
+
+bool TrainableModel::starts_at_one(const std::string& name) {
+  return name.ends_with("norm.weight") || name == "draft_token_scale.weight";
 }
 
 TrainableModel TrainableModel::from_tensors(const ModelConfig& cfg_in, const TensorSet& ts, bool with_draft_head,
@@ -79,9 +84,9 @@ TrainableModel TrainableModel::from_tensors(const ModelConfig& cfg_in, const Ten
     float* dst = m.values_.data() + e.offset;
     const TensorRef* t = ts.find(e.name);
     if (!t) t = ts.find(draft_start_tensor(cfg, e.name));
-    if (!t) {  // a new draft layer's residual projections start at zero: the layer starts as the identity
-      JF_CHECK(e.name.starts_with("draft_blk."), "tensor " + e.name + " checked by bind_weights");
-      std::fill_n(dst, e.size, 0.0f);
+    if (!t) {  // a new draft layer's residual projections start at zero (the layer starts as the identity)
+      JF_CHECK(e.name.starts_with("draft_"), "tensor " + e.name + " checked by bind_weights");
+      std::fill_n(dst, e.size, starts_at_one(e.name) ? 1.0f : 0.0f);
       continue;
     }
     JF_CHECK(t->n_elements() == e.size, "tensor " + e.name + " checked by bind_weights");
@@ -103,7 +108,7 @@ void TrainableModel::init_random(uint64_t seed) {
   const float std_dev = 0.02f, residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(cfg_.n_layers));
   for (const Entry& e : layout_) {
     float* v = values_.data() + e.offset;
-    if (e.name.ends_with("norm.weight")) {
+    if (starts_at_one(e.name)) {
       std::fill_n(v, e.size, 1.0f);
     } else if (e.name.ends_with(".bias")) {
       std::fill_n(v, e.size, 0.0f);

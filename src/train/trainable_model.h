@@ -56,12 +56,13 @@ class TrainableModel {
   // which also completes the config from the tensors (tied output, biases, vocab size, rope_freqs).
   // with_draft_head: give the model a draft head (config draft_head) even when `ts` has none; it starts as a
   // copy of the output head. with_draft_layer: also a draft layer (config draft_layer) when `ts` has none; it
-  // starts as the identity (the last layer's weights, zero residual projections, the output norm), so the
-  // draft logits start as the model's own.
+  // starts as the identity on its input (the last layer's weights with zero residual projections; token
+  // scale 1, the output norm).
   static TrainableModel from_tensors(const ModelConfig& cfg, const TensorSet& ts, bool with_draft_head = false,
                                      bool with_draft_layer = false);
-  // The model's tensor a missing draft tensor `name` starts as a copy of; empty: it starts at zero.
+  // The model's tensor a missing draft tensor `name` starts as a copy of; empty: it starts at zero or one.
   static std::string draft_start_tensor(const ModelConfig& cfg, const std::string& name);
+  static bool starts_at_one(const std::string& name);  // norms and the draft token scale
   // Matrices ~ N(0, 0.02^2), the residual projections (attn_output, ffn_down) scaled by 1/sqrt(2 n_layers),
   // norms = 1, biases = 0. Deterministic in `seed`.
   void init_random(uint64_t seed);
@@ -81,11 +82,15 @@ class TrainableModel {
   void backward(const float* dlogits);
 
   // The draft head (config draft_head: "draft_output.weight", decode/jacobi.h) on the last forward's final
-  // hidden states, through the draft layer first when the model has one (over all T rows, with the
-  // sequence's mask): replaces the logits of `rows` with the draft head's and returns the logits (T x V).
-  const float* draft_logits(std::span<const int32_t> rows);
+  // hidden states — through the draft layer first when the model has one: over all T rows, with the
+  // sequence's mask, on the final residual + draft_token_scale * embedding(each row's greedy token) —
+  // replaces logits row into[i] with draft row rows[i]'s and returns the logits (T x V). With a draft layer
+  // the last forward's saved activations serve backward_draft_head only.
+  const float* draft_logits(std::span<const int32_t> rows, std::span<const int32_t> into);
+  const float* draft_logits(std::span<const int32_t> rows) { return draft_logits(rows, rows); }
   // Accumulates into the draft head's (and draft layer's) gradients only, given dlogits (T x V) of which only
-  // the rows of the last draft_logits call are read: the rest of the model is frozen (no backward through it).
+  // the `into` rows of the last draft_logits call are read: the rest of the model is frozen (no backward
+  // through it).
   void backward_draft_head(const float* dlogits);
   void zero_grad();
   int64_t tokens() const { return T_; }  // T of the last forward
@@ -130,6 +135,9 @@ class TrainableModel {
   int64_t tok_embd_ = 0, output_norm_ = 0, output_ = 0;  // output_ == tok_embd_ when tied
   int64_t draft_output_ = -1;       // -1: no draft head
   int64_t draft_output_norm_ = -1;  // -1: no draft layer (else it is layers_[n_layers])
+  int64_t draft_token_scale_ = -1;
+  std::vector<int32_t> greedy_, draft_into_;  // each row's greedy token; the into rows of draft_logits
+  bool draft_input_ = false;  // draft_logits replaced the saved final residual with the draft layer's input
   // The draft rows' hidden states and logits (or their gradients); with a draft layer, its output rows
   // before the norm, their rstd and the gradient of the normalised rows.
   std::vector<float> draft_x_, draft_z_, draft_resid_, draft_rstd_, draft_dx_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "kernels/ops.h"
 #include "train/trainable_model.h"
 
 namespace jf {
@@ -61,6 +62,7 @@ void TrainableModel::check_sequence(const TrainSequence& s) const {
 
 const float* TrainableModel::forward(const TrainSequence& s) {
   check_sequence(s);
+  draft_input_ = false;
   T_ = static_cast<int64_t>(s.tokens.size());
   ensure_capacity(T_);
   tokens_.assign(s.tokens.begin(), s.tokens.end());
@@ -124,6 +126,7 @@ void TrainableModel::ffn_block_forward(int l) {
 
 void TrainableModel::backward(const float* dlogits) {
   JF_CHECK(T_ > 0, "backward without a forward");
+  JF_CHECK(!draft_input_, "backward after draft_logits: the final residual was replaced");
   const int64_t C = cfg_.dim;
   float *dres = grad_.dres.data(), *dxn = grad_.dxn.data();
   // logits = xn_out · W_out^T; xn_out = rmsnorm(resid[L])
@@ -142,15 +145,28 @@ void TrainableModel::backward(const float* dlogits) {
 // ---------------------------------------------------------------- draft head (rows gathered, so the
 // products run over the draft rows only)
 
-const float* TrainableModel::draft_logits(std::span<const int32_t> rows) {
+const float* TrainableModel::draft_logits(std::span<const int32_t> rows, std::span<const int32_t> into) {
   JF_CHECK(draft_output_ >= 0, "the model has no draft head");
   JF_CHECK(T_ > 0, "draft_logits without a forward");
+  JF_CHECK(rows.size() == into.size(), "one destination per draft row");
   const int64_t C = cfg_.dim, V = cfg_.vocab_size, R = static_cast<int64_t>(rows.size());
-  for (int32_t r : rows) JF_CHECK(r >= 0 && r < T_, "draft row out of range");
+  for (size_t i = 0; i < rows.size(); i++)
+    JF_CHECK(rows[i] >= 0 && rows[i] < T_ && into[i] >= 0 && into[i] < T_, "draft row out of range");
   draft_x_.resize(static_cast<size_t>(R * C));
   draft_z_.resize(static_cast<size_t>(R * V));
-  if (draft_output_norm_ >= 0) {  // the draft layer on the final residual stream, then its own norm
+  if (draft_output_norm_ >= 0) {
     const int l = cfg_.n_layers;
+    if (!draft_input_) {  // the layer's input: final residual + scale * embedding of the row's greedy token
+      greedy_.resize(static_cast<size_t>(T_));
+      float* u = at(act_.resid, l, C);
+      const float *table = p(tok_embd_), *scale = p(draft_token_scale_);
+      for (int64_t t = 0; t < T_; t++) {
+        greedy_[t] = static_cast<int32_t>(argmax(act_.logits.data() + t * V, V));
+        const float* e = table + static_cast<int64_t>(greedy_[t]) * C;
+        for (int64_t c = 0; c < C; c++) u[t * C + c] += scale[c] * e[c];
+      }
+      draft_input_ = true;
+    }
     attention_block_forward(l);
     ffn_block_forward(l);
     draft_resid_.resize(static_cast<size_t>(R * C));
@@ -161,15 +177,16 @@ const float* TrainableModel::draft_logits(std::span<const int32_t> rows) {
     for (int64_t i = 0; i < R; i++) std::copy_n(act_.xn_out.data() + rows[i] * C, C, draft_x_.data() + i * C);
   }
   linear_forward(draft_z_.data(), draft_x_.data(), p(draft_output_), nullptr, R, C, V);
-  for (int64_t i = 0; i < R; i++) std::copy_n(draft_z_.data() + i * V, V, act_.logits.data() + rows[i] * V);
+  for (int64_t i = 0; i < R; i++) std::copy_n(draft_z_.data() + i * V, V, act_.logits.data() + into[i] * V);
   draft_rows_.assign(rows.begin(), rows.end());
+  draft_into_.assign(into.begin(), into.end());
   return act_.logits.data();
 }
 
 void TrainableModel::backward_draft_head(const float* dlogits) {
   JF_CHECK(draft_output_ >= 0, "the model has no draft head");
   const int64_t C = cfg_.dim, V = cfg_.vocab_size, R = static_cast<int64_t>(draft_rows_.size());
-  for (int64_t i = 0; i < R; i++) std::copy_n(dlogits + draft_rows_[i] * V, V, draft_z_.data() + i * V);
+  for (int64_t i = 0; i < R; i++) std::copy_n(dlogits + draft_into_[i] * V, V, draft_z_.data() + i * V);
   // draft_x_ still holds those rows' hidden states, gathered by draft_logits
   const bool layer = draft_output_norm_ >= 0;
   if (layer) draft_dx_.assign(static_cast<size_t>(R * C), 0.0f);
@@ -189,7 +206,13 @@ void TrainableModel::backward_draft_head(const float* dlogits) {
     for (int64_t c = 0; c < C; c++) d[c] += drows[i * C + c];
   }
   ffn_block_backward(l);        // dres: dL/d resid[l+1] -> dL/d mid[l]
-  attention_block_backward(l);  // dres -> dL/d resid[l], the frozen model's output: not needed
+  attention_block_backward(l);  // dres -> dL/d (the layer's input); the frozen model's part is not needed
+  const float* table = p(tok_embd_);
+  float* dscale = g(draft_token_scale_);
+  for (int64_t t = 0; t < T_; t++) {
+    const float* e = table + static_cast<int64_t>(greedy_[t]) * C;
+    for (int64_t c = 0; c < C; c++) dscale[c] += dres[t * C + c] * e[c];
+  }
 }
 
 void TrainableModel::ffn_block_backward(int l) {

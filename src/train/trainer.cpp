@@ -102,8 +102,19 @@ LossReport Trainer::micro_batch(size_t example, float* grad_out, int64_t* tokens
 // The draft head's noisy rows against the frozen model's own clean rows: consistency only, and a backward
 // into the draft head (and draft layer) alone.
 LossReport Trainer::draft_head_batch(const PackedSequence& p, float* grad_out) {
-  const std::vector<int32_t> rows = consistency_rows(p);
-  const float* logits = model_.draft_logits(rows);
+  std::vector<int32_t> into = consistency_rows(p), from = into;
+  if (model_.config().draft_layer) {  // shifted drafts (ForwardPass::draft_shift): from the row before
+    size_t kept = 0;
+    for (size_t i = 0; i < into.size(); i++) {
+      const int32_t source = draft_source_row(p, into[i]);
+      if (source < 0) continue;  // (no context before the first block: the row is left out)
+      from[kept] = source;
+      into[kept++] = into[i];
+    }
+    from.resize(kept);
+    into.resize(kept);
+  }
+  const float* logits = model_.draft_logits(from, into);
   ObjectiveOptions o = opt_.loss;
   o.ar_weight = 0.0f;
   LossReport r = packed_loss(Objective::JacobiForcing, p, logits, model_.config().vocab_size, o, dlogits_.data());
