@@ -6,22 +6,32 @@
 # own drafts), from that head at lr 1e-3. Each round is judged by jf eval against BASE on the held-out packages,
 # as the frontier table's variants are: WORKDIR/eval_NAME.json and eval_NAME-r2.json.
 #   bench/draft_head.sh MODEL BASE OPENINGS.jsonl WORKDIR NAME [THREADS]
+# DRAFT_LAYER=1 puts a draft layer under the head (`jf train --draft-layer`); STORIES=1 judges a stories model
+# as the stories frontier (OPENINGS: `bench/jacobi_forcing_recipe.sh stories`'s 2,000 training openings).
 # e.g. the base alone:       bench/draft_head.sh models/pycode-ar-q8_0.gguf models/pycode-ar-q8_0.gguf /tmp/jfc3/prompts.jsonl /tmp/dh base
 #      the shipped fine-tune: bench/draft_head.sh models/pycode-jf-q8_0.gguf models/pycode-ar-q8_0.gguf /tmp/jfc3/prompts.jsonl /tmp/dh shipped
+#      a draft layer:         DRAFT_LAYER=1 bench/draft_head.sh models/pycode-ar-q8_0.gguf models/pycode-ar-q8_0.gguf /tmp/jfc3/prompts.jsonl /tmp/dh layer
 # (OPENINGS: the frontier's 7,200 training openings, `PROMPT_COUNT=7200 bench/jacobi_forcing_recipe.sh code`.)
 # About 10 minutes a round for 7,200 openings with two threads on machine A.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 5 ] || { sed -n 2,12p "$0" >&2; exit 2; }
+[ $# -ge 5 ] || { sed -n 2,15p "$0" >&2; exit 2; }
 model="$1" base="$2" openings="$3" work="$4" name="$5" threads="${6:-2}"
 jf=build/bin/jf
 mkdir -p "$work"
-source scripts/pycode_corpus.sh
-[ ${#pycode_heldout[@]} -gt 0 ] || { echo "no held-out Python packages ($pycode_heldout_names) under $pycode_site" >&2; exit 1; }
-text="$work/heldout.py.txt"
-holdout="$work/heldout_prompts.jsonl"
-[ -s "$text" ] || find "${pycode_heldout[@]}" -name '*.py' | sort | xargs cat >"$text"
-[ -s "$holdout" ] || python3 scripts/code_prompts.py --count 100 --context 8 -o "$holdout" "${pycode_heldout[@]}"
+text_flags=(--max-text-tokens 30000 --window 512)
+if [ "${STORIES:-0}" = 1 ]; then  # judged as the stories frontier: the TinyStories validation sample, 100 openings
+  text=../shared/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt
+  holdout=bench/prompts/stories_holdout100.jsonl
+  text_flags=()
+else
+  source scripts/pycode_corpus.sh
+  [ ${#pycode_heldout[@]} -gt 0 ] || { echo "no held-out Python packages ($pycode_heldout_names) under $pycode_site" >&2; exit 1; }
+  text="$work/heldout.py.txt"
+  holdout="$work/heldout_prompts.jsonl"
+  [ -s "$text" ] || find "${pycode_heldout[@]}" -name '*.py' | sort | xargs cat >"$text"
+  [ -s "$holdout" ] || python3 scripts/code_prompts.py --count 100 --context 8 -o "$holdout" "${pycode_heldout[@]}"
+fi
 
 round() {  # START OUT LR: trajectories of START (with its head, if it has one), packed, one epoch into OUT
   local start="$1" out="$2" lr="$3"
@@ -29,13 +39,15 @@ round() {  # START OUT LR: trajectories of START (with its head, if it has one),
   [ -s "$traj" ] || "$jf" collect -m "$start" --prompts "$openings" --block 16 -n 128 -t "$threads" -o "$traj" 2>&1 | tail -1
   [ -s "$packed" ] || "$jf" pack --traj "$traj" --schedule linear --window 16 --mask clean-context --max-len 1024 \
     --max-repeat4 1 -o "$packed" 2>&1 | tail -1
-  [ -s "$out" ] || "$jf" train -m "$start" --objective draft-head --data "$packed" --steps $(($(wc -l <"$packed") / 4)) \
+  local layer=()
+  [ "${DRAFT_LAYER:-0}" = 1 ] && layer=(--draft-layer)
+  [ -s "$out" ] || "$jf" train -m "$start" --objective draft-head "${layer[@]}" --data "$packed" --steps $(($(wc -l <"$packed") / 4)) \
     --accum 4 --lr "$lr" --min-lr "$(python3 -c "print($lr / 10)")" --consistency-rows 1 --consistency-norm per-block \
     --matmul bf16 --log-every 100 -t "$threads" -o "$out" >"$out.log" 2>&1
   tail -2 "$out.log"
 }
 evaluate() {  # MODEL NAME
-  [ -s "$work/eval_$2.json" ] || "$jf" eval -m "$1" --base "$base" --text "$text" --max-text-tokens 30000 --window 512 \
+  [ -s "$work/eval_$2.json" ] || "$jf" eval -m "$1" --base "$base" --text "$text" "${text_flags[@]}" \
     --prompts "$holdout" -n 128 -t "$threads" --json >"$work/eval_$2.json"
   python3 - "$work/eval_$2.json" <<'PY'
 import json, sys

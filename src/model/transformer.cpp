@@ -234,8 +234,7 @@ void Transformer::draft_layer(MultiRowSchedule schedule) {
   const int64_t n = static_cast<int64_t>(rows_.size()), V = cfg_.vocab_size;
   const int dim = cfg_.dim;
   const bool threads = schedule != MultiRowSchedule::Serial;
-  std::vector<int32_t>& greedy = greedy_;
-  greedy.resize(static_cast<size_t>(n));
+  greedy_.resize(static_cast<size_t>(n));
   std::vector<int64_t> out_row(static_cast<size_t>(n), -1);  // each row's place among the logit rows
   for (size_t i = 0; i < logit_src_.size(); i++) out_row[logit_src_[i]] = static_cast<int64_t>(i);
   for (int64_t r0 = 0; r0 < n; r0 += kHeadRows) {
@@ -245,13 +244,13 @@ void Transformer::draft_layer(MultiRowSchedule schedule) {
     final_softcap(head_rows_.data(), m, threads);
     for (int64_t i = 0; i < m; i++) {
       const float* row = &head_rows_[i * V];
-      greedy[r0 + i] = static_cast<int32_t>(argmax(row, V));
+      greedy_[r0 + i] = static_cast<int32_t>(argmax(row, V));
       if (out_row[r0 + i] >= 0) std::copy_n(row, V, &logits_[out_row[r0 + i] * V]);
     }
   }
   std::vector<float> e(static_cast<size_t>(dim));
   for (int64_t r = 0; r < n; r++) {
-    dequantize_row(w_.tok_embd.type, w_.tok_embd.row(greedy[r]), e.data(), dim);
+    dequantize_row(w_.tok_embd.type, w_.tok_embd.row(greedy_[r]), e.data(), dim);
     float* x = &x_[r * dim];
     for (int i = 0; i < dim; i++) x[i] += w_.draft_token_scale[i] * e[i];
   }
