@@ -330,7 +330,7 @@ PY
   # A draft layer under the head (one transformer layer on each row's final hidden state plus the embedding
   # of the model's greedy next token, with its own keys and values in the cache): the last verified row
   # drafts the token after the bonus one. The same model again, and many more tokens per forward.
-  # Measured (AVX-512, 2026-11-27): Jacobi x1.253, multiblock x1.256.
+  # Measured (AVX-512, 2026-11-27): Jacobi x1.260, multiblock x1.265.
   "$jf" train -m "$m" --objective draft-head --draft-layer --data "$tmp/dh_packed.jsonl" --steps 300 --accum 4 \
       --lr 3e-3 --consistency-rows 1 --consistency-norm per-block -t 1 -o "$tmp/dl.gguf" >/dev/null 2>&1 &&
     "$jf" eval -m "$tmp/dl.gguf" --base "$m" --text "$shared/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt" \

@@ -39,7 +39,7 @@ int run_inspect(const ModelOptions& o, bool list_tensors) {
   std::printf("output head:   %s\n", c.tied_output ? "tied to the token embedding" : "separate");
   if (c.draft_head)
     std::printf("draft head:    yes%s (jacobi and multiblock draft from it, verify with the output head)\n",
-                c.draft_layer ? ", on a draft layer (drafts one token further)" : "");
+                c.draft_layer ? ", on a draft layer that drafts one token further" : "");
   if (c.qk_norm()) std::printf("q/k norm:      RMSNorm per head before RoPE\n");
   if (!c.rope_factors_long.empty())
     std::printf("longrope:      short factors up to a %d-token context, long ones beyond; cos, sin x %g\n",

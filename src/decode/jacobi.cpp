@@ -83,13 +83,25 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     const int L = tree.size();
     // block mode: stay inside the block; running: as many as the draft had after the committed tokens
     const int keep = opt_.running ? static_cast<int>(draft.size()) - k : std::max(0, budget - 1);
-    // The draft head's rows, or none; shifted ones from the last verified row on (ForwardPass::draft_shift).
+    // A draft head's rows give every next draft. A draft layer's are shifted (ForwardPass::draft_shift): the
+    // last verified row's drafts the token after the bonus one and replaces the first; the rest come from the
+    // rows' own next tokens.
     const float* drafts = ctx.draft_logits();
-    const int ahead = drafts ? shift : 0;
-    redraft_from_rows(drafts ? drafts : logits, V, k - ahead, L, keep, next);
+    const bool shifted = drafts && shift > 0;
+    redraft_from_rows(drafts && !shifted ? drafts : logits, V, k, L, keep, next);
+    int covered = sent;  // the draft positions this forward's rows predicted for
+    if (shifted && keep > 0) {
+      const auto first = static_cast<int32_t>(argmax(drafts + static_cast<size_t>(k) * V, V));
+      if (next.empty()) {
+        next.push_back(first);
+        covered++;
+      } else {
+        next[0] = first;
+      }
+    }
     if (drafts) ctx.count("draft_head_forwards");
     const int predicted = static_cast<int>(next.size());
-    append_unsent(draft, sent + ahead, keep, next);
+    append_unsent(draft, covered, keep, next);
     guessed_from = predicted + std::max(0, guessed_from - (sent + 1));
     draft.swap(next);
     const int committed = ctx.commit(acc.tokens);

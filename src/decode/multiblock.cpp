@@ -170,13 +170,13 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     in.draft_logits = opt_.draft_head && (M > 1 || shift > 0);
     const float* logits = co_await ctx.forward(in);
     auto row = [&](int logit_row) { return logits + static_cast<size_t>(logit_row) * V; };  // tree nodes first
-    // Next drafts come from the draft head when the model has one; verification always from `row`. Shifted
-    // drafts (ForwardPass::draft_shift) update the real-active block; pseudo-active blocks keep the rows'
-    // own next tokens (a shifted row would need its predecessor's, one block back).
+    // Next drafts come from the draft head when the model has one; verification always from `row`. A draft
+    // layer's drafts are shifted (ForwardPass::draft_shift): the last verified row's replaces the real-active
+    // block's first next draft, and every other draft comes from the rows' own next tokens.
     const float* drafts = ctx.draft_logits() ? ctx.draft_logits() : logits;
-    const int ahead = drafts != logits ? shift : 0;
+    const bool shifted = drafts != logits && shift > 0;
     auto draft_row = [&](int logit_row) { return drafts + static_cast<size_t>(logit_row) * V; };
-    auto next_row = [&](int logit_row) { return ahead ? row(logit_row) : draft_row(logit_row); };
+    auto next_row = [&](int logit_row) { return shifted ? row(logit_row) : draft_row(logit_row); };
     if (drafts != logits) ctx.count("draft_head_forwards");
 
     // ---- verify the real-active block
@@ -208,13 +208,22 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     const int new_budget = std::max(0, budget - (k + 1));
     // Jacobi update of the rest of the block: draft token i stood where token i + 1 of the block now goes
     // (the bonus token took draft token k's place), so its row predicts the token after that; the unsent
-    // rest of the draft follows. Shifted drafts start one row earlier: at the last verified one (the root's
-    // when nothing was accepted), which drafts the token after the bonus.
+    // rest of the draft follows. A shifted draft comes from the last verified row (the root when nothing was
+    // accepted).
     next.clear();
-    for (int i = k - ahead; i < static_cast<int>(chains[win].size()) && static_cast<int>(next.size()) < new_budget - 1; i++)
-      next.push_back(static_cast<int32_t>(argmax(draft_row(i < 0 ? 0 : chains[win][i]), V)));
+    for (size_t i = k; i < chains[win].size() && static_cast<int>(next.size()) < new_budget - 1; i++)
+      next.push_back(static_cast<int32_t>(argmax(next_row(chains[win][i]), V)));
+    int reached = static_cast<int>(chains[win].size());  // the draft positions the rows predicted for
+    if (shifted && new_budget > 1) {
+      const auto first = static_cast<int32_t>(argmax(draft_row(k > 0 ? chains[win][k - 1] : 0), V));
+      if (next.empty()) {
+        next.push_back(first);
+        reached++;
+      } else {
+        next[0] = first;
+      }
+    }
     next_kinds.assign(next.size(), kPredicted);
-    const int reached = static_cast<int>(chains[win].size()) + ahead;  // the draft positions the rows covered
     append_unsent(draft, reached, new_budget - 1, next);
     for (size_t i = static_cast<size_t>(reached) + 1; next_kinds.size() < next.size(); i++) next_kinds.push_back(kinds[i]);
     pushed = opt_.pool > 0 && k < d;  // the draft was not all confirmed (rejected, or not all sent)
