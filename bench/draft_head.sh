@@ -7,7 +7,8 @@
 # as the frontier table's variants are: WORKDIR/eval_NAME.json and eval_NAME-r2.json.
 #   bench/draft_head.sh MODEL BASE OPENINGS.jsonl WORKDIR NAME [THREADS]
 # DRAFT_LAYER=1 puts a draft layer under the head (`jf train --draft-layer`); STORIES=1 judges a stories model
-# as the stories frontier (OPENINGS: `bench/jacobi_forcing_recipe.sh stories`'s 2,000 training openings).
+# as the stories frontier (OPENINGS: `bench/jacobi_forcing_recipe.sh stories`'s 2,000 training openings);
+# ROUNDS=N runs N rounds (default 2), each from the last at lr 1e-3: eval_NAME-rN.json.
 # e.g. the base alone:       bench/draft_head.sh models/pycode-ar-q8_0.gguf models/pycode-ar-q8_0.gguf /tmp/jfc3/prompts.jsonl /tmp/dh base
 #      the shipped fine-tune: bench/draft_head.sh models/pycode-jf-q8_0.gguf models/pycode-ar-q8_0.gguf /tmp/jfc3/prompts.jsonl /tmp/dh shipped
 #      a draft layer:         DRAFT_LAYER=1 bench/draft_head.sh models/pycode-ar-q8_0.gguf models/pycode-ar-q8_0.gguf /tmp/jfc3/prompts.jsonl /tmp/dh layer
@@ -15,7 +16,7 @@
 # About 10 minutes a round for 7,200 openings with two threads on machine A.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 5 ] || { sed -n 2,15p "$0" >&2; exit 2; }
+[ $# -ge 5 ] || { sed -n 2,16p "$0" >&2; exit 2; }
 model="$1" base="$2" openings="$3" work="$4" name="$5" threads="${6:-2}"
 jf=build/bin/jf
 mkdir -p "$work"
@@ -62,5 +63,9 @@ PY
 
 round "$model" "$work/$name.gguf" 3e-3
 evaluate "$work/$name.gguf" "$name"
-round "$work/$name.gguf" "$work/$name-r2.gguf" 1e-3
-evaluate "$work/$name-r2.gguf" "$name-r2"
+previous="$work/$name.gguf"
+for ((r = 2; r <= ${ROUNDS:-2}; r++)); do
+  round "$previous" "$work/$name-r$r.gguf" 1e-3
+  evaluate "$work/$name-r$r.gguf" "$name-r$r"
+  previous="$work/$name-r$r.gguf"
+done

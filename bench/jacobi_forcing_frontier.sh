@@ -3,8 +3,9 @@
 # Usage: bench/jacobi_forcing_frontier.sh stories|code [WORKDIR] [THREADS]
 #   LARGE_ROUNDS: bench/large_base_round.sh's OUTDIR, whose points join the code picture (default /tmp/jfbig/quick).
 #   DRAFT_HEADS: bench/draft_head.sh's WORKDIR (NAMEs base, lr1e4r2 on WORKDIR/x3's round 2 from lr 1e-4,
-#   shipped, shipped-merged0.5 on its merge at 0.5, lr3e5 on the lr 3e-5 variant), whose points join the code
-#   picture (default /tmp/dh/heads).
+#   shipped, shipped-merged0.5 on its merge at 0.5, lr3e5 on the lr 3e-5 variant; with DRAFT_LAYER=1, layer
+#   on the base and shipped-layer, shipped-merged0.5-layer; with STORIES=1 too, stories-layer), whose points
+#   join the pictures (default /tmp/dh/heads).
 #   (stories: ~2.5 h with one thread; code: ~16 h. Each model and evaluation is skipped when its file exists,
 #   so an interrupted run resumes where it stopped, and a second process may run the other model.)
 set -euo pipefail
@@ -54,7 +55,13 @@ if [ "$which" = stories ]; then
   python3 bench/jacobi_forcing_recipe.py "$work" base old old_a0.5 old_a0.25 old1 k2lr3e5 k2lr1e4 k2 k2lr1e3 k2lr3e3 \
     k2lr1e3_a0.75 k2lr1e3_a0.5 k2lr1e3_a0.25 k2lr3e3_a0.25 b32 b32lr1e3 b32lr1e3_a0.5 k1 all decay nocap cc selfc loops \
     w16 r2 r3 r4 r2n32 r2_a0.5 r3_a0.5 r3_a0.25 r4_a0.25 k2x3lr1e4 k2x3 k2x3_a0.5
-  build/bin/jf frontier -o "$work/frontier.svg" --target 0.95,1.3 \
+  # A draft layer (bench/draft_head.sh's WORKDIR, STORIES=1 DRAFT_LAYER=1, NAME stories-layer), where made.
+  layers=()
+  h="${DRAFT_HEADS:-/tmp/dh/heads}"
+  for f in stories-layer stories-layer-r2; do
+    [ -s "$h/eval_$f.json" ] && layers+=("base + draft layer, rounds 1-2=$h/eval_$f.json")
+  done
+  build/bin/jf frontier -o "$work/frontier.svg" --target 0.95,1.3 "${layers[@]}" \
     "old recipe, merged=$work/eval_old.json" "old recipe, merged=$work/eval_old_a0.5.json" "old recipe, merged=$work/eval_old_a0.25.json" \
     "new recipe, lr sweep=$work/eval_k2lr3e5.json" "new recipe, lr sweep=$work/eval_k2lr1e4.json" "new recipe, lr sweep=$work/eval_k2.json" \
     "new recipe, lr sweep=$work/eval_k2lr1e3.json" "new recipe, lr sweep=$work/eval_k2lr3e3.json" \
@@ -104,8 +111,12 @@ else
   heads=()
   h="${DRAFT_HEADS:-/tmp/dh/heads}"
   for f in base base-r2; do [ -s "$h/eval_$f.json" ] && heads+=("base + draft head, rounds 1-2=$h/eval_$f.json"); done
+  for f in layer layer-r2; do [ -s "$h/eval_$f.json" ] && heads+=("base + draft layer, rounds 1-2=$h/eval_$f.json"); done
   for f in shipped lr1e4r2 lr3e5 shipped-merged0.5; do  # in order of agreement: one curve
     [ -s "$h/eval_$f.json" ] && heads+=("fine-tunes + draft head=$h/eval_$f.json")
+  done
+  for f in shipped-layer shipped-merged0.5-layer; do
+    [ -s "$h/eval_$f.json" ] && heads+=("fine-tunes + draft layer=$h/eval_$f.json")
   done
   build/bin/jf frontier -o "$work/frontier.svg" --target 0.9,1.5 "old (first release)=$work/eval_old.json" \
     "new, lr 3e-5 .. 1e-3=$work/eval_k2lr3e5.json" "new, lr 3e-5 .. 1e-3=$work/eval_k2lr1e4.json" \
