@@ -58,8 +58,8 @@ if [ "$which" = stories ]; then
   # A draft layer (bench/draft_head.sh's WORKDIR, STORIES=1 DRAFT_LAYER=1, NAME stories-layer), where made.
   layers=()
   h="${DRAFT_HEADS:-/tmp/dh/heads}"
-  for f in stories-layer stories-layer-r2; do
-    [ -s "$h/eval_$f.json" ] && layers+=("base + draft layer, rounds 1-2=$h/eval_$f.json")
+  for f in stories-layer stories-layer-r2 stories-layer-r3; do
+    [ -s "$h/eval_$f.json" ] && layers+=("base + draft layer, rounds 1-3=$h/eval_$f.json")
   done
   build/bin/jf frontier -o "$work/frontier.svg" --target 0.95,1.3 "${layers[@]}" \
     "old recipe, merged=$work/eval_old.json" "old recipe, merged=$work/eval_old_a0.5.json" "old recipe, merged=$work/eval_old_a0.25.json" \
@@ -111,7 +111,7 @@ else
   heads=()
   h="${DRAFT_HEADS:-/tmp/dh/heads}"
   for f in base base-r2; do [ -s "$h/eval_$f.json" ] && heads+=("base + draft head, rounds 1-2=$h/eval_$f.json"); done
-  for f in layer layer-r2; do [ -s "$h/eval_$f.json" ] && heads+=("base + draft layer, rounds 1-2=$h/eval_$f.json"); done
+  for f in layer layer-r2 layer-r3; do [ -s "$h/eval_$f.json" ] && heads+=("base + draft layer, rounds 1-3=$h/eval_$f.json"); done
   for f in shipped lr1e4r2 lr3e5 shipped-merged0.5; do  # in order of agreement: one curve
     [ -s "$h/eval_$f.json" ] && heads+=("fine-tunes + draft head=$h/eval_$f.json")
   done
