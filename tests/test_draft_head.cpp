@@ -78,29 +78,43 @@ std::vector<int32_t> random_text(int n, int vocab, uint64_t seed) {
 
 // ---------------------------------------------------------------- decoding
 
-// On a text no draft from context or from the model's own rows can guess, the oracle head gives about one
-// draft token per forward on top of the verified one: twice the tokens per forward, and AR's tokens.
-TEST(DraftHead, AGoodHeadRaisesTokensPerForwardAndTheOutputStaysAr) {
-  const int V = 64;
-  const std::vector<int32_t> text = random_text(400, V, 3);
-  test::FakeModel fake(V, test::oracle_rule(text, V));
-  fake.set_draft_rule(skip_rule(text, V));
-  Session s(fake, 300);
-  GenerationConfig cfg;
-  cfg.max_new_tokens = 120;
-  const std::vector<int32_t> prompt(text.begin(), text.begin() + 10);
-  const GenerationResult ar = run(s, decoder("ar", 1, false), prompt, cfg);
-  for (const char* name : {"jacobi", "multiblock"}) {
-    const GenerationResult with = run(s, decoder(name, 16, false, true), prompt, cfg);
-    const GenerationResult without = run(s, decoder(name, 16, false, false), prompt, cfg);
-    ASSERT_EQ(with.tokens, ar.tokens) << name;
-    ASSERT_EQ(without.tokens, ar.tokens) << name;
-    EXPECT_GT(counter(with, "draft_head_forwards"), 0) << name;
-    EXPECT_EQ(counter(without, "draft_head_forwards"), 0) << name;
-    EXPECT_GT(with.stats.tpf(), 1.6) << name;  // (a block's first forward drafts from guesses)
-    EXPECT_LT(without.stats.tpf(), 1.3) << name;
-    std::printf("%s: TPF %.2f with the oracle head, %.2f without\n", name, with.stats.tpf(), without.stats.tpf());
+// A text no draft from context or from the model's own rows can guess, decoded by the oracle model with
+// ar and with jacobi and multiblock (block 16, every row sent) with and without its draft rule.
+struct OracleCase {
+  static constexpr int V = 64;
+  std::vector<int32_t> text = random_text(400, V, 3);
+  test::FakeModel fake{V, test::oracle_rule(text, V)};
+  Session s{fake, 300};
+  std::vector<int32_t> prompt{text.begin(), text.begin() + 10};
+  GenerationConfig cfg() const {
+    GenerationConfig c;
+    c.max_new_tokens = 120;
+    return c;
   }
+  // With the draft rule: AR's tokens at more than 1.6 tokens per forward (a block's first forward drafts
+  // from guesses); without it, AR's tokens at under 1.3.
+  void expect_faster(const char* what) {
+    const GenerationResult ar = run(s, decoder("ar", 1, false), prompt, cfg());
+    for (const char* name : {"jacobi", "multiblock"}) {
+      const GenerationResult with = run(s, decoder(name, 16, false, true), prompt, cfg());
+      const GenerationResult without = run(s, decoder(name, 16, false, false), prompt, cfg());
+      ASSERT_EQ(with.tokens, ar.tokens) << name;
+      ASSERT_EQ(without.tokens, ar.tokens) << name;
+      EXPECT_GT(counter(with, "draft_head_forwards"), 0) << name;
+      EXPECT_EQ(counter(without, "draft_head_forwards"), 0) << name;
+      EXPECT_GT(with.stats.tpf(), 1.6) << name;
+      EXPECT_LT(without.stats.tpf(), 1.3) << name;
+      std::printf("%s: TPF %.2f with %s, %.2f without\n", name, with.stats.tpf(), what, without.stats.tpf());
+    }
+  }
+};
+
+// The oracle head gives about one draft token per forward on top of the verified one: twice the tokens per
+// forward, and AR's tokens.
+TEST(DraftHead, AGoodHeadRaisesTokensPerForwardAndTheOutputStaysAr) {
+  OracleCase c;
+  c.fake.set_draft_rule(skip_rule(c.text, OracleCase::V));
+  c.expect_faster("the oracle head");
 }
 
 // What a perfect shifted draft (a draft layer's, ForwardPass::draft_shift 1) learns: a row that sees the
@@ -117,28 +131,12 @@ test::NextTokenRule shifted_rule(std::vector<int32_t> text, int vocab) {
 // The last verified row of every forward drafts the token after the bonus one, right each time: two tokens
 // per forward, even from forwards that send the pending token alone; AR's tokens.
 TEST(DraftHead, AGoodShiftedDraftRaisesTokensPerForward) {
-  const int V = 64;
-  const std::vector<int32_t> text = random_text(400, V, 3);
-  test::FakeModel fake(V, test::oracle_rule(text, V));
-  fake.set_draft_rule(shifted_rule(text, V), /*shift=*/1);
-  Session s(fake, 300);
-  GenerationConfig cfg;
-  cfg.max_new_tokens = 120;
-  const std::vector<int32_t> prompt(text.begin(), text.begin() + 10);
-  const GenerationResult ar = run(s, decoder("ar", 1, false), prompt, cfg);
-  for (const char* name : {"jacobi", "multiblock"}) {
-    const GenerationResult with = run(s, decoder(name, 16, false, true), prompt, cfg);
-    const GenerationResult without = run(s, decoder(name, 16, false, false), prompt, cfg);
-    ASSERT_EQ(with.tokens, ar.tokens) << name;
-    ASSERT_EQ(without.tokens, ar.tokens) << name;
-    EXPECT_GT(counter(with, "draft_head_forwards"), 0) << name;
-    EXPECT_GT(with.stats.tpf(), 1.6) << name;
-    EXPECT_LT(without.stats.tpf(), 1.3) << name;
-    std::printf("%s: TPF %.2f with the shifted oracle, %.2f without\n", name, with.stats.tpf(), without.stats.tpf());
-  }
+  OracleCase c;
+  c.fake.set_draft_rule(shifted_rule(c.text, OracleCase::V), /*shift=*/1);
+  c.expect_faster("the shifted oracle");
   // Read unshifted, the same drafts land one position late and almost never match.
-  fake.set_draft_rule(shifted_rule(text, V), /*shift=*/0);
-  EXPECT_LT(run(s, decoder("jacobi", 16, false, true), prompt, cfg).stats.tpf(), 1.3);
+  c.fake.set_draft_rule(shifted_rule(c.text, OracleCase::V), /*shift=*/0);
+  EXPECT_LT(run(c.s, decoder("jacobi", 16, false, true), c.prompt, c.cfg()).stats.tpf(), 1.3);
 }
 
 // A head that predicts garbage (or follows the text only in places) changes how fast, never what.

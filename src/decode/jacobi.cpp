@@ -16,6 +16,16 @@ void redraft_from_rows(const float* logits, int vocab, int accepted, int rows, i
     next.push_back(static_cast<int32_t>(argmax(logits + static_cast<size_t>(r) * vocab, vocab)));
 }
 
+int lead_with_shifted(const float* draft_row, int vocab, std::vector<int32_t>& next) {
+  const auto first = static_cast<int32_t>(argmax(draft_row, vocab));
+  if (!next.empty()) {
+    next[0] = first;
+    return 0;
+  }
+  next.push_back(first);
+  return 1;
+}
+
 void append_unsent(std::span<const int32_t> draft, int sent, int keep, std::vector<int32_t>& next) {
   for (size_t i = static_cast<size_t>(sent) + 1; i < draft.size() && static_cast<int>(next.size()) < keep; i++)
     next.push_back(draft[i]);
@@ -90,15 +100,7 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     const bool shifted = drafts && shift > 0;
     redraft_from_rows(drafts && !shifted ? drafts : logits, V, k, L, keep, next);
     int covered = sent;  // the draft positions this forward's rows predicted for
-    if (shifted && keep > 0) {
-      const auto first = static_cast<int32_t>(argmax(drafts + static_cast<size_t>(k) * V, V));
-      if (next.empty()) {
-        next.push_back(first);
-        covered++;
-      } else {
-        next[0] = first;
-      }
-    }
+    if (shifted && keep > 0) covered += lead_with_shifted(drafts + static_cast<size_t>(k) * V, V, next);
     if (drafts) ctx.count("draft_head_forwards");
     const int predicted = static_cast<int>(next.size());
     append_unsent(draft, covered, keep, next);

@@ -61,6 +61,11 @@ int max_draft(const DecodeContext& ctx, int wanted);
 // each predict the token one further on (argmax); up to `keep` of them, in order, replace `next`.
 void redraft_from_rows(const float* logits, int vocab, int accepted, int rows, int keep, std::vector<int32_t>& next);
 
+// A shifted draft (ForwardPass::draft_shift) from the last verified row, for the position right after the
+// bonus token: it replaces next[0], or, when the rows predicted nothing, becomes it. Returns the draft
+// positions it adds beyond what the rows covered (0 or 1), for append_unsent.
+int lead_with_shifted(const float* draft_row, int vocab, std::vector<int32_t>& next);
+
 // After a forward that sent only draft[0 .. sent-1]: appends the unsent draft tokens that still lie ahead of
 // the new pending token's successors (draft[sent + 1 ..]; draft[sent] stood where the last sent row's
 // prediction goes), up to `keep` tokens in `next`.

@@ -214,15 +214,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     for (size_t i = k; i < chains[win].size() && static_cast<int>(next.size()) < new_budget - 1; i++)
       next.push_back(static_cast<int32_t>(argmax(next_row(chains[win][i]), V)));
     int reached = static_cast<int>(chains[win].size());  // the draft positions the rows predicted for
-    if (shifted && new_budget > 1) {
-      const auto first = static_cast<int32_t>(argmax(draft_row(k > 0 ? chains[win][k - 1] : 0), V));
-      if (next.empty()) {
-        next.push_back(first);
-        reached++;
-      } else {
-        next[0] = first;
-      }
-    }
+    if (shifted && new_budget > 1) reached += lead_with_shifted(draft_row(k > 0 ? chains[win][k - 1] : 0), V, next);
     next_kinds.assign(next.size(), kPredicted);
     append_unsent(draft, reached, new_budget - 1, next);
     for (size_t i = static_cast<size_t>(reached) + 1; next_kinds.size() < next.size(); i++) next_kinds.push_back(kinds[i]);

@@ -235,8 +235,9 @@ void Transformer::draft_layer(MultiRowSchedule schedule) {
   const int dim = cfg_.dim;
   const bool threads = schedule != MultiRowSchedule::Serial;
   greedy_.resize(static_cast<size_t>(n));
-  std::vector<int64_t> out_row(static_cast<size_t>(n), -1);  // each row's place among the logit rows
-  for (size_t i = 0; i < logit_src_.size(); i++) out_row[logit_src_[i]] = static_cast<int64_t>(i);
+  std::vector<int32_t>& out_row = head_out_row_;  // each row's place among the logit rows, or -1
+  out_row.assign(static_cast<size_t>(n), -1);
+  for (size_t i = 0; i < logit_src_.size(); i++) out_row[logit_src_[i]] = static_cast<int32_t>(i);
   for (int64_t r0 = 0; r0 < n; r0 += kHeadRows) {
     const int64_t m = std::min<int64_t>(kHeadRows, n - r0);
     for (int64_t i = 0; i < m; i++) rmsnorm(&x_[(r0 + i) * dim], w_.output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
@@ -245,12 +246,12 @@ void Transformer::draft_layer(MultiRowSchedule schedule) {
     for (int64_t i = 0; i < m; i++) {
       const float* row = &head_rows_[i * V];
       greedy_[r0 + i] = static_cast<int32_t>(argmax(row, V));
-      if (out_row[r0 + i] >= 0) std::copy_n(row, V, &logits_[out_row[r0 + i] * V]);
+      if (out_row[r0 + i] >= 0) std::copy_n(row, V, &logits_[int64_t{out_row[r0 + i]} * V]);
     }
   }
-  std::vector<float> e(static_cast<size_t>(dim));
+  float* e = xb_.data();  // free until the layer's first norm
   for (int64_t r = 0; r < n; r++) {
-    dequantize_row(w_.tok_embd.type, w_.tok_embd.row(greedy_[r]), e.data(), dim);
+    dequantize_row(w_.tok_embd.type, w_.tok_embd.row(greedy_[r]), e, dim);
     float* x = &x_[r * dim];
     for (int i = 0; i < dim; i++) x[i] += w_.draft_token_scale[i] * e[i];
   }

@@ -90,7 +90,7 @@ class Transformer : public ForwardPass {
   aligned_vector<float> draft_logits_;  // the draft head's, when the last forward asked for them
   static constexpr int64_t kHeadRows = 64;  // rows per output-head product when every row needs its logits
   aligned_vector<float> head_rows_;         // (a model with a draft layer) and their greedy tokens
-  std::vector<int32_t> greedy_;
+  std::vector<int32_t> greedy_, head_out_row_;
   bool drafted_ = false;
   aligned_vector<float> local_cos_, local_sin_;  // angles of local layers, when their RoPE base differs
 };
