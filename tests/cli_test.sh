@@ -310,23 +310,27 @@ PY
   # Measured (AVX-512, 2026-11-27): Jacobi x1.035, multiblock x1.029; with draft-head=0 exactly x1.
   # draft_gain NAME OUT MIN [TRAIN FLAGS...]: trains OUT on the frozen model's clean-context packs, checks with
   # jf eval that it is the same model (agreement 1, KL 0, the same greedy outputs) and that Jacobi and
-  # multiblock gain more than MIN tokens per forward with it and exactly nothing with draft-head=0.
+  # multiblock gain more than MIN tokens per forward with it and exactly nothing with draft-head=0; with
+  # --draft-chain, also that Jacobi gains more with the chain than with draft-chain=0.
   draft_gain() {
-    local name="$1" out="$2" min="$3"
+    local name="$1" out="$2" min="$3" rows=1
     shift 3
+    [[ " $* " == *" --draft-chain "* ]] && rows=2  # the chain trains the second row after each mismatch
     "$jf" train -m "$m" --objective draft-head "$@" --data "$tmp/dh_packed.jsonl" --steps 300 --accum 4 --lr 3e-3 \
-        --consistency-rows 1 --consistency-norm per-block -t 1 -o "$out" >/dev/null 2>&1 &&
+        --consistency-rows $rows --consistency-norm per-block -t 1 -o "$out" >/dev/null 2>&1 &&
       "$jf" eval -m "$out" --base "$m" --text "$shared/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt" \
         --max-text-tokens 2000 --prompts "$stories" --limit 24 -n 64 -t 1 --json \
-        --decoders jacobi:block=8,multiblock:block=8,jacobi:block=8:draft-head=0 >"$out.json" 2>/dev/null
-    if r=$(python3 - "$out.json" "$min" <<'PY'
+        --decoders jacobi:block=8,multiblock:block=8,jacobi:block=8:draft-head=0,jacobi:block=8:draft-chain=0 >"$out.json" 2>/dev/null
+    if r=$(python3 - "$out.json" "$min" "$rows" <<'PY'
 import json, sys
-j, least = json.load(open(sys.argv[1])), float(sys.argv[2])
+j, least, chain = json.load(open(sys.argv[1])), float(sys.argv[2]), sys.argv[3] == "2"
 d, t, g = {x["decoder"]: x["tpf_ratio"] for x in j["decoders"]}, j["text"], j["greedy"]
-print("(jacobi x%.3f, multiblock x%.3f, without it x%.3f, agreement %.3f, KL %g)" % (
-    d["jacobi:block=8"], d["multiblock:block=8"], d["jacobi:block=8:draft-head=0"], t["top1_agreement"], t["kl_base_model"]))
+print("(jacobi x%.3f, multiblock x%.3f, without it x%.3f, without the chain x%.3f, agreement %.3f, KL %g)" % (
+    d["jacobi:block=8"], d["multiblock:block=8"], d["jacobi:block=8:draft-head=0"], d["jacobi:block=8:draft-chain=0"],
+    t["top1_agreement"], t["kl_base_model"]))
 assert t["top1_agreement"] == 1 and t["kl_base_model"] == 0 and g["identical_outputs"] == g["prompts"]
 assert d["jacobi:block=8"] > least and d["multiblock:block=8"] > least and d["jacobi:block=8:draft-head=0"] == 1
+assert d["jacobi:block=8"] > d["jacobi:block=8:draft-chain=0"] if chain else d["jacobi:block=8"] == d["jacobi:block=8:draft-chain=0"]
 PY
     ); then echo "ok   a $name gains TPF and leaves the model as it was $r"; else echo "FAIL $name: $r"; fails=$((fails + 1)); fi
   }
@@ -337,11 +341,17 @@ PY
   check_error "merge a model with a draft head and one without" 1 "$jf" merge --alpha 0.5 "$m" "$tmp/dh.gguf" "$tmp/x.gguf"
   # A draft layer under the head (one transformer layer on each row's final hidden state plus the embedding
   # of the model's greedy next token, with its own keys and values in the cache): the last verified row
-  # drafts the token after the bonus one. The same model again, and many more tokens per forward.
-  # Measured (AVX-512, 2026-11-27): Jacobi x1.260, multiblock x1.265.
-  draft_gain "draft layer" "$tmp/dl.gguf" 1.1 --draft-layer
-  if "$jf" inspect -m "$tmp/dl.gguf" | grep -q "draft head: *yes, on a draft layer"; then echo "ok   inspect shows the draft layer"
-  else echo "FAIL inspect does not show the draft layer"; fails=$((fails + 1)); fi
+  # drafts the token after the bonus one; with its chain (the layer run again on its own output and first
+  # draft) it drafts the one after that too. The same model again, and many more tokens per forward.
+  # Measured (AVX-512, 2026-11-27): the layer alone Jacobi x1.260, multiblock x1.265.
+  draft_gain "draft layer with its chain" "$tmp/dl.gguf" 1.1 --draft-layer --draft-chain 2
+  if "$jf" inspect -m "$tmp/dl.gguf" | grep -q "draft head: *yes, on a draft layer" &&
+    "$jf" inspect -m "$tmp/dl.gguf" | grep -q "draft chain: *2"; then echo "ok   inspect shows the draft layer and its chain"
+  else echo "FAIL inspect does not show the draft layer and its chain"; fails=$((fails + 1)); fi
+  check_error "--draft-chain with --consistency-rows 1" 1 "$jf" train -m "$tmp/dl.gguf" --objective draft-head \
+    --data "$tmp/dh_packed.jsonl" --consistency-rows 1 --steps 1 -o "$tmp/x.gguf"
+  check_error "--draft-chain without a draft layer" 1 "$jf" train -m "$m" --objective draft-head --draft-chain 1 \
+    --data "$tmp/dh_packed.jsonl" --consistency-rows 2 --steps 1 -o "$tmp/x.gguf"
   check_error "merge a model with a draft layer and one with a head alone" 1 "$jf" merge --alpha 0.5 "$tmp/dh.gguf" "$tmp/dl.gguf" "$tmp/x.gguf"
   check_error "--draft-layer without the draft-head objective" 1 "$jf" train -m "$m" --draft-layer --data "$tmp/dh_packed.jsonl" -o "$tmp/x.gguf"
   # jf sample: documents from BOS at temperature 1, separated as jf train --doc-sep reads them; sample i is

@@ -36,6 +36,27 @@ class FakeModel : public ForwardPass {
     draft_cfg_shift_ = shift;
   }
   int draft_shift() const override { return draft_cfg_shift_; }
+  // A draft chain trained to `depth` (ForwardPass::draft_chain): draft j is `rule` of the verified text (the
+  // cache), the row's next token, `first` and the chain's drafts before j.
+  void set_draft_chain_rule(NextTokenRule rule, int depth) {
+    chain_rule_ = std::move(rule);
+    cfg_.draft_chain = depth;
+  }
+  int draft_chain(const float* logits, KvCache& cache, int32_t first, int count, int32_t* out) override {
+    if (!chain_rule_) return 0;
+    const int V = cfg_.vocab_size;
+    std::vector<int32_t> seen;
+    for (int j = 0; j < cache.size(); j++) seen.push_back(static_cast<int32_t>(cache.key(0, j, 0)));
+    seen.push_back(static_cast<int32_t>(std::max_element(logits, logits + V) - logits));
+    seen.push_back(first);
+    std::vector<float> row(static_cast<size_t>(V));
+    for (int j = 0; j < count; j++) {
+      chain_rule_(seen, row.data());
+      out[j] = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+      seen.push_back(out[j]);
+    }
+    return count;
+  }
   const float* draft_logits_for(const float* logits) const override {
     const ptrdiff_t offset = logits - logits_.data();
     if (!drafted_ || offset < 0 || static_cast<size_t>(offset) >= draft_logits_.size()) return nullptr;
@@ -88,7 +109,7 @@ class FakeModel : public ForwardPass {
 
  private:
   ModelConfig cfg_;
-  NextTokenRule rule_, draft_rule_;
+  NextTokenRule rule_, draft_rule_, chain_rule_;
   int draft_cfg_shift_ = 0;
   std::vector<float> logits_, draft_logits_;
   bool drafted_ = false;

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/rng.h"
 #include "decode/options.h"
+#include "draft_layer_support.h"
 #include "fake_model.h"
 #include "model/random_model.h"
 #include "train/trainer.h"
@@ -139,6 +140,30 @@ TEST(DraftHead, AGoodShiftedDraftRaisesTokensPerForward) {
   EXPECT_LT(run(c.s, decoder("jacobi", 16, false, true), c.prompt, c.cfg()).stats.tpf(), 1.3);
 }
 
+// A draft chain (ForwardPass::draft_chain) that continues the text right after the shifted draft: three
+// more tokens per forward from the last verified row, against the shifted draft's one; a file that says
+// its chain was trained is used without asking, --draft-chain 0 turns it off; AR's tokens throughout.
+TEST(DraftHead, AGoodDraftChainRaisesTokensPerForwardFurther) {
+  OracleCase c;
+  c.fake.set_draft_rule(shifted_rule(c.text, OracleCase::V), /*shift=*/1);
+  c.fake.set_draft_chain_rule(test::oracle_rule(c.text, OracleCase::V), /*depth=*/3);
+  const GenerationResult ar = run(c.s, decoder("ar", 1, false), c.prompt, c.cfg());
+  for (const char* name : {"jacobi", "multiblock"}) {
+    const GenerationResult chained = run(c.s, decoder(name, 16, false), c.prompt, c.cfg());
+    DecoderOptions off = decoder(name, 16, false);
+    off.draft_chain = 0;
+    const GenerationResult shifted = run(c.s, off, c.prompt, c.cfg());
+    ASSERT_EQ(chained.tokens, ar.tokens) << name;
+    ASSERT_EQ(shifted.tokens, ar.tokens) << name;
+    EXPECT_GT(counter(chained, "draft_chain_tokens"), 0) << name;
+    EXPECT_EQ(counter(shifted, "draft_chain_tokens"), 0) << name;
+    EXPECT_GT(chained.stats.tpf(), 3.0) << name;
+    EXPECT_LT(shifted.stats.tpf(), 2.2) << name;
+    std::printf("%s: TPF %.2f with the chain, %.2f with the shifted draft alone\n", name, chained.stats.tpf(),
+                shifted.stats.tpf());
+  }
+}
+
 // A head that predicts garbage (or follows the text only in places) changes how fast, never what.
 TEST(DraftHead, AnyHeadKeepsEveryDecoderLossless) {
   const int V = 40;
@@ -229,19 +254,6 @@ TEST(DraftHead, ForwardGivesTheHeadsLogitsForTheLogitRows) {
 }
 
 // ---------------------------------------------------------------- training
-
-// context 3 tokens, n = 3, two blocks; the noisy states differ from the fixed points from index 1 and 2.
-PackedSequence toy_packed(int shift) {
-  PackedSequence p;
-  p.n = 3;
-  p.context_len = 3;
-  p.tokens = {1, 2, 3, /*noisy0*/ 4, 9, 9, /*clean0*/ 4, 5, 6, /*noisy1*/ 7, 8, 9, /*clean1*/ 7, 8, 1};
-  for (auto& t : p.tokens) t = (t * 7 + shift) % 32;
-  p.positions = {0, 1, 2, 3, 4, 5, 3, 4, 5, 6, 7, 8, 6, 7, 8};
-  p.first_mismatch = {1, 2};
-  p.mask = MaskKind::CleanContext;
-  return p;
-}
 
 // A model with a draft head that starts as a copy of its output head (as `jf train --objective draft-head`
 // gives a model that has none).
@@ -349,32 +361,6 @@ TEST(DraftHeadTraining, BadSettingsAreErrors) {
 
 // ---------------------------------------------------------------- the draft layer
 
-// A tiny model with a draft layer, as a trainable model and as an inference Model in F32. The layer starts as
-// `jf train --draft-layer` starts it (the identity), or with every draft tensor moved at random.
-struct DraftLayerModel {
-  TrainableModel trainable;
-  std::unique_ptr<Model> model;
-};
-
-DraftLayerModel draft_layer_model(bool random_layer, float token_scale = 1.0f) {
-  ModelConfig cfg = preset_config("tiny");
-  cfg.vocab_size = 32;
-  TrainableModel base(cfg);
-  base.init_random(4);
-  TrainableModel m = TrainableModel::from_tensors(base.config(), base.to_tensor_set(DType::F32), true, true);
-  for (const auto& prm : m.params())
-    if (prm.name == "draft_token_scale.weight") std::fill_n(prm.data, prm.size, token_scale);
-  if (random_layer) {
-    Rng r(6);
-    for (const auto& prm : m.params())
-      if (prm.name.starts_with("draft_"))
-        for (int64_t i = 0; i < prm.size; i++) prm.data[i] += 0.1f * r.normal();
-  }
-  const ModelConfig c = m.config();
-  auto model = std::make_unique<Model>(c, m.to_tensor_set(DType::F32), "memory");
-  return DraftLayerModel{std::move(m), std::move(model)};
-}
-
 // Started as `jf train --draft-layer` starts it, the layer is the identity on its input: with the token
 // embedding scaled to zero the draft logits are the output logits, bit for bit, in the inference forward and
 // in the training forward.
@@ -460,10 +446,15 @@ TEST(DraftLayer, RandomModelsWithADraftLayerEqualAr) {
     cfg.max_new_tokens = 50;
     const std::vector<int32_t> prompt = {1, 5, 9, 5, 9};
     const GenerationResult ar = run(s, decoder("ar", 1, false), prompt, cfg);
-    for (const DecoderOptions& o : head_decoders()) {
-      const GenerationResult r = run(s, o, prompt, cfg);
-      ASSERT_EQ(r.tokens, ar.tokens) << label(o) << " " << dtype_name(type);
-    }
+    for (int chain : {0, 3})  // without and with the layer's chain (ForwardPass::draft_chain)
+      for (DecoderOptions o : head_decoders()) {
+        o.draft_chain = chain;
+        const GenerationResult r = run(s, o, prompt, cfg);
+        ASSERT_EQ(r.tokens, ar.tokens) << label(o) << " chain " << chain << " " << dtype_name(type);
+        if (chain == 0) EXPECT_EQ(counter(r, "draft_chain_tokens"), 0) << label(o);
+        // (the priced decoders draft the chain only for drafts they send; here they mostly send one)
+        if (chain > 0 && o.block > 2 && !o.draft_adaptive) EXPECT_GT(counter(r, "draft_chain_tokens"), 0) << label(o);
+      }
   }
 }
 

@@ -40,6 +40,9 @@ int run_inspect(const ModelOptions& o, bool list_tensors) {
   if (c.draft_head)
     std::printf("draft head:    yes%s (jacobi and multiblock draft from it, verify with the output head)\n",
                 c.draft_layer ? ", on a draft layer that drafts one token further" : "");
+  if (c.draft_chain > 0)
+    std::printf("draft chain:   %d (the layer runs again on its own output and draft for %d more draft%s)\n",
+                c.draft_chain, c.draft_chain, c.draft_chain == 1 ? "" : "s");
   if (c.qk_norm()) std::printf("q/k norm:      RMSNorm per head before RoPE\n");
   if (!c.rope_factors_long.empty())
     std::printf("longrope:      short factors up to a %d-token context, long ones beyond; cos, sin x %g\n",

@@ -103,6 +103,10 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
   app->add_flag_callback("--no-draft-head", [&d] { d.draft_head = false; },
                 "jacobi/multiblock: draft from the model's output head even when it has a draft head (the output is "
                 "the same either way: drafts are always verified with the output head)");
+  app->add_option("--draft-chain", d.draft_chain,
+                  "jacobi/multiblock: with a draft layer, how many drafts after its first come from the layer run "
+                  "again on its own output (-1: as far as the model was trained, jf.draft_chain; 0: none) (default -1)")
+      ->check(CLI::Range(-1, 64));
   app->add_option("--K", d.max_blocks, "multiblock: blocks in flight (default 2)");
   app->add_option("--r", d.spawn_ratio,
                   "multiblock: spawn a block when the newest has min(ceil(r*n), n-1) accepted (default 0.85)");

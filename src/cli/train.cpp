@@ -30,6 +30,7 @@ struct TrainArgs {
   int seq_len = 256, threads = 0, log_every = 10;
   bool no_teacher_consistency = false;
   bool draft_layer = false;  // draft-head: add a draft layer under the head
+  int draft_chain = 0;  // draft-head: train the draft layer's chain too, marked for this many drafts
   TrainOptions opt;
 };
 
@@ -133,6 +134,7 @@ int run_train(TrainArgs& a) {
   if (draft_head && !a.teacher.empty()) throw Error("objective 'draft-head' has no teacher: its targets are the model's own clean rows");
   if (draft_head && !a.corpus.empty()) throw Error("objective 'draft-head' trains on --data alone (no --corpus)");
   if (a.draft_layer && !draft_head) throw Error("--draft-layer applies to the draft-head objective");
+  if (a.draft_chain > 0 && !draft_head) throw Error("--draft-chain applies to the draft-head objective");
   if (!consistency_norm_from_name(a.consistency_norm, &a.opt.loss.consistency_norm))
     throw Error("--consistency-norm must be reference or per-block, got '" + a.consistency_norm + "'");
   DType save_type = DType::F32;
@@ -155,6 +157,7 @@ int run_train(TrainArgs& a) {
     tok = std::move(lm.tokenizer);
     model = std::make_unique<TrainableModel>(
         TrainableModel::from_tensors(lm.model->config(), lm.model->tensors(), draft_head, draft_head && a.draft_layer));
+    if (a.draft_chain > 0) model->set_draft_chain(a.draft_chain);  // throws without a draft layer
   } else {
     if (a.tokenizer_from.empty()) throw Error("training from scratch needs --tokenizer-from VOCAB.gguf (and --init)");
     tok = Tokenizer::from_gguf(GgufFile::open(a.tokenizer_from)->meta());
@@ -275,6 +278,12 @@ Command add_train_command(CLI::App& app) {
                 "draft-head: put a draft layer under the draft head when the model has none, and train both: one "
                 "transformer layer on each row's final hidden state plus the embedding of the model's greedy next "
                 "token there, so the last verified row drafts the token after the bonus one");
+  cmd->add_option("--draft-chain", a->draft_chain,
+                  "draft-head with a draft layer: also train its chain, the layer run again on its own output and first "
+                  "draft for the draft after it (the row after each first mismatch; needs --consistency-rows 0 or >= 2), "
+                  "and mark the file (jf.draft_chain = N) so jacobi and multiblock draft N more tokens that way, the "
+                  "later ones by the same step again (2 measured best on jf's code model; default 0: no chain)")
+      ->check(CLI::Range(0, TrainableModel::kMaxDraftChain));
   cmd->add_option("--data", a->data, "jacobi-forcing / cllm: packed sequences from jf pack");
   cmd->add_option("--corpus", a->corpus,
                   "ar: text files or directories; jacobi-forcing / cllm: real text mixed into every step (--text-accum)")

@@ -26,6 +26,17 @@ int lead_with_shifted(const float* draft_row, int vocab, std::vector<int32_t>& n
   return 1;
 }
 
+void PendingChain::fill(DecodeContext& ctx, int depth, int sent, std::vector<int32_t>& draft) {
+  const float* from = row;
+  row = nullptr;
+  ForwardPass& model = ctx.session().forward_pass();
+  if (depth < 0) depth = model.config().draft_chain;
+  const int count = std::min({depth, sent - 1, static_cast<int>(draft.size()) - 1});
+  if (!from || count <= 0) return;
+  const int made = model.draft_chain(from, ctx.session().cache(), draft[0], count, draft.data() + 1);
+  ctx.count("draft_chain_tokens", made);
+}
+
 void append_unsent(std::span<const int32_t> draft, int sent, int keep, std::vector<int32_t>& next) {
   for (size_t i = static_cast<size_t>(sent) + 1; i < draft.size() && static_cast<int>(next.size()) < keep; i++)
     next.push_back(draft[i]);
@@ -40,6 +51,7 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
   SequenceInput in;
   Acceptance acc;
   std::vector<int32_t> draft, next;
+  PendingChain chain;
   int budget = 0;  // per-block mode: tokens the current block still has to commit
   int64_t block_start = 0;  // per-block mode: history index of the block's first token (the pending one)
   int guessed_from = 0;  // draft[guessed_from ..] are guesses, the tokens before it predictions
@@ -63,18 +75,18 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     }
     draft.resize(static_cast<size_t>(max_draft(ctx, std::min<int>(static_cast<int>(draft.size()), budget - 1))));
 
-    if (opt_.observer && !opt_.running) {
-      state.assign(ctx.history().begin() + block_start, ctx.history().end());
-      state.insert(state.end(), draft.begin(), draft.end());
-      if (static_cast<int>(state.size()) == n) opt_.observer->on_state(block_start, state);
-    }
-
     // ---- forward the pending token and the part of the draft that pays, as one causal chain
     kinds.assign(draft.size(), kGuess);
     std::fill_n(kinds.begin(), std::min<size_t>(static_cast<size_t>(guessed_from), kinds.size()), static_cast<int>(kPredicted));
     const int sent = opt_.adaptive && !opt_.observer ? policy_.choose(kinds, ctx.pricer(), 1.0, 1, kGuess, kPredicted)
                                                      : static_cast<int>(draft.size());
     ctx.count("draft_tokens_cut", static_cast<int64_t>(draft.size()) - sent);
+    chain.fill(ctx, opt_.draft_chain, sent, draft);
+    if (opt_.observer && !opt_.running) {  // (the state this forward sends)
+      state.assign(ctx.history().begin() + block_start, ctx.history().end());
+      state.insert(state.end(), draft.begin(), draft.end());
+      if (static_cast<int>(state.size()) == n) opt_.observer->on_state(block_start, state);
+    }
     const int S = s.cache().size();
     prepare_chain(ctx, std::span<const int32_t>(draft).first(static_cast<size_t>(sent)), tree, in);
     // (A lone pending row drafts only through a shifted draft: the token after the one it verifies.)
@@ -100,7 +112,10 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     const bool shifted = drafts && shift > 0;
     redraft_from_rows(drafts && !shifted ? drafts : logits, V, k, L, keep, next);
     int covered = sent;  // the draft positions this forward's rows predicted for
-    if (shifted && keep > 0) covered += lead_with_shifted(drafts + static_cast<size_t>(k) * V, V, next);
+    if (shifted && keep > 0) {
+      covered += lead_with_shifted(drafts + static_cast<size_t>(k) * V, V, next);
+      chain.row = row(k);
+    }
     if (drafts) ctx.count("draft_head_forwards");
     const int predicted = static_cast<int>(next.size());
     append_unsent(draft, covered, keep, next);

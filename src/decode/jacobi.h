@@ -37,6 +37,9 @@ struct JacobiOptions {
   // head, so the output is the model's greedy output whatever the draft head predicts. false: drafts from
   // the output head, as for any model.
   bool draft_head = true;
+  // A draft layer's chain (ForwardPass::draft_chain): drafts after the shifted one from the layer run again;
+  // -1: as far as the model's file says it was trained (ModelConfig::draft_chain), 0: none.
+  int draft_chain = -1;
 };
 
 // Kept across generations: the acceptance statistics of its drafts, by kind (guesses, predictions).
@@ -65,6 +68,17 @@ void redraft_from_rows(const float* logits, int vocab, int accepted, int rows, i
 // bonus token: it replaces next[0], or, when the rows predicted nothing, becomes it. Returns the draft
 // positions it adds beyond what the rows covered (0 or 1), for append_unsent.
 int lead_with_shifted(const float* draft_row, int vocab, std::vector<int32_t>& next);
+
+// A draft layer's chain after lead_with_shifted (ForwardPass::draft_chain), drafted only once the next forward's
+// size is known and only for the drafts it sends: on a CPU the priced decoders often send the shifted draft
+// alone, and the chain costs a layer and a head per token.
+struct PendingChain {
+  const float* row = nullptr;  // the last verified row's output logits, valid until the next forward
+  // Before the forward that sends draft[0 .. sent - 1], with the session's cache still ending with that row:
+  // draft[1 .. min(depth, sent - 1)] from the chain (depth < 0: the model's, ModelConfig::draft_chain), counted
+  // as "draft_chain_tokens". Then forgets the row.
+  void fill(DecodeContext& ctx, int depth, int sent, std::vector<int32_t>& draft);
+};
 
 // After a forward that sent only draft[0 .. sent-1]: appends the unsent draft tokens that still lie ahead of
 // the new pending token's successors (draft[sent + 1 ..]; draft[sent] stood where the last sent row's

@@ -72,6 +72,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
   SequenceInput in;
   Acceptance acc;
   std::vector<int32_t> draft, next, cand, g;
+  PendingChain chain;
   std::vector<std::vector<int>> chains;  // tree chains: [0] the real-active draft, then recycled candidates
   std::vector<int> pseudo_rows;
   std::vector<PseudoBlock> pseudo;
@@ -129,6 +130,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     }
     const int extra_rows = with_pseudo ? pseudo_n : 0;
     ctx.count("draft_tokens_cut", d - sent);
+    chain.fill(ctx, opt_.draft_chain, sent, draft);
 
     // ---- real-active draft plus recycled candidates that continue the pending token, as one tree
     const int S = s.cache().size();
@@ -214,7 +216,11 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     for (size_t i = k; i < chains[win].size() && static_cast<int>(next.size()) < new_budget - 1; i++)
       next.push_back(static_cast<int32_t>(argmax(next_row(chains[win][i]), V)));
     int reached = static_cast<int>(chains[win].size());  // the draft positions the rows predicted for
-    if (shifted && new_budget > 1) reached += lead_with_shifted(draft_row(k > 0 ? chains[win][k - 1] : 0), V, next);
+    if (shifted && new_budget > 1) {
+      const int last = k > 0 ? chains[win][k - 1] : 0;  // the last verified row
+      reached += lead_with_shifted(draft_row(last), V, next);
+      chain.row = row(last);
+    }
     next_kinds.assign(next.size(), kPredicted);
     append_unsent(draft, reached, new_budget - 1, next);
     for (size_t i = static_cast<size_t>(reached) + 1; next_kinds.size() < next.size(); i++) next_kinds.push_back(kinds[i]);

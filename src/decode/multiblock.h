@@ -31,6 +31,7 @@ struct MultiblockOptions {
   // theirs. false: every forward carries what the parameters say.
   bool adaptive = true;
   bool draft_head = true;  // next drafts from the model's draft head when it has one (decode/jacobi.h)
+  int draft_chain = -1;    // a draft layer's chain (JacobiOptions::draft_chain)
 };
 
 // A pseudo-active block (exposed for tests).

@@ -122,6 +122,9 @@ DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions&
     } else if (k == "draft-head") {
       if (v != "0" && v != "1") throw Error("draft-head must be 0 or 1, got '" + v + "'");
       o.draft_head = v == "1";
+    } else if (k == "draft-chain") {
+      o.draft_chain = to_int(k, v);
+      if (o.draft_chain < -1) throw Error("draft-chain must be -1 (the model's) or at least 0, got '" + v + "'");
     } else if (k == "spawn-init") {
       if (v != "copy" && v != "predict") throw Error("spawn-init must be copy or predict, got '" + v + "'");
       o.spawn_copy = v == "copy";
@@ -132,7 +135,7 @@ DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions&
 }
 
 std::unique_ptr<Decoder> make_decoder(const DecoderOptions& o) {
-  if (o.name == "jacobi") return std::make_unique<JacobiDecoder>(JacobiOptions{o.block, o.running_window, o.init, o.draft_seed, nullptr, o.draft_adaptive, o.draft_head});
+  if (o.name == "jacobi") return std::make_unique<JacobiDecoder>(JacobiOptions{o.block, o.running_window, o.init, o.draft_seed, nullptr, o.draft_adaptive, o.draft_head, o.draft_chain});
   if (o.name == "lookahead")
     return std::make_unique<LookaheadDecoder>(LookaheadOptions{o.window, o.ngram, o.guesses, o.pool_from_prompt, o.init, o.draft_seed, o.draft_adaptive});
   if (o.name == "pld")
@@ -140,7 +143,7 @@ std::unique_ptr<Decoder> make_decoder(const DecoderOptions& o) {
         PldOptions{o.draft_max, o.ngram_max, o.draft_adaptive, o.ngram_memory, o.corpus_tokens, o.pld_memory});
   if (o.name == "multiblock")
     return std::make_unique<MultiblockDecoder>(
-        MultiblockOptions{o.block, o.max_blocks, o.spawn_ratio, o.pool, o.init, o.draft_seed, o.spawn_copy, o.draft_adaptive, o.draft_head});
+        MultiblockOptions{o.block, o.max_blocks, o.spawn_ratio, o.pool, o.init, o.draft_seed, o.spawn_copy, o.draft_adaptive, o.draft_head, o.draft_chain});
   if (o.name == "sjd") return std::make_unique<SjdDecoder>(SjdOptions{o.block, o.init, o.draft_seed, false, false, o.pac_continue,
                                                                 o.pac_tree_depth, o.pac_tree_width, o.draft_adaptive});
   if (o.name == "fastcot")

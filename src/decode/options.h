@@ -37,6 +37,7 @@ struct DecoderOptions {
   bool draft_adaptive = true;
   // jacobi, multiblock: take the next drafts from the model's draft head when it has one (decode/jacobi.h)
   bool draft_head = true;
+  int draft_chain = -1;  // jacobi, multiblock: a draft layer's chain depth; -1: the model's (JacobiOptions)
   int ngram_memory = 1 << 16;  // tokens of earlier generations (same decoder) to draft from; 0 = off
   std::string ngram_corpus;    // a text file to draft from as well (the CLI tokenizes it into corpus_tokens)
   std::vector<int32_t> corpus_tokens;

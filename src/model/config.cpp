@@ -163,6 +163,8 @@ ModelConfig config_from_gguf(const GgufMetadata& meta) {
   c.vocab_size = static_cast<int>(meta.get_int(p + "vocab_size", 0));
   read_rope_scaling(meta, p, c);
   if (c.gemma()) read_gemma_keys(meta, p, c);
+  c.draft_chain = static_cast<int>(meta.get_int("jf.draft_chain", 0));
+  if (c.draft_chain < 0) throw Error("jf.draft_chain " + std::to_string(c.draft_chain) + " is negative");
   return c;
 }
 
@@ -201,6 +203,7 @@ void config_to_gguf(const ModelConfig& c, GgufMetadata& meta) {
   } else if (c.final_softcap > 0.0f) {
     meta.set(p + "final_logit_softcapping", GgufValue::of_f32(c.final_softcap));
   }
+  if (c.draft_chain > 0) meta.set("jf.draft_chain", GgufValue::of_u32(static_cast<uint32_t>(c.draft_chain)));
 }
 
 RopeTable rope_table(const ModelConfig& cfg, int context) {

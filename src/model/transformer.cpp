@@ -179,7 +179,8 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
   prepare(seqs);
   const int64_t n = static_cast<int64_t>(rows_.size());
   const int64_t nl = static_cast<int64_t>(logit_src_.size());
-  ensure_capacity(std::max<int64_t>(n, 1), std::max<int64_t>(nl, 1));
+  // (a draft layer: one row more, for draft_chain's virtual row after the forward's rows)
+  ensure_capacity(std::max<int64_t>(n, 1) + (w_.draft_output_norm ? 1 : 0), std::max<int64_t>(nl, 1));
   n_forwards_++;
   drafted_ = false;
   if (n == 0) return logits_.data();

@@ -37,6 +37,16 @@ class ForwardPass {
   // state); 1, the one after that (a draft layer, given the input's hidden state and the model's greedy
   // next token there: the last verified row then drafts the token after the bonus one).
   virtual int draft_shift() const { return config().draft_layer ? 1 : 0; }
+  // A draft chain (a draft layer; config().draft_chain says how far its file was trained to go): from the
+  // logit row `logits` of the last forward, the last verified row, with which its sequence's `cache` must now
+  // end, and that row's shifted draft `first`, runs the draft layer again on a virtual row one position
+  // further on, its input the previous pass's output plus the embedding of the previous draft, up to `count`
+  // times. Writes the drafts (the tokens after `first`) to `out` and returns how many; 0 without a draft
+  // layer. The virtual rows' keys and values go to the cache's free slots, which stay free.
+  virtual int draft_chain(const float* logits, KvCache& cache, int32_t first, int count, int32_t* out) {
+    (void)logits, (void)cache, (void)first, (void)count, (void)out;
+    return 0;
+  }
 
   const float* forward(SequenceInput& seq) {
     SequenceInput* p = &seq;
@@ -54,6 +64,9 @@ class Transformer : public ForwardPass {
   using ForwardPass::forward;
   const ModelConfig& config() const override { return cfg_; }
   const float* draft_logits_for(const float* logits) const override;
+  int draft_chain(const float* logits, KvCache& cache, int32_t first, int count, int32_t* out) override;
+  // The draft logits of the last draft_chain call's last virtual row (vocab_size floats).
+  const float* last_chain_logits() const { return chain_logits_.data(); }
   uint64_t n_forwards() const { return n_forwards_; }
 
  private:
@@ -91,6 +104,7 @@ class Transformer : public ForwardPass {
   static constexpr int64_t kHeadRows = 64;  // rows per output-head product when every row needs its logits
   aligned_vector<float> head_rows_;         // (a model with a draft layer) and their greedy tokens
   std::vector<int32_t> greedy_, head_out_row_;
+  aligned_vector<float> chain_logits_;  // a draft chain's draft logits, one row
   bool drafted_ = false;
   aligned_vector<float> local_cos_, local_sin_;  // angles of local layers, when their RoPE base differs
 };

@@ -125,6 +125,7 @@ ModelWeights bind_weights(const TensorSet& ts, ModelConfig& cfg) {
   cfg.draft_layer = ts.find("draft_output_norm.weight") != nullptr;
   if (cfg.draft_layer && !cfg.draft_head)
     throw Error("the model has a draft layer (draft_output_norm.weight) but no draft head (draft_output.weight)");
+  if (cfg.draft_chain > 0 && !cfg.draft_layer) throw Error("jf.draft_chain is set but the model has no draft layer");
   cfg.attn_bias = ts.find("blk.0.attn_q.bias") != nullptr;
   config_vector(ts, "rope_freqs.weight", cfg.rope_freq_factors);
   config_vector(ts, "rope_factors_long.weight", cfg.rope_factors_long);

@@ -136,6 +136,18 @@ int32_t draft_source_row(const PackedSequence& p, int32_t row) {
   return p.context_len > 0 ? p.context_len - 1 : -1;
 }
 
+std::vector<DraftChainRow> draft_chain_rows(const PackedSequence& p) {
+  std::vector<DraftChainRow> rows;
+  for (int k = 0; k < p.blocks(); k++) {
+    const int fm = p.first_mismatch[k];
+    if (fm + 1 >= consistency_end(p, k)) continue;
+    const int32_t from = draft_source_row(p, p.noisy_begin(k) + fm);
+    if (from < 0) continue;
+    rows.push_back({from, p.tokens[static_cast<size_t>(p.clean_begin(k) + fm + 1)], p.noisy_begin(k) + fm + 1});
+  }
+  return rows;
+}
+
 LossReport packed_loss(Objective obj, const PackedSequence& p, const float* logits, int V, const ObjectiveOptions& o,
                        float* dlogits, const float* teacher_logits) {
   JF_CHECK(obj == Objective::JacobiForcing || obj == Objective::Cllm, "packed_loss is for jacobi-forcing and cllm");

@@ -73,6 +73,13 @@ bool TrainableModel::starts_at_one(const std::string& name) {
   return name.ends_with("norm.weight") || name == "draft_token_scale.weight";
 }
 
+void TrainableModel::set_draft_chain(int depth) {
+  JF_CHECK(depth >= 0, "draft chain depth must be >= 0");
+  if (depth > 0 && !cfg_.draft_layer) throw Error("a draft chain needs a draft layer (--draft-layer)");
+  if (depth > kMaxDraftChain) throw Error("--draft-chain " + std::to_string(depth) + " is more than " + std::to_string(kMaxDraftChain));
+  cfg_.draft_chain = depth;
+}
+
 TrainableModel TrainableModel::from_tensors(const ModelConfig& cfg_in, const TensorSet& ts, bool with_draft_head,
                                             bool with_draft_layer) {
   ModelConfig cfg = cfg_in;

@@ -68,6 +68,11 @@ class TrainableModel {
   void init_random(uint64_t seed);
 
   const ModelConfig& config() const { return cfg_; }
+  // Trains the draft layer's chain and marks the depth decoders use, `depth` drafts after the layer's first
+  // (ModelConfig::draft_chain): the trainer's draft-head objective trains its first step (the row after each
+  // first mismatch goes through it); later steps run the same layer again, as EAGLE's drafting loop does.
+  static constexpr int kMaxDraftChain = 8;
+  void set_draft_chain(int depth);
   // The trainable tensors in tensor_names(config()) order (rope_freqs, a constant, is not one of them).
   std::vector<Param> params();
   int64_t n_params() const { return static_cast<int64_t>(values_.size()); }
@@ -86,7 +91,16 @@ class TrainableModel {
   // sequence's mask, on the final residual + draft_token_scale * embedding(each row's greedy token) —
   // replaces logits row into[i] with draft row rows[i]'s and returns the logits (T x V). With a draft layer
   // the last forward's saved activations serve backward_draft_head only.
-  const float* draft_logits(std::span<const int32_t> rows, std::span<const int32_t> into);
+  //
+  // With `chain` (a draft layer; ForwardPass::draft_chain, trained): the layer runs a second time over the
+  // sequence's rows plus one virtual row per chain entry i, at the position after row from[i], on that row's
+  // first-pass output + draft_token_scale * embedding(tokens[i]), seeing what row from[i] sees and itself;
+  // its draft logits replace logits row into[i], and backward_draft_head goes through both passes.
+  struct DraftChainRows {
+    std::vector<int32_t> from, tokens, into;
+  };
+  const float* draft_logits(std::span<const int32_t> rows, std::span<const int32_t> into,
+                            const DraftChainRows* chain = nullptr);
   const float* draft_logits(std::span<const int32_t> rows) { return draft_logits(rows, rows); }
   // Accumulates into the draft head's (and draft layer's) gradients only, given dlogits (T x V) of which only
   // the `into` rows of the last draft_logits call are read: the rest of the model is frozen (no backward
@@ -127,7 +141,11 @@ class TrainableModel {
   void ffn_block_forward(int l);
   void ffn_block_backward(int l);
   void attention_block_backward(int l);
-  float* at(std::vector<float>& buf, int l, int64_t width) { return buf.data() + l * T_ * width; }
+  float* at(std::vector<float>& buf, int l, int64_t width) { return buf.data() + (l - layer_base_) * T_ * width; }
+  void draft_layer_input();
+  void chain_forward(const DraftChainRows& c);
+  void swap_in_chain();  // the chain pass's rows, mask and activations in place of the sequence's (and back)
+  void accumulate_token_scale(const float* dinput, std::span<const int32_t> tokens);
 
   ModelConfig cfg_;
   std::vector<Entry> layout_;
@@ -142,6 +160,16 @@ class TrainableModel {
   // before the norm, their rstd and the gradient of the normalised rows.
   std::vector<float> draft_x_, draft_z_, draft_resid_, draft_rstd_, draft_dx_;
   std::vector<int32_t> draft_rows_;       // the rows of the last draft_logits call
+  // The draft chain's pass: its rows (the sequence's, then the virtual ones), their mask and activations
+  // (one layer; swapped with act_ / mask_ / T_ while it runs, layer_base_ = n_layers), the gradient of its
+  // input.
+  DraftChainRows chain_;
+  Saved chain_act_;
+  VisibilityMask chain_mask_;
+  int64_t chain_T_ = 0;
+  int layer_base_ = 0;
+  std::vector<float> chain_dinput_;
+  std::vector<int32_t> positions_;  // of the last forward's rows
   std::vector<Layer> layers_;
 
   int64_t T_ = 0, capacity_ = 0;

@@ -66,11 +66,13 @@ const float* TrainableModel::forward(const TrainSequence& s) {
   T_ = static_cast<int64_t>(s.tokens.size());
   ensure_capacity(T_);
   tokens_.assign(s.tokens.begin(), s.tokens.end());
+  positions_.resize(static_cast<size_t>(T_));
+  for (int64_t t = 0; t < T_; t++) positions_[t] = s.positions.empty() ? static_cast<int32_t>(t) : s.positions[t];
   if (s.mask.size() == 0) mask_.make_causal(static_cast<int>(T_));
   else mask_ = s.mask;
   const int64_t C = cfg_.dim, half = cfg_.rope_dim / 2;
   for (int64_t t = 0; t < T_; t++)
-    rope_angles(cfg_, s.positions.empty() ? static_cast<int32_t>(t) : s.positions[t], &act_.rope_cos[t * half],
+    rope_angles(cfg_, positions_[t], &act_.rope_cos[t * half],
                 &act_.rope_sin[t * half]);
 
   embedding_forward(act_.resid.data(), tokens_.data(), T_, p(tok_embd_), C);
@@ -140,79 +142,6 @@ void TrainableModel::backward(const float* dlogits) {
     attention_block_backward(l);  // dres: dL/d mid[l] -> dL/d resid[l]
   }
   embedding_backward(g(tok_embd_), dres, tokens_.data(), T_, C);
-}
-
-// ---------------------------------------------------------------- draft head (rows gathered, so the
-// products run over the draft rows only)
-
-const float* TrainableModel::draft_logits(std::span<const int32_t> rows, std::span<const int32_t> into) {
-  JF_CHECK(draft_output_ >= 0, "the model has no draft head");
-  JF_CHECK(T_ > 0, "draft_logits without a forward");
-  JF_CHECK(rows.size() == into.size(), "one destination per draft row");
-  const int64_t C = cfg_.dim, V = cfg_.vocab_size, R = static_cast<int64_t>(rows.size());
-  for (size_t i = 0; i < rows.size(); i++)
-    JF_CHECK(rows[i] >= 0 && rows[i] < T_ && into[i] >= 0 && into[i] < T_, "draft row out of range");
-  draft_x_.resize(static_cast<size_t>(R * C));
-  draft_z_.resize(static_cast<size_t>(R * V));
-  if (draft_output_norm_ >= 0) {
-    const int l = cfg_.n_layers;
-    if (!draft_input_) {  // the layer's input: final residual + scale * embedding of the row's greedy token
-      greedy_.resize(static_cast<size_t>(T_));
-      float* u = at(act_.resid, l, C);
-      const float *table = p(tok_embd_), *scale = p(draft_token_scale_);
-      for (int64_t t = 0; t < T_; t++) {
-        greedy_[t] = static_cast<int32_t>(argmax(act_.logits.data() + t * V, V));
-        const float* e = table + static_cast<int64_t>(greedy_[t]) * C;
-        for (int64_t c = 0; c < C; c++) u[t * C + c] += scale[c] * e[c];
-      }
-      draft_input_ = true;
-    }
-    attention_block_forward(l);
-    ffn_block_forward(l);
-    draft_resid_.resize(static_cast<size_t>(R * C));
-    draft_rstd_.resize(static_cast<size_t>(R));
-    for (int64_t i = 0; i < R; i++) std::copy_n(at(act_.resid, l + 1, C) + rows[i] * C, C, draft_resid_.data() + i * C);
-    rmsnorm_forward(draft_x_.data(), draft_rstd_.data(), draft_resid_.data(), p(draft_output_norm_), R, C, cfg_.norm_eps);
-  } else {
-    for (int64_t i = 0; i < R; i++) std::copy_n(act_.xn_out.data() + rows[i] * C, C, draft_x_.data() + i * C);
-  }
-  linear_forward(draft_z_.data(), draft_x_.data(), p(draft_output_), nullptr, R, C, V);
-  for (int64_t i = 0; i < R; i++) std::copy_n(draft_z_.data() + i * V, V, act_.logits.data() + into[i] * V);
-  draft_rows_.assign(rows.begin(), rows.end());
-  draft_into_.assign(into.begin(), into.end());
-  return act_.logits.data();
-}
-
-void TrainableModel::backward_draft_head(const float* dlogits) {
-  JF_CHECK(draft_output_ >= 0, "the model has no draft head");
-  const int64_t C = cfg_.dim, V = cfg_.vocab_size, R = static_cast<int64_t>(draft_rows_.size());
-  for (int64_t i = 0; i < R; i++) std::copy_n(dlogits + draft_into_[i] * V, V, draft_z_.data() + i * V);
-  // draft_x_ still holds those rows' hidden states, gathered by draft_logits
-  const bool layer = draft_output_norm_ >= 0;
-  if (layer) draft_dx_.assign(static_cast<size_t>(R * C), 0.0f);
-  linear_backward(layer ? draft_dx_.data() : nullptr, g(draft_output_), nullptr, draft_z_.data(), draft_x_.data(),
-                  p(draft_output_), R, C, V);
-  if (!layer) return;
-  // Through the draft norm (draft_x_, no longer needed, takes the rows' residual gradient), then the layer.
-  float* drows = draft_x_.data();
-  zero(drows, R * C);
-  rmsnorm_backward(drows, g(draft_output_norm_), draft_dx_.data(), draft_resid_.data(), p(draft_output_norm_),
-                   draft_rstd_.data(), R, C);
-  const int l = cfg_.n_layers;
-  float* dres = grad_.dres.data();
-  zero(dres, T_ * C);
-  for (int64_t i = 0; i < R; i++) {
-    float* d = dres + draft_rows_[i] * C;
-    for (int64_t c = 0; c < C; c++) d[c] += drows[i * C + c];
-  }
-  ffn_block_backward(l);        // dres: dL/d resid[l+1] -> dL/d mid[l]
-  attention_block_backward(l);  // dres -> dL/d (the layer's input); the frozen model's part is not needed
-  const float* table = p(tok_embd_);
-  float* dscale = g(draft_token_scale_);
-  for (int64_t t = 0; t < T_; t++) {
-    const float* e = table + static_cast<int64_t>(greedy_[t]) * C;
-    for (int64_t c = 0; c < C; c++) dscale[c] += dres[t * C + c] * e[c];
-  }
 }
 
 void TrainableModel::ffn_block_backward(int l) {

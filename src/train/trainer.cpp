@@ -32,6 +32,8 @@ Trainer::Trainer(TrainableModel& model, const TrainData& data, const TrainOption
   if (opt_.objective == Objective::DraftHead && !model_.config().draft_head) throw Error("objective 'draft-head' needs a model with a draft head");
   if (opt_.objective == Objective::DraftHead && (opt_.text_accum > 0 || opt_.loss.teacher_consistency))
     throw Error("objective 'draft-head' trains on packed sequences alone, against the model's own clean rows");
+  if (model_.config().draft_chain > 0 && opt_.objective == Objective::DraftHead && opt_.loss.consistency_rows == 1)
+    throw Error("a draft chain trains the row after the first mismatch: --consistency-rows must be 0 or at least 2");
   if (opt_.text_accum < 0) throw Error("--text-accum must be >= 0");
   if (opt_.text_weight < 0) throw Error("--text-weight must be >= 0");
   if (opt_.text_accum > 0 && (opt_.objective == Objective::Ar || data_.text.empty()))
@@ -103,18 +105,26 @@ LossReport Trainer::micro_batch(size_t example, float* grad_out, int64_t* tokens
 // into the draft head (and draft layer) alone.
 LossReport Trainer::draft_head_batch(const PackedSequence& p, float* grad_out) {
   std::vector<int32_t> into = consistency_rows(p), from = into;
+  TrainableModel::DraftChainRows chain;  // (a draft layer trained to chain: the rows its chain drafts)
+  if (model_.config().draft_chain > 0)
+    for (const DraftChainRow& c : draft_chain_rows(p)) {
+      chain.from.push_back(c.from);
+      chain.tokens.push_back(c.token);
+      chain.into.push_back(c.into);
+    }
   if (model_.config().draft_layer) {  // shifted drafts (ForwardPass::draft_shift): from the row before
     size_t kept = 0;
     for (size_t i = 0; i < into.size(); i++) {
       const int32_t source = draft_source_row(p, into[i]);
       if (source < 0) continue;  // (no context before the first block: the row is left out)
+      if (std::find(chain.into.begin(), chain.into.end(), into[i]) != chain.into.end()) continue;  // the chain's
       from[kept] = source;
       into[kept++] = into[i];
     }
     from.resize(kept);
     into.resize(kept);
   }
-  const float* logits = model_.draft_logits(from, into);
+  const float* logits = model_.draft_logits(from, into, &chain);
   ObjectiveOptions o = opt_.loss;
   o.ar_weight = 0.0f;
   LossReport r = packed_loss(Objective::JacobiForcing, p, logits, model_.config().vocab_size, o, dlogits_.data());

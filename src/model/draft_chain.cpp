@@ -1,0 +1,64 @@
+// Transformer::draft_chain: the draft layer run again after a forward, one virtual row at a time (EAGLE's
+// drafting loop, here for the tokens after a Jacobi step's shifted draft).
+#include <algorithm>
+
+#include "base/error.h"
+#include "kernels/ops.h"
+#include "model/transformer.h"
+
+namespace jf {
+
+// The virtual row sits after the last forward's rows (forward reserved its place), so the forward's
+// activations, logits and draft logits stay as they were for the other sequences of a batch.
+int Transformer::draft_chain(const float* logits, KvCache& cache, int32_t first, int count, int32_t* out) {
+  if (!w_.draft_output_norm || count <= 0) return 0;
+  const int64_t V = cfg_.vocab_size;
+  const ptrdiff_t offset = logits - logits_.data();
+  JF_CHECK(offset >= 0 && offset % V == 0 && offset / V < static_cast<ptrdiff_t>(logit_src_.size()),
+           "draft_chain: not a logit row of the last forward");
+  JF_CHECK(first >= 0 && first < V, "draft_chain: draft token outside the vocabulary");
+  const int64_t source = logit_src_[static_cast<size_t>(offset / V)];
+  const int32_t source_pos = rows_[static_cast<size_t>(source)].pos;
+  const int past = cache.size();
+  JF_CHECK(past > 0 && cache.position(past - 1) == source_pos, "draft_chain: the cache does not end with the row");
+  count = std::min(count, cache.capacity() - past);
+  if (count <= 0) return 0;
+  const int dim = cfg_.dim, half = cfg_.rope_dim / 2, l = cfg_.n_layers;
+  const int64_t r = static_cast<int64_t>(rows_.size());
+  float* x = &x_[r * dim];
+  std::copy_n(&x_[source * dim], dim, x);  // the row's draft-layer output, before the norm
+  const RopeTable table = rope_table(cfg_, cache.capacity());
+  const size_t list_base = slot_list_.size();
+  rows_.push_back(Row{&cache, first, source_pos, past, 0, 0, 0, 0});
+  cache.append(count);
+  chain_logits_.resize(static_cast<size_t>(V));
+  float* e = &xb_[r * dim];  // free until the layer's first norm
+  int32_t token = first;
+  for (int j = 0; j < count; j++) {
+    Row& row = rows_.back();
+    row.pos = source_pos + 1 + j;
+    row.slot = past + j;
+    cache.set_position(row.slot, row.pos);
+    slot_list_.resize(list_base);  // the cache up to the row and the chain's earlier virtual rows
+    for (int s = 0; s <= row.slot; s++) slot_list_.push_back(s);
+    row.slots_begin = row.local_begin = static_cast<int32_t>(list_base);
+    row.slots_end = row.local_end = static_cast<int32_t>(slot_list_.size());
+    dequantize_row(w_.tok_embd.type, w_.tok_embd.row(token), e, dim);
+    for (int i = 0; i < dim; i++) x[i] += w_.draft_token_scale[i] * e[i];
+    rope_angles(table, cfg_.rope_dim, row.pos, &rope_cos_[r * half], &rope_sin_[r * half]);
+    qkv_rows(l, r, r + 1, true);
+    attend_units(l, r * cfg_.n_kv_heads, (r + 1) * cfg_.n_kv_heads);
+    out_ffn_rows(l, r, r + 1, true);
+    rmsnorm(x, w_.draft_output_norm, dim, cfg_.norm_eps, e);
+    matmul(e, 1, w_.draft_output, chain_logits_.data(), true);
+    final_softcap(chain_logits_.data(), 1, true);
+    token = static_cast<int32_t>(argmax(chain_logits_.data(), V));
+    out[j] = token;
+  }
+  rows_.pop_back();
+  slot_list_.resize(list_base);
+  cache.truncate(past);
+  return count;
+}
+
+}  // namespace jf

@@ -1,0 +1,246 @@
+// A draft layer's chain (ForwardPass::draft_chain; `jf train --draft-chain`): the layer run again on a virtual
+// row after the last verified one. The inference chain computes what the training chain trains, whatever
+// else the forward's batch held; its gradient goes through both passes of the layer into the draft tensors
+// alone; training it lowers the chain rows' loss and marks the file.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "base/error.h"
+#include "draft_layer_support.h"
+#include "model/transformer.h"
+#include "train/objectives.h"
+#include "train/trainer.h"
+#include "test_support.h"
+
+namespace jf {
+namespace {
+
+constexpr int V = 32;
+const std::vector<int32_t> kTokens = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8};
+
+// The training chain's logits for a virtual row after row `from` of kTokens (causal), on `token`.
+std::vector<float> training_chain(TrainableModel& m, int32_t from, int32_t token) {
+  m.forward(TrainSequence::causal(kTokens));
+  TrainableModel::DraftChainRows chain{{from}, {token}, {0}};
+  const float* z = m.draft_logits(std::vector<int32_t>{}, std::vector<int32_t>{}, &chain);
+  return std::vector<float>(z, z + V);  // row 0 took the chain's logits
+}
+
+double largest_difference(const float* a, const float* b, int n) {
+  double worst = 0;
+  for (int i = 0; i < n; i++) worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
+  return worst;
+}
+
+TEST(DraftChain, CachedChainComputesTheTrainingChain) {
+  DraftLayerModel d = draft_layer_model(true);
+  Transformer tf(d.model->config(), d.model->weights());
+  for (int32_t from : {2, 6, 11}) {
+    const int32_t token = (from * 5 + 1) % V;
+    const std::vector<float> want = training_chain(d.trainable, from, token);
+    KvCache cache(d.model->config(), 64);
+    SequenceInput in;
+    in.set_causal(&cache, std::vector<int32_t>(kTokens.begin(), kTokens.begin() + from + 1), SequenceInput::Logits::Last);
+    in.draft_logits = true;
+    const float* logits = tf.forward(in);
+    const std::vector<float> first_pass(tf.draft_logits_for(logits), tf.draft_logits_for(logits) + V);
+    int32_t out = -1;
+    ASSERT_EQ(tf.draft_chain(logits, cache, token, 1, &out), 1);
+    EXPECT_EQ(cache.size(), from + 1);  // the virtual row's slot stays free
+    EXPECT_LT(largest_difference(tf.last_chain_logits(), want.data(), V), 1e-3) << "after row " << from;
+    EXPECT_GT(largest_difference(want.data(), first_pass.data(), V), 0.1);  // the second pass changes something
+    EXPECT_EQ(out, static_cast<int32_t>(std::max_element(want.begin(), want.end()) - want.begin()));
+  }
+}
+
+// A chain from a sequence's row of a batched forward gives the same bits as from the sequence alone, and
+// neither disturbs what the cache gives the next forward.
+TEST(DraftChain, IsBatchInvariantAndLeavesTheCacheAsItWas) {
+  DraftLayerModel d = draft_layer_model(true);
+  Transformer tf(d.model->config(), d.model->weights());
+  const int T = static_cast<int>(kTokens.size());
+  auto chain_alone = [&](KvCache& cache, std::vector<float>* next_logits) {
+    SequenceInput in;
+    in.set_causal(&cache, kTokens, SequenceInput::Logits::Last);
+    in.draft_logits = true;
+    int32_t out[3];
+    EXPECT_EQ(tf.draft_chain(tf.forward(in), cache, 7, 3, out), 3);
+    std::vector<float> chain(tf.last_chain_logits(), tf.last_chain_logits() + V);
+    if (next_logits) {
+      in.set_causal(&cache, std::vector<int32_t>{7}, SequenceInput::Logits::Last);
+      const float* z = tf.forward(in);
+      next_logits->assign(z, z + V);
+    }
+    return chain;
+  };
+  KvCache a(d.model->config(), 64), b(d.model->config(), 64), c(d.model->config(), 64);
+  std::vector<float> next_after_chain;
+  const std::vector<float> alone = chain_alone(a, &next_after_chain);
+
+  SequenceInput other, mine;
+  other.set_causal(&b, std::vector<int32_t>{7, 7, 2, 8}, SequenceInput::Logits::All);
+  other.draft_logits = true;
+  mine.set_causal(&c, kTokens, SequenceInput::Logits::Last);
+  mine.draft_logits = true;
+  SequenceInput* both[] = {&other, &mine};
+  const float* batch = tf.forward(std::span<SequenceInput* const>(both, 2));
+  int32_t out[3];
+  ASSERT_EQ(tf.draft_chain(batch + 3 * V, b, 1, 3, out), 3);  // the other sequence's chain first
+  ASSERT_EQ(tf.draft_chain(batch + 4 * V, c, 7, 3, out), 3);
+  EXPECT_EQ(std::memcmp(tf.last_chain_logits(), alone.data(), sizeof(float) * V), 0);
+
+  KvCache plain(d.model->config(), 64);
+  SequenceInput in;
+  in.set_causal(&plain, kTokens, SequenceInput::Logits::None);
+  tf.forward(in);
+  in.set_causal(&plain, std::vector<int32_t>{7}, SequenceInput::Logits::Last);
+  EXPECT_EQ(std::memcmp(tf.forward(in), next_after_chain.data(), sizeof(float) * V), 0);
+  EXPECT_EQ(plain.size(), T + 1);
+}
+
+TEST(DraftChain, MisuseIsAnError) {
+  DraftLayerModel d = draft_layer_model(true);
+  Transformer tf(d.model->config(), d.model->weights());
+  KvCache cache(d.model->config(), 64);
+  SequenceInput in;
+  in.set_causal(&cache, kTokens, SequenceInput::Logits::All);
+  const float* logits = tf.forward(in);
+  int32_t out[2];
+  EXPECT_THROW(tf.draft_chain(logits, cache, 1, 1, out), std::logic_error);  // the cache goes past row 0
+  EXPECT_THROW(tf.draft_chain(logits + 3, cache, 1, 1, out), std::logic_error);  // not a row
+  EXPECT_THROW(tf.draft_chain(logits + 11 * V, cache, V, 1, out), std::logic_error);  // token outside the vocabulary
+  EXPECT_EQ(tf.draft_chain(logits + 11 * V, cache, 1, 0, out), 0);
+  KvCache full(d.model->config(), static_cast<int>(kTokens.size()));
+  in.set_causal(&full, kTokens, SequenceInput::Logits::Last);
+  EXPECT_EQ(tf.draft_chain(tf.forward(in), full, 1, 2, out), 0);  // no free slot: no chain
+  TrainableModel plain(preset_config("tiny"));
+  EXPECT_THROW(plain.set_draft_chain(1), Error);
+  EXPECT_THROW(d.trainable.set_draft_chain(TrainableModel::kMaxDraftChain + 1), Error);
+}
+
+// L = sum over the draft rows and the chain's rows of c . z: the gradient of every draft tensor through the
+// head, the norm and both passes of the layer against central differences; the model itself gets none.
+TEST(DraftChainTraining, GradientsGoThroughBothPasses) {
+  DraftLayerModel d = draft_layer_model(true);
+  TrainableModel& m = d.trainable;
+  const PackedSequence p = toy_packed(0);
+  TrainSequence s;
+  s.tokens = p.tokens;
+  s.positions = p.positions;
+  p.build_mask(s.mask);
+  const std::vector<DraftChainRow> rows = draft_chain_rows(p);
+  ASSERT_EQ(rows.size(), 1u);  // block 0 (first mismatch 1 of 3); block 1's mismatch is its last row
+  EXPECT_EQ(rows[0].from, 3);
+  EXPECT_EQ(rows[0].into, 5);
+  EXPECT_EQ(rows[0].token, p.tokens[8]);
+  TrainableModel::DraftChainRows chain{{rows[0].from, 7}, {rows[0].token, 9}, {rows[0].into, 14}};
+  const std::vector<int32_t> from = {3, 10}, into = {4, 11};
+  std::vector<int32_t> read = into;
+  read.insert(read.end(), chain.into.begin(), chain.into.end());
+  std::vector<float> c(p.tokens.size() * V, 0.0f);
+  Rng r(8);
+  for (int32_t row : read)
+    for (int v = 0; v < V; v++) c[static_cast<size_t>(row) * V + v] = r.normal();
+  auto loss = [&] {
+    m.forward(s);
+    const float* z = m.draft_logits(from, into, &chain);
+    double l = 0;
+    for (int32_t row : read)
+      for (int v = 0; v < V; v++) l += static_cast<double>(c[static_cast<size_t>(row) * V + v]) * z[static_cast<size_t>(row) * V + v];
+    return l;
+  };
+  loss();
+  m.zero_grad();
+  m.backward_draft_head(c.data());
+  int checked = 0;
+  for (const auto& prm : m.params()) {
+    if (!prm.name.starts_with("draft_")) {
+      for (int64_t i = 0; i < prm.size; i++) ASSERT_EQ(prm.grad[i], 0.0f) << prm.name;
+      continue;
+    }
+    float largest = 0;
+    for (int64_t i = 0; i < prm.size; i++) largest = std::max(largest, std::fabs(prm.grad[i]));
+    for (int64_t k : {int64_t{0}, prm.size / 3, prm.size / 2 + 1, prm.size - 1}) {
+      const float keep = prm.data[k], h = 1e-2f;
+      prm.data[k] = keep + h;
+      const double up = loss();
+      prm.data[k] = keep - h;
+      const double down = loss();
+      prm.data[k] = keep;
+      const double numeric = (up - down) / (2 * h);
+      const double scale = std::max({std::fabs(numeric), std::fabs(static_cast<double>(prm.grad[k])), 0.01 * largest});
+      EXPECT_LE(std::fabs(numeric - prm.grad[k]), 2e-2 * scale + 1e-3) << prm.name << "[" << k << "]: analytic "
+                                                                        << prm.grad[k] << ", numeric " << numeric;
+      checked++;
+    }
+  }
+  EXPECT_EQ(checked, 4 * 12);
+}
+
+// The chain's mean KL to the clean rows' distributions over the rows draft_chain_rows picks in `data`.
+double chain_kl(TrainableModel& m, const TrainData& data) {
+  double sum = 0;
+  int n = 0;
+  std::vector<float> target(V), scratch(V);
+  for (const PackedSequence& p : data.packed) {
+    TrainSequence s;
+    s.tokens = p.tokens;
+    s.positions = p.positions;
+    p.build_mask(s.mask);
+    const float* z = m.forward(s);
+    const std::vector<float> clean(z, z + p.tokens.size() * V);
+    TrainableModel::DraftChainRows chain;
+    for (const DraftChainRow& c : draft_chain_rows(p)) {
+      chain.from.push_back(c.from), chain.tokens.push_back(c.token), chain.into.push_back(c.into);
+    }
+    z = m.draft_logits(std::vector<int32_t>{}, std::vector<int32_t>{}, &chain);
+    for (int32_t row : chain.into) {
+      const float* c = &clean[static_cast<size_t>(row + p.n) * V];  // the clean row beside it
+      const float top = *std::max_element(c, c + V);
+      float total = 0;
+      for (int v = 0; v < V; v++) total += target[v] = std::exp(c[v] - top);
+      for (int v = 0; v < V; v++) target[v] /= total;
+      float kl = 0;
+      soft_cross_entropy(z + static_cast<size_t>(row) * V, target.data(), V, 0.0f, scratch.data(), &kl);
+      sum += kl;
+      n++;
+    }
+  }
+  return sum / n;
+}
+
+// The trainer sends the row after each first mismatch through the chain: the chain's KL falls, and ends well
+// below that of the same layer trained the same way without its chain (which sends that row through the
+// first pass from the row before it).
+TEST(DraftChainTraining, TrainsTheChainRowsAndNeedsTheirRows) {
+  TrainData data;
+  for (int s = 0; s < 6; s++) data.packed.push_back(toy_packed(s));
+  TrainOptions o;
+  o.objective = Objective::DraftHead;
+  o.steps = 80;
+  o.accum = 2;
+  o.lr = 1e-2f;
+  o.loss.consistency_rows = 2;
+  double trained[2];
+  for (int with_chain : {0, 1}) {
+    DraftLayerModel d = draft_layer_model(true);  // moved at random: the chain starts far from its targets
+    TrainableModel& m = d.trainable;
+    const double before = chain_kl(m, data);
+    m.set_draft_chain(with_chain);
+    Trainer t(m, data, o, GgufMetadata{});
+    t.run();
+    trained[with_chain] = chain_kl(m, data);
+    std::printf("chain KL %.4f -> %.4f %s the chain trained\n", before, trained[with_chain], with_chain ? "with" : "without");
+    if (with_chain) EXPECT_LT(trained[1], 0.5 * before);
+  }
+  EXPECT_LT(trained[1], 0.7 * trained[0]);
+  DraftLayerModel d = draft_layer_model(false);
+  d.trainable.set_draft_chain(1);
+  o.loss.consistency_rows = 1;
+  EXPECT_THROW(Trainer(d.trainable, data, o, GgufMetadata{}), Error);  // the chain's rows would weigh nothing
+}
+
+}  // namespace
+}  // namespace jf
