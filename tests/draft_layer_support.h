@@ -2,7 +2,12 @@
 // model with a draft layer, trainable and as an inference Model.
 #pragma once
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <memory>
+#include <vector>
+
+#include <gtest/gtest.h>
 
 #include "base/rng.h"
 #include "model/model.h"
@@ -49,6 +54,68 @@ inline DraftLayerModel draft_layer_model(bool random_layer, float token_scale = 
   const ModelConfig c = m.config();
   auto model = std::make_unique<Model>(c, m.to_tensor_set(DType::F32), "memory");
   return DraftLayerModel{std::move(m), std::move(model)};
+}
+
+// A packed sequence as the trainer feeds it to the model.
+inline TrainSequence train_sequence(const PackedSequence& p) {
+  TrainSequence s;
+  s.tokens = p.tokens;
+  s.positions = p.positions;
+  p.build_mask(s.mask);
+  return s;
+}
+
+// L = sum over `rows` of c . z (z: T x V logits), c normal at random (seed 8) on those rows, zero elsewhere:
+// the scalar the gradient tests differentiate; c is also dL/dz.
+struct LinearProbe {
+  int V;
+  std::vector<int32_t> rows;
+  std::vector<float> c;
+  LinearProbe(size_t T, int vocab, std::vector<int32_t> read) : V(vocab), rows(std::move(read)), c(T * vocab, 0.0f) {
+    Rng r(8);
+    for (int32_t row : rows)
+      for (int v = 0; v < V; v++) c[static_cast<size_t>(row) * V + v] = r.normal();
+  }
+  double of(const float* z) const {
+    double l = 0;
+    for (int32_t row : rows)
+      for (int v = 0; v < V; v++) l += static_cast<double>(c[static_cast<size_t>(row) * V + v]) * z[static_cast<size_t>(row) * V + v];
+    return l;
+  }
+};
+
+// dL/dw by central differences of loss() (h = 0.01), w restored.
+inline double central_difference(float& w, const std::function<double()>& loss) {
+  const float keep = w, h = 1e-2f;
+  w = keep + h;
+  const double up = loss();
+  w = keep - h;
+  const double down = loss();
+  w = keep;
+  return (up - down) / (2 * h);
+}
+
+// After m.backward_draft_head(probe.c) for the forward that loss() repeats: each draft tensor's gradient at
+// the entries `picks` gives for its size against central differences of loss(), and no gradient at all for
+// the frozen tensors. *checked counts the entries compared.
+inline void expect_draft_gradients(TrainableModel& m, const std::function<double()>& loss,
+                                   const std::function<std::vector<int64_t>(int64_t)>& picks, int* checked) {
+  *checked = 0;
+  for (const auto& prm : m.params()) {
+    if (!prm.name.starts_with("draft_")) {
+      for (int64_t i = 0; i < prm.size; i++) ASSERT_EQ(prm.grad[i], 0.0f) << prm.name;
+      continue;
+    }
+    float largest = 0;
+    for (int64_t i = 0; i < prm.size; i++) largest = std::max(largest, std::fabs(prm.grad[i]));
+    for (int64_t k : picks(prm.size)) {
+      const double numeric = central_difference(prm.data[k], loss);
+      const double scale = std::max({std::fabs(numeric), std::fabs(static_cast<double>(prm.grad[k])), 0.01 * largest});
+      EXPECT_LE(std::fabs(numeric - prm.grad[k]), 2e-2 * scale + 1e-3) << prm.name << "[" << k << "]: analytic "
+                                                                        << prm.grad[k] << ", numeric " << numeric;
+      (*checked)++;
+    }
+  }
 }
 
 }  // namespace jf

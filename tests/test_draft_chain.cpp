@@ -23,8 +23,8 @@ const std::vector<int32_t> kTokens = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8};
 // The training chain's logits for a virtual row after row `from` of kTokens (causal), on `token`.
 std::vector<float> training_chain(TrainableModel& m, int32_t from, int32_t token) {
   m.forward(TrainSequence::causal(kTokens));
-  TrainableModel::DraftChainRows chain{{from}, {token}, {0}};
-  const float* z = m.draft_logits(std::vector<int32_t>{}, std::vector<int32_t>{}, &chain);
+  const DraftChainRow chain{from, token, 0};
+  const float* z = m.draft_logits({}, {}, std::span<const DraftChainRow>(&chain, 1));
   return std::vector<float>(z, z + V);  // row 0 took the chain's logits
 }
 
@@ -126,56 +126,26 @@ TEST(DraftChainTraining, GradientsGoThroughBothPasses) {
   DraftLayerModel d = draft_layer_model(true);
   TrainableModel& m = d.trainable;
   const PackedSequence p = toy_packed(0);
-  TrainSequence s;
-  s.tokens = p.tokens;
-  s.positions = p.positions;
-  p.build_mask(s.mask);
+  const TrainSequence s = train_sequence(p);
   const std::vector<DraftChainRow> rows = draft_chain_rows(p);
   ASSERT_EQ(rows.size(), 1u);  // block 0 (first mismatch 1 of 3); block 1's mismatch is its last row
   EXPECT_EQ(rows[0].from, 3);
   EXPECT_EQ(rows[0].into, 5);
   EXPECT_EQ(rows[0].token, p.tokens[8]);
-  TrainableModel::DraftChainRows chain{{rows[0].from, 7}, {rows[0].token, 9}, {rows[0].into, 14}};
+  const std::vector<DraftChainRow> chain = {rows[0], {7, 9, 14}};
   const std::vector<int32_t> from = {3, 10}, into = {4, 11};
   std::vector<int32_t> read = into;
-  read.insert(read.end(), chain.into.begin(), chain.into.end());
-  std::vector<float> c(p.tokens.size() * V, 0.0f);
-  Rng r(8);
-  for (int32_t row : read)
-    for (int v = 0; v < V; v++) c[static_cast<size_t>(row) * V + v] = r.normal();
+  for (const DraftChainRow& c : chain) read.push_back(c.into);
+  const LinearProbe probe(p.tokens.size(), V, read);
   auto loss = [&] {
     m.forward(s);
-    const float* z = m.draft_logits(from, into, &chain);
-    double l = 0;
-    for (int32_t row : read)
-      for (int v = 0; v < V; v++) l += static_cast<double>(c[static_cast<size_t>(row) * V + v]) * z[static_cast<size_t>(row) * V + v];
-    return l;
+    return probe.of(m.draft_logits(from, into, chain));
   };
   loss();
   m.zero_grad();
-  m.backward_draft_head(c.data());
+  m.backward_draft_head(probe.c.data());
   int checked = 0;
-  for (const auto& prm : m.params()) {
-    if (!prm.name.starts_with("draft_")) {
-      for (int64_t i = 0; i < prm.size; i++) ASSERT_EQ(prm.grad[i], 0.0f) << prm.name;
-      continue;
-    }
-    float largest = 0;
-    for (int64_t i = 0; i < prm.size; i++) largest = std::max(largest, std::fabs(prm.grad[i]));
-    for (int64_t k : {int64_t{0}, prm.size / 3, prm.size / 2 + 1, prm.size - 1}) {
-      const float keep = prm.data[k], h = 1e-2f;
-      prm.data[k] = keep + h;
-      const double up = loss();
-      prm.data[k] = keep - h;
-      const double down = loss();
-      prm.data[k] = keep;
-      const double numeric = (up - down) / (2 * h);
-      const double scale = std::max({std::fabs(numeric), std::fabs(static_cast<double>(prm.grad[k])), 0.01 * largest});
-      EXPECT_LE(std::fabs(numeric - prm.grad[k]), 2e-2 * scale + 1e-3) << prm.name << "[" << k << "]: analytic "
-                                                                        << prm.grad[k] << ", numeric " << numeric;
-      checked++;
-    }
-  }
+  expect_draft_gradients(m, loss, [](int64_t n) { return std::vector<int64_t>{0, n / 3, n / 2 + 1, n - 1}; }, &checked);
   EXPECT_EQ(checked, 4 * 12);
 }
 
@@ -185,18 +155,12 @@ double chain_kl(TrainableModel& m, const TrainData& data) {
   int n = 0;
   std::vector<float> target(V), scratch(V);
   for (const PackedSequence& p : data.packed) {
-    TrainSequence s;
-    s.tokens = p.tokens;
-    s.positions = p.positions;
-    p.build_mask(s.mask);
-    const float* z = m.forward(s);
+    const float* z = m.forward(train_sequence(p));
     const std::vector<float> clean(z, z + p.tokens.size() * V);
-    TrainableModel::DraftChainRows chain;
-    for (const DraftChainRow& c : draft_chain_rows(p)) {
-      chain.from.push_back(c.from), chain.tokens.push_back(c.token), chain.into.push_back(c.into);
-    }
-    z = m.draft_logits(std::vector<int32_t>{}, std::vector<int32_t>{}, &chain);
-    for (int32_t row : chain.into) {
+    const std::vector<DraftChainRow> chain = draft_chain_rows(p);
+    z = m.draft_logits({}, {}, chain);
+    for (const DraftChainRow& entry : chain) {
+      const int32_t row = entry.into;
       const float* c = &clean[static_cast<size_t>(row + p.n) * V];  // the clean row beside it
       const float top = *std::max_element(c, c + V);
       float total = 0;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 
 #include "base/error.h"
 #include "base/rng.h"
@@ -92,21 +93,30 @@ struct OracleCase {
     c.max_new_tokens = 120;
     return c;
   }
+  // jacobi and multiblock (block 16, every row sent) with and without a mechanism (`off` turns it off in the
+  // options): AR's tokens both ways, `count` counted only with it, more than `faster` tokens per forward with
+  // it and fewer than `slower` without.
+  void expect_gain(const char* what, const std::function<void(DecoderOptions&)>& off, const char* count,
+                   double faster, double slower) {
+    const GenerationResult ar = run(s, decoder("ar", 1, false), prompt, cfg());
+    for (const char* name : {"jacobi", "multiblock"}) {
+      DecoderOptions without_options = decoder(name, 16, false);
+      off(without_options);
+      const GenerationResult with = run(s, decoder(name, 16, false), prompt, cfg());
+      const GenerationResult without = run(s, without_options, prompt, cfg());
+      ASSERT_EQ(with.tokens, ar.tokens) << name;
+      ASSERT_EQ(without.tokens, ar.tokens) << name;
+      EXPECT_GT(counter(with, count), 0) << name;
+      EXPECT_EQ(counter(without, count), 0) << name;
+      EXPECT_GT(with.stats.tpf(), faster) << name;
+      EXPECT_LT(without.stats.tpf(), slower) << name;
+      std::printf("%s: TPF %.2f with %s, %.2f without\n", name, with.stats.tpf(), what, without.stats.tpf());
+    }
+  }
   // With the draft rule: AR's tokens at more than 1.6 tokens per forward (a block's first forward drafts
   // from guesses); without it, AR's tokens at under 1.3.
   void expect_faster(const char* what) {
-    const GenerationResult ar = run(s, decoder("ar", 1, false), prompt, cfg());
-    for (const char* name : {"jacobi", "multiblock"}) {
-      const GenerationResult with = run(s, decoder(name, 16, false, true), prompt, cfg());
-      const GenerationResult without = run(s, decoder(name, 16, false, false), prompt, cfg());
-      ASSERT_EQ(with.tokens, ar.tokens) << name;
-      ASSERT_EQ(without.tokens, ar.tokens) << name;
-      EXPECT_GT(counter(with, "draft_head_forwards"), 0) << name;
-      EXPECT_EQ(counter(without, "draft_head_forwards"), 0) << name;
-      EXPECT_GT(with.stats.tpf(), 1.6) << name;
-      EXPECT_LT(without.stats.tpf(), 1.3) << name;
-      std::printf("%s: TPF %.2f with %s, %.2f without\n", name, with.stats.tpf(), what, without.stats.tpf());
-    }
+    expect_gain(what, [](DecoderOptions& o) { o.draft_head = false; }, "draft_head_forwards", 1.6, 1.3);
   }
 };
 
@@ -147,21 +157,7 @@ TEST(DraftHead, AGoodDraftChainRaisesTokensPerForwardFurther) {
   OracleCase c;
   c.fake.set_draft_rule(shifted_rule(c.text, OracleCase::V), /*shift=*/1);
   c.fake.set_draft_chain_rule(test::oracle_rule(c.text, OracleCase::V), /*depth=*/3);
-  const GenerationResult ar = run(c.s, decoder("ar", 1, false), c.prompt, c.cfg());
-  for (const char* name : {"jacobi", "multiblock"}) {
-    const GenerationResult chained = run(c.s, decoder(name, 16, false), c.prompt, c.cfg());
-    DecoderOptions off = decoder(name, 16, false);
-    off.draft_chain = 0;
-    const GenerationResult shifted = run(c.s, off, c.prompt, c.cfg());
-    ASSERT_EQ(chained.tokens, ar.tokens) << name;
-    ASSERT_EQ(shifted.tokens, ar.tokens) << name;
-    EXPECT_GT(counter(chained, "draft_chain_tokens"), 0) << name;
-    EXPECT_EQ(counter(shifted, "draft_chain_tokens"), 0) << name;
-    EXPECT_GT(chained.stats.tpf(), 3.0) << name;
-    EXPECT_LT(shifted.stats.tpf(), 2.2) << name;
-    std::printf("%s: TPF %.2f with the chain, %.2f with the shifted draft alone\n", name, chained.stats.tpf(),
-                shifted.stats.tpf());
-  }
+  c.expect_gain("the oracle chain", [](DecoderOptions& o) { o.draft_chain = 0; }, "draft_chain_tokens", 3.0, 2.2);
 }
 
 // A head that predicts garbage (or follows the text only in places) changes how fast, never what.
@@ -270,10 +266,7 @@ TEST(DraftHeadTraining, HeadStartsAsTheOutputHeadAndItsGradientMatchesItsDefinit
   TrainableModel m = model_with_head(cfg);
   const int V = 32, C = cfg.dim;
   const PackedSequence p = toy_packed(0);
-  TrainSequence s;
-  s.tokens = p.tokens;
-  s.positions = p.positions;
-  p.build_mask(s.mask);
+  const TrainSequence s = train_sequence(p);
   const float* first = m.forward(s);
   const std::vector<float> plain(first, first + p.tokens.size() * V);
   const std::vector<int32_t> rows = consistency_rows(p);
@@ -281,13 +274,10 @@ TEST(DraftHeadTraining, HeadStartsAsTheOutputHeadAndItsGradientMatchesItsDefinit
   const float* z = m.draft_logits(rows);
   for (size_t i = 0; i < plain.size(); i++) ASSERT_EQ(z[i], plain[i]) << i;  // the copy gives the same logits
   // dL/dW_draft for L = sum over the rows of c . z: c (x) the row's normalised hidden state; nothing else moves.
-  std::vector<float> c(plain.size(), 0.0f);
-  Rng r(8);
-  for (int32_t row : rows)
-    for (int v = 0; v < V; v++) c[static_cast<size_t>(row) * V + v] = r.normal();
-  c[0] = 5.0f;  // a row that is not a draft row: ignored
+  LinearProbe probe(p.tokens.size(), V, rows);
+  probe.c[0] = 5.0f;  // a row that is not a draft row: ignored
   m.zero_grad();
-  m.backward_draft_head(c.data());
+  m.backward_draft_head(probe.c.data());
   std::vector<TrainableModel::Param> params = m.params();
   for (const auto& prm : params) {
     if (prm.name != "draft_output.weight") {
@@ -296,20 +286,7 @@ TEST(DraftHeadTraining, HeadStartsAsTheOutputHeadAndItsGradientMatchesItsDefinit
     }
     // Finite differences on a few weights: L is linear in them.
     for (int64_t k : {int64_t{0}, int64_t{5} * C + 3, int64_t{31} * C + C - 1}) {
-      auto loss = [&] {
-        const float* zz = m.draft_logits(rows);
-        double l = 0;
-        for (int32_t row : rows)
-          for (int v = 0; v < V; v++) l += static_cast<double>(c[static_cast<size_t>(row) * V + v]) * zz[static_cast<size_t>(row) * V + v];
-        return l;
-      };
-      const float keep = prm.data[k], h = 1e-2f;
-      prm.data[k] = keep + h;
-      const double up = loss();
-      prm.data[k] = keep - h;
-      const double down = loss();
-      prm.data[k] = keep;
-      EXPECT_NEAR(prm.grad[k], (up - down) / (2 * h), 1e-3) << k;
+      EXPECT_NEAR(prm.grad[k], central_difference(prm.data[k], [&] { return probe.of(m.draft_logits(rows)); }), 1e-3) << k;
     }
   }
 }
@@ -465,48 +442,17 @@ TEST(DraftLayerTraining, GradientsMatchFiniteDifferencesAndTheModelGetsNone) {
   TrainableModel& m = d.trainable;
   const int V = 32;
   const PackedSequence p = toy_packed(0);
-  TrainSequence s;
-  s.tokens = p.tokens;
-  s.positions = p.positions;
-  p.build_mask(s.mask);
-  const std::vector<int32_t> rows = consistency_rows(p);
-  std::vector<float> c(p.tokens.size() * V, 0.0f);
-  Rng r(8);
-  for (int32_t row : rows)
-    for (int v = 0; v < V; v++) c[static_cast<size_t>(row) * V + v] = r.normal();
+  const TrainSequence s = train_sequence(p);
+  const LinearProbe probe(p.tokens.size(), V, consistency_rows(p));
   auto loss = [&] {
     m.forward(s);
-    const float* z = m.draft_logits(rows);
-    double l = 0;
-    for (int32_t row : rows)
-      for (int v = 0; v < V; v++) l += static_cast<double>(c[static_cast<size_t>(row) * V + v]) * z[static_cast<size_t>(row) * V + v];
-    return l;
+    return probe.of(m.draft_logits(probe.rows));
   };
   loss();
   m.zero_grad();
-  m.backward_draft_head(c.data());
+  m.backward_draft_head(probe.c.data());
   int checked = 0;
-  for (const auto& prm : m.params()) {
-    if (!prm.name.starts_with("draft_")) {
-      for (int64_t i = 0; i < prm.size; i++) ASSERT_EQ(prm.grad[i], 0.0f) << prm.name;
-      continue;
-    }
-    float largest = 0;
-    for (int64_t i = 0; i < prm.size; i++) largest = std::max(largest, std::fabs(prm.grad[i]));
-    for (int64_t k : {int64_t{0}, prm.size / 3, prm.size - 1}) {
-      const float keep = prm.data[k], h = 1e-2f;
-      prm.data[k] = keep + h;
-      const double up = loss();
-      prm.data[k] = keep - h;
-      const double down = loss();
-      prm.data[k] = keep;
-      const double numeric = (up - down) / (2 * h);
-      const double scale = std::max({std::fabs(numeric), std::fabs(static_cast<double>(prm.grad[k])), 0.01 * largest});
-      EXPECT_LE(std::fabs(numeric - prm.grad[k]), 2e-2 * scale + 1e-3) << prm.name << "[" << k << "]: analytic "
-                                                                        << prm.grad[k] << ", numeric " << numeric;
-      checked++;
-    }
-  }
+  expect_draft_gradients(m, loss, [](int64_t n) { return std::vector<int64_t>{0, n / 3, n - 1}; }, &checked);
   EXPECT_EQ(checked, 3 * 12);  // the head, the token scale, the draft norm and the layer's nine tensors
 }
 

@@ -29,6 +29,7 @@ int Transformer::draft_chain(const float* logits, KvCache& cache, int32_t first,
   std::copy_n(&x_[source * dim], dim, x);  // the row's draft-layer output, before the norm
   const RopeTable table = rope_table(cfg_, cache.capacity());
   const size_t list_base = slot_list_.size();
+  for (int s = 0; s < past; s++) slot_list_.push_back(s);  // the cache up to the row; then each virtual row's own
   rows_.push_back(Row{&cache, first, source_pos, past, 0, 0, 0, 0});
   cache.append(count);
   chain_logits_.resize(static_cast<size_t>(V));
@@ -39,8 +40,7 @@ int Transformer::draft_chain(const float* logits, KvCache& cache, int32_t first,
     row.pos = source_pos + 1 + j;
     row.slot = past + j;
     cache.set_position(row.slot, row.pos);
-    slot_list_.resize(list_base);  // the cache up to the row and the chain's earlier virtual rows
-    for (int s = 0; s <= row.slot; s++) slot_list_.push_back(s);
+    slot_list_.push_back(row.slot);  // (it sees the chain's earlier virtual rows too)
     row.slots_begin = row.local_begin = static_cast<int32_t>(list_base);
     row.slots_end = row.local_end = static_cast<int32_t>(slot_list_.size());
     dequantize_row(w_.tok_embd.type, w_.tok_embd.row(token), e, dim);

@@ -11,9 +11,6 @@
 namespace jf {
 namespace {
 
-void grow(std::vector<float>& v, int64_t n) {
-  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
-}
 void zero(float* p, int64_t n) { std::fill(p, p + n, 0.0f); }
 void add(float* to, const float* from, int64_t n) {
   for (int64_t i = 0; i < n; i++) to[i] += from[i];
@@ -36,26 +33,23 @@ void TrainableModel::draft_layer_input() {
 }
 
 const float* TrainableModel::draft_logits(std::span<const int32_t> rows, std::span<const int32_t> into,
-                                          const DraftChainRows* chain) {
+                                          std::span<const DraftChainRow> chain) {
   JF_CHECK(draft_output_ >= 0, "the model has no draft head");
   JF_CHECK(T_ > 0, "draft_logits without a forward");
   JF_CHECK(rows.size() == into.size(), "one destination per draft row");
   const bool layer = draft_output_norm_ >= 0;
-  chain_ = chain ? *chain : DraftChainRows{};
-  JF_CHECK(layer || chain_.from.empty(), "a draft chain needs a draft layer");
-  JF_CHECK(chain_.from.size() == chain_.tokens.size() && chain_.from.size() == chain_.into.size(),
-           "one token and one destination per chain row");
+  chain_.assign(chain.begin(), chain.end());
+  JF_CHECK(layer || chain_.empty(), "a draft chain needs a draft layer");
   for (size_t i = 0; i < rows.size(); i++)
     JF_CHECK(rows[i] >= 0 && rows[i] < T_ && into[i] >= 0 && into[i] < T_, "draft row out of range");
-  for (size_t i = 0; i < chain_.from.size(); i++)
-    JF_CHECK(chain_.from[i] >= 0 && chain_.from[i] < T_ && chain_.into[i] >= 0 && chain_.into[i] < T_ &&
-                 chain_.tokens[i] >= 0 && chain_.tokens[i] < cfg_.vocab_size,
+  for (const DraftChainRow& c : chain_)
+    JF_CHECK(c.from >= 0 && c.from < T_ && c.into >= 0 && c.into < T_ && c.token >= 0 && c.token < cfg_.vocab_size,
              "draft chain row out of range");
   const int64_t C = cfg_.dim, V = cfg_.vocab_size, R1 = static_cast<int64_t>(rows.size());
-  const int64_t R = R1 + static_cast<int64_t>(chain_.from.size());
+  const int64_t R = R1 + static_cast<int64_t>(chain_.size());
   draft_rows_.assign(rows.begin(), rows.end());
   draft_into_.assign(into.begin(), into.end());
-  draft_into_.insert(draft_into_.end(), chain_.into.begin(), chain_.into.end());
+  for (const DraftChainRow& c : chain_) draft_into_.push_back(c.into);
   draft_x_.resize(static_cast<size_t>(R * C));
   draft_z_.resize(static_cast<size_t>(R * V));
   if (layer) {
@@ -63,7 +57,7 @@ const float* TrainableModel::draft_logits(std::span<const int32_t> rows, std::sp
     if (!draft_input_) draft_layer_input();
     attention_block_forward(l);
     ffn_block_forward(l);
-    if (!chain_.from.empty()) chain_forward(chain_);
+    if (!chain_.empty()) chain_forward();
     // the head's rows before the draft norm: the first pass's draft rows, then the chain's virtual rows
     draft_resid_.resize(static_cast<size_t>(R * C));
     for (int64_t i = 0; i < R1; i++) std::copy_n(at(act_.resid, l + 1, C) + rows[i] * C, C, draft_resid_.data() + i * C);
@@ -88,34 +82,21 @@ void TrainableModel::swap_in_chain() {
 
 // The layer's second pass: the sequence's T rows (the first pass's input again, for their keys and values)
 // and R virtual rows after them.
-void TrainableModel::chain_forward(const DraftChainRows& c) {
+void TrainableModel::chain_forward() {
   const int l = cfg_.n_layers;
-  const int64_t T = T_, R = static_cast<int64_t>(c.from.size()), N = T + R;
-  const int64_t C = cfg_.dim, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.ffn_dim, half = cfg_.rope_dim / 2;
+  const int64_t T = T_, R = static_cast<int64_t>(chain_.size()), N = T + R;
+  const int64_t C = cfg_.dim, half = cfg_.rope_dim / 2;
   chain_mask_.reset(static_cast<int>(N));
   for (int i = 0; i < T; i++)
     for (int j = 0; j < T; j++)
       if (mask_.get(i, j)) chain_mask_.set(i, j);
   for (int64_t r = 0; r < R; r++) {
     for (int j = 0; j < T; j++)
-      if (mask_.get(c.from[r], j)) chain_mask_.set(static_cast<int>(T + r), j);
+      if (mask_.get(chain_[r].from, j)) chain_mask_.set(static_cast<int>(T + r), j);
     chain_mask_.set(static_cast<int>(T + r), static_cast<int>(T + r));
   }
   Saved& a = chain_act_;
-  grow(a.resid, 2 * N * C);
-  for (auto* b : {&a.mid, &a.xn_attn, &a.xn_ffn}) grow(*b, N * C);
-  for (auto* b : {&a.rstd_attn, &a.rstd_ffn}) grow(*b, N);
-  for (auto* b : {&a.q, &a.att}) grow(*b, N * Q);
-  for (auto* b : {&a.k, &a.v}) grow(*b, N * KV);
-  for (auto* b : {&a.gate, &a.up, &a.hidden}) grow(*b, N * F);
-  grow(a.probs, cfg_.n_heads * N * N);
-  grow(a.rope_cos, N * half);
-  grow(a.rope_sin, N * half);
-  Grads& d = grad_;  // the backward's scratch serves both passes
-  for (auto* b : {&d.dres, &d.dxn}) grow(*b, N * C);
-  for (auto* b : {&d.dq, &d.datt}) grow(*b, N * Q);
-  for (auto* b : {&d.dk, &d.dv}) grow(*b, N * KV);
-  for (auto* b : {&d.dgate, &d.dup, &d.dhidden}) grow(*b, N * F);
+  grow_layers(a, 1, N);  // (and the backward's scratch, which serves both passes)
 
   std::copy_n(at(act_.resid, l, C), T * C, a.resid.data());
   std::copy_n(act_.rope_cos.data(), T * half, a.rope_cos.data());
@@ -123,10 +104,10 @@ void TrainableModel::chain_forward(const DraftChainRows& c) {
   const float *table = p(tok_embd_), *scale = p(draft_token_scale_);
   for (int64_t r = 0; r < R; r++) {
     float* u = a.resid.data() + (T + r) * C;
-    const float* y = at(act_.resid, l + 1, C) + c.from[r] * C;
-    const float* e = table + static_cast<int64_t>(c.tokens[r]) * C;
+    const float* y = at(act_.resid, l + 1, C) + chain_[r].from * C;
+    const float* e = table + static_cast<int64_t>(chain_[r].token) * C;
     for (int64_t i = 0; i < C; i++) u[i] = y[i] + scale[i] * e[i];
-    rope_angles(cfg_, positions_[c.from[r]] + 1, &a.rope_cos[(T + r) * half], &a.rope_sin[(T + r) * half]);
+    rope_angles(cfg_, positions_[chain_[r].from] + 1, &a.rope_cos[(T + r) * half], &a.rope_sin[(T + r) * half]);
   }
   chain_T_ = N;
   swap_in_chain();
@@ -135,14 +116,12 @@ void TrainableModel::chain_forward(const DraftChainRows& c) {
   swap_in_chain();
 }
 
-void TrainableModel::accumulate_token_scale(const float* dinput, std::span<const int32_t> tokens) {
+// dL/d draft_token_scale += dL/d(a layer input row) * embedding(the token that row added).
+void TrainableModel::accumulate_token_scale(const float* dinput, int32_t token) {
   const int64_t C = cfg_.dim;
-  const float* table = p(tok_embd_);
+  const float* e = p(tok_embd_) + static_cast<int64_t>(token) * C;
   float* dscale = g(draft_token_scale_);
-  for (size_t t = 0; t < tokens.size(); t++) {
-    const float* e = table + static_cast<int64_t>(tokens[t]) * C;
-    for (int64_t c = 0; c < C; c++) dscale[c] += dinput[static_cast<int64_t>(t) * C + c] * e[c];
-  }
+  for (int64_t c = 0; c < C; c++) dscale[c] += dinput[c] * e[c];
 }
 
 void TrainableModel::backward_draft_head(const float* dlogits) {
@@ -176,12 +155,12 @@ void TrainableModel::backward_draft_head(const float* dlogits) {
   float* dres = grad_.dres.data();
   zero(dres, T * C);
   for (int64_t i = 0; i < R1; i++) add(dres + draft_rows_[i] * C, drows + i * C, C);
-  for (int64_t r = 0; r < R2; r++) add(dres + chain_.from[r] * C, chain_dinput_.data() + (T + r) * C, C);
+  for (int64_t r = 0; r < R2; r++) add(dres + chain_[r].from * C, chain_dinput_.data() + (T + r) * C, C);
   ffn_block_backward(l);        // dres: dL/d resid[l+1] -> dL/d mid[l]
   attention_block_backward(l);  // dres -> dL/d (the layer's input); the frozen model's part is not needed
   if (R2 > 0) add(dres, chain_dinput_.data(), T * C);  // the chain pass reads the same input for its first T rows
-  accumulate_token_scale(dres, greedy_);
-  if (R2 > 0) accumulate_token_scale(chain_dinput_.data() + T * C, chain_.tokens);
+  for (int64_t t = 0; t < T; t++) accumulate_token_scale(dres + t * C, greedy_[t]);
+  for (int64_t r = 0; r < R2; r++) accumulate_token_scale(chain_dinput_.data() + (T + r) * C, chain_[r].token);
 }
 
 }  // namespace jf

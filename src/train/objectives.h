@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "train/packing.h"
+#include "train/trainable_model.h"
 
 namespace jf {
 
@@ -80,9 +81,6 @@ int32_t draft_source_row(const PackedSequence& p, int32_t row);
 // A draft chain's training rows (ForwardPass::draft_chain, one step): in every block whose rows at offsets 0 and
 // 1 from the first mismatch are consistency rows, the one at offset 1, drafted by the layer run again from
 // the source of offset 0's draft, on the fixed point's token at offset 1 (what that draft should be).
-struct DraftChainRow {
-  int32_t from, token, into;
-};
 std::vector<DraftChainRow> draft_chain_rows(const PackedSequence& p);
 
 // Loss of a packed sequence for JacobiForcing or Cllm; writes dlogits (T x V; zero where no loss applies).

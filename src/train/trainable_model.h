@@ -39,6 +39,11 @@ struct TrainSequence {
   static TrainSequence causal(std::vector<int32_t> tokens);
 };
 
+// One virtual row of a draft chain's training pass (TrainableModel::draft_logits).
+struct DraftChainRow {
+  int32_t from, token, into;
+};
+
 class TrainableModel {
  public:
   // One trainable tensor, GGUF name and dims (GGML order: dims[0] contiguous); data and grad hold size floats.
@@ -93,14 +98,11 @@ class TrainableModel {
   // the last forward's saved activations serve backward_draft_head only.
   //
   // With `chain` (a draft layer; ForwardPass::draft_chain, trained): the layer runs a second time over the
-  // sequence's rows plus one virtual row per chain entry i, at the position after row from[i], on that row's
-  // first-pass output + draft_token_scale * embedding(tokens[i]), seeing what row from[i] sees and itself;
-  // its draft logits replace logits row into[i], and backward_draft_head goes through both passes.
-  struct DraftChainRows {
-    std::vector<int32_t> from, tokens, into;
-  };
+  // sequence's rows plus one virtual row per chain entry, at the position after row `from`, on that row's
+  // first-pass output + draft_token_scale * embedding(`token`), seeing what row `from` sees and itself; its
+  // draft logits replace logits row `into`, and backward_draft_head goes through both passes.
   const float* draft_logits(std::span<const int32_t> rows, std::span<const int32_t> into,
-                            const DraftChainRows* chain = nullptr);
+                            std::span<const DraftChainRow> chain = {});
   const float* draft_logits(std::span<const int32_t> rows) { return draft_logits(rows, rows); }
   // Accumulates into the draft head's (and draft layer's) gradients only, given dlogits (T x V) of which only
   // the `into` rows of the last draft_logits call are read: the rest of the model is frozen (no backward
@@ -134,6 +136,7 @@ class TrainableModel {
 
   int64_t add_tensor(const std::string& name, std::vector<int64_t> dims);
   void ensure_capacity(int64_t T);
+  void grow_layers(Saved& a, int64_t layers, int64_t T);
   void check_sequence(const TrainSequence& s) const;
   const float* p(int64_t offset) const { return offset < 0 ? nullptr : values_.data() + offset; }
   float* g(int64_t offset) { return offset < 0 ? nullptr : grads_.data() + offset; }
@@ -143,9 +146,9 @@ class TrainableModel {
   void attention_block_backward(int l);
   float* at(std::vector<float>& buf, int l, int64_t width) { return buf.data() + (l - layer_base_) * T_ * width; }
   void draft_layer_input();
-  void chain_forward(const DraftChainRows& c);
+  void chain_forward();
   void swap_in_chain();  // the chain pass's rows, mask and activations in place of the sequence's (and back)
-  void accumulate_token_scale(const float* dinput, std::span<const int32_t> tokens);
+  void accumulate_token_scale(const float* dinput, int32_t token);
 
   ModelConfig cfg_;
   std::vector<Entry> layout_;
@@ -163,7 +166,7 @@ class TrainableModel {
   // The draft chain's pass: its rows (the sequence's, then the virtual ones), their mask and activations
   // (one layer; swapped with act_ / mask_ / T_ while it runs, layer_base_ = n_layers), the gradient of its
   // input.
-  DraftChainRows chain_;
+  std::vector<DraftChainRow> chain_;
   Saved chain_act_;
   VisibilityMask chain_mask_;
   int64_t chain_T_ = 0;

@@ -19,9 +19,17 @@ void zero(float* p, int64_t n) { std::fill(p, p + n, 0.0f); }
 void TrainableModel::ensure_capacity(int64_t T) {
   if (T <= capacity_) return;
   capacity_ = T;
-  const int64_t L = cfg_.kv_layers(), C = cfg_.dim, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.ffn_dim;
+  grow_layers(act_, cfg_.kv_layers(), T);
+  grow(act_.xn_out, T * cfg_.dim);
+  grow(act_.rstd_out, T);
+  grow(act_.logits, T * cfg_.vocab_size);
+}
+
+// What `layers` layers over T rows save (the residual stream has layers + 1 rows of width dim), and the
+// backward's one-layer scratch for T rows (shared by every pass).
+void TrainableModel::grow_layers(Saved& a, int64_t L, int64_t T) {
+  const int64_t C = cfg_.dim, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.ffn_dim;
   const int64_t H = cfg_.n_heads, half = cfg_.rope_dim / 2;
-  Saved& a = act_;
   grow(a.resid, (L + 1) * T * C);
   for (auto* b : {&a.mid, &a.xn_attn, &a.xn_ffn}) grow(*b, L * T * C);
   for (auto* b : {&a.rstd_attn, &a.rstd_ffn}) grow(*b, L * T);
@@ -29,9 +37,6 @@ void TrainableModel::ensure_capacity(int64_t T) {
   for (auto* b : {&a.k, &a.v}) grow(*b, L * T * KV);
   for (auto* b : {&a.gate, &a.up, &a.hidden}) grow(*b, L * T * F);
   grow(a.probs, L * H * T * T);
-  grow(a.xn_out, T * C);
-  grow(a.rstd_out, T);
-  grow(a.logits, T * cfg_.vocab_size);
   grow(a.rope_cos, T * half);
   grow(a.rope_sin, T * half);
   Grads& d = grad_;

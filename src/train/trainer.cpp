@@ -105,26 +105,21 @@ LossReport Trainer::micro_batch(size_t example, float* grad_out, int64_t* tokens
 // into the draft head (and draft layer) alone.
 LossReport Trainer::draft_head_batch(const PackedSequence& p, float* grad_out) {
   std::vector<int32_t> into = consistency_rows(p), from = into;
-  TrainableModel::DraftChainRows chain;  // (a draft layer trained to chain: the rows its chain drafts)
-  if (model_.config().draft_chain > 0)
-    for (const DraftChainRow& c : draft_chain_rows(p)) {
-      chain.from.push_back(c.from);
-      chain.tokens.push_back(c.token);
-      chain.into.push_back(c.into);
-    }
+  // (a draft layer trained to chain: the rows its chain drafts)
+  const std::vector<DraftChainRow> chain = model_.config().draft_chain > 0 ? draft_chain_rows(p) : std::vector<DraftChainRow>{};
   if (model_.config().draft_layer) {  // shifted drafts (ForwardPass::draft_shift): from the row before
     size_t kept = 0;
     for (size_t i = 0; i < into.size(); i++) {
       const int32_t source = draft_source_row(p, into[i]);
       if (source < 0) continue;  // (no context before the first block: the row is left out)
-      if (std::find(chain.into.begin(), chain.into.end(), into[i]) != chain.into.end()) continue;  // the chain's
+      if (std::any_of(chain.begin(), chain.end(), [&](const DraftChainRow& c) { return c.into == into[i]; })) continue;
       from[kept] = source;
       into[kept++] = into[i];
     }
     from.resize(kept);
     into.resize(kept);
   }
-  const float* logits = model_.draft_logits(from, into, &chain);
+  const float* logits = model_.draft_logits(from, into, chain);
   ObjectiveOptions o = opt_.loss;
   o.ar_weight = 0.0f;
   LossReport r = packed_loss(Objective::JacobiForcing, p, logits, model_.config().vocab_size, o, dlogits_.data());
