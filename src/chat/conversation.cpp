@@ -31,11 +31,21 @@ bool known_role(const std::string& r) { return r == "system" || r == "user" || r
 
 }  // namespace
 
+Conversation::Conversation(ForwardPass& model, const Tokenizer& tok, int context_size, DType kv_type,
+                           ConversationOptions opts, const DecoderOptions& decoder)
+    : tok_(tok), opts_(std::move(opts)), session_(model, context_size, kv_type) {
+  start(decoder);
+}
+
 Conversation::Conversation(const Model& model, const Tokenizer& tok, int context_size, DType kv_type,
                            ConversationOptions opts, const DecoderOptions& decoder)
     : tok_(tok), opts_(std::move(opts)), session_(model, context_size, kv_type) {
+  start(decoder);
+}
+
+void Conversation::start(const DecoderOptions& decoder) {
   opts_.gen.sampling.validate();
-  opts_.gen.eos_ids = tok.eog_ids();
+  opts_.gen.eos_ids = tok_.eog_ids();
   set_decoder(decoder);
 }
 

@@ -41,7 +41,10 @@ struct TurnStats {
 
 class Conversation {
  public:
-  // The model and tokenizer must outlive the conversation; context_size <= 0: the model's own.
+  // The model (its forward pass) and tokenizer must outlive the conversation; context_size <= 0: the model's own.
+  Conversation(ForwardPass& model, const Tokenizer& tok, int context_size, DType kv_type, ConversationOptions opts,
+               const DecoderOptions& decoder);
+  // The same on the CPU forward of `model`.
   Conversation(const Model& model, const Tokenizer& tok, int context_size, DType kv_type, ConversationOptions opts,
                const DecoderOptions& decoder);
 
@@ -70,6 +73,7 @@ class Conversation {
   void load(const std::string& path);
 
  private:
+  void start(const DecoderOptions& decoder);
   int fit_to_context(std::vector<int32_t>* prompt);
   void keep_cache(Generation& g);
 

@@ -33,7 +33,7 @@ struct BenchArgs {
 
 struct Totals {
   int64_t tokens = 0, forwards = 0, rows = 0, identical = 0, runs = 0, correct = 0;
-  double gen_seconds = 0, forward_seconds = 0;
+  double gen_seconds = 0, forward_seconds = 0, device_seconds = 0;
   std::vector<int64_t> histogram;  // [k] = forwards that committed k tokens, over all prompts
 };
 
@@ -79,7 +79,8 @@ int run_bench(BenchArgs& a) {
     }
     decoders.push_back(make_decoder(o));
   }
-  Session session(*lm.model, context_size(a.model, *lm.model), kv_type(a.model));
+  std::unique_ptr<ForwardPass> fwd = open_forward(a.model, *lm.model);
+  Session session(*fwd, context_size(a.model, *lm.model), kv_type(a.model));
   decoders[0]->generate(session, prompts[0], a.gen);  // warm caches before measuring
   if (a.row_cost == "measure") {
     // The decoders price their rows (decode/row_cost.h) on a quick measurement of this machine's forward
@@ -99,7 +100,9 @@ int run_bench(BenchArgs& a) {
     std::vector<int32_t> reference;
     for (size_t d = 0; d < decoders.size(); d++) {  // all decoders back to back on a prompt: noise hits all alike
       progress.update(done++, specs[d] + ", prompt " + std::to_string(p + 1));
+      const double device0 = session.device_seconds();
       GenerationResult r = decoders[d]->generate(session, prompts[p], a.gen);
+      totals[d].device_seconds += session.device_seconds() - device0;
       if (d == 0) reference = r.tokens;
       const bool same = r.tokens == reference;
       Totals& t = totals[d];
@@ -133,12 +136,16 @@ int run_bench(BenchArgs& a) {
   std::printf("model %s, %zu prompts, %d new tokens max, %s, %d threads, %s kernels, %s KV cache\n\n",
               a.model.path.c_str(), prompts.size(), a.gen.max_new_tokens, greedy ? "greedy" : "sampling",
               num_threads(), isa_name(active_isa()).c_str(), a.model.kv_type.c_str());
+  // On a GPU: where it ran, and the device's own time per forward beside the host's (the rest of ms/forward
+  // is recording, submitting and waiting).
+  const bool on_device = totals[0].device_seconds > 0;
+  if (on_device) std::printf("device %s\n\n", session.forward_pass().device_name().c_str());
   // speedup / TPF is how much of the tokens per forward reaches the wall clock (1.0: extra rows are free).
   // ms/forward: inside the model's forward; + decoding: the rest of the generation's time per forward (the
   // decoder's own work: drafting, masks, verification, bookkeeping).
-  std::printf("| decoder | TPF | TPS | speedup | speedup / TPF | identical to ar | rows/forward | ms/forward | + decoding ms/forward |%s\n",
-              scored ? " forwards/prompt | accuracy |" : "");
-  std::printf("|---|---|---|---|---|---|---|---|---|%s\n", scored ? "---|---|" : "");
+  std::printf("| decoder | TPF | TPS | speedup | speedup / TPF | identical to ar | rows/forward | ms/forward | + decoding ms/forward |%s%s\n",
+              scored ? " forwards/prompt | accuracy |" : "", on_device ? " device ms/forward |" : "");
+  std::printf("|---|---|---|---|---|---|---|---|---|%s%s\n", scored ? "---|---|" : "", on_device ? "---|" : "");
   nlohmann::json summary = nlohmann::json::array();
   std::vector<viz::Bar> bars;
   for (size_t d = 0; d < decoders.size(); d++) {
@@ -152,12 +159,13 @@ int run_bench(BenchArgs& a) {
                 t.forwards ? 1e3 * t.forward_seconds / t.forwards : 0,
                 t.forwards ? 1e3 * (t.gen_seconds - t.forward_seconds) / t.forwards : 0);
     if (scored) std::printf(" %.1f | %.1f%% |", double(t.forwards) / std::max<int64_t>(1, t.runs), 100 * accuracy);
+    if (on_device) std::printf(" %.3f |", t.forwards ? 1e3 * t.device_seconds / t.forwards : 0);
     std::printf("\n");
     bars.push_back({specs[d], speedup});
     summary.push_back({{"decoder", specs[d]}, {"tpf", tpf}, {"tps", tps}, {"speedup", speedup},
                        {"identical_percent", greedy ? 100.0 * t.identical / std::max<int64_t>(1, t.runs) : -1.0},
                        {"tokens", t.tokens}, {"forwards", t.forwards}, {"gen_seconds", t.gen_seconds},
-                       {"forward_seconds", t.forward_seconds},
+                       {"forward_seconds", t.forward_seconds}, {"device_seconds", t.device_seconds},
                        {"decoding_ms_per_forward", t.forwards ? 1e3 * (t.gen_seconds - t.forward_seconds) / t.forwards : 0.0}});
     if (scored) summary.back()["accuracy"] = accuracy;
   }

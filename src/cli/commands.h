@@ -26,5 +26,6 @@ Command add_eval_command(CLI::App& app);
 Command add_frontier_command(CLI::App& app);
 Command add_sample_command(CLI::App& app);
 Command add_tokenize_command(CLI::App& app);
+Command add_devices_command(CLI::App& app);
 
 }  // namespace jf::cli

@@ -43,8 +43,8 @@ struct DecoderTpf {
 
 // One model's inference path for teacher forcing: every row's logits, in chunks, from a fresh cache.
 struct Scorer {
-  Scorer(const Model& m, int capacity, DType kv) : tf(m.config(), m.weights()), cache(m.config(), capacity, kv) {}
-  Transformer tf;
+  Scorer(ForwardPass& f, int capacity, DType kv) : tf(f), cache(f.make_cache(capacity, kv)) {}
+  ForwardPass& tf;
   KvCache cache;
   SequenceInput in;
 };
@@ -76,6 +76,7 @@ nlohmann::json comparison_json(const TokenComparison& c) {
 
 struct EvalModels {
   LoadedModel model, base;
+  std::unique_ptr<ForwardPass> fmodel, fbase;  // their forward passes on --device
   int vocab = 0;
 };
 
@@ -84,7 +85,7 @@ nlohmann::json eval_text(const EvalArgs& a, EvalModels& m) {
   const Tokenizer& tok = *m.model.tokenizer;
   std::vector<int32_t> ids = tok.encode(read_text_file(a.text), false, false);
   if (a.max_text_tokens > 0 && static_cast<int64_t>(ids.size()) > a.max_text_tokens) ids.resize(a.max_text_tokens);
-  Scorer sb(*m.base.model, a.window, kv_type(a.model)), sm(*m.model.model, a.window, kv_type(a.model));
+  Scorer sb(*m.fbase, a.window, kv_type(a.model)), sm(*m.fmodel, a.window, kv_type(a.model));
   TokenComparison c;
   const size_t W = static_cast<size_t>(a.window - 1);
   for (size_t start = 0; start < ids.size(); start += W) {
@@ -132,8 +133,8 @@ void eval_prompts(const EvalArgs& a, EvalModels& m, nlohmann::json& out) {
   cfg.max_new_tokens = a.n;
   cfg.eos_ids = tok.eog_ids();
   const int ctx = context_size(a.model, *m.model.model);
-  Session gm(*m.model.model, ctx, kv_type(a.model)), gb(*m.base.model, ctx, kv_type(a.model));
-  Scorer sb(*m.base.model, ctx, kv_type(a.model)), sm(*m.model.model, ctx, kv_type(a.model));
+  Session gm(*m.fmodel, ctx, kv_type(a.model)), gb(*m.fbase, ctx, kv_type(a.model));
+  Scorer sb(*m.fbase, ctx, kv_type(a.model)), sm(*m.fmodel, ctx, kv_type(a.model));
   TokenComparison on_base, on_model;  // teacher-forced on the base's / the model's greedy continuations
   Repetition rep_m, rep_b;
   std::vector<DecoderTpf> tpf_m(decoders.size()), tpf_b(decoders.size());
@@ -221,6 +222,8 @@ int run_eval(EvalArgs& a) {
   if (!m.model.tokenizer) throw Error(a.model.path + ": the model has no tokenizer");
   m.vocab = m.model.model->config().vocab_size;
   if (m.base.model->config().vocab_size != m.vocab) throw Error(a.base + ": the base has another vocabulary size");
+  m.fmodel = open_forward(a.model, *m.model.model);
+  m.fbase = open_forward(a.model, *m.base.model);
   nlohmann::json out = {{"model", a.model.path}, {"base", a.base}};
   if (!a.text.empty()) out["text"] = eval_text(a, m);
   if (!a.prompts_file.empty()) eval_prompts(a, m, out);

@@ -76,7 +76,8 @@ int run_generate(GenerateArgs& a) {
   const Tokenizer& tok = *lm.tokenizer;
   std::string prompt_text;
   std::vector<int32_t> prompt = prompt_tokens(a.prompt, tok, &prompt_text);
-  Session session(*lm.model, context_size(a.model, *lm.model), kv_type(a.model));
+  std::unique_ptr<ForwardPass> fwd = open_forward(a.model, *lm.model);
+  Session session(*fwd, context_size(a.model, *lm.model), kv_type(a.model));
   check_prompt(prompt, session.context_size());  // before the prompt is echoed
   if (automatic) {
     if (!a.gen.sampling.greedy()) throw Error("--decoder auto is for greedy decoding (--temp 0)");

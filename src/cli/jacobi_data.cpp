@@ -49,7 +49,8 @@ int run_collect(CollectArgs& a) {
   }
   a.opt.context_size = context_size(a.model, *lm.model);
   a.opt.kv_type = kv_type(a.model);
-  Transformer fwd(lm.model->config(), lm.model->weights());
+  std::unique_ptr<ForwardPass> forward = open_forward(a.model, *lm.model);
+  ForwardPass& fwd = *forward;
   Progress progress(0, "collect");
   int64_t total = 0;
   CollectSummary s = collect_trajectories(fwd, prompts, a.opt, a.out, [&](int64_t done, int64_t all) {

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "chat/conversation.h"
+#include "device/device.h"
 #include "kernels/parallel.h"
 #include "tokenizer/chat.h"
 
@@ -32,6 +33,16 @@ void add_model_options(CLI::App* app, ModelOptions& o) {
                   "KV cache type: f32 (exact) or f16 (half the memory and the attention reads of long contexts; "
                   "results differ slightly from f32) (default f32)")
       ->check(CLI::IsMember({"f32", "f16"}));
+  app->add_option("--device", o.device,
+                  "Device that runs the model: cpu, vulkan (the first Vulkan device), vulkan:N (see jf devices), or auto "
+                  "(the first GPU, else the CPU) (default cpu)");
+}
+
+std::unique_ptr<ForwardPass> open_forward(const ModelOptions& o, Model& m) {
+  std::string note;
+  std::unique_ptr<ForwardPass> fwd = make_forward_pass(m, o.device, &note);
+  if (!note.empty()) std::fprintf(stderr, "jf: %s\n", note.c_str());
+  return fwd;
 }
 
 DType kv_type(const ModelOptions& o) { return o.kv_type == "f16" ? DType::F16 : DType::F32; }

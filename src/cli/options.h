@@ -18,6 +18,7 @@ struct ModelOptions {
   int context = 0;  // 0: the model's trained context (capped, see context_size())
   bool no_panels = false;  // keep only the file's row-major weights (see Model::set_panels)
   std::string kv_type = "f32";  // KV cache element type: f32 (exact) or f16 (see KvCache)
+  std::string device = "cpu";   // cpu, vulkan, vulkan:N or auto (device/device.h)
 };
 
 struct PromptOptions {
@@ -57,6 +58,8 @@ inline constexpr const char* kDefaultModel = "pycode-jf-q8_0.gguf";
 std::string default_model_path();
 // Loads the model and applies the thread count; errors name the path (or that none was given).
 LoadedModel open_model(const ModelOptions& o);
+// The forward pass on --device (a note goes to stderr when --device auto falls back to the CPU).
+std::unique_ptr<ForwardPass> open_forward(const ModelOptions& o, Model& m);
 // KV capacity to allocate: --ctx, else the model's context capped at 4096 (memory grows with it).
 int context_size(const ModelOptions& o, const Model& m);
 // The KV cache element type of --kv-type.

@@ -44,8 +44,9 @@ int run_perplexity(PplArgs& a) {
     throw Error(a.file + ": " + e.what());
   }
   const int capacity = a.llama_cpp ? chunk : a.window;
-  Transformer tf(lm.model->config(), lm.model->weights());
-  KvCache cache(lm.model->config(), capacity, kv_type(a.model));
+  std::unique_ptr<ForwardPass> forward = open_forward(a.model, *lm.model);
+  ForwardPass& tf = *forward;
+  KvCache cache = tf.make_cache(capacity, kv_type(a.model));
   NllSum sum;
   Progress progress(static_cast<int>(contexts.size()), "perplexity");
   for (size_t i = 0; i < contexts.size(); i++) {

@@ -72,7 +72,8 @@ int run_sample(SampleArgs& a) {
     tokens += static_cast<int64_t>(r.tokens.size());
     progress.update(++done, std::to_string(tokens) + " tokens");
   };
-  Transformer fwd(lm.model->config(), lm.model->weights());
+  std::unique_ptr<ForwardPass> forward = open_forward(a.model, *lm.model);
+  ForwardPass& fwd = *forward;
   run_generation_batch(fwd, a.count, a.parallel, context_size(a.model, *lm.model), kv_type(a.model), start, finish);
   std::string corpus;
   for (int i = 0; i < a.count; i++) corpus += (i ? sep : "") + samples[i];

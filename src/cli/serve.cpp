@@ -115,7 +115,8 @@ int run_serve(ServeArgs& a) {
   LoadedModel lm = open_model(a.model);
   a.sched.context = context_size(a.model, *lm.model);
   a.sched.kv_type = kv_type(a.model);
-  Transformer fwd(lm.model->config(), lm.model->weights());
+  std::unique_ptr<ForwardPass> forward = open_forward(a.model, *lm.model);
+  ForwardPass& fwd = *forward;
   if (a.decoder.name == "auto") {  // the jf tune result cached for this model and machine, else a cost-curve rule
     std::string why;
     a.decoder = parse_decoder_spec(tune::auto_decoder(a.model.path, fwd, &why), a.decoder);

@@ -59,7 +59,8 @@ int run_tune(TuneArgs& a) {
     std::string rendered;
     prompts.push_back(prompt_tokens(po, *lm.tokenizer, &rendered));
   }
-  Session session(*lm.model, context_size(a.model, *lm.model), kv_type(a.model));
+  std::unique_ptr<ForwardPass> fwd = open_forward(a.model, *lm.model);
+  Session session(*fwd, context_size(a.model, *lm.model), kv_type(a.model));
   for (const auto& p : prompts) check_prompt(p, session.context_size() - a.opt.max_new_tokens);
 
   Progress progress(1, "tune");

@@ -10,7 +10,7 @@ Session::Session(const Model& model, int context_size, DType kv_type)
       cache_(model.config(), context_size > 0 ? context_size : model.config().context_length, kv_type) {}
 
 Session::Session(ForwardPass& fwd, int context_size, DType kv_type)
-    : fwd_(&fwd), cache_(fwd.config(), context_size > 0 ? context_size : fwd.config().context_length, kv_type) {}
+    : fwd_(&fwd), cache_(fwd.make_cache(context_size > 0 ? context_size : fwd.config().context_length, kv_type)) {}
 
 const float* Session::forward(SequenceInput& in) {
   const double t0 = now_seconds();
@@ -21,6 +21,7 @@ const float* Session::forward(SequenceInput& in) {
 
 void Session::record_forward(int rows, double seconds) {
   forward_seconds_ += seconds;
+  if (const double d = fwd_->last_device_seconds(); d >= 0) device_seconds_ += d;  // the forward just run
   row_cost_.record(rows, seconds);
   n_forwards_++;
   n_rows_ += rows;

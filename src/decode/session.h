@@ -35,6 +35,9 @@ class Session {
   int64_t n_forwards() const { return n_forwards_; }
   int64_t n_rows() const { return n_rows_; }  // tokens pushed through the model
   double forward_seconds() const { return forward_seconds_; }
+  // Device time of the forwards this session took part in where the backend measures it (GPU timestamps;
+  // a batched forward counts whole for each of its sessions), else 0.
+  double device_seconds() const { return device_seconds_; }
   // Cost of a forward by row count, from this session's timed forwards (kept across reset_counters).
   // A fixed curve may be set on it (RowCostModel::set_curve): measured beforehand, or synthetic in tests.
   const RowCostModel& row_cost() const { return row_cost_; }
@@ -45,7 +48,7 @@ class Session {
   ForwardPass* fwd_;
   KvCache cache_;
   int64_t n_forwards_ = 0, n_rows_ = 0;
-  double forward_seconds_ = 0;
+  double forward_seconds_ = 0, device_seconds_ = 0;
   RowCostModel row_cost_;
 };
 

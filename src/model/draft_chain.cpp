@@ -14,35 +14,35 @@ int Transformer::draft_chain(const float* logits, KvCache& cache, int32_t first,
   if (!w_.draft_output_norm || count <= 0) return 0;
   const int64_t V = cfg_.vocab_size;
   const ptrdiff_t offset = logits - logits_.data();
-  JF_CHECK(offset >= 0 && offset % V == 0 && offset / V < static_cast<ptrdiff_t>(logit_src_.size()),
+  JF_CHECK(offset >= 0 && offset % V == 0 && offset / V < static_cast<ptrdiff_t>(plan_.logit_src.size()),
            "draft_chain: not a logit row of the last forward");
   JF_CHECK(first >= 0 && first < V, "draft_chain: draft token outside the vocabulary");
-  const int64_t source = logit_src_[static_cast<size_t>(offset / V)];
-  const int32_t source_pos = rows_[static_cast<size_t>(source)].pos;
+  const int64_t source = plan_.logit_src[static_cast<size_t>(offset / V)];
+  const int32_t source_pos = plan_.rows[static_cast<size_t>(source)].pos;
   const int past = cache.size();
   JF_CHECK(past > 0 && cache.position(past - 1) == source_pos, "draft_chain: the cache does not end with the row");
   count = std::min(count, cache.capacity() - past);
   if (count <= 0) return 0;
   const int dim = cfg_.dim, half = cfg_.rope_dim / 2, l = cfg_.n_layers;
-  const int64_t r = static_cast<int64_t>(rows_.size());
+  const int64_t r = static_cast<int64_t>(plan_.rows.size());
   float* x = &x_[r * dim];
   std::copy_n(&x_[source * dim], dim, x);  // the row's draft-layer output, before the norm
   const RopeTable table = rope_table(cfg_, cache.capacity());
-  const size_t list_base = slot_list_.size();
-  for (int s = 0; s < past; s++) slot_list_.push_back(s);  // the cache up to the row; then each virtual row's own
-  rows_.push_back(Row{&cache, first, source_pos, past, 0, 0, 0, 0});
+  const size_t list_base = plan_.slot_list.size();
+  for (int s = 0; s < past; s++) plan_.slot_list.push_back(s);  // the cache up to the row; then each virtual row's own
+  plan_.rows.push_back(PlannedRow{&cache, first, source_pos, past, 0, 0, 0, 0});
   cache.append(count);
   chain_logits_.resize(static_cast<size_t>(V));
   float* e = &xb_[r * dim];  // free until the layer's first norm
   int32_t token = first;
   for (int j = 0; j < count; j++) {
-    Row& row = rows_.back();
+    PlannedRow& row = plan_.rows.back();
     row.pos = source_pos + 1 + j;
     row.slot = past + j;
     cache.set_position(row.slot, row.pos);
-    slot_list_.push_back(row.slot);  // (it sees the chain's earlier virtual rows too)
+    plan_.slot_list.push_back(row.slot);  // (it sees the chain's earlier virtual rows too)
     row.slots_begin = row.local_begin = static_cast<int32_t>(list_base);
-    row.slots_end = row.local_end = static_cast<int32_t>(slot_list_.size());
+    row.slots_end = row.local_end = static_cast<int32_t>(plan_.slot_list.size());
     dequantize_row(w_.tok_embd.type, w_.tok_embd.row(token), e, dim);
     for (int i = 0; i < dim; i++) x[i] += w_.draft_token_scale[i] * e[i];
     rope_angles(table, cfg_.rope_dim, row.pos, &rope_cos_[r * half], &rope_sin_[r * half]);
@@ -55,8 +55,8 @@ int Transformer::draft_chain(const float* logits, KvCache& cache, int32_t first,
     token = static_cast<int32_t>(argmax(chain_logits_.data(), V));
     out[j] = token;
   }
-  rows_.pop_back();
-  slot_list_.resize(list_base);
+  plan_.rows.pop_back();
+  plan_.slot_list.resize(list_base);
   cache.truncate(past);
   return count;
 }

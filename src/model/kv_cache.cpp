@@ -19,6 +19,20 @@ T stored(float x) {
 }
 }  // namespace
 
+KvCache::KvCache(const ModelConfig& cfg, int capacity, DType type, std::unique_ptr<KvDeviceStore> device)
+    : n_layers_(cfg.kv_layers()),
+      n_kv_heads_(cfg.n_kv_heads),
+      head_dim_(cfg.head_dim),
+      capacity_(capacity),
+      type_(type),
+      device_(std::move(device)) {
+  if (capacity <= 0) throw Error("context size must be positive, got " + std::to_string(capacity));
+  if (type != DType::F32 && type != DType::F16)
+    throw Error("KV cache type must be f32 or f16, got " + dtype_name(type));
+  JF_CHECK(device_, "a device KV cache without its store");
+  pos_.assign(static_cast<size_t>(capacity), 0);
+}
+
 KvCache::KvCache(const ModelConfig& cfg, int capacity, DType type)
     : n_layers_(cfg.kv_layers()),
       n_kv_heads_(cfg.n_kv_heads),
@@ -40,6 +54,7 @@ KvCache::KvCache(const ModelConfig& cfg, int capacity, DType type)
 }
 
 void KvCache::store_key(int layer, int slot, const float* key) {
+  JF_CHECK(!device_, "a device's KV cache written as host memory");
   with_storage([&](auto& k, auto&) {
     using T = typename std::decay_t<decltype(k)>::value_type;
     for (int h = 0; h < n_kv_heads_; h++) {
@@ -50,6 +65,7 @@ void KvCache::store_key(int layer, int slot, const float* key) {
 }
 
 void KvCache::store_value(int layer, int slot, const float* value) {
+  JF_CHECK(!device_, "a device's KV cache written as host memory");
   with_storage([&](auto&, auto& v) {
     using T = typename std::decay_t<decltype(v)>::value_type;
     for (int h = 0; h < n_kv_heads_; h++) {
@@ -90,13 +106,21 @@ void KvCache::truncate(int n) {
 void KvCache::keep(int dst, std::span<const int32_t> slots) {
   JF_CHECK(dst >= 0 && dst <= size_, "keep: bad destination");
   int prev = dst - 1;
+  moves_.clear();
   for (size_t i = 0; i < slots.size(); i++) {
     const int s = slots[i];
     JF_CHECK(s > prev && s < size_ && s >= dst + static_cast<int>(i), "keep: slots must increase and lie after dst");
     prev = s;
     const int to = dst + static_cast<int>(i);
-    if (s != to) move_slot(s, to);
+    if (s == to) continue;
+    if (device_) {
+      pos_[static_cast<size_t>(to)] = pos_[static_cast<size_t>(s)];
+      moves_.emplace_back(s, to);
+    } else {
+      move_slot(s, to);
+    }
   }
+  if (device_ && !moves_.empty()) device_->move_slots(moves_);
   size_ = dst + static_cast<int>(slots.size());
 }
 
@@ -106,6 +130,13 @@ void KvCache::copy_prefix(const KvCache& other, int n) {
            "copy_prefix: different models or cache types");
   JF_CHECK(n >= 0 && n <= other.size_, "copy_prefix: beyond source size");
   if (n > capacity_) throw Error("context is full: cannot copy " + std::to_string(n) + " tokens");
+  JF_CHECK(!device_ == !other.device_, "copy_prefix: between a device's cache and a host one");
+  if (device_) {
+    device_->copy_prefix(*other.device_, n);
+    std::copy_n(other.pos_.begin(), n, pos_.begin());
+    size_ = n;
+    return;
+  }
   // Whole key blocks: lanes past n are copied too, and are overwritten before they are ever read.
   const size_t key_elements = (static_cast<size_t>(n) + kKeyBlock - 1) / kKeyBlock * kKeyBlock * head_dim_;
   const size_t value_elements = static_cast<size_t>(n) * head_dim_;

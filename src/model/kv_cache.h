@@ -2,7 +2,9 @@
 // tokens, then truncate to the accepted length or move an accepted candidate's entries into place.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <utility>
 #include <type_traits>
 #include <vector>
 
@@ -14,12 +16,30 @@
 
 namespace jf {
 
+// Keys and values kept in a device's memory (a GPU backend's), not in the KvCache's host arrays: the cache
+// then keeps sizes and positions on the host and hands slot moves and copies to its device store.
+class KvDeviceStore {
+ public:
+  virtual ~KvDeviceStore() = default;
+  // Applies (from, to) slot moves in order, as KvCache::keep does on the host.
+  virtual void move_slots(std::span<const std::pair<int32_t, int32_t>> moves) = 0;
+  // Copies slots [0, n) of `other` (a store of the same device and shape) into this one.
+  virtual void copy_prefix(const KvDeviceStore& other, int n) = 0;
+};
+
 class KvCache {
  public:
   // type: F32 (exact), or F16 (half the memory and the attention reads of long contexts; every key and value
   // rounded to fp16, so results differ slightly from F32, identically for every batch). Throws jf::Error if
   // capacity or type is invalid.
   KvCache(const ModelConfig& cfg, int capacity, DType type = DType::F32);
+  // A cache whose keys and values live in `device` (made by a GPU backend's ForwardPass::make_cache).
+  KvCache(const ModelConfig& cfg, int capacity, DType type, std::unique_ptr<KvDeviceStore> device);
+  KvCache(KvCache&&) = default;
+  KvCache& operator=(KvCache&&) = default;
+
+  // The device store, or null for a cache in host memory (which keys(), values(), store_* and key() read).
+  KvDeviceStore* device_store() const { return device_.get(); }
 
   int size() const { return size_; }  // number of filled slots (committed + appended speculative ones)
   int capacity() const { return capacity_; }
@@ -81,12 +101,14 @@ class KvCache {
   template <class E>
   const E* storage(const aligned_vector<float>& f32, const aligned_vector<uint16_t>& f16) const {
     JF_CHECK(type_ == (std::is_same_v<E, float> ? DType::F32 : DType::F16), "KV cache read as the wrong type");
+    JF_CHECK(!device_, "a device's KV cache read as host memory");
     if constexpr (std::is_same_v<E, float>)
       return f32.data();
     else
       return f16.data();
   }
   float element(const aligned_vector<float>& f32, const aligned_vector<uint16_t>& f16, size_t at) const {
+    JF_CHECK(!device_, "a device's KV cache read as host memory");
     return type_ == DType::F32 ? f32[at] : f16_to_f32(f16[at]);
   }
   void move_slot(int from, int to);
@@ -97,6 +119,8 @@ class KvCache {
   aligned_vector<float> k32_, v32_;      // an F32 cache
   aligned_vector<uint16_t> k16_, v16_;   // an F16 cache
   std::vector<int32_t> pos_;             // position of each slot
+  std::unique_ptr<KvDeviceStore> device_;  // keys and values elsewhere (then the arrays above stay empty)
+  std::vector<std::pair<int32_t, int32_t>> moves_;  // keep()'s moves for the device store
 };
 
 }  // namespace jf

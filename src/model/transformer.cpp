@@ -45,55 +45,6 @@ void Transformer::ensure_capacity(int64_t n, int64_t nl) {
   if (w_.draft_output_norm) grow(head_rows_, std::min<int64_t>(n, kHeadRows) * cfg_.vocab_size);
 }
 
-// Flattens the sequences into rows, validates them, claims cache slots and lists each row's visible slots.
-void Transformer::prepare(std::span<SequenceInput* const> seqs) {
-  rows_.clear();
-  slot_list_.clear();
-  logit_src_.clear();
-  for (SequenceInput* s : seqs) {
-    JF_CHECK(s && s->cache, "sequence without a cache");
-    const int m = static_cast<int>(s->tokens.size());
-    if (!s->positions.empty() && static_cast<int>(s->positions.size()) != m)
-      throw Error("forward: " + std::to_string(s->positions.size()) + " positions for " + std::to_string(m) + " tokens");
-    JF_CHECK(s->mask.size() == 0 || s->mask.size() == m, "mask size differs from token count");
-    for (int t : s->tokens)
-      if (t < 0 || t >= cfg_.vocab_size)
-        throw Error("token id " + std::to_string(t) + " is outside the vocabulary (0.." + std::to_string(cfg_.vocab_size - 1) + ")");
-    for (int r : s->logit_rows) JF_CHECK(r >= 0 && r < m, "logit row out of range");
-    for (int p : s->positions)
-      if (p < 0) throw Error("forward: negative position " + std::to_string(p));
-    const int base_row = static_cast<int>(rows_.size());
-    const int past = s->cache->size();
-    s->cache->append(m);  // throws when the context is full
-    for (int i = 0; i < m; i++) s->cache->set_position(past + i, s->positions.empty() ? past + i : s->positions[i]);
-    for (int i = 0; i < m; i++) {
-      Row r{s->cache, s->tokens[i], s->cache->position(past + i), past + i, 0, 0, 0, 0};
-      list_visible_slots(*s, past, i, r);
-      rows_.push_back(r);
-    }
-    for (int lr : s->logit_rows) logit_src_.push_back(base_row + lr);
-  }
-}
-
-// New token i of a sequence sees the `past` cached slots and the new tokens its mask allows, in slot order;
-// local layers see those of them within the sliding window (by position).
-void Transformer::list_visible_slots(const SequenceInput& s, int past, int i, Row& r) {
-  auto visible = [&](int j) {
-    const bool vis = s.mask.size() == 0 ? j <= i : s.mask.get(i, j);
-    JF_CHECK(j != i || vis, "a token must see itself");
-    return vis;
-  };
-  r.slots_begin = static_cast<int32_t>(slot_list_.size());
-  for (int j = 0; j < past; j++) slot_list_.push_back(j);
-  for (int j = 0; j < static_cast<int>(s.tokens.size()); j++)
-    if (visible(j)) slot_list_.push_back(past + j);
-  r.slots_end = r.local_begin = r.local_end = static_cast<int32_t>(slot_list_.size());
-  if (cfg_.sliding_window <= 0) return;
-  for (int32_t k = r.slots_begin; k < r.slots_end; k++)
-    if (in_sliding_window(r.pos, s.cache->position(slot_list_[k]), cfg_.sliding_window)) slot_list_.push_back(slot_list_[k]);
-  r.local_end = static_cast<int32_t>(slot_list_.size());
-}
-
 // Rows [r0, r1): q, k, v = projections of norm(x) (+ bias), q and k normalised per head (qwen3, gemma3), RoPE
 // on q and k (local layers with their own table), and k, v stored in the rows' cache slots.
 void Transformer::qkv_rows(int l, int64_t r0, int64_t r1, bool threads) {
@@ -113,8 +64,8 @@ void Transformer::qkv_rows(int l, int64_t r0, int64_t r1, bool threads) {
     if (L.k_norm) head_rmsnorm(&k_[r * kvd], cfg_.n_kv_heads, cfg_.head_dim, L.k_norm, cfg_.norm_eps);
     rope(&q_[r * qd], cfg_.n_heads, cfg_.head_dim, cfg_.rope_dim, cos + r * half, sin + r * half, cfg_.rope_style);
     rope(&k_[r * kvd], cfg_.n_kv_heads, cfg_.head_dim, cfg_.rope_dim, cos + r * half, sin + r * half, cfg_.rope_style);
-    rows_[r].cache->store_key(l, rows_[r].slot, &k_[r * kvd]);
-    rows_[r].cache->store_value(l, rows_[r].slot, &v_[r * kvd]);
+    plan_.rows[r].cache->store_key(l, plan_.rows[r].slot, &k_[r * kvd]);
+    plan_.rows[r].cache->store_value(l, plan_.rows[r].slot, &v_[r * kvd]);
   }
 }
 
@@ -128,7 +79,7 @@ void Transformer::attend_units(int l, int64_t u0, int64_t u1) {
   for (int64_t u = u0; u < u1; u++) {
     const int64_t r = u / cfg_.n_kv_heads;
     const int kvh = static_cast<int>(u % cfg_.n_kv_heads);
-    const Row& row = rows_[r];
+    const PlannedRow& row = plan_.rows[r];
     const int32_t first = local ? row.local_begin : row.slots_begin;
     const int64_t nv = (local ? row.local_end : row.slots_end) - first;
     for (int h0 = 0; h0 < group; h0 += kMaxGroup) {
@@ -139,7 +90,7 @@ void Transformer::attend_units(int l, int64_t u0, int64_t u1) {
       auto attend = [&](auto element) {  // the cache's element type
         using E = typename decltype(element)::type;
         attend_group(&q_[at], heads, row.cache->keys<E>(l, kvh), row.cache->values<E>(l, kvh), hd, hd,
-                     &slot_list_[first], nv, scale, scores.data(), &att_[at], cfg_.attn_softcap);
+                     &plan_.slot_list[first], nv, scale, scores.data(), &att_[at], cfg_.attn_softcap);
       };
       if (row.cache->type() == DType::F16)
         attend(std::type_identity<uint16_t>{});
@@ -176,9 +127,9 @@ void Transformer::out_ffn_rows(int l, int64_t r0, int64_t r1, bool threads) {
 }
 
 const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
-  prepare(seqs);
-  const int64_t n = static_cast<int64_t>(rows_.size());
-  const int64_t nl = static_cast<int64_t>(logit_src_.size());
+  plan_.build(cfg_, seqs);
+  const int64_t n = static_cast<int64_t>(plan_.rows.size());
+  const int64_t nl = static_cast<int64_t>(plan_.logit_src.size());
   // (a draft layer: one row more, for draft_chain's virtual row after the forward's rows)
   ensure_capacity(std::max<int64_t>(n, 1) + (w_.draft_output_norm ? 1 : 0), std::max<int64_t>(nl, 1));
   n_forwards_++;
@@ -190,13 +141,13 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
   const float embed_scale = cfg_.gemma() ? std::sqrt(static_cast<float>(dim)) : 1.0f;
   for (int64_t r = 0; r < n; r++) {
     float* x = &x_[r * dim];
-    dequantize_row(w_.tok_embd.type, w_.tok_embd.row(rows_[r].token), x, dim);
+    dequantize_row(w_.tok_embd.type, w_.tok_embd.row(plan_.rows[r].token), x, dim);
     if (embed_scale != 1.0f)
       for (int i = 0; i < dim; i++) x[i] *= embed_scale;
-    const RopeTable table = rope_table(cfg_, rows_[r].cache->capacity());
-    rope_angles(table, cfg_.rope_dim, rows_[r].pos, &rope_cos_[r * half], &rope_sin_[r * half]);
+    const RopeTable table = rope_table(cfg_, plan_.rows[r].cache->capacity());
+    rope_angles(table, cfg_.rope_dim, plan_.rows[r].pos, &rope_cos_[r * half], &rope_sin_[r * half]);
     if (cfg_.rope_theta_local > 0.0f)
-      rope_angles(local_rope_table(cfg_), cfg_.rope_dim, rows_[r].pos, &local_cos_[r * half], &local_sin_[r * half]);
+      rope_angles(local_rope_table(cfg_), cfg_.rope_dim, plan_.rows[r].pos, &local_cos_[r * half], &local_sin_[r * half]);
   }
 
   // Small models: how to use the threads is measured (model/schedule.h); large ones split every matrix.
@@ -215,7 +166,7 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
   } else {
     if (nl == 0) return logits_.data();
     for (int64_t i = 0; i < nl; i++)
-      rmsnorm(&x_[logit_src_[i] * dim], w_.output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
+      rmsnorm(&x_[plan_.logit_src[i] * dim], w_.output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
     matmul(xb_.data(), nl, w_.output, logits_.data(), threads);
     final_softcap(logits_.data(), nl, threads);
   }
@@ -232,13 +183,13 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
 // a; then the draft layer on x + draft_token_scale * embedding(a), every row (later drafts attend to its keys
 // and values); xb_ ends with the logit rows' draft-normalised output, for the draft head.
 void Transformer::draft_layer(MultiRowSchedule schedule) {
-  const int64_t n = static_cast<int64_t>(rows_.size()), V = cfg_.vocab_size;
+  const int64_t n = static_cast<int64_t>(plan_.rows.size()), V = cfg_.vocab_size;
   const int dim = cfg_.dim;
   const bool threads = schedule != MultiRowSchedule::Serial;
   greedy_.resize(static_cast<size_t>(n));
   std::vector<int32_t>& out_row = head_out_row_;  // each row's place among the logit rows, or -1
   out_row.assign(static_cast<size_t>(n), -1);
-  for (size_t i = 0; i < logit_src_.size(); i++) out_row[logit_src_[i]] = static_cast<int32_t>(i);
+  for (size_t i = 0; i < plan_.logit_src.size(); i++) out_row[plan_.logit_src[i]] = static_cast<int32_t>(i);
   for (int64_t r0 = 0; r0 < n; r0 += kHeadRows) {
     const int64_t m = std::min<int64_t>(kHeadRows, n - r0);
     for (int64_t i = 0; i < m; i++) rmsnorm(&x_[(r0 + i) * dim], w_.output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
@@ -257,13 +208,13 @@ void Transformer::draft_layer(MultiRowSchedule schedule) {
     for (int i = 0; i < dim; i++) x[i] += w_.draft_token_scale[i] * e[i];
   }
   run_layer(cfg_.n_layers, schedule);
-  for (size_t i = 0; i < logit_src_.size(); i++)
-    rmsnorm(&x_[logit_src_[i] * dim], w_.draft_output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
+  for (size_t i = 0; i < plan_.logit_src.size(); i++)
+    rmsnorm(&x_[plan_.logit_src[i] * dim], w_.draft_output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
 }
 
 // One layer over all rows (l == n_layers: the draft layer), its threads used as `schedule` says.
 void Transformer::run_layer(int l, MultiRowSchedule schedule) {
-  const int64_t n = static_cast<int64_t>(rows_.size());
+  const int64_t n = static_cast<int64_t>(plan_.rows.size());
   if (schedule == MultiRowSchedule::SplitRows) {
     // Each thread takes a contiguous share of the rows through the layer (two jobs: attention needs every
     // row's keys and values first). A row's arithmetic is the same as in the other branch.
@@ -282,7 +233,7 @@ void Transformer::run_layer(int l, MultiRowSchedule schedule) {
   }
   const bool threads = schedule != MultiRowSchedule::Serial;
   int64_t work = 0;  // attention multiply-adds, to decide whether threads pay
-  for (const Row& r : rows_) work += (r.slots_end - r.slots_begin);
+  for (const PlannedRow& r : plan_.rows) work += (r.slots_end - r.slots_begin);
   const bool parallel = threads && work * cfg_.n_heads * cfg_.head_dim >= (1 << 15);
   qkv_rows(l, 0, n, threads);
   parallel_for(n * cfg_.n_kv_heads, parallel, [&](int64_t u0, int64_t u1) { attend_units(l, u0, u1); });

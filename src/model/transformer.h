@@ -4,12 +4,14 @@
 // time per Transformer (kernels parallelise internally).
 #pragma once
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/aligned.h"
 #include "model/batch.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
+#include "model/row_plan.h"
 #include "model/schedule.h"
 #include "model/weights.h"
 
@@ -48,6 +50,14 @@ class ForwardPass {
     return 0;
   }
 
+  // A KV cache for this forward pass (a GPU backend keeps its keys and values in device memory). Every
+  // sequence a forward gets must use a cache made by that forward pass's make_cache.
+  virtual KvCache make_cache(int capacity, DType type = DType::F32) { return KvCache(config(), capacity, type); }
+  // Device time of the last forward in seconds, where the backend measures it (GPU timestamps); < 0: not measured.
+  virtual double last_device_seconds() const { return -1.0; }
+  // Where the forward runs, for reports: "cpu", or a GPU backend's device name.
+  virtual std::string device_name() const { return "cpu"; }
+
   const float* forward(SequenceInput& seq) {
     SequenceInput* p = &seq;
     return forward(std::span<SequenceInput* const>(&p, 1));
@@ -70,13 +80,6 @@ class Transformer : public ForwardPass {
   uint64_t n_forwards() const { return n_forwards_; }
 
  private:
-  struct Row {  // one new token, flattened over all sequences
-    KvCache* cache;
-    int32_t token, pos, slot;
-    int32_t slots_begin, slots_end;  // its visible cache slots in slot_list_
-    int32_t local_begin, local_end;  // those inside the sliding window (local layers), in slot_list_
-  };
-  void prepare(std::span<SequenceInput* const> seqs);
   void qkv_rows(int layer, int64_t r0, int64_t r1, bool threads);
   void attend_units(int layer, int64_t u0, int64_t u1);
   void out_ffn_rows(int layer, int64_t r0, int64_t r1, bool threads);
@@ -87,7 +90,6 @@ class Transformer : public ForwardPass {
   bool local_layer(int l) const { return l < cfg_.n_layers && cfg_.local_layer(l); }
   void ensure_capacity(int64_t rows, int64_t logit_rows);
   void final_softcap(float* logits, int64_t rows, bool threads) const;
-  void list_visible_slots(const SequenceInput& s, int past, int i, Row& r);
 
   ModelConfig cfg_;
   const ModelWeights& w_;
@@ -95,9 +97,7 @@ class Transformer : public ForwardPass {
   static constexpr size_t kRowParallelMaxBytes = size_t(8) << 20;  // layer weights, see the constructor
   bool row_parallel_ = false;  // small enough that splitting rows between threads may pay
   ScheduleChooser schedule_;
-  std::vector<Row> rows_;
-  std::vector<int32_t> slot_list_;
-  std::vector<int32_t> logit_src_;  // row index of each requested logit row
+  RowPlan plan_;  // this forward's rows and their visible slots
   // activations, rows x width, allocated once for the largest batch seen
   aligned_vector<float> x_, xb_, q_, k_, v_, att_, hg_, hu_, rope_cos_, rope_sin_, logits_;
   aligned_vector<float> draft_logits_;  // the draft head's, when the last forward asked for them

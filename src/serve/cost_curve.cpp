@@ -12,7 +12,7 @@ CostCurve::CostCurve(std::vector<std::pair<int, double>> points) : points_(std::
 }
 
 CostCurve CostCurve::measure(ForwardPass& fwd, int max_rows) {
-  KvCache cache(fwd.config(), std::max(max_rows, 16));
+  KvCache cache = fwd.make_cache(std::max(max_rows, 16));
   std::vector<int> rows;
   for (int m = 1; m <= max_rows; m *= 2) rows.push_back(m);
   // At least 3 rounds, more while they are quick (0.05 s a row count).

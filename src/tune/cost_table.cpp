@@ -50,7 +50,7 @@ CostTable measure_cost(ForwardPass& fwd, std::vector<int> contexts, const std::v
   t.contexts = contexts;
   t.rows = rows;
   const int vocab = fwd.config().vocab_size;
-  KvCache cache(fwd.config(), contexts.back() + max_rows);
+  KvCache cache = fwd.make_cache(contexts.back() + max_rows);
   SequenceInput in;
   std::vector<int32_t> tokens;
   const int total = static_cast<int>(contexts.size() * rows.size());

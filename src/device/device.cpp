@@ -1,0 +1,112 @@
+#include "device/device.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "base/error.h"
+#include "kernels/cpu.h"
+#include "kernels/parallel.h"
+#ifdef JF_WITH_VULKAN
+#include "vulkan/context.h"
+#include "vulkan/vulkan_forward.h"
+#endif
+
+namespace jf {
+
+bool vulkan_built() {
+#ifdef JF_WITH_VULKAN
+  return true;
+#else
+  return false;
+#endif
+}
+
+namespace {
+
+// "vulkan" -> 0, "vulkan:N" -> N; -1 for anything else.
+int vulkan_index(const std::string& device) {
+  if (device == "vulkan") return 0;
+  if (device.rfind("vulkan:", 0) != 0) return -1;
+  const std::string n = device.substr(7);
+  if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return std::stoi(n);
+}
+
+std::unique_ptr<ForwardPass> cpu_forward(Model& model) {
+  return std::make_unique<Transformer>(model.config(), model.weights());
+}
+
+#ifdef JF_WITH_VULKAN
+std::unique_ptr<ForwardPass> vulkan_forward(Model& model, int index) {
+  model.set_panels(false);  // the device reads the file's weights; no CPU panel copies
+  return std::make_unique<vulkan::VulkanForward>(index, model.config(), model.weights());
+}
+
+// The first usable hardware GPU, or -1 (and why in *why).
+int first_gpu(std::string* why) {
+  try {
+    for (const vulkan::DeviceInfo& d : vulkan::list_devices())
+      if (!d.software && d.missing.empty()) return d.index;
+    *why = "no Vulkan GPU found";
+  } catch (const Error& e) {
+    *why = e.what();
+  }
+  return -1;
+}
+#endif
+
+}  // namespace
+
+std::unique_ptr<ForwardPass> make_forward_pass(Model& model, const std::string& device, std::string* note) {
+  if (device.empty() || device == "cpu") return cpu_forward(model);
+  const int index = vulkan_index(device);
+  if (device != "auto" && index < 0) throw Error("unknown device '" + device + "' (use cpu, vulkan, vulkan:N or auto; see jf devices)");
+#ifdef JF_WITH_VULKAN
+  if (index >= 0) return vulkan_forward(model, index);
+  std::string why;
+  const int gpu = first_gpu(&why);
+  if (gpu >= 0) return vulkan_forward(model, gpu);
+  if (note) *note = "--device auto: " + why + "; running on the CPU";
+  return cpu_forward(model);
+#else
+  if (index >= 0)
+    throw Error("this jf was built without the Vulkan backend (install libvulkan-dev and glslc, then rebuild), so --device " +
+                device + " cannot run; use --device cpu");
+  if (note) *note = "--device auto: this jf was built without the Vulkan backend; running on the CPU";
+  return cpu_forward(model);
+#endif
+}
+
+std::string describe_devices() {
+  std::ostringstream o;
+  o << "cpu        " << isa_name(active_isa()) << ", " << num_threads() << " threads\n";
+#ifdef JF_WITH_VULKAN
+  try {
+    const auto devices = vulkan::list_devices();
+    if (devices.empty()) o << "vulkan     no devices (is a Vulkan driver installed?)\n";
+    std::string why;
+    const int gpu = first_gpu(&why);
+    for (const vulkan::DeviceInfo& d : devices) {
+      char mem[32];
+      std::snprintf(mem, sizeof mem, "%.1f GiB", static_cast<double>(d.memory_bytes) / (1 << 30));
+      o << "vulkan:" << d.index << (d.index < 10 ? "   " : "  ") << d.name << "\n";
+      o << "           " << d.type << ", " << mem << ", Vulkan " << d.api_version << ", driver " << d.driver << "\n";
+      o << "           subgroup " << d.subgroup_size << ", shared memory " << d.shared_memory / 1024 << " KiB, largest binding "
+        << d.max_binding_bytes / (1 << 20) << " MiB\n";
+      std::string features;
+      for (const std::string& f : d.features) features += (features.empty() ? "" : ", ") + f;
+      o << "           uses: " << features << "\n";
+      if (!d.missing.empty()) o << "           cannot run jf: lacks " << d.missing << "\n";
+      if (d.software) o << "           a software device: chosen only by --device vulkan:" << d.index << ", never by auto\n";
+    }
+    o << "auto       " << (gpu >= 0 ? "vulkan:" + std::to_string(gpu) : "cpu (" + why + ")") << "\n";
+  } catch (const Error& e) {
+    o << "vulkan     unavailable: " << e.what() << "\nauto       cpu\n";
+  }
+#else
+  o << "vulkan     not built (install libvulkan-dev and glslc, then rebuild)\nauto       cpu\n";
+#endif
+  return o.str();
+}
+
+}  // namespace jf

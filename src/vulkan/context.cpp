@@ -1,0 +1,249 @@
+#include "vulkan/context.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/error.h"
+
+namespace jf::vulkan {
+
+namespace {
+
+VkInstance instance() {
+  static VkInstance inst = [] {
+    Api& a = api();
+    uint32_t version = VK_API_VERSION_1_0;
+    if (a.vkEnumerateInstanceVersion) a.vkEnumerateInstanceVersion(&version);
+    if (version < VK_API_VERSION_1_2)
+      throw Error("Vulkan: the loader offers Vulkan " + std::to_string(VK_API_VERSION_MAJOR(version)) + "." +
+                  std::to_string(VK_API_VERSION_MINOR(version)) + "; jf needs 1.2");
+    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+    app.pApplicationName = "jf";
+    app.apiVersion = VK_API_VERSION_1_2;
+    VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    ci.pApplicationInfo = &app;
+    VkInstance i = VK_NULL_HANDLE;
+    const VkResult r = a.vkCreateInstance(&ci, nullptr, &i);
+    if (r == VK_ERROR_INCOMPATIBLE_DRIVER)  // the loader found no driver at all
+      throw Error("Vulkan: no Vulkan device on this machine (the loader found no driver: install one, e.g. Debian's "
+                  "mesa-vulkan-drivers or NVIDIA's), or use --device cpu");
+    check(r, "creating an instance");
+    load_instance_functions(i);
+    return i;
+  }();
+  return inst;
+}
+
+std::vector<VkPhysicalDevice> physical_devices() {
+  VkInstance inst = instance();
+  uint32_t n = 0;
+  check(api().vkEnumeratePhysicalDevices(inst, &n, nullptr), "listing devices");
+  std::vector<VkPhysicalDevice> out(n);
+  check(api().vkEnumeratePhysicalDevices(inst, &n, out.data()), "listing devices");
+  out.resize(n);
+  return out;
+}
+
+bool has_extension(VkPhysicalDevice d, const char* name) {
+  uint32_t n = 0;
+  api().vkEnumerateDeviceExtensionProperties(d, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> ext(n);
+  api().vkEnumerateDeviceExtensionProperties(d, nullptr, &n, ext.data());
+  return std::any_of(ext.begin(), ext.end(), [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
+}
+
+// The features jf's shaders use, as one chain to query and to enable.
+struct Features {
+  VkPhysicalDeviceFeatures2 base{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  VkPhysicalDeviceVulkan11Features v11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  Features() {
+    base.pNext = &v11;
+    v11.pNext = &v12;
+  }
+  Features(const Features&) = delete;
+};
+
+DeviceInfo describe(VkPhysicalDevice d, int index) {
+  Api& a = api();
+  DeviceInfo info;
+  info.index = index;
+  VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  sub.pNext = &drv;
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props.pNext = &sub;
+  a.vkGetPhysicalDeviceProperties2(d, &props);
+  const VkPhysicalDeviceProperties& p = props.properties;
+  info.name = p.deviceName;
+  switch (p.deviceType) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: info.type = "discrete GPU"; break;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: info.type = "integrated GPU"; break;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: info.type = "virtual GPU"; break;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: info.type = "CPU (software)"; break;
+    default: info.type = "other"; break;
+  }
+  info.software = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  info.api_version = std::to_string(VK_API_VERSION_MAJOR(p.apiVersion)) + "." + std::to_string(VK_API_VERSION_MINOR(p.apiVersion)) +
+                     "." + std::to_string(VK_API_VERSION_PATCH(p.apiVersion));
+  info.driver = std::string(drv.driverName) + " " + drv.driverInfo;
+  info.subgroup_size = sub.subgroupSize;
+  info.shared_memory = p.limits.maxComputeSharedMemorySize;
+  info.max_binding_bytes = p.limits.maxStorageBufferRange;
+  VkPhysicalDeviceMemoryProperties mem;
+  a.vkGetPhysicalDeviceMemoryProperties(d, &mem);
+  for (uint32_t h = 0; h < mem.memoryHeapCount; h++)
+    if (mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) info.memory_bytes = std::max<uint64_t>(info.memory_bytes, mem.memoryHeaps[h].size);
+  Features f;
+  a.vkGetPhysicalDeviceFeatures2(d, &f.base);
+  auto need = [&](bool have, const char* name) {
+    if (have)
+      info.features.push_back(name);
+    else
+      info.missing += std::string(info.missing.empty() ? "" : ", ") + name;
+  };
+  need(p.apiVersion >= VK_API_VERSION_1_2, "Vulkan 1.2");
+  need(f.v12.storageBuffer8BitAccess, "8-bit storage");
+  need(f.v11.storageBuffer16BitAccess, "16-bit storage");
+  need(f.v12.shaderInt8, "int8");
+  need(f.base.features.shaderInt16, "int16");
+  need(f.v12.shaderFloat16, "fp16");
+  need(has_extension(d, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME), "push descriptors");
+  need(p.limits.maxComputeSharedMemorySize >= 16384, "16 KiB shared memory");
+  if (f.v12.vulkanMemoryModel) info.features.push_back("memory model");
+  if (has_extension(d, "VK_KHR_shader_integer_dot_product")) info.features.push_back("integer dot product");
+  return info;
+}
+
+}  // namespace
+
+std::vector<DeviceInfo> list_devices() {
+  std::vector<DeviceInfo> out;
+  const std::vector<VkPhysicalDevice> devs = physical_devices();
+  for (size_t i = 0; i < devs.size(); i++) out.push_back(describe(devs[i], static_cast<int>(i)));
+  return out;
+}
+
+Context::Context(int device_index) {
+  const std::vector<VkPhysicalDevice> devs = physical_devices();
+  if (devs.empty()) throw Error("Vulkan: no Vulkan device on this machine (is a driver installed? Debian: mesa-vulkan-drivers)");
+  if (device_index < 0 || device_index >= static_cast<int>(devs.size()))
+    throw Error("Vulkan: no device " + std::to_string(device_index) + " (this machine has " + std::to_string(devs.size()) +
+                "; see jf devices)");
+  Api& a = api();
+  physical_ = devs[static_cast<size_t>(device_index)];
+  info_ = describe(physical_, device_index);
+  if (!info_.missing.empty()) throw Error("Vulkan: device " + std::to_string(device_index) + " (" + info_.name + ") lacks " + info_.missing);
+  VkPhysicalDeviceProperties p;
+  a.vkGetPhysicalDeviceProperties(physical_, &p);
+  offset_alignment_ = std::max<uint64_t>(p.limits.minStorageBufferOffsetAlignment, 16);
+  timestamp_period_ = p.limits.timestampPeriod;
+  a.vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
+
+  uint32_t nq = 0;
+  a.vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nq, nullptr);
+  std::vector<VkQueueFamilyProperties> families(nq);
+  a.vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nq, families.data());
+  uint32_t family = UINT32_MAX;
+  for (uint32_t i = 0; i < nq && family == UINT32_MAX; i++)
+    if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) family = i;
+  if (family == UINT32_MAX) throw Error("Vulkan: device " + info_.name + " has no compute queue");
+  timestamps_ = families[family].timestampValidBits > 0 && p.limits.timestampComputeAndGraphics;
+
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qi.queueFamilyIndex = family;
+  qi.queueCount = 1;
+  qi.pQueuePriorities = &priority;
+  Features f;  // enable exactly what the shaders use
+  f.base.features.shaderInt16 = VK_TRUE;
+  f.v11.storageBuffer16BitAccess = VK_TRUE;
+  f.v12.storageBuffer8BitAccess = VK_TRUE;
+  f.v12.shaderInt8 = VK_TRUE;
+  f.v12.shaderFloat16 = VK_TRUE;
+  std::vector<const char*> extensions{VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
+  memory_budget_ = has_extension(physical_, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  if (memory_budget_) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  ci.pNext = &f.base;
+  ci.queueCreateInfoCount = 1;
+  ci.pQueueCreateInfos = &qi;
+  ci.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  ci.ppEnabledExtensionNames = extensions.data();
+  check(a.vkCreateDevice(physical_, &ci, nullptr, &device_), "opening the device");
+  a.vkGetDeviceQueue(device_, family, 0, &queue_);
+  VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pi.queueFamilyIndex = family;
+  check(a.vkCreateCommandPool(device_, &pi, nullptr, &pool_), "creating a command pool");
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = pool_;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  check(a.vkAllocateCommandBuffers(device_, &ai, &cmd_), "allocating a command buffer");
+  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  check(a.vkCreateFence(device_, &fi, nullptr, &fence_), "creating a fence");
+}
+
+Context::~Context() {
+  Api& a = api();
+  if (!device_) return;
+  a.vkDeviceWaitIdle(device_);
+  a.vkDestroyFence(device_, fence_, nullptr);
+  a.vkDestroyCommandPool(device_, pool_, nullptr);
+  a.vkDestroyDevice(device_, nullptr);
+}
+
+uint32_t Context::memory_type(uint32_t allowed, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer) const {
+  for (int pass = 0; pass < 2; pass++) {
+    const VkMemoryPropertyFlags need = pass == 0 ? want | prefer : want;
+    for (uint32_t i = 0; i < memory_.memoryTypeCount; i++)
+      if ((allowed >> i & 1) && (memory_.memoryTypes[i].propertyFlags & need) == need) return i;
+  }
+  throw Error("Vulkan: device " + info_.name + " has no suitable memory type");
+}
+
+VkMemoryPropertyFlags Context::memory_flags(uint32_t type) const { return memory_.memoryTypes[type].propertyFlags; }
+
+uint64_t Context::free_device_memory() const {
+  Api& a = api();
+  VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+  VkPhysicalDeviceMemoryProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
+  if (memory_budget_) props.pNext = &budget;
+  a.vkGetPhysicalDeviceMemoryProperties2(physical_, &props);
+  uint64_t best = 0;
+  for (uint32_t h = 0; h < props.memoryProperties.memoryHeapCount; h++) {
+    if (!(props.memoryProperties.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)) continue;
+    const uint64_t size = props.memoryProperties.memoryHeaps[h].size;
+    const uint64_t free = memory_budget_ ? (budget.heapBudget[h] > budget.heapUsage[h] ? budget.heapBudget[h] - budget.heapUsage[h] : 0) : size;
+    best = std::max(best, free);
+  }
+  return best;
+}
+
+VkCommandBuffer Context::begin() {
+  Api& a = api();
+  check(a.vkResetCommandBuffer(cmd_, 0), "resetting a command buffer");
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(a.vkBeginCommandBuffer(cmd_, &bi), "beginning a command buffer");
+  return cmd_;
+}
+
+void Context::submit_and_wait() {
+  Api& a = api();
+  check(a.vkEndCommandBuffer(cmd_), "recording commands");
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &cmd_;
+  check(a.vkQueueSubmit(queue_, 1, &si, fence_), "submitting work");
+  check(a.vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "waiting for the device");
+  check(a.vkResetFences(device_, 1, &fence_), "resetting a fence");
+}
+
+void Context::run(const std::function<void(VkCommandBuffer)>& record) {
+  record(begin());
+  submit_and_wait();
+}
+
+}  // namespace jf::vulkan

@@ -1,0 +1,65 @@
+// A Vulkan instance, the devices it offers (`jf devices`), and one opened device with a compute queue.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "vulkan/loader.h"
+
+namespace jf::vulkan {
+
+struct DeviceInfo {
+  int index = 0;
+  std::string name, type;  // type: "discrete GPU", "integrated GPU", "virtual GPU", "CPU (software)", "other"
+  bool software = false;   // a CPU implementation (lavapipe, SwiftShader): never chosen by --device auto
+  std::string api_version, driver;
+  uint64_t memory_bytes = 0;  // device-local heap
+  uint32_t subgroup_size = 0, shared_memory = 0;
+  uint64_t max_binding_bytes = 0;  // maxStorageBufferRange: the largest tensor one binding can hold
+  std::vector<std::string> features;  // what jf uses that the device has
+  std::string missing;                // what jf needs that it lacks ("" = usable)
+};
+
+// Every physical device the Vulkan loader reports; throws jf::Error without a loader or an instance.
+std::vector<DeviceInfo> list_devices();
+
+// One opened device: a compute queue, a command pool and a fence for one submission at a time.
+class Context {
+ public:
+  explicit Context(int device_index);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const DeviceInfo& info() const { return info_; }
+  VkDevice device() const { return device_; }
+  uint64_t offset_alignment() const { return offset_alignment_; }
+  float timestamp_period_ns() const { return timestamp_period_; }
+  bool timestamps() const { return timestamps_; }
+  // A memory type with `want` (and, where one exists, `prefer` too); throws when none has `want`.
+  uint32_t memory_type(uint32_t allowed, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer = 0) const;
+  VkMemoryPropertyFlags memory_flags(uint32_t type) const;
+  // Device-local bytes still free (VK_EXT_memory_budget where present, else the heap's size).
+  uint64_t free_device_memory() const;
+
+  // Records into the context's command buffer, submits and waits.
+  void run(const std::function<void(VkCommandBuffer)>& record);
+  VkCommandBuffer begin();
+  void submit_and_wait();
+
+ private:
+  DeviceInfo info_;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  VkPhysicalDeviceMemoryProperties memory_{};
+  uint64_t offset_alignment_ = 256;
+  float timestamp_period_ = 1.0f;
+  bool timestamps_ = false, memory_budget_ = false;
+};
+
+}  // namespace jf::vulkan

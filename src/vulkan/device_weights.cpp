@@ -1,0 +1,115 @@
+#include "vulkan/device_weights.h"
+
+#include <cstring>
+
+#include "base/error.h"
+
+namespace jf::vulkan {
+
+namespace {
+constexpr DType kTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
+                            DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+std::string gib(uint64_t bytes) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.2f GiB", static_cast<double>(bytes) / (1 << 30));
+  return s;
+}
+}  // namespace
+
+bool supported_weight_type(DType t) {
+  for (DType s : kTypes)
+    if (s == t) return true;
+  return false;
+}
+
+std::string supported_weight_types() {
+  std::string s;
+  for (DType t : kTypes) s += (s.empty() ? "" : ", ") + dtype_name(t);
+  return s;
+}
+
+DeviceWeights::DeviceWeights(Context& ctx, const ModelConfig& cfg, const ModelWeights& w) : ctx_(ctx) {
+  plan(cfg, w);  // count and check first: nothing is uploaded for a model that cannot run
+  const uint64_t free = ctx.free_device_memory();
+  if (bytes_ + vector_bytes_ > free)
+    throw Error("Vulkan: the model needs " + std::to_string(bytes_ + vector_bytes_) + " bytes (" + gib(bytes_ + vector_bytes_) +
+                ") of device memory; " + ctx.info().name + " has " + std::to_string(free) + " (" + gib(free) + ") free");
+  planning_ = false;
+  vectors_ = Buffer(ctx, vector_bytes_, Buffer::Kind::Device);
+  vector_host_.assign(vector_bytes_, 0);
+  bytes_ = vector_bytes_ = 0;
+  uploaded_.clear();
+  plan(cfg, w);
+  upload(ctx, vectors_, 0, vector_host_.data(), vector_host_.size());
+  vector_host_ = {};
+  bytes_ += vector_bytes_;
+}
+
+void DeviceWeights::plan(const ModelConfig& cfg, const ModelWeights& w) {
+  tok_embd = matrix(w.tok_embd);
+  output = matrix(w.output);
+  output_norm = vector(w.output_norm, cfg.dim);
+  layers.clear();
+  for (const LayerWeights& L : w.layers) layers.push_back(layer(cfg, L));
+  if (w.draft_output.data) draft_output = matrix(w.draft_output);
+  if (w.draft_output_norm) {
+    draft_layer = layer(cfg, w.draft_layer);
+    draft_output_norm = vector(w.draft_output_norm, cfg.dim);
+    draft_token_scale = vector(w.draft_token_scale, cfg.dim);
+  }
+}
+
+DeviceLayer DeviceWeights::layer(const ModelConfig& cfg, const LayerWeights& L) {
+  DeviceLayer d;
+  const int dim = cfg.dim, hd = cfg.head_dim;
+  d.attn_norm = vector(L.attn_norm, dim);
+  d.ffn_norm = vector(L.ffn_norm, dim);
+  d.post_attn_norm = vector(L.post_attn_norm, dim);
+  d.post_ffn_norm = vector(L.post_ffn_norm, dim);
+  d.q_norm = vector(L.q_norm, hd);
+  d.k_norm = vector(L.k_norm, hd);
+  d.bq = vector(L.bq, cfg.q_dim());
+  d.bk = vector(L.bk, cfg.kv_dim());
+  d.bv = vector(L.bv, cfg.kv_dim());
+  d.wq = matrix(L.wq), d.wk = matrix(L.wk), d.wv = matrix(L.wv), d.wo = matrix(L.wo);
+  d.w_gate = matrix(L.w_gate), d.w_up = matrix(L.w_up), d.w_down = matrix(L.w_down);
+  return d;
+}
+
+DeviceMatrix DeviceWeights::matrix(const WeightMatrix& m) {
+  if (!supported_weight_type(m.type))
+    throw Error("Vulkan: " + dtype_name(m.type) + " weights are not supported by the Vulkan backend (supported: " +
+                supported_weight_types() + "); convert the model (jf convert --type q8_0) or use --device cpu");
+  auto it = uploaded_.find(m.data);
+  if (it != uploaded_.end()) return it->second;
+  const size_t bytes = m.row_bytes() * static_cast<size_t>(m.rows);
+  if (bytes > ctx_.info().max_binding_bytes)
+    throw Error("Vulkan: a " + std::to_string(m.rows) + " x " + std::to_string(m.cols) + " " + dtype_name(m.type) + " matrix is " +
+                std::to_string(bytes) + " bytes, more than " + ctx_.info().name + " binds at once (" +
+                std::to_string(ctx_.info().max_binding_bytes) + ")");
+  DeviceMatrix d;
+  d.type = m.type, d.rows = static_cast<uint32_t>(m.rows), d.cols = static_cast<uint32_t>(m.cols);
+  bytes_ += bytes;
+  if (!planning_) {
+    matrices_.emplace_back(ctx_, bytes, Buffer::Kind::Device);
+    upload(ctx_, matrices_.back(), 0, m.data, bytes);
+    d.data = matrices_.back().view(0, bytes);
+  } else {
+    d.data.buffer = reinterpret_cast<VkBuffer>(uintptr_t{1});  // counted, not uploaded
+  }
+  uploaded_[m.data] = d;
+  return d;
+}
+
+View DeviceWeights::vector(const float* v, int64_t n) {
+  if (!v) return View{};
+  const size_t align = ctx_.offset_alignment(), at = (vector_bytes_ + align - 1) / align * align;
+  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+  vector_bytes_ = at + bytes;
+  if (planning_) return View{};
+  std::memcpy(vector_host_.data() + at, v, bytes);
+  return vectors_.view(at, bytes);
+}
+
+}  // namespace jf::vulkan

@@ -1,0 +1,69 @@
+// VulkanForward::draft_chain: the draft layer run again after a forward on one virtual row past the last
+// verified one (as Transformer::draft_chain does on the CPU), one submission per chained token.
+#include <algorithm>
+
+#include "base/error.h"
+#include "vulkan/kv_storage.h"
+#include "vulkan/vulkan_forward.h"
+#include "vulkan/vulkan_forward_parts.h"
+
+namespace jf::vulkan {
+
+int VulkanForward::draft_chain(const float* logits, KvCache& cache, int32_t first, int count, int32_t* out) {
+  if (!cfg_.draft_layer || count <= 0) return 0;
+  const int64_t V = cfg_.vocab_size, dim = cfg_.dim;
+  const ptrdiff_t offset = logits - static_cast<const float*>(act_->logits.mapped());
+  JF_CHECK(offset >= 0 && offset % V == 0 && offset / V < static_cast<ptrdiff_t>(plan_.logit_src.size()),
+           "draft_chain: not a logit row of the last forward");
+  JF_CHECK(first >= 0 && first < V, "draft_chain: draft token outside the vocabulary");
+  const int64_t source = plan_.logit_src[static_cast<size_t>(offset / V)];
+  const int32_t source_pos = plan_.rows[static_cast<size_t>(source)].pos;
+  const int past = cache.size();
+  JF_CHECK(past > 0 && cache.position(past - 1) == source_pos, "draft_chain: the cache does not end with the row");
+  count = std::min(count, cache.capacity() - past);
+  if (count <= 0) return 0;
+  rows_ = &chain_plan_, a_ = chain_act_.get(), in_ = chain_in_.get();
+  struct Restore {  // the forward's pass and the cache's size again, also when a step throws
+    VulkanForward* f;
+    KvCache& cache;
+    int past;
+    ~Restore() {
+      if (cache.size() > past) cache.truncate(past);
+      f->rows_ = &f->plan_, f->a_ = f->act_.get(), f->in_ = f->main_in_.get();
+    }
+  } restore{this, cache, past};
+  Activations& a = *a_;
+  grow_activations(a, 1);
+  ensure_size(*ctx_, a.tokens, 16, Buffer::Kind::Host);
+  cache.append(count);
+  RowPlan& p = chain_plan_;
+  p.slot_list.clear();
+  for (int s = 0; s < past; s++) p.slot_list.push_back(s);  // the cache up to the row; then the chain's own rows
+  p.logit_src.clear();
+  p.seq_first = {0, 1};
+  int32_t token = first;
+  for (int j = 0; j < count; j++) {
+    const int32_t slot = past + j, pos = source_pos + 1 + j;
+    cache.set_position(slot, pos);
+    p.slot_list.push_back(slot);
+    const int32_t end = static_cast<int32_t>(p.slot_list.size());
+    p.rows = {PlannedRow{&cache, token, pos, slot, 0, end, 0, end}};
+    upload_inputs();
+    rec_.begin();
+    if (j == 0)  // the row's draft-layer output, before the norm
+      rec_.copy(act_->x.view(static_cast<size_t>(source * dim) * 4, dim * 4), a.x.view(0, dim * 4));
+    get_rows(weights_->tok_embd, arena(), 0, 1, a.emb.view(), 1.0f);
+    add_scaled_embedding(a, 1);
+    record_layer(cfg_.n_layers);
+    rmsnorm(a.x.view(), a.xb.view(), weights_->draft_output_norm, 1, static_cast<uint32_t>(dim), false);
+    matmul(weights_->draft_output, a.xb.view(), 1, a.head.view(), false);
+    softcap(a.head.view(), static_cast<uint64_t>(V));
+    argmax(a.head.view(), 1, a.tokens.view(), 0);
+    rec_.finish();
+    token = static_cast<const int32_t*>(a.tokens.mapped())[0];
+    out[j] = token;
+  }
+  return count;
+}
+
+}  // namespace jf::vulkan

@@ -1,0 +1,33 @@
+// Compute pipelines made from the embedded shaders on first use: each binds its buffers with push
+// descriptors and takes its parameters as push constants.
+#pragma once
+#include <map>
+#include <string>
+
+#include "vulkan/context.h"
+
+namespace jf::vulkan {
+
+struct Kernel {
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  uint32_t bindings = 0;
+};
+
+class Kernels {
+ public:
+  explicit Kernels(Context& ctx) : ctx_(ctx) {}
+  ~Kernels();
+  Kernels(const Kernels&) = delete;
+  Kernels& operator=(const Kernels&) = delete;
+  // The pipeline of shader `name` (see shader_blobs.h) with `bindings` storage buffers; throws when the
+  // shader is not embedded.
+  const Kernel& get(const std::string& name, uint32_t bindings);
+
+ private:
+  Context& ctx_;
+  std::map<std::string, Kernel> kernels_;
+};
+
+}  // namespace jf::vulkan

@@ -1,0 +1,64 @@
+#include "vulkan/recorder.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "base/error.h"
+
+namespace jf::vulkan {
+
+void Recorder::dispatch_raw(const Kernel& k, std::initializer_list<View> views, const void* params, size_t bytes, uint32_t x,
+                            uint32_t y, uint32_t z) {
+  JF_CHECK(views.size() == k.bindings, "Vulkan: wrong number of buffers for a kernel");
+  if (x == 0 || y == 0 || z == 0) return;
+  Api& a = api();
+  std::vector<VkDescriptorBufferInfo> infos;
+  infos.reserve(views.size());
+  for (const View& v : views) infos.push_back(VkDescriptorBufferInfo{v.buffer, v.offset, v.range});
+  std::vector<VkWriteDescriptorSet> writes(views.size());
+  for (size_t i = 0; i < views.size(); i++) {
+    writes[i] = VkWriteDescriptorSet{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[i].dstBinding = static_cast<uint32_t>(i);
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  a.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
+  a.vkCmdPushDescriptorSetKHR(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, static_cast<uint32_t>(writes.size()), writes.data());
+  a.vkCmdPushConstants(cmd_, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<uint32_t>(bytes), params);
+  a.vkCmdDispatch(cmd_, x, y, z);
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  a.vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0,
+                         nullptr, 0, nullptr);
+}
+
+void Recorder::copy(View src, View dst) {
+  Api& a = api();
+  VkBufferCopy region{src.offset, dst.offset, std::min(src.range, dst.range)};
+  a.vkCmdCopyBuffer(cmd_, src.buffer, dst.buffer, 1, &region);
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  a.vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, nullptr, 0,
+                         nullptr);
+}
+
+void Recorder::flat_grid(uint64_t n, uint32_t* x, uint32_t* y) {
+  const uint64_t groups = (n + kWorkgroup - 1) / kWorkgroup;
+  *x = static_cast<uint32_t>(groups < 65535 ? groups : 65535);
+  *y = static_cast<uint32_t>(groups == 0 ? 0 : (groups + *x - 1) / *x);
+}
+
+void Recorder::finish() {
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  api().vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                             0, 1, &barrier, 0, nullptr, 0, nullptr);
+  ctx_.submit_and_wait();
+  cmd_ = VK_NULL_HANDLE;
+}
+
+}  // namespace jf::vulkan

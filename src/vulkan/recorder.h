@@ -1,0 +1,37 @@
+// Records a forward's dispatches into the context's command buffer: buffers bound by push descriptors,
+// parameters as push constants, and a barrier after each dispatch so the next one sees its writes.
+#pragma once
+#include <initializer_list>
+
+#include "vulkan/buffer.h"
+#include "vulkan/kernels.h"
+
+namespace jf::vulkan {
+
+class Recorder {
+ public:
+  explicit Recorder(Context& ctx) : ctx_(ctx) {}
+  void begin() { cmd_ = ctx_.begin(); }
+  // Runs `k` over groups (x, y, z) with `views` at bindings 0, 1, ... and `params` as push constants.
+  template <class P>
+  void dispatch(const Kernel& k, std::initializer_list<View> views, const P& params, uint32_t x, uint32_t y = 1, uint32_t z = 1) {
+    static_assert(sizeof(P) <= 128, "push constants are limited to 128 bytes");
+    dispatch_raw(k, views, &params, sizeof(P), x, y, z);
+  }
+  // Copies bytes between buffers, then a barrier so the dispatches after it see them.
+  void copy(View src, View dst);
+  // A 1D grid of WG-wide groups covering n threads (wrapping to y past 65535 groups; see elementwise.glsl).
+  static void flat_grid(uint64_t n, uint32_t* x, uint32_t* y);
+  VkCommandBuffer cmd() const { return cmd_; }
+  // Makes the device's writes visible to the host, submits and waits.
+  void finish();
+
+ private:
+  void dispatch_raw(const Kernel& k, std::initializer_list<View> views, const void* params, size_t bytes, uint32_t x, uint32_t y, uint32_t z);
+  Context& ctx_;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+};
+
+inline constexpr uint32_t kWorkgroup = 64;  // WG in shaders/common.glsl
+
+}  // namespace jf::vulkan

@@ -1,0 +1,121 @@
+// One 32-weight unit of a weight matrix row in its file type (GGML's layouts, read as stored): define one
+// TYPE_* and W_BINDING before including. load_unit(row, u, K, w) sets w to weights 32u .. 32u + 31 of `row`
+// of a matrix with K input features. Every type is read in units of 32, so every kernel splits K the same way.
+
+#if defined(TYPE_F32)
+layout(std430, binding = W_BINDING) readonly buffer Weights { float W[]; };
+#elif defined(TYPE_F16)
+layout(std430, binding = W_BINDING) readonly buffer Weights { float16_t W[]; };
+#elif defined(TYPE_BF16)
+layout(std430, binding = W_BINDING) readonly buffer Weights { uint16_t W[]; };
+#else
+layout(std430, binding = W_BINDING) readonly buffer Weights { uint8_t W[]; };
+#endif
+
+uint byte_at(uint i) { return uint(W[i]); }
+float half_at(uint i) { return unpackHalf2x16(byte_at(i) | (byte_at(i + 1) << 8)).x; }
+int signed_byte_at(uint i) { return int(byte_at(i) << 24) >> 24; }
+
+#if defined(TYPE_F32) || defined(TYPE_F16) || defined(TYPE_BF16)
+void load_unit(uint row, uint u, uint K, out float w[32]) {
+  const uint base = row * K;
+  for (uint i = 0; i < 32; i++) {
+    const uint k = 32 * u + i;
+#if defined(TYPE_BF16)
+    w[i] = k < K ? uintBitsToFloat(uint(W[base + k]) << 16) : 0.0;
+#else
+    w[i] = k < K ? float(W[base + k]) : 0.0;
+#endif
+  }
+}
+
+#elif defined(TYPE_Q8_0)  // 34 bytes: fp16 d, 32 int8 q; w = d * q
+void load_unit(uint row, uint u, uint K, out float w[32]) {
+  const uint b = (row * (K / 32) + u) * 34;
+  const float d = half_at(b);
+  for (uint i = 0; i < 32; i++) w[i] = d * float(signed_byte_at(b + 2 + i));
+}
+
+#elif defined(TYPE_Q4_0) || defined(TYPE_Q4_1) || defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
+// d [, m] [, qh (4 bytes)], 16 bytes of nibbles: byte j holds weight j (low) and j + 16 (high); Q5 adds bit
+// j of qh as the fifth bit of weight j. Q4_0: d (q - 8), Q5_0: d (q - 16), Q4_1 / Q5_1: d q + m.
+#if defined(TYPE_Q4_0)
+const uint BLOCK = 18, QS = 2, QH = 0;
+#elif defined(TYPE_Q4_1)
+const uint BLOCK = 20, QS = 4, QH = 0;
+#elif defined(TYPE_Q5_0)
+const uint BLOCK = 22, QS = 6, QH = 2;
+#else
+const uint BLOCK = 24, QS = 8, QH = 4;
+#endif
+void load_unit(uint row, uint u, uint K, out float w[32]) {
+  const uint b = (row * (K / 32) + u) * BLOCK;
+  const float d = half_at(b);
+#if defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
+  const uint qh = byte_at(b + QH) | (byte_at(b + QH + 1) << 8) | (byte_at(b + QH + 2) << 16) | (byte_at(b + QH + 3) << 24);
+#endif
+  for (uint j = 0; j < 16; j++) {
+    const uint q = byte_at(b + QS + j);
+    uint lo = q & 15, hi = q >> 4;
+#if defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
+    lo |= ((qh >> j) & 1) << 4;
+    hi |= ((qh >> (j + 16)) & 1) << 4;
+#endif
+#if defined(TYPE_Q4_0)
+    w[j] = d * float(int(lo) - 8), w[j + 16] = d * float(int(hi) - 8);
+#elif defined(TYPE_Q5_0)
+    w[j] = d * float(int(lo) - 16), w[j + 16] = d * float(int(hi) - 16);
+#else
+    const float m = half_at(b + 2);
+    w[j] = d * float(lo) + m, w[j + 16] = d * float(hi) + m;
+#endif
+  }
+}
+
+#elif defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
+// Super-blocks of 256: d, dmin, 12 bytes of 6-bit scales and mins, [Q5_K: 32 bytes qh,] 128 bytes of nibbles.
+// Sub-block j (our unit u % 8) is chunk j / 2's low (j even) or high nibbles; Q5_K adds bit j of qh[l].
+#if defined(TYPE_Q4_K)
+const uint BLOCK = 144, QS = 16;
+#else
+const uint BLOCK = 176, QS = 48;
+#endif
+void load_unit(uint row, uint u, uint K, out float w[32]) {
+  const uint b = (row * (K / 256) + u / 8) * BLOCK, j = u % 8;
+  const float d = half_at(b), dmin = half_at(b + 2);
+  const uint s = b + 4;  // the scales
+  uint sc, m;
+  if (j < 4) {
+    sc = byte_at(s + j) & 63, m = byte_at(s + j + 4) & 63;
+  } else {
+    sc = (byte_at(s + j + 4) & 15) | ((byte_at(s + j - 4) >> 6) << 4);
+    m = (byte_at(s + j + 4) >> 4) | ((byte_at(s + j) >> 6) << 4);
+  }
+  const float ds = d * float(sc), dm = dmin * float(m);
+  const uint qs = b + QS + 32 * (j / 2), shift = 4 * (j % 2);
+  for (uint l = 0; l < 32; l++) {
+    uint q = (byte_at(qs + l) >> shift) & 15;
+#if defined(TYPE_Q5_K)
+    q |= ((byte_at(b + 16 + l) >> j) & 1) << 4;
+#endif
+    w[l] = ds * float(q) - dm;
+  }
+}
+
+#elif defined(TYPE_Q6_K)
+// 210 bytes: ql[128], qh[64], int8 scales[16], fp16 d. Unit j = u % 8 is quarter j % 4 of half j / 4.
+void load_unit(uint row, uint u, uint K, out float w[32]) {
+  const uint b = (row * (K / 256) + u / 8) * 210, j = u % 8, h = j / 4, part = j % 4;
+  const uint ql = b + 64 * h + 32 * (part % 2), qh = b + 128 + 32 * h;
+  const uint lshift = 4 * (part / 2), hshift = 2 * part;
+  const float d = half_at(b + 208);
+  const float d0 = d * float(signed_byte_at(b + 192 + 8 * h + 2 * part));
+  const float d1 = d * float(signed_byte_at(b + 192 + 8 * h + 2 * part + 1));
+  for (uint l = 0; l < 32; l++) {
+    const int q = int(((byte_at(ql + l) >> lshift) & 15) | (((byte_at(qh + l) >> hshift) & 3) << 4)) - 32;
+    w[l] = (l < 16 ? d0 : d1) * float(q);
+  }
+}
+#else
+#error "no TYPE_* defined"
+#endif

@@ -1,0 +1,335 @@
+#include "vulkan/vulkan_forward.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "base/error.h"
+#include "vulkan/kv_storage.h"
+#include "vulkan/vulkan_forward_parts.h"
+
+namespace jf::vulkan {
+
+namespace {
+constexpr uint32_t kHeadRows = 64;  // rows per output-head product over every row (a draft layer's greedy tokens)
+
+uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
+
+std::string type_suffix(DType t) {
+  std::string s = dtype_name(t);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+const DeviceKvStore& device_store(const KvCache& cache, const Context* ctx) {
+  const auto* s = dynamic_cast<const DeviceKvStore*>(cache.device_store());
+  if (!s || s->context() != ctx)
+    throw Error("forward: a KV cache that was not made by this device's forward pass (use ForwardPass::make_cache)");
+  return *s;
+}
+}  // namespace
+
+VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const ModelWeights& w)
+    : ctx_(std::make_unique<Context>(device_index)),
+      kernels_(std::make_unique<Kernels>(*ctx_)),
+      cfg_(cfg),
+      act_(std::make_unique<Activations>()),
+      chain_act_(std::make_unique<Activations>()),
+      main_in_(std::make_unique<Inputs>()),
+      chain_in_(std::make_unique<Inputs>()),
+      rec_(*ctx_) {
+  if (const char* f = std::getenv("JF_VULKAN_FAULT")) {  // "FIRST:COUNT": forwards FIRST.. fail (0-based)
+    if (std::sscanf(f, "%" SCNu64 ":%" SCNu64, &fault_first_, &fault_count_) != 2)
+      throw Error("JF_VULKAN_FAULT must be FIRST:COUNT (forwards that fail as a device error would), got '" + std::string(f) + "'");
+  }
+  if (cfg.head_dim > 256) throw Error("Vulkan: head_dim " + std::to_string(cfg.head_dim) + " is above the backend's 256");
+  weights_ = std::make_unique<DeviceWeights>(*ctx_, cfg, w);
+  if (ctx_->timestamps()) {
+    VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qi.queryCount = 2;
+    check(api().vkCreateQueryPool(ctx_->device(), &qi, nullptr, &timer_), "creating a timer");
+  }
+}
+
+VulkanForward::~VulkanForward() {
+  if (timer_) api().vkDestroyQueryPool(ctx_->device(), timer_, nullptr);
+}
+
+KvCache VulkanForward::make_cache(int capacity, DType type) { return make_device_cache(*ctx_, *kernels_, cfg_, capacity, type); }
+
+View VulkanForward::arena() const { return in_->arena.view(); }
+
+// Writes the forward's tokens, row table, slot list, logit rows and RoPE angles (computed as the CPU forward
+// computes them) into the host-visible arena.
+void VulkanForward::upload_inputs() {
+  const size_t n = rows_->rows.size(), half = static_cast<size_t>(cfg_.rope_dim / 2);
+  const bool local_rope = cfg_.rope_theta_local > 0.0f;
+  in_->info = u32(n);
+  in_->slots = in_->info + u32(5 * n);
+  in_->logit = in_->slots + u32(rows_->slot_list.size());
+  in_->cos = in_->logit + u32(rows_->logit_src.size());
+  in_->sin = in_->cos + u32(n * half);
+  in_->lcos = in_->sin + u32(n * half);
+  in_->lsin = in_->lcos + u32(local_rope ? n * half : 0);
+  const size_t total = in_->lsin + (local_rope ? n * half : 0);
+  ensure_size(*ctx_, in_->arena, total * 4, Buffer::Kind::Host);
+  auto* ints = static_cast<int32_t*>(in_->arena.mapped());
+  auto* floats = static_cast<float*>(in_->arena.mapped());
+  for (size_t r = 0; r < n; r++) {
+    const PlannedRow& row = rows_->rows[r];
+    ints[r] = row.token;
+    int32_t* info = ints + in_->info + 5 * r;
+    info[0] = row.slot, info[1] = row.slots_begin, info[2] = row.slots_end, info[3] = row.local_begin, info[4] = row.local_end;
+    const RopeTable table = rope_table(cfg_, row.cache->capacity());
+    rope_angles(table, cfg_.rope_dim, row.pos, floats + in_->cos + r * half, floats + in_->sin + r * half);
+    if (local_rope) rope_angles(local_rope_table(cfg_), cfg_.rope_dim, row.pos, floats + in_->lcos + r * half, floats + in_->lsin + r * half);
+  }
+  std::copy(rows_->slot_list.begin(), rows_->slot_list.end(), ints + in_->slots);
+  std::copy(rows_->logit_src.begin(), rows_->logit_src.end(), ints + in_->logit);
+}
+
+void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, uint32_t x_off, uint32_t y_off) {
+  struct {
+    uint32_t M, N, K, x_off, x_stride, y_off, y_stride, accumulate;
+  } p{rows, w.rows, w.cols, x_off, w.cols, y_off, w.rows, accumulate ? 1u : 0u};
+  // The variant depends on K alone (never on the row count): see shaders/matmul_serial.comp.
+  const bool serial = (w.cols + 31) / 32 < kWorkgroup;
+  const uint32_t groups = serial ? (w.rows + kWorkgroup - 1) / kWorkgroup : w.rows;
+  const uint32_t gx = std::min<uint32_t>(groups, 65535), gz = (groups + gx - 1) / gx;
+  rec_.dispatch(kernels_->get((serial ? "matmul_serial_" : "matmul_split_") + type_suffix(w.type), 3), {x, y, w.data}, p, gx,
+                (rows + 7) / 8, gz);
+}
+
+void VulkanForward::rmsnorm(View x, View out, View gain, uint32_t rows, uint32_t n, bool accumulate, int gather_at) {
+  struct {
+    uint32_t n_rows, n, x_off, x_stride, out_off, out_stride, g_off, gather, gather_off, accumulate;
+    float eps;
+  } p{rows, n, 0, n, 0, n, 0, gather_at >= 0 ? 1u : 0u, gather_at >= 0 ? u32(gather_at) : 0u, accumulate ? 1u : 0u, cfg_.norm_eps};
+  const uint32_t gx = std::min<uint32_t>(rows, 65535), gy = (rows + gx - 1) / gx;
+  rec_.dispatch(kernels_->get("rmsnorm", 4), {x, out, gain, arena()}, p, gx, gy);
+}
+
+void VulkanForward::rope(View v, uint32_t heads, bool local) {
+  const uint32_t n = u32(rows_->rows.size()), half = u32(cfg_.rope_dim / 2);
+  struct {
+    uint32_t n_rows, n_heads, head_dim, half_dim, neox, v_off, v_stride, cos_off, sin_off;
+  } p{n, heads, u32(cfg_.head_dim), half, cfg_.rope_style == RopeStyle::Neox ? 1u : 0u, 0, heads * u32(cfg_.head_dim),
+      local ? in_->lcos : in_->cos, local ? in_->lsin : in_->sin};
+  uint32_t gx, gy;
+  Recorder::flat_grid(uint64_t{n} * heads * half, &gx, &gy);
+  rec_.dispatch(kernels_->get("rope", 2), {v, arena()}, p, gx, gy);
+}
+
+void VulkanForward::softcap(View x, uint64_t n) {
+  if (cfg_.final_softcap <= 0.0f) return;
+  struct {
+    uint32_t n, off;
+    float cap;
+  } p{u32(n), 0, cfg_.final_softcap};
+  uint32_t gx, gy;
+  Recorder::flat_grid(n, &gx, &gy);
+  rec_.dispatch(kernels_->get("softcap", 1), {x}, p, gx, gy);
+}
+
+void VulkanForward::get_rows(const DeviceMatrix& table, View rows, uint32_t rows_off, uint32_t n_rows, View out, float scale) {
+  struct {
+    uint32_t n_rows, K, rows_off, out_off;
+    float scale;
+  } p{n_rows, table.cols, rows_off, 0, scale};
+  rec_.dispatch(kernels_->get("get_rows_" + type_suffix(table.type), 3), {rows, out, table.data}, p, n_rows);
+}
+
+void VulkanForward::argmax(View x, uint32_t rows, View out, uint32_t out_off) {
+  struct {
+    uint32_t n_rows, n, x_off, out_off;
+  } p{rows, u32(cfg_.vocab_size), 0, out_off};
+  rec_.dispatch(kernels_->get("argmax", 2), {x, out}, p, rows);
+}
+
+// x += draft_token_scale * emb for the first n rows: the draft layer's input.
+void VulkanForward::add_scaled_embedding(Activations& a, uint32_t n) {
+  struct {
+    uint32_t n_rows, n, x_off, e_off;
+  } p{n, u32(cfg_.dim), 0, 0};
+  uint32_t gx, gy;
+  Recorder::flat_grid(uint64_t{n} * p.n, &gx, &gy);
+  rec_.dispatch(kernels_->get("add_scaled", 3), {a.x.view(), a.emb.view(), weights_->draft_token_scale}, p, gx, gy);
+}
+
+// One layer over every row (l == n_layers: the draft layer, global attention): the same steps, in the same
+// order, as Transformer::qkv_rows, attend_units and out_ffn_rows.
+void VulkanForward::record_layer(int l) {
+  const DeviceLayer& L = l < cfg_.n_layers ? weights_->layers[static_cast<size_t>(l)] : weights_->draft_layer;
+  Activations& a = *a_;
+  const uint32_t n = u32(rows_->rows.size()), dim = u32(cfg_.dim), qd = u32(cfg_.q_dim()), kvd = u32(cfg_.kv_dim());
+  const uint32_t hd = u32(cfg_.head_dim);
+  const bool local = l < cfg_.n_layers && cfg_.local_layer(l);
+  rmsnorm(a.x.view(), a.xb.view(), L.attn_norm, n, dim, false);
+  matmul(L.wq, a.xb.view(), n, a.q.view(), false);
+  matmul(L.wk, a.xb.view(), n, a.k.view(), false);
+  matmul(L.wv, a.xb.view(), n, a.v.view(), false);
+  auto bias = [&](View y, View b, uint32_t width) {
+    if (!b.buffer) return;
+    struct {
+      uint32_t n_rows, n, y_off, y_stride, b_off;
+    } p{n, width, 0, width, 0};
+    uint32_t gx, gy;
+    Recorder::flat_grid(uint64_t{n} * width, &gx, &gy);
+    rec_.dispatch(kernels_->get("add_bias", 2), {y, b}, p, gx, gy);
+  };
+  bias(a.q.view(), L.bq, qd);
+  bias(a.k.view(), L.bk, kvd);
+  bias(a.v.view(), L.bv, kvd);
+  if (L.q_norm.buffer) rmsnorm(a.q.view(), a.q.view(), L.q_norm, n * u32(cfg_.n_heads), hd, false);
+  if (L.k_norm.buffer) rmsnorm(a.k.view(), a.k.view(), L.k_norm, n * u32(cfg_.n_kv_heads), hd, false);
+  const bool local_rope = cfg_.rope_theta_local > 0.0f && local;
+  rope(a.q.view(), u32(cfg_.n_heads), local_rope);
+  rope(a.k.view(), u32(cfg_.n_kv_heads), local_rope);
+  const float scale = cfg_.attention_scale();
+  for (size_t s = 0; s + 1 < rows_->seq_first.size(); s++) {
+    const uint32_t r0 = u32(rows_->seq_first[s]), rows = u32(rows_->seq_first[s + 1]) - r0;
+    if (rows == 0) continue;
+    const DeviceKvStore& kv = device_store(*rows_->rows[r0].cache, ctx_.get());
+    const std::string t = kv.f16() ? "f16" : "f32";
+    struct {
+      uint32_t row0, n_rows, kv_dim, head_dim, capacity, info_off;
+    } ps{r0, rows, kvd, hd, u32(kv.capacity()), in_->info};
+    uint32_t gx, gy;
+    Recorder::flat_grid(uint64_t{rows} * kvd, &gx, &gy);
+    rec_.dispatch(kernels_->get("kv_store_" + t, 5), {a.k.view(), a.v.view(), kv.keys(l), kv.values(l), arena()}, ps, gx, gy);
+    struct {
+      uint32_t row0, n_heads, n_kv_heads, head_dim, capacity, info_off, slots_off, local;
+      float scale, cap;
+    } pa{r0, u32(cfg_.n_heads), u32(cfg_.n_kv_heads), hd, u32(kv.capacity()), in_->info, in_->slots, local ? 1u : 0u, scale, cfg_.attn_softcap};
+    rec_.dispatch(kernels_->get("attention_" + t, 6), {a.q.view(), kv.keys(l), kv.values(l), arena(), arena(), a.att.view()}, pa, rows,
+                  u32(cfg_.n_heads));
+  }
+  // x += Wo att (gemma: x += norm(Wo att)), then the feed-forward the same way
+  if (L.post_attn_norm.buffer) {
+    matmul(L.wo, a.att.view(), n, a.xb.view(), false);
+    rmsnorm(a.xb.view(), a.x.view(), L.post_attn_norm, n, dim, true);
+  } else {
+    matmul(L.wo, a.att.view(), n, a.x.view(), true);
+  }
+  rmsnorm(a.x.view(), a.xb.view(), L.ffn_norm, n, dim, false);
+  matmul(L.w_gate, a.xb.view(), n, a.hg.view(), false);
+  matmul(L.w_up, a.xb.view(), n, a.hu.view(), false);
+  struct {
+    uint32_t n, gelu;
+  } pg{n * u32(cfg_.ffn_dim), cfg_.gemma() ? 1u : 0u};
+  uint32_t gx, gy;
+  Recorder::flat_grid(pg.n, &gx, &gy);
+  rec_.dispatch(kernels_->get("glu", 2), {a.hg.view(), a.hu.view()}, pg, gx, gy);
+  if (L.post_ffn_norm.buffer) {
+    matmul(L.w_down, a.hg.view(), n, a.xb.view(), false);
+    rmsnorm(a.xb.view(), a.x.view(), L.post_ffn_norm, n, dim, true);
+  } else {
+    matmul(L.w_down, a.hg.view(), n, a.x.view(), true);
+  }
+}
+
+// The requested rows' logits, straight into the host-visible logits buffer.
+void VulkanForward::record_output() {
+  const uint32_t nl = u32(rows_->logit_src.size()), V = u32(cfg_.vocab_size);
+  if (nl == 0) return;
+  rmsnorm(a_->x.view(), a_->xb.view(), weights_->output_norm, nl, u32(cfg_.dim), false, static_cast<int>(in_->logit));
+  matmul(weights_->output, a_->xb.view(), nl, a_->logits.view(), false);
+  softcap(a_->logits.view(), uint64_t{nl} * V);
+}
+
+// A draft layer (Transformer::draft_layer): every row's greedy next token from the output head (in pieces of
+// kHeadRows rows), the layer on x + draft_token_scale * its embedding, then xb = the logit rows' output
+// normalised by draft_output_norm, for the draft head.
+void VulkanForward::record_draft_layer() {
+  Activations& a = *a_;
+  const uint32_t n = u32(rows_->rows.size()), dim = u32(cfg_.dim), V = u32(cfg_.vocab_size);
+  for (uint32_t r0 = 0; r0 < n; r0 += kHeadRows) {
+    const uint32_t m = std::min(kHeadRows, n - r0);
+    rmsnorm(a.x.view(r0 * dim * 4, m * dim * 4), a.emb.view(), weights_->output_norm, m, dim, false);
+    matmul(weights_->output, a.emb.view(), m, a.head.view(), false);
+    softcap(a.head.view(), uint64_t{m} * V);
+    argmax(a.head.view(), m, a.greedy.view(), r0);
+  }
+  get_rows(weights_->tok_embd, a.greedy.view(), 0, n, a.emb.view(), 1.0f);
+  add_scaled_embedding(a, n);
+  record_layer(cfg_.n_layers);
+  const uint32_t nl = u32(rows_->logit_src.size());
+  if (nl > 0) rmsnorm(a.x.view(), a.xb.view(), weights_->draft_output_norm, nl, dim, false, static_cast<int>(in_->logit));
+}
+
+void VulkanForward::grow_activations(Activations& a, int64_t n) {
+  auto grow = [&](Buffer& b, int64_t floats) { ensure_size(*ctx_, b, static_cast<size_t>(floats) * 4, Buffer::Kind::Device); };
+  const int64_t dim = cfg_.dim;
+  grow(a.x, n * dim);
+  grow(a.xb, n * std::max(dim, int64_t{cfg_.q_dim()}));
+  grow(a.q, n * cfg_.q_dim());
+  grow(a.k, n * cfg_.kv_dim());
+  grow(a.v, n * cfg_.kv_dim());
+  grow(a.att, n * cfg_.q_dim());
+  grow(a.hg, n * cfg_.ffn_dim);
+  grow(a.hu, n * cfg_.ffn_dim);
+  if (cfg_.draft_layer) {
+    grow(a.emb, n * dim);
+    grow(a.head, std::min<int64_t>(n, kHeadRows) * cfg_.vocab_size);
+    grow(a.greedy, n);
+  }
+}
+
+const float* VulkanForward::forward(std::span<SequenceInput* const> seqs) {
+  rows_ = &plan_, a_ = act_.get(), in_ = main_in_.get();
+  plan_.build(cfg_, seqs);
+  for (const PlannedRow& r : rows_->rows) device_store(*r.cache, ctx_.get());
+  drafted_ = false;
+  const int64_t n = static_cast<int64_t>(rows_->rows.size()), nl = static_cast<int64_t>(rows_->logit_src.size());
+  const int64_t V = cfg_.vocab_size, dim = cfg_.dim;
+  Activations& a = *a_;
+  ensure_size(*ctx_, a.logits, static_cast<size_t>(std::max<int64_t>(nl, 1) * V * 4), Buffer::Kind::Host);
+  if (n == 0) return static_cast<const float*>(a.logits.mapped());
+  grow_activations(a, n);
+  const bool draft_layer = cfg_.draft_layer;
+  const bool drafts = weights_->draft_output && nl > 0 &&
+                      std::any_of(seqs.begin(), seqs.end(), [](const SequenceInput* s) { return s->draft_logits; });
+  if (drafts) ensure_size(*ctx_, a.draft_logits, static_cast<size_t>(nl * V * 4), Buffer::Kind::Host);
+  upload_inputs();
+
+  rec_.begin();
+  Api& vk = api();
+  if (timer_) {
+    vk.vkCmdResetQueryPool(rec_.cmd(), timer_, 0, 2);
+    vk.vkCmdWriteTimestamp(rec_.cmd(), VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timer_, 0);
+  }
+  const float embed_scale = cfg_.gemma() ? std::sqrt(static_cast<float>(dim)) : 1.0f;
+  get_rows(weights_->tok_embd, arena(), 0, u32(n), a.x.view(), embed_scale);
+  for (int l = 0; l < cfg_.n_layers; l++) record_layer(l);
+  record_output();
+  if (draft_layer) record_draft_layer();
+  if (drafts) {
+    matmul(weights_->draft_output, a.xb.view(), u32(nl), a.draft_logits.view(), false);
+    softcap(a.draft_logits.view(), static_cast<uint64_t>(nl * V));
+    drafted_ = true;
+  }
+  if (timer_) vk.vkCmdWriteTimestamp(rec_.cmd(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timer_, 1);
+  if (n_forwards_++ - fault_first_ < fault_count_)  // a device error where a submission would report one (tests)
+    throw Error("Vulkan: device error (injected by JF_VULKAN_FAULT)");
+  rec_.finish();
+  if (timer_) {
+    uint64_t ticks[2] = {0, 0};
+    if (vk.vkGetQueryPoolResults(ctx_->device(), timer_, 0, 2, sizeof ticks, ticks, 8, VK_QUERY_RESULT_64_BIT) == VK_SUCCESS)
+      device_seconds_ = static_cast<double>(ticks[1] - ticks[0]) * ctx_->timestamp_period_ns() * 1e-9;
+  }
+  return static_cast<const float*>(a.logits.mapped());
+}
+
+const float* VulkanForward::draft_logits_for(const float* logits) const {
+  const auto* base = static_cast<const float*>(act_->logits.mapped());
+  const ptrdiff_t offset = logits - base;
+  if (!drafted_ || offset < 0 || static_cast<size_t>(offset) >= plan_.logit_src.size() * static_cast<size_t>(cfg_.vocab_size))
+    return nullptr;
+  return static_cast<const float*>(act_->draft_logits.mapped()) + offset;
+}
+
+}  // namespace jf::vulkan

@@ -1,0 +1,71 @@
+// The forward pass on a Vulkan device: weights uploaded once, every layer's work recorded into one command
+// buffer per forward, KV caches in device memory, only the requested rows' logits read back. Batch-invariant
+// like the CPU forward (shaders/common.glsl), so every decoder returns `ar`'s tokens on the device too.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "model/row_plan.h"
+#include "model/transformer.h"
+#include "vulkan/device_weights.h"
+#include "vulkan/kernels.h"
+#include "vulkan/recorder.h"
+
+namespace jf::vulkan {
+
+class VulkanForward : public ForwardPass {
+ public:
+  // Uploads the weights to device `device_index` (see list_devices); throws jf::Error when the device cannot
+  // run the model (a missing feature, an unsupported weight type, too little memory).
+  VulkanForward(int device_index, const ModelConfig& cfg, const ModelWeights& w);
+  ~VulkanForward() override;
+
+  const float* forward(std::span<SequenceInput* const> seqs) override;
+  using ForwardPass::forward;
+  const ModelConfig& config() const override { return cfg_; }
+  const float* draft_logits_for(const float* logits) const override;
+  KvCache make_cache(int capacity, DType type = DType::F32) override;
+  int draft_chain(const float* logits, KvCache& cache, int32_t first, int count, int32_t* out) override;
+  double last_device_seconds() const override { return device_seconds_; }
+  const DeviceInfo& device() const { return ctx_->info(); }
+  std::string device_name() const override { return "vulkan:" + std::to_string(ctx_->info().index) + " (" + ctx_->info().name + ")"; }
+  size_t weight_bytes() const { return weights_->bytes(); }
+
+ private:
+  struct Activations;
+  struct Inputs;
+  void grow_activations(Activations& a, int64_t rows);
+  void upload_inputs();
+  void record_layer(int l);
+  void record_output();
+  void record_draft_layer();
+  void matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, uint32_t x_off = 0, uint32_t y_off = 0);
+  void rmsnorm(View x, View out, View gain, uint32_t rows, uint32_t n, bool accumulate, int gather_at = -1);
+  void rope(View v, uint32_t heads, bool local);
+  void softcap(View x, uint64_t n);
+  void argmax(View x, uint32_t rows, View out, uint32_t out_off);
+  void add_scaled_embedding(Activations& a, uint32_t rows);
+  void get_rows(const DeviceMatrix& table, View rows, uint32_t rows_off, uint32_t n_rows, View out, float scale);
+  View arena() const;
+
+  std::unique_ptr<Context> ctx_;
+  std::unique_ptr<Kernels> kernels_;
+  ModelConfig cfg_;
+  std::unique_ptr<DeviceWeights> weights_;
+  std::unique_ptr<Activations> act_, chain_act_;  // a forward's rows; a draft chain's virtual row
+  std::unique_ptr<Inputs> main_in_, chain_in_;
+  Recorder rec_;
+  RowPlan plan_, chain_plan_;
+  // What the recording helpers work on: the forward's (plan_, act_, main_in_) or a chain step's.
+  RowPlan* rows_ = &plan_;
+  Activations* a_ = nullptr;
+  Inputs* in_ = nullptr;
+  bool drafted_ = false;
+  double device_seconds_ = -1.0;
+  VkQueryPool timer_ = VK_NULL_HANDLE;
+  // JF_VULKAN_FAULT=FIRST:COUNT: forwards FIRST .. FIRST+COUNT-1 throw as a device error would (the server's
+  // tests of a device error inside a batch)
+  uint64_t n_forwards_ = 0, fault_first_ = 0, fault_count_ = 0;
+};
+
+}  // namespace jf::vulkan

@@ -1,0 +1,21 @@
+// The buffers behind VulkanForward, shared by its files (vulkan_forward.cpp, draft_chain.cpp).
+#pragma once
+#include "vulkan/vulkan_forward.h"
+
+namespace jf::vulkan {
+
+// Device buffers of one forward's activations (rows x width, grown for the largest forward seen) and the
+// host-visible ones it writes for the device (the arena) and reads back (logits).
+struct VulkanForward::Activations {
+  Buffer x, xb, q, k, v, att, hg, hu, emb, head, greedy;  // device
+  Buffer logits, draft_logits, tokens;                    // host-visible (tokens: a draft chain's)
+};
+
+// The host-visible arena of one pass: its tokens, row table, slot list, logit rows and RoPE angles, at these
+// element offsets (tokens at 0).
+struct VulkanForward::Inputs {
+  Buffer arena;
+  uint32_t info = 0, slots = 0, logit = 0, cos = 0, sin = 0, lcos = 0, lsin = 0;
+};
+
+}  // namespace jf::vulkan

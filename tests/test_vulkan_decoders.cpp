@@ -1,0 +1,115 @@
+// Every greedy decoder returns `ar`'s tokens on the device (stories260K and the default code model, full
+// blocks sent: no row pricing), a sampling decoder's tokens equal plain sampling's with the same seed, and
+// the device's perplexity is within 0.1% of the CPU's.
+#include <cmath>
+#include <cstdlib>
+
+#include "base/mapped_file.h"
+#include "decode/decoder.h"
+#include "decode/options.h"
+#include "decode/session.h"
+#include "model/loader.h"
+#include "model/perplexity.h"
+#include "vulkan/vulkan_forward.h"
+#include "vulkan_support.h"
+
+namespace jf {
+namespace {
+
+// The default code model: in this checkout's models/, or JF_MODELS_DIR (the device check's bundle).
+std::string code_model() {
+  const char* dir = std::getenv("JF_MODELS_DIR");
+  return std::string(dir ? dir : JF_SOURCE_DIR "/models") + "/pycode-ar-q8_0.gguf";
+}
+
+DecoderOptions dec(const std::string& spec) {
+  DecoderOptions o = parse_decoder_spec(spec, DecoderOptions{});
+  o.draft_adaptive = false;  // every row the decoder wants, so the device sees full blocks and trees
+  return o;
+}
+
+// The decoders and shapes the device must reproduce `ar` under.
+const char* kGreedySpecs[] = {"jacobi:block=4", "jacobi:block=16", "jacobi:block=16:window-mode=running", "lookahead",
+                              "lookahead:W=8:N=5:G=8", "pld", "pld:draft-max=16", "multiblock:block=8", "multiblock:block=16:K=3"};
+
+GenerationResult run(Session& s, const DecoderOptions& o, const std::vector<int32_t>& prompt, const GenerationConfig& cfg) {
+  o.validate(cfg.sampling.greedy());
+  return make_decoder(o)->generate(s, prompt, cfg);
+}
+
+void expect_decoders_equal_ar(const std::string& rel, const std::vector<std::string>& prompts, int n) {
+  JF_VULKAN_DEVICE(device);
+  JF_SHARED_PATH(path, rel);
+  LoadedModel lm = load_model(path);
+  lm.model->set_panels(false);
+  vulkan::VulkanForward fwd(device, lm.model->config(), lm.model->weights());
+  Session s(fwd, 512);
+  GenerationConfig cfg;
+  cfg.max_new_tokens = n;
+  cfg.eos_ids = lm.tokenizer->eog_ids();
+  for (const std::string& p : prompts) {
+    const std::vector<int32_t> prompt = lm.tokenizer->encode(p, true, false);
+    const GenerationResult ar = run(s, dec("ar"), prompt, cfg);
+    double rows = 0;
+    for (const char* spec : kGreedySpecs) {
+      const GenerationResult r = run(s, dec(spec), prompt, cfg);
+      ASSERT_EQ(r.tokens, ar.tokens) << spec << " on '" << p << "'";
+      ASSERT_EQ(r.stop, ar.stop) << spec;
+      rows = std::max(rows, double(r.stats.n_forward_rows) / double(std::max<int64_t>(r.stats.n_forwards, 1)));
+    }
+    EXPECT_GT(rows, 8.0) << "no decoder sent many rows per forward: the batch path was not exercised";
+  }
+}
+
+TEST(VulkanDecoders, Stories260KEveryGreedyDecoderEqualsAr) {
+  expect_decoders_equal_ar("models/stories260K/stories260K.gguf",
+                           {"Once upon a time", "Lily and Ben went to the park. They saw a big dog."}, 48);
+}
+
+TEST(VulkanDecoders, CodeModelEveryGreedyDecoderEqualsAr) {
+  const std::string path = code_model();
+  if (!test::path_exists(path)) GTEST_FAIL() << path << " is missing";
+  JF_VULKAN_DEVICE(device);
+  LoadedModel lm = load_model(path);
+  lm.model->set_panels(false);
+  vulkan::VulkanForward fwd(device, lm.model->config(), lm.model->weights());
+  Session s(fwd, 512);
+  GenerationConfig cfg;
+  cfg.max_new_tokens = 32;
+  cfg.eos_ids = lm.tokenizer->eog_ids();
+  const std::vector<int32_t> prompt = lm.tokenizer->encode("def parse_args(argv):\n    parser = argparse.ArgumentParser(", true, false);
+  const GenerationResult ar = run(s, dec("ar"), prompt, cfg);
+  for (const char* spec : {"jacobi:block=16", "lookahead", "pld", "multiblock:block=16:K=3"})  // 64 ms a forward on lavapipe
+    ASSERT_EQ(run(s, dec(spec), prompt, cfg).tokens, ar.tokens) << spec;
+  // Sampling: prompt lookup returns exactly plain sampling's tokens for a seed (as on the CPU).
+  cfg.sampling.temperature = 0.8f, cfg.sampling.top_k = 40, cfg.sampling.seed = 7;
+  EXPECT_EQ(run(s, dec("pld"), prompt, cfg).tokens, run(s, dec("ar"), prompt, cfg).tokens);
+}
+
+// Perplexity on the device within 0.1% of the CPU's (same windows, same model).
+TEST(VulkanDecoders, PerplexityWithinATenthOfAPercentOfTheCpu) {
+  JF_VULKAN_DEVICE(device);
+  JF_SHARED_PATH(text, "data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt");
+  JF_SHARED_PATH(stories, "models/stories260K/stories260K.gguf");
+  const std::string code = code_model();
+  for (const std::string& path : {stories, code}) {
+    LoadedModel lm = load_model(path);
+    lm.model->set_panels(false);
+    std::vector<int32_t> ids = lm.tokenizer->encode(read_text_file(text), false, false);
+    ids.resize(std::min<size_t>(ids.size(), 600));
+    const std::vector<ScoredContext> windows = jf_windows(ids, 256, lm.tokenizer->bos());
+    auto perplexity = [&](ForwardPass& f) {
+      KvCache cache = f.make_cache(256);
+      NllSum sum;
+      for (const ScoredContext& w : windows) score_context(f, cache, w, sum, 128);
+      return std::exp(sum.nll / double(sum.count));
+    };
+    Transformer cpu(lm.model->config(), lm.model->weights());
+    vulkan::VulkanForward gpu(device, lm.model->config(), lm.model->weights());
+    const double want = perplexity(cpu), got = perplexity(gpu);
+    EXPECT_NEAR(got / want, 1.0, 1e-3) << path << ": CPU " << want << ", device " << got;
+  }
+}
+
+}  // namespace
+}  // namespace jf

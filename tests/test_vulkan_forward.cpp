@@ -1,0 +1,258 @@
+// The forward pass on a Vulkan device (lavapipe in CI): batch invariance for every architecture and the
+// batch shapes decoders and the server send (many rows, several sequences, explicit positions, tree masks,
+// slots moved by keep), agreement with the CPU forward within a stated tolerance, draft heads and layers, and
+// the errors a user meets (unsupported types, too little memory, caches of another device).
+#include <cmath>
+#include <cstring>
+
+#include "base/error.h"
+#include "device/device.h"
+#include "model_helpers.h"
+#include "model/random_model.h"
+#include "vulkan/vulkan_forward.h"
+#include "vulkan_support.h"
+
+namespace jf {
+namespace {
+
+using test::Logits;
+
+std::unique_ptr<Model> make_model(const ModelConfig& cfg, DType type, uint64_t seed) {
+  auto m = random_model(cfg, type, seed);
+  m->set_panels(false);
+  return m;
+}
+
+std::vector<float> row_of(const float* logits, int row, int V) { return std::vector<float>(logits + int64_t{row} * V, logits + int64_t{row + 1} * V); }
+
+// One token per forward, on `fwd`: the reference every other batch shape must reproduce bit for bit.
+Logits stepwise(ForwardPass& fwd, const std::vector<int32_t>& toks, DType kv = DType::F32) {
+  KvCache cache = fwd.make_cache(64, kv);
+  Logits out;
+  SequenceInput in;
+  for (int32_t t : toks) {
+    in.set_causal(&cache, std::vector<int32_t>{t}, SequenceInput::Logits::Last);
+    out.push_back(row_of(fwd.forward(in), 0, fwd.vocab_size()));
+  }
+  return out;
+}
+
+void expect_bits(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4)) << what << ": not bit-identical";
+}
+
+// Every batch shape against the one-token reference of `toks` (13 tokens).
+void expect_batch_invariant(ForwardPass& fwd, const std::vector<int32_t>& toks, DType kv, const std::string& what) {
+  const int V = fwd.vocab_size();
+  const Logits ref = stepwise(fwd, toks, kv);
+  // 1. all rows in one causal forward
+  {
+    KvCache c = fwd.make_cache(64, kv);
+    SequenceInput in;
+    in.set_causal(&c, toks, SequenceInput::Logits::All);
+    const float* l = fwd.forward(in);
+    for (size_t r = 0; r < toks.size(); r++) expect_bits(row_of(l, int(r), V), ref[r], what + ": causal row " + std::to_string(r));
+  }
+  // 2. rows 8..11 beside another sequence (a prefill of 6 tokens) in one forward
+  KvCache a = fwd.make_cache(64, kv), b = fwd.make_cache(64, kv);
+  SequenceInput ia, ib;
+  ia.set_causal(&a, std::vector<int32_t>(toks.begin(), toks.begin() + 8), SequenceInput::Logits::None);
+  fwd.forward(ia);
+  ia.set_causal(&a, std::vector<int32_t>(toks.begin() + 8, toks.begin() + 12), SequenceInput::Logits::All);
+  ib.set_causal(&b, std::vector<int32_t>{3, 1, 4, 1, 5, 9}, SequenceInput::Logits::All);
+  SequenceInput* both[] = {&ib, &ia};
+  const float* l = fwd.forward(std::span<SequenceInput* const>(both, 2));
+  for (int r = 0; r < 4; r++) expect_bits(row_of(l, 6 + r, V), ref[8 + r], what + ": beside another sequence, row " + std::to_string(8 + r));
+  // 3. a tree: t8, t9, a sibling of t9, t10, t11 with explicit positions and a mask; then keep() the path
+  // and go on with t12 (slot moves on the device)
+  KvCache c = fwd.make_cache(64, kv);
+  SequenceInput in;
+  in.set_causal(&c, std::vector<int32_t>(toks.begin(), toks.begin() + 8), SequenceInput::Logits::None);
+  fwd.forward(in);
+  in.reset_rows(&c, 5);
+  const int32_t tree_tokens[5] = {toks[8], toks[9], (toks[9] + 1) % V, toks[10], toks[11]};
+  const int32_t pos[5] = {8, 9, 9, 10, 11};
+  const int parent[5] = {-1, 0, 0, 1, 3};
+  for (int i = 0; i < 5; i++) {
+    in.tokens[i] = tree_tokens[i], in.positions[i] = pos[i];
+    for (int j = i; j >= 0; j = parent[j]) in.mask.set(i, j);
+  }
+  in.logit_rows = {0, 1, 3, 4};
+  l = fwd.forward(in);
+  for (int i = 0; i < 4; i++) expect_bits(row_of(l, i, V), ref[8 + i], what + ": tree row " + std::to_string(i));
+  const int32_t path[4] = {8, 9, 11, 12};
+  c.keep(8, path);
+  in.set_causal(&c, std::vector<int32_t>{toks[12]}, SequenceInput::Logits::Last);
+  expect_bits(row_of(fwd.forward(in), 0, V), ref[12], what + ": after keep");
+}
+
+class VulkanArch : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(VulkanArch, BatchInvariantAndCloseToTheCpu) {
+  JF_VULKAN_DEVICE(device);
+  const std::unique_ptr<Model> m = make_model(preset_config(GetParam()), DType::F32, 11);
+  vulkan::VulkanForward fwd(device, m->config(), m->weights());
+  const std::vector<int32_t> toks = test::random_tokens(13, m->config().vocab_size, 5);
+  for (DType kv : {DType::F32, DType::F16}) expect_batch_invariant(fwd, toks, kv, GetParam() + " kv " + dtype_name(kv));
+  // CPU and device sum in different orders: logits agree to 1e-4 of the largest logit's magnitude.
+  Transformer cpu(m->config(), m->weights());
+  const Logits want = stepwise(cpu, toks), got = stepwise(fwd, toks);
+  for (size_t r = 0; r < toks.size(); r++) {
+    float scale = 1.0f, worst = 0.0f;
+    for (size_t i = 0; i < want[r].size(); i++) scale = std::max(scale, std::fabs(want[r][i])), worst = std::max(worst, std::fabs(want[r][i] - got[r][i]));
+    EXPECT_LE(worst, 1e-4f * scale) << GetParam() << " row " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, VulkanArch,
+                         ::testing::Values("tiny", "llama3-tiny", "qwen2-tiny", "qwen2-yarn-tiny", "qwen3-tiny", "phi3-tiny",
+                                           "gemma2-tiny", "gemma3-tiny"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (char& ch : s)
+                             if (ch == '-') ch = '_';
+                           return s;
+                         });
+
+TEST(VulkanForward, BatchInvariantForEveryWeightType) {
+  JF_VULKAN_DEVICE(device);
+  for (DType t : {DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q5_1, DType::Q4_K, DType::Q6_K}) {
+    const ModelConfig c = preset_config(t == DType::Q4_K || t == DType::Q6_K ? "tiny-256" : "tiny");
+    const std::unique_ptr<Model> m = make_model(c, t, 3);
+    vulkan::VulkanForward fwd(device, m->config(), m->weights());
+    expect_batch_invariant(fwd, test::random_tokens(13, c.vocab_size, 8), DType::F32, dtype_name(t));
+  }
+}
+
+// A draft head and layer: the device's draft logits agree with the CPU's, and both heads stay batch-invariant.
+TEST(VulkanForward, DraftHeadAndLayerMatchTheCpu) {
+  JF_VULKAN_DEVICE(device);
+  ModelConfig cfg = preset_config("tiny");
+  cfg.draft_head = cfg.draft_layer = true;
+  const std::unique_ptr<Model> m = make_model(cfg, DType::F32, 21);
+  vulkan::VulkanForward fwd(device, m->config(), m->weights());
+  Transformer cpu(m->config(), m->weights());
+  const std::vector<int32_t> toks = test::random_tokens(13, cfg.vocab_size, 2);
+  expect_batch_invariant(fwd, toks, DType::F32, "draft layer model");
+  auto drafts = [&](ForwardPass& f) {
+    KvCache c = f.make_cache(64);
+    SequenceInput in;
+    in.set_causal(&c, toks, SequenceInput::Logits::All);
+    in.draft_logits = true;
+    const float* l = f.forward(in);
+    const float* d = f.draft_logits_for(l);
+    EXPECT_NE(d, nullptr);
+    return std::vector<float>(d, d + toks.size() * cfg.vocab_size);
+  };
+  const std::vector<float> want = drafts(cpu), got = drafts(fwd);
+  float scale = 1.0f, worst = 0.0f;
+  for (size_t i = 0; i < want.size(); i++) scale = std::max(scale, std::fabs(want[i])), worst = std::max(worst, std::fabs(want[i] - got[i]));
+  EXPECT_LE(worst, 1e-4f * scale);
+}
+
+// A draft chain on the device: the CPU's chained drafts, the same after a batched forward as after a lone one,
+// and the cache as it was after it (the next forward's logits unchanged).
+TEST(VulkanForward, DraftChainMatchesTheCpuAndLeavesTheCacheAsItWas) {
+  JF_VULKAN_DEVICE(device);
+  ModelConfig cfg = preset_config("tiny");
+  cfg.draft_head = cfg.draft_layer = true;
+  const std::unique_ptr<Model> m = make_model(cfg, DType::F32, 33);
+  vulkan::VulkanForward fwd(device, m->config(), m->weights());
+  Transformer cpu(m->config(), m->weights());
+  const std::vector<int32_t> toks = test::random_tokens(10, cfg.vocab_size, 4), other = test::random_tokens(7, cfg.vocab_size, 5);
+  // chain(f, batched): the 4 drafts after the last row of toks (first draft 3), and the next token's logits
+  auto chain = [&](ForwardPass& f, bool batched) {
+    KvCache c = f.make_cache(64), o = f.make_cache(64);
+    SequenceInput in, io;
+    in.set_causal(&c, toks, SequenceInput::Logits::Last);
+    io.set_causal(&o, other, SequenceInput::Logits::Last);
+    SequenceInput* both[] = {&io, &in};
+    const float* l = batched ? f.forward(std::span<SequenceInput* const>(both, 2)) : f.forward(in);
+    std::vector<int32_t> drafts(4, -1);
+    EXPECT_EQ(4, f.draft_chain(l + (batched ? cfg.vocab_size : 0), c, 3, 4, drafts.data()));
+    EXPECT_EQ(c.size(), 10);
+    in.set_causal(&c, std::vector<int32_t>{7}, SequenceInput::Logits::Last);
+    return std::pair{drafts, row_of(f.forward(in), 0, cfg.vocab_size)};
+  };
+  const auto [cpu_drafts, cpu_next] = chain(cpu, false);
+  const auto [lone, lone_next] = chain(fwd, false);
+  const auto [batched, batched_next] = chain(fwd, true);
+  EXPECT_EQ(lone, cpu_drafts);
+  EXPECT_EQ(batched, lone);
+  expect_bits(batched_next, lone_next, "the forward after a chain");
+  KvCache c = fwd.make_cache(64);
+  SequenceInput in;
+  in.set_causal(&c, toks, SequenceInput::Logits::None);
+  fwd.forward(in);
+  in.set_causal(&c, std::vector<int32_t>{7}, SequenceInput::Logits::Last);
+  expect_bits(row_of(fwd.forward(in), 0, cfg.vocab_size), lone_next, "the forward without a chain");
+}
+
+TEST(VulkanForward, ErrorsNameTheProblem) {
+  JF_VULKAN_DEVICE(device);
+  auto message = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  // an unsupported weight type, named
+  const std::unique_ptr<Model> q2 = make_model(preset_config("tiny-256"), DType::Q2_K, 1);
+  const std::string unsupported = message([&] { vulkan::VulkanForward f(device, q2->config(), q2->weights()); });
+  EXPECT_NE(unsupported.find("q2_k weights are not supported"), std::string::npos) << unsupported;
+  // more memory than the device has, and a matrix larger than one binding: refused before any upload (the
+  // data pointers are never read)
+  ModelConfig big = preset_config("tiny");
+  big.n_layers = 64, big.dim = 4096, big.ffn_dim = 4096, big.n_heads = 32, big.n_kv_heads = 32, big.head_dim = 128, big.rope_dim = 128;
+  big.vocab_size = 1000;
+  ModelWeights w;
+  static const float ones[1] = {1.0f};
+  const uint8_t* fake = reinterpret_cast<const uint8_t*>(uintptr_t{1} << 40);
+  auto matrix = [&](int64_t rows, int64_t cols) {
+    WeightMatrix m;
+    m.type = DType::F32, m.rows = rows, m.cols = cols, m.data = fake;
+    fake += rows * cols * 4;
+    return m;
+  };
+  w.tok_embd = matrix(big.vocab_size, big.dim), w.output = matrix(big.vocab_size, big.dim), w.output_norm = ones;
+  for (int l = 0; l < big.n_layers; l++) {
+    LayerWeights L;
+    L.attn_norm = L.ffn_norm = ones;
+    L.wq = matrix(4096, 4096), L.wk = matrix(4096, 4096), L.wv = matrix(4096, 4096), L.wo = matrix(4096, 4096);
+    L.w_gate = matrix(2048, 4096), L.w_up = matrix(2048, 4096), L.w_down = matrix(4096, 2048);  // each < 128 MiB
+    w.layers.push_back(L);
+  }
+  const std::string too_big = message([&] { vulkan::VulkanForward f(device, big, w); });
+  EXPECT_NE(too_big.find("the model needs"), std::string::npos) << too_big;
+  EXPECT_NE(too_big.find("free"), std::string::npos) << too_big;
+  w.layers[0].wq = matrix(int64_t{1} << 16, 4096);  // 1 GiB in one matrix
+  w.layers.resize(1);
+  big.n_layers = 1;
+  const std::string binding = message([&] { vulkan::VulkanForward f(device, big, w); });
+  if (vulkan::Context(device).info().max_binding_bytes < (uint64_t{1} << 30))
+    EXPECT_NE(binding.find("binds at once"), std::string::npos) << binding;
+  // a KV cache in host memory, or of another forward pass
+  const std::unique_ptr<Model> m = make_model(preset_config("tiny"), DType::F32, 1);
+  vulkan::VulkanForward f1(device, m->config(), m->weights()), f2(device, m->config(), m->weights());
+  KvCache host(m->config(), 16), other = f2.make_cache(16);
+  for (KvCache* c : {&host, &other}) {
+    SequenceInput in;
+    in.set_causal(c, std::vector<int32_t>{1}, SequenceInput::Logits::Last);
+    EXPECT_NE(message([&] { f1.forward(in); }).find("not made by this device"), std::string::npos);
+  }
+  // device choice
+  EXPECT_NE(message([&] { make_forward_pass(*m, "gpu"); }).find("unknown device 'gpu'"), std::string::npos);
+  EXPECT_NE(message([&] { make_forward_pass(*m, "vulkan:99"); }).find("no device 99"), std::string::npos);
+  std::string note;
+  auto fwd = make_forward_pass(*m, "auto", &note);  // lavapipe is never chosen by auto
+  if (vulkan::Context(device).info().software) {
+    EXPECT_NE(dynamic_cast<Transformer*>(fwd.get()), nullptr);
+    EXPECT_NE(note.find("running on the CPU"), std::string::npos) << note;
+  }
+}
+
+}  // namespace
+}  // namespace jf

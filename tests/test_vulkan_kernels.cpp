@@ -1,0 +1,134 @@
+// The Vulkan backend's matrix kernels against a CPU reference, per weight type and for both kernel variants
+// (a thread per output below 64 units of 32 inputs, a workgroup per output above), and their batch
+// invariance: a row's result is the same bits in any tile of any row count.
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "base/rng.h"
+#include "kernels/dtype.h"
+#include "vulkan/buffer.h"
+#include "vulkan/kernels.h"
+#include "vulkan/recorder.h"
+#include "vulkan_support.h"
+
+namespace jf {
+namespace {
+
+using vulkan::Buffer;
+
+struct Fixture {
+  explicit Fixture(int device) : ctx(device), kernels(ctx) {}
+  vulkan::Context ctx;
+  vulkan::Kernels kernels;
+};
+
+std::string suffix(DType t) {
+  std::string s = dtype_name(t);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::vector<float> random_floats(size_t n, uint64_t seed) {
+  Rng r(seed);
+  std::vector<float> v(n);
+  for (float& x : v) x = r.uniform() * 2.0f - 1.0f;
+  return v;
+}
+
+// y = x W^T on the device for the M rows of x starting at row `first` (a Host buffer, so no staging).
+std::vector<float> device_matmul(Fixture& f, DType t, const std::vector<uint8_t>& w, int64_t N, int64_t K, const std::vector<float>& x,
+                                 uint32_t first, uint32_t M) {
+  Buffer wb(f.ctx, w.size(), Buffer::Kind::Host), xb(f.ctx, x.size() * 4, Buffer::Kind::Host), yb(f.ctx, M * N * 4, Buffer::Kind::Host);
+  std::memcpy(wb.mapped(), w.data(), w.size());
+  std::memcpy(xb.mapped(), x.data(), x.size() * 4);
+  const bool serial = (K + 31) / 32 < vulkan::kWorkgroup;
+  struct {
+    uint32_t M, N, K, x_off, x_stride, y_off, y_stride, accumulate;
+  } p{M, uint32_t(N), uint32_t(K), uint32_t(first * K), uint32_t(K), 0, uint32_t(N), 0};
+  const uint32_t groups = serial ? uint32_t((N + 63) / 64) : uint32_t(N);
+  vulkan::Recorder rec(f.ctx);
+  rec.begin();
+  rec.dispatch(f.kernels.get((serial ? "matmul_serial_" : "matmul_split_") + suffix(t), 3), {xb.view(), yb.view(), wb.view()}, p, groups,
+               (M + 7) / 8);
+  rec.finish();
+  const float* y = static_cast<const float*>(yb.mapped());
+  return std::vector<float>(y, y + M * N);
+}
+
+class VulkanMatmul : public ::testing::TestWithParam<std::tuple<DType, int>> {};
+
+TEST_P(VulkanMatmul, MatchesTheDequantizedReferenceAndIsBatchInvariant) {
+  JF_VULKAN_DEVICE(device);
+  const auto [type, K] = GetParam();
+  const int64_t N = 70, M = 11;  // N past a workgroup of outputs; M over two tiles of 8 rows
+  Fixture f(device);
+  const std::vector<float> wf = random_floats(static_cast<size_t>(N * K), 7);
+  const size_t row_bytes = dtype_row_bytes(type, K);
+  std::vector<uint8_t> w(row_bytes * N);
+  for (int64_t n = 0; n < N; n++) quantize_row(type, &wf[n * K], &w[n * row_bytes], K);
+  const std::vector<float> x = random_floats(static_cast<size_t>(M * K), 9);
+  const std::vector<float> y = device_matmul(f, type, w, N, K, x, 0, M);
+  std::vector<float> row(static_cast<size_t>(K));
+  for (int64_t n = 0; n < N; n++) {
+    dequantize_row(type, &w[n * row_bytes], row.data(), K);
+    for (int64_t m = 0; m < M; m++) {
+      double ref = 0, mag = 0;
+      for (int64_t k = 0; k < K; k++) ref += double(x[m * K + k]) * row[k], mag += std::fabs(double(x[m * K + k]) * row[k]);
+      ASSERT_NEAR(y[m * N + n], ref, 2e-6 * mag + 1e-6) << dtype_name(type) << " K=" << K << " row " << m << " output " << n;
+    }
+  }
+  // Each row again alone, and rows 3..9 as a batch of 7 (other tiles, other neighbours): the same bits.
+  for (uint32_t m : {0u, 5u, 10u}) {
+    const std::vector<float> alone = device_matmul(f, type, w, N, K, x, m, 1);
+    ASSERT_EQ(0, std::memcmp(alone.data(), &y[m * N], N * 4)) << dtype_name(type) << " row " << m << " alone";
+  }
+  const std::vector<float> part = device_matmul(f, type, w, N, K, x, 3, 7);
+  ASSERT_EQ(0, std::memcmp(part.data(), &y[3 * N], 7 * N * 4)) << dtype_name(type) << " rows 3..9";
+}
+
+std::vector<std::tuple<DType, int>> matmul_cases() {
+  std::vector<std::tuple<DType, int>> c;
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K,
+                  DType::Q5_K, DType::Q6_K})
+    for (int K : {256, 2304}) c.emplace_back(t, K);  // 8 units: a thread per output; 72: a workgroup per output
+  c.emplace_back(DType::F32, 100);                     // float types need no whole units
+  return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, VulkanMatmul, ::testing::ValuesIn(matmul_cases()), [](const auto& info) {
+  return suffix(std::get<0>(info.param)) + "_K" + std::to_string(std::get<1>(info.param));
+});
+
+// Embedding rows come out as the CPU dequantizes them.
+TEST(VulkanGetRows, MatchesDequantizeRowPerType) {
+  JF_VULKAN_DEVICE(device);
+  Fixture f(device);
+  const int64_t K = 512, rows = 9;
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K,
+                  DType::Q5_K, DType::Q6_K}) {
+    const std::vector<float> wf = random_floats(static_cast<size_t>(rows * K), 3);
+    const size_t rb = dtype_row_bytes(t, K);
+    Buffer wb(f.ctx, rb * rows, Buffer::Kind::Host), ids(f.ctx, 16, Buffer::Kind::Host), out(f.ctx, 2 * K * 4, Buffer::Kind::Host);
+    for (int64_t r = 0; r < rows; r++) quantize_row(t, &wf[r * K], static_cast<uint8_t*>(wb.mapped()) + r * rb, K);
+    const int32_t pick[2] = {7, 2};
+    std::memcpy(ids.mapped(), pick, sizeof pick);
+    struct {
+      uint32_t n_rows, K, rows_off, out_off;
+      float scale;
+    } p{2, uint32_t(K), 0, 0, 1.0f};
+    vulkan::Recorder rec(f.ctx);
+    rec.begin();
+    rec.dispatch(f.kernels.get("get_rows_" + suffix(t), 3), {ids.view(), out.view(), wb.view()}, p, 2);
+    rec.finish();
+    std::vector<float> ref(static_cast<size_t>(K));
+    for (int i = 0; i < 2; i++) {
+      dequantize_row(t, static_cast<const uint8_t*>(wb.mapped()) + pick[i] * rb, ref.data(), K);
+      const float* got = static_cast<const float*>(out.mapped()) + i * K;
+      for (int64_t k = 0; k < K; k++) ASSERT_NEAR(got[k], ref[k], 1e-6f * (1 + std::fabs(ref[k]))) << dtype_name(t) << " k " << k;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace jf

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The Vulkan backend through the jf command line, as a user meets it: `jf devices`, --device on generate,
+# bench, perplexity and serve (same text as the CPU, 100% identical decoders), and one-line errors for a
+# bad device, a missing device and --device auto's fallback. Runs on lavapipe; never skipped when CI=true.
+# Usage: vulkan_cli_test.sh JF_BINARY SHARED_DIR
+set -euo pipefail
+jf="$1"
+shared="$2"
+model="$shared/models/stories260K/stories260K.gguf"
+if [ ! -e "$model" ]; then
+  if [ "${CI:-}" = "true" ]; then echo "FAIL: CI=true but $model is missing"; exit 1; fi
+  echo "SKIPPED: ../shared/models/stories260K not found"; exit 0
+fi
+fail() { echo "FAIL: $*"; exit 1; }
+work="$(mktemp -d)"
+trap 'kill "${server:-0}" 2>/dev/null || true; rm -rf "$work"' EXIT
+
+"$jf" devices > "$work/devices.txt"
+grep -q "^vulkan:0" "$work/devices.txt" || {
+  cat "$work/devices.txt"
+  [ "${CI:-}" = "true" ] && fail "CI=true but jf devices lists no Vulkan device (mesa-vulkan-drivers?)"
+  echo "SKIPPED: no Vulkan device"; exit 0
+}
+grep -q "^auto " "$work/devices.txt" || fail "jf devices does not say what auto picks"
+dev="vulkan:${JF_TEST_VULKAN_DEVICE:-0}"
+
+# The same text on the device as on the CPU.
+gen=(generate -m "$model" -p "Once upon a time" -n 40)
+"$jf" "${gen[@]}" --device cpu > "$work/cpu.txt" 2>/dev/null
+"$jf" "${gen[@]}" --device "$dev" > "$work/gpu.txt" 2>/dev/null
+cmp -s "$work/cpu.txt" "$work/gpu.txt" || fail "generate --device $dev differs from the CPU: $(cat "$work/gpu.txt")"
+
+# bench on the device: every decoder identical to ar, the device's time per forward reported.
+printf '{"prompt": "Once upon a time"}\n{"prompt": "The cat sat"}\n' > "$work/prompts.jsonl"
+"$jf" bench -m "$model" --device "$dev" --prompts "$work/prompts.jsonl" -n 32 \
+  --decoders ar,jacobi:block=8:draft-policy=fixed,lookahead,pld:draft-policy=fixed,multiblock:block=8 > "$work/bench.txt" 2>/dev/null
+grep -q "^device vulkan" "$work/bench.txt" || fail "bench does not name the device"
+grep -q "device ms/forward" "$work/bench.txt" || fail "bench prints no device time"
+[ "$(grep -c '| 100% |' "$work/bench.txt")" = 5 ] || { cat "$work/bench.txt"; fail "a decoder's output differed from ar on the device"; }
+
+# perplexity on the device.
+head -c 4000 "$shared/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt" > "$work/text.txt"
+"$jf" perplexity -m "$model" --device "$dev" -f "$work/text.txt" --window 128 > "$work/ppl.txt" 2>/dev/null ||
+  fail "perplexity --device $dev failed"
+
+# Errors: one line, non-zero exit.
+expect_error() {  # expect_error PATTERN COMMAND...
+  local pattern="$1"; shift
+  if "$@" > /dev/null 2> "$work/err.txt"; then fail "'$*' succeeded"; fi
+  grep -q "$pattern" "$work/err.txt" || fail "'$*' said: $(cat "$work/err.txt")"
+  [ "$(wc -l < "$work/err.txt")" = 1 ] || fail "'$*' printed more than one line: $(cat "$work/err.txt")"
+}
+expect_error "unknown device 'gpu'" "$jf" "${gen[@]}" --device gpu
+expect_error "no device 9" "$jf" "${gen[@]}" --device vulkan:9
+# No driver: the loader finds no device; auto falls back to the CPU and says so.
+expect_error "no Vulkan device" env VK_ICD_FILENAMES=/nonexistent.json VK_DRIVER_FILES=/nonexistent.json "$jf" "${gen[@]}" --device vulkan
+env VK_ICD_FILENAMES=/nonexistent.json VK_DRIVER_FILES=/nonexistent.json "$jf" "${gen[@]}" --device auto > "$work/auto.txt" 2> "$work/auto.err" ||
+  fail "--device auto without a device failed: $(cat "$work/auto.err")"
+grep -q "running on the CPU" "$work/auto.err" || fail "--device auto did not say it fell back: $(cat "$work/auto.err")"
+cmp -s "$work/cpu.txt" "$work/auto.txt" || fail "--device auto's CPU fallback gave another text"
+
+# The server on the device: each of several concurrent requests (batched into shared forwards) answers as
+# generate does; a device error inside a batch fails those requests with 500 and the server goes on serving.
+start_server() {  # start_server [ENV=VALUE...]: sets $server and $port
+  env "$@" "$jf" serve -m "$model" --device "$dev" --port 0 -P 4 --no-calibrate > "$work/serve.out" 2> "$work/serve.err" &
+  server=$!
+  port=""
+  for _ in $(seq 150); do
+    port="$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$work/serve.err")"
+    [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/health" > /dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  fail "jf serve --device $dev did not start: $(cat "$work/serve.err")"
+}
+stop_server() { kill "$server"; wait "$server" 2>/dev/null || true; }
+complete() {  # complete PROMPT OUT: the HTTP status; the body in OUT
+  curl -s -o "$2" -w '%{http_code}' "http://127.0.0.1:$port/v1/completions" -H 'Content-Type: application/json' \
+    -d "{\"prompt\": \"$1\", \"max_tokens\": 40, \"temperature\": 0}"
+}
+same_text() {  # same_text RESPONSE PROMPT: the completion is what jf generate writes after the prompt
+  "$jf" generate -m "$model" -p "$2" -n 40 --device cpu > "$work/want.txt" 2>/dev/null
+  python3 - "$1" "$work/want.txt" "$2" <<'PY'
+import json, sys
+text = json.load(open(sys.argv[1]))["choices"][0]["text"]
+want = open(sys.argv[2]).read().rstrip("\n")
+sys.exit(0 if want == sys.argv[3] + text.rstrip("\n") or want.endswith(text.rstrip("\n")) else 1)
+PY
+}
+start_server
+prompts=("Once upon a time" "The cat sat on the mat" "Lily and Ben went to the park" "A little bird")
+for i in 0 1 2 3; do complete "${prompts[$i]}" "$work/c$i.json" > "$work/s$i" & done
+wait $(jobs -p | grep -v "^$server$") 2>/dev/null || true
+for i in 0 1 2 3; do
+  [ "$(cat "$work/s$i")" = 200 ] || fail "request $i: status $(cat "$work/s$i"): $(cat "$work/c$i.json")"
+  same_text "$work/c$i.json" "${prompts[$i]}" || fail "the server's text for '${prompts[$i]}' differs from generate's"
+done
+stop_server
+start_server JF_VULKAN_FAULT=0:2  # the first forward and its retry alone fail
+[ "$(complete "Once upon a time" "$work/bad.json")" = 500 ] || fail "a device error did not give 500: $(cat "$work/bad.json")"
+grep -q "device error" "$work/bad.json" || fail "the 500 does not say what failed: $(cat "$work/bad.json")"
+[ "$(complete "Once upon a time" "$work/good.json")" = 200 ] || fail "the server did not recover: $(cat "$work/good.json")"
+same_text "$work/good.json" "Once upon a time" || fail "after a device error the server's text differs from generate's"
+stop_server
+echo "vulkan cli: all checks passed"

@@ -1,0 +1,43 @@
+// Helpers of the Vulkan tests: which device they run on, and a skip (failure under CI=true) without one.
+#pragma once
+#include <cstdlib>
+#include <string>
+
+#include "base/error.h"
+#include "test_support.h"
+#include "vulkan/context.h"
+
+namespace jf::test {
+
+// JF_TEST_VULKAN_DEVICE, else the first usable hardware GPU, else the first usable device (lavapipe); -1 when
+// there is none, with the reason in *why.
+inline int test_vulkan_device(std::string* why) {
+  if (const char* e = std::getenv("JF_TEST_VULKAN_DEVICE")) return std::atoi(e);
+  try {
+    int software = -1;
+    for (const vulkan::DeviceInfo& d : vulkan::list_devices()) {
+      if (!d.missing.empty()) continue;
+      if (!d.software) return d.index;
+      if (software < 0) software = d.index;
+    }
+    if (software < 0) *why = "no usable Vulkan device";
+    return software;
+  } catch (const Error& e) {
+    *why = e.what();
+    return -1;
+  }
+}
+
+}  // namespace jf::test
+
+// Binds `var` to the Vulkan device index the tests use; skips the test (fails it under CI=true) without one.
+#define JF_VULKAN_DEVICE(var)                                                                              \
+  int var = -1;                                                                                            \
+  do {                                                                                                     \
+    std::string why__;                                                                                     \
+    var = ::jf::test::test_vulkan_device(&why__);                                                          \
+    if (var < 0) {                                                                                         \
+      if (::jf::test::in_ci()) FAIL() << "CI=true but no Vulkan device (install mesa-vulkan-drivers): " << why__; \
+      GTEST_SKIP() << "SKIPPED: no Vulkan device: " << why__;                                              \
+    }                                                                                                      \
+  } while (0)
