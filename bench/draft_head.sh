@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 5 ] || { sed -n 2,16p "$0" >&2; exit 2; }
 model="$1" base="$2" openings="$3" work="$4" name="$5" threads="${6:-2}"
-jf=build/bin/jf
+jf="${JF:-build/bin/jf}"
 mkdir -p "$work"
 text_flags=(--max-text-tokens 30000 --window 512)
 if [ "${STORIES:-0}" = 1 ]; then  # judged as the stories frontier: the TinyStories validation sample, 100 openings

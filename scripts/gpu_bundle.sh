@@ -3,15 +3,20 @@
 # portable jf (-DJF_NATIVE=OFF) and the Vulkan test binaries, the shared libraries they load that a bare
 # machine lacks (the Vulkan loader included), the default code model and stories260K. Writes gpu-bundle/
 # (git-ignored; carry it to the device: `carry: ["gpu-bundle"]`) and checks it fits the 64 MiB a call carries.
+# BUILD=DIR takes the binaries of an existing build instead (e.g. BUILD=build to check the bundling here; a
+# native build may not run on the device's CPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 out=gpu-bundle
-cmake -S . -B build-portable -DCMAKE_BUILD_TYPE=Release -DJF_NATIVE=OFF -DJF_BUILD_BENCH=OFF > /dev/null
-cmake --build build-portable -j "${JF_JOBS:-2}" --target jf test_vulkan_kernels test_vulkan_forward test_vulkan_decoders
+build="${BUILD:-build-portable}"
+if [ -z "${BUILD:-}" ]; then
+  cmake -S . -B build-portable -DCMAKE_BUILD_TYPE=Release -DJF_NATIVE=OFF -DJF_BUILD_BENCH=OFF > /dev/null
+  cmake --build build-portable -j "${JF_JOBS:-2}" --target jf test_vulkan_kernels test_vulkan_forward test_vulkan_decoders
+fi
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/models/stories260K" "$out/data"
-cp build-portable/bin/jf build-portable/bin/test_vulkan_kernels build-portable/bin/test_vulkan_forward build-portable/bin/test_vulkan_decoders "$out/bin/"
+for b in jf test_vulkan_kernels test_vulkan_forward test_vulkan_decoders; do cp "$build/bin/$b" "$out/bin/"; done
 strip "$out"/bin/*
 # Every library the binaries link beyond the C/C++ runtime a bare Debian-like machine has, and the loader.
 for b in "$out"/bin/*; do ldd "$b"; done | awk '/=> \//{print $3}' | sort -u | while read -r lib; do

@@ -6,6 +6,10 @@
 #   scripts/gpu_check.sh                 on the device machine (bundle in gpu-bundle/)
 #   scripts/gpu_check.sh --local         every step here on lavapipe with small files and this build's
 #                                        binaries (run by the tests, so a mistake never costs device time)
+#   SHAPES=tiny TOKENS=8 scripts/gpu_check.sh   a device run's steps on the bundle, here on lavapipe
+# On the device: BUNDLE carried, e.g. run(command="scripts/gpu_check.sh", carry=["gpu-bundle"], timeout_s=540);
+# where `ldconfig -p | grep libvulkan` finds nothing, the bundle's loader is used; NVIDIA's ICD is looked for in
+# the usual places (VK_DRIVER_FILES overrides).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 local=0
@@ -39,8 +43,8 @@ else
   stories="$bundle/models/stories260K/stories260K.gguf"
   vocab="$bundle/models/ggml-vocab-llama-spm.gguf"
   text="$bundle/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt"
-  shapes=(llama-1b)
-  tokens=64
+  read -r -a shapes <<< "${SHAPES:-llama-1b}"  # SHAPES="tiny" rehearses a device run here on the bundle
+  tokens="${TOKENS:-64}"
   gtest_filter='*'
   export LD_LIBRARY_PATH="$PWD/$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   # NVIDIA's Vulkan driver where the machine has it but the loader does not find it by itself.

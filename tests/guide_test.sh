@@ -46,7 +46,7 @@ start=$(date +%s)
 (
   cd "$tmp/work" &&
     PATH="$(cd "$(dirname "$jf")" && pwd):$PATH" MODEL="$model" PORT="$port" XDG_CACHE_HOME="$tmp/cache" \
-      timeout 120 bash "$tmp/guide.sh"
+      timeout 240 bash "$tmp/guide.sh"
 ) >"$tmp/log" 2>&1
 rc=$?
 seconds=$(($(date +%s) - start))
@@ -94,4 +94,15 @@ assert gain > 1.0 and agreement > 0.75, (gain, agreement)
 PY
 then ok "the fine-tune gains multiblock TPF and stays near its base: $(grep -E 'agreement|multiblock' "$w/eval.txt" | head -2 | tr '\n' ' ')"
 else fail "jf eval of the fine-tune: $(cat "$w/eval.txt" 2>/dev/null)"; fi
+# The guide's draft file for stories260K: found beside its model, the same text, more tokens per forward.
+if [ -s "$w/stories.draft.gguf" ]; then
+  g=(generate -m "$w/stories.gguf" -p "Once upon a time" -n 48 --decoder jacobi --block 8 --draft-policy fixed)
+  "$jf" "${g[@]}" >"$w/with.txt" 2>"$w/with.err"
+  "$jf" "${g[@]}" --no-draft >"$w/without.txt" 2>"$w/without.err"
+  tpf() { grep -o "([0-9.]* tokens/forward)" "$1" | tr -dc '0-9.'; }
+  if cmp -s "$w/with.txt" "$w/without.txt" && grep -q "found beside the model" "$w/with.err" &&
+    python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)" "$(tpf "$w/with.err")" "$(tpf "$w/without.err")"
+  then ok "the guide's draft file: the same text, TPF $(tpf "$w/with.err") against $(tpf "$w/without.err")"
+  else fail "the guide's draft file: $(cat "$w/with.err" "$w/without.err")"; fi
+else fail "the guide wrote no stories.draft.gguf"; fi
 [ "$fails" -eq 0 ] && exit 0 || exit 1

@@ -106,14 +106,20 @@ TEST(DraftChain, MisuseIsAnError) {
   KvCache cache(d.model->config(), 64);
   SequenceInput in;
   in.set_causal(&cache, kTokens, SequenceInput::Logits::All);
-  const float* logits = tf.forward(in);
   int32_t out[2];
+  EXPECT_THROW(tf.draft_chain(tf.forward(in) + 11 * V, cache, 1, 1, out), std::logic_error);  // the forward ran no draft layer
+  cache.truncate(0);
+  in.set_causal(&cache, kTokens, SequenceInput::Logits::All);
+  in.draft_logits = true;
+  const float* logits = tf.forward(in);
+  EXPECT_EQ(tf.draft_chain(logits + 11 * V, cache, 1, 1, out), 1);  // the right use
   EXPECT_THROW(tf.draft_chain(logits, cache, 1, 1, out), std::logic_error);  // the cache goes past row 0
   EXPECT_THROW(tf.draft_chain(logits + 3, cache, 1, 1, out), std::logic_error);  // not a row
   EXPECT_THROW(tf.draft_chain(logits + 11 * V, cache, V, 1, out), std::logic_error);  // token outside the vocabulary
   EXPECT_EQ(tf.draft_chain(logits + 11 * V, cache, 1, 0, out), 0);
   KvCache full(d.model->config(), static_cast<int>(kTokens.size()));
   in.set_causal(&full, kTokens, SequenceInput::Logits::Last);
+  in.draft_logits = true;
   EXPECT_EQ(tf.draft_chain(tf.forward(in), full, 1, 2, out), 0);  // no free slot: no chain
   TrainableModel plain(preset_config("tiny"));
   EXPECT_THROW(plain.set_draft_chain(1), Error);

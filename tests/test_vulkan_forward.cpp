@@ -87,6 +87,13 @@ void expect_batch_invariant(ForwardPass& fwd, const std::vector<int32_t>& toks, 
   expect_bits(row_of(fwd.forward(in), 0, V), ref[12], what + ": after keep");
 }
 
+// The largest |want - got| over the largest |want| (at least 1): how far the device is from the CPU.
+float relative_error(const std::vector<float>& want, const std::vector<float>& got) {
+  float scale = 1.0f, worst = 0.0f;
+  for (size_t i = 0; i < want.size(); i++) scale = std::max(scale, std::fabs(want[i])), worst = std::max(worst, std::fabs(want[i] - got[i]));
+  return worst / scale;
+}
+
 class VulkanArch : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(VulkanArch, BatchInvariantAndCloseToTheCpu) {
@@ -98,11 +105,7 @@ TEST_P(VulkanArch, BatchInvariantAndCloseToTheCpu) {
   // CPU and device sum in different orders: logits agree to 1e-4 of the largest logit's magnitude.
   Transformer cpu(m->config(), m->weights());
   const Logits want = stepwise(cpu, toks), got = stepwise(fwd, toks);
-  for (size_t r = 0; r < toks.size(); r++) {
-    float scale = 1.0f, worst = 0.0f;
-    for (size_t i = 0; i < want[r].size(); i++) scale = std::max(scale, std::fabs(want[r][i])), worst = std::max(worst, std::fabs(want[r][i] - got[r][i]));
-    EXPECT_LE(worst, 1e-4f * scale) << GetParam() << " row " << r;
-  }
+  for (size_t r = 0; r < toks.size(); r++) EXPECT_LE(relative_error(want[r], got[r]), 1e-4f) << GetParam() << " row " << r;
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, VulkanArch,
@@ -125,14 +128,28 @@ TEST(VulkanForward, BatchInvariantForEveryWeightType) {
   }
 }
 
+// A tiny model with a draft head and layer, its forward on the device and on the CPU.
+struct DraftModel {
+  static ModelConfig config() {
+    ModelConfig c = preset_config("tiny");
+    c.draft_head = c.draft_layer = true;
+    return c;
+  }
+  DraftModel(int device, uint64_t seed)
+      : cfg(config()), m(make_model(cfg, DType::F32, seed)), fwd(device, m->config(), m->weights()), cpu(m->config(), m->weights()) {}
+  ModelConfig cfg;
+  std::unique_ptr<Model> m;
+  vulkan::VulkanForward fwd;
+  Transformer cpu;
+};
+
 // A draft head and layer: the device's draft logits agree with the CPU's, and both heads stay batch-invariant.
 TEST(VulkanForward, DraftHeadAndLayerMatchTheCpu) {
   JF_VULKAN_DEVICE(device);
-  ModelConfig cfg = preset_config("tiny");
-  cfg.draft_head = cfg.draft_layer = true;
-  const std::unique_ptr<Model> m = make_model(cfg, DType::F32, 21);
-  vulkan::VulkanForward fwd(device, m->config(), m->weights());
-  Transformer cpu(m->config(), m->weights());
+  DraftModel d(device, 21);
+  const ModelConfig& cfg = d.cfg;
+  vulkan::VulkanForward& fwd = d.fwd;
+  Transformer& cpu = d.cpu;
   const std::vector<int32_t> toks = test::random_tokens(13, cfg.vocab_size, 2);
   expect_batch_invariant(fwd, toks, DType::F32, "draft layer model");
   auto drafts = [&](ForwardPass& f) {
@@ -145,21 +162,17 @@ TEST(VulkanForward, DraftHeadAndLayerMatchTheCpu) {
     EXPECT_NE(d, nullptr);
     return std::vector<float>(d, d + toks.size() * cfg.vocab_size);
   };
-  const std::vector<float> want = drafts(cpu), got = drafts(fwd);
-  float scale = 1.0f, worst = 0.0f;
-  for (size_t i = 0; i < want.size(); i++) scale = std::max(scale, std::fabs(want[i])), worst = std::max(worst, std::fabs(want[i] - got[i]));
-  EXPECT_LE(worst, 1e-4f * scale);
+  EXPECT_LE(relative_error(drafts(cpu), drafts(fwd)), 1e-4f);
 }
 
 // A draft chain on the device: the CPU's chained drafts, the same after a batched forward as after a lone one,
 // and the cache as it was after it (the next forward's logits unchanged).
 TEST(VulkanForward, DraftChainMatchesTheCpuAndLeavesTheCacheAsItWas) {
   JF_VULKAN_DEVICE(device);
-  ModelConfig cfg = preset_config("tiny");
-  cfg.draft_head = cfg.draft_layer = true;
-  const std::unique_ptr<Model> m = make_model(cfg, DType::F32, 33);
-  vulkan::VulkanForward fwd(device, m->config(), m->weights());
-  Transformer cpu(m->config(), m->weights());
+  DraftModel d(device, 33);
+  const ModelConfig& cfg = d.cfg;
+  vulkan::VulkanForward& fwd = d.fwd;
+  Transformer& cpu = d.cpu;
   const std::vector<int32_t> toks = test::random_tokens(10, cfg.vocab_size, 4), other = test::random_tokens(7, cfg.vocab_size, 5);
   // chain(f, batched): the 4 drafts after the last row of toks (first draft 3), and the next token's logits
   auto chain = [&](ForwardPass& f, bool batched) {
@@ -167,6 +180,7 @@ TEST(VulkanForward, DraftChainMatchesTheCpuAndLeavesTheCacheAsItWas) {
     SequenceInput in, io;
     in.set_causal(&c, toks, SequenceInput::Logits::Last);
     io.set_causal(&o, other, SequenceInput::Logits::Last);
+    in.draft_logits = io.draft_logits = true;
     SequenceInput* both[] = {&io, &in};
     const float* l = batched ? f.forward(std::span<SequenceInput* const>(both, 2)) : f.forward(in);
     std::vector<int32_t> drafts(4, -1);

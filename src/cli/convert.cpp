@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "model/convert.h"
+#include "model/draft_file.h"
 #include "model/hf.h"
 #include "model/random_model.h"
 #include "tokenizer/tokenizer.h"
@@ -26,9 +27,12 @@ void set_file_type(GgufMetadata& meta, const WeightScheme& scheme) {
   meta.set("general.quantization_version", GgufValue::of_u32(2));
 }
 
-int run_convert(const ModelOptions& o, const std::string& out, const std::string& type) {
+int run_convert(const ModelOptions& o, const std::string& out, const std::string& type, const std::string& split_draft) {
   if (out.empty()) throw Error("missing output path (-o)");
-  LoadedModel lm = open_model(o);
+  ModelOptions own = o;
+  own.no_draft = own.draft.empty();  // a draft file beside the model stays beside it; --draft merges one in
+  LoadedModel lm = open_model(own);
+  if (!split_draft.empty() && !lm.model->config().draft_head) throw Error("--split-draft: " + o.path + " has no draft tensors");
   ModelConfig cfg;
   TensorSet ts = to_gguf_layout(lm.model->config(), lm.model->tensors(), &cfg);
   if (!type.empty()) {
@@ -39,6 +43,17 @@ int run_convert(const ModelOptions& o, const std::string& out, const std::string
   GgufMetadata meta;
   if (!type.empty()) set_file_type(meta, parse_scheme(type));
   if (lm.tokenizer) lm.tokenizer->to_gguf(meta);
+  if (!split_draft.empty()) {  // the model without its draft tensors, and a draft file bound to it
+    ModelConfig base = cfg;
+    base.draft_head = base.draft_layer = false, base.draft_chain = 0;
+    TensorSet own;
+    for (const auto& [name, t] : ts.tensors)
+      if (!is_draft_tensor(name)) own.tensors[name] = t;
+    write_model_gguf(out, base, own, meta);
+    write_draft_file(split_draft, cfg, ts, base_fingerprint(own));
+    std::fprintf(stderr, "jf: wrote %s (%s) and its draft file %s\n", out.c_str(), base.summary().c_str(), split_draft.c_str());
+    return 0;
+  }
   write_model_gguf(out, cfg, ts, meta);
   std::fprintf(stderr, "jf: wrote %s (%s)\n", out.c_str(), cfg.summary().c_str());
   return 0;
@@ -79,11 +94,15 @@ Command add_convert_command(CLI::App& app) {
   auto o = std::make_shared<ModelOptions>();
   auto out = std::make_shared<std::string>();
   auto type = std::make_shared<std::string>();
+  auto split = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("convert", "Convert a model (llama2.c, safetensors or GGUF) to GGUF, optionally requantizing");
   add_model_options(cmd, *o);
   cmd->add_option("-o,--output", *out, "Output GGUF file")->required();
   cmd->add_option("--type", *type, std::string("Weight type of the output matrices: ") + weight_scheme_names() + " (default: unchanged)");
-  return [o, out, type] { return run_convert(*o, *out, *type); };
+  cmd->add_option("--split-draft", *split,
+                  "Write the model's draft tensors to this draft file and the model without them to -o (a model every "
+                  "GGUF tool loads; name the draft file MODEL.draft.gguf to have it found beside MODEL.gguf)");
+  return [o, out, type, split] { return run_convert(*o, *out, *type, *split); };
 }
 
 Command add_random_command(CLI::App& app) {

@@ -218,6 +218,7 @@ int run_eval(EvalArgs& a) {
   m.model = open_model(a.model);
   ModelOptions bo = a.model;
   bo.path = a.base;
+  bo.draft.clear(), bo.no_draft = true;  // the base as it is: --draft is the model's
   m.base = open_model(bo);
   if (!m.model.tokenizer) throw Error(a.model.path + ": the model has no tokenizer");
   m.vocab = m.model.model->config().vocab_size;

@@ -37,9 +37,13 @@ int run_inspect(const ModelOptions& o, bool list_tensors) {
   std::printf("norm epsilon:  %g\n", c.norm_eps);
   std::printf("qkv bias:      %s\n", c.attn_bias ? "yes" : "no");
   std::printf("output head:   %s\n", c.tied_output ? "tied to the token embedding" : "separate");
-  if (c.draft_head)
+  if (c.draft_head) {
     std::printf("draft head:    yes%s (jacobi and multiblock draft from it, verify with the output head)\n",
                 c.draft_layer ? ", on a draft layer that drafts one token further" : "");
+    std::printf("draft from:    %s\n", m.draft_source().empty() ? "the model file (a combined file: only jf loads it; jf convert "
+                                                                    "--split-draft makes a model and a draft file)"
+                                                                  : ("the draft file " + m.draft_source()).c_str());
+  }
   if (c.draft_chain > 0)
     std::printf("draft chain:   %d (the layer runs again on its own output and draft for %d more draft%s)\n",
                 c.draft_chain, c.draft_chain, c.draft_chain == 1 ? "" : "s");

@@ -8,6 +8,7 @@
 #include "base/mapped_file.h"
 #include "chat/conversation.h"
 #include "device/device.h"
+#include "model/draft_file.h"
 #include "kernels/parallel.h"
 #include "tokenizer/chat.h"
 
@@ -33,6 +34,10 @@ void add_model_options(CLI::App* app, ModelOptions& o) {
                   "KV cache type: f32 (exact) or f16 (half the memory and the attention reads of long contexts; "
                   "results differ slightly from f32) (default f32)")
       ->check(CLI::IsMember({"f32", "f16"}));
+  app->add_option("--draft", o.draft,
+                  "Draft file for the model (its draft head, layer and chain, from jf train -o NAME.draft.gguf) "
+                  "(default: MODEL.draft.gguf beside a MODEL.gguf, when there is one)");
+  app->add_flag("--no-draft", o.no_draft, "Run without a draft file, even one found beside the model");
   app->add_option("--device", o.device,
                   "Device that runs the model: cpu, vulkan (the first Vulkan device), vulkan:N (see jf devices), or auto "
                   "(the first GPU, else the CPU) (default cpu)");
@@ -159,6 +164,32 @@ std::string default_model_path() {
   return {};
 }
 
+namespace {
+
+bool given_a_draft_file(const std::string& path) {
+  if (!path.ends_with(".gguf") || !std::filesystem::is_regular_file(path)) return false;
+  try {
+    return is_draft_file(path);
+  } catch (const Error&) {
+    return false;  // not a readable GGUF: loading it says why
+  }
+}
+
+// --draft FILE, else MODEL.draft.gguf beside the model when it exists (said on stderr), unless --no-draft.
+void attach_draft(const ModelOptions& o, Model& m) {
+  if (o.no_draft) {
+    if (!o.draft.empty()) throw Error("--draft and --no-draft contradict each other");
+    return;
+  }
+  if (!o.draft.empty()) return attach_draft_file(m, o.draft);
+  const std::string beside = draft_file_beside(o.path);
+  if (beside.empty() || m.config().draft_head || !std::filesystem::is_regular_file(beside)) return;
+  attach_draft_file(m, beside);
+  std::fprintf(stderr, "jf: draft file %s (found beside the model; --no-draft runs without it)\n", beside.c_str());
+}
+
+}  // namespace
+
 LoadedModel open_model(const ModelOptions& o) {
   if (o.path.empty())
     throw Error(std::string("no model given: pass -m MODEL (the default model, models/") + kDefaultModel +
@@ -166,8 +197,10 @@ LoadedModel open_model(const ModelOptions& o) {
   set_num_threads(o.threads);
   LoadOptions lo;
   lo.tokenizer_path = o.tokenizer;
+  if (given_a_draft_file(o.path)) throw Error(o.path + " is a draft file: give its model with -m and the draft file with --draft");
   LoadedModel lm = load_model(o.path, lo);
   for (const std::string& note : lm.notes) std::fprintf(stderr, "jf: %s\n", note.c_str());
+  attach_draft(o, *lm.model);
   lm.model->set_panels(!o.no_panels);
   return lm;
 }

@@ -19,6 +19,8 @@ struct ModelOptions {
   bool no_panels = false;  // keep only the file's row-major weights (see Model::set_panels)
   std::string kv_type = "f32";  // KV cache element type: f32 (exact) or f16 (see KvCache)
   std::string device = "cpu";   // cpu, vulkan, vulkan:N or auto (device/device.h)
+  std::string draft;            // a draft file (model/draft_file.h); "" = MODEL.draft.gguf when it exists
+  bool no_draft = false;        // run without a draft file, even one beside the model
 };
 
 struct PromptOptions {

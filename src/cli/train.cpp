@@ -10,6 +10,7 @@
 #include "cli/progress.h"
 #include "kernels/parallel.h"
 #include "model/convert.h"
+#include "model/draft_file.h"
 #include "model/hf.h"
 #include "tokenizer/bpe_train.h"
 #include "train/distributed.h"
@@ -30,6 +31,7 @@ struct TrainArgs {
   int seq_len = 256, threads = 0, log_every = 10;
   bool no_teacher_consistency = false;
   bool draft_layer = false;  // draft-head: add a draft layer under the head
+  std::string draft;         // draft-head: a draft file to start from
   int draft_chain = 0;  // draft-head: train the draft layer's chain too, marked for this many drafts
   TrainOptions opt;
 };
@@ -135,6 +137,7 @@ int run_train(TrainArgs& a) {
   if (draft_head && !a.corpus.empty()) throw Error("objective 'draft-head' trains on --data alone (no --corpus)");
   if (a.draft_layer && !draft_head) throw Error("--draft-layer applies to the draft-head objective");
   if (a.draft_chain > 0 && !draft_head) throw Error("--draft-chain applies to the draft-head objective");
+  if (!a.draft.empty() && !draft_head) throw Error("--draft applies to the draft-head objective");
   if (!consistency_norm_from_name(a.consistency_norm, &a.opt.loss.consistency_norm))
     throw Error("--consistency-norm must be reference or per-block, got '" + a.consistency_norm + "'");
   DType save_type = DType::F32;
@@ -154,6 +157,7 @@ int run_train(TrainArgs& a) {
   LoadedModel lm;  // draft-head: the model's own tensors are written back unchanged
   if (!a.model.empty()) {
     lm = load_model(a.model);
+    if (!a.draft.empty()) attach_draft_file(*lm.model, a.draft);  // a draft file to go on training
     tok = std::move(lm.tokenizer);
     model = std::make_unique<TrainableModel>(
         TrainableModel::from_tensors(lm.model->config(), lm.model->tensors(), draft_head, draft_head && a.draft_layer));
@@ -256,7 +260,10 @@ int run_train(TrainArgs& a) {
     else if (save_type != DType::F32) ts = convert_tensors(ts, save_type);
     meta.set("jf.train.objective", GgufValue::of_string(a.objective));
     meta.set("jf.train.steps", GgufValue::of_u64(static_cast<uint64_t>(trainer.step())));
-    write_model_gguf(a.out, cfg, ts, meta);
+    if (draft_head && a.out.ends_with(".draft.gguf"))  // the draft tensors alone, bound to the -m model
+      write_draft_file(a.out, cfg, ts, base_fingerprint(lm.model->tensors()));
+    else
+      write_model_gguf(a.out, cfg, ts, meta);
     std::fprintf(stderr, "jf train: wrote %s (checkpoint with optimizer state: %s)\n", a.out.c_str(),
                  a.opt.checkpoint_path.c_str());
   }
@@ -274,6 +281,7 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--objective", a->objective,
                   "jacobi-forcing (default), cllm, ar, or draft-head (train only a draft head on the frozen -m model: "
                   "its Jacobi drafts improve, its output stays bit for bit the same)");
+  cmd->add_option("--draft", a->draft, "draft-head: start from this draft file of the model (-o NAME.draft.gguf writes one)");
   cmd->add_flag("--draft-layer", a->draft_layer,
                 "draft-head: put a draft layer under the draft head when the model has none, and train both: one "
                 "transformer layer on each row's final hidden state plus the embedding of the model's greedy next "
@@ -331,7 +339,10 @@ Command add_train_command(CLI::App& app) {
       ->check(CLI::IsMember({"f32", "bf16"}));
   cmd->add_option("--log-every", a->log_every, "Print the loss every N steps (default 10)");
   cmd->add_option("-t,--threads", a->threads, "Threads per process (default: all cores)");
-  cmd->add_option("-o,--output", a->out, "Trained model (GGUF); OUT.ckpt.gguf holds the optimizer state")->required();
+  cmd->add_option("-o,--output", a->out,
+                  "Trained model (GGUF); OUT.ckpt.gguf holds the optimizer state. draft-head: NAME.draft.gguf writes a draft "
+                  "file (the draft tensors alone, bound to the -m model; found by itself as MODEL.draft.gguf beside "
+                  "MODEL.gguf), any other name the model with its draft tensors (a combined file only jf loads)")->required();
   return [a] { return run_train(*a); };
 }
 

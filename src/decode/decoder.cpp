@@ -95,6 +95,7 @@ SequenceInput* Generation::next_input() {
     const size_t len = std::min<size_t>(static_cast<size_t>(prefill_chunk_), n - prefilled_);
     prefill_in_.set_causal(&session_.cache(), std::span<const int32_t>(prompt_).subspan(prefilled_, len),
                            SequenceInput::Logits::None);
+    prefill_in_.draft_context = decoder_.drafts_from_model();
     return &prefill_in_;
   }
   if (phase_ == Phase::Decode) return ctx_.slot().input;

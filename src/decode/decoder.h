@@ -191,6 +191,8 @@ class Decoder {
                             const TokenSink& sink = {});
   // The strategy's loop over forwards; it ends when ctx.done() (or after ctx.stop_context_full()).
   virtual DecodeLoop decode(DecodeContext& ctx) = 0;
+  // Whether it drafts from the model's draft head or layer: then the prompt runs through the draft layer too.
+  virtual bool drafts_from_model() const { return false; }
 };
 
 // Plain autoregressive decoding: one token per forward.

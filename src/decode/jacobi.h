@@ -47,6 +47,7 @@ class JacobiDecoder : public Decoder {
  public:
   explicit JacobiDecoder(const JacobiOptions& o) : opt_(o), policy_(kKinds, std::max(1, o.block - 1)) {}
   std::string name() const override { return "jacobi"; }
+  bool drafts_from_model() const override { return opt_.draft_head; }
 
   DecodeLoop decode(DecodeContext& ctx) override;
 

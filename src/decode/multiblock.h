@@ -58,6 +58,7 @@ class MultiblockDecoder : public Decoder {
  public:
   explicit MultiblockDecoder(const MultiblockOptions& o) : opt_(o), policy_(kKinds, std::max(1, o.block - 1)) {}
   std::string name() const override { return "multiblock"; }
+  bool drafts_from_model() const override { return opt_.draft_head; }
 
   DecodeLoop decode(DecodeContext& ctx) override;
 

@@ -44,11 +44,15 @@ struct SequenceInput {
   VisibilityMask mask;              // empty: causal
   std::vector<int32_t> logit_rows;  // rows (indices into tokens) whose logits are returned, in this order
   bool draft_logits = false;        // also the draft head's logits for those rows (ForwardPass::draft_logits_for)
+  // Run the model's draft layer on these rows although no draft logits are asked for: the prompt of a
+  // decoder that drafts from the layer (its later drafts attend to these rows' keys and values). A forward
+  // where no sequence sets this or draft_logits skips the draft layer: `ar` pays nothing for it.
+  bool draft_context = false;
 
   // Prepares M rows with explicit positions and an empty (all-invisible) mask, for the caller to fill.
   void reset_rows(KvCache* c, int m) {
     cache = c;
-    draft_logits = false;
+    draft_logits = draft_context = false;
     tokens.assign(static_cast<size_t>(m), 0);
     positions.assign(static_cast<size_t>(m), 0);
     logit_rows.clear();
@@ -59,7 +63,7 @@ struct SequenceInput {
   // Resets to plain causal input of `toks` at the end of the cache (reusing the vectors' storage).
   void set_causal(KvCache* c, std::span<const int32_t> toks, Logits which) {
     cache = c;
-    draft_logits = false;
+    draft_logits = draft_context = false;
     tokens.assign(toks.begin(), toks.end());
     positions.clear();
     mask.clear();

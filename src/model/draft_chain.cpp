@@ -12,15 +12,11 @@ namespace jf {
 // activations, logits and draft logits stay as they were for the other sequences of a batch.
 int Transformer::draft_chain(const float* logits, KvCache& cache, int32_t first, int count, int32_t* out) {
   if (!w_.draft_output_norm || count <= 0) return 0;
+  JF_CHECK(layer_ran_, "draft_chain after a forward that did not run the draft layer (no draft_logits asked for)");
   const int64_t V = cfg_.vocab_size;
-  const ptrdiff_t offset = logits - logits_.data();
-  JF_CHECK(offset >= 0 && offset % V == 0 && offset / V < static_cast<ptrdiff_t>(plan_.logit_src.size()),
-           "draft_chain: not a logit row of the last forward");
-  JF_CHECK(first >= 0 && first < V, "draft_chain: draft token outside the vocabulary");
-  const int64_t source = plan_.logit_src[static_cast<size_t>(offset / V)];
+  const int64_t source = plan_.chain_source(logits_.data(), logits, cfg_.vocab_size, cache, first);
   const int32_t source_pos = plan_.rows[static_cast<size_t>(source)].pos;
   const int past = cache.size();
-  JF_CHECK(past > 0 && cache.position(past - 1) == source_pos, "draft_chain: the cache does not end with the row");
   count = std::min(count, cache.capacity() - past);
   if (count <= 0) return 0;
   const int dim = cfg_.dim, half = cfg_.rope_dim / 2, l = cfg_.n_layers;

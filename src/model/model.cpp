@@ -16,6 +16,7 @@ Model::Model(ModelConfig cfg, TensorSet tensors, std::string format, std::vector
 
 const ModelWeights& Model::weights() const {
   std::call_once(packed_, [this] {
+    bound_ = true;
     if (!panels_) return;
     if (active_isa() == Isa::Scalar) return pack_matrices(weights_, {}, false);
     pack_matrices(weights_, [this](const WeightMatrix& m) {
@@ -24,6 +25,18 @@ const ModelWeights& Model::weights() const {
     });
   });
   return weights_;
+}
+
+void Model::attach_draft(TensorSet draft, int chain, std::shared_ptr<const void> storage) {
+  JF_CHECK(!bound_, "attach_draft after the weights are in use");
+  ModelConfig cfg = cfg_;
+  TensorSet ts = tensors_;
+  for (auto& [name, t] : draft.tensors) ts.tensors[name] = t;
+  ts.owned.insert(ts.owned.end(), draft.owned.begin(), draft.owned.end());
+  cfg.draft_chain = chain;
+  ModelWeights w = bind_weights(ts, cfg);  // throws before anything changes
+  cfg_ = std::move(cfg), tensors_ = std::move(ts), weights_ = std::move(w);
+  storage_.push_back(std::move(storage));
 }
 
 size_t Model::weight_bytes() const {

@@ -34,6 +34,13 @@ class Model {
   // A read-only file mapping (kept alive by `storage`) that tensors point into: once a matrix has its panel
   // copy, weights() gives back the mapped original's pages, so resident memory holds one copy, not two.
   void add_file_mapping(const MappedFile& f) { mappings_.push_back(&f); }
+  // Adds draft tensors (a draft file's, model/draft_file.h) and their chain depth, and binds them; `storage`
+  // keeps their memory alive. Only before the first weights() call; throws jf::Error naming a tensor whose
+  // shape does not fit.
+  void attach_draft(TensorSet draft, int chain, std::shared_ptr<const void> storage);
+  // Where its draft tensors came from: "" (none, or in the model's own file), or the draft file's path.
+  const std::string& draft_source() const { return draft_source_; }
+  void set_draft_source(std::string path) { draft_source_ = std::move(path); }
 
  private:
   std::vector<std::shared_ptr<const void>> storage_;
@@ -43,7 +50,9 @@ class Model {
   mutable ModelWeights weights_;
   mutable std::once_flag packed_;
   bool panels_ = true;
+  mutable bool bound_ = false;  // weights() was called: the bound weights are in use
   std::string format_;
+  std::string draft_source_;
 };
 
 // GGUF: the file stays mapped for the model's lifetime.

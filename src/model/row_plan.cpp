@@ -40,6 +40,18 @@ void RowPlan::build(const ModelConfig& cfg, std::span<SequenceInput* const> seqs
   seq_first.push_back(static_cast<int32_t>(rows.size()));
 }
 
+int64_t RowPlan::chain_source(const float* base, const float* logits, int vocab, const KvCache& cache, int32_t first) const {
+  const ptrdiff_t offset = logits - base;
+  JF_CHECK(offset >= 0 && offset % vocab == 0 && offset / vocab < static_cast<ptrdiff_t>(logit_src.size()),
+           "draft_chain: not a logit row of the last forward");
+  JF_CHECK(first >= 0 && first < vocab, "draft_chain: draft token outside the vocabulary");
+  const int64_t source = logit_src[static_cast<size_t>(offset / vocab)];
+  const int past = cache.size();
+  JF_CHECK(past > 0 && cache.position(past - 1) == rows[static_cast<size_t>(source)].pos,
+           "draft_chain: the cache does not end with the row");
+  return source;
+}
+
 // New token i of a sequence sees the `past` cached slots and the new tokens its mask allows, in slot order;
 // local layers see those of them within the sliding window (by position).
 void RowPlan::list_visible_slots(const ModelConfig& cfg, const SequenceInput& s, int past, int i, PlannedRow& r) {

@@ -28,6 +28,11 @@ struct RowPlan {
   // context is full), sets the new slots' positions and lists each row's visible slots.
   void build(const ModelConfig& cfg, std::span<SequenceInput* const> seqs);
 
+  // The row a draft chain continues from (ForwardPass::draft_chain): the one whose logits `logits` points at
+  // in the forward's logits `base`. Checks (JF_CHECK) that it is a logit row, that `first` is in the
+  // vocabulary and that `cache` ends with that row.
+  int64_t chain_source(const float* base, const float* logits, int vocab, const KvCache& cache, int32_t first) const;
+
  private:
   void list_visible_slots(const ModelConfig& cfg, const SequenceInput& s, int past, int i, PlannedRow& r);
 };

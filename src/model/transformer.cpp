@@ -133,7 +133,7 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
   // (a draft layer: one row more, for draft_chain's virtual row after the forward's rows)
   ensure_capacity(std::max<int64_t>(n, 1) + (w_.draft_output_norm ? 1 : 0), std::max<int64_t>(nl, 1));
   n_forwards_++;
-  drafted_ = false;
+  drafted_ = layer_ran_ = false;
   if (n == 0) return logits_.data();
   const int dim = cfg_.dim, half = cfg_.rope_dim / 2;
 
@@ -159,8 +159,13 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
     schedule_.record(n, schedule, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   const bool threads = schedule != MultiRowSchedule::Serial;
 
-  // ---- output head, only for the rows asked for (with a draft layer: for every row)
-  if (w_.draft_output_norm) {
+  // ---- output head, only for the rows asked for (with a draft layer that a sequence wants: for every row)
+  const bool draft_pass = w_.draft_output_norm && std::any_of(seqs.begin(), seqs.end(), [](const SequenceInput* s) {
+                            return s->draft_logits || s->draft_context;
+                          });
+  layer_ran_ = draft_pass;
+  n_draft_layer_runs_ += draft_pass;
+  if (draft_pass) {
     draft_layer(schedule);
     if (nl == 0) return logits_.data();
   } else {

@@ -78,6 +78,7 @@ class Transformer : public ForwardPass {
   // The draft logits of the last draft_chain call's last virtual row (vocab_size floats).
   const float* last_chain_logits() const { return chain_logits_.data(); }
   uint64_t n_forwards() const { return n_forwards_; }
+  uint64_t n_draft_layer_runs() const { return n_draft_layer_runs_; }  // forwards that ran the draft layer
 
  private:
   void qkv_rows(int layer, int64_t r0, int64_t r1, bool threads);
@@ -93,7 +94,7 @@ class Transformer : public ForwardPass {
 
   ModelConfig cfg_;
   const ModelWeights& w_;
-  uint64_t n_forwards_ = 0;
+  uint64_t n_forwards_ = 0, n_draft_layer_runs_ = 0;
   static constexpr size_t kRowParallelMaxBytes = size_t(8) << 20;  // layer weights, see the constructor
   bool row_parallel_ = false;  // small enough that splitting rows between threads may pay
   ScheduleChooser schedule_;
@@ -106,6 +107,7 @@ class Transformer : public ForwardPass {
   std::vector<int32_t> greedy_, head_out_row_;
   aligned_vector<float> chain_logits_;  // a draft chain's draft logits, one row
   bool drafted_ = false;
+  bool layer_ran_ = false;  // the last forward ran the draft layer (draft_chain needs its output)
   aligned_vector<float> local_cos_, local_sin_;  // angles of local layers, when their RoPE base differs
 };
 

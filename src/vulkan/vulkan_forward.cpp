@@ -283,14 +283,18 @@ const float* VulkanForward::forward(std::span<SequenceInput* const> seqs) {
   rows_ = &plan_, a_ = act_.get(), in_ = main_in_.get();
   plan_.build(cfg_, seqs);
   for (const PlannedRow& r : rows_->rows) device_store(*r.cache, ctx_.get());
-  drafted_ = false;
+  drafted_ = layer_ran_ = false;
   const int64_t n = static_cast<int64_t>(rows_->rows.size()), nl = static_cast<int64_t>(rows_->logit_src.size());
   const int64_t V = cfg_.vocab_size, dim = cfg_.dim;
   Activations& a = *a_;
   ensure_size(*ctx_, a.logits, static_cast<size_t>(std::max<int64_t>(nl, 1) * V * 4), Buffer::Kind::Host);
   if (n == 0) return static_cast<const float*>(a.logits.mapped());
   grow_activations(a, n);
-  const bool draft_layer = cfg_.draft_layer;
+  // The draft layer only where a sequence drafts from it (SequenceInput::draft_context): `ar` pays nothing.
+  const bool draft_layer = cfg_.draft_layer && std::any_of(seqs.begin(), seqs.end(), [](const SequenceInput* s) {
+                             return s->draft_logits || s->draft_context;
+                           });
+  layer_ran_ = draft_layer;
   const bool drafts = weights_->draft_output && nl > 0 &&
                       std::any_of(seqs.begin(), seqs.end(), [](const SequenceInput* s) { return s->draft_logits; });
   if (drafts) ensure_size(*ctx_, a.draft_logits, static_cast<size_t>(nl * V * 4), Buffer::Kind::Host);

@@ -61,6 +61,7 @@ class VulkanForward : public ForwardPass {
   Activations* a_ = nullptr;
   Inputs* in_ = nullptr;
   bool drafted_ = false;
+  bool layer_ran_ = false;  // the last forward ran the draft layer (draft_chain needs its output)
   double device_seconds_ = -1.0;
   VkQueryPool timer_ = VK_NULL_HANDLE;
   // JF_VULKAN_FAULT=FIRST:COUNT: forwards FIRST .. FIRST+COUNT-1 throw as a device error would (the server's
