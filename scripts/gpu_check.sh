@@ -6,7 +6,7 @@
 #   scripts/gpu_check.sh                 on the device machine (bundle in gpu-bundle/)
 #   scripts/gpu_check.sh --local         every step here on lavapipe with small files and this build's
 #                                        binaries (run by the tests, so a mistake never costs device time)
-#   SHAPES=tiny TOKENS=8 scripts/gpu_check.sh   a device run's steps on the bundle, here on lavapipe
+#   SHAPES=tiny:q8_0 TOKENS=8 scripts/gpu_check.sh   a device run's steps on the bundle, here on lavapipe
 # On the device: BUNDLE carried, e.g. run(command="scripts/gpu_check.sh", carry=["gpu-bundle"], timeout_s=540);
 # where `ldconfig -p | grep libvulkan` finds nothing, the bundle's loader is used; NVIDIA's ICD is looked for in
 # the usual places (VK_DRIVER_FILES overrides).
@@ -34,7 +34,7 @@ if [ "$local" = 1 ]; then
   stories=../shared/models/stories260K/stories260K.gguf
   vocab=../shared/models/tokenizers/ggml-vocab-llama-spm.gguf
   text=../shared/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt
-  shapes=(tiny)              # jf random presets to benchmark
+  shapes=(tiny:q4_k_m tiny:q8_0)  # jf random preset:type files to benchmark
   tokens=16                  # tokens per bench prompt
   gtest_filter='*Stories260K*:*q8_0_K256*:*Presets/VulkanArch.BatchInvariantAndCloseToTheCpu/tiny'
 else
@@ -43,7 +43,8 @@ else
   stories="$bundle/models/stories260K/stories260K.gguf"
   vocab="$bundle/models/ggml-vocab-llama-spm.gguf"
   text="$bundle/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt"
-  read -r -a shapes <<< "${SHAPES:-llama-1b}"  # SHAPES="tiny" rehearses a device run here on the bundle
+  # (a llama-1b Q4_K_M takes the reference quantizer ~3 min on one core; an 8B one would not fit the check)
+  read -r -a shapes <<< "${SHAPES:-llama-1b:q8_0 llama-1b:q4_k_m llama-8b:q8_0}"
   tokens="${TOKENS:-64}"
   gtest_filter='*'
   export LD_LIBRARY_PATH="$PWD/$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -77,7 +78,7 @@ export JF_TEST_VULKAN_DEVICE="${device#vulkan:}"
 step "tests on $device"
 export JF_SHARED="$PWD/${bundle}" JF_MODELS_DIR="$PWD/$models"
 [ "$local" = 1 ] && export JF_SHARED="$PWD/../shared"
-for t in test_vulkan_kernels test_vulkan_forward test_vulkan_decoders; do
+for t in test_vulkan_kernels test_vulkan_ops test_vulkan_forward test_vulkan_decoders; do
   run "$t" "$bin/$t" --gtest_filter="$gtest_filter" --gtest_brief=1
 done
 
@@ -89,13 +90,12 @@ printf '{"prompt": "def quicksort(items):"}\n{"prompt": "class Stack:\\n    def 
 run "bench code model" sh -c "'$jf' bench -m '$models/pycode-ar-q8_0.gguf' --device $device --prompts '$out/prompts.jsonl' -n $tokens \
   --decoders ar,jacobi:block=16:draft-policy=fixed,multiblock:block=16:draft-policy=fixed,lookahead,pld > '$out/bench_code.txt'"
 work="$(mktemp -d)"
-for shape in "${shapes[@]}"; do
-  for type in q4_k_m q8_0; do
-    file="$work/$shape-$type.gguf"
-    run "jf random $shape $type" "$jf" random --preset "$shape" --type "$type" --vocab-from "$vocab" -o "$file"
-    run "bench $shape $type" sh -c "'$jf' bench -m '$file' --device $device --prompts '$out/prompts.jsonl' -n 32 --decoders ar \
-      --row-cost measure > '$out/bench_${shape}_${type}.txt'"
-  done
+for entry in "${shapes[@]}"; do
+  shape="${entry%%:*}" type="${entry#*:}" file="$work/$entry.gguf"
+  run "jf random $shape $type" "$jf" random --preset "$shape" --type "$type" --vocab-from "$vocab" -o "$file"
+  run "bench $shape $type" sh -c "'$jf' bench -m '$file' --device $device --prompts '$out/prompts.jsonl' -n 32 --decoders ar \
+    --row-cost measure > '$out/bench_${shape}_${type}.txt'"
+  rm -f "$file"
 done
 head -c 20000 "$text" > "$out/text.txt"
 run "perplexity stories260K" sh -c "'$jf' perplexity -m '$stories' --device $device -f '$out/text.txt' --window 256 > '$out/ppl_gpu.txt' \

@@ -116,7 +116,7 @@ Command add_random_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("random", "Write a randomly initialised model of a realistic shape (for benchmarks)");
   cmd->add_option("--preset", a->preset,
                   "Shape: tiny, tiny-256 (every matrix 256 wide: all K-quant types apply), llama3-tiny (Llama 3.1's RoPE), "
-                  "llama-1b (TinyLlama 1.1B), qwen2-0.5b (Qwen2.5 0.5B), qwen2-tiny, qwen2-yarn-tiny, qwen3-tiny, qwen3-0.6b "
+                  "llama-1b (TinyLlama 1.1B), llama-8b (Llama 3.1 8B's layers, a 32,000-token vocabulary), qwen2-0.5b (Qwen2.5 0.5B), qwen2-tiny, qwen2-yarn-tiny, qwen3-tiny, qwen3-0.6b "
                   "(Qwen3 0.6B), phi3-tiny, phi3-mini (Phi-3-mini), gemma2-tiny, gemma3-tiny, gemma3-1b (Gemma 3 1B)");
   cmd->add_option("--arch", a->arch, "A tiny test model of this architecture (" + supported_arch_names() + ")")
       ->excludes(cmd->get_option("--preset"));

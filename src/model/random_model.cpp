@@ -137,6 +137,10 @@ ModelConfig preset_config(const std::string& name) {
     c.arch = Arch::Llama;
     c.vocab_size = 32000, c.dim = 2048, c.n_layers = 22, c.n_heads = 32, c.n_kv_heads = 4, c.ffn_dim = 5632;
     c.context_length = 2048;
+  } else if (name == "llama-8b") {  // Llama 3.1 8B's layers, with a 32,000-token vocabulary (ggml-vocab-llama-spm)
+    c.arch = Arch::Llama;
+    c.vocab_size = 32000, c.dim = 4096, c.n_layers = 32, c.n_heads = 32, c.n_kv_heads = 8, c.ffn_dim = 14336;
+    c.context_length = 8192, c.rope_theta = 500000.0f;
   } else if (name == "qwen2-0.5b") {  // Qwen2.5-0.5B
     c.arch = Arch::Qwen2;
     c.vocab_size = 151936, c.dim = 896, c.n_layers = 24, c.n_heads = 14, c.n_kv_heads = 2, c.ffn_dim = 4864;
@@ -184,7 +188,7 @@ ModelConfig preset_config(const std::string& name) {
     c.rope_style = RopeStyle::Neox;
   } else {
     throw Error("unknown model preset '" + name +
-                "' (known: tiny, tiny-256, llama3-tiny, llama-1b, qwen2-0.5b, qwen2-tiny, qwen2-yarn-tiny, qwen3-tiny, qwen3-0.6b, phi3-tiny, phi3-mini, gemma2-tiny, "
+                "' (known: tiny, tiny-256, llama3-tiny, llama-1b, llama-8b, qwen2-0.5b, qwen2-tiny, qwen2-yarn-tiny, qwen3-tiny, qwen3-0.6b, phi3-tiny, phi3-mini, gemma2-tiny, "
                 "gemma3-tiny, gemma3-1b)");
   }
   if (c.head_dim == 0) c.head_dim = c.dim / c.n_heads;

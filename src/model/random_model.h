@@ -16,7 +16,7 @@ TensorSet random_tensors(const ModelConfig& cfg, DType type, uint64_t seed);
 TensorSet random_tensors(const ModelConfig& cfg, const WeightScheme& scheme, uint64_t seed);
 std::unique_ptr<Model> random_model(const ModelConfig& cfg, DType type, uint64_t seed);
 
-// Named shapes: "tiny" (tests), "llama-1b" (TinyLlama-1.1B shape), "qwen2-0.5b" (Qwen2.5-0.5B shape), and for
+// Named shapes: "tiny" (tests), "llama-1b" (TinyLlama-1.1B shape), "llama-8b" (Llama 3.1 8B's layers), "qwen2-0.5b" (Qwen2.5-0.5B shape), and for
 // the other architectures tiny test shapes ("<arch>-tiny": qwen2, qwen3, phi3 with partial rotary and LongRoPE,
 // gemma2 / gemma3 with windows of 8) and real ones ("qwen3-0.6b", "phi3-mini", "gemma3-1b"). Throws jf::Error
 // for an unknown name.
