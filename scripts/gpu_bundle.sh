@@ -27,6 +27,7 @@ for b in "$out"/bin/*; do ldd "$b"; done | awk '/=> \//{print $3}' | sort -u | w
 done
 cp -L "$(ldconfig -p | awk '/libvulkan.so.1 /{print $NF; exit}')" "$out/lib/libvulkan.so.1"
 cp models/pycode-ar-q8_0.gguf "$out/models/"
+[ -e models/pycode-ar-q8_0.draft.gguf ] && cp models/pycode-ar-q8_0.draft.gguf "$out/models/"
 shared=../shared
 cp "$shared/models/stories260K/stories260K.gguf" "$out/models/stories260K/"
 cp "$shared/models/tokenizers/ggml-vocab-llama-spm.gguf" "$out/models/"
