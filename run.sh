@@ -28,3 +28,4 @@ echo "lookahead, whose drafts often hit, win most; Jacobi and multiblock, whose 
 echo "made worth about two rows a forward, win a little. pld:draft-max=2:draft-policy=fixed shows a decoder without"
 echo "that pricing."
 echo "Talk to it: build/bin/jf chat    Serve it over the OpenAI API: build/bin/jf serve    Guide: docs/GUIDE.md"
+echo "On a GPU: build/bin/jf devices lists what Vulkan offers; --device vulkan (or auto) runs any command there."

@@ -146,12 +146,9 @@ struct DraftModel {
 // A draft head and layer: the device's draft logits agree with the CPU's, and both heads stay batch-invariant.
 TEST(VulkanForward, DraftHeadAndLayerMatchTheCpu) {
   JF_VULKAN_DEVICE(device);
-  DraftModel d(device, 21);
-  const ModelConfig& cfg = d.cfg;
-  vulkan::VulkanForward& fwd = d.fwd;
-  Transformer& cpu = d.cpu;
-  const std::vector<int32_t> toks = test::random_tokens(13, cfg.vocab_size, 2);
-  expect_batch_invariant(fwd, toks, DType::F32, "draft layer model");
+  DraftModel m(device, 21);
+  const std::vector<int32_t> toks = test::random_tokens(13, m.cfg.vocab_size, 2);
+  expect_batch_invariant(m.fwd, toks, DType::F32, "draft layer model");
   auto drafts = [&](ForwardPass& f) {
     KvCache c = f.make_cache(64);
     SequenceInput in;
@@ -160,19 +157,18 @@ TEST(VulkanForward, DraftHeadAndLayerMatchTheCpu) {
     const float* l = f.forward(in);
     const float* d = f.draft_logits_for(l);
     EXPECT_NE(d, nullptr);
-    return std::vector<float>(d, d + toks.size() * cfg.vocab_size);
+    return std::vector<float>(d, d + toks.size() * m.cfg.vocab_size);
   };
-  EXPECT_LE(relative_error(drafts(cpu), drafts(fwd)), 1e-4f);
+  EXPECT_LE(relative_error(drafts(m.cpu), drafts(m.fwd)), 1e-4f);
 }
 
 // A draft chain on the device: the CPU's chained drafts, the same after a batched forward as after a lone one,
 // and the cache as it was after it (the next forward's logits unchanged).
 TEST(VulkanForward, DraftChainMatchesTheCpuAndLeavesTheCacheAsItWas) {
   JF_VULKAN_DEVICE(device);
-  DraftModel d(device, 33);
-  const ModelConfig& cfg = d.cfg;
-  vulkan::VulkanForward& fwd = d.fwd;
-  Transformer& cpu = d.cpu;
+  DraftModel m(device, 33);
+  const ModelConfig& cfg = m.cfg;
+  vulkan::VulkanForward& fwd = m.fwd;
   const std::vector<int32_t> toks = test::random_tokens(10, cfg.vocab_size, 4), other = test::random_tokens(7, cfg.vocab_size, 5);
   // chain(f, batched): the 4 drafts after the last row of toks (first draft 3), and the next token's logits
   auto chain = [&](ForwardPass& f, bool batched) {
@@ -189,7 +185,7 @@ TEST(VulkanForward, DraftChainMatchesTheCpuAndLeavesTheCacheAsItWas) {
     in.set_causal(&c, std::vector<int32_t>{7}, SequenceInput::Logits::Last);
     return std::pair{drafts, row_of(f.forward(in), 0, cfg.vocab_size)};
   };
-  const auto [cpu_drafts, cpu_next] = chain(cpu, false);
+  const auto [cpu_drafts, cpu_next] = chain(m.cpu, false);
   const auto [lone, lone_next] = chain(fwd, false);
   const auto [batched, batched_next] = chain(fwd, true);
   EXPECT_EQ(lone, cpu_drafts);
