@@ -23,12 +23,6 @@ struct Fixture {
   vulkan::Kernels kernels;
 };
 
-std::string suffix(DType t) {
-  std::string s = dtype_name(t);
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 std::vector<float> random_floats(size_t n, uint64_t seed) {
   Rng r(seed);
   std::vector<float> v(n);
@@ -49,7 +43,7 @@ std::vector<float> device_matmul(Fixture& f, DType t, const std::vector<uint8_t>
   const uint32_t groups = serial ? uint32_t((N + 63) / 64) : uint32_t(N);
   vulkan::Recorder rec(f.ctx);
   rec.begin();
-  rec.dispatch(f.kernels.get((serial ? "matmul_serial_" : "matmul_split_") + suffix(t), 3), {xb.view(), yb.view(), wb.view()}, p, groups,
+  rec.dispatch(f.kernels.get((serial ? "matmul_serial_" : "matmul_split_") + dtype_name(t), 3), {xb.view(), yb.view(), wb.view()}, p, groups,
                (M + 7) / 8);
   rec.finish();
   const float* y = static_cast<const float*>(yb.mapped());
@@ -97,7 +91,7 @@ std::vector<std::tuple<DType, int>> matmul_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, VulkanMatmul, ::testing::ValuesIn(matmul_cases()), [](const auto& info) {
-  return suffix(std::get<0>(info.param)) + "_K" + std::to_string(std::get<1>(info.param));
+  return dtype_name(std::get<0>(info.param)) + "_K" + std::to_string(std::get<1>(info.param));
 });
 
 // Embedding rows come out as the CPU dequantizes them.
@@ -119,7 +113,7 @@ TEST(VulkanGetRows, MatchesDequantizeRowPerType) {
     } p{2, uint32_t(K), 0, 0, 1.0f};
     vulkan::Recorder rec(f.ctx);
     rec.begin();
-    rec.dispatch(f.kernels.get("get_rows_" + suffix(t), 3), {ids.view(), out.view(), wb.view()}, p, 2);
+    rec.dispatch(f.kernels.get("get_rows_" + dtype_name(t), 3), {ids.view(), out.view(), wb.view()}, p, 2);
     rec.finish();
     std::vector<float> ref(static_cast<size_t>(K));
     for (int i = 0; i < 2; i++) {

@@ -166,15 +166,6 @@ std::string default_model_path() {
 
 namespace {
 
-bool given_a_draft_file(const std::string& path) {
-  if (!path.ends_with(".gguf") || !std::filesystem::is_regular_file(path)) return false;
-  try {
-    return is_draft_file(path);
-  } catch (const Error&) {
-    return false;  // not a readable GGUF: loading it says why
-  }
-}
-
 // --draft FILE, else MODEL.draft.gguf beside the model when it exists (said on stderr), unless --no-draft.
 void attach_draft(const ModelOptions& o, Model& m) {
   if (o.no_draft) {
@@ -197,7 +188,6 @@ LoadedModel open_model(const ModelOptions& o) {
   set_num_threads(o.threads);
   LoadOptions lo;
   lo.tokenizer_path = o.tokenizer;
-  if (given_a_draft_file(o.path)) throw Error(o.path + " is a draft file: give its model with -m and the draft file with --draft");
   LoadedModel lm = load_model(o.path, lo);
   for (const std::string& note : lm.notes) std::fprintf(stderr, "jf: %s\n", note.c_str());
   attach_draft(o, *lm.model);

@@ -76,7 +76,7 @@ void attach_draft_file(Model& model, const std::string& path) {
   std::shared_ptr<const GgufFile> file = GgufFile::open(path);
   const GgufMetadata& meta = file->meta();
   auto fail = [&](const std::string& why) { throw Error(path + ": " + why); };
-  if (meta.get_string("general.type", "") != kType)
+  if (!is_draft_gguf(meta))
     fail("not a jf draft file (general.type is not jf-draft; a model file is given with -m, a draft file with --draft)");
   const ModelConfig& c = model.config();
   if (c.draft_head) fail("the model already has draft tensors (a combined file); give it without --draft");
@@ -112,8 +112,8 @@ std::string draft_file_beside(const std::string& model_path) {
   return model_path.substr(0, model_path.size() - suffix.size()) + ".draft.gguf";
 }
 
-bool is_draft_file(const std::string& path) {
-  return GgufFile::open(path)->meta().get_string("general.type", "") == kType;
-}
+bool is_draft_gguf(const GgufMetadata& meta) { return meta.get_string("general.type", "") == kType; }
+
+bool is_draft_file(const std::string& path) { return is_draft_gguf(GgufFile::open(path)->meta()); }
 
 }  // namespace jf

@@ -9,6 +9,8 @@
 
 namespace jf {
 
+class GgufMetadata;
+
 // jf's draft tensors are named "draft_*" (draft_output.weight, draft_blk.*, draft_token_scale.weight, ...).
 bool is_draft_tensor(const std::string& name);
 
@@ -30,7 +32,8 @@ void attach_draft_file(Model& model, const std::string& path);
 // does not end in .gguf or is itself a draft file.
 std::string draft_file_beside(const std::string& model_path);
 
-// Whether the GGUF file at `path` is a draft file (general.type = jf-draft).
+// Whether a GGUF file's metadata, or the file at `path`, is a draft file's (general.type = jf-draft).
+bool is_draft_gguf(const GgufMetadata& meta);
 bool is_draft_file(const std::string& path);
 
 }  // namespace jf

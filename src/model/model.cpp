@@ -6,6 +6,7 @@
 #include "base/mapped_file.h"
 #include "formats/gguf.h"
 #include "kernels/cpu.h"
+#include "model/draft_file.h"
 
 namespace jf {
 
@@ -46,6 +47,8 @@ size_t Model::weight_bytes() const {
 }
 
 std::unique_ptr<Model> model_from_gguf(std::shared_ptr<const GgufFile> file) {
+  if (is_draft_gguf(file->meta()))
+    throw Error(file->path() + " is a draft file: give its model with -m and the draft file with --draft");
   if (file->tensors().empty())
     throw Error(file->path() + ": the file has no tensors (a vocabulary-only GGUF?), so it is not a model");
   try {

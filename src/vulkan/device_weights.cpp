@@ -95,10 +95,8 @@ DeviceMatrix DeviceWeights::matrix(const WeightMatrix& m) {
     matrices_.emplace_back(ctx_, bytes, Buffer::Kind::Device);
     upload(ctx_, matrices_.back(), 0, m.data, bytes);
     d.data = matrices_.back().view(0, bytes);
-  } else {
-    d.data.buffer = reinterpret_cast<VkBuffer>(uintptr_t{1});  // counted, not uploaded
   }
-  uploaded_[m.data] = d;
+  uploaded_[m.data] = d;  // (while planning: counted once, not uploaded)
   return d;
 }
 

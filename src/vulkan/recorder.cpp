@@ -1,7 +1,7 @@
 #include "vulkan/recorder.h"
 
 #include <algorithm>
-#include <vector>
+#include <array>
 
 #include "base/error.h"
 
@@ -9,14 +9,14 @@ namespace jf::vulkan {
 
 void Recorder::dispatch_raw(const Kernel& k, std::initializer_list<View> views, const void* params, size_t bytes, uint32_t x,
                             uint32_t y, uint32_t z) {
-  JF_CHECK(views.size() == k.bindings, "Vulkan: wrong number of buffers for a kernel");
+  JF_CHECK(views.size() == k.bindings && views.size() <= kMaxBindings, "Vulkan: wrong number of buffers for a kernel");
   if (x == 0 || y == 0 || z == 0) return;
   Api& a = api();
-  std::vector<VkDescriptorBufferInfo> infos;
-  infos.reserve(views.size());
-  for (const View& v : views) infos.push_back(VkDescriptorBufferInfo{v.buffer, v.offset, v.range});
-  std::vector<VkWriteDescriptorSet> writes(views.size());
-  for (size_t i = 0; i < views.size(); i++) {
+  std::array<VkDescriptorBufferInfo, kMaxBindings> infos;
+  std::array<VkWriteDescriptorSet, kMaxBindings> writes;
+  size_t n = 0;
+  for (const View& v : views) infos[n++] = VkDescriptorBufferInfo{v.buffer, v.offset, v.range};
+  for (size_t i = 0; i < n; i++) {
     writes[i] = VkWriteDescriptorSet{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     writes[i].dstBinding = static_cast<uint32_t>(i);
     writes[i].descriptorCount = 1;
@@ -24,7 +24,7 @@ void Recorder::dispatch_raw(const Kernel& k, std::initializer_list<View> views, 
     writes[i].pBufferInfo = &infos[i];
   }
   a.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
-  a.vkCmdPushDescriptorSetKHR(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, static_cast<uint32_t>(writes.size()), writes.data());
+  a.vkCmdPushDescriptorSetKHR(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, static_cast<uint32_t>(n), writes.data());
   a.vkCmdPushConstants(cmd_, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<uint32_t>(bytes), params);
   a.vkCmdDispatch(cmd_, x, y, z);
   VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};

@@ -33,5 +33,6 @@ class Recorder {
 };
 
 inline constexpr uint32_t kWorkgroup = 64;  // WG in shaders/common.glsl
+inline constexpr size_t kMaxBindings = 8;   // buffers one kernel binds, at most
 
 }  // namespace jf::vulkan

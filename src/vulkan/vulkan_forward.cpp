@@ -18,12 +18,6 @@ constexpr uint32_t kHeadRows = 64;  // rows per output-head product over every r
 
 uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 
-std::string type_suffix(DType t) {
-  std::string s = dtype_name(t);
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 const DeviceKvStore& device_store(const KvCache& cache, const Context* ctx) {
   const auto* s = dynamic_cast<const DeviceKvStore*>(cache.device_store());
   if (!s || s->context() != ctx)
@@ -92,6 +86,14 @@ void VulkanForward::upload_inputs() {
   std::copy(rows_->logit_src.begin(), rows_->logit_src.end(), ints + in_->logit);
 }
 
+// The kernel of one weight type (PREFIX + the type's name, three bindings), looked up once per type: no name
+// is built per dispatch.
+const Kernel& VulkanForward::typed_kernel(TypedKernels& cache, const char* prefix, DType t) {
+  const Kernel*& k = cache[static_cast<size_t>(t) % cache.size()];
+  if (!k) k = &kernels_->get(prefix + dtype_name(t), 3);
+  return *k;
+}
+
 void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, uint32_t x_off, uint32_t y_off) {
   struct {
     uint32_t M, N, K, x_off, x_stride, y_off, y_stride, accumulate;
@@ -100,7 +102,7 @@ void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y,
   const bool serial = (w.cols + 31) / 32 < kWorkgroup;
   const uint32_t groups = serial ? (w.rows + kWorkgroup - 1) / kWorkgroup : w.rows;
   const uint32_t gx = std::min<uint32_t>(groups, 65535), gz = (groups + gx - 1) / gx;
-  rec_.dispatch(kernels_->get((serial ? "matmul_serial_" : "matmul_split_") + type_suffix(w.type), 3), {x, y, w.data}, p, gx,
+  rec_.dispatch(typed_kernel(serial ? matmul_serial_ : matmul_split_, serial ? "matmul_serial_" : "matmul_split_", w.type), {x, y, w.data}, p, gx,
                 (rows + 7) / 8, gz);
 }
 
@@ -140,7 +142,7 @@ void VulkanForward::get_rows(const DeviceMatrix& table, View rows, uint32_t rows
     uint32_t n_rows, K, rows_off, out_off;
     float scale;
   } p{n_rows, table.cols, rows_off, 0, scale};
-  rec_.dispatch(kernels_->get("get_rows_" + type_suffix(table.type), 3), {rows, out, table.data}, p, n_rows);
+  rec_.dispatch(typed_kernel(get_rows_, "get_rows_", table.type), {rows, out, table.data}, p, n_rows);
 }
 
 void VulkanForward::argmax(View x, uint32_t rows, View out, uint32_t out_off) {
@@ -282,7 +284,8 @@ void VulkanForward::grow_activations(Activations& a, int64_t n) {
 const float* VulkanForward::forward(std::span<SequenceInput* const> seqs) {
   rows_ = &plan_, a_ = act_.get(), in_ = main_in_.get();
   plan_.build(cfg_, seqs);
-  for (const PlannedRow& r : rows_->rows) device_store(*r.cache, ctx_.get());
+  for (size_t s = 0; s + 1 < plan_.seq_first.size(); s++)  // every sequence's cache is this device's
+    if (plan_.seq_first[s] < plan_.seq_first[s + 1]) device_store(*plan_.rows[static_cast<size_t>(plan_.seq_first[s])].cache, ctx_.get());
   drafted_ = layer_ran_ = false;
   const int64_t n = static_cast<int64_t>(rows_->rows.size()), nl = static_cast<int64_t>(rows_->logit_src.size());
   const int64_t V = cfg_.vocab_size, dim = cfg_.dim;

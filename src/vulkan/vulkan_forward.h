@@ -2,6 +2,7 @@
 // buffer per forward, KV caches in device memory, only the requested rows' logits read back. Batch-invariant
 // like the CPU forward (shaders/common.glsl), so every decoder returns `ar`'s tokens on the device too.
 #pragma once
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -47,6 +48,8 @@ class VulkanForward : public ForwardPass {
   void add_scaled_embedding(Activations& a, uint32_t rows);
   void get_rows(const DeviceMatrix& table, View rows, uint32_t rows_off, uint32_t n_rows, View out, float scale);
   View arena() const;
+  using TypedKernels = std::array<const Kernel*, 32>;  // by DType (GGML ids, all below 32)
+  const Kernel& typed_kernel(TypedKernels& cache, const char* prefix, DType t);
 
   std::unique_ptr<Context> ctx_;
   std::unique_ptr<Kernels> kernels_;
@@ -56,6 +59,7 @@ class VulkanForward : public ForwardPass {
   std::unique_ptr<Inputs> main_in_, chain_in_;
   Recorder rec_;
   RowPlan plan_, chain_plan_;
+  TypedKernels matmul_serial_{}, matmul_split_{}, get_rows_{};
   // What the recording helpers work on: the forward's (plan_, act_, main_in_) or a chain step's.
   RowPlan* rows_ = &plan_;
   Activations* a_ = nullptr;
