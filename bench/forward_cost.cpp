@@ -6,6 +6,7 @@
 
 #include "base/rng.h"
 #include "base/timer.h"
+#include "device/device.h"
 #include "formats/gguf.h"
 #include "kernels/cpu.h"
 #include "kernels/parallel.h"
@@ -22,7 +23,7 @@ double median(std::vector<double> v) {
 }
 
 // --interleave: every round runs each M once, so a ratio pairs forwards measured moments apart.
-int run_interleaved(Transformer& tf, KvCache& cache, SequenceInput& in, Rng& rng, const ModelConfig& c,
+int run_interleaved(ForwardPass& tf, KvCache& cache, SequenceInput& in, Rng& rng, const ModelConfig& c,
                     const std::vector<int>& ms, int reps, int context) {
   std::vector<std::vector<int32_t>> batches;
   for (int M : ms) {
@@ -60,14 +61,31 @@ int run_interleaved(Transformer& tf, KvCache& cache, SequenceInput& in, Rng& rng
   return 0;
 }
 
+// One forward of a `tokens`-token prompt from an empty cache, the last row's logits (what a prompt costs).
+void time_prefill(ForwardPass& fp, KvCache& cache, Rng& rng, const ModelConfig& c, int tokens, int reps) {
+  std::vector<int32_t> prompt(tokens);
+  for (auto& x : prompt) x = static_cast<int32_t>(rng.below(c.vocab_size));
+  SequenceInput in;
+  std::vector<double> host, device;
+  for (int r = 0; r <= reps; r++) {  // the first is a warm-up
+    cache.truncate(0);
+    in.set_causal(&cache, prompt, SequenceInput::Logits::Last);
+    const double s = now_seconds();
+    fp.forward(in);
+    if (r > 0) host.push_back(now_seconds() - s), device.push_back(fp.last_device_seconds());
+  }
+  std::printf("\nprefill of %d tokens: %.3f ms (device %.3f ms), %.0f tokens/s\n", tokens, median(host) * 1e3,
+              median(device) * 1e3, tokens / median(host));
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"Per-forward cost vs number of tokens M"};
   std::string preset = "llama-1b", type = "f16", file;
   std::vector<int> ms = {1, 2, 4, 8, 16, 32, 64};
   int threads = 2, reps = 5, context = 128;
   double bw_gbs = 30.0, peak_gflops = 200.0;
-  app.add_option("--preset", preset, "Random model shape: tiny, llama-1b, qwen2-0.5b")
-      ->check(CLI::IsMember({"tiny", "llama-1b", "qwen2-0.5b"}));
+  app.add_option("--preset", preset, "Random model shape: tiny, llama-1b, llama-8b, qwen2-0.5b")
+      ->check(CLI::IsMember({"tiny", "llama-1b", "llama-8b", "qwen2-0.5b"}));
   app.add_option("--type", type, "Weight type for the random model: f32, f16, bf16, q8_0, q4_0, ..., q4_k_m (see jf random)");
   app.add_option("-m,--model", file, "Measure this GGUF file instead of a random model");
   app.add_option("-t,--threads", threads, "Threads")->check(CLI::Range(1, 256));
@@ -79,6 +97,12 @@ int run(int argc, char** argv) {
   bool compare = false;
   app.add_flag("--compare-row-major", compare,
                "Also time the row-major kernels (no panel copies), alternating with the default ones");
+  int prefill = 0;
+  app.add_option("--prefill", prefill,
+                 "Also time a prompt's forward: this many tokens from an empty cache, the last row's logits only")
+      ->check(CLI::Range(0, 1 << 16));
+  std::string device = "cpu";
+  app.add_option("--device", device, "Device: cpu, vulkan, vulkan:N or auto (see jf devices)");
   std::string kv = "f32";
   app.add_option("--kv-type", kv, "KV cache type: f32 or f16")->check(CLI::IsMember({"f32", "f16"}));
   std::string schedule = "auto";
@@ -91,6 +115,10 @@ int run(int argc, char** argv) {
                "rounds of time(M) / time(first M) in the same round (a ratio that neighbours' load on a shared "
                "machine moves less)");
   CLI11_PARSE(app, argc, argv);
+  if (compare && device != "cpu") {
+    std::fprintf(stderr, "error: --compare-row-major times the CPU's kernels; it needs --device cpu\n");
+    return 2;
+  }
   if (interleave && compare) {
     std::fprintf(stderr, "error: --interleave and --compare-row-major cannot be combined\n");
     return 2;
@@ -125,8 +153,11 @@ int run(int argc, char** argv) {
     params += t.n_elements();
   }
   if (c.tied_output) bytes += model->weights().output.row_bytes() * c.vocab_size, params += double(c.vocab_size) * c.dim;
-  std::printf("model: %s (%s), %s kernels, %d threads, setup %.1f s\n", c.summary().c_str(),
-              file.empty() ? (preset + " " + type).c_str() : file.c_str(), isa_name(active_isa()).c_str(), threads,
+  std::unique_ptr<ForwardPass> pass = make_forward_pass(*model, device);
+  const bool on_cpu = pass->device_name() == "cpu";
+  std::printf("model: %s (%s), %s, %d threads, setup %.1f s\n", c.summary().c_str(),
+              file.empty() ? (preset + " " + type).c_str() : file.c_str(),
+              on_cpu ? (isa_name(active_isa()) + " kernels").c_str() : pass->device_name().c_str(), threads,
               now_seconds() - t0);
   std::printf("streamed weights %.3f GB -> bandwidth bound %.1f ms at %.0f GB/s; %.2f GFLOP per token\n", bytes / 1e9,
               bytes / (bw_gbs * 1e9) * 1e3, bw_gbs, 2 * params / 1e9);
@@ -139,8 +170,10 @@ int run(int argc, char** argv) {
   for (LayerWeights& L : row_major.layers)
     for (WeightMatrix* m : L.matrices()) m->packed = nullptr;
   row_major.output.packed = nullptr;
-  Transformer tf(c, model->weights()), tf_rm(c, row_major);
-  KvCache cache(c, context + *std::max_element(ms.begin(), ms.end()), kv == "f16" ? DType::F16 : DType::F32);
+  ForwardPass& tf = *pass;
+  std::unique_ptr<Transformer> tf_rm_owner = compare ? std::make_unique<Transformer>(c, row_major) : nullptr;
+  KvCache cache = tf.make_cache(std::max(prefill, context + *std::max_element(ms.begin(), ms.end())),
+                                kv == "f16" ? DType::F16 : DType::F32);
   Rng rng(7);
   SequenceInput in;
   std::vector<int32_t> toks(context);
@@ -149,19 +182,22 @@ int run(int argc, char** argv) {
   tf.forward(in);
 
   if (interleave) return run_interleaved(tf, cache, in, rng, c, ms, reps, context);
+  // On a GPU the device's own time (timestamps) beside the host's: their difference is launch and host work.
   std::printf("\n| M | ms/forward | time(M)/time(1) | roofline ms | time/roofline | tokens/s (M x forwards/s) |%s\n",
-              compare ? " row-major ms | row-major / default |" : "");
-  std::printf("|---|---|---|---|---|---|%s\n", compare ? "---|---|" : "");
+              compare ? " row-major ms | row-major / default |" : on_cpu ? "" : " device ms | device time(M)/time(1) |");
+  std::printf("|---|---|---|---|---|---|%s\n", compare || !on_cpu ? "---|---|" : "");
+  double d1 = 0;
   double t1 = 0;
   for (int M : ms) {
     std::vector<int32_t> batch(M);
     for (auto& x : batch) x = static_cast<int32_t>(rng.below(c.vocab_size));
-    std::vector<double> times, times_rm;
+    std::vector<double> times, times_rm, device_times;
     auto run = [&](int variant) {
       in.set_causal(&cache, batch, SequenceInput::Logits::All);
       const double s = now_seconds();
-      (variant == 0 ? tf : tf_rm).forward(in);
+      (variant == 0 ? tf : static_cast<ForwardPass&>(*tf_rm_owner)).forward(in);
       const double e = now_seconds() - s;
+      if (variant == 0) device_times.push_back(tf.last_device_seconds());
       cache.truncate(context);
       return e;
     };
@@ -179,9 +215,15 @@ int run(int argc, char** argv) {
     if (compare) {
       const double trm = median(times_rm);
       std::printf(" %.3f | %.2f |", trm * 1e3, trm / t);
+    } else if (!on_cpu) {
+      const double d = median(device_times);
+      if (M == ms.front()) d1 = d;
+      std::printf(" %.3f | %.2f |", d * 1e3, d / d1);
     }
     std::printf("\n");
+    std::fflush(stdout);  // each row kept if a time limit stops the run
   }
+  if (prefill > 0) time_prefill(tf, cache, rng, c, prefill, reps);
   return 0;
 }
 

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The device check: run on a lent GPU machine from the repository root with the bundle scripts/gpu_bundle.sh
-# built here (carry gpu-bundle), in at most ~8 minutes. It lists the devices, runs the Vulkan tests on the
-# real driver, then benchmarks jf on the GPU (llama-1b-shaped files made there with jf random; decode and the
-# cost of a forward by rows), and writes $OUT/report.md (or --out DIR).
+# built here (carry gpu-bundle), within BUDGET seconds (default 480; a step that would start past it is skipped
+# and reported). It lists the devices and times the GPU's read bandwidth, runs the Vulkan tests on the real
+# driver, then benchmarks jf beside llama.cpp's Vulkan build on the same files (random-weight files of real
+# shapes made there with jf random: decode tokens/s, the cost of a forward by rows, a 512-token prompt), the
+# decoders on the shipped models, and the CPU at 1-16 threads; writes $OUT/report.md (or --out DIR).
 #   scripts/gpu_check.sh                 on the device machine (bundle in gpu-bundle/)
-#   scripts/gpu_check.sh --local         every step here on lavapipe with small files and this build's
+#   scripts/gpu_check.sh --local         every jf step here on lavapipe with small files and this build's
 #                                        binaries (run by the tests, so a mistake never costs device time)
 #   SHAPES=tiny:q8_0 TOKENS=8 scripts/gpu_check.sh   a device run's steps on the bundle, here on lavapipe
-# On the device: BUNDLE carried, e.g. run(command="scripts/gpu_check.sh", carry=["gpu-bundle"], timeout_s=540);
+# On the device: run(command="scripts/gpu_check.sh", carry=["gpu-bundle"], timeout_s=540);
 # where `ldconfig -p | grep libvulkan` finds nothing, the bundle's loader is used; NVIDIA's ICD is looked for in
 # the usual places (VK_DRIVER_FILES overrides).
 set -uo pipefail
@@ -15,6 +17,7 @@ cd "$(dirname "$0")/.."
 local=0
 out="${OUT:-out/gpu-check}"
 bundle=gpu-bundle
+budget="${BUDGET:-480}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --local) local=1 ;;
@@ -24,10 +27,24 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-mkdir -p "$out"
+# Steps write to a folder of their own; $OUT gets three files (a device call brings back at most 8): the report,
+# the log and every step's output in results.tar.gz.
+dest="$out"
+mkdir -p "$dest"
+out="$(mktemp -d)"
+deliver() {
+  cp "$out/report.md" "$out/log.txt" "$dest/" 2>/dev/null
+  tar -C "$out" -czf "$dest/results.tar.gz" . 2>/dev/null
+  rm -rf "$out"
+}
+trap deliver EXIT
+[ "$local" = 1 ] || bundle="$(cd "$bundle" && pwd)" || { echo "gpu_check.sh: no bundle at $bundle (scripts/gpu_bundle.sh)" >&2; exit 1; }
 report="$out/report.md"
 log="$out/log.txt"
 : > "$log"
+ms=1,2,4,8,16,32,64,128  # rows per forward for the cost curves
+prefill=512
+reps=10
 if [ "$local" = 1 ]; then
   bin=build/bin
   models=models
@@ -36,70 +53,115 @@ if [ "$local" = 1 ]; then
   text=../shared/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt
   shapes=(tiny:q4_k_m tiny:q8_0)  # jf random preset:type files to benchmark
   tokens=16                  # tokens per bench prompt
+  threads=(1 2)
+  ms=1,4,16 prefill=64 reps=2
   gtest_filter='*Stories260K*:*q8_0_K256*:*Presets/VulkanArch.BatchInvariantAndCloseToTheCpu/tiny'
 else
+  [ -x "$bundle/bin/jf" ] || [ ! -e "$bundle/jf.tar.xz" ] || tar -C "$bundle" -xJf "$bundle/jf.tar.xz"
   bin="$bundle/bin"
   models="$bundle/models"
   stories="$bundle/models/stories260K/stories260K.gguf"
   vocab="$bundle/models/ggml-vocab-llama-spm.gguf"
   text="$bundle/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt"
-  # (a llama-1b Q4_K_M takes the reference quantizer ~3 min on one core; an 8B one would not fit the check)
-  read -r -a shapes <<< "${SHAPES:-llama-1b:q8_0 llama-1b:q4_k_m llama-8b:q8_0}"
+  read -r -a shapes <<< "${SHAPES:-llama-1b:q4_k_m llama-8b:q4_k_m llama-1b:q8_0 llama-1b:f16}"
   tokens="${TOKENS:-64}"
-  gtest_filter='*'
-  export LD_LIBRARY_PATH="$PWD/$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  threads=(1 2 4 8 16)
+  gtest_filter="${GTEST_FILTER:-*}"
+  # A device image without the Vulkan loader or GL dispatch libraries gets Debian's (as root, into /).
+  if ! ldconfig -p | grep -q libvulkan.so.1 && [ "$(id -u)" = 0 ] && ls "$bundle"/debs/*.deb > /dev/null 2>&1; then
+    for f in "$bundle"/debs/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+  fi
+  export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   # NVIDIA's Vulkan driver where the machine has it but the loader does not find it by itself.
   for icd in /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json; do
     if [ -e "$icd" ] && [ -z "${VK_DRIVER_FILES:-}" ]; then export VK_DRIVER_FILES="$icd"; fi
   done
+  # llama.cpp's Vulkan build, unpacked where llamacpp_bench looks for it ($ORIGIN/../llama).
+  if [ -e "$bundle/llama-vulkan.tar.xz" ] && [ ! -d "$bundle/llama" ]; then
+    mkdir -p "$bundle/llama" && tar -C "$bundle/llama" -xJf "$bundle/llama-vulkan.tar.xz"
+  fi
+  export JF_LLAMACPP_LIBS="$bundle/llama"
 fi
 jf="$bin/jf"
 [ -x "$jf" ] || { echo "gpu_check.sh: $jf not found (build it, or scripts/gpu_bundle.sh for a device run)" >&2; exit 1; }
-step() { echo "== $*" | tee -a "$log"; }
+step() { echo "== $* ($SECONDS s)" | tee -a "$log"; }
 failures=0
-run() {  # run NAME COMMAND...: logged; a failure is counted and reported, the check goes on
+: > "$out/steps.md"
+run() {  # run NAME COMMAND...: logged and timed; a failure is counted, a step past the budget skipped
   local name="$1"; shift
   local t0=$SECONDS
-  if "$@" >> "$log" 2>&1; then echo "| $name | ok | $((SECONDS - t0)) s |" >> "$out/steps.md"
-  else echo "| $name | FAILED ($?) | $((SECONDS - t0)) s |" >> "$out/steps.md"; failures=$((failures + 1)); fi
+  if [ "$SECONDS" -ge "$budget" ]; then echo "| $name | skipped (budget of $budget s spent) | |" >> "$out/steps.md"; return 1; fi
+  echo "-- $name" >> "$log"
+  if timeout $((budget - SECONDS + 30)) "$@" >> "$log" 2>&1; then echo "| $name | ok | $((SECONDS - t0)) s |" >> "$out/steps.md"
+  else echo "| $name | FAILED ($?) | $((SECONDS - t0)) s |" >> "$out/steps.md"; failures=$((failures + 1)); return 1; fi
 }
-: > "$out/steps.md"
 
 step "devices"
-"$jf" devices > "$out/devices.txt" 2>&1
+{
+  echo "cpu: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs"
+  command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv,noheader
+  echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-}"
+} > "$out/machine.txt" 2>&1
+run "jf devices" sh -c "'$jf' devices > '$out/devices.txt' 2>&1"
 cat "$out/devices.txt" >> "$log"
 device=$(awk '/^auto/{print $2}' "$out/devices.txt")
 if [ "$local" = 1 ] || [ "${device#vulkan}" = "$device" ]; then  # lavapipe (never auto's pick) when no GPU
   device="vulkan:$(awk '/^vulkan:/{sub("vulkan:", "", $1); print $1; exit}' "$out/devices.txt")"
 fi
-[ "$device" = "vulkan:" ] && { echo "gpu_check.sh: no Vulkan device" | tee -a "$log"; exit 1; }
+if [ "$device" = "vulkan:" ]; then  # what a rerun needs to find the driver
+  { echo "gpu_check.sh: no Vulkan device"; cat "$out/machine.txt" "$out/devices.txt"; ls -l /usr/share/vulkan/icd.d /etc/vulkan/icd.d \
+      /usr/local/nvidia/share/vulkan/icd.d /usr/local/nvidia/lib64 2>&1 | head -60; ldconfig -p | grep -i -E 'vulkan|nvidia|GLX|EGL'; } |
+    tee -a "$log" > "$report"
+  exit 1
+fi
+gpu=1  # llama.cpp's Vulkan build skips software devices: its GPU steps need a real GPU
+grep -A1 "^$device " "$out/devices.txt" | grep -q "CPU (software)" && gpu=0
 export JF_TEST_VULKAN_DEVICE="${device#vulkan:}"
+run "read bandwidth" sh -c "'$jf' devices --bandwidth $device | tail -1 > '$out/bandwidth.txt'"
+bandwidth=$(awk '{for (i = 1; i < NF; i++) if ($(i + 1) == "GB/s") print $i}' "$out/bandwidth.txt" 2>/dev/null)
+bandwidth=${bandwidth:-1000}
+peak=60000  # GFLOP/s: the roofline's compute side, about an H100/H200's fp32 rate without tensor cores
 
 step "tests on $device"
-export JF_SHARED="$PWD/${bundle}" JF_MODELS_DIR="$PWD/$models"
+export JF_SHARED="$bundle" JF_MODELS_DIR="$(cd "$models" && pwd)"
 [ "$local" = 1 ] && export JF_SHARED="$PWD/../shared"
 for t in test_vulkan_kernels test_vulkan_ops test_vulkan_forward test_vulkan_decoders; do
   run "$t" "$bin/$t" --gtest_filter="$gtest_filter" --gtest_brief=1
 done
 
 step "benchmarks on $device"
-bench_table() {  # bench_table FILE: the decoders table of a jf bench run
-  grep '^|' "$1" || true
-}
 printf '{"prompt": "def quicksort(items):"}\n{"prompt": "class Stack:\\n    def __init__(self):"}\n' > "$out/prompts.jsonl"
-run "bench code model" sh -c "'$jf' bench -m '$models/pycode-ar-q8_0.gguf' --device $device --prompts '$out/prompts.jsonl' -n $tokens \
-  --decoders ar,jacobi:block=16:draft-policy=fixed,multiblock:block=16:draft-policy=fixed,lookahead,pld > '$out/bench_code.txt'"
+decoders=ar,jacobi:block=16,multiblock:block=16,lookahead,pld
 work="$(mktemp -d)"
 for entry in "${shapes[@]}"; do
   shape="${entry%%:*}" type="${entry#*:}" file="$work/$entry.gguf"
-  run "jf random $shape $type" "$jf" random --preset "$shape" --type "$type" --vocab-from "$vocab" -o "$file"
-  run "bench $shape $type" sh -c "'$jf' bench -m '$file' --device $device --prompts '$out/prompts.jsonl' -n 32 --decoders ar \
-    --row-cost measure > '$out/bench_${shape}_${type}.txt'"
-  rm -f "$file"
+  run "jf random $shape $type" "$jf" random --preset "$shape" --type "$type" --vocab-from "$vocab" -o "$file" || continue
+  run "forward cost $shape $type" sh -c "'$bin/forward_cost' -m '$file' --device $device --ms $ms --reps $reps --context 64 \
+    --bandwidth $bandwidth --peak $peak --prefill $prefill > '$out/cost_${shape}_${type}.txt'"
+  run "decode $shape $type" sh -c "'$jf' bench -m '$file' --device $device --prompts '$out/prompts.jsonl' -n $tokens \
+    --ignore-eos --decoders ar > '$out/decode_${shape}_${type}.txt'"
+  [ "$gpu" = 1 ] && [ -x "$bin/llamacpp_bench" ] &&
+    run "llama.cpp $shape $type" sh -c "'$bin/llamacpp_bench' '$file' 999 16 $tokens $ms $reps $prefill > '$out/llama_${shape}_${type}.json'"
+  [ "$entry" = "${shapes[0]}" ] || rm -f "$file"  # the first shape's file stays for the CPU at scale
 done
+run "decoders code model" sh -c "'$jf' bench -m '$models/pycode-ar-q8_0.gguf' --device $device --prompts '$out/prompts.jsonl' \
+  -n $tokens --decoders $decoders > '$out/decoders_code.txt'"
+run "decoders stories260K" sh -c "'$jf' bench -m '$stories' --device $device --prompts '$out/prompts.jsonl' -n $tokens \
+  --decoders $decoders > '$out/decoders_stories.txt'"
 head -c 20000 "$text" > "$out/text.txt"
 run "perplexity stories260K" sh -c "'$jf' perplexity -m '$stories' --device $device -f '$out/text.txt' --window 256 > '$out/ppl_gpu.txt' \
   && '$jf' perplexity -m '$stories' --device cpu -f '$out/text.txt' --window 256 > '$out/ppl_cpu.txt'"
+cpu_file="$work/${shapes[0]}.gguf" cpu_shape="${shapes[0]}"
+printf '{"prompt": "def quicksort(items):"}\n' > "$out/prompt1.jsonl"
+if [ -e "$cpu_file" ]; then
+  for t in "${threads[@]}"; do
+    run "cpu jf -t $t $cpu_shape" sh -c "'$jf' bench -m '$cpu_file' --device cpu -t $t --prompts '$out/prompt1.jsonl' -n 16 \
+      --ignore-eos --decoders ar > '$out/cpu_jf_t$t.txt'"
+    [ -x "$bin/llamacpp_bench" ] &&
+      run "cpu llama.cpp -t $t $cpu_shape" sh -c "'$bin/llamacpp_bench' '$cpu_file' 0 $t 16 1 3 0 > '$out/cpu_llama_t$t.json'"
+  done
+fi
 rm -rf "$work"
 
 {
@@ -108,21 +170,26 @@ rm -rf "$work"
   echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $( [ "$local" = 1 ] && echo 'local run on lavapipe' || echo 'device run'), device $device"
   echo
   echo '```'
-  cat "$out/devices.txt"
+  cat "$out/machine.txt" "$out/devices.txt"
+  cat "$out/bandwidth.txt" 2>/dev/null
   echo '```'
   echo
   echo "| step | result | time |"
   echo "|---|---|---|"
   cat "$out/steps.md"
-  for f in "$out"/bench_*.txt; do
+  for f in "$out"/cost_*.txt "$out"/decode_*.txt "$out"/decoders_*.txt "$out"/cpu_jf_*.txt; do
     [ -e "$f" ] || continue
     echo
     echo "## $(basename "$f" .txt)"
     echo
-    head -3 "$f" | grep -v '^$' || true
+    grep -v '^$' "$f" | grep -v '^  ' | head -40
+  done
+  for f in "$out"/llama_*.json "$out"/cpu_llama_*.json; do
+    [ -e "$f" ] || continue
     echo
-    bench_table "$f"
-    grep "time(m) / time(1)" "$f" || true
+    echo "## $(basename "$f" .json) (llama.cpp)"
+    echo
+    cat "$f"
   done
   echo
   echo "## perplexity (stories260K)"
@@ -130,5 +197,5 @@ rm -rf "$work"
   echo "device: $(tail -1 "$out/ppl_gpu.txt" 2>/dev/null)"
   echo "cpu: $(tail -1 "$out/ppl_cpu.txt" 2>/dev/null)"
 } > "$report"
-echo "gpu_check: $failures failed steps; report in $report"
+echo "gpu_check: $failures failed steps; report in $dest/report.md"
 [ "$failures" = 0 ]

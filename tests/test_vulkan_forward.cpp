@@ -99,13 +99,19 @@ class VulkanArch : public ::testing::TestWithParam<std::string> {};
 TEST_P(VulkanArch, BatchInvariantAndCloseToTheCpu) {
   JF_VULKAN_DEVICE(device);
   const std::unique_ptr<Model> m = make_model(preset_config(GetParam()), DType::F32, 11);
-  vulkan::VulkanForward fwd(device, m->config(), m->weights());
   const std::vector<int32_t> toks = test::random_tokens(13, m->config().vocab_size, 5);
-  for (DType kv : {DType::F32, DType::F16}) expect_batch_invariant(fwd, toks, kv, GetParam() + " kv " + dtype_name(kv));
-  // CPU and device sum in different orders: logits agree to 1e-4 of the largest logit's magnitude.
   Transformer cpu(m->config(), m->weights());
-  const Logits want = stepwise(cpu, toks), got = stepwise(fwd, toks);
-  for (size_t r = 0; r < toks.size(); r++) EXPECT_LE(relative_error(want[r], got[r]), 1e-4f) << GetParam() << " row " << r;
+  const Logits want = stepwise(cpu, toks);
+  // Both matrix kernels: the device's choice for these small matrices (a thread per output) and the split
+  // over a workgroup that large matrices take (forced for every matrix by split_min_k 1).
+  for (uint32_t split_min_k : {0u, 1u}) {
+    const std::string what = GetParam() + (split_min_k ? " split" : "");
+    vulkan::VulkanForward fwd(device, m->config(), m->weights(), split_min_k);
+    for (DType kv : {DType::F32, DType::F16}) expect_batch_invariant(fwd, toks, kv, what + " kv " + dtype_name(kv));
+    // CPU and device sum in different orders: logits agree to 1e-4 of the largest logit's magnitude.
+    const Logits got = stepwise(fwd, toks);
+    for (size_t r = 0; r < toks.size(); r++) EXPECT_LE(relative_error(want[r], got[r]), 1e-4f) << what << " row " << r;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, VulkanArch,
@@ -123,8 +129,10 @@ TEST(VulkanForward, BatchInvariantForEveryWeightType) {
   for (DType t : {DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q5_1, DType::Q4_K, DType::Q6_K}) {
     const ModelConfig c = preset_config(t == DType::Q4_K || t == DType::Q6_K ? "tiny-256" : "tiny");
     const std::unique_ptr<Model> m = make_model(c, t, 3);
-    vulkan::VulkanForward fwd(device, m->config(), m->weights());
-    expect_batch_invariant(fwd, test::random_tokens(13, c.vocab_size, 8), DType::F32, dtype_name(t));
+    for (uint32_t split_min_k : {0u, 1u}) {
+      vulkan::VulkanForward fwd(device, m->config(), m->weights(), split_min_k);
+      expect_batch_invariant(fwd, test::random_tokens(13, c.vocab_size, 8), DType::F32, dtype_name(t) + (split_min_k ? " split" : ""));
+    }
   }
 }
 

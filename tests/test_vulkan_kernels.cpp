@@ -1,6 +1,6 @@
 // The Vulkan backend's matrix kernels against a CPU reference, per weight type and for both kernel variants
-// (a thread per output below 64 units of 32 inputs, a workgroup per output above), and their batch
-// invariance: a row's result is the same bits in any tile of any row count.
+// (a thread per output below 256 inputs, a workgroup per 4 outputs from 256), and their batch invariance: a
+// row's result is the same bits in any tile of any row count.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -9,6 +9,7 @@
 #include "kernels/dtype.h"
 #include "vulkan/buffer.h"
 #include "vulkan/kernels.h"
+#include "vulkan/matmul_grid.h"
 #include "vulkan/recorder.h"
 #include "vulkan_support.h"
 
@@ -36,15 +37,14 @@ std::vector<float> device_matmul(Fixture& f, DType t, const std::vector<uint8_t>
   Buffer wb(f.ctx, w.size(), Buffer::Kind::Host), xb(f.ctx, x.size() * 4, Buffer::Kind::Host), yb(f.ctx, M * N * 4, Buffer::Kind::Host);
   std::memcpy(wb.mapped(), w.data(), w.size());
   std::memcpy(xb.mapped(), x.data(), x.size() * 4);
-  const bool serial = (K + 31) / 32 < vulkan::kWorkgroup;
+  const vulkan::MatmulGrid g = vulkan::matmul_grid(uint32_t(N), uint32_t(K), M, 256);
   struct {
     uint32_t M, N, K, x_off, x_stride, y_off, y_stride, accumulate;
   } p{M, uint32_t(N), uint32_t(K), uint32_t(first * K), uint32_t(K), 0, uint32_t(N), 0};
-  const uint32_t groups = serial ? uint32_t((N + 63) / 64) : uint32_t(N);
   vulkan::Recorder rec(f.ctx);
   rec.begin();
-  rec.dispatch(f.kernels.get((serial ? "matmul_serial_" : "matmul_split_") + dtype_name(t), 3), {xb.view(), yb.view(), wb.view()}, p, groups,
-               (M + 7) / 8);
+  rec.dispatch(f.kernels.get((g.serial ? "matmul_serial_" : "matmul_split_") + dtype_name(t), 3), {xb.view(), yb.view(), wb.view()}, p,
+               g.x, g.y, g.z);
   rec.finish();
   const float* y = static_cast<const float*>(yb.mapped());
   return std::vector<float>(y, y + M * N);
@@ -55,7 +55,7 @@ class VulkanMatmul : public ::testing::TestWithParam<std::tuple<DType, int>> {};
 TEST_P(VulkanMatmul, MatchesTheDequantizedReferenceAndIsBatchInvariant) {
   JF_VULKAN_DEVICE(device);
   const auto [type, K] = GetParam();
-  const int64_t N = 70, M = 11;  // N past a workgroup of outputs; M over two tiles of 8 rows
+  const int64_t N = 70, M = 11;  // N past a workgroup of outputs and not a multiple of 4; M over two tiles of 8 rows
   Fixture f(device);
   const std::vector<float> wf = random_floats(static_cast<size_t>(N * K), 7);
   const size_t row_bytes = dtype_row_bytes(type, K);
@@ -85,8 +85,12 @@ std::vector<std::tuple<DType, int>> matmul_cases() {
   std::vector<std::tuple<DType, int>> c;
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K,
                   DType::Q5_K, DType::Q6_K})
-    for (int K : {256, 2304}) c.emplace_back(t, K);  // 8 units: a thread per output; 72: a workgroup per output
-  c.emplace_back(DType::F32, 100);                     // float types need no whole units
+    for (int K : {t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K ? 256 : 128, 2304})
+      c.emplace_back(t, K);  // 128: a thread per output; 256: one step of a workgroup per 4 outputs; 2304: 9 steps
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_1}) c.emplace_back(t, 288);  // a last step of one unit
+  c.emplace_back(DType::F32, 100);                     // float types need no whole units: serial
+  c.emplace_back(DType::F32, 301);                     // ... nor whole groups of 4: split, unaligned rows
+  c.emplace_back(DType::F16, 258);
   return c;
 }
 

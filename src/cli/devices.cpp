@@ -1,5 +1,6 @@
 // `jf devices`: the devices jf can run a model on (--device), with what each offers.
 #include <cstdio>
+#include <memory>
 
 #include "cli/commands.h"
 #include "device/device.h"
@@ -7,11 +8,16 @@
 namespace jf::cli {
 
 Command add_devices_command(CLI::App& app) {
-  app.add_subcommand("devices",
+  auto* cmd = app.add_subcommand("devices",
                      "List the devices --device can name: the CPU and every Vulkan device (type, memory, subgroup "
                      "size, the features jf uses), and which one --device auto picks");
-  return [] {
+  auto bandwidth = std::make_shared<std::string>();
+  cmd->add_option("--bandwidth", *bandwidth,
+                  "Also time how fast DEVICE (vulkan, vulkan:N or auto) reads its memory: the bound a memory-bound "
+                  "forward is compared against");
+  return [bandwidth] {
     std::fputs(describe_devices().c_str(), stdout);
+    if (!bandwidth->empty()) std::fputs(measure_read_bandwidth(*bandwidth).c_str(), stdout);
     return 0;
   };
 }

@@ -1,5 +1,6 @@
 #include "device/device.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -7,6 +8,7 @@
 #include "kernels/cpu.h"
 #include "kernels/parallel.h"
 #ifdef JF_WITH_VULKAN
+#include "vulkan/bandwidth.h"
 #include "vulkan/context.h"
 #include "vulkan/vulkan_forward.h"
 #endif
@@ -107,6 +109,26 @@ std::string describe_devices() {
   o << "vulkan     not built (install libvulkan-dev and glslc, then rebuild)\nauto       cpu\n";
 #endif
   return o.str();
+}
+
+std::string measure_read_bandwidth(const std::string& device) {
+  const int index = device == "auto" ? -2 : vulkan_index(device);
+  if (index == -1) throw Error("--bandwidth measures a Vulkan device (vulkan, vulkan:N or auto), not '" + device + "'");
+#ifdef JF_WITH_VULKAN
+  std::string why;
+  const int chosen = index >= 0 ? index : first_gpu(&why);
+  if (chosen < 0) throw Error("--bandwidth auto: " + why);
+  vulkan::Context ctx(chosen);
+  // 1 GiB, or what the device can bind and hold: long enough that launch and clock ramp do not count.
+  const size_t bytes = std::min<uint64_t>({uint64_t{1} << 30, ctx.info().max_binding_bytes, ctx.free_device_memory() / 4});
+  const vulkan::ReadBandwidth r = vulkan::measure_read_bandwidth(ctx, bytes);
+  char line[256];
+  std::snprintf(line, sizeof line, "vulkan:%d read bandwidth %.1f GB/s (%.0f MiB read, best of %d timed reads)\n", chosen,
+                r.bytes_per_second / 1e9, static_cast<double>(r.bytes) / (1 << 20), r.reads);
+  return line;
+#else
+  throw Error("this jf was built without the Vulkan backend, so it has no device to measure");
+#endif
 }
 
 }  // namespace jf

@@ -21,5 +21,8 @@ std::unique_ptr<ForwardPass> make_forward_pass(Model& model, const std::string& 
 // What `jf devices` prints: the CPU, then every Vulkan device with its type, memory, subgroup size and the
 // features jf uses (or what it lacks), and which one --device auto picks.
 std::string describe_devices();
+// `jf devices --bandwidth DEVICE`: the Vulkan device's read bandwidth, timed on the device (one line).
+// Throws jf::Error for the CPU, a build without Vulkan, or a device that cannot be opened or timed.
+std::string measure_read_bandwidth(const std::string& device);
 
 }  // namespace jf

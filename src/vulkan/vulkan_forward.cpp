@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "vulkan/kv_storage.h"
+#include "vulkan/matmul_grid.h"
 #include "vulkan/vulkan_forward_parts.h"
 
 namespace jf::vulkan {
@@ -26,7 +27,7 @@ const DeviceKvStore& device_store(const KvCache& cache, const Context* ctx) {
 }
 }  // namespace
 
-VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const ModelWeights& w)
+VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const ModelWeights& w, uint32_t split_min_k)
     : ctx_(std::make_unique<Context>(device_index)),
       kernels_(std::make_unique<Kernels>(*ctx_)),
       cfg_(cfg),
@@ -34,7 +35,8 @@ VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const Mod
       chain_act_(std::make_unique<Activations>()),
       main_in_(std::make_unique<Inputs>()),
       chain_in_(std::make_unique<Inputs>()),
-      rec_(*ctx_) {
+      rec_(*ctx_),
+      split_min_k_(split_min_k ? split_min_k : default_split_min_k(ctx_->info())) {
   if (const char* f = std::getenv("JF_VULKAN_FAULT")) {  // "FIRST:COUNT": forwards FIRST.. fail (0-based)
     if (std::sscanf(f, "%" SCNu64 ":%" SCNu64, &fault_first_, &fault_count_) != 2)
       throw Error("JF_VULKAN_FAULT must be FIRST:COUNT (forwards that fail as a device error would), got '" + std::string(f) + "'");
@@ -98,12 +100,9 @@ void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y,
   struct {
     uint32_t M, N, K, x_off, x_stride, y_off, y_stride, accumulate;
   } p{rows, w.rows, w.cols, x_off, w.cols, y_off, w.rows, accumulate ? 1u : 0u};
-  // The variant depends on K alone (never on the row count): see shaders/matmul_serial.comp.
-  const bool serial = (w.cols + 31) / 32 < kWorkgroup;
-  const uint32_t groups = serial ? (w.rows + kWorkgroup - 1) / kWorkgroup : w.rows;
-  const uint32_t gx = std::min<uint32_t>(groups, 65535), gz = (groups + gx - 1) / gx;
-  rec_.dispatch(typed_kernel(serial ? matmul_serial_ : matmul_split_, serial ? "matmul_serial_" : "matmul_split_", w.type), {x, y, w.data}, p, gx,
-                (rows + 7) / 8, gz);
+  const MatmulGrid g = matmul_grid(w.rows, w.cols, rows, split_min_k_);
+  rec_.dispatch(typed_kernel(g.serial ? matmul_serial_ : matmul_split_, g.serial ? "matmul_serial_" : "matmul_split_", w.type),
+                {x, y, w.data}, p, g.x, g.y, g.z);
 }
 
 void VulkanForward::rmsnorm(View x, View out, View gain, uint32_t rows, uint32_t n, bool accumulate, int gather_at) {

@@ -17,8 +17,9 @@ namespace jf::vulkan {
 class VulkanForward : public ForwardPass {
  public:
   // Uploads the weights to device `device_index` (see list_devices); throws jf::Error when the device cannot
-  // run the model (a missing feature, an unsupported weight type, too little memory).
-  VulkanForward(int device_index, const ModelConfig& cfg, const ModelWeights& w);
+  // run the model (a missing feature, an unsupported weight type, too little memory). split_min_k: the
+  // smallest K a matrix product splits over a workgroup (matmul_grid.h); 0, the device's default.
+  VulkanForward(int device_index, const ModelConfig& cfg, const ModelWeights& w, uint32_t split_min_k = 0);
   ~VulkanForward() override;
 
   const float* forward(std::span<SequenceInput* const> seqs) override;
@@ -60,6 +61,7 @@ class VulkanForward : public ForwardPass {
   Recorder rec_;
   RowPlan plan_, chain_plan_;
   TypedKernels matmul_serial_{}, matmul_split_{}, get_rows_{};
+  uint32_t split_min_k_ = 0;
   // What the recording helpers work on: the forward's (plan_, act_, main_in_) or a chain step's.
   RowPlan* rows_ = &plan_;
   Activations* a_ = nullptr;

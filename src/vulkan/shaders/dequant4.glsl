@@ -1,0 +1,78 @@
+// Four consecutive weights of a weight matrix row in its file type (GGML's layouts, read as stored): define
+// one TYPE_* and W_BINDING and include dequant.glsl first. load4(row, k, K) returns weights k .. k + 3 of `row`
+// (k a multiple of 4, so the four lie in one 32-weight unit), zero past K.
+
+#if defined(TYPE_F32) || defined(TYPE_F16) || defined(TYPE_BF16)
+float float_at(uint i) {
+#if defined(TYPE_BF16)
+  return uintBitsToFloat(uint(W[i]) << 16);
+#else
+  return float(W[i]);
+#endif
+}
+vec4 load4(uint row, uint k, uint K) {
+  const uint base = row * K + k;
+  if (k + 4 <= K) return vec4(float_at(base), float_at(base + 1), float_at(base + 2), float_at(base + 3));
+  vec4 w = vec4(0.0);
+  for (uint i = 0; i < 4 && k + i < K; i++) w[i] = float_at(base + i);
+  return w;
+}
+
+#elif defined(TYPE_Q8_0)
+vec4 load4(uint row, uint k, uint K) {
+  const uint b = (row * (K / 32) + k / 32) * 34, q = b + 2 + k % 32;
+  const float d = half_at(b);
+  return d * vec4(signed_byte_at(q), signed_byte_at(q + 1), signed_byte_at(q + 2), signed_byte_at(q + 3));
+}
+
+#elif defined(TYPE_Q4_0) || defined(TYPE_Q4_1) || defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
+vec4 load4(uint row, uint k, uint K) {
+  const uint b = (row * (K / 32) + k / 32) * BLOCK, j = k % 32;
+  const uint byte0 = b + QS + (j % 16), shift = j < 16 ? 0 : 4;
+  uvec4 q = (uvec4(byte_at(byte0), byte_at(byte0 + 1), byte_at(byte0 + 2), byte_at(byte0 + 3)) >> shift) & 15;
+#if defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
+  const uint qh = byte_at(b + QH) | (byte_at(b + QH + 1) << 8) | (byte_at(b + QH + 2) << 16) | (byte_at(b + QH + 3) << 24);
+  q |= ((uvec4(qh) >> uvec4(j, j + 1, j + 2, j + 3)) & 1) << 4;
+#endif
+  const float d = half_at(b);
+#if defined(TYPE_Q4_0)
+  return d * (vec4(q) - 8.0);
+#elif defined(TYPE_Q5_0)
+  return d * (vec4(q) - 16.0);
+#else
+  return d * vec4(q) + half_at(b + 2);
+#endif
+}
+
+#elif defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
+vec4 load4(uint row, uint k, uint K) {
+  const uint u = k / 32, b = (row * (K / 256) + u / 8) * BLOCK, j = u % 8, l = k % 32;
+  const float d = half_at(b), dmin = half_at(b + 2);
+  const uint s = b + 4;
+  uint sc, m;
+  if (j < 4) {
+    sc = byte_at(s + j) & 63, m = byte_at(s + j + 4) & 63;
+  } else {
+    sc = (byte_at(s + j + 4) & 15) | ((byte_at(s + j - 4) >> 6) << 4);
+    m = (byte_at(s + j + 4) >> 4) | ((byte_at(s + j) >> 6) << 4);
+  }
+  const uint qs = b + QS + 32 * (j / 2) + l, shift = 4 * (j % 2);
+  uvec4 q = (uvec4(byte_at(qs), byte_at(qs + 1), byte_at(qs + 2), byte_at(qs + 3)) >> shift) & 15;
+#if defined(TYPE_Q5_K)
+  const uint qh = b + 16 + l;
+  q |= ((uvec4(byte_at(qh), byte_at(qh + 1), byte_at(qh + 2), byte_at(qh + 3)) >> j) & 1) << 4;
+#endif
+  return d * float(sc) * vec4(q) - dmin * float(m);
+}
+
+#elif defined(TYPE_Q6_K)
+vec4 load4(uint row, uint k, uint K) {
+  const uint u = k / 32, b = (row * (K / 256) + u / 8) * 210, j = u % 8, h = j / 4, part = j % 4, l = k % 32;
+  const uint ql = b + 64 * h + 32 * (part % 2) + l, qh = b + 128 + 32 * h + l;
+  const uint lshift = 4 * (part / 2), hshift = 2 * part;
+  const float d = half_at(b + 208) * float(signed_byte_at(b + 192 + 8 * h + 2 * part + (l < 16 ? 0 : 1)));
+  const uvec4 lo = (uvec4(byte_at(ql), byte_at(ql + 1), byte_at(ql + 2), byte_at(ql + 3)) >> lshift) & 15;
+  const uvec4 hi = (uvec4(byte_at(qh), byte_at(qh + 1), byte_at(qh + 2), byte_at(qh + 3)) >> hshift) & 3;
+  return d * (vec4(lo | (hi << 4)) - 32.0);
+}
+#endif
