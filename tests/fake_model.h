@@ -34,6 +34,8 @@ class FakeModel : public ForwardPass {
   void set_draft_rule(NextTokenRule rule, int shift = 0) {
     draft_rule_ = std::move(rule);
     draft_cfg_shift_ = shift;
+    cfg_.draft_head = true;  // what a model with draft tensors says (decoders price its drafting by it)
+    cfg_.draft_layer = shift > 0;
   }
   int draft_shift() const override { return draft_cfg_shift_; }
   // A draft chain trained to `depth` (ForwardPass::draft_chain): draft j is `rule` of the verified text (the

@@ -109,7 +109,7 @@ void Generation::consume(const float* logits, double seconds) {
     return;
   }
   JF_CHECK(phase_ == Phase::Decode && ctx_.slot().input, "consume() without a pending forward");
-  session_.record_forward(static_cast<int>(ctx_.slot().input->tokens.size()), seconds);
+  session_.record_forward(*ctx_.slot().input, seconds);
   ctx_.slot().logits = logits;
   ctx_.slot().draft_logits = session_.forward_pass().draft_logits_for(logits);
   const size_t n_before = out_.tokens.size();

@@ -26,15 +26,21 @@ int lead_with_shifted(const float* draft_row, int vocab, std::vector<int32_t>& n
   return 1;
 }
 
-void PendingChain::fill(DecodeContext& ctx, int depth, int sent, std::vector<int32_t>& draft) {
+int PendingChain::fill(DecodeContext& ctx, int depth, int sent, std::vector<int32_t>& draft) {
   const float* from = row;
   row = nullptr;
   ForwardPass& model = ctx.session().forward_pass();
   if (depth < 0) depth = model.config().draft_chain;
   const int count = std::min({depth, sent - 1, static_cast<int>(draft.size()) - 1});
-  if (!from || count <= 0) return;
+  if (!from || count <= 0) return 0;
   const int made = model.draft_chain(from, ctx.session().cache(), draft[0], count, draft.data() + 1);
   ctx.count("draft_chain_tokens", made);
+  return made;
+}
+
+int draft_layer_tokens(const ForwardPass& model, int option_chain, int block) {
+  if (model.draft_shift() == 0) return block;
+  return 1 + std::max(0, option_chain < 0 ? model.config().draft_chain : option_chain);
 }
 
 void append_unsent(std::span<const int32_t> draft, int sent, int keep, std::vector<int32_t>& next) {
@@ -55,6 +61,10 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
   int budget = 0;  // per-block mode: tokens the current block still has to commit
   int64_t block_start = 0;  // per-block mode: history index of the block's first token (the pending one)
   int guessed_from = 0;  // draft[guessed_from ..] are guesses, the tokens before it predictions
+  int drafted_upto = 0;  // draft[.. drafted_upto] came from the draft layer or head
+  const ModelConfig& cfg = s.forward_pass().config();
+  const bool model_drafts = opt_.draft_head && (cfg.draft_layer || cfg.draft_head);
+  const int layer_tokens = draft_layer_tokens(s.forward_pass(), opt_.draft_chain, n);
   std::vector<int> kinds;  // of each draft token
   std::vector<int32_t> state;
   while (!ctx.done()) {
@@ -78,10 +88,15 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     // ---- forward the pending token and the part of the draft that pays, as one causal chain
     kinds.assign(draft.size(), kGuess);
     std::fill_n(kinds.begin(), std::min<size_t>(static_cast<size_t>(guessed_from), kinds.size()), static_cast<int>(kPredicted));
-    const int sent = opt_.adaptive && !opt_.observer ? policy_.choose(kinds, ctx.pricer(), 1.0, 1, kGuess, kPredicted)
-                                                     : static_cast<int>(draft.size());
+    // The drafted tokens: the layer's shifted one, and the chain's after it when a chain is pending (it fills
+    // only what is sent, so it is priced as what it would be).
+    const int drafted = std::min<int>(chain.row ? std::max(drafted_upto, layer_tokens) : drafted_upto, static_cast<int>(draft.size()));
+    std::fill_n(kinds.begin(), drafted, static_cast<int>(kDrafted));
+    const bool priced = opt_.adaptive && !opt_.observer;
+    const int sent = priced ? policy_.choose(kinds, ctx.pricer(), 1.0, 1, kGuess, kPredicted) : static_cast<int>(draft.size());
+    const int chained = chain.fill(ctx, opt_.draft_chain, sent, draft);
+    for (int i = std::max(drafted_upto, 1 + chained); i < drafted; i++) kinds[static_cast<size_t>(i)] = i < guessed_from ? kPredicted : kGuess;
     ctx.count("draft_tokens_cut", static_cast<int64_t>(draft.size()) - sent);
-    chain.fill(ctx, opt_.draft_chain, sent, draft);
     if (opt_.observer && !opt_.running) {  // (the state this forward sends)
       state.assign(ctx.history().begin() + block_start, ctx.history().end());
       state.insert(state.end(), draft.begin(), draft.end());
@@ -90,7 +105,9 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     const int S = s.cache().size();
     prepare_chain(ctx, std::span<const int32_t>(draft).first(static_cast<size_t>(sent)), tree, in);
     // (A lone pending row drafts only through a shifted draft: the token after the one it verifies.)
-    in.draft_logits = opt_.draft_head && (sent > 0 || shift > 0);
+    const bool layer = model_drafts && (!priced || layer_.choose(policy_, ctx.pricer(), kDrafted, kPredicted, layer_tokens, max_draft(ctx, n - 1)));
+    if (!layer && model_drafts) ctx.count("forwards_without_draft_layer");
+    in.draft_logits = layer && (sent > 0 || shift > 0);
     const float* logits = co_await ctx.forward(in);
     auto row = [&](int r) { return logits + static_cast<size_t>(r) * V; };
 
@@ -118,6 +135,7 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     }
     if (drafts) ctx.count("draft_head_forwards");
     const int predicted = static_cast<int>(next.size());
+    drafted_upto = !drafts ? 0 : shifted ? std::min(1, predicted) : predicted;
     append_unsent(draft, covered, keep, next);
     guessed_from = predicted + std::max(0, guessed_from - (sent + 1));
     draft.swap(next);

@@ -5,6 +5,7 @@
 // With a draft head (JacobiOptions::draft_head) the next draft is the draft head's predictions instead.
 #pragma once
 #include "decode/decoder.h"
+#include "decode/draft_layer_switch.h"
 #include "decode/draft_init.h"
 #include "decode/draft_tree.h"
 
@@ -52,10 +53,12 @@ class JacobiDecoder : public Decoder {
   DecodeLoop decode(DecodeContext& ctx) override;
 
  private:
-  // What a draft's first token is: a guess (a block's first forward), or a prediction of an earlier forward.
-  enum Kind { kGuess = 1, kPredicted, kKinds = kPredicted };
+  // What a draft token is: a guess (a block's first forward), a prediction of an earlier forward's rows, or a
+  // draft of the model's draft layer or head (and its chain).
+  enum Kind { kGuess = 1, kPredicted, kDrafted, kKinds = kDrafted };
   JacobiOptions opt_;
   DraftLengthPolicy policy_;
+  DraftLayerSwitch layer_;
 };
 
 // Longest draft a forward can carry: room for the pending row, no further than the generation may go.
@@ -73,12 +76,17 @@ int lead_with_shifted(const float* draft_row, int vocab, std::vector<int32_t>& n
 // A draft layer's chain after lead_with_shifted (ForwardPass::draft_chain), drafted only once the next forward's
 // size is known and only for the drafts it sends: on a CPU the priced decoders often send the shifted draft
 // alone, and the chain costs a layer and a head per token.
+// Tokens a forward that runs the draft layer drafts: its shifted one and the chain's (option_chain < 0: as far as
+// the model was trained); a draft head drafts from every row (`block`).
+int draft_layer_tokens(const ForwardPass& model, int option_chain, int block);
+
 struct PendingChain {
   const float* row = nullptr;  // the last verified row's output logits, valid until the next forward
   // Before the forward that sends draft[0 .. sent - 1], with the session's cache still ending with that row:
   // draft[1 .. min(depth, sent - 1)] from the chain (depth < 0: the model's, ModelConfig::draft_chain), counted
   // as "draft_chain_tokens". Then forgets the row.
-  void fill(DecodeContext& ctx, int depth, int sent, std::vector<int32_t>& draft);
+  // Returns how many it wrote.
+  int fill(DecodeContext& ctx, int depth, int sent, std::vector<int32_t>& draft);
 };
 
 // After a forward that sent only draft[0 .. sent-1]: appends the unsent draft tokens that still lie ahead of

@@ -82,6 +82,9 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
   std::vector<int> kinds, next_kinds;  // of each draft token
   bool just_promoted = false;
   int64_t pseudo_rows_spent = 0;  // pseudo-active rows sent since the last promotion
+  const ModelConfig& cfg = s.forward_pass().config();
+  const bool model_drafts = opt_.draft_head && (cfg.draft_layer || cfg.draft_head);
+  const int layer_tokens = draft_layer_tokens(s.forward_pass(), opt_.draft_chain, n);
 
   while (!ctx.done()) {
     if (ctx.room() < 1) {
@@ -108,6 +111,10 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     if (static_cast<int>(draft.size()) > d) draft.resize(static_cast<size_t>(d));
     if (static_cast<int>(draft.size()) < d) add_guesses(opt_.init, ctx.history(), V, rng, d - static_cast<int>(draft.size()), draft);
     kinds.resize(draft.size(), kFresh);
+    // A pending chain fills the draft after the shifted token with the layer's: priced as what it would be.
+    const int chain_upto = chain.row ? std::min(layer_tokens, static_cast<int>(draft.size())) : 0;
+    std::vector<int> chain_was(kinds.begin() + std::min<int>(1, chain_upto), kinds.begin() + chain_upto);
+    std::fill(kinds.begin() + std::min<int>(1, chain_upto), kinds.begin() + chain_upto, static_cast<int>(kDrafted));
 
     // ---- price the forward: the whole draft with the pseudo-active blocks after it, or the draft's best prefix
     const RowPricer price = ctx.pricer();
@@ -130,7 +137,8 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     }
     const int extra_rows = with_pseudo ? pseudo_n : 0;
     ctx.count("draft_tokens_cut", d - sent);
-    chain.fill(ctx, opt_.draft_chain, sent, draft);
+    const int chained = chain.fill(ctx, opt_.draft_chain, sent, draft);
+    for (int i = 1 + chained; i < chain_upto; i++) kinds[static_cast<size_t>(i)] = chain_was[static_cast<size_t>(i - 1)];
 
     // ---- real-active draft plus recycled candidates that continue the pending token, as one tree
     const int S = s.cache().size();
@@ -169,7 +177,9 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
       for (size_t b = 0; b < pseudo.size(); b++)
         ctx.tag_rows(tree.size() + static_cast<int>(b) * n, n, RowRole::Block, static_cast<int>(b) + 1);
     // (A lone pending row drafts only through a shifted draft: the token after the one it verifies.)
-    in.draft_logits = opt_.draft_head && (M > 1 || shift > 0);
+    const bool layer = model_drafts && (!opt_.adaptive || layer_.choose(policy_, price, kDrafted, kPredicted, layer_tokens, d));
+    if (!layer && model_drafts) ctx.count("forwards_without_draft_layer");
+    in.draft_logits = layer && (M > 1 || shift > 0);
     const float* logits = co_await ctx.forward(in);
     auto row = [&](int logit_row) { return logits + static_cast<size_t>(logit_row) * V; };  // tree nodes first
     // Next drafts come from the draft head when the model has one; verification always from `row`. A draft
@@ -221,7 +231,9 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
       reached += lead_with_shifted(draft_row(last), V, next);
       chain.row = row(last);
     }
-    next_kinds.assign(next.size(), kPredicted);
+    // The draft layer's shifted token, or every row's draft from a draft head, is the draft layer's kind.
+    next_kinds.assign(next.size(), drafts != logits && !shifted ? kDrafted : kPredicted);
+    if (shifted && !next_kinds.empty() && new_budget > 1) next_kinds[0] = kDrafted;
     append_unsent(draft, reached, new_budget - 1, next);
     for (size_t i = static_cast<size_t>(reached) + 1; next_kinds.size() < next.size(); i++) next_kinds.push_back(kinds[i]);
     pushed = opt_.pool > 0 && k < d;  // the draft was not all confirmed (rejected, or not all sent)

@@ -10,6 +10,7 @@
 #include <deque>
 
 #include "decode/decoder.h"
+#include "decode/draft_layer_switch.h"
 #include "decode/draft_init.h"
 #include "decode/draft_tree.h"
 
@@ -64,9 +65,10 @@ class MultiblockDecoder : public Decoder {
 
  private:
   // What the real-active draft is: a fresh block's guesses, a promoted block's tokens, or predictions.
-  enum Kind { kFresh = 1, kPromoted, kPredicted, kKinds = kPredicted };
+  enum Kind { kFresh = 1, kPromoted, kPredicted, kDrafted, kKinds = kDrafted };  // kDrafted: the draft layer's or head's
   MultiblockOptions opt_;
   DraftLengthPolicy policy_;
+  DraftLayerSwitch layer_;  // whether a forward runs the draft layer (decode/draft_layer_switch.h)
   RowYield pseudo_;    // tokens a promoted block committed beyond a fresh block's expectation, per pseudo row sent
   RowYield recycled_;  // tokens recycled candidates committed beyond the draft, per candidate row sent
 };

@@ -21,8 +21,17 @@ void RowCostModel::Mean::add(double x) {
   mean += (x - mean) / static_cast<double>(std::min(n, kWindow));
 }
 
-void RowCostModel::record(int rows, double seconds) {
-  if (!(seconds > 0) || fixed()) return;
+void RowCostModel::record(int rows, double seconds, bool drafted) {
+  if (!(seconds > 0)) return;
+  if (drafted) {
+    const double one = fixed() ? curve_one_seconds_ : one_row_seconds_.mean;
+    if (!(one > 0) || rows < 1) return;  // no plain forward measured yet to compare with
+    const double overhead = seconds / (one * relative(rows)) - 1.0;
+    overhead_[static_cast<size_t>(n_overhead_ % kSamples)] = std::clamp(overhead, -0.5, 4.0);
+    n_overhead_++;
+    return;
+  }
+  if (fixed()) return;
   if (rows == 1) {
     one_rows_since_sample_++;
     return one_row_seconds_.add(seconds);
@@ -42,6 +51,7 @@ void RowCostModel::set_curve(std::vector<std::pair<int, double>> points) {
   curve_.clear();
   if (points.empty() || !(points.front().second > 0)) return;
   const double one = points.front().second * (points.front().first == 1 ? 1.0 : 1.0 / points.front().first);
+  curve_one_seconds_ = one;
   double last = 0;
   for (const auto& [rows, seconds] : points) {
     last = std::max(last, seconds / one);
@@ -54,6 +64,21 @@ double RowCostModel::per_row() const {
   const size_t n = static_cast<size_t>(std::min<int64_t>(n_samples_, kSamples));
   const double median = median_of(samples_.data(), n);
   return exploring() ? std::min(median, kDefaultRowCost) : median;
+}
+
+double DraftLengthPolicy::best_rate(std::span<const int> kinds, const RowPricer& price) const {
+  double best = price.rate(1.0, 1);
+  if (kinds.empty() || kinds[0] < 1) return best;
+  price_tokens(kinds, 0, 0);
+  double e = 1.0, all = 1.0;
+  for (size_t k = 0; k < kinds.size(); k++) best = std::max(best, price.rate(e += (all *= p_[k]), 2 + static_cast<int>(k)));
+  return best;
+}
+
+double RowCostModel::draft_overhead() const {
+  if (fixed_overhead_ >= 0) return fixed_overhead_;
+  if (n_overhead_ == 0) return 0.0;
+  return std::max(0.0, median_of(overhead_.data(), static_cast<size_t>(std::min<int64_t>(n_overhead_, kSamples))));
 }
 
 double RowCostModel::relative(int rows) const {

@@ -25,8 +25,15 @@ namespace jf {
 
 class RowCostModel {
  public:
-  // Adds one timed forward of `rows` rows (ignored while a fixed curve is set).
-  void record(int rows, double seconds);
+  // Adds one timed forward of `rows` rows (ignored while a fixed curve is set). `drafted`: it also ran the
+  // model's draft layer or head; its cost beyond the rows' goes to draft_overhead(), never to the curve.
+  void record(int rows, double seconds, bool drafted = false);
+  // What running the draft layer (or head) adds to a forward, as a fraction of the same rows' cost without it:
+  // the median of the recent drafting forwards against the one-row time and the curve. 0 until one was
+  // measured (optimistic: drafting is tried before it is judged).
+  double draft_overhead() const;
+  // Uses this overhead instead of timings (a measurement made beforehand, a test's synthetic cost); < 0: learn.
+  void set_draft_overhead(double overhead) { fixed_overhead_ = overhead; }
   // Uses this curve, (rows, seconds) with increasing rows and the first at rows 1, instead of timings:
   // linear between points, extrapolated past the last along its last segment. Learning stops. Empty: learn.
   void set_curve(std::vector<std::pair<int, double>> points);
@@ -62,6 +69,10 @@ class RowCostModel {
   std::array<std::array<double, kPerCount>, kMaxRows - 1> by_rows_{};
   std::array<int64_t, kMaxRows - 1> n_by_rows_{};
   std::vector<std::pair<int, double>> curve_;  // fixed: (rows, relative cost)
+  double curve_one_seconds_ = 0;               // fixed: one row's seconds
+  std::array<double, kSamples> overhead_{};    // drafting forwards' overheads, a ring buffer
+  int64_t n_overhead_ = 0;
+  double fixed_overhead_ = -1.0;
 };
 
 // The pricing rule over one sequence's rows. `shared_rows`: rows other sequences put into the same forward
@@ -71,6 +82,8 @@ class RowPricer {
   RowPricer(const RowCostModel& cost, int shared_rows = 0) : cost_(&cost), shared_(shared_rows) {}  // NOLINT: implicit
   // Cost of a forward with this sequence's `rows` rows relative to one with its single row.
   double relative(int rows) const;
+  // RowCostModel::draft_overhead of the cost model priced on.
+  double draft_overhead() const { return cost_->draft_overhead(); }
   // The k in [0, p.size()] that maximises (tokens + sum_{i<k} p_0 ... p_i + bonus_i) / relative(rows + k): how
   // many of a chain's draft tokens to send after `rows` rows expected to commit `tokens`. bonus (empty, or
   // one per token): what sending token i is worth beyond its own acceptance (a Jacobi row's prediction for
@@ -106,6 +119,9 @@ class DraftLengthPolicy {
              int to = 0);
   // Expected accepted tokens of the first `length` tokens of a proposal of this kind.
   double expected(int kind, int length) const;
+  // The best expected committed tokens per unit of cost over the prefixes of a draft of these kinds (the
+  // pending row's token plus the draft's accepted ones): what a decoder can expect from drafts of that make.
+  double best_rate(std::span<const int> kinds, const RowPricer& price) const;
   // Of the first `length` tokens of a draft of these kinds, with their worth to the next forward as in choose().
   double expected(std::span<const int> kinds, int length, int from = 0, int to = 0) const;
   // Records a verified proposal of `drafted` tokens of which the first `accepted` matched.

@@ -15,14 +15,17 @@ Session::Session(ForwardPass& fwd, int context_size, DType kv_type)
 const float* Session::forward(SequenceInput& in) {
   const double t0 = now_seconds();
   const float* logits = fwd_->forward(in);
-  record_forward(static_cast<int>(in.tokens.size()), now_seconds() - t0);
+  record_forward(in, now_seconds() - t0);
   return logits;
 }
 
-void Session::record_forward(int rows, double seconds) {
+void Session::record_forward(const SequenceInput& in, double seconds) {
+  const int rows = static_cast<int>(in.tokens.size());
   forward_seconds_ += seconds;
   if (const double d = fwd_->last_device_seconds(); d >= 0) device_seconds_ += d;  // the forward just run
-  row_cost_.record(rows, seconds);
+  const ModelConfig& c = fwd_->config();
+  const bool drafted = (c.draft_layer && (in.draft_logits || in.draft_context)) || (c.draft_head && in.draft_logits);
+  row_cost_.record(rows, seconds, drafted);
   n_forwards_++;
   n_rows_ += rows;
 }

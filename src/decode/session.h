@@ -29,8 +29,9 @@ class Session {
   const float* forward(SequenceInput& in);
   // The model, for a driver that batches several sessions' inputs into one forward.
   ForwardPass& forward_pass() { return *fwd_; }
-  // Counts a forward this session's rows took part in (its wall time, shared with the batch).
-  void record_forward(int rows, double seconds);
+  // Counts a forward this session's rows took part in (its wall time, shared with the batch); `in`, its input,
+  // says whether it drafted (ran the draft layer or head: priced apart, RowCostModel::record).
+  void record_forward(const SequenceInput& in, double seconds);
   void reset_counters();
   int64_t n_forwards() const { return n_forwards_; }
   int64_t n_rows() const { return n_rows_; }  // tokens pushed through the model

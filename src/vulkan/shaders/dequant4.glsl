@@ -1,6 +1,11 @@
 // Four consecutive weights of a weight matrix row in its file type (GGML's layouts, read as stored): define
 // one TYPE_* and W_BINDING and include dequant.glsl first. load4(row, k, K) returns weights k .. k + 3 of `row`
-// (k a multiple of 4, so the four lie in one 32-weight unit), zero past K.
+// (k a multiple of 4, so the four lie in one 32-weight unit), zero past K. Where a type's blocks keep 4-byte
+// alignment (F16 rows of even K, Q4_K, Q5_K), bytes are read 32 bits at a time through a second view of the
+// same binding: a quarter of the load instructions.
+layout(std430, binding = W_BINDING) readonly buffer Weights32 { uint W32[]; };
+uvec4 bytes4(uint i) { const uint v = W32[i / 4]; return uvec4(v, v >> 8, v >> 16, v >> 24) & 255; }  // i % 4 == 0
+uint byte32(uint i) { return (W32[i / 4] >> (8 * (i % 4))) & 255; }
 
 #if defined(TYPE_F32) || defined(TYPE_F16) || defined(TYPE_BF16)
 float float_at(uint i) {
@@ -12,6 +17,9 @@ float float_at(uint i) {
 }
 vec4 load4(uint row, uint k, uint K) {
   const uint base = row * K + k;
+#if defined(TYPE_F16)
+  if (k + 4 <= K && K % 2 == 0) return vec4(unpackHalf2x16(W32[base / 2]), unpackHalf2x16(W32[base / 2 + 1]));
+#endif
   if (k + 4 <= K) return vec4(float_at(base), float_at(base + 1), float_at(base + 2), float_at(base + 3));
   vec4 w = vec4(0.0);
   for (uint i = 0; i < 4 && k + i < K; i++) w[i] = float_at(base + i);
@@ -46,23 +54,23 @@ vec4 load4(uint row, uint k, uint K) {
 
 #elif defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
 vec4 load4(uint row, uint k, uint K) {
+  // Blocks of 144 / 176 bytes start 16-byte aligned: d and dmin are one word, the scales three, the four
+  // nibble bytes (and Q5_K's four high-bit bytes) one each.
   const uint u = k / 32, b = (row * (K / 256) + u / 8) * BLOCK, j = u % 8, l = k % 32;
-  const float d = half_at(b), dmin = half_at(b + 2);
-  const uint s = b + 4;
+  const vec2 dm = unpackHalf2x16(W32[b / 4]);
+  const uint sw = b + 4;  // the 12 bytes of 6-bit scales and mins
   uint sc, m;
   if (j < 4) {
-    sc = byte_at(s + j) & 63, m = byte_at(s + j + 4) & 63;
+    sc = byte32(sw + j) & 63, m = byte32(sw + j + 4) & 63;
   } else {
-    sc = (byte_at(s + j + 4) & 15) | ((byte_at(s + j - 4) >> 6) << 4);
-    m = (byte_at(s + j + 4) >> 4) | ((byte_at(s + j) >> 6) << 4);
+    sc = (byte32(sw + j + 4) & 15) | ((byte32(sw + j - 4) >> 6) << 4);
+    m = (byte32(sw + j + 4) >> 4) | ((byte32(sw + j) >> 6) << 4);
   }
-  const uint qs = b + QS + 32 * (j / 2) + l, shift = 4 * (j % 2);
-  uvec4 q = (uvec4(byte_at(qs), byte_at(qs + 1), byte_at(qs + 2), byte_at(qs + 3)) >> shift) & 15;
+  uvec4 q = (bytes4(b + QS + 32 * (j / 2) + l) >> (4 * (j % 2))) & 15;
 #if defined(TYPE_Q5_K)
-  const uint qh = b + 16 + l;
-  q |= ((uvec4(byte_at(qh), byte_at(qh + 1), byte_at(qh + 2), byte_at(qh + 3)) >> j) & 1) << 4;
+  q |= ((bytes4(b + 16 + l) >> j) & 1) << 4;
 #endif
-  return d * float(sc) * vec4(q) - dmin * float(m);
+  return dm.x * float(sc) * vec4(q) - dm.y * float(m);
 }
 
 #elif defined(TYPE_Q6_K)
