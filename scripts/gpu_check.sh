@@ -4,7 +4,8 @@
 # and reported). It lists the devices and times the GPU's read bandwidth, runs the Vulkan tests on the real
 # driver, then benchmarks jf beside llama.cpp's Vulkan build on the same files (random-weight files of real
 # shapes made there with jf random: decode tokens/s, the cost of a forward by rows, a 512-token prompt), the
-# decoders on the shipped models, and the CPU at 1-16 threads; writes $OUT/report.md (or --out DIR).
+# decoders on the shipped models, `jf tune` on the GPU, and the CPU at 1-16 threads; writes $OUT/report.md,
+# log.txt and results.tar.gz (every step's output; or --out DIR). STEP_MAX caps one step (default 150 s).
 #   scripts/gpu_check.sh                 on the device machine (bundle in gpu-bundle/)
 #   scripts/gpu_check.sh --local         every jf step here on lavapipe with small files and this build's
 #                                        binaries (run by the tests, so a mistake never costs device time)
@@ -18,6 +19,7 @@ local=0
 out="${OUT:-out/gpu-check}"
 bundle=gpu-bundle
 budget="${BUDGET:-480}"
+step_max="${STEP_MAX:-150}"  # seconds one step may take, so that a slow one cannot starve the rest
 while [ $# -gt 0 ]; do
   case "$1" in
     --local) local=1 ;;
@@ -54,7 +56,7 @@ if [ "$local" = 1 ]; then
   shapes=(tiny:q4_k_m tiny:q8_0)  # jf random preset:type files to benchmark
   tokens=16                  # tokens per bench prompt
   threads=(1 2)
-  ms=1,4,16 prefill=64 reps=2
+  ms=1,4,16 prefill=64 reps=2 tune_budget=5 tune_model=$stories
   gtest_filter='*Stories260K*:*q8_0_K256*:*Presets/VulkanArch.BatchInvariantAndCloseToTheCpu/tiny'
 else
   [ -x "$bundle/bin/jf" ] || [ ! -e "$bundle/jf.tar.xz" ] || tar -C "$bundle" -xJf "$bundle/jf.tar.xz"
@@ -66,6 +68,7 @@ else
   read -r -a shapes <<< "${SHAPES:-llama-1b:q4_k_m llama-8b:q4_k_m llama-1b:q8_0 llama-1b:f16}"
   tokens="${TOKENS:-64}"
   threads=(1 2 4 8 16)
+  tune_budget=40 tune_model="$models/pycode-ar-q8_0.gguf"
   gtest_filter="${GTEST_FILTER:-*}"
   # A device image without the Vulkan loader or GL dispatch libraries gets Debian's (as root, into /).
   if ! ldconfig -p | grep -q libvulkan.so.1 && [ "$(id -u)" = 0 ] && ls "$bundle"/debs/*.deb > /dev/null 2>&1; then
@@ -93,7 +96,9 @@ run() {  # run NAME COMMAND...: logged and timed; a failure is counted, a step p
   local t0=$SECONDS
   if [ "$SECONDS" -ge "$budget" ]; then echo "| $name | skipped (budget of $budget s spent) | |" >> "$out/steps.md"; return 1; fi
   echo "-- $name" >> "$log"
-  if timeout $((budget - SECONDS + 30)) "$@" >> "$log" 2>&1; then echo "| $name | ok | $((SECONDS - t0)) s |" >> "$out/steps.md"
+  local limit=$((budget - SECONDS + 30))
+  [ "$limit" -gt "$step_max" ] && limit=$step_max
+  if timeout "$limit" "$@" >> "$log" 2>&1; then echo "| $name | ok | $((SECONDS - t0)) s |" >> "$out/steps.md"
   else echo "| $name | FAILED ($?) | $((SECONDS - t0)) s |" >> "$out/steps.md"; failures=$((failures + 1)); return 1; fi
 }
 
@@ -149,6 +154,8 @@ run "decoders code model" sh -c "'$jf' bench -m '$models/pycode-ar-q8_0.gguf' --
   -n $tokens --decoders $decoders > '$out/decoders_code.txt'"
 run "decoders stories260K" sh -c "'$jf' bench -m '$stories' --device $device --prompts '$out/prompts.jsonl' -n $tokens \
   --decoders $decoders > '$out/decoders_stories.txt'"
+run "tune $(basename "$tune_model" .gguf)" sh -c "'$jf' tune -m '$tune_model' --device $device --budget $tune_budget -n 24 --no-cache --plot '$out/tune.svg' \
+  -o '$out/tune.json' > '$out/tune.txt'"
 head -c 20000 "$text" > "$out/text.txt"
 run "perplexity stories260K" sh -c "'$jf' perplexity -m '$stories' --device $device -f '$out/text.txt' --window 256 > '$out/ppl_gpu.txt' \
   && '$jf' perplexity -m '$stories' --device cpu -f '$out/text.txt' --window 256 > '$out/ppl_cpu.txt'"
@@ -177,7 +184,7 @@ rm -rf "$work"
   echo "| step | result | time |"
   echo "|---|---|---|"
   cat "$out/steps.md"
-  for f in "$out"/cost_*.txt "$out"/decode_*.txt "$out"/decoders_*.txt "$out"/cpu_jf_*.txt; do
+  for f in "$out"/cost_*.txt "$out"/decode_*.txt "$out"/decoders_*.txt "$out"/tune.txt "$out"/cpu_jf_*.txt; do
     [ -e "$f" ] || continue
     echo
     echo "## $(basename "$f" .txt)"

@@ -144,6 +144,13 @@ TEST(ModelKey, DependsOnContents) {
   EXPECT_NE(cache_path("k", "machine 1"), cache_path("k", "machine 2"));
 }
 
+// A configuration tuned on a GPU is never picked up by --decoder auto on the CPU, nor the other way round.
+TEST(MachineKey, TellsTheDeviceApart) {
+  EXPECT_EQ(machine_key(), machine_key("cpu"));
+  EXPECT_NE(machine_key("cpu"), machine_key("vulkan:0 (NVIDIA H200)"));
+  EXPECT_NE(machine_key("vulkan:0 (NVIDIA H200)"), machine_key("vulkan:1 (llvmpipe (LLVM 15.0.6, 256 bits))"));
+}
+
 TEST(Progress, TextShowsCountRateAndEta) {
   EXPECT_EQ(cli::format_duration(65), "1:05");
   EXPECT_EQ(cli::format_duration(3723), "1:02:03");

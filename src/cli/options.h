@@ -55,7 +55,7 @@ std::vector<std::string> split_list(const std::string& list);
 // checked before a long run, not after it. An empty path is no output and passes.
 void check_output_path(const std::string& path, const std::string& flag);
 // The model used when -m is not given: the fine-tuned default code model of this checkout.
-inline constexpr const char* kDefaultModel = "pycode-jf-q8_0.gguf";
+inline constexpr const char* kDefaultModel = "pycode-ar-q8_0.gguf";  // its draft file is found beside it
 // Its path found relative to the running executable, or "" when it is not there.
 std::string default_model_path();
 // Loads the model and applies the thread count; errors name the path (or that none was given).

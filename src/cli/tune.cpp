@@ -92,7 +92,7 @@ int run_tune(TuneArgs& a) {
   tune::TuneConfig meta;
   meta.model = a.model.path;
   meta.model_key = tune::model_key(a.model.path);
-  meta.machine = tune::machine_key();
+  meta.machine = tune::machine_key(fwd->device_name());
   meta.threads = num_threads();
   const std::string json = tune::tune_config_json(r, meta, a.opt);
   if (!a.out.empty()) write_file_atomic(a.out, json.data(), json.size());

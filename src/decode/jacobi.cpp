@@ -135,7 +135,7 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     }
     if (drafts) ctx.count("draft_head_forwards");
     const int predicted = static_cast<int>(next.size());
-    drafted_upto = !drafts ? 0 : shifted ? std::min(1, predicted) : predicted;
+    drafted_upto = !drafts ? 0 : shifted ? (keep > 0 && predicted > 0 ? 1 : 0) : predicted;
     append_unsent(draft, covered, keep, next);
     guessed_from = predicted + std::max(0, guessed_from - (sent + 1));
     draft.swap(next);

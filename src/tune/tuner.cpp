@@ -188,7 +188,7 @@ std::string model_key(const std::string& path) {
   return b;
 }
 
-std::string machine_key() {
+std::string machine_key(const std::string& device) {
   std::string cpu = "unknown cpu";
   std::ifstream f("/proc/cpuinfo");
   for (std::string line; std::getline(f, line);)
@@ -196,7 +196,8 @@ std::string machine_key() {
       cpu = line.substr(line.find(':') + 2);
       break;
     }
-  return cpu + ", " + isa_name(active_isa()) + ", " + std::to_string(num_threads()) + " threads";
+  const std::string key = cpu + ", " + isa_name(active_isa()) + ", " + std::to_string(num_threads()) + " threads";
+  return device.empty() || device == "cpu" ? key : key + ", " + device;
 }
 
 std::string cache_dir() {
@@ -215,7 +216,7 @@ std::string cache_path(const std::string& mkey, const std::string& machine) {
 }
 
 std::string auto_decoder(const std::string& model_path, ForwardPass& fwd, std::string* why) {
-  const std::string path = cache_path(model_key(model_path), machine_key());
+  const std::string path = cache_path(model_key(model_path), machine_key(fwd.device_name()));
   if (std::filesystem::exists(path)) {
     try {
       const TuneConfig c = read_tune_config(path);

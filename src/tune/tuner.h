@@ -45,8 +45,9 @@ TuneConfig read_tune_config(const std::string& path);
 
 // Identifies a model file cheaply: its size and a hash of its first and last MiB.
 std::string model_key(const std::string& path);
-// Identifies this machine for tuning: CPU model, kernels in use, threads.
-std::string machine_key();
+// Identifies this machine for tuning: CPU model, kernels in use, threads, and the device the forward runs on
+// (ForwardPass::device_name(): a GPU's best configuration is not the CPU's).
+std::string machine_key(const std::string& device = "cpu");
 // Where tune results are cached for this model and machine: $XDG_CACHE_HOME/jf or ~/.cache/jf.
 std::string cache_path(const std::string& model_key, const std::string& machine_key);
 // jf's cache directory: $XDG_CACHE_HOME/jf, else ~/.cache/jf, else /tmp/jf-cache (also jf chat's history).

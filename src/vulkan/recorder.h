@@ -1,5 +1,6 @@
 // Records a forward's dispatches into the context's command buffer: buffers bound by push descriptors,
-// parameters as push constants, and a barrier after each dispatch so the next one sees its writes.
+// parameters as push constants, and a barrier after each dispatch so the next one sees its writes (except
+// between dispatches the caller declares independent: skip_barriers).
 #pragma once
 #include <initializer_list>
 
@@ -18,6 +19,9 @@ class Recorder {
     static_assert(sizeof(P) <= 128, "push constants are limited to 128 bytes");
     dispatch_raw(k, views, &params, sizeof(P), x, y, z);
   }
+  // The next `n` dispatches are independent of each other (they read what was written before them and write
+  // apart): no barrier after them, only after the one that follows, which makes all their writes visible.
+  void skip_barriers(int n) { skip_ = n; }
   // Copies bytes between buffers, then a barrier so the dispatches after it see them.
   void copy(View src, View dst);
   // A 1D grid of WG-wide groups covering n threads (wrapping to y past 65535 groups; see elementwise.glsl).
@@ -30,6 +34,7 @@ class Recorder {
   void dispatch_raw(const Kernel& k, std::initializer_list<View> views, const void* params, size_t bytes, uint32_t x, uint32_t y, uint32_t z);
   Context& ctx_;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  int skip_ = 0;
 };
 
 inline constexpr uint32_t kWorkgroup = 64;  // WG in shaders/common.glsl

@@ -170,6 +170,7 @@ void VulkanForward::record_layer(int l) {
   const uint32_t hd = u32(cfg_.head_dim);
   const bool local = l < cfg_.n_layers && cfg_.local_layer(l);
   rmsnorm(a.x.view(), a.xb.view(), L.attn_norm, n, dim, false);
+  rec_.skip_barriers(2);  // q, k and v only read xb
   matmul(L.wq, a.xb.view(), n, a.q.view(), false);
   matmul(L.wk, a.xb.view(), n, a.k.view(), false);
   matmul(L.wv, a.xb.view(), n, a.v.view(), false);
@@ -188,6 +189,7 @@ void VulkanForward::record_layer(int l) {
   if (L.q_norm.buffer) rmsnorm(a.q.view(), a.q.view(), L.q_norm, n * u32(cfg_.n_heads), hd, false);
   if (L.k_norm.buffer) rmsnorm(a.k.view(), a.k.view(), L.k_norm, n * u32(cfg_.n_kv_heads), hd, false);
   const bool local_rope = cfg_.rope_theta_local > 0.0f && local;
+  rec_.skip_barriers(1);  // q and k rotate apart
   rope(a.q.view(), u32(cfg_.n_heads), local_rope);
   rope(a.k.view(), u32(cfg_.n_kv_heads), local_rope);
   const float scale = cfg_.attention_scale();
@@ -217,6 +219,7 @@ void VulkanForward::record_layer(int l) {
     matmul(L.wo, a.att.view(), n, a.x.view(), true);
   }
   rmsnorm(a.x.view(), a.xb.view(), L.ffn_norm, n, dim, false);
+  rec_.skip_barriers(1);  // gate and up only read xb
   matmul(L.w_gate, a.xb.view(), n, a.hg.view(), false);
   matmul(L.w_up, a.xb.view(), n, a.hu.view(), false);
   struct {
