@@ -157,6 +157,8 @@ class RowYield {
     if (rows > 0) {
       gain_ *= kKeep, rows_ *= kKeep;
       skipped_ = 0;
+      // Worth its prior again: retries go back to every kRetry-th time.
+      if (gain >= prior_ * static_cast<double>(rows)) retry_every_ = kRetry;
     }
     rows_ += static_cast<double>(rows);
     gain_ += gain;
@@ -164,15 +166,23 @@ class RowYield {
   double per_row() const { return std::max(0.0, gain_ / rows_); }
   // What it was assumed to be worth before any evidence.
   double prior_per_row() const { return prior_; }
-  // Call when the group was not sent because it did not pay: true every kRetry-th time, when it should be
-  // sent anyway (where it could pay at the prior): its worth may have changed, and unsent it is never measured.
-  bool retry() { return ++skipped_ % kRetry == 0; }
+  // Call when the group was not sent because it did not pay: true when it should be sent anyway (where it
+  // could pay at the prior): its worth may have changed, and unsent it is never measured. Every kRetry-th
+  // time at first, then twice as far apart after each retry that did not pay, up to kMaxRetry: a group of
+  // many rows (multiblock's pseudo-active blocks: a whole block) retried at a fixed rate would cost a
+  // CPU, where it seldom pays, a tenth of its time.
+  bool retry() {
+    if (++skipped_ < retry_every_) return false;
+    skipped_ = 0;
+    retry_every_ = std::min(2 * retry_every_, kMaxRetry);
+    return true;
+  }
   static constexpr double kKeep = 0.97;  // per forward that sent the group: about the last 30 count
-  static constexpr int kRetry = 16;
+  static constexpr int64_t kRetry = 16, kMaxRetry = 512;
 
  private:
   double prior_, gain_, rows_;
-  int64_t skipped_ = 0;
+  int64_t skipped_ = 0, retry_every_ = kRetry;
 };
 
 }  // namespace jf
