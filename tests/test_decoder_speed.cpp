@@ -23,11 +23,6 @@ GenerationResult run(Session& s, const DecoderOptions& o, const std::vector<int3
   return make_decoder(o)->generate(s, prompt, cfg);
 }
 
-int64_t counter(const GenerationResult& r, const std::string& name) {
-  auto it = r.stats.counters.find(name);
-  return it == r.stats.counters.end() ? 0 : it->second;
-}
-
 // A cycle of `period` distinct tokens: a token determines its successors, so n-gram pools and recycled
 // sequences keyed by a token propose the right continuation.
 std::vector<int32_t> cycle_text(int n, int period, int offset) {
@@ -81,8 +76,8 @@ TEST(MultiblockSpeed, SpawnsAndPromotesAtEveryBlockSize) {
     DecoderOptions m = dec("multiblock");
     m.block = n, m.init = DraftInit::Random;
     const GenerationResult r = o.check(m, "multiblock n=" + std::to_string(n));
-    EXPECT_GT(counter(r, "blocks_spawned"), 0) << "n=" << n;
-    EXPECT_GT(counter(r, "blocks_promoted"), 0) << "n=" << n;
+    EXPECT_GT(r.stats.counter("blocks_spawned"), 0) << "n=" << n;
+    EXPECT_GT(r.stats.counter("blocks_promoted"), 0) << "n=" << n;
   }
 }
 
@@ -99,8 +94,8 @@ TEST(MultiblockSpeed, SecondBlockBeatsOneBlockWhereTheOracleRewardsIt) {
   const GenerationResult two = o.check(m, "multiblock K=2");
   EXPECT_NEAR(one.stats.tpf(), 4.0, 0.2);
   EXPECT_GT(two.stats.tpf(), 5.0);
-  EXPECT_GT(counter(two, "blocks_spawned"), 10);
-  EXPECT_GT(counter(two, "blocks_promoted"), 10);
+  EXPECT_GT(two.stats.counter("blocks_spawned"), 10);
+  EXPECT_GT(two.stats.counter("blocks_promoted"), 10);
   // The paper's spawn (a copy of the real-active tail) and the predicted-first-token variant both converge.
   m.spawn_copy = false;
   EXPECT_GT(o.check(m, "multiblock K=2 spawn-init=predict").stats.tpf(), 5.0);
@@ -115,13 +110,13 @@ TEST(MultiblockSpeed, RecyclingUsesTheNewestEntryAfterAFullAccept) {
   DecoderOptions m = dec("multiblock");
   m.block = 8, m.max_blocks = 1, m.init = DraftInit::Random, m.pool = 1;
   const GenerationResult one = o.check(m, "multiblock pool=1");
-  EXPECT_GT(counter(one, "recycle_wins"), 10);
+  EXPECT_GT(one.stats.counter("recycle_wins"), 10);
   // K = 2 with the default pool: spawning, promotion and recycling all at work, AR's tokens, and faster.
   m.max_blocks = 2, m.pool = 4, m.spawn_ratio = 0.1f;
   const GenerationResult two = o.check(m, "multiblock K=2 pool=4");
-  EXPECT_GT(counter(two, "blocks_spawned"), 10);
-  EXPECT_GT(counter(two, "blocks_promoted"), 10);
-  EXPECT_GT(counter(two, "recycle_wins"), 5);
+  EXPECT_GT(two.stats.counter("blocks_spawned"), 10);
+  EXPECT_GT(two.stats.counter("blocks_promoted"), 10);
+  EXPECT_GT(two.stats.counter("recycle_wins"), 5);
   EXPECT_GT(two.stats.tpf(), one.stats.tpf() + 1.0);
 }
 
@@ -158,7 +153,7 @@ TEST(LookaheadSpeed, WindowAloneProducesHits) {
     l.window = W, l.ngram = N, l.guesses = G, l.pool_from_prompt = false;
     const std::string what = "lookahead W=" + std::to_string(W) + " N=" + std::to_string(N) + " G=" + std::to_string(G);
     const GenerationResult r = o.check(l, what);
-    EXPECT_GT(counter(r, "pool_hits"), 20) << what;
+    EXPECT_GT(r.stats.counter("pool_hits"), 20) << what;
     EXPECT_GT(r.stats.tpf(), 1.5) << what;
   }
 }
@@ -173,7 +168,7 @@ TEST(PldSpeed, CorpusAndMemoryHits) {
   EXPECT_LT(alone.stats.tpf(), 1.3);  // the control: no repeats to draft from
   p.corpus_tokens = std::vector<int32_t>(o.text.begin() + 5, o.text.end());
   const GenerationResult corpus = o.check(p, "pld corpus");
-  EXPECT_GT(counter(corpus, "corpus_hits"), 10);
+  EXPECT_GT(corpus.stats.counter("corpus_hits"), 10);
   EXPECT_GT(corpus.stats.tpf(), 5.0);
   p.corpus_tokens.clear();
   p.ngram_memory = 1 << 16;
@@ -182,8 +177,8 @@ TEST(PldSpeed, CorpusAndMemoryHits) {
   const GenerationResult first = pld->generate(o.s, o.prompt, o.cfg);
   const GenerationResult second = pld->generate(o.s, o.prompt, o.cfg);
   EXPECT_EQ(second.tokens, o.ar.tokens);
-  EXPECT_EQ(counter(first, "memory_hits"), 0);
-  EXPECT_GT(counter(second, "memory_hits"), 10);
+  EXPECT_EQ(first.stats.counter("memory_hits"), 0);
+  EXPECT_GT(second.stats.counter("memory_hits"), 10);
   EXPECT_GT(second.stats.tpf(), 5.0);
 }
 
@@ -273,7 +268,7 @@ TEST(RowPricing, AcceptanceDecidesUnderAModerateCost) {
   hopeless.s.row_cost().set_curve(moderate);
   const GenerationResult cut = hopeless.check(j, "jacobi n=8 on random text");
   EXPECT_LT(rows_per_forward(cut), 1.3);
-  EXPECT_GT(counter(cut, "draft_tokens_cut"), 900);  // (a retry every DraftLengthPolicy::kRetry forwards sends one)
+  EXPECT_GT(cut.stats.counter("draft_tokens_cut"), 900);  // (a retry every DraftLengthPolicy::kRetry forwards sends one)
   Oracle easy(40, cycle_text(1000, 37, 2), /*by_position=*/true, 8, 200);
   easy.s.row_cost().set_curve(moderate);
   const GenerationResult kept = easy.check(j, "jacobi n=8 on the position oracle");
@@ -321,7 +316,7 @@ TEST(FastCot, RationaleGlimpseTriggerAnswer) {
       f.block = 4, f.fastcot_iterations = iters, f.trigger_tokens = {60, 61}, f.init = DraftInit::Random;
       const GenerationResult r = run(o.s, f, o.prompt, o.cfg);
       const std::string what = std::string(by_position ? "position" : "text") + " oracle, iterations " + std::to_string(iters);
-      const int E = static_cast<int>(counter(r, "exact_tokens")), A = static_cast<int>(counter(r, "approximate_tokens"));
+      const int E = static_cast<int>(r.stats.counter("exact_tokens")), A = static_cast<int>(r.stats.counter("approximate_tokens"));
       ASSERT_GE(static_cast<int>(r.tokens.size()), E + A + 2) << what;
       EXPECT_TRUE(std::equal(r.tokens.begin(), r.tokens.begin() + E, o.ar.tokens.begin())) << what;
       EXPECT_LE(A, 3) << what;  // what the last forward predicted past its accepted tokens (at most block - 1)
@@ -352,7 +347,7 @@ TEST(FastCot, RationaleGlimpseTriggerAnswer) {
       while (SequenceInput* in = g.next_input()) g.consume(static_cast<ForwardPass&>(o.fake).forward(*in), 0.0);
       const GenerationResult capped = g.take_result();
       EXPECT_EQ(capped.stop, StopReason::Length) << what;
-      const int cut = static_cast<int>(counter(capped, "exact_tokens") + counter(capped, "approximate_tokens")) + 2;
+      const int cut = static_cast<int>(capped.stats.counter("exact_tokens") + capped.stats.counter("approximate_tokens")) + 2;
       ASSERT_EQ(capped.tokens[cut - 1], 61) << what;
       std::vector<int32_t> ctx2 = o.prompt;
       ctx2.insert(ctx2.end(), capped.tokens.begin(), capped.tokens.begin() + cut);

@@ -55,11 +55,6 @@ std::string label(const DecoderOptions& o) {
          (o.running_window ? " running" : "") + " K=" + std::to_string(o.max_blocks);
 }
 
-int64_t counter(const GenerationResult& r, const std::string& name) {
-  auto it = r.stats.counters.find(name);
-  return it == r.stats.counters.end() ? 0 : it->second;
-}
-
 // What a perfect draft head learns: a row that sees the text's first L-1 tokens, then anything, predicts
 // text[L] — the token after the one its input should have been. Elsewhere a fixed wrong guess.
 test::NextTokenRule skip_rule(std::vector<int32_t> text, int vocab) {
@@ -106,8 +101,8 @@ struct OracleCase {
       const GenerationResult without = run(s, without_options, prompt, cfg());
       ASSERT_EQ(with.tokens, ar.tokens) << name;
       ASSERT_EQ(without.tokens, ar.tokens) << name;
-      EXPECT_GT(counter(with, count), 0) << name;
-      EXPECT_EQ(counter(without, count), 0) << name;
+      EXPECT_GT(with.stats.counter(count), 0) << name;
+      EXPECT_EQ(without.stats.counter(count), 0) << name;
       EXPECT_GT(with.stats.tpf(), faster) << name;
       EXPECT_LT(without.stats.tpf(), slower) << name;
       std::printf("%s: TPF %.2f with %s, %.2f without\n", name, with.stats.tpf(), what, without.stats.tpf());
@@ -199,7 +194,7 @@ TEST(DraftHead, RandomModelsWithADraftHeadEqualAr) {
       const GenerationResult r = run(s, o, prompt, cfg);
       ASSERT_EQ(r.tokens, ar.tokens) << label(o) << " " << dtype_name(type);
       if (!o.draft_adaptive) {
-        EXPECT_GT(counter(r, "draft_head_forwards"), 0) << label(o);
+        EXPECT_GT(r.stats.counter("draft_head_forwards"), 0) << label(o);
       }
     }
   }
@@ -428,9 +423,9 @@ TEST(DraftLayer, RandomModelsWithADraftLayerEqualAr) {
         o.draft_chain = chain;
         const GenerationResult r = run(s, o, prompt, cfg);
         ASSERT_EQ(r.tokens, ar.tokens) << label(o) << " chain " << chain << " " << dtype_name(type);
-        if (chain == 0) EXPECT_EQ(counter(r, "draft_chain_tokens"), 0) << label(o);
+        if (chain == 0) EXPECT_EQ(r.stats.counter("draft_chain_tokens"), 0) << label(o);
         // (the priced decoders draft the chain only for drafts they send; here they mostly send one)
-        if (chain > 0 && o.block > 2 && !o.draft_adaptive) EXPECT_GT(counter(r, "draft_chain_tokens"), 0) << label(o);
+        if (chain > 0 && o.block > 2 && !o.draft_adaptive) EXPECT_GT(r.stats.counter("draft_chain_tokens"), 0) << label(o);
       }
   }
 }

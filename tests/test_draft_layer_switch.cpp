@@ -61,11 +61,6 @@ GenerationResult run(Session& s, const std::string& spec, const std::vector<int3
   return make_decoder(o)->generate(s, prompt, cfg);
 }
 
-int64_t counter(const GenerationResult& r, const std::string& name) {
-  auto it = r.stats.counters.find(name);
-  return it == r.stats.counters.end() ? 0 : it->second;
-}
-
 TEST(DraftLayerSwitch, SkipsACostlyLayerAndRunsACheapOne) {
   CodeModel m;
   ASSERT_TRUE(m.lm.model->config().draft_layer);
@@ -82,8 +77,8 @@ TEST(DraftLayerSwitch, SkipsACostlyLayerAndRunsACheapOne) {
     EXPECT_EQ(costly.tokens, ar.tokens) << spec;
     // Cheap: the layer runs on nearly every forward (not on the probes, nor while the rows' own predictions
     // are still tried at their optimistic prior); costly: on nearly none.
-    const int64_t cheap_without = counter(cheap, "forwards_without_draft_layer");
-    const int64_t costly_with = costly.stats.n_forwards - counter(costly, "forwards_without_draft_layer");
+    const int64_t cheap_without = cheap.stats.counter("forwards_without_draft_layer");
+    const int64_t costly_with = costly.stats.n_forwards - costly.stats.counter("forwards_without_draft_layer");
     std::printf("%s: without the layer on %lld of %lld forwards when cheap; with it on %lld of %lld when costly\n", spec,
                 static_cast<long long>(cheap_without), static_cast<long long>(cheap.stats.n_forwards),
                 static_cast<long long>(costly_with), static_cast<long long>(costly.stats.n_forwards));

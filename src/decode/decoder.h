@@ -42,6 +42,11 @@ struct GenerationStats {
   std::map<std::string, int64_t> counters;  // strategy-specific (pool hits, candidates, ...)
 
   double tpf() const { return n_forwards ? double(n_tokens) / n_forwards : 0.0; }
+  // A strategy counter's value; 0 when the strategy never counted it.
+  int64_t counter(const std::string& name) const {
+    const auto it = counters.find(name);
+    return it == counters.end() ? 0 : it->second;
+  }
   double tps() const { return gen_seconds > 0 ? n_tokens / gen_seconds : 0.0; }
 };
 

@@ -79,7 +79,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
   std::deque<std::vector<int32_t>> recycle;
   int budget = 0;  // tokens the real-active block still has to commit
   bool pushed = false;  // whether the previous step added to the recycling pool (its newest entry is the draft)
-  std::vector<int> kinds, next_kinds;  // of each draft token
+  std::vector<int> kinds, next_kinds, chain_was;  // of each draft token; kinds[1 ..] before a chain's
   bool just_promoted = false;
   int64_t pseudo_rows_spent = 0;  // pseudo-active rows sent since the last promotion
   const ModelConfig& cfg = s.forward_pass().config();
@@ -113,7 +113,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     kinds.resize(draft.size(), kFresh);
     // A pending chain fills the draft after the shifted token with the layer's: priced as what it would be.
     const int chain_upto = chain.row ? std::min(layer_tokens, static_cast<int>(draft.size())) : 0;
-    std::vector<int> chain_was(kinds.begin() + std::min<int>(1, chain_upto), kinds.begin() + chain_upto);
+    chain_was.assign(kinds.begin() + std::min<int>(1, chain_upto), kinds.begin() + chain_upto);
     std::fill(kinds.begin() + std::min<int>(1, chain_upto), kinds.begin() + chain_upto, static_cast<int>(kDrafted));
 
     // ---- price the forward: the whole draft with the pseudo-active blocks after it, or the draft's best prefix

@@ -67,11 +67,10 @@ double RowCostModel::per_row() const {
 }
 
 double DraftLengthPolicy::best_rate(std::span<const int> kinds, const RowPricer& price) const {
-  double best = price.rate(1.0, 1);
-  if (kinds.empty() || kinds[0] < 1) return best;
+  if (kinds.empty() || kinds[0] < 1) return price.rate(1.0, 1);
   price_tokens(kinds, 0, 0);
-  double e = 1.0, all = 1.0;
-  for (size_t k = 0; k < kinds.size(); k++) best = std::max(best, price.rate(e += (all *= p_[k]), 2 + static_cast<int>(k)));
+  double best = 0;
+  price.best_chain(p_, 1.0, 1, {}, &best);
   return best;
 }
 
@@ -117,7 +116,8 @@ double RowPricer::relative(int rows) const {
   return cost_->relative(shared_ + rows) / cost_->relative(shared_ + 1);
 }
 
-int RowPricer::best_chain(std::span<const double> p, double tokens, int rows, std::span<const double> bonus) const {
+int RowPricer::best_chain(std::span<const double> p, double tokens, int rows, std::span<const double> bonus,
+                          double* best_rate) const {
   int best_k = 0;
   double best = rate(tokens, rows), expect = tokens, all_accepted = 1.0;
   for (int k = 1; k <= static_cast<int>(p.size()); k++) {
@@ -126,6 +126,7 @@ int RowPricer::best_chain(std::span<const double> p, double tokens, int rows, st
     const double r = rate(expect, rows + k);
     if (r > best * (1 + 1e-9)) best = r, best_k = k;
   }
+  if (best_rate) *best_rate = best;
   return best_k;
 }
 

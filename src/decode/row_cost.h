@@ -87,8 +87,9 @@ class RowPricer {
   // The k in [0, p.size()] that maximises (tokens + sum_{i<k} p_0 ... p_i + bonus_i) / relative(rows + k): how
   // many of a chain's draft tokens to send after `rows` rows expected to commit `tokens`. bonus (empty, or
   // one per token): what sending token i is worth beyond its own acceptance (a Jacobi row's prediction for
-  // the next forward). Ties: the shorter.
-  int best_chain(std::span<const double> p, double tokens = 1.0, int rows = 1, std::span<const double> bonus = {}) const;
+  // the next forward). Ties: the shorter. `best_rate`: where to put that k's rate.
+  int best_chain(std::span<const double> p, double tokens = 1.0, int rows = 1, std::span<const double> bonus = {},
+                 double* best_rate = nullptr) const;
   // Whether `extra` more rows expected to add `gain` tokens pay: (tokens + gain) / relative(rows + extra)
   // > tokens / relative(rows).
   bool pays(double tokens, int rows, double gain, int extra) const;

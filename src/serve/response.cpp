@@ -10,11 +10,6 @@ std::string openai_finish_reason(FinishReason r) {
 
 namespace {
 
-int64_t counter(const GenerationResult& r, const char* name) {
-  auto it = r.stats.counters.find(name);
-  return it == r.stats.counters.end() ? 0 : it->second;
-}
-
 json base(const CompletionRequest& req, const ResponseIds& ids, bool chunk) {
   const char* object = req.chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";
   return json{{"id", ids.id}, {"object", object}, {"created", ids.created}, {"model", ids.model}};
@@ -73,12 +68,12 @@ json usage_json(const CompletionRequest& req, const Choices& outs) {
   for (const auto& out : outs) {
     const GenerationResult& r = out->result();
     completion += static_cast<int64_t>(r.tokens.size());
-    accepted += counter(r, "corpus_accepted_tokens");
-    drafted += counter(r, "corpus_draft_tokens");
+    accepted += r.stats.counter("corpus_accepted_tokens");
+    drafted += r.stats.counter("corpus_draft_tokens");
   }
   json u = {{"prompt_tokens", req.prompt.size()}, {"completion_tokens", completion},
             {"total_tokens", static_cast<int64_t>(req.prompt.size()) + completion},
-            {"prompt_tokens_details", {{"cached_tokens", counter(outs.front()->result(), "prompt_tokens_reused")}}}};
+            {"prompt_tokens_details", {{"cached_tokens", outs.front()->result().stats.counter("prompt_tokens_reused")}}}};
   if (req.prediction)
     u["completion_tokens_details"] = {{"accepted_prediction_tokens", accepted}, {"rejected_prediction_tokens", drafted - accepted}};
   return u;

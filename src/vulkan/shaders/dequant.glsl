@@ -80,17 +80,21 @@ const uint BLOCK = 144, QS = 16;
 #else
 const uint BLOCK = 176, QS = 48;
 #endif
-void load_unit(uint row, uint u, uint K, out float w[32]) {
-  const uint b = (row * (K / 256) + u / 8) * BLOCK, j = u % 8;
-  const float d = half_at(b), dmin = half_at(b + 2);
+// The 6-bit scale and min of sub-block j of the super-block at byte b.
+void kquant_scale_min(uint b, uint j, out uint sc, out uint m) {
   const uint s = b + 4;  // the scales
-  uint sc, m;
   if (j < 4) {
     sc = byte_at(s + j) & 63, m = byte_at(s + j + 4) & 63;
   } else {
     sc = (byte_at(s + j + 4) & 15) | ((byte_at(s + j - 4) >> 6) << 4);
     m = (byte_at(s + j + 4) >> 4) | ((byte_at(s + j) >> 6) << 4);
   }
+}
+void load_unit(uint row, uint u, uint K, out float w[32]) {
+  const uint b = (row * (K / 256) + u / 8) * BLOCK, j = u % 8;
+  const float d = half_at(b), dmin = half_at(b + 2);
+  uint sc, m;
+  kquant_scale_min(b, j, sc, m);
   const float ds = d * float(sc), dm = dmin * float(m);
   const uint qs = b + QS + 32 * (j / 2), shift = 4 * (j % 2);
   for (uint l = 0; l < 32; l++) {

@@ -5,7 +5,6 @@
 // same binding: a quarter of the load instructions.
 layout(std430, binding = W_BINDING) readonly buffer Weights32 { uint W32[]; };
 uvec4 bytes4(uint i) { const uint v = W32[i / 4]; return uvec4(v, v >> 8, v >> 16, v >> 24) & 255; }  // i % 4 == 0
-uint byte32(uint i) { return (W32[i / 4] >> (8 * (i % 4))) & 255; }
 
 #if defined(TYPE_F32) || defined(TYPE_F16) || defined(TYPE_BF16)
 float float_at(uint i) {
@@ -54,18 +53,12 @@ vec4 load4(uint row, uint k, uint K) {
 
 #elif defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
 vec4 load4(uint row, uint k, uint K) {
-  // Blocks of 144 / 176 bytes start 16-byte aligned: d and dmin are one word, the scales three, the four
-  // nibble bytes (and Q5_K's four high-bit bytes) one each.
+  // Blocks of 144 / 176 bytes start 16-byte aligned: d and dmin are one word, the four nibble bytes (and
+  // Q5_K's four high-bit bytes) one each.
   const uint u = k / 32, b = (row * (K / 256) + u / 8) * BLOCK, j = u % 8, l = k % 32;
   const vec2 dm = unpackHalf2x16(W32[b / 4]);
-  const uint sw = b + 4;  // the 12 bytes of 6-bit scales and mins
   uint sc, m;
-  if (j < 4) {
-    sc = byte32(sw + j) & 63, m = byte32(sw + j + 4) & 63;
-  } else {
-    sc = (byte32(sw + j + 4) & 15) | ((byte32(sw + j - 4) >> 6) << 4);
-    m = (byte32(sw + j + 4) >> 4) | ((byte32(sw + j) >> 6) << 4);
-  }
+  kquant_scale_min(b, j, sc, m);
   uvec4 q = (bytes4(b + QS + 32 * (j / 2) + l) >> (4 * (j % 2))) & 15;
 #if defined(TYPE_Q5_K)
   q |= ((bytes4(b + 16 + l) >> j) & 1) << 4;
