@@ -30,6 +30,22 @@ inline PackedSequence toy_packed(int shift) {
   return p;
 }
 
+// Two blocks of 5 (first mismatches 0 and 1) after 3 context tokens: room for chains of 3-4 steps.
+inline PackedSequence toy_packed_long(int shift) {
+  PackedSequence p;
+  p.n = 5;
+  p.context_len = 3;
+  p.tokens = {1, 2, 3, /*noisy0*/ 9, 9, 9, 9, 9, /*clean0*/ 4, 5, 6, 7, 8, /*noisy1*/ 10, 2, 2, 2, 2,
+              /*clean1*/ 10, 11, 12, 13, 14};
+  for (auto& t : p.tokens) t = (t * 7 + shift) % 32;
+  p.positions = {0, 1, 2};
+  for (int k = 0; k < 4; k++)
+    for (int t = 0; t < 5; t++) p.positions.push_back(3 + (k / 2) * 5 + t);
+  p.first_mismatch = {0, 1};
+  p.mask = MaskKind::CleanContext;
+  return p;
+}
+
 // A tiny model with a draft layer, as a trainable model and as an inference Model in F32. The layer starts as
 // `jf train --draft-layer` starts it (the identity), or with every draft tensor moved at random.
 struct DraftLayerModel {

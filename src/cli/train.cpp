@@ -287,10 +287,12 @@ Command add_train_command(CLI::App& app) {
                 "transformer layer on each row's final hidden state plus the embedding of the model's greedy next "
                 "token there, so the last verified row drafts the token after the bonus one");
   cmd->add_option("--draft-chain", a->draft_chain,
-                  "draft-head with a draft layer: also train its chain, the layer run again on its own output and first "
-                  "draft for the draft after it (the row after each first mismatch; needs --consistency-rows 0 or >= 2), "
-                  "and mark the file (jf.draft_chain = N) so jacobi and multiblock draft N more tokens that way, the "
-                  "later ones by the same step again (2 measured best on jf's code model; default 0: no chain)")
+                  "draft-head with a draft layer: also train its chain, the layer run again on its own output and "
+                  "draft for the draft after it, and mark the file (jf.draft_chain = N) so jacobi and multiblock draft "
+                  "N more tokens that way. Steps 1..N are trained end to end, one more pass of the layer each, as far "
+                  "as --consistency-rows reaches (step s trains the row s after each first mismatch: "
+                  "--consistency-rows N+1 or 0 trains all N; 2 trains the first step alone, and later steps repeat it) "
+                  "(2 measured best on jf's code model; default 0: no chain)")
       ->check(CLI::Range(0, TrainableModel::kMaxDraftChain));
   cmd->add_option("--data", a->data, "jacobi-forcing / cllm: packed sequences from jf pack");
   cmd->add_option("--corpus", a->corpus,

@@ -136,15 +136,19 @@ int32_t draft_source_row(const PackedSequence& p, int32_t row) {
   return p.context_len > 0 ? p.context_len - 1 : -1;
 }
 
-std::vector<DraftChainRow> draft_chain_rows(const PackedSequence& p) {
+std::vector<DraftChainRow> draft_chain_rows(const PackedSequence& p, int depth) {
   std::vector<DraftChainRow> rows;
-  for (int k = 0; k < p.blocks(); k++) {
-    const int fm = p.first_mismatch[k];
-    if (fm + 1 >= consistency_end(p, k)) continue;
-    const int32_t from = draft_source_row(p, p.noisy_begin(k) + fm);
-    if (from < 0) continue;
-    rows.push_back({from, p.tokens[static_cast<size_t>(p.clean_begin(k) + fm + 1)], p.noisy_begin(k) + fm + 1});
-  }
+  std::vector<int32_t> last(static_cast<size_t>(p.blocks()), -1);  // each block's row of the step before
+  for (int step = 1; step <= depth; step++)
+    for (int k = 0; k < p.blocks(); k++) {
+      const int fm = p.first_mismatch[k];
+      if (fm + step >= consistency_end(p, k) || (step > 1 && last[k] < 0)) continue;
+      const int32_t from = draft_source_row(p, p.noisy_begin(k) + fm);
+      if (from < 0) continue;
+      rows.push_back({from, p.tokens[static_cast<size_t>(p.clean_begin(k) + fm + step)], p.noisy_begin(k) + fm + step,
+                      last[k]});
+      last[k] = static_cast<int32_t>(rows.size()) - 1;
+    }
   return rows;
 }
 

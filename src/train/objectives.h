@@ -78,10 +78,11 @@ std::vector<int32_t> consistency_rows(const PackedSequence& p);
 // the position before it (the previous noisy row; for a block's first row the clean row before the block,
 // the context's last for block 0); -1 when there is none.
 int32_t draft_source_row(const PackedSequence& p, int32_t row);
-// A draft chain's training rows (ForwardPass::draft_chain, one step): in every block whose rows at offsets 0 and
-// 1 from the first mismatch are consistency rows, the one at offset 1, drafted by the layer run again from
-// the source of offset 0's draft, on the fixed point's token at offset 1 (what that draft should be).
-std::vector<DraftChainRow> draft_chain_rows(const PackedSequence& p);
+// A draft chain's training rows (ForwardPass::draft_chain), `depth` steps: in every block, for each step s while
+// the row at offset s from the first mismatch is a consistency row, that row, drafted by the layer run again
+// from the source of offset 0's draft, s positions on, on the fixed point's token at offset s (what the draft
+// before it should be). Step 1's rows first, then step 2's, each continuing its block's row of the step before.
+std::vector<DraftChainRow> draft_chain_rows(const PackedSequence& p, int depth = 1);
 
 // Loss of a packed sequence for JacobiForcing or Cllm; writes dlogits (T x V; zero where no loss applies).
 // teacher_logits (T x V, the frozen base model on the same sequence and mask) may be null.

@@ -39,9 +39,12 @@ struct TrainSequence {
   static TrainSequence causal(std::vector<int32_t> tokens);
 };
 
-// One virtual row of a draft chain's training pass (TrainableModel::draft_logits).
+// One virtual row of a draft chain's training passes (TrainableModel::draft_logits): `step` positions after
+// sequence row `from` (its chain's start), seeing what `from` sees, its chain's earlier rows and itself; its
+// input the output of the chain row before it (`prev`, an index into the chain; -1: step 1, whose input is row
+// `from`'s first-pass output) plus the embedding of `token`; its draft logits go to row `into`.
 struct DraftChainRow {
-  int32_t from, token, into;
+  int32_t from, token, into, prev = -1;
 };
 
 class TrainableModel {
@@ -97,10 +100,11 @@ class TrainableModel {
   // replaces logits row into[i] with draft row rows[i]'s and returns the logits (T x V). With a draft layer
   // the last forward's saved activations serve backward_draft_head only.
   //
-  // With `chain` (a draft layer; ForwardPass::draft_chain, trained): the layer runs a second time over the
-  // sequence's rows plus one virtual row per chain entry, at the position after row `from`, on that row's
-  // first-pass output + draft_token_scale * embedding(`token`), seeing what row `from` sees and itself; its
-  // draft logits replace logits row `into`, and backward_draft_head goes through both passes.
+  // With `chain` (a draft layer; ForwardPass::draft_chain, trained): the layer runs again once per chain step,
+  // pass p over the sequence's rows plus the chain rows of steps 1..p (each chain row after the one it
+  // continues: `prev` < its index, steps in order), as ForwardPass::draft_chain runs it one virtual row at a
+  // time; each chain row's draft logits replace logits row `into`, and backward_draft_head goes through every
+  // pass (a chain of depth 2 is trained end to end).
   const float* draft_logits(std::span<const int32_t> rows, std::span<const int32_t> into,
                             std::span<const DraftChainRow> chain = {});
   const float* draft_logits(std::span<const int32_t> rows) { return draft_logits(rows, rows); }
@@ -146,8 +150,12 @@ class TrainableModel {
   void attention_block_backward(int l);
   float* at(std::vector<float>& buf, int l, int64_t width) { return buf.data() + (l - layer_base_) * T_ * width; }
   void draft_layer_input();
+  struct ChainPass;
   void chain_forward();
-  void swap_in_chain();  // the chain pass's rows, mask and activations in place of the sequence's (and back)
+  void chain_pass_forward(int step);
+  void chain_pass_backward(int step, const float* dhead);
+  void swap_in(ChainPass& pass);  // a chain pass's rows, mask and activations in place of the sequence's (and back)
+  const float* chain_output(int32_t r);  // chain row r's layer output (before the draft norm), from its own pass
   void accumulate_token_scale(const float* dinput, int32_t token);
 
   ModelConfig cfg_;
@@ -163,15 +171,19 @@ class TrainableModel {
   // before the norm, their rstd and the gradient of the normalised rows.
   std::vector<float> draft_x_, draft_z_, draft_resid_, draft_rstd_, draft_dx_;
   std::vector<int32_t> draft_rows_;       // the rows of the last draft_logits call
-  // The draft chain's pass: its rows (the sequence's, then the virtual ones), their mask and activations
-  // (one layer; swapped with act_ / mask_ / T_ while it runs, layer_base_ = n_layers), the gradient of its
-  // input.
+  // The draft chain's passes: pass p (chain_passes_[p - 1]) over the sequence's rows, then the chain rows of
+  // steps 1..p (a prefix of chain_), with their mask and activations (one layer; swapped with act_ / mask_ /
+  // T_ while it runs, layer_base_ = n_layers); the gradients of the chain rows' and the sequence rows' input.
+  struct ChainPass {
+    Saved act;
+    VisibilityMask mask;
+    int64_t rows = 0;
+  };
   std::vector<DraftChainRow> chain_;
-  Saved chain_act_;
-  VisibilityMask chain_mask_;
-  int64_t chain_T_ = 0;
+  std::vector<int32_t> chain_step_;  // of each chain row
+  std::vector<ChainPass> chain_passes_;
   int layer_base_ = 0;
-  std::vector<float> chain_dinput_;
+  std::vector<float> chain_dinput_, chain_dsequence_;
   std::vector<int32_t> positions_;  // of the last forward's rows
   std::vector<Layer> layers_;
 

@@ -101,12 +101,19 @@ LossReport Trainer::micro_batch(size_t example, float* grad_out, int64_t* tokens
   return r;
 }
 
+// The chain steps the draft-head objective trains end to end: the file's depth, as far as the consistency term
+// reaches (a row at offset s from the first mismatch is step s's).
+int Trainer::trained_chain_steps() const {
+  const int depth = model_.config().draft_chain, rows = opt_.loss.consistency_rows;
+  return rows == 0 ? depth : std::min(depth, rows - 1);
+}
+
 // The draft head's noisy rows against the frozen model's own clean rows: consistency only, and a backward
 // into the draft head (and draft layer) alone.
 LossReport Trainer::draft_head_batch(const PackedSequence& p, float* grad_out) {
   std::vector<int32_t> into = consistency_rows(p), from = into;
-  // (a draft layer trained to chain: the rows its chain drafts)
-  const std::vector<DraftChainRow> chain = model_.config().draft_chain > 0 ? draft_chain_rows(p) : std::vector<DraftChainRow>{};
+  // (a draft layer trained to chain: the rows its chain drafts, as many steps as the consistency rows reach)
+  const std::vector<DraftChainRow> chain = draft_chain_rows(p, trained_chain_steps());
   if (model_.config().draft_layer) {  // shifted drafts (ForwardPass::draft_shift): from the row before
     size_t kept = 0;
     for (size_t i = 0; i < into.size(); i++) {

@@ -75,6 +75,7 @@ class Trainer {
   LossReport micro_batch(size_t example, float* grad_out, int64_t* tokens);
   LossReport text_micro_batch(size_t example, float* grad_out, int64_t* tokens);
   LossReport draft_head_batch(const PackedSequence& p, float* grad_out);
+  int trained_chain_steps() const;
   void backward_into(float* grad_out);
   const float* teacher_forward(const TrainSequence& s, size_t rows);
 
