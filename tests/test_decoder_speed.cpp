@@ -143,6 +143,26 @@ TEST(MultiblockPseudo, AGuessedFirstTokenIsNotPseudoAccepted) {
   EXPECT_EQ(c.draft, (std::vector<int32_t>{2}));
 }
 
+// With a draft layer's shifted drafts, the last pseudo-accepted row's draft takes the place after the new
+// first token (the row-predicted one there was conditioned on a rejected token); without, the step is Jacobi's.
+TEST(MultiblockPseudo, TheLastAcceptedRowsShiftedDraftLeads) {
+  PseudoBlock b;
+  b.draft = {5, 1, 4, 6, 7};
+  b.first_predicted = true;
+  PseudoBlock plain = b;
+  EXPECT_TRUE(advance_pseudo(b, {1, 2, 3, 8, 9}, 5, {20, 21, 22, 23, 24}));
+  EXPECT_FALSE(advance_pseudo(plain, {1, 2, 3, 8, 9}, 5));
+  EXPECT_EQ(b.acc, (std::vector<int32_t>{5, 1}));
+  EXPECT_EQ(plain.draft, (std::vector<int32_t>{2, 3, 8}));  // 2 from row 1 (accepted), 3 and 8 from rejected rows
+  EXPECT_EQ(b.draft, (std::vector<int32_t>{2, 21, 8}));    // row 1's shifted draft for the token after its 2
+  // no room after the first token: nothing to lead
+  PseudoBlock c;
+  c.draft = {5, 1, 4};
+  c.first_predicted = true;
+  EXPECT_FALSE(advance_pseudo(c, {1, 2, 0}, 5, {20, 21, 22}));
+  EXPECT_EQ(c.draft, (std::vector<int32_t>{2}));
+}
+
 // ---------------------------------------------------------------- lookahead, pld, jacobi
 
 // Without the prompt's n-grams the pool only has what the 2-D window generated: hits prove the window works.

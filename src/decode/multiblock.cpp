@@ -35,9 +35,9 @@ void emit_pseudo(const std::vector<PseudoBlock>& blocks, int n, const std::vecto
 
 }  // namespace
 
-void advance_pseudo(PseudoBlock& b, const std::vector<int32_t>& g, int32_t before) {
+bool advance_pseudo(PseudoBlock& b, const std::vector<int32_t>& g, int32_t before, const std::vector<int32_t>& shifted) {
   const int L = static_cast<int>(b.draft.size());
-  if (L == 0) return;  // already converged
+  if (L == 0) return false;  // already converged
   if (b.acc.empty() && !b.first_predicted && (before < 0 || before != b.draft[0])) {
     // A guessed first token is not pseudo-verified: it takes the prediction of the row before it, and
     // the rest of the block shifts under Jacobi as usual; nothing is pseudo-accepted this step.
@@ -45,7 +45,7 @@ void advance_pseudo(PseudoBlock& b, const std::vector<int32_t>& g, int32_t befor
     next.insert(next.end(), g.begin(), g.end() - 1);
     b.draft.swap(next);
     b.first_predicted = before >= 0;
-    return;
+    return false;
   }
   int a = 1;  // the first draft token is given: predicted by the row before the block
   while (a < L && b.draft[a] == g[a - 1]) a++;
@@ -53,11 +53,14 @@ void advance_pseudo(PseudoBlock& b, const std::vector<int32_t>& g, int32_t befor
   if (a == L) {
     b.draft.clear();
     b.after = g[L - 1];
-    return;
+    return false;
   }
   std::vector<int32_t> next = {g[a - 1]};
   next.insert(next.end(), g.begin() + a, g.end() - 1);
+  const bool lead = next.size() > 1 && a - 1 < static_cast<int>(shifted.size());
+  if (lead) next[1] = shifted[static_cast<size_t>(a - 1)];
   b.draft.swap(next);
+  return lead;
 }
 
 DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
@@ -71,7 +74,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
   DraftTree tree;
   SequenceInput in;
   Acceptance acc;
-  std::vector<int32_t> draft, next, cand, g;
+  std::vector<int32_t> draft, next, cand, g, pseudo_shifted;
   PendingChain chain;
   std::vector<std::vector<int>> chains;  // tree chains: [0] the real-active draft, then recycled candidates
   std::vector<int> pseudo_rows;
@@ -256,11 +259,14 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
       size_t r = 0;
       int32_t before = ra_tail_pred;  // what the row before each block predicts for its first token
       for (PseudoBlock& b : pseudo) {
-        g.clear();
-        for (size_t j = 0; j < b.draft.size(); j++, r++)
-          g.push_back(static_cast<int32_t>(argmax(next_row(tree.size() + static_cast<int>(r)), V)));
+        g.clear(), pseudo_shifted.clear();
+        for (size_t j = 0; j < b.draft.size(); j++, r++) {
+          const int logit_row = tree.size() + static_cast<int>(r);
+          g.push_back(static_cast<int32_t>(argmax(next_row(logit_row), V)));
+          if (shifted) pseudo_shifted.push_back(static_cast<int32_t>(argmax(draft_row(logit_row), V)));
+        }
         const int32_t next_before = g.empty() ? b.after : g.back();
-        advance_pseudo(b, g, before);
+        if (advance_pseudo(b, g, before, pseudo_shifted)) ctx.count("pseudo_shifted_drafts");
         before = next_before;
       }
     }

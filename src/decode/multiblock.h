@@ -52,7 +52,11 @@ struct PseudoBlock {
 
 // One Jacobi step of a pseudo-active block from the argmax of its draft rows (g[j] predicts draft[j + 1]);
 // `before` is the prediction of the row before the block for its first token (-1: none was computed).
-void advance_pseudo(PseudoBlock& b, const std::vector<int32_t>& g, int32_t before);
+// `shifted` (a draft layer's, ForwardPass::draft_shift; empty: none): shifted[j] is row j's draft for the token
+// after g[j], so the last pseudo-accepted row's takes the place of the row-predicted token after the new first
+// one, as lead_with_shifted does for the real-active block. Returns whether it did.
+bool advance_pseudo(PseudoBlock& b, const std::vector<int32_t>& g, int32_t before,
+                    const std::vector<int32_t>& shifted = {});
 
 // Kept across generations: the acceptance statistics of its drafts and what its extra rows have been worth.
 class MultiblockDecoder : public Decoder {
