@@ -123,6 +123,40 @@ TEST(CostChart, OneMarkPerMeasuredPointAndAKneePerContext) {
   EXPECT_EQ(c.x_marks, (std::vector<double>{16, 16}));
 }
 
+size_t marks_in(const std::string& svg) {
+  size_t marks = 0;
+  for (size_t p = svg.find("class=\"mark\""); p != std::string::npos; p = svg.find("class=\"mark\"", p + 1)) marks++;
+  return marks;
+}
+
+// Two devices' curves, each divided by its own one-row cost at the first context.
+TEST(CostChart, RelativeCurvesDivideByTheirOwnOneRow) {
+  CostTable gpu = memory_bound(), cpu = memory_bound();
+  for (auto& row : gpu.seconds)
+    for (double& s : row) s *= 0.01;  // a faster device with the same shape
+  cpu.seconds[0].back() *= 3;  // the CPU's largest forward costs 3x more
+  const viz::LineChart c = relative_cost_chart({{"gpu", gpu}, {"cpu", cpu}}, "rows");
+  ASSERT_EQ(c.series.size(), 2u);
+  EXPECT_EQ(c.series[0].x.size(), kRows.size());
+  EXPECT_DOUBLE_EQ(c.series[0].y[0], 1.0);
+  EXPECT_NEAR(c.series[0].y.back(), memory_bound().seconds[0].back() / memory_bound().seconds[0][0], 1e-9);
+  EXPECT_NEAR(c.series[1].y.back(), 3 * c.series[0].y.back(), 1e-9);
+  EXPECT_EQ(marks_in(viz::line_chart_svg(c)), 2 * kRows.size());
+}
+
+// A point per decoder at (TPF, speedup); the guides y = TPF and y = 0.85 TPF are dashed lines, not points.
+TEST(SpeedupChart, OnePointPerDecoderAndDashedGuides) {
+  const viz::LineChart c = speedup_chart({{"ar", 1, 1}, {"jacobi", 1.8, 1.5}, {"multiblock", 2.4, 1.7}}, "s");
+  ASSERT_EQ(c.series.size(), 5u);
+  EXPECT_EQ(c.series[1].x, (std::vector<double>{1.8}));
+  EXPECT_EQ(c.series[1].y, (std::vector<double>{1.5}));
+  EXPECT_TRUE(c.series[3].reference && c.series[4].reference);
+  EXPECT_DOUBLE_EQ(c.series[4].y.back(), 0.85 * c.series[4].x.back());
+  const std::string svg = viz::line_chart_svg(c);
+  EXPECT_EQ(marks_in(svg), 3u);
+  EXPECT_NE(svg.find("stroke-dasharray=\"6,4\""), std::string::npos);
+}
+
 TEST(TuneConfig, BadFilesAreErrors) {
   test::TempDir dir("tune");
   EXPECT_THROW(read_tune_config(dir / "missing.json"), Error);

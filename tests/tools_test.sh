@@ -73,7 +73,7 @@ echo '{"prompt": "Once upon a time"}' >"$tmp/p.jsonl"
 echo '{"prompt": "The cat"}' >>"$tmp/p.jsonl"
 if "$jf" bench -m "$m" --prompts "$tmp/p.jsonl" -n 24 --decoders ar,jacobi,pld --plot "$tmp/b.svg" >/dev/null 2>&1 &&
    python3 -c 'import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); n = sum(1 for e in r.iter() if e.get("class") == "mark"); assert n == 3, n' "$tmp/b.svg"; then
-  ok "bench --plot: well-formed SVG, one bar per decoder"
+  ok "bench --plot: well-formed SVG, one point per decoder"
 else
   fail "bench --plot"
 fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Vulkan backend through the jf command line, as a user meets it: `jf devices`, --device on generate,
 # bench, perplexity and serve (same text as the CPU, 100% identical decoders), and one-line errors for a
-# bad device, a missing device and --device auto's fallback. Runs on lavapipe; never skipped when CI=true.
+# bad device, a missing device and --device auto's fallback; the device's charts (tune --plot-beside, bench --plot). Runs on lavapipe; never skipped when CI=true.
 # Usage: vulkan_cli_test.sh JF_BINARY SHARED_DIR
 set -euo pipefail
 jf="$1"
@@ -37,6 +37,21 @@ printf '{"prompt": "Once upon a time"}\n{"prompt": "The cat sat"}\n' > "$work/pr
 grep -q "^device vulkan" "$work/bench.txt" || fail "bench does not name the device"
 grep -q "device ms/forward" "$work/bench.txt" || fail "bench prints no device time"
 [ "$(grep -c '| 100% |' "$work/bench.txt")" = 5 ] || { cat "$work/bench.txt"; fail "a decoder's output differed from ar on the device"; }
+
+# The device's cost curve beside the CPU's (tune --plot-beside), and speedup against TPF (bench --plot).
+"$jf" tune -m "$model" --device "$dev" --budget 4 -n 16 --limit 1 --no-cache --plot "$work/cost.svg" --plot-beside cpu \
+  > "$work/tune.txt" 2>"$work/tune.err" || fail "tune --plot-beside cpu: $(tail -1 "$work/tune.err")"
+grep -q "^cpu, time(M) / time(1) at context" "$work/tune.txt" || fail "tune --plot-beside printed no CPU curve"
+python3 - "$work/cost.svg" <<'PY' || fail "tune --plot-beside: not two curves of 10 points"
+import sys, xml.etree.ElementTree as E
+r = E.parse(sys.argv[1]).getroot()
+marks = [e for e in r.iter() if e.get("class") == "mark"]
+assert len(marks) == 20, len(marks)
+assert any("vulkan" in "".join(e.itertext()) or "llvmpipe" in "".join(e.itertext()) for e in r.iter("{http://www.w3.org/2000/svg}text")), "no device in the legend"
+PY
+"$jf" bench -m "$model" --device "$dev" --prompts "$work/prompts.jsonl" -n 16 --decoders ar,jacobi:block=8 \
+  --plot "$work/speed.svg" > /dev/null 2>&1 || fail "bench --plot on the device"
+grep -q "llvmpipe\|vulkan" "$work/speed.svg" || fail "bench --plot's title does not name the device"
 
 # perplexity on the device.
 head -c 4000 "$shared/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt" > "$work/text.txt"

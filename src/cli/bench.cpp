@@ -14,6 +14,7 @@
 #include "cli/prompts.h"
 #include "kernels/cpu.h"
 #include "kernels/parallel.h"
+#include "tune/cost_chart.h"
 #include "tune/tuner.h"
 #include "viz/svg.h"
 
@@ -147,7 +148,7 @@ int run_bench(BenchArgs& a) {
               scored ? " forwards/prompt | accuracy |" : "", on_device ? " device ms/forward |" : "");
   std::printf("|---|---|---|---|---|---|---|---|---|%s%s\n", scored ? "---|---|" : "", on_device ? "---|" : "");
   nlohmann::json summary = nlohmann::json::array();
-  std::vector<viz::Bar> bars;
+  std::vector<tune::DecoderPoint> points;
   for (size_t d = 0; d < decoders.size(); d++) {
     const Totals& t = totals[d];
     const double tpf = t.forwards ? double(t.tokens) / t.forwards : 0, tps = t.gen_seconds > 0 ? t.tokens / t.gen_seconds : 0;
@@ -161,7 +162,7 @@ int run_bench(BenchArgs& a) {
     if (scored) std::printf(" %.1f | %.1f%% |", double(t.forwards) / std::max<int64_t>(1, t.runs), 100 * accuracy);
     if (on_device) std::printf(" %.3f |", t.forwards ? 1e3 * t.device_seconds / t.forwards : 0);
     std::printf("\n");
-    bars.push_back({specs[d], speedup});
+    points.push_back({specs[d], tpf, speedup});
     summary.push_back({{"decoder", specs[d]}, {"tpf", tpf}, {"tps", tps}, {"speedup", speedup},
                        {"identical_percent", greedy ? 100.0 * t.identical / std::max<int64_t>(1, t.runs) : -1.0},
                        {"tokens", t.tokens}, {"forwards", t.forwards}, {"gen_seconds", t.gen_seconds},
@@ -185,8 +186,9 @@ int run_bench(BenchArgs& a) {
   }
   if (!a.plot.empty()) {
     char title[256];
-    std::snprintf(title, sizeof title, "Speedup over ar (TPS), %zu prompts, %d threads", prompts.size(), num_threads());
-    viz::write_svg(a.plot, viz::bar_chart_svg(title, "tokens/s relative to ar", bars, 1.0));
+    std::snprintf(title, sizeof title, "Speedup over ar against tokens per forward, %zu prompts, %s", prompts.size(),
+                  on_device ? session.forward_pass().device_name().c_str() : (std::to_string(num_threads()) + " threads").c_str());
+    viz::write_svg(a.plot, viz::line_chart_svg(tune::speedup_chart(points, title)));
   }
   if (!a.json_out.empty()) {
     nlohmann::json j = {{"model", a.model.path}, {"prompts_file", a.prompts_file}, {"n_prompts", prompts.size()},
@@ -219,7 +221,7 @@ Command add_bench_command(CLI::App& app) {
                   "What the decoders price their rows at: measure (the forward's cost by rows, measured once before "
                   "the runs) or learn (from the timed forwards as they run, as jf generate does) (default measure)")
       ->check(CLI::IsMember({"measure", "learn"}));
-  cmd->add_option("--plot", a->plot, "Write the speedup of each decoder as an SVG bar chart to this file");
+  cmd->add_option("--plot", a->plot, "Write each decoder's speedup over ar against its tokens per forward as an SVG chart to this file");
   cmd->add_flag("--chat", a->prompt.chat, "Wrap each prompt in the model's chat template");
   cmd->add_option("--system", a->prompt.system, "System message for --chat");
   add_generation_options(cmd, a->gen);

@@ -27,17 +27,34 @@ const std::vector<std::string> kSamplePrompts = {
 
 struct TuneArgs {
   ModelOptions model;
-  std::string prompts_file, format = "auto", out, plot;
+  std::string prompts_file, format = "auto", out, plot, plot_beside;
   int limit = 4;
   bool no_cache = false;
   std::string grid;
   tune::TuneOptions opt;
 };
 
+// --plot-beside: the other device's cost curve at the tuned one's first context (the model loaded again, so a
+// CPU gets its panel copies), both drawn relative to their own one row.
+void write_plot_beside(const TuneArgs& a, const tune::CostTable& cost, const std::string& device) {
+  ModelOptions other = a.model;
+  other.device = a.plot_beside;
+  LoadedModel lm = open_model(other);
+  std::unique_ptr<ForwardPass> fwd = open_forward(other, *lm.model);
+  std::fprintf(stderr, "jf tune: measuring the cost curve on %s for --plot-beside\n", fwd->device_name().c_str());
+  const tune::CostTable beside = tune::measure_cost(*fwd, {cost.contexts[0]}, cost.rows, 0.2);
+  std::printf("\n%s, time(M) / time(1) at context %d:", fwd->device_name().c_str(), cost.contexts[0]);
+  for (size_t i = 0; i < beside.rows.size(); i++) std::printf(" M=%d %.2f", beside.rows[i], beside.seconds[0][i] / beside.seconds[0][0]);
+  std::printf("\n");
+  viz::write_svg(a.plot, viz::line_chart_svg(tune::relative_cost_chart(
+                             {{device, cost}, {fwd->device_name(), beside}}, "Forward cost by rows: " + a.model.path)));
+}
+
 int run_tune(TuneArgs& a) {
   if (!(a.opt.budget_seconds > 0)) throw Error("--budget must be > 0 seconds");
   check_output_path(a.out, "-o");
   check_output_path(a.plot, "--plot");
+  if (!a.plot_beside.empty() && a.plot.empty()) throw Error("--plot-beside needs --plot FILE");
   if (!a.grid.empty()) {
     for (size_t s = 0, e; s <= a.grid.size(); s = e + 1) {
       e = a.grid.find(',', s);
@@ -107,7 +124,9 @@ int run_tune(TuneArgs& a) {
       std::fprintf(stderr, "jf tune: warning: could not cache the result: %s\n", e.what());
     }
   }
-  if (!a.plot.empty()) viz::write_svg(a.plot, viz::line_chart_svg(tune::cost_chart(r.cost, "Forward cost: " + a.model.path)));
+  if (!a.plot.empty() && a.plot_beside.empty())
+    viz::write_svg(a.plot, viz::line_chart_svg(tune::cost_chart(r.cost, "Forward cost: " + a.model.path)));
+  if (!a.plot.empty() && !a.plot_beside.empty()) write_plot_beside(a, r.cost, fwd->device_name());
   return 0;
 }
 
@@ -126,6 +145,9 @@ Command add_tune_command(CLI::App& app) {
   cmd->add_option("--verify", a->opt.verify, "Configurations timed again besides ar (default 3)")->check(CLI::Range(0, 64));
   cmd->add_option("-o,--output", a->out, "Write the chosen configuration and measurements to this JSON file");
   cmd->add_option("--plot", a->plot, "Write the cost curve (ms per forward vs rows, per context) as SVG");
+  cmd->add_option("--plot-beside", a->plot_beside,
+                  "With --plot: also measure the cost curve on this device (e.g. cpu when tuning with --device vulkan) "
+                  "and draw both as time(M) / time(1), each relative to its own one row");
   cmd->add_flag("--no-cache", a->no_cache, "Do not store the result in ~/.cache/jf for --decoder auto");
   return [a] { return run_tune(*a); };
 }

@@ -177,13 +177,16 @@ std::string line_chart_svg(const LineChart& c) {
       pts.append(num(X(se.x[i]))).append(",").append(num(Y(se.y[i])));
     }
     const int shape = static_cast<int>(k / 8 % 3);  // once the colours repeat, the marks differ
-    s += "<polyline fill=\"none\" stroke=\"" + std::string(col) + "\" stroke-width=\"1.5\" points=\"" + pts + "\"/>\n";
-    for (size_t i = 0; i < n; i++)
+    const std::string dash = se.reference ? "\" stroke-dasharray=\"6,4" : "";
+    s += "<polyline fill=\"none\" stroke=\"" + std::string(col) + dash + "\" stroke-width=\"1.5\" points=\"" + pts + "\"/>\n";
+    for (size_t i = 0; i < n && !se.reference; i++)
       s += mark(shape, X(se.x[i]), Y(se.y[i]), 3, col,
                 xml_escape(se.name) + ": " + tick_label(se.x[i]) + ", " + tick_label(se.y[i]));
     const double ly = kTop + 10 + 18 * k;
-    s += mark(shape, kW - kRight + 17, ly - 3, 5, col, "") + "<text x=\"" + num(kW - kRight + 26) + "\" y=\"" +
-         num(ly + 1) + "\">" + xml_escape(se.name) + "</text>\n";
+    const std::string swatch = se.reference ? "<line x1=\"" + num(kW - kRight + 10) + "\" y1=\"" + num(ly - 3) + "\" x2=\"" +
+                                                  num(kW - kRight + 22) + "\" y2=\"" + num(ly - 3) + "\" stroke=\"" + col + dash + "\"/>"
+                                            : mark(shape, kW - kRight + 17, ly - 3, 5, col, "");
+    s += swatch + "<text x=\"" + num(kW - kRight + 26) + "\" y=\"" + num(ly + 1) + "\">" + xml_escape(se.name) + "</text>\n";
   }
   s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(kTop + plot_h) + "\" x2=\"" + num(kW - kRight) + "\" y2=\"" +
        num(kTop + plot_h) + "\" stroke=\"#333\"/>\n</svg>\n";

@@ -1,6 +1,6 @@
-// Small SVG charts written by jf itself (no plotting dependency): a bar chart for `jf bench --plot` and a
-// line chart for cost curves (`jf tune --plot`). Every data point is one element of class "mark", so tests
-// and scripts can count them.
+// Small SVG charts written by jf itself (no plotting dependency): a bar chart and a line chart (cost curves for
+// `jf tune --plot`, speedup against tokens per forward for `jf bench --plot`). Every data point is one element
+// of class "mark", so tests and scripts can count them.
 #pragma once
 #include <string>
 #include <vector>
@@ -15,6 +15,7 @@ struct Bar {
 struct Series {
   std::string name;
   std::vector<double> x, y;
+  bool reference = false;  // a dashed guide line (e.g. y = x) without marks: not data
 };
 
 struct LineChart {
