@@ -136,6 +136,25 @@ TEST(VulkanForward, BatchInvariantForEveryWeightType) {
   }
 }
 
+// A forward of a shape seen before submits the command buffer recorded for it: a decode (one shape token
+// after token), then the batch shapes of expect_batch_invariant (new caches, trees, two sequences) give the
+// same bits as forwards recorded every time, and most decode steps were replays.
+TEST(VulkanForward, ReplaysRecordedShapesWithTheSameBits) {
+  JF_VULKAN_DEVICE(device);
+  const std::unique_ptr<Model> m = make_model(preset_config("tiny"), DType::Q8_0, 5);
+  const std::vector<int32_t> toks = test::random_tokens(13, m->config().vocab_size, 9);
+  vulkan::VulkanForward replayed(device, m->config(), m->weights()), recorded(device, m->config(), m->weights());
+  recorded.set_replay(false);
+  const Logits want = stepwise(recorded, toks), got = stepwise(replayed, toks);
+  for (size_t r = 0; r < toks.size(); r++) expect_bits(got[r], want[r], "decode step " + std::to_string(r));
+  EXPECT_GE(replayed.replayed_forwards(), 9u);  // (a few steps re-record: the arena grows with the context)
+  EXPECT_EQ(recorded.replayed_forwards(), 0u);
+  expect_batch_invariant(replayed, toks, DType::F32, "replayed");
+  expect_batch_invariant(replayed, toks, DType::F16, "replayed, f16 KV");
+  const Logits again = stepwise(replayed, toks);  // a fresh cache of the same shape: not the old one's recording
+  for (size_t r = 0; r < toks.size(); r++) expect_bits(again[r], want[r], "decode again, step " + std::to_string(r));
+}
+
 // A tiny model with a draft head and layer, its forward on the device and on the CPU.
 struct DraftModel {
   static ModelConfig config() {

@@ -1,11 +1,17 @@
 #include "vulkan/buffer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 namespace jf::vulkan {
 
-Buffer::Buffer(Context& ctx, size_t bytes, Kind kind) : device_(ctx.device()), size_(std::max<size_t>(bytes, 16)) {
+namespace {
+std::atomic<uint64_t> next_serial{1};
+}
+
+Buffer::Buffer(Context& ctx, size_t bytes, Kind kind)
+    : device_(ctx.device()), size_(std::max<size_t>(bytes, 16)), serial_(next_serial++) {
   Api& a = api();
   VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bi.size = size_;
@@ -32,8 +38,8 @@ Buffer::Buffer(Context& ctx, size_t bytes, Kind kind) : device_(ctx.device()), s
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
     release();
-    device_ = o.device_, buffer_ = o.buffer_, memory_ = o.memory_, size_ = o.size_, mapped_ = o.mapped_;
-    o.buffer_ = VK_NULL_HANDLE, o.memory_ = VK_NULL_HANDLE, o.mapped_ = nullptr, o.size_ = 0;
+    device_ = o.device_, buffer_ = o.buffer_, memory_ = o.memory_, size_ = o.size_, mapped_ = o.mapped_, serial_ = o.serial_;
+    o.buffer_ = VK_NULL_HANDLE, o.memory_ = VK_NULL_HANDLE, o.mapped_ = nullptr, o.size_ = 0, o.serial_ = 0;
   }
   return *this;
 }

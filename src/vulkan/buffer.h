@@ -27,6 +27,9 @@ class Buffer {
   Buffer& operator=(const Buffer&) = delete;
 
   VkBuffer handle() const { return buffer_; }
+  // Unique to this allocation in the process (a handle value can come back for a later buffer): what a
+  // recorded command buffer's bindings are checked against (replay_cache.h).
+  uint64_t serial() const { return serial_; }
   size_t size() const { return size_; }
   void* mapped() const { return mapped_; }  // Host buffers only
   View view(size_t offset = 0, size_t range = 0) const { return View{buffer_, offset, range ? range : size_ - offset}; }
@@ -39,6 +42,7 @@ class Buffer {
   VkDeviceMemory memory_ = VK_NULL_HANDLE;
   size_t size_ = 0;
   void* mapped_ = nullptr;
+  uint64_t serial_ = 0;
 };
 
 // Copies host bytes into a device buffer through a staging buffer (in pieces of at most 64 MiB).

@@ -222,20 +222,38 @@ uint64_t Context::free_device_memory() const {
 }
 
 VkCommandBuffer Context::begin() {
-  Api& a = api();
-  check(a.vkResetCommandBuffer(cmd_, 0), "resetting a command buffer");
-  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  check(a.vkBeginCommandBuffer(cmd_, &bi), "beginning a command buffer");
+  begin(cmd_, true);
   return cmd_;
 }
 
 void Context::submit_and_wait() {
+  check(api().vkEndCommandBuffer(cmd_), "recording commands");
+  submit_and_wait(cmd_);
+}
+
+VkCommandBuffer Context::new_command_buffer() {
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = pool_;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  check(api().vkAllocateCommandBuffers(device_, &ai, &cmd), "allocating a command buffer");
+  return cmd;
+}
+
+void Context::begin(VkCommandBuffer cmd, bool once) {
   Api& a = api();
-  check(a.vkEndCommandBuffer(cmd_), "recording commands");
+  check(a.vkResetCommandBuffer(cmd, 0), "resetting a command buffer");
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = once ? VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT : 0;
+  check(a.vkBeginCommandBuffer(cmd, &bi), "beginning a command buffer");
+}
+
+void Context::submit_and_wait(VkCommandBuffer cmd) {
+  Api& a = api();
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
-  si.pCommandBuffers = &cmd_;
+  si.pCommandBuffers = &cmd;
   check(a.vkQueueSubmit(queue_, 1, &si, fence_), "submitting work");
   check(a.vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "waiting for the device");
   check(a.vkResetFences(device_, 1, &fence_), "resetting a fence");

@@ -47,6 +47,12 @@ class Context {
   void run(const std::function<void(VkCommandBuffer)>& record);
   VkCommandBuffer begin();
   void submit_and_wait();
+  // A command buffer of the context's pool (freed with it), recorded once and submitted many times.
+  VkCommandBuffer new_command_buffer();
+  // Resets and begins `cmd` for one submission (once) or for several.
+  void begin(VkCommandBuffer cmd, bool once);
+  // Submits a recorded (ended) command buffer and waits for it.
+  void submit_and_wait(VkCommandBuffer cmd);
 
  private:
   DeviceInfo info_;

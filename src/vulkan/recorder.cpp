@@ -65,7 +65,8 @@ void Recorder::finish() {
   barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
   api().vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
                              0, 1, &barrier, 0, nullptr, 0, nullptr);
-  ctx_.submit_and_wait();
+  check(api().vkEndCommandBuffer(cmd_), "recording commands");
+  ctx_.submit_and_wait(cmd_);
   cmd_ = VK_NULL_HANDLE;
 }
 

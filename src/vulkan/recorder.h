@@ -13,6 +13,11 @@ class Recorder {
  public:
   explicit Recorder(Context& ctx) : ctx_(ctx) {}
   void begin() { cmd_ = ctx_.begin(); }
+  // Records into `kept`, a command buffer that will be submitted again (replay_cache.h).
+  void begin(VkCommandBuffer kept) {
+    ctx_.begin(kept, false);
+    cmd_ = kept;
+  }
   // Runs `k` over groups (x, y, z) with `views` at bindings 0, 1, ... and `params` as push constants.
   template <class P>
   void dispatch(const Kernel& k, std::initializer_list<View> views, const P& params, uint32_t x, uint32_t y = 1, uint32_t z = 1) {
@@ -27,7 +32,7 @@ class Recorder {
   // A 1D grid of WG-wide groups covering n threads (wrapping to y past 65535 groups; see elementwise.glsl).
   static void flat_grid(uint64_t n, uint32_t* x, uint32_t* y);
   VkCommandBuffer cmd() const { return cmd_; }
-  // Makes the device's writes visible to the host, submits and waits.
+  // Makes the device's writes visible to the host, ends the recording, submits it and waits.
   void finish();
 
  private:

@@ -36,11 +36,13 @@ VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const Mod
       main_in_(std::make_unique<Inputs>()),
       chain_in_(std::make_unique<Inputs>()),
       rec_(*ctx_),
+      replay_(*ctx_),
       split_min_k_(split_min_k ? split_min_k : default_split_min_k(ctx_->info())) {
   if (const char* f = std::getenv("JF_VULKAN_FAULT")) {  // "FIRST:COUNT": forwards FIRST.. fail (0-based)
     if (std::sscanf(f, "%" SCNu64 ":%" SCNu64, &fault_first_, &fault_count_) != 2)
       throw Error("JF_VULKAN_FAULT must be FIRST:COUNT (forwards that fail as a device error would), got '" + std::string(f) + "'");
   }
+  if (const char* r = std::getenv("JF_VULKAN_REPLAY")) replay_on_ = std::strcmp(r, "0") != 0;
   if (cfg.head_dim > 256) throw Error("Vulkan: head_dim " + std::to_string(cfg.head_dim) + " is above the backend's 256");
   weights_ = std::make_unique<DeviceWeights>(*ctx_, cfg, w);
   if (ctx_->timestamps()) {
@@ -64,14 +66,16 @@ View VulkanForward::arena() const { return in_->arena.view(); }
 void VulkanForward::upload_inputs() {
   const size_t n = rows_->rows.size(), half = static_cast<size_t>(cfg_.rope_dim / 2);
   const bool local_rope = cfg_.rope_theta_local > 0.0f;
+  // (the slot list last: every other offset depends on the row counts alone, so a replayed recording's
+  // push constants still point at the right places)
   in_->info = u32(n);
-  in_->slots = in_->info + u32(5 * n);
-  in_->logit = in_->slots + u32(rows_->slot_list.size());
+  in_->logit = in_->info + u32(5 * n);
   in_->cos = in_->logit + u32(rows_->logit_src.size());
   in_->sin = in_->cos + u32(n * half);
   in_->lcos = in_->sin + u32(n * half);
   in_->lsin = in_->lcos + u32(local_rope ? n * half : 0);
-  const size_t total = in_->lsin + (local_rope ? n * half : 0);
+  in_->slots = in_->lsin + u32(local_rope ? n * half : 0);
+  const size_t total = in_->slots + rows_->slot_list.size();
   ensure_size(*ctx_, in_->arena, total * 4, Buffer::Kind::Host);
   auto* ints = static_cast<int32_t*>(in_->arena.mapped());
   auto* floats = static_cast<float*>(in_->arena.mapped());
@@ -290,7 +294,7 @@ const float* VulkanForward::forward(std::span<SequenceInput* const> seqs) {
     if (plan_.seq_first[s] < plan_.seq_first[s + 1]) device_store(*plan_.rows[static_cast<size_t>(plan_.seq_first[s])].cache, ctx_.get());
   drafted_ = layer_ran_ = false;
   const int64_t n = static_cast<int64_t>(rows_->rows.size()), nl = static_cast<int64_t>(rows_->logit_src.size());
-  const int64_t V = cfg_.vocab_size, dim = cfg_.dim;
+  const int64_t V = cfg_.vocab_size;
   Activations& a = *a_;
   ensure_size(*ctx_, a.logits, static_cast<size_t>(std::max<int64_t>(nl, 1) * V * 4), Buffer::Kind::Host);
   if (n == 0) return static_cast<const float*>(a.logits.mapped());
@@ -305,32 +309,63 @@ const float* VulkanForward::forward(std::span<SequenceInput* const> seqs) {
   if (drafts) ensure_size(*ctx_, a.draft_logits, static_cast<size_t>(nl * V * 4), Buffer::Kind::Host);
   upload_inputs();
 
-  rec_.begin();
+  const ShapeKey key = replay_on_ ? shape_key(draft_layer, drafts) : ShapeKey{};
+  const VkCommandBuffer kept = replay_on_ ? replay_.find(key) : VK_NULL_HANDLE;
+  if (n_forwards_++ - fault_first_ < fault_count_)  // a device error where a submission would report one (tests)
+    throw Error("Vulkan: device error (injected by JF_VULKAN_FAULT)");
+  if (kept) {
+    ctx_->submit_and_wait(kept);
+  } else {
+    const VkCommandBuffer cmd = replay_on_ ? replay_.take() : VK_NULL_HANDLE;
+    if (cmd) rec_.begin(cmd);
+    else rec_.begin();
+    record_forward(draft_layer, drafts);
+    rec_.finish();
+    if (cmd) replay_.keep(key, cmd);
+  }
+  drafted_ = drafts;
+  if (timer_) {
+    uint64_t ticks[2] = {0, 0};
+    if (api().vkGetQueryPoolResults(ctx_->device(), timer_, 0, 2, sizeof ticks, ticks, 8, VK_QUERY_RESULT_64_BIT) == VK_SUCCESS)
+      device_seconds_ = static_cast<double>(ticks[1] - ticks[0]) * ctx_->timestamp_period_ns() * 1e-9;
+  }
+  return static_cast<const float*>(a.logits.mapped());
+}
+
+void VulkanForward::record_forward(bool draft_layer, bool drafts) {
+  Activations& a = *a_;
+  const int64_t n = static_cast<int64_t>(rows_->rows.size()), nl = static_cast<int64_t>(rows_->logit_src.size());
   Api& vk = api();
   if (timer_) {
     vk.vkCmdResetQueryPool(rec_.cmd(), timer_, 0, 2);
     vk.vkCmdWriteTimestamp(rec_.cmd(), VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timer_, 0);
   }
-  const float embed_scale = cfg_.gemma() ? std::sqrt(static_cast<float>(dim)) : 1.0f;
+  const float embed_scale = cfg_.gemma() ? std::sqrt(static_cast<float>(cfg_.dim)) : 1.0f;
   get_rows(weights_->tok_embd, arena(), 0, u32(n), a.x.view(), embed_scale);
   for (int l = 0; l < cfg_.n_layers; l++) record_layer(l);
   record_output();
   if (draft_layer) record_draft_layer();
   if (drafts) {
     matmul(weights_->draft_output, a.xb.view(), u32(nl), a.draft_logits.view(), false);
-    softcap(a.draft_logits.view(), static_cast<uint64_t>(nl * V));
-    drafted_ = true;
+    softcap(a.draft_logits.view(), static_cast<uint64_t>(nl * cfg_.vocab_size));
   }
   if (timer_) vk.vkCmdWriteTimestamp(rec_.cmd(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timer_, 1);
-  if (n_forwards_++ - fault_first_ < fault_count_)  // a device error where a submission would report one (tests)
-    throw Error("Vulkan: device error (injected by JF_VULKAN_FAULT)");
-  rec_.finish();
-  if (timer_) {
-    uint64_t ticks[2] = {0, 0};
-    if (vk.vkGetQueryPoolResults(ctx_->device(), timer_, 0, 2, sizeof ticks, ticks, 8, VK_QUERY_RESULT_64_BIT) == VK_SUCCESS)
-      device_seconds_ = static_cast<double>(ticks[1] - ticks[0]) * ctx_->timestamp_period_ns() * 1e-9;
+}
+
+// Everything record_forward's commands depend on besides the arena's contents.
+ShapeKey VulkanForward::shape_key(bool draft_layer, bool drafts) const {
+  const Activations& a = *a_;
+  ShapeKey key = {rows_->rows.size(), rows_->logit_src.size(), draft_layer ? 1u : 0u, drafts ? 1u : 0u};
+  const Buffer* arena_buffer = &in_->arena;
+  for (const Buffer* b : {&a.x, &a.xb, &a.q, &a.k, &a.v, &a.att, &a.hg, &a.hu, &a.emb, &a.head, &a.greedy, &a.logits,
+                          &a.draft_logits, arena_buffer})
+    key.push_back(b->serial());
+  for (size_t s = 0; s + 1 < rows_->seq_first.size(); s++) {
+    const int32_t r0 = rows_->seq_first[s], r1 = rows_->seq_first[s + 1];
+    key.push_back(static_cast<uint64_t>(r1 - r0));
+    if (r1 > r0) key.push_back(device_store(*rows_->rows[static_cast<size_t>(r0)].cache, ctx_.get()).serial());
   }
-  return static_cast<const float*>(a.logits.mapped());
+  return key;
 }
 
 const float* VulkanForward::draft_logits_for(const float* logits) const {

@@ -1,5 +1,6 @@
 // The forward pass on a Vulkan device: weights uploaded once, every layer's work recorded into one command
-// buffer per forward, KV caches in device memory, only the requested rows' logits read back. Batch-invariant
+// buffer per forward shape (and submitted again for the next forward of that shape), KV caches in device
+// memory, only the requested rows' logits read back. Batch-invariant
 // like the CPU forward (shaders/common.glsl), so every decoder returns `ar`'s tokens on the device too.
 #pragma once
 #include <array>
@@ -11,6 +12,7 @@
 #include "vulkan/device_weights.h"
 #include "vulkan/kernels.h"
 #include "vulkan/recorder.h"
+#include "vulkan/replay_cache.h"
 
 namespace jf::vulkan {
 
@@ -32,6 +34,10 @@ class VulkanForward : public ForwardPass {
   const DeviceInfo& device() const { return ctx_->info(); }
   std::string device_name() const override { return "vulkan:" + std::to_string(ctx_->info().index) + " (" + ctx_->info().name + ")"; }
   size_t weight_bytes() const { return weights_->bytes(); }
+  // Whether forwards of a shape seen before submit its kept command buffer (replay_cache.h) instead of
+  // recording again; on by default (JF_VULKAN_REPLAY=0 turns it off, to compare).
+  void set_replay(bool on) { replay_on_ = on; }
+  uint64_t replayed_forwards() const { return replay_.replays(); }
 
  private:
   struct Activations;
@@ -41,6 +47,8 @@ class VulkanForward : public ForwardPass {
   void record_layer(int l);
   void record_output();
   void record_draft_layer();
+  void record_forward(bool draft_layer, bool drafts);
+  ShapeKey shape_key(bool draft_layer, bool drafts) const;
   void matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, uint32_t x_off = 0, uint32_t y_off = 0);
   void rmsnorm(View x, View out, View gain, uint32_t rows, uint32_t n, bool accumulate, int gather_at = -1);
   void rope(View v, uint32_t heads, bool local);
@@ -59,6 +67,8 @@ class VulkanForward : public ForwardPass {
   std::unique_ptr<Activations> act_, chain_act_;  // a forward's rows; a draft chain's virtual row
   std::unique_ptr<Inputs> main_in_, chain_in_;
   Recorder rec_;
+  ReplayCache replay_;
+  bool replay_on_ = true;
   RowPlan plan_, chain_plan_;
   TypedKernels matmul_serial_{}, matmul_split_{}, get_rows_{};
   uint32_t split_min_k_ = 0;

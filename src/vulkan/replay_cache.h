@@ -1,0 +1,41 @@
+// Forwards of one shape record the same commands: the same rows and logit rows, the same sequences' caches
+// at the same rows, the same buffers (everything that varies, tokens, positions, slot lists and RoPE angles,
+// is read from the host-visible arena at run time). So the command buffers of the last few shapes are kept
+// and submitted again: a decode step, one shape token after token, records nothing, which takes the host's
+// ~15 recorded dispatches a layer off a launch-bound forward's critical path.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "vulkan/context.h"
+
+namespace jf::vulkan {
+
+// What a recording depends on: row counts, flags, and the serials (Buffer::serial) of every buffer it binds,
+// so a buffer freed and allocated again never matches a recording of the old one.
+using ShapeKey = std::vector<uint64_t>;
+
+class ReplayCache {
+ public:
+  explicit ReplayCache(Context& ctx, size_t capacity = 8) : ctx_(ctx), capacity_(capacity) {}
+  // The command buffer recorded for `key`, or VK_NULL_HANDLE.
+  VkCommandBuffer find(const ShapeKey& key);
+  // A command buffer to record `key` into: a new one, or the least recently used (its recording dropped).
+  // It replays only once keep() says the recording finished.
+  VkCommandBuffer take();
+  void keep(const ShapeKey& key, VkCommandBuffer cmd);
+  uint64_t replays() const { return replays_; }
+
+ private:
+  struct Entry {
+    ShapeKey key;  // empty: nothing recorded (or a recording that did not finish)
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    uint64_t last_used = 0;
+  };
+  Context& ctx_;
+  size_t capacity_;
+  std::vector<Entry> entries_;
+  uint64_t clock_ = 0, replays_ = 0;
+};
+
+}  // namespace jf::vulkan
