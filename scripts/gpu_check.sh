@@ -56,7 +56,7 @@ if [ "$local" = 1 ]; then
   shapes=(tiny:q4_k_m tiny:q8_0)  # jf random preset:type files to benchmark
   tokens=16                  # tokens per bench prompt
   threads=(1 2)
-  ms=1,4,16 prefill=64 reps=2 tune_budget=5 tune_model=$stories
+  ms=1,4,16 prefill=64 reps=2 tune_budget=5 tune_model=$stories clients=1,4
   gtest_filter='*Stories260K*:*q8_0_K256*:*Presets/VulkanArch.BatchInvariantAndCloseToTheCpu/tiny'
 else
   [ -x "$bundle/bin/jf" ] || [ ! -e "$bundle/jf.tar.xz" ] || tar -C "$bundle" -xJf "$bundle/jf.tar.xz"
@@ -68,7 +68,7 @@ else
   read -r -a shapes <<< "${SHAPES:-llama-1b:q4_k_m llama-8b:q4_k_m llama-1b:q8_0 llama-1b:f16}"
   tokens="${TOKENS:-64}"
   threads=(1 2 4 8 16)
-  tune_budget=40 tune_model="$models/pycode-ar-q8_0.gguf"
+  tune_budget=40 tune_model="$models/pycode-ar-q8_0.gguf" clients=1,8,32
   gtest_filter="${GTEST_FILTER:-*}"
   # A device image without the Vulkan loader or GL dispatch libraries gets Debian's (as root, into /).
   if ! ldconfig -p | grep -q libvulkan.so.1 && [ "$(id -u)" = 0 ] && ls "$bundle"/debs/*.deb > /dev/null 2>&1; then
@@ -144,6 +144,8 @@ for entry in "${shapes[@]}"; do
   run "jf random $shape $type" "$jf" random --preset "$shape" --type "$type" --vocab-from "$vocab" -o "$file" || continue
   run "forward cost $shape $type" sh -c "'$bin/forward_cost' -m '$file' --device $device --ms $ms --reps $reps --context 64 \
     --bandwidth $bandwidth --peak $peak --prefill $prefill > '$out/cost_${shape}_${type}.txt'"
+  [ "$entry" = "${shapes[0]}" ] && run "forward cost $shape $type, recorded every time" sh -c "JF_VULKAN_REPLAY=0 '$bin/forward_cost' \
+    -m '$file' --device $device --ms 1,16 --reps $reps --context 64 > '$out/cost_${shape}_${type}_no_replay.txt'"
   run "decode $shape $type" sh -c "'$jf' bench -m '$file' --device $device --prompts '$out/prompts.jsonl' -n $tokens \
     --ignore-eos --decoders ar > '$out/decode_${shape}_${type}.txt'"
   [ "$gpu" = 1 ] && [ -x "$bin/llamacpp_bench" ] &&
@@ -151,11 +153,18 @@ for entry in "${shapes[@]}"; do
   [ "$entry" = "${shapes[0]}" ] || rm -f "$file"  # the first shape's file stays for the CPU at scale
 done
 run "decoders code model" sh -c "'$jf' bench -m '$models/pycode-ar-q8_0.gguf' --device $device --prompts '$out/prompts.jsonl' \
-  -n $tokens --decoders $decoders > '$out/decoders_code.txt'"
+  -n $tokens --decoders $decoders --plot '$out/decoders_code.svg' > '$out/decoders_code.txt'"
 run "decoders stories260K" sh -c "'$jf' bench -m '$stories' --device $device --prompts '$out/prompts.jsonl' -n $tokens \
-  --decoders $decoders > '$out/decoders_stories.txt'"
+  --decoders $decoders --plot '$out/decoders_stories.svg' > '$out/decoders_stories.txt'"
 run "tune $(basename "$tune_model" .gguf)" sh -c "'$jf' tune -m '$tune_model' --device $device --budget $tune_budget -n 24 --no-cache --plot '$out/tune.svg' \
   -o '$out/tune.json' > '$out/tune.txt'"
+# the server: concurrent clients batched into shared device forwards, each answer generate's
+[ -e "$work/${shapes[0]}.gguf" ] && run "server clients ${shapes[0]}" sh -c "python3 bench/serve_clients.py --jf '$jf' \
+  --model '$work/${shapes[0]}.gguf' --device $device --clients $clients --n 32 --requests 2 > '$out/decoders_server.txt'"
+# the first shape's cost curve on the device beside the CPU's, each relative to its own one row
+[ -e "$work/${shapes[0]}.gguf" ] && run "cost beside the CPU ${shapes[0]}" sh -c "'$jf' tune -m '$work/${shapes[0]}.gguf' \
+  --device $device --budget $tune_budget -n 8 --limit 1 --no-cache --plot '$out/cost_beside_cpu.svg' --plot-beside cpu \
+  > '$out/cost_beside_cpu.txt'"
 head -c 20000 "$text" > "$out/text.txt"
 run "perplexity stories260K" sh -c "'$jf' perplexity -m '$stories' --device $device -f '$out/text.txt' --window 256 > '$out/ppl_gpu.txt' \
   && '$jf' perplexity -m '$stories' --device cpu -f '$out/text.txt' --window 256 > '$out/ppl_cpu.txt'"
