@@ -103,6 +103,21 @@ TEST(Select, GridCoversEveryGreedyDecoderFamily) {
   for (const std::string& s : g) EXPECT_NO_THROW(parse_decoder_spec(s, DecoderOptions{}).validate(true)) << s;
 }
 
+// Where rows are free (a GPU below its knee) the grid adds Figure 7's wide configurations, only those whose
+// rows fit 4 x the free rows; on a CPU it stays narrow.
+TEST(Select, GridWidensWhereRowsAreFree) {
+  const std::vector<std::string> narrow = tuning_grid(4), gpu = tuning_grid(16), wide = tuning_grid(128);
+  EXPECT_EQ(narrow, tuning_grid());
+  auto has = [](const std::vector<std::string>& g, const std::string& s) { return std::find(g.begin(), g.end(), s) != g.end(); };
+  EXPECT_FALSE(has(narrow, "jacobi:block=16"));
+  EXPECT_TRUE(has(gpu, "jacobi:block=16") && has(gpu, "multiblock:block=16:K=3:r=0.5") && has(gpu, "jacobi:block=64"));
+  EXPECT_FALSE(has(gpu, "multiblock:block=16:K=4:r=0.5:pool=8"));  // 80 rows: past 4 x 16
+  EXPECT_TRUE(has(wide, "multiblock:block=64:K=4:r=0.5:pool=8"));
+  EXPECT_GT(wide.size(), gpu.size());
+  EXPECT_GT(gpu.size(), narrow.size());
+  for (const std::string& s : wide) EXPECT_NO_THROW(parse_decoder_spec(s, DecoderOptions{}).validate(true)) << s;
+}
+
 // Every row count is timed in each round, so a busy spell cannot fall on one row count alone: timed one
 // after another, the one-row forwards all fell in it and two rows came out as cheap as one.
 TEST(CostTable, MeasurementIsFairToEveryRowCountWhenTheLoadChanges) {

@@ -5,14 +5,30 @@
 
 namespace jf::tune {
 
-std::vector<std::string> tuning_grid() {
+std::vector<std::string> tuning_grid(int free_rows) {
   // Round-robin over the families, narrow drafts first: a small budget that stops part-way through still
   // has measured the cheapest configuration of every decoder.
-  return {"ar",
-          "pld:draft-max=2", "lookahead:W=2:N=2:G=2", "jacobi:block=4", "multiblock:block=4:K=2",
-          "pld:draft-max=4", "jacobi:block=2", "lookahead:W=3:N=3:G=3", "multiblock:block=8:K=2",
-          "pld:draft-max=8", "jacobi:block=3", "lookahead:W=4:N=3:G=4", "multiblock:block=4:K=3",
-          "pld:draft-max=16", "jacobi:block=6", "lookahead:W=8:N=4:G=8", "jacobi:block=8"};
+  std::vector<std::string> grid = {
+      "ar",
+      "pld:draft-max=2", "lookahead:W=2:N=2:G=2", "jacobi:block=4", "multiblock:block=4:K=2",
+      "pld:draft-max=4", "jacobi:block=2", "lookahead:W=3:N=3:G=3", "multiblock:block=8:K=2",
+      "pld:draft-max=8", "jacobi:block=3", "lookahead:W=4:N=3:G=4", "multiblock:block=4:K=3",
+      "pld:draft-max=16", "jacobi:block=6", "lookahead:W=8:N=4:G=8", "jacobi:block=8"};
+  if (free_rows < 16) return grid;
+  struct Wide {
+    const char* spec;
+    int rows;  // rows a forward carries with every block in flight and every candidate sent
+  };
+  // (n, K, r and the pool as Figure 7 sweeps them; narrowest first again)
+  const Wide wide[] = {
+      {"jacobi:block=16", 16}, {"multiblock:block=16:K=2", 32}, {"pld:draft-max=32", 32}, {"lookahead:W=16:N=5:G=16", 64},
+      {"multiblock:block=16:K=3:r=0.5", 48}, {"jacobi:block=32", 32}, {"multiblock:block=16:K=2:r=0.5:pool=8", 48},
+      {"multiblock:block=32:K=2", 64}, {"multiblock:block=16:K=4:r=0.5:pool=8", 80}, {"jacobi:block=64", 64},
+      {"multiblock:block=32:K=3:r=0.5:pool=8", 128}, {"multiblock:block=64:K=2:r=0.5", 128},
+      {"multiblock:block=64:K=4:r=0.5:pool=8", 320}};
+  for (const Wide& w : wide)
+    if (w.rows <= 4 * free_rows) grid.push_back(w.spec);
+  return grid;
 }
 
 void predict(const CostTable& cost, double ctx, std::vector<Candidate>& cands) {

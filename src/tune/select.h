@@ -22,7 +22,10 @@ struct Candidate {
 };
 
 // The greedy configurations tried: ar, jacobi block, lookahead W/N/G, pld draft-max, multiblock block/K.
-std::vector<std::string> tuning_grid();
+// Where `free_rows` (CostTable::free_rows) is 16 or more, as on a GPU below its roofline knee, also the wide
+// ones the Jacobi Forcing paper's Figure 7 sweeps: blocks of 16-64, 2-4 in flight at a lower spawn ratio,
+// 4-8 recycled candidates verified beside them, as long as a forward's rows stay within 4 x free_rows.
+std::vector<std::string> tuning_grid(int free_rows = 1);
 // Fills predicted_tps of every measured candidate at context `ctx`.
 void predict(const CostTable& cost, double ctx, std::vector<Candidate>& cands);
 // Indices of measured lossless candidates other than ar, best prediction first, at most `n`.

@@ -21,6 +21,17 @@ namespace jf::tune {
 
 using nlohmann::json;
 
+namespace {
+// More row counts measured (`more`: rows 1, then the new ones) appended to `cost`, kept monotone; nothing when
+// the model's context length dropped some of the contexts for the wider forwards.
+void extend_rows(CostTable& cost, const CostTable& more) {
+  if (more.contexts != cost.contexts) return;
+  cost.rows.insert(cost.rows.end(), more.rows.begin() + 1, more.rows.end());
+  for (size_t c = 0; c < cost.seconds.size(); c++)
+    for (size_t i = 1; i < more.rows.size(); i++) cost.seconds[c].push_back(std::max(cost.seconds[c].back(), more.seconds[c][i]));
+}
+}  // namespace
+
 TuneResult tune(Session& s, const std::vector<std::vector<int32_t>>& prompts, const GenerationConfig& gen_in,
                 const DecoderOptions& base, const TuneOptions& o, const ProgressFn& progress) {
   JF_CHECK(!prompts.empty(), "tune needs prompts");
@@ -30,15 +41,22 @@ TuneResult tune(Session& s, const std::vector<std::vector<int32_t>>& prompts, co
   gen.max_new_tokens = o.max_new_tokens;
   gen.trace = nullptr;
   TuneResult r;
-  std::vector<std::string> grid = o.grid.empty() ? tuning_grid() : o.grid;
-  grid.erase(std::remove(grid.begin(), grid.end(), "ar"), grid.end());
-  grid.insert(grid.begin(), "ar");  // the reference for losslessness and speed, always first
+  // (the built-in grid widens once the cost curve says how many rows are free: choose_grid below)
+  std::vector<std::string> grid;
   std::vector<DecoderOptions> opts;
-  for (const std::string& spec : grid) {
-    opts.push_back(parse_decoder_spec(spec, base));
-    opts.back().validate(true);
-  }
-  for (const std::string& spec : grid) r.candidates.push_back(Candidate{spec});
+  auto choose_grid = [&](int free_rows) {
+    grid = o.grid.empty() ? tuning_grid(free_rows) : o.grid;
+    grid.erase(std::remove(grid.begin(), grid.end(), "ar"), grid.end());
+    grid.insert(grid.begin(), "ar");  // the reference for losslessness and speed, always first
+    opts.clear();
+    for (const std::string& spec : grid) {
+      opts.push_back(parse_decoder_spec(spec, base));
+      opts.back().validate(true);
+    }
+    r.candidates.clear();
+    for (const std::string& spec : grid) r.candidates.push_back(Candidate{spec});
+  };
+  choose_grid(1);
 
   double mean_prompt = 0;
   for (const auto& p : prompts) mean_prompt += static_cast<double>(p.size()) / prompts.size();
@@ -63,6 +81,14 @@ TuneResult tune(Session& s, const std::vector<std::vector<int32_t>>& prompts, co
     report(what);
   });
   done = cost_steps;
+  if (r.cost.seconds[0].back() <= 1.5 * r.cost.seconds[0][0]) {  // 32 rows nearly free (a GPU): up to 128
+    report("cost: rows 48-128");
+    extend_rows(r.cost, measure_cost(s.forward_pass(), r.cost.contexts, {1, 48, 64, 96, 128}, per_point));
+  }
+  int free_rows = 1;
+  for (size_t c = 0; c < r.cost.contexts.size(); c++) free_rows = std::max(free_rows, r.cost.free_rows(c));
+  choose_grid(free_rows);
+  total = cost_steps + static_cast<int>(grid.size() * prompts.size()) + (o.verify + 1) * static_cast<int>(prompts.size());
 
   // ---- 2. tokens per forward of each configuration, until 65% of the budget is spent (ar always)
   std::vector<std::vector<int32_t>> reference(prompts.size());
