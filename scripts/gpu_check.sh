@@ -193,8 +193,14 @@ rm -rf "$work"
   echo "| step | result | time |"
   echo "|---|---|---|"
   cat "$out/steps.md"
+  if [ -e "$out/cost_beside_cpu.txt" ]; then
+    echo
+    echo "## cost by rows, the device beside the CPU"
+    echo
+    grep "time(M) / time(1)" "$out/cost_beside_cpu.txt"
+  fi
   for f in "$out"/cost_*.txt "$out"/decode_*.txt "$out"/decoders_*.txt "$out"/tune.txt "$out"/cpu_jf_*.txt; do
-    [ -e "$f" ] || continue
+    [ -e "$f" ] && [ "$f" != "$out/cost_beside_cpu.txt" ] || continue
     echo
     echo "## $(basename "$f" .txt)"
     echo

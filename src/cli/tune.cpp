@@ -43,9 +43,12 @@ void write_plot_beside(const TuneArgs& a, const tune::CostTable& cost, const std
   std::unique_ptr<ForwardPass> fwd = open_forward(other, *lm.model);
   std::fprintf(stderr, "jf tune: measuring the cost curve on %s for --plot-beside\n", fwd->device_name().c_str());
   const tune::CostTable beside = tune::measure_cost(*fwd, {cost.contexts[0]}, cost.rows, 0.2);
-  std::printf("\n%s, time(M) / time(1) at context %d:", fwd->device_name().c_str(), cost.contexts[0]);
-  for (size_t i = 0; i < beside.rows.size(); i++) std::printf(" M=%d %.2f", beside.rows[i], beside.seconds[0][i] / beside.seconds[0][0]);
   std::printf("\n");
+  for (const auto& [name, t] : {std::pair<std::string, const tune::CostTable&>{device, cost}, {fwd->device_name(), beside}}) {
+    std::printf("%s, time(M) / time(1) at context %d:", name.c_str(), cost.contexts[0]);
+    for (size_t i = 0; i < t.rows.size(); i++) std::printf(" M=%d %.2f", t.rows[i], t.seconds[0][i] / t.seconds[0][0]);
+    std::printf("\n");
+  }
   viz::write_svg(a.plot, viz::line_chart_svg(tune::relative_cost_chart(
                              {{device, cost}, {fwd->device_name(), beside}}, "Forward cost by rows: " + a.model.path)));
 }
