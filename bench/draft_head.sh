@@ -9,7 +9,8 @@
 # DRAFT_LAYER=1 puts a draft layer under the head (`jf train --draft-layer`); STORIES=1 judges a stories model
 # as the stories frontier (OPENINGS: `bench/jacobi_forcing_recipe.sh stories`'s 2,000 training openings);
 # ROUNDS=N runs N rounds (default 2), each from the last at lr 1e-3: eval_NAME-rN.json. CHAIN=N (with DRAFT_LAYER=1)
-# trains the layer's chain too (`jf train --draft-chain N`, the first two noisy rows after each mismatch);
+# trains the layer's chain too (`jf train --draft-chain N`, the first two noisy rows after each mismatch: its
+# first step; CHAIN_ROWS=N+1 trains all N steps end to end);
 # FIRST_LR sets the first round's learning rate (default 3e-3).
 # e.g. the base alone:       bench/draft_head.sh models/pycode-ar-q8_0.gguf models/pycode-ar-q8_0.gguf /tmp/jfc3/prompts.jsonl /tmp/dh base
 #      the shipped fine-tune: bench/draft_head.sh models/pycode-jf-q8_0.gguf models/pycode-ar-q8_0.gguf /tmp/jfc3/prompts.jsonl /tmp/dh shipped
@@ -39,12 +40,12 @@ fi
 round() {  # START OUT LR: trajectories of START (with its head, if it has one), packed, one epoch into OUT
   local start="$1" out="$2" lr="$3"
   local traj="$out.traj.jsonl" packed="$out.packed.jsonl"
-  [ -s "$traj" ] || "$jf" collect -m "$start" --prompts "$openings" --block 16 -n 128 -t "$threads" -o "$traj" 2>&1 | tail -1
+  [ -s "$packed" ] || "$jf" collect -m "$start" --prompts "$openings" --block 16 -n 128 -t "$threads" -o "$traj" 2>&1 | tail -1
   [ -s "$packed" ] || "$jf" pack --traj "$traj" --schedule linear --window 16 --mask clean-context --max-len 1024 \
     --max-repeat4 1 -o "$packed" 2>&1 | tail -1
   local layer=() rows=1
   [ "${DRAFT_LAYER:-0}" = 1 ] && layer=(--draft-layer)
-  [ "${CHAIN:-0}" -gt 0 ] && layer+=(--draft-chain "$CHAIN") && rows=2
+  [ "${CHAIN:-0}" -gt 0 ] && layer+=(--draft-chain "$CHAIN") && rows="${CHAIN_ROWS:-2}"
   [ -s "$out" ] || "$jf" train -m "$start" --objective draft-head "${layer[@]}" --data "$packed" --steps $(($(wc -l <"$packed") / 4)) \
     --accum 4 --lr "$lr" --min-lr "$(python3 -c "print($lr / 10)")" --consistency-rows $rows --consistency-norm per-block \
     --matmul bf16 --log-every 100 -t "$threads" -o "$out" >"$out.log" 2>&1

@@ -158,6 +158,12 @@ run "decoders stories260K" sh -c "'$jf' bench -m '$stories' --device $device --p
   --decoders $decoders --plot '$out/decoders_stories.svg' > '$out/decoders_stories.txt'"
 run "tune $(basename "$tune_model" .gguf)" sh -c "'$jf' tune -m '$tune_model' --device $device --budget $tune_budget -n 24 --no-cache --plot '$out/tune.svg' \
   -o '$out/tune.json' > '$out/tune.txt'"
+# the tuned choice (--config) beside the other configurations tune timed, in one run: auto within 3% of the best?
+if [ -s "$out/tune.json" ]; then
+  timed=$(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["candidates"]; t = sorted((x for x in c if x["verified"] and x["spec"] != "ar"), key=lambda x: -x["measured_tps"]); print(",".join(["ar"] + [x["spec"] for x in t[:3]]))' "$out/tune.json")
+  run "tuned against fixed" sh -c "'$jf' bench -m '$tune_model' --device $device --prompts '$out/prompts.jsonl' -n $tokens \
+    --config '$out/tune.json' --decoders $timed > '$out/decoders_tuned.txt'"
+fi
 # the server: concurrent clients batched into shared device forwards, each answer generate's
 [ -e "$work/${shapes[0]}.gguf" ] && run "server clients ${shapes[0]}" sh -c "python3 bench/serve_clients.py --jf '$jf' \
   --model '$work/${shapes[0]}.gguf' --device $device --clients $clients --n 32 --requests 2 > '$out/decoders_server.txt'"

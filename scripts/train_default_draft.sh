@@ -5,7 +5,8 @@
 #   openings: 7,200 function openings (8 lines of context) from the training corpus (scripts/code_prompts.py)
 #   round 1: the draft layer and head on the model's own Jacobi trajectories (bench/draft_head.sh DRAFT_LAYER=1)
 #   rounds 2-3: the layer's chain, marked for depth 2, each round on the trajectories the model collects with
-#               its previous draft (CHAIN=2, lr 1e-3)
+#               its previous draft (CHAIN=2, lr 1e-3), training its first step
+#   round 4:    both steps of the chain end to end (CHAIN_ROWS=3: a third pass of the layer)
 #   then the draft tensors are split off (jf convert --split-draft) and checked against the model.
 # Each round is judged on held-out code by jf eval (WORKDIR/eval_*.json). About 15 minutes a round with two
 # threads on a 2-core machine. Interrupted, it goes on where it stopped when run again (finished files kept).
@@ -23,7 +24,8 @@ mkdir -p "$work"
   python3 scripts/code_prompts.py --count "${PROMPTS:-7200}" --context 8 -o "$work/prompts.jsonl" "${pycode_corpus[@]}"
 ROUNDS=1 DRAFT_LAYER=1 bench/draft_head.sh "$base" "$base" "$work/prompts.jsonl" "$work" layer
 CHAIN=2 ROUNDS=2 FIRST_LR=1e-3 DRAFT_LAYER=1 bench/draft_head.sh "$work/layer.gguf" "$base" "$work/prompts.jsonl" "$work" chain
-"$JF" convert -m "$work/chain-r2.gguf" -o "$work/split-base.gguf" --split-draft "$work/split.draft.gguf"
+CHAIN=2 CHAIN_ROWS=3 ROUNDS=1 FIRST_LR=1e-3 DRAFT_LAYER=1 bench/draft_head.sh "$work/chain-r2.gguf" "$base" "$work/prompts.jsonl" "$work" chain2e
+"$JF" convert -m "$work/chain2e.gguf" -o "$work/split-base.gguf" --split-draft "$work/split.draft.gguf"
 "$JF" inspect -m "$base" --draft "$work/split.draft.gguf" | grep "draft"  # refused unless it fits the model
 cp "$work/split.draft.gguf" "$out.tmp" && mv "$out.tmp" "$out"
 echo "wrote $out"
