@@ -151,6 +151,25 @@ TEST(DraftChain, MisuseIsAnError) {
   EXPECT_THROW(d.trainable.set_draft_chain(TrainableModel::kMaxDraftChain + 1), Error);
 }
 
+// L = sum over the draft rows and the chain's rows of c . z: the gradient of every draft tensor (4 samples of
+// each of the 12) against central differences.
+void expect_chain_gradients(TrainableModel& m, const TrainSequence& s, const std::vector<int32_t>& from,
+                            const std::vector<int32_t>& into, const std::vector<DraftChainRow>& chain) {
+  std::vector<int32_t> read = into;
+  for (const DraftChainRow& c : chain) read.push_back(c.into);
+  const LinearProbe probe(s.tokens.size(), V, read);
+  auto loss = [&] {
+    m.forward(s);
+    return probe.of(m.draft_logits(from, into, chain));
+  };
+  loss();
+  m.zero_grad();
+  m.backward_draft_head(probe.c.data());
+  int checked = 0;
+  expect_draft_gradients(m, loss, [](int64_t n) { return std::vector<int64_t>{0, n / 3, n / 2 + 1, n - 1}; }, &checked);
+  EXPECT_EQ(checked, 4 * 12);
+}
+
 // L = sum over the draft rows and the chain's rows of c . z: the gradient of every draft tensor through the
 // head, the norm and both passes of the layer against central differences; the model itself gets none.
 TEST(DraftChainTraining, GradientsGoThroughBothPasses) {
@@ -165,19 +184,7 @@ TEST(DraftChainTraining, GradientsGoThroughBothPasses) {
   EXPECT_EQ(rows[0].token, p.tokens[8]);
   const std::vector<DraftChainRow> chain = {rows[0], {7, 9, 14}};
   const std::vector<int32_t> from = {3, 10}, into = {4, 11};
-  std::vector<int32_t> read = into;
-  for (const DraftChainRow& c : chain) read.push_back(c.into);
-  const LinearProbe probe(p.tokens.size(), V, read);
-  auto loss = [&] {
-    m.forward(s);
-    return probe.of(m.draft_logits(from, into, chain));
-  };
-  loss();
-  m.zero_grad();
-  m.backward_draft_head(probe.c.data());
-  int checked = 0;
-  expect_draft_gradients(m, loss, [](int64_t n) { return std::vector<int64_t>{0, n / 3, n / 2 + 1, n - 1}; }, &checked);
-  EXPECT_EQ(checked, 4 * 12);
+  expect_chain_gradients(m, s, from, into, chain);
 }
 
 // Two steps: the gradient goes through all three passes (step 2's rows continue step 1's, which continue the
@@ -202,24 +209,22 @@ TEST(DraftChainTraining, GradientsGoThroughEveryStepsPass) {
   EXPECT_EQ(chain[3].into, 16);
   EXPECT_EQ(draft_chain_rows(p, 4).size(), 4u + 2u + 1u);  // as far as the blocks reach
   const std::vector<int32_t> from = {2}, into = {3};
-  std::vector<int32_t> read = into;
-  for (const DraftChainRow& c : chain) read.push_back(c.into);
-  const LinearProbe probe(p.tokens.size(), V, read);
-  auto loss = [&] {
-    m.forward(s);
-    return probe.of(m.draft_logits(from, into, chain));
-  };
-  loss();
-  m.zero_grad();
-  m.backward_draft_head(probe.c.data());
-  int checked = 0;
-  expect_draft_gradients(m, loss, [](int64_t n) { return std::vector<int64_t>{0, n / 3, n / 2 + 1, n - 1}; }, &checked);
-  EXPECT_EQ(checked, 4 * 12);
+  expect_chain_gradients(m, s, from, into, chain);
   // a chain row must continue an earlier row of its own chain, in step order
   const DraftChainRow ahead[2] = {{2, 1, 4, 1}, {2, 1, 5, -1}}, other[2] = {{2, 1, 4}, {13, 1, 5, 0}};
   m.forward(s);
   EXPECT_THROW(m.draft_logits({}, {}, ahead), std::logic_error);
   EXPECT_THROW(m.draft_logits({}, {}, other), std::logic_error);
+}
+
+// 80 steps of the draft-head objective at lr 1e-2 (accum 2): the toy chain tests' training.
+TrainOptions chain_training_options() {
+  TrainOptions o;
+  o.objective = Objective::DraftHead;
+  o.steps = 80;
+  o.accum = 2;
+  o.lr = 1e-2f;
+  return o;
 }
 
 // The chain's mean KL to the clean rows' distributions over the rows draft_chain_rows picks in `data`.
@@ -255,11 +260,7 @@ double chain_kl(TrainableModel& m, const TrainData& data, int depth = 1, int onl
 TEST(DraftChainTraining, TrainsTheChainRowsAndNeedsTheirRows) {
   TrainData data;
   for (int s = 0; s < 6; s++) data.packed.push_back(toy_packed(s));
-  TrainOptions o;
-  o.objective = Objective::DraftHead;
-  o.steps = 80;
-  o.accum = 2;
-  o.lr = 1e-2f;
+  TrainOptions o = chain_training_options();
   o.loss.consistency_rows = 2;
   double trained[2];
   for (int with_chain : {0, 1}) {
@@ -271,7 +272,9 @@ TEST(DraftChainTraining, TrainsTheChainRowsAndNeedsTheirRows) {
     t.run();
     trained[with_chain] = chain_kl(m, data);
     std::printf("chain KL %.4f -> %.4f %s the chain trained\n", before, trained[with_chain], with_chain ? "with" : "without");
-    if (with_chain) EXPECT_LT(trained[1], 0.5 * before);
+    if (with_chain) {
+      EXPECT_LT(trained[1], 0.5 * before);
+    }
   }
   EXPECT_LT(trained[1], 0.7 * trained[0]);
   DraftLayerModel d = draft_layer_model(false);
@@ -285,11 +288,7 @@ TEST(DraftChainTraining, TrainsTheChainRowsAndNeedsTheirRows) {
 TEST(DraftChainTraining, TrainsTheSecondStepEndToEnd) {
   TrainData data;
   for (int s = 0; s < 6; s++) data.packed.push_back(toy_packed_long(s));
-  TrainOptions o;
-  o.objective = Objective::DraftHead;
-  o.steps = 80;
-  o.accum = 2;
-  o.lr = 1e-2f;
+  TrainOptions o = chain_training_options();
   double second_step[2];
   for (int end_to_end : {0, 1}) {
     DraftLayerModel d = draft_layer_model(true);

@@ -36,6 +36,11 @@ void emit_pseudo(const std::vector<PseudoBlock>& blocks, int n, const std::vecto
 }  // namespace
 
 bool advance_pseudo(PseudoBlock& b, const std::vector<int32_t>& g, int32_t before, const std::vector<int32_t>& shifted) {
+  return advance_pseudo(b, g, before, [&](int j) { return j < static_cast<int>(shifted.size()) ? shifted[static_cast<size_t>(j)] : -1; });
+}
+
+bool advance_pseudo(PseudoBlock& b, const std::vector<int32_t>& g, int32_t before,
+                    const std::function<int32_t(int)>& shifted_of) {
   const int L = static_cast<int>(b.draft.size());
   if (L == 0) return false;  // already converged
   if (b.acc.empty() && !b.first_predicted && (before < 0 || before != b.draft[0])) {
@@ -57,8 +62,9 @@ bool advance_pseudo(PseudoBlock& b, const std::vector<int32_t>& g, int32_t befor
   }
   std::vector<int32_t> next = {g[a - 1]};
   next.insert(next.end(), g.begin() + a, g.end() - 1);
-  const bool lead = next.size() > 1 && a - 1 < static_cast<int>(shifted.size());
-  if (lead) next[1] = shifted[static_cast<size_t>(a - 1)];
+  const int32_t lead_token = next.size() > 1 ? shifted_of(a - 1) : -1;
+  const bool lead = lead_token >= 0;
+  if (lead) next[1] = lead_token;
   b.draft.swap(next);
   return lead;
 }
@@ -74,7 +80,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
   DraftTree tree;
   SequenceInput in;
   Acceptance acc;
-  std::vector<int32_t> draft, next, cand, g, pseudo_shifted;
+  std::vector<int32_t> draft, next, cand, g;
   PendingChain chain;
   std::vector<std::vector<int>> chains;  // tree chains: [0] the real-active draft, then recycled candidates
   std::vector<int> pseudo_rows;
@@ -259,14 +265,13 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
       size_t r = 0;
       int32_t before = ra_tail_pred;  // what the row before each block predicts for its first token
       for (PseudoBlock& b : pseudo) {
-        g.clear(), pseudo_shifted.clear();
-        for (size_t j = 0; j < b.draft.size(); j++, r++) {
-          const int logit_row = tree.size() + static_cast<int>(r);
-          g.push_back(static_cast<int32_t>(argmax(next_row(logit_row), V)));
-          if (shifted) pseudo_shifted.push_back(static_cast<int32_t>(argmax(draft_row(logit_row), V)));
-        }
+        g.clear();
+        const int first_row = tree.size() + static_cast<int>(r);  // the block's first draft row
+        for (size_t j = 0; j < b.draft.size(); j++, r++)
+          g.push_back(static_cast<int32_t>(argmax(next_row(tree.size() + static_cast<int>(r)), V)));
         const int32_t next_before = g.empty() ? b.after : g.back();
-        if (advance_pseudo(b, g, before, pseudo_shifted)) ctx.count("pseudo_shifted_drafts");
+        auto shifted_of = [&](int j) { return shifted ? static_cast<int32_t>(argmax(draft_row(first_row + j), V)) : -1; };
+        if (advance_pseudo(b, g, before, shifted_of)) ctx.count("pseudo_shifted_drafts");
         before = next_before;
       }
     }

@@ -8,6 +8,7 @@
 // propose alternative drafts, verified in the same forward as a tree.
 #pragma once
 #include <deque>
+#include <functional>
 
 #include "decode/decoder.h"
 #include "decode/draft_layer_switch.h"
@@ -57,6 +58,10 @@ struct PseudoBlock {
 // one, as lead_with_shifted does for the real-active block. Returns whether it did.
 bool advance_pseudo(PseudoBlock& b, const std::vector<int32_t>& g, int32_t before,
                     const std::vector<int32_t>& shifted = {});
+// The same, asking for row j's shifted draft only where it is used (shifted_of(j) < 0: none): a draft's argmax
+// over the vocabulary is computed for one row a step, not for every pseudo-active row.
+bool advance_pseudo(PseudoBlock& b, const std::vector<int32_t>& g, int32_t before,
+                    const std::function<int32_t(int)>& shifted_of);
 
 // Kept across generations: the acceptance statistics of its drafts and what its extra rows have been worth.
 class MultiblockDecoder : public Decoder {

@@ -309,8 +309,8 @@ const float* VulkanForward::forward(std::span<SequenceInput* const> seqs) {
   if (drafts) ensure_size(*ctx_, a.draft_logits, static_cast<size_t>(nl * V * 4), Buffer::Kind::Host);
   upload_inputs();
 
-  const ShapeKey key = replay_on_ ? shape_key(draft_layer, drafts) : ShapeKey{};
-  const VkCommandBuffer kept = replay_on_ ? replay_.find(key) : VK_NULL_HANDLE;
+  if (replay_on_) make_shape_key(draft_layer, drafts);
+  const VkCommandBuffer kept = replay_on_ ? replay_.find(key_) : VK_NULL_HANDLE;
   if (n_forwards_++ - fault_first_ < fault_count_)  // a device error where a submission would report one (tests)
     throw Error("Vulkan: device error (injected by JF_VULKAN_FAULT)");
   if (kept) {
@@ -321,7 +321,7 @@ const float* VulkanForward::forward(std::span<SequenceInput* const> seqs) {
     else rec_.begin();
     record_forward(draft_layer, drafts);
     rec_.finish();
-    if (cmd) replay_.keep(key, cmd);
+    if (cmd) replay_.keep(key_, cmd);
   }
   drafted_ = drafts;
   if (timer_) {
@@ -353,19 +353,18 @@ void VulkanForward::record_forward(bool draft_layer, bool drafts) {
 }
 
 // Everything record_forward's commands depend on besides the arena's contents.
-ShapeKey VulkanForward::shape_key(bool draft_layer, bool drafts) const {
+void VulkanForward::make_shape_key(bool draft_layer, bool drafts) {
   const Activations& a = *a_;
-  ShapeKey key = {rows_->rows.size(), rows_->logit_src.size(), draft_layer ? 1u : 0u, drafts ? 1u : 0u};
+  key_.assign({rows_->rows.size(), rows_->logit_src.size(), draft_layer ? 1u : 0u, drafts ? 1u : 0u});
   const Buffer* arena_buffer = &in_->arena;
   for (const Buffer* b : {&a.x, &a.xb, &a.q, &a.k, &a.v, &a.att, &a.hg, &a.hu, &a.emb, &a.head, &a.greedy, &a.logits,
                           &a.draft_logits, arena_buffer})
-    key.push_back(b->serial());
+    key_.push_back(b->serial());
   for (size_t s = 0; s + 1 < rows_->seq_first.size(); s++) {
     const int32_t r0 = rows_->seq_first[s], r1 = rows_->seq_first[s + 1];
-    key.push_back(static_cast<uint64_t>(r1 - r0));
-    if (r1 > r0) key.push_back(device_store(*rows_->rows[static_cast<size_t>(r0)].cache, ctx_.get()).serial());
+    key_.push_back(static_cast<uint64_t>(r1 - r0));
+    if (r1 > r0) key_.push_back(device_store(*rows_->rows[static_cast<size_t>(r0)].cache, ctx_.get()).serial());
   }
-  return key;
 }
 
 const float* VulkanForward::draft_logits_for(const float* logits) const {

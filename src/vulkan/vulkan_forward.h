@@ -48,7 +48,7 @@ class VulkanForward : public ForwardPass {
   void record_output();
   void record_draft_layer();
   void record_forward(bool draft_layer, bool drafts);
-  ShapeKey shape_key(bool draft_layer, bool drafts) const;
+  void make_shape_key(bool draft_layer, bool drafts);  // into key_
   void matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, uint32_t x_off = 0, uint32_t y_off = 0);
   void rmsnorm(View x, View out, View gain, uint32_t rows, uint32_t n, bool accumulate, int gather_at = -1);
   void rope(View v, uint32_t heads, bool local);
@@ -68,6 +68,7 @@ class VulkanForward : public ForwardPass {
   std::unique_ptr<Inputs> main_in_, chain_in_;
   Recorder rec_;
   ReplayCache replay_;
+  ShapeKey key_;  // the current forward's (kept: no allocation per forward)
   bool replay_on_ = true;
   RowPlan plan_, chain_plan_;
   TypedKernels matmul_serial_{}, matmul_split_{}, get_rows_{};
