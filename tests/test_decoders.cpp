@@ -556,6 +556,27 @@ TEST(DraftLengthPolicy, RetriesACaseItStoppedSending) {
   }
 }
 
+// A retry that is rejected doubles the wait for the next one (up to kMaxRetry decisions; two in a row each
+// time, as above): where drafting does not pay, fixed retries cost ~2% of the forwards. An accepted one
+// brings them back to every kRetry-th decision.
+TEST(DraftLengthPolicy, RetriesBackOffWhileRejected) {
+  RowCostModel cost;
+  cost.set_curve({{1, 1.0}, {2, 1.26}, {64, 1.0 + 0.26 * 63}});
+  DraftLengthPolicy p(1, 4);
+  const std::vector<int> kinds(4, 1);
+  for (int i = 0; i < 64; i++) p.record(kinds, 1, 0);  // never accepted: the priced choice sends nothing
+  auto gaps_until_sent = [&](int sends, int accepted) {  // decisions from one send to the next
+    std::vector<int64_t> gaps;
+    for (int64_t since = 1; static_cast<int>(gaps.size()) < sends; since++)
+      if (p.choose(kinds, cost) > 0) gaps.push_back(since), since = 0, p.record(kinds, 1, accepted);
+    return gaps;
+  };
+  constexpr int64_t R = DraftLengthPolicy::kRetry, M = DraftLengthPolicy::kMaxRetry;
+  EXPECT_EQ(gaps_until_sent(7, 0), (std::vector<int64_t>{R, 1, 4 * R, 1, M, 1, M}));
+  EXPECT_EQ(gaps_until_sent(1, 1), std::vector<int64_t>{1});  // the pair's second, accepted
+  EXPECT_EQ(gaps_until_sent(2, 0), (std::vector<int64_t>{R, 1}));
+}
+
 // ---------------------------------------------------------------- parameters
 
 TEST(DecoderOptions, BadValuesAreErrors) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <vector>
 
 #include "decode/decoder.h"
 #include "decode/draft_layer_switch.h"
@@ -36,14 +37,18 @@ TEST(RowCostModel, LearnsTheDraftOverheadApartFromTheCurve) {
   EXPECT_DOUBLE_EQ(m.draft_overhead(), 0.1);
 }
 
-TEST(DraftLayerSwitch, FollowsTheBetterWayAndProbesTheOther) {
+// Probes come further apart while they change nothing (a CPU where the layer never pays would otherwise
+// spend a layer and a chain on every kProbe-th forward), and a flip starts them again at kProbe.
+TEST(DraftLayerSwitch, FollowsTheBetterWayAndProbesTheOtherLessOftenWhileItHolds) {
   DraftLayerSwitch sw;
-  int on = 0;
-  for (int i = 0; i < 10 * DraftLayerSwitch::kProbe; i++) on += sw.choose(1.0, 2.0);
-  EXPECT_EQ(on, 10);  // off, but on once every kProbe forwards
-  int off = 0;
-  for (int i = 0; i < 10 * DraftLayerSwitch::kProbe; i++) off += !sw.choose(3.0, 2.0);
-  EXPECT_EQ(off, 10);
+  std::vector<int> probes;  // the forwards that ran the layer
+  for (int i = 1; i <= 1504; i++)
+    if (sw.choose(1.0, 2.0)) probes.push_back(i);
+  EXPECT_EQ(probes, (std::vector<int>{32, 96, 224, 480, 992, 1504}));  // 32 apart, doubling to kMaxProbe
+  std::vector<int> skipped;  // now the layer wins: followed at once, and probed kProbe forwards on
+  for (int i = 1; i <= 2 * DraftLayerSwitch::kProbe; i++)
+    if (!sw.choose(3.0, 2.0)) skipped.push_back(i);
+  EXPECT_EQ(skipped, std::vector<int>{DraftLayerSwitch::kProbe});
 }
 
 struct CodeModel {

@@ -176,15 +176,17 @@ int DraftLengthPolicy::choose(std::span<const int> kinds, const RowPricer& price
   if (k > 0) {
     unsent_ = 0;
     retries_left_ = 0;
+    retried_ = false;
     return k;
   }
-  if (retries_left_ == 0 && ++unsent_ < kRetry) return 0;
+  if (retries_left_ == 0 && ++unsent_ < retry_every_) return 0;
   retries_left_ = retries_left_ > 0 ? retries_left_ - 1 : 1;
   unsent_ = 0;
   // The first token alone, worth what price_tokens found (a guess: also the prediction its row makes), but
   // at least an untried case's 1/2.
   const double worth = p_[0] + (bonus_.empty() ? 0.0 : bonus_[0]);
-  return price.pays(tokens, rows, std::max(worth, 0.5), 1) ? 1 : 0;
+  retried_ = price.pays(tokens, rows, std::max(worth, 0.5), 1);
+  return retried_ ? 1 : 0;
 }
 
 int DraftLengthPolicy::choose(int kind, int available, const RowPricer& price, double tokens, int rows) {
@@ -206,6 +208,8 @@ double DraftLengthPolicy::expected(int kind, int length) const {
 }
 
 void DraftLengthPolicy::record(std::span<const int> kinds, int drafted, int accepted) {
+  if (retried_ && drafted > 0) retry_every_ = accepted > 0 ? kRetry : std::min(2 * retry_every_, kMaxRetry);
+  retried_ = false;
   for (int i = 0; i < drafted && i <= accepted; i++) {
     if (kinds[i] < 1) return;
     const size_t c = cell(kinds[i], i);

@@ -115,7 +115,9 @@ class DraftLengthPolicy {
   // worth what `to` is expected to accept at its place beyond what `from` is: the reason to send guesses.
   // After kRetry decisions in a row that sent nothing, the next two send the first token if it would pay at
   // an untried case's estimate (1/2): a case stopped after a few unlucky tries is otherwise never measured
-  // again. Two, because a Jacobi guess sent on a retry turns into a prediction that the next one tries.
+  // again. Two, because a Jacobi guess sent on a retry turns into a prediction that the next one tries. A
+  // retry whose token is rejected doubles the wait for the next, up to kMaxRetry decisions (where drafting
+  // does not pay, fixed retries would cost ~2% of the forwards' time); an accepted one resets it.
   int choose(std::span<const int> kinds, const RowPricer& price, double tokens = 1.0, int rows = 1, int from = 0,
              int to = 0);
   // Expected accepted tokens of the first `length` tokens of a proposal of this kind.
@@ -132,7 +134,7 @@ class DraftLengthPolicy {
   // prior (1/2 for position 0), and at least 1/2 until the case has been tried kExplore times.
   double p_accept(int kind, int i) const;
   static constexpr int64_t kExplore = 8;
-  static constexpr int64_t kRetry = 32;
+  static constexpr int64_t kRetry = 32, kMaxRetry = 512;
 
  private:
   size_t cell(int kind, int i) const { return static_cast<size_t>(kind - 1) * positions_ + std::min(i, positions_ - 1); }
@@ -142,6 +144,8 @@ class DraftLengthPolicy {
   void price_tokens(std::span<const int> kinds, int from, int to) const;
   int64_t unsent_ = 0;  // decisions in a row that sent nothing
   int retries_left_ = 0;
+  int64_t retry_every_ = kRetry;
+  bool retried_ = false;  // the last decision that sent a token was a retry (record() judges it)
   mutable std::vector<double> p_, bonus_;
   mutable std::vector<int> kinds_;
 };
