@@ -59,7 +59,8 @@ class FakeModel : public ForwardPass {
     }
     return count;
   }
-  const float* draft_logits_for(const float* logits) const override {
+  bool has_draft_logits() const override { return drafted_; }
+  const float* draft_logits_for(const float* logits) override {
     const ptrdiff_t offset = logits - logits_.data();
     if (!drafted_ || offset < 0 || static_cast<size_t>(offset) >= draft_logits_.size()) return nullptr;
     return draft_logits_.data() + offset;

@@ -18,6 +18,19 @@ inline std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed) {
   return t;
 }
 
+// The draft logits of the last forward's logit rows first .. first + rows - 1 (from `logits`, its result), each
+// asked for on its own as ForwardPass::draft_logits_for requires (a backend may compute a row when asked).
+inline std::vector<float> draft_rows(ForwardPass& f, const float* logits, int rows, int first = 0) {
+  const size_t V = static_cast<size_t>(f.vocab_size());
+  std::vector<float> out;
+  for (int r = first; r < first + rows; r++) {
+    const float* d = f.draft_logits_for(logits + r * V);
+    if (!d) return {};
+    out.insert(out.end(), d, d + V);
+  }
+  return out;
+}
+
 // One token per forward: the reference every batched computation must reproduce exactly.
 inline Logits stepwise(const Model& m, const std::vector<int32_t>& toks) {
   Transformer tf(m.config(), m.weights());
@@ -42,7 +55,8 @@ class CountingForward : public ForwardPass {
     return tf_.forward(seqs);
   }
   const ModelConfig& config() const override { return tf_.config(); }
-  const float* draft_logits_for(const float* logits) const override { return tf_.draft_logits_for(logits); }
+  const float* draft_logits_for(const float* logits) override { return tf_.draft_logits_for(logits); }
+  bool has_draft_logits() const override { return tf_.has_draft_logits(); }
   int forwards = 0, most_sequences = 0;
 
  private:

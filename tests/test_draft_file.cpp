@@ -12,6 +12,7 @@
 #include "model/loader.h"
 #include "model/random_model.h"
 #include "model/transformer.h"
+#include "model_helpers.h"
 #include "test_support.h"
 
 namespace jf {
@@ -67,8 +68,8 @@ TEST(DraftFile, BesideItsModelItIsTheCombinedModel) {
     const float* l = tf.forward(in);
     const int V = m.config().vocab_size;
     std::vector<float> out(l, l + 5 * V);
-    const float* d = tf.draft_logits_for(l);
-    out.insert(out.end(), d, d + 5 * V);
+    const std::vector<float> d = test::draft_rows(tf, l, 5);
+    out.insert(out.end(), d.begin(), d.end());
     int32_t chain[2];
     EXPECT_EQ(2, tf.draft_chain(l + 4 * V, cache, 3, 2, chain));
     out.push_back(float(chain[0])), out.push_back(float(chain[1]));
@@ -102,6 +103,61 @@ TEST(DraftFile, ArPaysNothingForADraftLayer) {
   EXPECT_EQ(j.tokens, a.tokens);
   EXPECT_EQ(tf.n_draft_layer_runs(), tf.n_forwards() - before);  // every forward of jacobi's, the prefill too
   EXPECT_GT(tf.n_draft_layer_runs(), 1u);
+  // The draft head only for the rows asked for: one a forward (the last verified row's shifted draft), not
+  // every row jacobi sent.
+  EXPECT_LE(tf.n_draft_head_rows(), tf.n_forwards() - before);
+  EXPECT_LT(2 * static_cast<int64_t>(tf.n_draft_head_rows()), j.stats.n_forward_rows);
+}
+
+// In a batch mixing a sequence that drafts with one that does not (a server's), the draft layer and the output
+// head over every row run on the drafting sequence's rows alone; each sequence's logits, draft logits and
+// chain are the same bits as when it runs alone, and the other sequence has no draft logits.
+TEST(DraftFile, AMixedBatchRunsTheDraftLayerOnlyOnTheRowsThatDraft) {
+  const std::unique_ptr<Model> m = random_model(draft_config(), DType::F32, 6);
+  const int V = m->config().vocab_size;
+  const std::vector<int32_t> plain_tokens{2, 7, 1, 8, 2, 8, 1, 8}, drafting_tokens{3, 1, 4, 1, 5};
+  struct Out {
+    std::vector<float> plain, drafting, drafts;
+    int32_t chain[2] = {-1, -1};
+  };
+  auto run = [&](bool with_plain, bool with_drafting, uint64_t* layer_rows) {
+    Transformer tf(m->config(), m->weights());
+    KvCache pc(m->config(), 64), dc(m->config(), 64);
+    SequenceInput plain, drafting;
+    plain.set_causal(&pc, plain_tokens, SequenceInput::Logits::All);
+    drafting.set_causal(&dc, drafting_tokens, SequenceInput::Logits::All);
+    drafting.draft_logits = true;
+    std::vector<SequenceInput*> seqs;
+    if (with_plain) seqs.push_back(&plain);
+    if (with_drafting) seqs.push_back(&drafting);
+    const float* l = tf.forward(std::span<SequenceInput* const>(seqs));
+    Out o;
+    const size_t P = with_plain ? plain_tokens.size() : 0;
+    if (with_plain) {
+      o.plain.assign(l, l + P * V);
+      EXPECT_EQ(tf.draft_logits_for(l), nullptr);  // not asked for: none, even with the layer run in this forward
+    }
+    if (with_drafting) {
+      const float* d = l + P * V;
+      o.drafting.assign(d, d + drafting_tokens.size() * V);
+      o.drafts = test::draft_rows(tf, d, static_cast<int>(drafting_tokens.size()));
+      const float* last = d + (drafting_tokens.size() - 1) * V;
+      EXPECT_EQ(2, tf.draft_chain(last, dc, 3, 2, o.chain));
+    }
+    *layer_rows = tf.n_draft_layer_rows();
+    return o;
+  };
+  uint64_t rows_mixed = 0, rows_plain = 0, rows_drafting = 0;
+  const Out mixed = run(true, true, &rows_mixed), plain = run(true, false, &rows_plain), drafting = run(false, true, &rows_drafting);
+  EXPECT_EQ(rows_plain, 0u);
+  EXPECT_EQ(rows_mixed, drafting_tokens.size());
+  EXPECT_EQ(rows_drafting, drafting_tokens.size());
+  EXPECT_EQ(mixed.plain, plain.plain);
+  EXPECT_EQ(mixed.drafting, drafting.drafting);
+  ASSERT_EQ(mixed.drafts.size(), drafting_tokens.size() * V);
+  EXPECT_EQ(mixed.drafts, drafting.drafts);
+  EXPECT_EQ(mixed.chain[0], drafting.chain[0]);
+  EXPECT_EQ(mixed.chain[1], drafting.chain[1]);
 }
 
 TEST(DraftFile, ADraftFileForAnotherModelIsRefusedNamingTheCheck) {

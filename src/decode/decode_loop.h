@@ -16,7 +16,7 @@ namespace jf {
 struct ForwardSlot {
   SequenceInput* input = nullptr;  // set while the loop waits for a forward
   const float* logits = nullptr;   // set by the driver before resuming
-  const float* draft_logits = nullptr;  // the draft head's for the same rows, when asked for and the model has one
+  bool drafted = false;            // the forward gives the draft head's logits too (asked for, and the model has one)
 };
 
 // `co_await`ed by a loop: publishes the input, suspends, and returns the logits once resumed.
@@ -27,7 +27,7 @@ struct ForwardAwaiter {
   void await_suspend(std::coroutine_handle<>) noexcept {
     slot.input = &input;
     slot.logits = nullptr;
-    slot.draft_logits = nullptr;
+    slot.drafted = false;
   }
   const float* await_resume() noexcept {
     slot.input = nullptr;

@@ -23,6 +23,22 @@ bool DecodeContext::is_eos(int32_t t) const {
   return !cfg_.ignore_eos && std::find(cfg_.eos_ids.begin(), cfg_.eos_ids.end(), t) != cfg_.eos_ids.end();
 }
 
+const float* DecodeContext::draft_row(int r) {
+  if (!slot_.drafted) return nullptr;
+  const double t0 = now_seconds();
+  ForwardPass& f = session_.forward_pass();
+  const float* row = f.draft_logits_for(slot_.logits + static_cast<size_t>(r) * f.vocab_size());
+  draft_seconds_ += now_seconds() - t0;
+  return row;
+}
+
+int DecodeContext::draft_chain(const float* row, int32_t first, int count, int32_t* out) {
+  const double t0 = now_seconds();
+  const int made = session_.forward_pass().draft_chain(row, session_.cache(), first, count, out);
+  draft_seconds_ += now_seconds() - t0;
+  return made;
+}
+
 int DecodeContext::commit(std::span<const int32_t> tokens) { return append(tokens, true); }
 
 int DecodeContext::commit_unforwarded(std::span<const int32_t> tokens) { return append(tokens, false); }
@@ -109,9 +125,9 @@ void Generation::consume(const float* logits, double seconds) {
     return;
   }
   JF_CHECK(phase_ == Phase::Decode && ctx_.slot().input, "consume() without a pending forward");
-  session_.record_forward(*ctx_.slot().input, seconds);
+  session_.record_forward(*ctx_.slot().input, seconds, ctx_.take_draft_seconds());
   ctx_.slot().logits = logits;
-  ctx_.slot().draft_logits = session_.forward_pass().draft_logits_for(logits);
+  ctx_.slot().drafted = ctx_.slot().input->draft_logits && session_.forward_pass().has_draft_logits();
   const size_t n_before = out_.tokens.size();
   if (cfg_.trace) trace_forward(*ctx_.slot().input);
   try {

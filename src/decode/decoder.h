@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "decode/decode_loop.h"
@@ -88,9 +89,15 @@ class DecodeContext {
   // `co_await ctx.forward(in)`: suspends the loop until its driver has run `in` through the model.
   ForwardAwaiter forward(SequenceInput& in) { return ForwardAwaiter{slot_, in}; }
   ForwardSlot& slot() { return slot_; }
-  // After a forward whose input set draft_logits: the draft head's logits for its rows (null when the
-  // model has none), valid until the next forward.
-  const float* draft_logits() const { return slot_.draft_logits; }
+  // After a forward whose input set draft_logits: whether the model gave drafts, and the draft head's logits
+  // for its logit row r (null without), valid until the next forward. A backend may compute a row only when
+  // asked (ForwardPass::draft_logits_for): ask for the rows used. Timed, with draft_chain, as draft work.
+  bool drafted() const { return slot_.drafted; }
+  const float* draft_row(int r);
+  // ForwardPass::draft_chain on the session's cache, timed as draft work.
+  int draft_chain(const float* row, int32_t first, int count, int32_t* out);
+  // Seconds of draft work on the host since the last call: priced with the forward it drafted for.
+  double take_draft_seconds() { return std::exchange(draft_seconds_, 0.0); }
   // Commits tokens in order, stopping at an end-of-generation token or the length limit; records how
   // many were committed by this forward. Returns the number actually committed.
   int commit(std::span<const int32_t> tokens);
@@ -118,6 +125,7 @@ class DecodeContext {
   bool done_ = false;
   int row_cap_ = 1 << 30;
   int shared_rows_ = 0;
+  double draft_seconds_ = 0;
   ForwardSlot slot_;
   int append(std::span<const int32_t> tokens, bool record);
   std::vector<RowTag> tags_;  // labels of the next forward's rows (block -1: not labelled)

@@ -33,7 +33,7 @@ DecodeLoop FastCotDecoder::decode(DecodeContext& ctx) {
     accept_greedy(tree, row, V, acc);
     const int k = static_cast<int>(acc.path.size());
     keep_path(s.cache(), S, acc);
-    redraft_from_rows(logits, V, k, tree.size(), tree.size(), next);
+    redraft_from_rows(row, V, k, tree.size(), tree.size(), next);
     draft.swap(next);
     ctx.count("exact_tokens", ctx.commit(acc.tokens));
   }

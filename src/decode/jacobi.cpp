@@ -10,10 +10,11 @@ int max_draft(const DecodeContext& ctx, int wanted) {
   return std::max(0, std::min({wanted, ctx.room() - 1, ctx.remaining() - 1}));
 }
 
-void redraft_from_rows(const float* logits, int vocab, int accepted, int rows, int keep, std::vector<int32_t>& next) {
+void redraft_from_rows(const std::function<const float*(int)>& row_of, int vocab, int accepted, int rows, int keep,
+                       std::vector<int32_t>& next) {
   next.clear();
   for (int r = accepted + 1; r < rows && static_cast<int>(next.size()) < keep; r++)
-    next.push_back(static_cast<int32_t>(argmax(logits + static_cast<size_t>(r) * vocab, vocab)));
+    next.push_back(static_cast<int32_t>(argmax(row_of(r), vocab)));
 }
 
 int lead_with_shifted(const float* draft_row, int vocab, std::vector<int32_t>& next) {
@@ -29,11 +30,10 @@ int lead_with_shifted(const float* draft_row, int vocab, std::vector<int32_t>& n
 int PendingChain::fill(DecodeContext& ctx, int depth, int sent, std::vector<int32_t>& draft) {
   const float* from = row;
   row = nullptr;
-  ForwardPass& model = ctx.session().forward_pass();
-  if (depth < 0) depth = model.config().draft_chain;
+  if (depth < 0) depth = ctx.session().forward_pass().config().draft_chain;
   const int count = std::min({depth, sent - 1, static_cast<int>(draft.size()) - 1});
   if (!from || count <= 0) return 0;
-  const int made = model.draft_chain(from, ctx.session().cache(), draft[0], count, draft.data() + 1);
+  const int made = ctx.draft_chain(from, draft[0], count, draft.data() + 1);
   ctx.count("draft_chain_tokens", made);
   return made;
 }
@@ -125,12 +125,15 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     // A draft head's rows give every next draft. A draft layer's are shifted (ForwardPass::draft_shift): the
     // last verified row's drafts the token after the bonus one and replaces the first; the rest come from the
     // rows' own next tokens.
-    const float* drafts = ctx.draft_logits();
+    const bool drafts = ctx.drafted();
     const bool shifted = drafts && shift > 0;
-    redraft_from_rows(drafts && !shifted ? drafts : logits, V, k, L, keep, next);
+    if (drafts && !shifted)
+      redraft_from_rows([&](int r) { return ctx.draft_row(r); }, V, k, L, keep, next);
+    else
+      redraft_from_rows(row, V, k, L, keep, next);
     int covered = sent;  // the draft positions this forward's rows predicted for
     if (shifted && keep > 0) {
-      covered += lead_with_shifted(drafts + static_cast<size_t>(k) * V, V, next);
+      covered += lead_with_shifted(ctx.draft_row(k), V, next);
       chain.row = row(k);
     }
     if (drafts) ctx.count("draft_head_forwards");

@@ -65,8 +65,10 @@ class JacobiDecoder : public Decoder {
 int max_draft(const DecodeContext& ctx, int wanted);
 
 // The next draft after a chain's forward with `accepted` draft tokens taken: rows accepted + 1 .. rows - 1
-// each predict the token one further on (argmax); up to `keep` of them, in order, replace `next`.
-void redraft_from_rows(const float* logits, int vocab, int accepted, int rows, int keep, std::vector<int32_t>& next);
+// each predict the token one further on (argmax of row_of(r): its logits, or its draft head's); up to `keep`
+// of them, in order, replace `next`.
+void redraft_from_rows(const std::function<const float*(int)>& row_of, int vocab, int accepted, int rows, int keep,
+                       std::vector<int32_t>& next);
 
 // A shifted draft (ForwardPass::draft_shift) from the last verified row, for the position right after the
 // bonus token: it replaces next[0], or, when the rows predicted nothing, becomes it. Returns the draft

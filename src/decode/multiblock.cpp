@@ -194,11 +194,11 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     // Next drafts come from the draft head when the model has one; verification always from `row`. A draft
     // layer's drafts are shifted (ForwardPass::draft_shift): the last verified row's replaces the real-active
     // block's first next draft, and every other draft comes from the rows' own next tokens.
-    const float* drafts = ctx.draft_logits() ? ctx.draft_logits() : logits;
-    const bool shifted = drafts != logits && shift > 0;
-    auto draft_row = [&](int logit_row) { return drafts + static_cast<size_t>(logit_row) * V; };
+    const bool drafts = ctx.drafted();
+    const bool shifted = drafts && shift > 0;
+    auto draft_row = [&](int logit_row) { return drafts ? ctx.draft_row(logit_row) : row(logit_row); };
     auto next_row = [&](int logit_row) { return shifted ? row(logit_row) : draft_row(logit_row); };
-    if (drafts != logits) ctx.count("draft_head_forwards");
+    if (drafts) ctx.count("draft_head_forwards");
 
     // ---- verify the real-active block
     accept_greedy(tree, row, V, acc);
@@ -241,7 +241,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
       chain.row = row(last);
     }
     // The draft layer's shifted token, or every row's draft from a draft head, is the draft layer's kind.
-    next_kinds.assign(next.size(), drafts != logits && !shifted ? kDrafted : kPredicted);
+    next_kinds.assign(next.size(), drafts && !shifted ? kDrafted : kPredicted);
     if (shifted && !next_kinds.empty() && new_budget > 1) next_kinds[0] = kDrafted;
     append_unsent(draft, reached, new_budget - 1, next);
     for (size_t i = static_cast<size_t>(reached) + 1; next_kinds.size() < next.size(); i++) next_kinds.push_back(kinds[i]);

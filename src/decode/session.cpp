@@ -19,13 +19,13 @@ const float* Session::forward(SequenceInput& in) {
   return logits;
 }
 
-void Session::record_forward(const SequenceInput& in, double seconds) {
+void Session::record_forward(const SequenceInput& in, double seconds, double draft_seconds) {
   const int rows = static_cast<int>(in.tokens.size());
   forward_seconds_ += seconds;
   if (const double d = fwd_->last_device_seconds(); d >= 0) device_seconds_ += d;  // the forward just run
   const ModelConfig& c = fwd_->config();
   const bool drafted = (c.draft_layer && (in.draft_logits || in.draft_context)) || (c.draft_head && in.draft_logits);
-  row_cost_.record(rows, seconds, drafted);
+  row_cost_.record(rows, drafted ? seconds + draft_seconds : seconds, drafted);
   n_forwards_++;
   n_rows_ += rows;
 }

@@ -30,8 +30,10 @@ class Session {
   // The model, for a driver that batches several sessions' inputs into one forward.
   ForwardPass& forward_pass() { return *fwd_; }
   // Counts a forward this session's rows took part in (its wall time, shared with the batch); `in`, its input,
-  // says whether it drafted (ran the draft layer or head: priced apart, RowCostModel::record).
-  void record_forward(const SequenceInput& in, double seconds);
+  // says whether it drafted (ran the draft layer or head: priced apart, RowCostModel::record), and then
+  // `draft_seconds` of draft work on the host for it (a draft chain, a draft row computed when asked) count
+  // as the layer's cost too.
+  void record_forward(const SequenceInput& in, double seconds, double draft_seconds = 0);
   void reset_counters();
   int64_t n_forwards() const { return n_forwards_; }
   int64_t n_rows() const { return n_rows_; }  // tokens pushed through the model

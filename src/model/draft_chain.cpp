@@ -15,6 +15,7 @@ int Transformer::draft_chain(const float* logits, KvCache& cache, int32_t first,
   JF_CHECK(layer_ran_, "draft_chain after a forward that did not run the draft layer (no draft_logits asked for)");
   const int64_t V = cfg_.vocab_size;
   const int64_t source = plan_.chain_source(logits_.data(), logits, cfg_.vocab_size, cache, first);
+  JF_CHECK(layer_ran_on(source), "draft_chain from a sequence that did not draft in the last forward");
   const int32_t source_pos = plan_.rows[static_cast<size_t>(source)].pos;
   const int past = cache.size();
   count = std::min(count, cache.capacity() - past);

@@ -42,7 +42,10 @@ void Transformer::ensure_capacity(int64_t n, int64_t nl) {
   }
   grow(logits_, nl * cfg_.vocab_size);
   if (w_.draft_output.data) grow(draft_logits_, nl * cfg_.vocab_size);
-  if (w_.draft_output_norm) grow(head_rows_, std::min<int64_t>(n, kHeadRows) * cfg_.vocab_size);
+  if (w_.draft_output_norm) {
+    grow(head_rows_, std::min<int64_t>(n, kHeadRows) * cfg_.vocab_size);
+    grow(draft_in_, nl * cfg_.dim);
+  }
 }
 
 // Rows [r0, r1): q, k, v = projections of norm(x) (+ bias), q and k normalised per head (qwen3, gemma3), RoPE
@@ -134,6 +137,8 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
   ensure_capacity(std::max<int64_t>(n, 1) + (w_.draft_output_norm ? 1 : 0), std::max<int64_t>(nl, 1));
   n_forwards_++;
   drafted_ = layer_ran_ = false;
+  draft_state_.clear();
+  draft_spans_.clear();
   if (n == 0) return logits_.data();
   const int dim = cfg_.dim, half = cfg_.rope_dim / 2;
 
@@ -154,77 +159,31 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
   const bool choose = row_parallel_ && num_threads() > 1;
   const MultiRowSchedule schedule = choose ? schedule_.choose(n) : MultiRowSchedule::SplitMatrices;
   const auto t0 = choose ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  for (int l = 0; l < cfg_.n_layers; l++) run_layer(l, schedule);
+  for (int l = 0; l < cfg_.n_layers; l++) run_layer(l, schedule, 0, n);
   if (choose)
     schedule_.record(n, schedule, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   const bool threads = schedule != MultiRowSchedule::Serial;
 
-  // ---- output head, only for the rows asked for (with a draft layer that a sequence wants: for every row)
-  const bool draft_pass = w_.draft_output_norm && std::any_of(seqs.begin(), seqs.end(), [](const SequenceInput* s) {
-                            return s->draft_logits || s->draft_context;
-                          });
+  // ---- output head for the rows asked for; the draft layer on the rows of the sequences that draft from it
+  // (model/draft_layer.cpp), with the output head over each of those rows: the layer's input is their greedy token
+  find_draft_spans(seqs);
+  const bool draft_pass = !draft_spans_.empty();
   layer_ran_ = draft_pass;
   n_draft_layer_runs_ += draft_pass;
-  if (draft_pass) {
-    draft_layer(schedule);
-    if (nl == 0) return logits_.data();
-  } else {
-    if (nl == 0) return logits_.data();
-    for (int64_t i = 0; i < nl; i++)
-      rmsnorm(&x_[plan_.logit_src[i] * dim], w_.output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
-    matmul(xb_.data(), nl, w_.output, logits_.data(), threads);
-    final_softcap(logits_.data(), nl, threads);
-  }
-  const bool drafts = std::any_of(seqs.begin(), seqs.end(), [](const SequenceInput* s) { return s->draft_logits; });
-  if (w_.draft_output.data && drafts) {  // every logit row: one matmul, whichever sequences asked
-    matmul(xb_.data(), nl, w_.draft_output, draft_logits_.data(), threads);
-    final_softcap(draft_logits_.data(), nl, threads);
-    drafted_ = true;
-  }
+  if (nl > 0) output_head(threads);
+  if (draft_pass) draft_layer(schedule);
+  if (nl > 0) prepare_drafts(seqs, threads);
   return logits_.data();
 }
 
-// Every row's output logits (in pieces of kHeadRows rows; the requested ones copied out) and its greedy token
-// a; then the draft layer on x + draft_token_scale * embedding(a), every row (later drafts attend to its keys
-// and values); xb_ ends with the logit rows' draft-normalised output, for the draft head.
-void Transformer::draft_layer(MultiRowSchedule schedule) {
-  const int64_t n = static_cast<int64_t>(plan_.rows.size()), V = cfg_.vocab_size;
-  const int dim = cfg_.dim;
-  const bool threads = schedule != MultiRowSchedule::Serial;
-  greedy_.resize(static_cast<size_t>(n));
-  std::vector<int32_t>& out_row = head_out_row_;  // each row's place among the logit rows, or -1
-  out_row.assign(static_cast<size_t>(n), -1);
-  for (size_t i = 0; i < plan_.logit_src.size(); i++) out_row[plan_.logit_src[i]] = static_cast<int32_t>(i);
-  for (int64_t r0 = 0; r0 < n; r0 += kHeadRows) {
-    const int64_t m = std::min<int64_t>(kHeadRows, n - r0);
-    for (int64_t i = 0; i < m; i++) rmsnorm(&x_[(r0 + i) * dim], w_.output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
-    matmul(xb_.data(), m, w_.output, head_rows_.data(), threads);
-    final_softcap(head_rows_.data(), m, threads);
-    for (int64_t i = 0; i < m; i++) {
-      const float* row = &head_rows_[i * V];
-      greedy_[r0 + i] = static_cast<int32_t>(argmax(row, V));
-      if (out_row[r0 + i] >= 0) std::copy_n(row, V, &logits_[int64_t{out_row[r0 + i]} * V]);
-    }
-  }
-  float* e = xb_.data();  // free until the layer's first norm
-  for (int64_t r = 0; r < n; r++) {
-    dequantize_row(w_.tok_embd.type, w_.tok_embd.row(greedy_[r]), e, dim);
-    float* x = &x_[r * dim];
-    for (int i = 0; i < dim; i++) x[i] += w_.draft_token_scale[i] * e[i];
-  }
-  run_layer(cfg_.n_layers, schedule);
-  for (size_t i = 0; i < plan_.logit_src.size(); i++)
-    rmsnorm(&x_[plan_.logit_src[i] * dim], w_.draft_output_norm, dim, cfg_.norm_eps, &xb_[i * dim]);
-}
-
-// One layer over all rows (l == n_layers: the draft layer), its threads used as `schedule` says.
-void Transformer::run_layer(int l, MultiRowSchedule schedule) {
-  const int64_t n = static_cast<int64_t>(plan_.rows.size());
+// One layer over rows [first, end) (l == n_layers: the draft layer), its threads used as `schedule` says.
+void Transformer::run_layer(int l, MultiRowSchedule schedule, int64_t first, int64_t end) {
+  const int64_t n = end - first;
   if (schedule == MultiRowSchedule::SplitRows) {
     // Each thread takes a contiguous share of the rows through the layer (two jobs: attention needs every
     // row's keys and values first). A row's arithmetic is the same as in the other branch.
     const int64_t pieces = std::min<int64_t>(n, num_threads());
-    auto rows_of = [&](int64_t c, auto&& fn) { fn(n * c / pieces, n * (c + 1) / pieces); };
+    auto rows_of = [&](int64_t c, auto&& fn) { fn(first + n * c / pieces, first + n * (c + 1) / pieces); };
     parallel_chunks(pieces, true, [&](int64_t c) {
       rows_of(c, [&](int64_t r0, int64_t r1) { qkv_rows(l, r0, r1, false); });
     });
@@ -238,23 +197,18 @@ void Transformer::run_layer(int l, MultiRowSchedule schedule) {
   }
   const bool threads = schedule != MultiRowSchedule::Serial;
   int64_t work = 0;  // attention multiply-adds, to decide whether threads pay
-  for (const PlannedRow& r : plan_.rows) work += (r.slots_end - r.slots_begin);
+  for (int64_t r = first; r < end; r++) work += plan_.rows[static_cast<size_t>(r)].slots_end - plan_.rows[static_cast<size_t>(r)].slots_begin;
   const bool parallel = threads && work * cfg_.n_heads * cfg_.head_dim >= (1 << 15);
-  qkv_rows(l, 0, n, threads);
-  parallel_for(n * cfg_.n_kv_heads, parallel, [&](int64_t u0, int64_t u1) { attend_units(l, u0, u1); });
-  out_ffn_rows(l, 0, n, threads);
+  qkv_rows(l, first, end, threads);
+  const int64_t u0 = first * cfg_.n_kv_heads;
+  parallel_for(n * cfg_.n_kv_heads, parallel, [&](int64_t a, int64_t b) { attend_units(l, u0 + a, u0 + b); });
+  out_ffn_rows(l, first, end, threads);
 }
 
 void Transformer::final_softcap(float* logits, int64_t rows, bool threads) const {
   if (cfg_.final_softcap <= 0.0f) return;
   const int64_t n = rows * cfg_.vocab_size;  // element by element: the same bits however the range is split
   parallel_for(n, threads && n >= (int64_t{1} << 15), [&](int64_t a, int64_t b) { softcap(logits + a, b - a, cfg_.final_softcap); });
-}
-
-const float* Transformer::draft_logits_for(const float* logits) const {
-  const ptrdiff_t offset = logits - logits_.data();
-  if (!drafted_ || offset < 0 || static_cast<size_t>(offset) >= draft_logits_.size()) return nullptr;
-  return draft_logits_.data() + offset;
 }
 
 }  // namespace jf

@@ -30,11 +30,14 @@ class ForwardPass {
   virtual const ModelConfig& config() const = 0;
   // The draft head's logits (ModelWeights::draft_output) for the logit row that `logits` points to in the
   // last forward's result; valid as long as `logits`. Null when the model has no draft head or no
-  // sequence of that forward set SequenceInput::draft_logits.
-  virtual const float* draft_logits_for(const float* logits) const {
+  // sequence of that forward set SequenceInput::draft_logits. A backend may compute a row when it is first
+  // asked for (the CPU does for a draft layer's rows), so ask for each row used, never index from another.
+  virtual const float* draft_logits_for(const float* logits) {
     (void)logits;
     return nullptr;
   }
+  // Whether the last forward gives draft logits (draft_logits_for is not null for its logit rows).
+  virtual bool has_draft_logits() const { return false; }
   // Which token a draft row predicts: 0, the one after its input (a draft head on the model's hidden
   // state); 1, the one after that (a draft layer, given the input's hidden state and the model's greedy
   // next token there: the last verified row then drafts the token after the bonus one).
@@ -73,19 +76,27 @@ class Transformer : public ForwardPass {
   const float* forward(std::span<SequenceInput* const> seqs) override;
   using ForwardPass::forward;
   const ModelConfig& config() const override { return cfg_; }
-  const float* draft_logits_for(const float* logits) const override;
+  const float* draft_logits_for(const float* logits) override;
+  bool has_draft_logits() const override { return drafted_; }
   int draft_chain(const float* logits, KvCache& cache, int32_t first, int count, int32_t* out) override;
   // The draft logits of the last draft_chain call's last virtual row (vocab_size floats).
   const float* last_chain_logits() const { return chain_logits_.data(); }
   uint64_t n_forwards() const { return n_forwards_; }
   uint64_t n_draft_layer_runs() const { return n_draft_layer_runs_; }  // forwards that ran the draft layer
+  uint64_t n_draft_head_rows() const { return n_draft_head_rows_; }    // rows the draft head was computed for
+  uint64_t n_draft_layer_rows() const { return n_draft_layer_rows_; }  // rows the draft layer ran on
 
  private:
   void qkv_rows(int layer, int64_t r0, int64_t r1, bool threads);
   void attend_units(int layer, int64_t u0, int64_t u1);
   void out_ffn_rows(int layer, int64_t r0, int64_t r1, bool threads);
-  void run_layer(int layer, MultiRowSchedule schedule);
+  void run_layer(int layer, MultiRowSchedule schedule, int64_t first, int64_t end);
+  // model/draft_layer.cpp: the draft layer inside a forward, on the rows of the sequences that draft from it
+  void find_draft_spans(std::span<SequenceInput* const> seqs);
+  bool layer_ran_on(int64_t row) const;
+  void output_head(bool threads);
   void draft_layer(MultiRowSchedule schedule);
+  void prepare_drafts(std::span<SequenceInput* const> seqs, bool threads);
   // Layer l's weights; l == n_layers is the draft layer (global attention, whatever the model's pattern).
   const LayerWeights& layer_weights(int l) const { return l < cfg_.n_layers ? w_.layers[l] : w_.draft_layer; }
   bool local_layer(int l) const { return l < cfg_.n_layers && cfg_.local_layer(l); }
@@ -94,7 +105,7 @@ class Transformer : public ForwardPass {
 
   ModelConfig cfg_;
   const ModelWeights& w_;
-  uint64_t n_forwards_ = 0, n_draft_layer_runs_ = 0;
+  uint64_t n_forwards_ = 0, n_draft_layer_runs_ = 0, n_draft_head_rows_ = 0, n_draft_layer_rows_ = 0;
   static constexpr size_t kRowParallelMaxBytes = size_t(8) << 20;  // layer weights, see the constructor
   bool row_parallel_ = false;  // small enough that splitting rows between threads may pay
   ScheduleChooser schedule_;
@@ -102,6 +113,14 @@ class Transformer : public ForwardPass {
   // activations, rows x width, allocated once for the largest batch seen
   aligned_vector<float> x_, xb_, q_, k_, v_, att_, hg_, hu_, rope_cos_, rope_sin_, logits_;
   aligned_vector<float> draft_logits_;  // the draft head's, when the last forward asked for them
+  aligned_vector<float> draft_in_;      // a draft layer's logit rows, draft-normalised: the draft head's input
+  enum DraftState : char { kNoDraft, kToDraft, kDrafted };
+  std::vector<DraftState> draft_state_;  // [logit row] of the last forward
+  struct RowSpan {
+    int64_t first, end;
+  };
+  std::vector<RowSpan> draft_spans_;  // rows the draft layer ran on: its sequences', adjacent ones merged
+  std::vector<int32_t> plain_rows_;   // logit rows outside them
   static constexpr int64_t kHeadRows = 64;  // rows per output-head product when every row needs its logits
   aligned_vector<float> head_rows_;         // (a model with a draft layer) and their greedy tokens
   std::vector<int32_t> greedy_, head_out_row_;

@@ -367,7 +367,7 @@ void VulkanForward::make_shape_key(bool draft_layer, bool drafts) {
   }
 }
 
-const float* VulkanForward::draft_logits_for(const float* logits) const {
+const float* VulkanForward::draft_logits_for(const float* logits) {
   const auto* base = static_cast<const float*>(act_->logits.mapped());
   const ptrdiff_t offset = logits - base;
   if (!drafted_ || offset < 0 || static_cast<size_t>(offset) >= plan_.logit_src.size() * static_cast<size_t>(cfg_.vocab_size))

@@ -27,7 +27,8 @@ class VulkanForward : public ForwardPass {
   const float* forward(std::span<SequenceInput* const> seqs) override;
   using ForwardPass::forward;
   const ModelConfig& config() const override { return cfg_; }
-  const float* draft_logits_for(const float* logits) const override;
+  const float* draft_logits_for(const float* logits) override;
+  bool has_draft_logits() const override { return drafted_; }
   KvCache make_cache(int capacity, DType type = DType::F32) override;
   int draft_chain(const float* logits, KvCache& cache, int32_t first, int count, int32_t* out) override;
   double last_device_seconds() const override { return device_seconds_; }
