@@ -127,10 +127,7 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     // rows' own next tokens.
     const bool drafts = ctx.drafted();
     const bool shifted = drafts && shift > 0;
-    if (drafts && !shifted)
-      redraft_from_rows([&](int r) { return ctx.draft_row(r); }, V, k, L, keep, next);
-    else
-      redraft_from_rows(row, V, k, L, keep, next);
+    redraft_from_rows([&](int r) { return drafts && !shifted ? ctx.draft_row(r) : row(r); }, V, k, L, keep, next);
     int covered = sent;  // the draft positions this forward's rows predicted for
     if (shifted && keep > 0) {
       covered += lead_with_shifted(ctx.draft_row(k), V, next);

@@ -119,20 +119,22 @@ double RowPricer::relative(int rows) const {
 int RowPricer::best_chain(std::span<const double> p, double tokens, int rows, std::span<const double> bonus,
                           double* best_rate) const {
   int best_k = 0;
-  double best = rate(tokens, rows), expect = tokens, all_accepted = 1.0;
+  const double none = rate(tokens, rows);
+  double best = none, expect = tokens, all_accepted = 1.0;
   for (int k = 1; k <= static_cast<int>(p.size()); k++) {
     all_accepted *= p[k - 1];
     expect += all_accepted + (bonus.empty() ? 0.0 : bonus[k - 1]);
     const double r = rate(expect, rows + k);
     if (r > best * (1 + 1e-9)) best = r, best_k = k;
   }
+  if (best_k > 0 && best <= none * (1 + kMargin)) best_k = 0, best = none;
   if (best_rate) *best_rate = best;
   return best_k;
 }
 
 bool RowPricer::pays(double tokens, int rows, double gain, int extra) const {
   if (extra <= 0) return true;
-  return rate(tokens + gain, rows + extra) > rate(tokens, rows) * (1 + 1e-9);
+  return rate(tokens + gain, rows + extra) > rate(tokens, rows) * (1 + kMargin);
 }
 
 DraftLengthPolicy::DraftLengthPolicy(int kinds, int draft_max) : positions_(std::clamp(draft_max, 1, 64)) {
