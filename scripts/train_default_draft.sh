@@ -8,7 +8,8 @@
 #               its previous draft (CHAIN=2, lr 1e-3), training its first step
 #   round 4:    both steps of the chain end to end (CHAIN_ROWS=3: a third pass of the layer)
 #   round 5:    a third step, all three end to end (CHAIN=3, CHAIN_ROWS=4)
-#   round 6:    a fourth step, all four end to end (CHAIN=4, CHAIN_ROWS=5), marked for depth 4
+#   round 6:    a fourth step, all four end to end (CHAIN=4, CHAIN_ROWS=5)
+#   round 7:    a fifth step, all five end to end (CHAIN=5, CHAIN_ROWS=6), marked for depth 5
 #   then the draft tensors are split off (jf convert --split-draft) and checked against the model.
 # Each round is judged on held-out code by jf eval (WORKDIR/eval_*.json). About 15-25 minutes a round with two
 # threads on a 2-core machine. Interrupted, it goes on where it stopped when run again (finished files kept).
@@ -29,7 +30,8 @@ CHAIN=2 ROUNDS=2 FIRST_LR=1e-3 DRAFT_LAYER=1 bench/draft_head.sh "$work/layer.gg
 CHAIN=2 CHAIN_ROWS=3 ROUNDS=1 FIRST_LR=1e-3 DRAFT_LAYER=1 bench/draft_head.sh "$work/chain-r2.gguf" "$base" "$work/prompts.jsonl" "$work" chain2e
 CHAIN=3 CHAIN_ROWS=4 ROUNDS=1 FIRST_LR=1e-3 DRAFT_LAYER=1 bench/draft_head.sh "$work/chain2e.gguf" "$base" "$work/prompts.jsonl" "$work" chain3e
 CHAIN=4 CHAIN_ROWS=5 ROUNDS=1 FIRST_LR=1e-3 DRAFT_LAYER=1 bench/draft_head.sh "$work/chain3e.gguf" "$base" "$work/prompts.jsonl" "$work" chain4e
-"$JF" convert -m "$work/chain4e.gguf" -o "$work/split-base.gguf" --split-draft "$work/split.draft.gguf"
+CHAIN=5 CHAIN_ROWS=6 ROUNDS=1 FIRST_LR=1e-3 DRAFT_LAYER=1 bench/draft_head.sh "$work/chain4e.gguf" "$base" "$work/prompts.jsonl" "$work" chain5e
+"$JF" convert -m "$work/chain5e.gguf" -o "$work/split-base.gguf" --split-draft "$work/split.draft.gguf"
 "$JF" inspect -m "$base" --draft "$work/split.draft.gguf" | grep "draft"  # refused unless it fits the model
 cp "$work/split.draft.gguf" "$out.tmp" && mv "$out.tmp" "$out"
 echo "wrote $out"
