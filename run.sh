@@ -28,7 +28,7 @@ echo "speedup is its tokens/s over ar's, measured in this run. This 7 MB model f
 echo "time (the curve above): each decoder sends a row only when its expected tokens pay for it. Prompt lookup and"
 echo "lookahead, whose drafts often hit, win most. Jacobi and multiblock draft from the model's draft file (a layer"
 echo "trained to propose the next tokens): jacobi:block=8:draft-policy=fixed shows what it drafts with every row sent,"
-echo "about two tokens a forward; on two CPU cores the layer and the extra rows cost nearly what they gain, so the"
+echo "about 2.5 tokens a forward; on two CPU cores the layer and the extra rows cost nearly what they gain, so the"
 echo "priced decoders run it only where it pays. On a GPU, where rows are nearly free, it is the point."
 echo "Talk to it: build/bin/jf chat    Serve it over the OpenAI API: build/bin/jf serve    Guide: docs/GUIDE.md"
 echo "On a GPU: build/bin/jf devices lists what Vulkan offers; --device vulkan (or auto) runs any command there."
