@@ -73,11 +73,11 @@ TEST(DraftLayerSwitch, SkipsACostlyLayerAndRunsACheapOne) {
   for (const char* spec : {"jacobi:block=16", "multiblock:block=16"}) {
     Session s(*m.lm.model, 512);
     s.row_cost().set_curve({{1, 1.0}, {64, 1.0}});  // rows free: only the layer's cost decides
-    const GenerationResult ar = run(s, "ar", prompt, 96);
+    const GenerationResult ar = run(s, "ar", prompt, 192);
     s.row_cost().set_draft_overhead(0.0);
-    const GenerationResult cheap = run(s, spec, prompt, 96);
+    const GenerationResult cheap = run(s, spec, prompt, 192);
     s.row_cost().set_draft_overhead(20.0);  // the layer costs 21 forwards: never worth it
-    const GenerationResult costly = run(s, spec, prompt, 96);
+    const GenerationResult costly = run(s, spec, prompt, 192);
     EXPECT_EQ(cheap.tokens, ar.tokens) << spec;
     EXPECT_EQ(costly.tokens, ar.tokens) << spec;
     // Cheap: the layer runs on nearly every forward (not on the probes, nor while the rows' own predictions
