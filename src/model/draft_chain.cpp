@@ -12,7 +12,7 @@ namespace jf {
 // activations, logits and draft logits stay as they were for the other sequences of a batch.
 int Transformer::draft_chain(const float* logits, KvCache& cache, int32_t first, int count, int32_t* out) {
   if (!w_.draft_output_norm || count <= 0) return 0;
-  JF_CHECK(layer_ran_, "draft_chain after a forward that did not run the draft layer (no draft_logits asked for)");
+  JF_CHECK(!draft_spans_.empty(), "draft_chain after a forward that did not run the draft layer (no draft_logits asked for)");
   const int64_t V = cfg_.vocab_size;
   const int64_t source = plan_.chain_source(logits_.data(), logits, cfg_.vocab_size, cache, first);
   JF_CHECK(layer_ran_on(source), "draft_chain from a sequence that did not draft in the last forward");

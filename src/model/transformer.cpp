@@ -136,7 +136,7 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
   // (a draft layer: one row more, for draft_chain's virtual row after the forward's rows)
   ensure_capacity(std::max<int64_t>(n, 1) + (w_.draft_output_norm ? 1 : 0), std::max<int64_t>(nl, 1));
   n_forwards_++;
-  drafted_ = layer_ran_ = false;
+  drafted_ = false;
   draft_state_.clear();
   draft_spans_.clear();
   if (n == 0) return logits_.data();
@@ -168,7 +168,6 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
   // (model/draft_layer.cpp), with the output head over each of those rows: the layer's input is their greedy token
   find_draft_spans(seqs);
   const bool draft_pass = !draft_spans_.empty();
-  layer_ran_ = draft_pass;
   n_draft_layer_runs_ += draft_pass;
   if (nl > 0) output_head(threads);
   if (draft_pass) draft_layer(schedule);

@@ -126,7 +126,6 @@ class Transformer : public ForwardPass {
   std::vector<int32_t> greedy_, head_out_row_;
   aligned_vector<float> chain_logits_;  // a draft chain's draft logits, one row
   bool drafted_ = false;
-  bool layer_ran_ = false;  // the last forward ran the draft layer (draft_chain needs its output)
   aligned_vector<float> local_cos_, local_sin_;  // angles of local layers, when their RoPE base differs
 };
 
