@@ -126,6 +126,11 @@ export JF_TEST_VULKAN_DEVICE="${device#vulkan:}"
 run "read bandwidth" sh -c "'$jf' devices --bandwidth $device | tail -1 > '$out/bandwidth.txt'"
 bandwidth=$(awk '{for (i = 1; i < NF; i++) if ($(i + 1) == "GB/s") print $i}' "$out/bandwidth.txt" 2>/dev/null)
 bandwidth=${bandwidth:-1000}
+# the fp16 tiles on the device's matrix units where it has them (JF_VULKAN_MATMUL; lavapipe: the same tiles
+# with FMAs, so --local runs the step)
+units=""
+grep -A3 "^$device " "$out/devices.txt" | grep -q "fp16 matrix units" && units=matrix-units
+[ "$local" = 1 ] && [ -z "$units" ] && units=tiles
 peak=60000  # GFLOP/s: the roofline's compute side, about an H100/H200's fp32 rate without tensor cores
 
 step "tests on $device"
@@ -146,6 +151,15 @@ for entry in "${shapes[@]}"; do
     --bandwidth $bandwidth --peak $peak --prefill $prefill > '$out/cost_${shape}_${type}.txt'"
   [ "$entry" = "${shapes[0]}" ] && run "forward cost $shape $type, recorded every time" sh -c "JF_VULKAN_REPLAY=0 '$bin/forward_cost' \
     -m '$file' --device $device --ms 1,16 --reps $reps --context 64 > '$out/cost_${shape}_${type}_no_replay.txt'"
+  # the tiles on matrix units for the first two shapes (llama-1b and llama-8b Q4_K_M): rows up to the knee,
+  # the prompt and one decode, each beside the FMA kernels' above
+  # (--local: the first shape only, its tiles being FMAs on lavapipe: slow)
+  if [ -n "$units" ] && { [ "$entry" = "${shapes[0]}" ] || { [ "$local" = 0 ] && [ "$entry" = "${shapes[1]:-}" ]; }; }; then
+    run "forward cost $shape $type, $units" sh -c "JF_VULKAN_MATMUL=$units '$bin/forward_cost' -m '$file' --device $device --ms $ms \
+      --reps $reps --context 64 --bandwidth $bandwidth --peak 900000 --prefill $prefill > '$out/cost_${shape}_${type}_$units.txt'"
+    run "decode $shape $type, $units" sh -c "JF_VULKAN_MATMUL=$units '$jf' bench -m '$file' --device $device \
+      --prompts '$out/prompts.jsonl' -n $tokens --ignore-eos --decoders ar > '$out/decode_${shape}_${type}_$units.txt'"
+  fi
   run "decode $shape $type" sh -c "'$jf' bench -m '$file' --device $device --prompts '$out/prompts.jsonl' -n $tokens \
     --ignore-eos --decoders ar > '$out/decode_${shape}_${type}.txt'"
   [ "$gpu" = 1 ] && [ -x "$bin/llamacpp_bench" ] &&

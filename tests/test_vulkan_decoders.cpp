@@ -37,12 +37,12 @@ GenerationResult run(Session& s, const DecoderOptions& o, const std::vector<int3
   return make_decoder(o)->generate(s, prompt, cfg);
 }
 
-void expect_decoders_equal_ar(const std::string& rel, const std::vector<std::string>& prompts, int n) {
+void expect_decoders_equal_ar(const std::string& rel, const std::vector<std::string>& prompts, int n, vulkan::MatrixMath math) {
   JF_VULKAN_DEVICE(device);
   JF_SHARED_PATH(path, rel);
   LoadedModel lm = load_model(path);
   lm.model->set_panels(false);
-  vulkan::VulkanForward fwd(device, lm.model->config(), lm.model->weights());
+  vulkan::VulkanForward fwd(device, lm.model->config(), lm.model->weights(), 0, math);
   Session s(fwd, 512);
   GenerationConfig cfg;
   cfg.max_new_tokens = n;
@@ -63,7 +63,14 @@ void expect_decoders_equal_ar(const std::string& rel, const std::vector<std::str
 
 TEST(VulkanDecoders, Stories260KEveryGreedyDecoderEqualsAr) {
   expect_decoders_equal_ar("models/stories260K/stories260K.gguf",
-                           {"Once upon a time", "Lily and Ben went to the park. They saw a big dog."}, 48);
+                           {"Once upon a time", "Lily and Ben went to the park. They saw a big dog."}, 48, vulkan::MatrixMath::Fma);
+}
+
+// The same with every matrix product in fp16 tiles (with FMAs here; on matrix units where the device has them).
+TEST(VulkanDecoders, Stories260KEveryGreedyDecoderEqualsArOnTiles) {
+  JF_VULKAN_DEVICE(device);
+  for (vulkan::MatrixMath math : test::matrix_maths(device))
+    if (math != vulkan::MatrixMath::Fma) expect_decoders_equal_ar("models/stories260K/stories260K.gguf", {"Once upon a time"}, 48, math);
 }
 
 TEST(VulkanDecoders, CodeModelEveryGreedyDecoderEqualsAr) {

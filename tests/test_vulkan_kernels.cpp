@@ -1,6 +1,7 @@
-// The Vulkan backend's matrix kernels against a CPU reference, per weight type and for both kernel variants
-// (a thread per output below 256 inputs, a workgroup per 4 outputs from 256), and their batch invariance: a
-// row's result is the same bits in any tile of any row count.
+// The Vulkan backend's matrix kernels against a CPU reference, per weight type and for every kernel variant
+// (FMAs: a thread per output below 256 inputs, a workgroup per 4 outputs from 256; fp16 tiles with FMAs, and
+// on the device's matrix units where it has them), and their batch invariance: a row's result is the same
+// bits in any tile of any row count.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -33,17 +34,17 @@ std::vector<float> random_floats(size_t n, uint64_t seed) {
 
 // y = x W^T on the device for the M rows of x starting at row `first` (a Host buffer, so no staging).
 std::vector<float> device_matmul(Fixture& f, DType t, const std::vector<uint8_t>& w, int64_t N, int64_t K, const std::vector<float>& x,
-                                 uint32_t first, uint32_t M) {
+                                 uint32_t first, uint32_t M, vulkan::MatrixMath math) {
   Buffer wb(f.ctx, w.size(), Buffer::Kind::Host), xb(f.ctx, x.size() * 4, Buffer::Kind::Host), yb(f.ctx, M * N * 4, Buffer::Kind::Host);
   std::memcpy(wb.mapped(), w.data(), w.size());
   std::memcpy(xb.mapped(), x.data(), x.size() * 4);
-  const vulkan::MatmulGrid g = vulkan::matmul_grid(uint32_t(N), uint32_t(K), M, 256);
+  const vulkan::MatmulGrid g = vulkan::matmul_grid(uint32_t(N), uint32_t(K), M, 256, math);
   struct {
     uint32_t M, N, K, x_off, x_stride, y_off, y_stride, accumulate;
   } p{M, uint32_t(N), uint32_t(K), uint32_t(first * K), uint32_t(K), 0, uint32_t(N), 0};
   vulkan::Recorder rec(f.ctx);
   rec.begin();
-  rec.dispatch(f.kernels.get((g.serial ? "matmul_serial_" : "matmul_split_") + dtype_name(t), 3), {xb.view(), yb.view(), wb.view()}, p,
+  rec.dispatch(f.kernels.get(vulkan::matmul_kernel_prefix(g, math) + dtype_name(t), 3), {xb.view(), yb.view(), wb.view()}, p,
                g.x, g.y, g.z);
   rec.finish();
   const float* y = static_cast<const float*>(yb.mapped());
@@ -52,33 +53,47 @@ std::vector<float> device_matmul(Fixture& f, DType t, const std::vector<uint8_t>
 
 class VulkanMatmul : public ::testing::TestWithParam<std::tuple<DType, int>> {};
 
+float round_f16(float v) { return f16_to_f32(f32_to_f16(v)); }
+
 TEST_P(VulkanMatmul, MatchesTheDequantizedReferenceAndIsBatchInvariant) {
   JF_VULKAN_DEVICE(device);
   const auto [type, K] = GetParam();
-  const int64_t N = 70, M = 11;  // N past a workgroup of outputs and not a multiple of 4; M over two tiles of 8 rows
+  const int64_t N = 70, M = 19;  // N past a workgroup of outputs and not a multiple of 4; M over 3 tiles of 8, 2 of 16
   Fixture f(device);
   const std::vector<float> wf = random_floats(static_cast<size_t>(N * K), 7);
   const size_t row_bytes = dtype_row_bytes(type, K);
   std::vector<uint8_t> w(row_bytes * N);
   for (int64_t n = 0; n < N; n++) quantize_row(type, &wf[n * K], &w[n * row_bytes], K);
   const std::vector<float> x = random_floats(static_cast<size_t>(M * K), 9);
-  const std::vector<float> y = device_matmul(f, type, w, N, K, x, 0, M);
-  std::vector<float> row(static_cast<size_t>(K));
-  for (int64_t n = 0; n < N; n++) {
-    dequantize_row(type, &w[n * row_bytes], row.data(), K);
-    for (int64_t m = 0; m < M; m++) {
-      double ref = 0, mag = 0;
-      for (int64_t k = 0; k < K; k++) ref += double(x[m * K + k]) * row[k], mag += std::fabs(double(x[m * K + k]) * row[k]);
-      ASSERT_NEAR(y[m * N + n], ref, 2e-6 * mag + 1e-6) << dtype_name(type) << " K=" << K << " row " << m << " output " << n;
+  for (vulkan::MatrixMath math : test::matrix_maths(device)) {
+    const std::string what = dtype_name(type) + " K=" + std::to_string(K) + " " + vulkan::matrix_math_name(math);
+    const bool fp16 = math != vulkan::MatrixMath::Fma;
+    const std::vector<float> y = device_matmul(f, type, w, N, K, x, 0, M, math);
+    // The FMA kernels sum exact fp32 products; the tiles fp16-rounded weights and inputs (a device may round
+    // to nearest or toward zero, so the reference rounds to nearest and allows the difference).
+    std::vector<float> row(static_cast<size_t>(K));
+    for (int64_t n = 0; n < N; n++) {
+      dequantize_row(type, &w[n * row_bytes], row.data(), K);
+      for (int64_t m = 0; m < M; m++) {
+        double ref = 0, mag = 0;
+        for (int64_t k = 0; k < K; k++) {
+          const float xv = x[m * K + k], wv = row[k];
+          ref += fp16 ? double(round_f16(xv)) * round_f16(wv) : double(xv) * wv;
+          mag += std::fabs(double(xv) * wv);
+        }
+        ASSERT_NEAR(y[m * N + n], ref, (fp16 ? 2e-3 : 2e-6) * mag + 1e-6) << what << " row " << m << " output " << n;
+      }
+    }
+    // Each row again alone, and rows 3..9 and 5..17 as batches (other tiles, other neighbours): the same bits.
+    for (uint32_t m : {0u, 5u, 10u, 18u}) {
+      const std::vector<float> alone = device_matmul(f, type, w, N, K, x, m, 1, math);
+      ASSERT_EQ(0, std::memcmp(alone.data(), &y[m * N], N * 4)) << what << " row " << m << " alone";
+    }
+    for (auto [first, count] : {std::pair<uint32_t, uint32_t>{3, 7}, {5, 13}}) {
+      const std::vector<float> part = device_matmul(f, type, w, N, K, x, first, count, math);
+      ASSERT_EQ(0, std::memcmp(part.data(), &y[first * N], count * N * 4)) << what << " rows " << first << ".." << first + count - 1;
     }
   }
-  // Each row again alone, and rows 3..9 as a batch of 7 (other tiles, other neighbours): the same bits.
-  for (uint32_t m : {0u, 5u, 10u}) {
-    const std::vector<float> alone = device_matmul(f, type, w, N, K, x, m, 1);
-    ASSERT_EQ(0, std::memcmp(alone.data(), &y[m * N], N * 4)) << dtype_name(type) << " row " << m << " alone";
-  }
-  const std::vector<float> part = device_matmul(f, type, w, N, K, x, 3, 7);
-  ASSERT_EQ(0, std::memcmp(part.data(), &y[3 * N], 7 * N * 4)) << dtype_name(type) << " rows 3..9";
 }
 
 std::vector<std::tuple<DType, int>> matmul_cases() {

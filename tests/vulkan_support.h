@@ -2,10 +2,12 @@
 #pragma once
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "test_support.h"
 #include "vulkan/context.h"
+#include "vulkan/matmul_grid.h"
 
 namespace jf::test {
 
@@ -26,6 +28,15 @@ inline int test_vulkan_device(std::string* why) {
     *why = e.what();
     return -1;
   }
+}
+
+// The ways of computing matrix products `device` runs (matmul_grid.h): FMAs, the fp16 tiles with FMAs, and
+// the tiles on its matrix units where it has them (a GPU's device check tests those).
+inline std::vector<vulkan::MatrixMath> matrix_maths(int device) {
+  std::vector<vulkan::MatrixMath> m{vulkan::MatrixMath::Fma, vulkan::MatrixMath::Tiles};
+  for (const vulkan::DeviceInfo& d : vulkan::list_devices())
+    if (d.index == device && d.matrix_units) m.push_back(vulkan::MatrixMath::MatrixUnits);
+  return m;
 }
 
 }  // namespace jf::test

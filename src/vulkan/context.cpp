@@ -64,6 +64,29 @@ struct Features {
   Features(const Features&) = delete;
 };
 
+// Whether matmul_tiles.comp's COOPMAT variant runs on `d`: the extension and its feature, a 16x16x16
+// fp16 x fp16 -> fp32 subgroup product, and subgroups of 32 (the shader's four subgroups per workgroup); the
+// caller checks the memory model feature its SPIR-V declares.
+bool has_fp16_matrix_units(VkPhysicalDevice d, uint32_t subgroup_size) {
+  Api& a = api();
+  if (subgroup_size != 32 || !has_extension(d, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) || !a.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
+    return false;
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV cm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f.pNext = &cm;
+  a.vkGetPhysicalDeviceFeatures2(d, &f);
+  if (!cm.cooperativeMatrix) return false;
+  uint32_t n = 0;
+  if (a.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(d, &n, nullptr) != VK_SUCCESS) return false;
+  std::vector<VkCooperativeMatrixPropertiesNV> props(n, VkCooperativeMatrixPropertiesNV{VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+  if (a.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(d, &n, props.data()) != VK_SUCCESS) return false;
+  return std::any_of(props.begin(), props.begin() + n, [](const VkCooperativeMatrixPropertiesNV& p) {
+    return p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && p.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+           p.BType == VK_COMPONENT_TYPE_FLOAT16_NV && p.CType == VK_COMPONENT_TYPE_FLOAT32_NV && p.DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+           p.scope == VK_SCOPE_SUBGROUP_NV;
+  });
+}
+
 DeviceInfo describe(VkPhysicalDevice d, int index) {
   Api& a = api();
   DeviceInfo info;
@@ -111,6 +134,8 @@ DeviceInfo describe(VkPhysicalDevice d, int index) {
   need(has_extension(d, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME), "push descriptors");
   need(p.limits.maxComputeSharedMemorySize >= 16384, "16 KiB shared memory");
   if (f.v12.vulkanMemoryModel) info.features.push_back("memory model");
+  info.matrix_units = f.v12.vulkanMemoryModel && has_fp16_matrix_units(d, info.subgroup_size);
+  if (info.matrix_units) info.features.push_back("fp16 matrix units");
   if (has_extension(d, "VK_KHR_shader_integer_dot_product")) info.features.push_back("integer dot product");
   return info;
 }
@@ -164,6 +189,13 @@ Context::Context(int device_index) {
   std::vector<const char*> extensions{VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
   memory_budget_ = has_extension(physical_, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   if (memory_budget_) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV matrix_units{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  if (info_.matrix_units) {  // chained and enabled only where the device has them
+    matrix_units.cooperativeMatrix = VK_TRUE;
+    f.v12.pNext = &matrix_units;
+    f.v12.vulkanMemoryModel = VK_TRUE;  // GL_KHR_memory_scope_semantics, which the cooperative-matrix shader uses
+    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
   VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   ci.pNext = &f.base;
   ci.queueCreateInfoCount = 1;

@@ -17,6 +17,9 @@ struct DeviceInfo {
   uint64_t memory_bytes = 0;  // device-local heap
   uint32_t subgroup_size = 0, shared_memory = 0;
   uint64_t max_binding_bytes = 0;  // maxStorageBufferRange: the largest tensor one binding can hold
+  // fp16 matrix units jf's tiles can use: VK_NV_cooperative_matrix with 16x16x16 fp16 products into fp32 on
+  // subgroups of 32 (matmul_grid.h, MatrixMath::MatrixUnits)
+  bool matrix_units = false;
   std::vector<std::string> features;  // what jf uses that the device has
   std::string missing;                // what jf needs that it lacks ("" = usable)
 };

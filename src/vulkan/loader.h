@@ -20,7 +20,8 @@ namespace jf::vulkan {
   X(vkResetCommandBuffer) X(vkCmdBindPipeline) X(vkCmdPushConstants) X(vkCmdPushDescriptorSetKHR)                 \
   X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkCmdCopyBuffer) X(vkQueueSubmit) X(vkCreateFence)                   \
   X(vkDestroyFence) X(vkWaitForFences) X(vkResetFences) X(vkDeviceWaitIdle) X(vkCreateQueryPool)                  \
-  X(vkDestroyQueryPool) X(vkCmdWriteTimestamp) X(vkCmdResetQueryPool) X(vkGetQueryPoolResults)
+  X(vkDestroyQueryPool) X(vkCmdWriteTimestamp) X(vkCmdResetQueryPool) X(vkGetQueryPoolResults)                  \
+  X(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) /* null where the loader lacks it */
 
 struct Api {
 #define JF_VK_MEMBER(name) PFN_##name name = nullptr;

@@ -27,7 +27,8 @@ const DeviceKvStore& device_store(const KvCache& cache, const Context* ctx) {
 }
 }  // namespace
 
-VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const ModelWeights& w, uint32_t split_min_k)
+VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const ModelWeights& w, uint32_t split_min_k,
+                             std::optional<MatrixMath> math)
     : ctx_(std::make_unique<Context>(device_index)),
       kernels_(std::make_unique<Kernels>(*ctx_)),
       cfg_(cfg),
@@ -43,6 +44,12 @@ VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const Mod
       throw Error("JF_VULKAN_FAULT must be FIRST:COUNT (forwards that fail as a device error would), got '" + std::string(f) + "'");
   }
   if (const char* r = std::getenv("JF_VULKAN_REPLAY")) replay_on_ = std::strcmp(r, "0") != 0;
+  const char* m = std::getenv("JF_VULKAN_MATMUL");
+  math_ = math ? *math : m && *m ? parse_matrix_math(m) : MatrixMath::Fma;
+  if (math_ == MatrixMath::MatrixUnits && !ctx_->info().matrix_units)
+    throw Error("Vulkan: device " + std::to_string(device_index) + " (" + ctx_->info().name +
+                ") has no fp16 matrix units jf can use (VK_NV_cooperative_matrix, 16x16x16 on subgroups of 32); "
+                "JF_VULKAN_MATMUL=tiles computes the same tiles with FMAs");
   if (cfg.head_dim > 256) throw Error("Vulkan: head_dim " + std::to_string(cfg.head_dim) + " is above the backend's 256");
   weights_ = std::make_unique<DeviceWeights>(*ctx_, cfg, w);
   if (ctx_->timestamps()) {
@@ -104,9 +111,9 @@ void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y,
   struct {
     uint32_t M, N, K, x_off, x_stride, y_off, y_stride, accumulate;
   } p{rows, w.rows, w.cols, x_off, w.cols, y_off, w.rows, accumulate ? 1u : 0u};
-  const MatmulGrid g = matmul_grid(w.rows, w.cols, rows, split_min_k_);
-  rec_.dispatch(typed_kernel(g.serial ? matmul_serial_ : matmul_split_, g.serial ? "matmul_serial_" : "matmul_split_", w.type),
-                {x, y, w.data}, p, g.x, g.y, g.z);
+  const MatmulGrid g = matmul_grid(w.rows, w.cols, rows, split_min_k_, math_);
+  TypedKernels& kernels = g.tiles ? matmul_tiles_ : g.serial ? matmul_serial_ : matmul_split_;
+  rec_.dispatch(typed_kernel(kernels, matmul_kernel_prefix(g, math_), w.type), {x, y, w.data}, p, g.x, g.y, g.z);
 }
 
 void VulkanForward::rmsnorm(View x, View out, View gain, uint32_t rows, uint32_t n, bool accumulate, int gather_at) {

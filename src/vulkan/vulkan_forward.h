@@ -5,12 +5,14 @@
 #pragma once
 #include <array>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "model/row_plan.h"
 #include "model/transformer.h"
 #include "vulkan/device_weights.h"
 #include "vulkan/kernels.h"
+#include "vulkan/matmul_grid.h"
 #include "vulkan/recorder.h"
 #include "vulkan/replay_cache.h"
 
@@ -20,8 +22,10 @@ class VulkanForward : public ForwardPass {
  public:
   // Uploads the weights to device `device_index` (see list_devices); throws jf::Error when the device cannot
   // run the model (a missing feature, an unsupported weight type, too little memory). split_min_k: the
-  // smallest K a matrix product splits over a workgroup (matmul_grid.h); 0, the device's default.
-  VulkanForward(int device_index, const ModelConfig& cfg, const ModelWeights& w, uint32_t split_min_k = 0);
+  // smallest K a matrix product splits over a workgroup (matmul_grid.h); 0, the device's default. math: how
+  // matrix products are computed (matmul_grid.h); unset, JF_VULKAN_MATMUL (fma, tiles, matrix-units) or fma.
+  VulkanForward(int device_index, const ModelConfig& cfg, const ModelWeights& w, uint32_t split_min_k = 0,
+                std::optional<MatrixMath> math = std::nullopt);
   ~VulkanForward() override;
 
   const float* forward(std::span<SequenceInput* const> seqs) override;
@@ -33,8 +37,13 @@ class VulkanForward : public ForwardPass {
   int draft_chain(const float* logits, KvCache& cache, int32_t first, int count, int32_t* out) override;
   double last_device_seconds() const override { return device_seconds_; }
   const DeviceInfo& device() const { return ctx_->info(); }
-  std::string device_name() const override { return "vulkan:" + std::to_string(ctx_->info().index) + " (" + ctx_->info().name + ")"; }
+  // "vulkan:N (NAME)", with ", tiles" / ", matrix-units" when matrix products are not plain FMAs
+  std::string device_name() const override {
+    return "vulkan:" + std::to_string(ctx_->info().index) + " (" + ctx_->info().name + ")" +
+           (math_ == MatrixMath::Fma ? "" : std::string(", ") + matrix_math_name(math_));
+  }
   size_t weight_bytes() const { return weights_->bytes(); }
+  MatrixMath matrix_math() const { return math_; }
   // Whether forwards of a shape seen before submit its kept command buffer (replay_cache.h) instead of
   // recording again; on by default (JF_VULKAN_REPLAY=0 turns it off, to compare).
   void set_replay(bool on) { replay_on_ = on; }
@@ -72,8 +81,9 @@ class VulkanForward : public ForwardPass {
   ShapeKey key_;  // the current forward's (kept: no allocation per forward)
   bool replay_on_ = true;
   RowPlan plan_, chain_plan_;
-  TypedKernels matmul_serial_{}, matmul_split_{}, get_rows_{};
+  TypedKernels matmul_serial_{}, matmul_split_{}, matmul_tiles_{}, get_rows_{};
   uint32_t split_min_k_ = 0;
+  MatrixMath math_ = MatrixMath::Fma;
   // What the recording helpers work on: the forward's (plan_, act_, main_in_) or a chain step's.
   RowPlan* rows_ = &plan_;
   Activations* a_ = nullptr;

@@ -1,0 +1,114 @@
+#version 450
+// Y[m][n] (+)= sum_k X[m][k] W[n][k] in fp16 tiles with fp32 sums, for a GPU's matrix units (tensor cores):
+// one workgroup of 128 threads per tile of 16 outputs x 16 rows. For each step of 256 inputs the workgroup
+// dequantizes the tile's weights and rounds its inputs to fp16 in shared memory (64 consecutive threads read
+// one row's 256 consecutive inputs); each of its four subgroups then multiplies the 16 rows by the 16 outputs
+// over its quarter of the step, 16 inputs at a time, into its own fp32 accumulator; at the end the four
+// accumulators are added in order. A small tile and K split four ways keep many workgroups reading weights
+// when a forward has one row. Every matrix of a forward takes this kernel when it is on, whatever the row
+// count, and rows past M are zeros: a row's Y sees the same products in the same order alone or in any batch
+// (batch invariance). Inputs beyond fp16's range (65504) would become infinite.
+// COOPMAT: the products on the matrix units (GL_NV_cooperative_matrix; the host enables it only with four
+// subgroups of 32). Without it each thread adds 8 of the tile's (quarter, row, output) partials with FMAs:
+// the same loads, rounding, partials and final sums, for devices without matrix units (lavapipe runs the
+// tests on this).
+#include "common.glsl"
+#ifdef COOPMAT
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#endif
+#define W_BINDING 2
+#include "dequant.glsl"
+#include "dequant4.glsl"
+
+const uint TW = 128, MT = 16, NT = 16, KS = 256, KQ = KS / 4;  // threads, rows, outputs, inputs a step, a quarter's
+const uint LD = KS + 8, LY = NT + 4;  // padded shared rows (fp16, fp32): 16-byte aligned, spread over banks
+const uint PER = 4 * MT * NT / TW;    // partials a thread keeps (FMA variant)
+
+layout(local_size_x = TW) in;
+layout(std430, binding = 0) readonly buffer Input { float X[]; };
+layout(std430, binding = 0) readonly buffer Input4 { vec4 X4[]; };  // the same buffer, 16 bytes a load
+layout(std430, binding = 1) buffer Output { float Y[]; };
+layout(push_constant) uniform Params {
+  uint M, N, K;
+  uint x_off, x_stride;  // row m of X starts at x_off + m x_stride
+  uint y_off, y_stride;
+  uint accumulate;       // 1: Y += result
+} p;
+
+shared float16_t Ws[NT * LD];   // Ws[o][k]: output o's weights of this step
+shared float16_t Xs[MT * LD];   // Xs[r][k]: row r's inputs of this step
+shared float Ys[4 * MT * LY];   // Ys[q][r][o]: quarter q's sums
+
+vec4 inputs4(uint r, uint k, uint rows, bool aligned) {
+  if (r >= rows || k >= p.K) return vec4(0.0);
+  const uint x = p.x_off + r * p.x_stride + k;
+  if (k + 4 <= p.K) return aligned ? X4[x / 4] : vec4(X[x], X[x + 1], X[x + 2], X[x + 3]);
+  return vec4(X[x], k + 1 < p.K ? X[x + 1] : 0.0, k + 2 < p.K ? X[x + 2] : 0.0, 0.0);
+}
+
+void load_step(uint n0, uint m0, uint outs, uint rows, uint k0, uint t, bool aligned) {
+  for (uint i = 0; i < NT * KS / 4 / TW; i++) {
+    const uint g = t + TW * i, o = g / (KS / 4), kk = (g % (KS / 4)) * 4;
+    const vec4 w = o < outs && k0 + kk < p.K ? load4(n0 + o, k0 + kk, p.K) : vec4(0.0);
+    for (uint j = 0; j < 4; j++) Ws[o * LD + kk + j] = float16_t(w[j]);
+  }
+  for (uint i = 0; i < MT * KS / 4 / TW; i++) {
+    const uint g = t + TW * i, r = g / (KS / 4), kk = (g % (KS / 4)) * 4;
+    const vec4 v = inputs4(m0 + r, k0 + kk, m0 + rows, aligned);
+    for (uint j = 0; j < 4; j++) Xs[r * LD + kk + j] = float16_t(v[j]);
+  }
+}
+
+void main() {
+  const uint n0 = (gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.z) * NT;
+  const uint m0 = gl_WorkGroupID.y * MT, t = gl_LocalInvocationID.x;
+  if (n0 >= p.N) return;  // uniform for the whole workgroup
+  const uint rows = min(MT, p.M - m0), outs = min(NT, p.N - n0);
+  const bool aligned = p.x_off % 4 == 0 && p.x_stride % 4 == 0;
+#ifdef COOPMAT
+  const uint q = gl_SubgroupID;  // its quarter of every step
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+#else
+  float acc[PER];  // partial e = t + TW i: quarter e / 256, row (e / 16) % 16, output e % 16
+  for (uint i = 0; i < PER; i++) acc[i] = 0.0;
+#endif
+  for (uint k0 = 0; k0 < p.K; k0 += KS) {
+    load_step(n0, m0, outs, rows, k0, t, aligned);
+    barrier();
+#ifdef COOPMAT
+    for (uint kk = q * KQ; kk < q * KQ + KQ; kk += 16) {
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a, b;
+      coopMatLoadNV(a, Xs, kk, LD, false);  // 16 rows x 16 inputs
+      coopMatLoadNV(b, Ws, kk, LD, true);   // 16 inputs x 16 outputs (Ws read by columns)
+      acc = coopMatMulAddNV(a, b, acc);
+    }
+#else
+    for (uint i = 0; i < PER; i++) {
+      const uint e = t + TW * i, qe = e / (MT * NT), r = (e / NT) % MT, o = e % NT;
+      float a = acc[i];
+      for (uint kk = qe * KQ; kk < qe * KQ + KQ; kk++) a = fma(float(Xs[r * LD + kk]), float(Ws[o * LD + kk]), a);
+      acc[i] = a;
+    }
+#endif
+    barrier();
+  }
+#ifdef COOPMAT
+  coopMatStoreNV(acc, Ys, q * MT * LY, LY, false);
+#else
+  for (uint i = 0; i < PER; i++) {
+    const uint e = t + TW * i;
+    Ys[(e / (MT * NT)) * MT * LY + ((e / NT) % MT) * LY + e % NT] = acc[i];
+  }
+#endif
+  barrier();
+  for (uint e = t; e < MT * NT; e += TW) {
+    const uint r = e / NT, o = e % NT;
+    if (r >= rows || o >= outs) continue;
+    precise float s = Ys[r * LY + o];
+    for (uint qq = 1; qq < 4; qq++) s += Ys[qq * MT * LY + r * LY + o];
+    const uint y = p.y_off + (m0 + r) * p.y_stride + n0 + o;
+    Y[y] = (p.accumulate != 0 ? Y[y] : 0.0) + s;
+  }
+}
