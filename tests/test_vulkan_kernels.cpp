@@ -35,7 +35,7 @@ std::vector<float> random_floats(size_t n, uint64_t seed) {
 // y = x W^T on the device for the M rows of x starting at row `first` (a Host buffer, so no staging).
 std::vector<float> device_matmul(Fixture& f, DType t, const std::vector<uint8_t>& w, int64_t N, int64_t K, const std::vector<float>& x,
                                  uint32_t first, uint32_t M, vulkan::MatrixMath math) {
-  Buffer wb(f.ctx, w.size(), Buffer::Kind::Host), xb(f.ctx, x.size() * 4, Buffer::Kind::Host), yb(f.ctx, M * N * 4, Buffer::Kind::Host);
+  Buffer wb(f.ctx, (w.size() + 3) / 4 * 4, Buffer::Kind::Host), xb(f.ctx, x.size() * 4, Buffer::Kind::Host), yb(f.ctx, M * N * 4, Buffer::Kind::Host);
   std::memcpy(wb.mapped(), w.data(), w.size());
   std::memcpy(xb.mapped(), x.data(), x.size() * 4);
   const vulkan::MatmulGrid g = vulkan::matmul_grid(uint32_t(N), uint32_t(K), M, 256, math);

@@ -83,18 +83,18 @@ DeviceMatrix DeviceWeights::matrix(const WeightMatrix& m) {
                 supported_weight_types() + "); convert the model (jf convert --type q8_0) or use --device cpu");
   auto it = uploaded_.find(m.data);
   if (it != uploaded_.end()) return it->second;
-  const size_t bytes = m.row_bytes() * static_cast<size_t>(m.rows);
-  if (bytes > ctx_.info().max_binding_bytes)
+  const size_t bytes = m.row_bytes() * static_cast<size_t>(m.rows), words = (bytes + 3) / 4 * 4;
+  if (words > ctx_.info().max_binding_bytes)
     throw Error("Vulkan: a " + std::to_string(m.rows) + " x " + std::to_string(m.cols) + " " + dtype_name(m.type) + " matrix is " +
                 std::to_string(bytes) + " bytes, more than " + ctx_.info().name + " binds at once (" +
                 std::to_string(ctx_.info().max_binding_bytes) + ")");
   DeviceMatrix d;
   d.type = m.type, d.rows = static_cast<uint32_t>(m.rows), d.cols = static_cast<uint32_t>(m.cols);
   bytes_ += bytes;
-  if (!planning_) {
-    matrices_.emplace_back(ctx_, bytes, Buffer::Kind::Device);
+  if (!planning_) {  // padded to whole 32-bit words, which the shaders load (dequant4.glsl)
+    matrices_.emplace_back(ctx_, words, Buffer::Kind::Device);
     upload(ctx_, matrices_.back(), 0, m.data, bytes);
-    d.data = matrices_.back().view(0, bytes);
+    d.data = matrices_.back().view(0, words);
   }
   uploaded_[m.data] = d;  // (while planning: counted once, not uploaded)
   return d;
