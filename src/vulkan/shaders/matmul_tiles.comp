@@ -48,16 +48,30 @@ vec4 inputs4(uint r, uint k, uint rows, bool aligned) {
   return vec4(X[x], k + 1 < p.K ? X[x + 1] : 0.0, k + 2 < p.K ? X[x + 2] : 0.0, 0.0);
 }
 
-void load_step(uint n0, uint m0, uint outs, uint rows, uint k0, uint t, bool aligned) {
-  for (uint i = 0; i < NT * KS / 4 / TW; i++) {
+// A step's loads go to registers first (fetch), and from there to shared memory (stage) after the previous
+// step's products: the next step's reads are in flight while the matrix units work.
+const uint WL = NT * KS / 4 / TW, XL = MT * KS / 4 / TW;  // vec4 loads a thread makes per step
+vec4 wreg[WL], xreg[XL];
+
+void fetch(uint n0, uint m0, uint outs, uint rows, uint k0, uint t, bool aligned) {
+  for (uint i = 0; i < WL; i++) {
     const uint g = t + TW * i, o = g / (KS / 4), kk = (g % (KS / 4)) * 4;
-    const vec4 w = o < outs && k0 + kk < p.K ? load4(n0 + o, k0 + kk, p.K) : vec4(0.0);
-    for (uint j = 0; j < 4; j++) Ws[o * LD + kk + j] = float16_t(w[j]);
+    wreg[i] = o < outs && k0 + kk < p.K ? load4(n0 + o, k0 + kk, p.K) : vec4(0.0);
   }
-  for (uint i = 0; i < MT * KS / 4 / TW; i++) {
+  for (uint i = 0; i < XL; i++) {
     const uint g = t + TW * i, r = g / (KS / 4), kk = (g % (KS / 4)) * 4;
-    const vec4 v = inputs4(m0 + r, k0 + kk, m0 + rows, aligned);
-    for (uint j = 0; j < 4; j++) Xs[r * LD + kk + j] = float16_t(v[j]);
+    xreg[i] = inputs4(m0 + r, k0 + kk, m0 + rows, aligned);
+  }
+}
+
+void stage(uint t) {
+  for (uint i = 0; i < WL; i++) {
+    const uint g = t + TW * i, o = g / (KS / 4), kk = (g % (KS / 4)) * 4;
+    for (uint j = 0; j < 4; j++) Ws[o * LD + kk + j] = float16_t(wreg[i][j]);
+  }
+  for (uint i = 0; i < XL; i++) {
+    const uint g = t + TW * i, r = g / (KS / 4), kk = (g % (KS / 4)) * 4;
+    for (uint j = 0; j < 4; j++) Xs[r * LD + kk + j] = float16_t(xreg[i][j]);
   }
 }
 
@@ -74,9 +88,11 @@ void main() {
   float acc[PER];  // partial e = t + TW i: quarter e / 256, row (e / 16) % 16, output e % 16
   for (uint i = 0; i < PER; i++) acc[i] = 0.0;
 #endif
+  fetch(n0, m0, outs, rows, 0, t, aligned);
   for (uint k0 = 0; k0 < p.K; k0 += KS) {
-    load_step(n0, m0, outs, rows, k0, t, aligned);
+    stage(t);
     barrier();
+    if (k0 + KS < p.K) fetch(n0, m0, outs, rows, k0 + KS, t, aligned);
 #ifdef COOPMAT
     for (uint kk = q * KQ; kk < q * KQ + KQ; kk += 16) {
       fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a, b;
