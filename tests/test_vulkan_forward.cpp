@@ -208,6 +208,62 @@ TEST(VulkanForward, DraftHeadAndLayerMatchTheCpu) {
   }
 }
 
+// In a batch mixing sequences that draft with one that does not (a server's), the draft layer runs on the
+// drafting sequences' rows alone, and each sequence gets its lone bits: logits, draft logits and chain.
+TEST(VulkanForward, AMixedBatchRunsTheDraftLayerOnlyOnTheRowsThatDraft) {
+  JF_VULKAN_DEVICE(device);
+  DraftModel m(device, 6);
+  const int V = m.cfg.vocab_size;
+  const std::vector<std::vector<int32_t>> tokens{{3, 1, 4, 1, 5}, {2, 7, 1, 8, 2, 8, 1, 8}, {9, 2, 6}};
+  const std::vector<bool> drafting{true, false, true};  // the drafting rows in two runs, apart
+  struct Out {
+    std::vector<float> logits, drafts;
+    std::vector<int32_t> chain;
+  };
+  // The sequences `which`, in one forward: each one's logits, draft logits and a chain of two after its last row
+  // (and the draft layer's rows in that forward).
+  auto run = [&](const std::vector<size_t>& which) {
+    std::vector<KvCache> caches;
+    for (size_t i = 0; i < which.size(); i++) caches.push_back(m.fwd.make_cache(64));
+    std::vector<SequenceInput> ins(which.size());
+    std::vector<SequenceInput*> seqs;
+    for (size_t i = 0; i < which.size(); i++) {
+      ins[i].set_causal(&caches[i], tokens[which[i]], SequenceInput::Logits::All);
+      ins[i].draft_logits = drafting[which[i]];
+      seqs.push_back(&ins[i]);
+    }
+    const uint64_t rows_before = m.fwd.n_draft_layer_rows();
+    const float* l = m.fwd.forward(std::span<SequenceInput* const>(seqs));
+    const uint64_t layer_rows = m.fwd.n_draft_layer_rows() - rows_before;
+    std::vector<Out> out;
+    for (size_t i = 0; i < which.size(); i++) {
+      const size_t n = tokens[which[i]].size();
+      Out o;
+      o.logits.assign(l, l + n * V);
+      if (drafting[which[i]]) {
+        o.drafts = test::draft_rows(m.fwd, l, static_cast<int>(n));
+        o.chain.assign(2, -1);
+        EXPECT_EQ(2, m.fwd.draft_chain(l + (n - 1) * V, caches[i], 3, 2, o.chain.data()));
+      } else {
+        EXPECT_EQ(m.fwd.draft_logits_for(l), nullptr);  // not asked for: none, with the layer run in this forward
+      }
+      out.push_back(std::move(o));
+      l += n * V;
+    }
+    return std::pair{out, layer_rows};
+  };
+  const auto [mixed, mixed_rows] = run({0, 1, 2});
+  EXPECT_EQ(mixed_rows, tokens[0].size() + tokens[2].size());
+  for (size_t i : {0u, 1u, 2u}) {
+    const auto [alone, alone_rows] = run({i});
+    EXPECT_EQ(alone_rows, drafting[i] ? tokens[i].size() : 0u) << "sequence " << i;
+    EXPECT_EQ(mixed[i].logits, alone[0].logits) << "sequence " << i;
+    EXPECT_EQ(mixed[i].drafts, alone[0].drafts) << "sequence " << i;
+    EXPECT_EQ(mixed[i].chain, alone[0].chain) << "sequence " << i;
+    EXPECT_EQ(mixed[i].drafts.size(), drafting[i] ? tokens[i].size() * V : 0u) << "sequence " << i;
+  }
+}
+
 // A draft chain on the device: the CPU's chained drafts, the same after a batched forward as after a lone one,
 // and the cache as it was after it (the next forward's logits unchanged).
 TEST(VulkanForward, DraftChainMatchesTheCpuAndLeavesTheCacheAsItWas) {

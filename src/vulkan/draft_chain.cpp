@@ -14,6 +14,8 @@ int VulkanForward::draft_chain(const float* logits, KvCache& cache, int32_t firs
   JF_CHECK(layer_ran_, "draft_chain after a forward that did not run the draft layer (no draft_logits asked for)");
   const int64_t V = cfg_.vocab_size, dim = cfg_.dim;
   const int64_t source = plan_.chain_source(static_cast<const float*>(act_->logits.mapped()), logits, cfg_.vocab_size, cache, first);
+  const int32_t layer_row = draft_row_of_[static_cast<size_t>(source)];  // its row in the draft layer's pass
+  JF_CHECK(layer_row >= 0, "draft_chain from a row of a sequence that did not draft in the last forward");
   const int32_t source_pos = plan_.rows[static_cast<size_t>(source)].pos;
   const int past = cache.size();
   count = std::min(count, cache.capacity() - past);
@@ -29,7 +31,7 @@ int VulkanForward::draft_chain(const float* logits, KvCache& cache, int32_t firs
     }
   } restore{this, cache, past};
   Activations& a = *a_;
-  grow_activations(a, 1);
+  grow_activations(a, 1, true);
   ensure_size(*ctx_, a.tokens, 16, Buffer::Kind::Host);
   cache.append(count);
   RowPlan& p = chain_plan_;
@@ -47,7 +49,7 @@ int VulkanForward::draft_chain(const float* logits, KvCache& cache, int32_t firs
     upload_inputs();
     rec_.begin();
     if (j == 0)  // the row's draft-layer output, before the norm
-      rec_.copy(act_->x.view(static_cast<size_t>(source * dim) * 4, dim * 4), a.x.view(0, dim * 4));
+      rec_.copy(draft_act_->x.view(static_cast<size_t>(layer_row * dim) * 4, dim * 4), a.x.view(0, dim * 4));
     get_rows(weights_->tok_embd, arena(), 0, 1, a.emb.view(), 1.0f);
     add_scaled_embedding(a, 1);
     record_layer(cfg_.n_layers);

@@ -42,9 +42,18 @@ void Recorder::dispatch_raw(const Kernel& k, std::initializer_list<View> views, 
 }
 
 void Recorder::copy(View src, View dst) {
+  copy_regions(src.buffer, dst.buffer, {VkBufferCopy{src.offset, dst.offset, std::min(src.range, dst.range)}});
+}
+
+void Recorder::copy_regions(VkBuffer src, VkBuffer dst, const std::vector<VkBufferCopy>& regions) {
+  if (regions.empty()) return;
   Api& a = api();
-  VkBufferCopy region{src.offset, dst.offset, std::min(src.range, dst.range)};
-  a.vkCmdCopyBuffer(cmd_, src.buffer, dst.buffer, 1, &region);
+  VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER};  // the dispatches' writes, read by the copy
+  before.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  before.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  a.vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0,
+                         nullptr);
+  a.vkCmdCopyBuffer(cmd_, src, dst, static_cast<uint32_t>(regions.size()), regions.data());
   VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
   barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;

@@ -3,6 +3,7 @@
 // between dispatches the caller declares independent: skip_barriers).
 #pragma once
 #include <initializer_list>
+#include <vector>
 
 #include "vulkan/buffer.h"
 #include "vulkan/kernels.h"
@@ -27,8 +28,10 @@ class Recorder {
   // The next `n` dispatches are independent of each other (they read what was written before them and write
   // apart): no barrier after them, only after the one that follows, which makes all their writes visible.
   void skip_barriers(int n) { skip_ = n; }
-  // Copies bytes between buffers, then a barrier so the dispatches after it see them.
+  // Copies bytes between buffers (after the dispatches before it), then a barrier so the dispatches after it
+  // see them; copy_regions: several ranges of one buffer into another, in one command.
   void copy(View src, View dst);
+  void copy_regions(VkBuffer src, VkBuffer dst, const std::vector<VkBufferCopy>& regions);
   // A 1D grid of WG-wide groups covering n threads (wrapping to y past 65535 groups; see elementwise.glsl).
   static void flat_grid(uint64_t n, uint32_t* x, uint32_t* y);
   VkCommandBuffer cmd() const { return cmd_; }

@@ -36,6 +36,8 @@ VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const Mod
       chain_act_(std::make_unique<Activations>()),
       main_in_(std::make_unique<Inputs>()),
       chain_in_(std::make_unique<Inputs>()),
+      draft_act_(std::make_unique<Activations>()),
+      draft_in_(std::make_unique<Inputs>()),
       rec_(*ctx_),
       replay_(*ctx_),
       split_min_k_(split_min_k ? split_min_k : default_split_min_k(ctx_->info())) {
@@ -276,7 +278,7 @@ void VulkanForward::record_draft_layer() {
   if (nl > 0) rmsnorm(a.x.view(), a.xb.view(), weights_->draft_output_norm, nl, dim, false, static_cast<int>(in_->logit));
 }
 
-void VulkanForward::grow_activations(Activations& a, int64_t n) {
+void VulkanForward::grow_activations(Activations& a, int64_t n, bool draft_layer) {
   auto grow = [&](Buffer& b, int64_t floats) { ensure_size(*ctx_, b, static_cast<size_t>(floats) * 4, Buffer::Kind::Device); };
   const int64_t dim = cfg_.dim;
   grow(a.x, n * dim);
@@ -287,7 +289,7 @@ void VulkanForward::grow_activations(Activations& a, int64_t n) {
   grow(a.att, n * cfg_.q_dim());
   grow(a.hg, n * cfg_.ffn_dim);
   grow(a.hu, n * cfg_.ffn_dim);
-  if (cfg_.draft_layer) {
+  if (draft_layer) {  // the draft layer's input (the greedy tokens' embeddings, from the output head)
     grow(a.emb, n * dim);
     grow(a.head, std::min<int64_t>(n, kHeadRows) * cfg_.vocab_size);
     grow(a.greedy, n);
@@ -305,16 +307,24 @@ const float* VulkanForward::forward(std::span<SequenceInput* const> seqs) {
   Activations& a = *a_;
   ensure_size(*ctx_, a.logits, static_cast<size_t>(std::max<int64_t>(nl, 1) * V * 4), Buffer::Kind::Host);
   if (n == 0) return static_cast<const float*>(a.logits.mapped());
-  grow_activations(a, n);
-  // The draft layer only where a sequence drafts from it (SequenceInput::draft_context): `ar` pays nothing.
-  const bool draft_layer = cfg_.draft_layer && std::any_of(seqs.begin(), seqs.end(), [](const SequenceInput* s) {
-                             return s->draft_logits || s->draft_context;
-                           });
+  grow_activations(a, n, false);
+  // The draft layer only on the rows of the sequences that draft from it (SequenceInput::draft_context):
+  // `ar`, and a server's sequences that do not draft, pay nothing.
+  const bool draft_layer = plan_draft_rows(seqs);
   layer_ran_ = draft_layer;
-  const bool drafts = weights_->draft_output && nl > 0 &&
+  const int64_t nd = cfg_.draft_layer ? static_cast<int64_t>(draft_plan_.logit_src.size()) : nl;  // draft-logit rows
+  const bool drafts = weights_->draft_output && nd > 0 &&
                       std::any_of(seqs.begin(), seqs.end(), [](const SequenceInput* s) { return s->draft_logits; });
-  if (drafts) ensure_size(*ctx_, a.draft_logits, static_cast<size_t>(nl * V * 4), Buffer::Kind::Host);
+  Activations& da = cfg_.draft_layer ? *draft_act_ : a;
+  if (drafts) ensure_size(*ctx_, da.draft_logits, static_cast<size_t>(nd * V * 4), Buffer::Kind::Host);
   upload_inputs();
+  if (draft_layer) {
+    grow_activations(*draft_act_, static_cast<int64_t>(draft_plan_.rows.size()), true);
+    rows_ = &draft_plan_, in_ = draft_in_.get();
+    upload_inputs();
+    rows_ = &plan_, in_ = main_in_.get();
+    n_draft_layer_rows_ += draft_plan_.rows.size();
+  }
 
   if (replay_on_) make_shape_key(draft_layer, drafts);
   const VkCommandBuffer kept = replay_on_ ? replay_.find(key_) : VK_NULL_HANDLE;
@@ -351,8 +361,8 @@ void VulkanForward::record_forward(bool draft_layer, bool drafts) {
   get_rows(weights_->tok_embd, arena(), 0, u32(n), a.x.view(), embed_scale);
   for (int l = 0; l < cfg_.n_layers; l++) record_layer(l);
   record_output();
-  if (draft_layer) record_draft_layer();
-  if (drafts) {
+  if (draft_layer) record_draft_rows(drafts);
+  if (drafts && !cfg_.draft_layer) {  // a draft head on the model's own output (record_output's xb)
     matmul(weights_->draft_output, a.xb.view(), u32(nl), a.draft_logits.view(), false);
     softcap(a.draft_logits.view(), static_cast<uint64_t>(nl * cfg_.vocab_size));
   }
@@ -362,24 +372,32 @@ void VulkanForward::record_forward(bool draft_layer, bool drafts) {
 // Everything record_forward's commands depend on besides the arena's contents.
 void VulkanForward::make_shape_key(bool draft_layer, bool drafts) {
   const Activations& a = *a_;
-  key_.assign({rows_->rows.size(), rows_->logit_src.size(), draft_layer ? 1u : 0u, drafts ? 1u : 0u});
-  const Buffer* arena_buffer = &in_->arena;
-  for (const Buffer* b : {&a.x, &a.xb, &a.q, &a.k, &a.v, &a.att, &a.hg, &a.hu, &a.emb, &a.head, &a.greedy, &a.logits,
-                          &a.draft_logits, arena_buffer})
-    key_.push_back(b->serial());
-  for (size_t s = 0; s + 1 < rows_->seq_first.size(); s++) {
+  key_.assign({rows_->rows.size(), rows_->logit_src.size(), draft_layer ? 1u : 0u, drafts ? 1u : 0u, draft_plan_.rows.size(),
+               draft_plan_.logit_src.size()});
+  for (const Activations* act : {&a, static_cast<const Activations*>(draft_act_.get())})
+    for (const Buffer* b : {&act->x, &act->xb, &act->q, &act->k, &act->v, &act->att, &act->hg, &act->hu, &act->emb, &act->head,
+                            &act->greedy, &act->logits, &act->draft_logits})
+      key_.push_back(b->serial());
+  key_.push_back(in_->arena.serial());
+  key_.push_back(draft_in_->arena.serial());
+  for (size_t s = 0; s + 1 < rows_->seq_first.size(); s++) {  // each sequence's rows, cache, and whether it drafts
     const int32_t r0 = rows_->seq_first[s], r1 = rows_->seq_first[s + 1];
     key_.push_back(static_cast<uint64_t>(r1 - r0));
-    if (r1 > r0) key_.push_back(device_store(*rows_->rows[static_cast<size_t>(r0)].cache, ctx_.get()).serial());
+    if (r1 == r0) continue;
+    key_.push_back(device_store(*rows_->rows[static_cast<size_t>(r0)].cache, ctx_.get()).serial());
+    key_.push_back(draft_row_of_[static_cast<size_t>(r0)] >= 0 ? 1u : 0u);
   }
 }
 
+// A draft head's rows match the logit rows one for one; a draft layer's are the asking sequences' only.
 const float* VulkanForward::draft_logits_for(const float* logits) {
   const auto* base = static_cast<const float*>(act_->logits.mapped());
-  const ptrdiff_t offset = logits - base;
-  if (!drafted_ || offset < 0 || static_cast<size_t>(offset) >= plan_.logit_src.size() * static_cast<size_t>(cfg_.vocab_size))
-    return nullptr;
-  return static_cast<const float*>(act_->draft_logits.mapped()) + offset;
+  const ptrdiff_t offset = logits - base, V = cfg_.vocab_size;
+  if (!drafted_ || offset < 0 || static_cast<size_t>(offset) >= plan_.logit_src.size() * static_cast<size_t>(V)) return nullptr;
+  if (!cfg_.draft_layer) return static_cast<const float*>(act_->draft_logits.mapped()) + offset;
+  const int32_t row = draft_logit_of_[static_cast<size_t>(offset / V)];
+  if (row < 0) return nullptr;
+  return static_cast<const float*>(draft_act_->draft_logits.mapped()) + row * V + offset % V;
 }
 
 }  // namespace jf::vulkan

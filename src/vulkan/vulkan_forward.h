@@ -48,15 +48,19 @@ class VulkanForward : public ForwardPass {
   // recording again; on by default (JF_VULKAN_REPLAY=0 turns it off, to compare).
   void set_replay(bool on) { replay_on_ = on; }
   uint64_t replayed_forwards() const { return replay_.replays(); }
+  // Rows the draft layer ran on, over every forward (the rows of the sequences that draft from it).
+  uint64_t n_draft_layer_rows() const { return n_draft_layer_rows_; }
 
  private:
   struct Activations;
   struct Inputs;
-  void grow_activations(Activations& a, int64_t rows);
+  void grow_activations(Activations& a, int64_t rows, bool draft_layer);
   void upload_inputs();
   void record_layer(int l);
   void record_output();
   void record_draft_layer();
+  bool plan_draft_rows(std::span<SequenceInput* const> seqs);  // draft_plan_ and its maps (draft_rows.cpp)
+  void record_draft_rows(bool drafts);
   void record_forward(bool draft_layer, bool drafts);
   void make_shape_key(bool draft_layer, bool drafts);  // into key_
   void matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, uint32_t x_off = 0, uint32_t y_off = 0);
@@ -76,6 +80,14 @@ class VulkanForward : public ForwardPass {
   std::unique_ptr<DeviceWeights> weights_;
   std::unique_ptr<Activations> act_, chain_act_;  // a forward's rows; a draft chain's virtual row
   std::unique_ptr<Inputs> main_in_, chain_in_;
+  // The draft layer's pass over the rows of the sequences that draft from it (draft_rows.cpp): their rows
+  // alone, in order; each forward row's place among them (or -1); each logit row's draft-logit row (or -1:
+  // its sequence asked for none).
+  RowPlan draft_plan_;
+  std::vector<int32_t> draft_row_of_, draft_logit_of_;
+  std::unique_ptr<Activations> draft_act_;
+  std::unique_ptr<Inputs> draft_in_;
+  uint64_t n_draft_layer_rows_ = 0;
   Recorder rec_;
   ReplayCache replay_;
   ShapeKey key_;  // the current forward's (kept: no allocation per forward)
