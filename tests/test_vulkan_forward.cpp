@@ -270,7 +270,7 @@ TEST(VulkanForward, DraftChainMatchesTheCpuAndLeavesTheCacheAsItWas) {
   JF_VULKAN_DEVICE(device);
   for (vulkan::MatrixMath math : test::matrix_maths(device)) {
     SCOPED_TRACE(vulkan::matrix_math_name(math));
-    DraftModel m(device, 33, math);
+    DraftModel m(device, 3, math);  // a seed whose chain varies (75 144 144 179): a step that reads the wrong token fails
     const ModelConfig& cfg = m.cfg;
     vulkan::VulkanForward& fwd = m.fwd;
     const std::vector<int32_t> toks = test::random_tokens(10, cfg.vocab_size, 4), other = test::random_tokens(7, cfg.vocab_size, 5);

@@ -1,5 +1,7 @@
 // VulkanForward::draft_chain: the draft layer run again after a forward on one virtual row past the last
-// verified one (as Transformer::draft_chain does on the CPU), one submission per chained token.
+// verified one (as Transformer::draft_chain does on the CPU), every chained token in one submission: each
+// step's draft stays on the device (argmax into `tokens`), where the next step's embedding lookup reads it,
+// so a chain of 5 waits for the device once, not 5 times.
 #include <algorithm>
 
 #include "base/error.h"
@@ -20,7 +22,7 @@ int VulkanForward::draft_chain(const float* logits, KvCache& cache, int32_t firs
   const int past = cache.size();
   count = std::min(count, cache.capacity() - past);
   if (count <= 0) return 0;
-  rows_ = &chain_plan_, a_ = chain_act_.get(), in_ = chain_in_.get();
+  rows_ = &chain_plan_, a_ = chain_act_.get();
   struct Restore {  // the forward's pass and the cache's size again, also when a step throws
     VulkanForward* f;
     KvCache& cache;
@@ -32,35 +34,37 @@ int VulkanForward::draft_chain(const float* logits, KvCache& cache, int32_t firs
   } restore{this, cache, past};
   Activations& a = *a_;
   grow_activations(a, 1, true);
-  ensure_size(*ctx_, a.tokens, 16, Buffer::Kind::Host);
+  ensure_size(*ctx_, a.tokens, static_cast<size_t>(count + 1) * 4, Buffer::Kind::Host);
+  while (chain_in_.size() < static_cast<size_t>(count)) chain_in_.push_back(std::make_unique<Inputs>());
+  auto* tokens = static_cast<int32_t*>(a.tokens.mapped());  // tokens[j]: step j's input; it writes j + 1
+  tokens[0] = first;
   cache.append(count);
   RowPlan& p = chain_plan_;
   p.slot_list.clear();
   for (int s = 0; s < past; s++) p.slot_list.push_back(s);  // the cache up to the row; then the chain's own rows
   p.logit_src.clear();
   p.seq_first = {0, 1};
-  int32_t token = first;
+  rec_.begin();
   for (int j = 0; j < count; j++) {
     const int32_t slot = past + j, pos = source_pos + 1 + j;
     cache.set_position(slot, pos);
     p.slot_list.push_back(slot);
     const int32_t end = static_cast<int32_t>(p.slot_list.size());
-    p.rows = {PlannedRow{&cache, token, pos, slot, 0, end, 0, end}};
+    p.rows = {PlannedRow{&cache, 0, pos, slot, 0, end, 0, end}};  // (its token is read from `tokens`)
+    in_ = chain_in_[static_cast<size_t>(j)].get();
     upload_inputs();
-    rec_.begin();
     if (j == 0)  // the row's draft-layer output, before the norm
       rec_.copy(draft_act_->x.view(static_cast<size_t>(layer_row * dim) * 4, dim * 4), a.x.view(0, dim * 4));
-    get_rows(weights_->tok_embd, arena(), 0, 1, a.emb.view(), 1.0f);
+    get_rows(weights_->tok_embd, a.tokens.view(), static_cast<uint32_t>(j), 1, a.emb.view(), 1.0f);
     add_scaled_embedding(a, 1);
     record_layer(cfg_.n_layers);
     rmsnorm(a.x.view(), a.xb.view(), weights_->draft_output_norm, 1, static_cast<uint32_t>(dim), false);
     matmul(weights_->draft_output, a.xb.view(), 1, a.head.view(), false);
     softcap(a.head.view(), static_cast<uint64_t>(V));
-    argmax(a.head.view(), 1, a.tokens.view(), 0);
-    rec_.finish();
-    token = static_cast<const int32_t*>(a.tokens.mapped())[0];
-    out[j] = token;
+    argmax(a.head.view(), 1, a.tokens.view(), static_cast<uint32_t>(j + 1));
   }
+  rec_.finish();
+  std::copy(tokens + 1, tokens + 1 + count, out);
   return count;
 }
 

@@ -35,7 +35,6 @@ VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const Mod
       act_(std::make_unique<Activations>()),
       chain_act_(std::make_unique<Activations>()),
       main_in_(std::make_unique<Inputs>()),
-      chain_in_(std::make_unique<Inputs>()),
       draft_act_(std::make_unique<Activations>()),
       draft_in_(std::make_unique<Inputs>()),
       rec_(*ctx_),

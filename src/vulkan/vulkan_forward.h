@@ -79,7 +79,8 @@ class VulkanForward : public ForwardPass {
   ModelConfig cfg_;
   std::unique_ptr<DeviceWeights> weights_;
   std::unique_ptr<Activations> act_, chain_act_;  // a forward's rows; a draft chain's virtual row
-  std::unique_ptr<Inputs> main_in_, chain_in_;
+  std::unique_ptr<Inputs> main_in_;
+  std::vector<std::unique_ptr<Inputs>> chain_in_;  // a draft chain's steps' (one submission for them all)
   // The draft layer's pass over the rows of the sequences that draft from it (draft_rows.cpp): their rows
   // alone, in order; each forward row's place among them (or -1); each logit row's draft-logit row (or -1:
   // its sequence asked for none).
