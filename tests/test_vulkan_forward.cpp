@@ -4,6 +4,7 @@
 // the errors a user meets (unsupported types, too little memory, caches of another device).
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "base/error.h"
 #include "device/device.h"
@@ -304,6 +305,34 @@ TEST(VulkanForward, DraftChainMatchesTheCpuAndLeavesTheCacheAsItWas) {
     in.set_causal(&c, std::vector<int32_t>{7}, SequenceInput::Logits::Last);
     expect_bits(row_of(fwd.forward(in), 0, cfg.vocab_size), lone_next, "the forward without a chain");
   }
+}
+
+// Draft chains are kept and replayed like forwards: the chains after each step of a decode give the drafts
+// of chains recorded every time, and most were replays.
+TEST(VulkanForward, DraftChainsReplayWithTheSameDrafts) {
+  JF_VULKAN_DEVICE(device);
+  DraftModel replayed(device, 3), recorded(device, 3);
+  recorded.fwd.set_replay(false);
+  const std::vector<int32_t> toks = test::random_tokens(12, replayed.cfg.vocab_size, 4);
+  auto chains = [&](vulkan::VulkanForward& f) {
+    KvCache c = f.make_cache(64);
+    std::vector<int32_t> all;
+    for (size_t t = 0; t < toks.size(); t++) {
+      SequenceInput in;
+      in.set_causal(&c, std::vector<int32_t>{toks[t]}, SequenceInput::Logits::Last);
+      in.draft_logits = true;
+      const float* l = f.forward(in);
+      std::vector<int32_t> d(4, -1);
+      EXPECT_EQ(4, f.draft_chain(l, c, toks[(t + 1) % toks.size()], 4, d.data()));
+      all.insert(all.end(), d.begin(), d.end());
+    }
+    return all;
+  };
+  const std::vector<int32_t> want = chains(recorded.fwd), got = chains(replayed.fwd);
+  EXPECT_EQ(got, want);
+  EXPECT_GT(std::set<int32_t>(want.begin(), want.end()).size(), 4u);  // drafts that vary, or the check is empty
+  EXPECT_GE(replayed.fwd.replayed_chains(), 8u);  // (a few re-record: the arenas grow with the context)
+  EXPECT_EQ(recorded.fwd.replayed_chains(), 0u);
 }
 
 TEST(VulkanForward, ErrorsNameTheProblem) {

@@ -14,7 +14,6 @@ namespace jf::vulkan {
 int VulkanForward::draft_chain(const float* logits, KvCache& cache, int32_t first, int count, int32_t* out) {
   if (!cfg_.draft_layer || count <= 0) return 0;
   JF_CHECK(layer_ran_, "draft_chain after a forward that did not run the draft layer (no draft_logits asked for)");
-  const int64_t V = cfg_.vocab_size, dim = cfg_.dim;
   const int64_t source = plan_.chain_source(static_cast<const float*>(act_->logits.mapped()), logits, cfg_.vocab_size, cache, first);
   const int32_t layer_row = draft_row_of_[static_cast<size_t>(source)];  // its row in the draft layer's pass
   JF_CHECK(layer_row >= 0, "draft_chain from a row of a sequence that did not draft in the last forward");
@@ -44,8 +43,7 @@ int VulkanForward::draft_chain(const float* logits, KvCache& cache, int32_t firs
   for (int s = 0; s < past; s++) p.slot_list.push_back(s);  // the cache up to the row; then the chain's own rows
   p.logit_src.clear();
   p.seq_first = {0, 1};
-  rec_.begin();
-  for (int j = 0; j < count; j++) {
+  for (int j = 0; j < count; j++) {  // every step's inputs, in its own arena
     const int32_t slot = past + j, pos = source_pos + 1 + j;
     cache.set_position(slot, pos);
     p.slot_list.push_back(slot);
@@ -53,19 +51,46 @@ int VulkanForward::draft_chain(const float* logits, KvCache& cache, int32_t firs
     p.rows = {PlannedRow{&cache, 0, pos, slot, 0, end, 0, end}};  // (its token is read from `tokens`)
     in_ = chain_in_[static_cast<size_t>(j)].get();
     upload_inputs();
+  }
+  // The recording of this shape if one is kept (as forwards are: replay_cache.h), else a new one.
+  if (replay_on_) {
+    chain_key_.assign({static_cast<uint64_t>(count), static_cast<uint64_t>(layer_row), draft_act_->x.serial()});
+    chain_key_.push_back(dynamic_cast<const DeviceKvStore&>(*cache.device_store()).serial());
+    for (const Buffer* b : {&a.x, &a.xb, &a.q, &a.k, &a.v, &a.att, &a.hg, &a.hu, &a.emb, &a.head, &a.tokens}) chain_key_.push_back(b->serial());
+    for (int j = 0; j < count; j++) chain_key_.push_back(chain_in_[static_cast<size_t>(j)]->arena.serial());
+  }
+  const VkCommandBuffer kept = replay_on_ ? chain_replay_.find(chain_key_) : VK_NULL_HANDLE;
+  if (kept) {
+    ctx_->submit_and_wait(kept);
+  } else {
+    const VkCommandBuffer cmd = replay_on_ ? chain_replay_.take() : VK_NULL_HANDLE;
+    if (cmd) rec_.begin(cmd);
+    else rec_.begin();
+    record_chain(count, layer_row);
+    rec_.finish();
+    if (cmd) chain_replay_.keep(chain_key_, cmd);
+  }
+  std::copy(tokens + 1, tokens + 1 + count, out);
+  return count;
+}
+
+// A chain's `count` steps on chain_plan_'s row (its inputs uploaded to chain_in_), from the draft layer's
+// output for row `layer_row` of the last forward.
+void VulkanForward::record_chain(int count, int32_t layer_row) {
+  Activations& a = *chain_act_;
+  const uint32_t dim = static_cast<uint32_t>(cfg_.dim);
+  for (int j = 0; j < count; j++) {
+    in_ = chain_in_[static_cast<size_t>(j)].get();
     if (j == 0)  // the row's draft-layer output, before the norm
-      rec_.copy(draft_act_->x.view(static_cast<size_t>(layer_row * dim) * 4, dim * 4), a.x.view(0, dim * 4));
+      rec_.copy(draft_act_->x.view(static_cast<size_t>(layer_row) * dim * 4, dim * 4), a.x.view(0, dim * 4));
     get_rows(weights_->tok_embd, a.tokens.view(), static_cast<uint32_t>(j), 1, a.emb.view(), 1.0f);
     add_scaled_embedding(a, 1);
     record_layer(cfg_.n_layers);
-    rmsnorm(a.x.view(), a.xb.view(), weights_->draft_output_norm, 1, static_cast<uint32_t>(dim), false);
+    rmsnorm(a.x.view(), a.xb.view(), weights_->draft_output_norm, 1, dim, false);
     matmul(weights_->draft_output, a.xb.view(), 1, a.head.view(), false);
-    softcap(a.head.view(), static_cast<uint64_t>(V));
+    softcap(a.head.view(), static_cast<uint64_t>(cfg_.vocab_size));
     argmax(a.head.view(), 1, a.tokens.view(), static_cast<uint32_t>(j + 1));
   }
-  rec_.finish();
-  std::copy(tokens + 1, tokens + 1 + count, out);
-  return count;
 }
 
 }  // namespace jf::vulkan

@@ -39,6 +39,7 @@ VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const Mod
       draft_in_(std::make_unique<Inputs>()),
       rec_(*ctx_),
       replay_(*ctx_),
+      chain_replay_(*ctx_),
       split_min_k_(split_min_k ? split_min_k : default_split_min_k(ctx_->info())) {
   if (const char* f = std::getenv("JF_VULKAN_FAULT")) {  // "FIRST:COUNT": forwards FIRST.. fail (0-based)
     if (std::sscanf(f, "%" SCNu64 ":%" SCNu64, &fault_first_, &fault_count_) != 2)

@@ -48,6 +48,7 @@ class VulkanForward : public ForwardPass {
   // recording again; on by default (JF_VULKAN_REPLAY=0 turns it off, to compare).
   void set_replay(bool on) { replay_on_ = on; }
   uint64_t replayed_forwards() const { return replay_.replays(); }
+  uint64_t replayed_chains() const { return chain_replay_.replays(); }  // draft chains, likewise
   // Rows the draft layer ran on, over every forward (the rows of the sequences that draft from it).
   uint64_t n_draft_layer_rows() const { return n_draft_layer_rows_; }
 
@@ -61,6 +62,7 @@ class VulkanForward : public ForwardPass {
   void record_draft_layer();
   bool plan_draft_rows(std::span<SequenceInput* const> seqs);  // draft_plan_ and its maps (draft_rows.cpp)
   void record_draft_rows(bool drafts);
+  void record_chain(int count, int32_t layer_row);  // draft_chain.cpp
   void record_forward(bool draft_layer, bool drafts);
   void make_shape_key(bool draft_layer, bool drafts);  // into key_
   void matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, uint32_t x_off = 0, uint32_t y_off = 0);
@@ -90,8 +92,8 @@ class VulkanForward : public ForwardPass {
   std::unique_ptr<Inputs> draft_in_;
   uint64_t n_draft_layer_rows_ = 0;
   Recorder rec_;
-  ReplayCache replay_;
-  ShapeKey key_;  // the current forward's (kept: no allocation per forward)
+  ReplayCache replay_, chain_replay_;
+  ShapeKey key_, chain_key_;  // the current forward's and chain's (kept: no allocation per forward)
   bool replay_on_ = true;
   RowPlan plan_, chain_plan_;
   TypedKernels matmul_serial_{}, matmul_split_{}, matmul_tiles_{}, get_rows_{};
