@@ -57,7 +57,8 @@ int VulkanForward::draft_chain(const float* logits, KvCache& cache, int32_t firs
     chain_key_.assign({static_cast<uint64_t>(count), static_cast<uint64_t>(layer_row), draft_act_->x.serial()});
     chain_key_.push_back(dynamic_cast<const DeviceKvStore&>(*cache.device_store()).serial());
     for (const Buffer* b : {&a.x, &a.xb, &a.q, &a.k, &a.v, &a.att, &a.hg, &a.hu, &a.emb, &a.head, &a.tokens}) chain_key_.push_back(b->serial());
-    for (int j = 0; j < count; j++) chain_key_.push_back(chain_in_[static_cast<size_t>(j)]->arena.serial());
+    for (int j = 0; j < count; j++)
+      chain_key_.insert(chain_key_.end(), {chain_in_[static_cast<size_t>(j)]->arena.serial(), chain_in_[static_cast<size_t>(j)]->device.serial()});
   }
   const VkCommandBuffer kept = replay_on_ ? chain_replay_.find(chain_key_) : VK_NULL_HANDLE;
   if (kept) {
@@ -79,6 +80,7 @@ int VulkanForward::draft_chain(const float* logits, KvCache& cache, int32_t firs
 void VulkanForward::record_chain(int count, int32_t layer_row) {
   Activations& a = *chain_act_;
   const uint32_t dim = static_cast<uint32_t>(cfg_.dim);
+  for (int j = 0; j < count; j++) stage_inputs(*chain_in_[static_cast<size_t>(j)]);
   for (int j = 0; j < count; j++) {
     in_ = chain_in_[static_cast<size_t>(j)].get();
     if (j == 0)  // the row's draft-layer output, before the norm

@@ -68,7 +68,9 @@ VulkanForward::~VulkanForward() {
 
 KvCache VulkanForward::make_cache(int capacity, DType type) { return make_device_cache(*ctx_, *kernels_, cfg_, capacity, type); }
 
-View VulkanForward::arena() const { return in_->arena.view(); }
+View VulkanForward::arena() const { return in_->device.view(); }
+
+void VulkanForward::stage_inputs(const Inputs& in) { rec_.copy(in.arena.view(), in.device.view()); }
 
 // Writes the forward's tokens, row table, slot list, logit rows and RoPE angles (computed as the CPU forward
 // computes them) into the host-visible arena.
@@ -86,6 +88,7 @@ void VulkanForward::upload_inputs() {
   in_->slots = in_->lsin + u32(local_rope ? n * half : 0);
   const size_t total = in_->slots + rows_->slot_list.size();
   ensure_size(*ctx_, in_->arena, total * 4, Buffer::Kind::Host);
+  ensure_size(*ctx_, in_->device, in_->arena.size(), Buffer::Kind::Device);
   auto* ints = static_cast<int32_t*>(in_->arena.mapped());
   auto* floats = static_cast<float*>(in_->arena.mapped());
   for (size_t r = 0; r < n; r++) {
@@ -357,6 +360,8 @@ void VulkanForward::record_forward(bool draft_layer, bool drafts) {
     vk.vkCmdResetQueryPool(rec_.cmd(), timer_, 0, 2);
     vk.vkCmdWriteTimestamp(rec_.cmd(), VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timer_, 0);
   }
+  stage_inputs(*main_in_);
+  if (draft_layer) stage_inputs(*draft_in_);
   const float embed_scale = cfg_.gemma() ? std::sqrt(static_cast<float>(cfg_.dim)) : 1.0f;
   get_rows(weights_->tok_embd, arena(), 0, u32(n), a.x.view(), embed_scale);
   for (int l = 0; l < cfg_.n_layers; l++) record_layer(l);
@@ -378,8 +383,7 @@ void VulkanForward::make_shape_key(bool draft_layer, bool drafts) {
     for (const Buffer* b : {&act->x, &act->xb, &act->q, &act->k, &act->v, &act->att, &act->hg, &act->hu, &act->emb, &act->head,
                             &act->greedy, &act->logits, &act->draft_logits})
       key_.push_back(b->serial());
-  key_.push_back(in_->arena.serial());
-  key_.push_back(draft_in_->arena.serial());
+  for (const Inputs* in : {in_, draft_in_.get()}) key_.insert(key_.end(), {in->arena.serial(), in->device.serial()});
   for (size_t s = 0; s + 1 < rows_->seq_first.size(); s++) {  // each sequence's rows, cache, and whether it drafts
     const int32_t r0 = rows_->seq_first[s], r1 = rows_->seq_first[s + 1];
     key_.push_back(static_cast<uint64_t>(r1 - r0));

@@ -72,7 +72,8 @@ class VulkanForward : public ForwardPass {
   void argmax(View x, uint32_t rows, View out, uint32_t out_off);
   void add_scaled_embedding(Activations& a, uint32_t rows);
   void get_rows(const DeviceMatrix& table, View rows, uint32_t rows_off, uint32_t n_rows, View out, float scale);
-  View arena() const;
+  View arena() const;  // the current pass's inputs on the device
+  void stage_inputs(const Inputs& in);
   using TypedKernels = std::array<const Kernel*, 32>;  // by DType (GGML ids, all below 32)
   const Kernel& typed_kernel(TypedKernels& cache, const char* prefix, DType t);
 

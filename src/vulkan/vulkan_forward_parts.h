@@ -15,6 +15,9 @@ struct VulkanForward::Activations {
 // element offsets (tokens at 0).
 struct VulkanForward::Inputs {
   Buffer arena;
+  // Its device-local copy, made at the start of each submission (stage_inputs): the shaders read that, since
+  // a GPU reads host memory over the bus (every attention workgroup reads its row's slot list).
+  Buffer device;
   uint32_t info = 0, slots = 0, logit = 0, cos = 0, sin = 0, lcos = 0, lsin = 0;
 };
 
