@@ -146,7 +146,7 @@ decoders=ar,jacobi:block=16,multiblock:block=16,lookahead,pld
 work="$(mktemp -d)"
 for entry in "${shapes[@]}"; do
   shape="${entry%%:*}" type="${entry#*:}" file="$work/$entry.gguf"
-  run "jf random $shape $type" "$jf" random --preset "$shape" --type "$type" --vocab-from "$vocab" -o "$file" || continue
+  run "jf random $shape $type" "$jf" random --preset "$shape" --type "$type" --fast --vocab-from "$vocab" -o "$file" || continue
   run "forward cost $shape $type" sh -c "'$bin/forward_cost' -m '$file' --device $device --ms $ms --reps $reps --context 64 \
     --bandwidth $bandwidth --peak $peak --prefill $prefill > '$out/cost_${shape}_${type}.txt'"
   [ "$entry" = "${shapes[0]}" ] && run "forward cost $shape $type, recorded every time" sh -c "JF_VULKAN_REPLAY=0 '$bin/forward_cost' \

@@ -424,9 +424,13 @@ TEST(DraftLayer, RandomModelsWithADraftLayerEqualAr) {
         o.draft_chain = chain;
         const GenerationResult r = run(s, o, prompt, cfg);
         ASSERT_EQ(r.tokens, ar.tokens) << label(o) << " chain " << chain << " " << dtype_name(type);
-        if (chain == 0) EXPECT_EQ(r.stats.counter("draft_chain_tokens"), 0) << label(o);
+        if (chain == 0) {
+          EXPECT_EQ(r.stats.counter("draft_chain_tokens"), 0) << label(o);
+        }
         // (the priced decoders draft the chain only for drafts they send; here they mostly send one)
-        if (chain > 0 && o.block > 2 && !o.draft_adaptive) EXPECT_GT(r.stats.counter("draft_chain_tokens"), 0) << label(o);
+        if (chain > 0 && o.block > 2 && !o.draft_adaptive) {
+          EXPECT_GT(r.stats.counter("draft_chain_tokens"), 0) << label(o);
+        }
       }
   }
 }

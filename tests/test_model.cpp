@@ -5,6 +5,8 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "base/error.h"
 #include "base/mapped_file.h"
@@ -509,6 +511,43 @@ TEST(ScheduleChooser, KeepsTheFastestScheduleForEachBatchClass) {
   EXPECT_EQ(c.choose(8), S::Serial);
   set_multirow_schedule(S::Auto);
   EXPECT_EQ(c.choose(8), S::SplitMatrices);
+}
+
+}  // namespace
+}  // namespace jf
+
+namespace jf {
+namespace {
+
+// The distinct rows of a matrix tensor.
+size_t distinct_rows(const TensorRef& t) {
+  const size_t row = dtype_row_bytes(t.type, t.dims[0]);
+  const auto* p = static_cast<const uint8_t*>(t.data);
+  std::set<std::string> rows;
+  for (int64_t r = 0; r < t.dims[1]; r++) rows.emplace(reinterpret_cast<const char*>(p + r * row), row);
+  return rows.size();
+}
+
+// jf random --fast: every matrix repeats a pool of rows (the file a speed check makes in seconds) and keeps
+// its shape and type; without a pool every row is drawn.
+TEST(RandomTensors, ARowPoolRepeatsItsRowsAndKeepsEveryShape) {
+  const ModelConfig cfg = preset_config("tiny-256");
+  WeightScheme scheme;
+  ASSERT_TRUE(weight_scheme_from_name("q4_k_m", &scheme));
+  const TensorSet drawn = random_tensors(cfg, scheme, 3), pooled = random_tensors(cfg, scheme, 3, 4);
+  ASSERT_EQ(drawn.tensors.size(), pooled.tensors.size());
+  int matrices = 0;
+  for (const auto& [name, t] : drawn.tensors) {
+    const TensorRef* p = pooled.find(name);
+    ASSERT_NE(p, nullptr) << name;
+    EXPECT_EQ(p->type, t.type) << name;
+    EXPECT_EQ(p->dims, t.dims) << name;
+    if (t.dims.size() < 2 || t.dims[1] <= 4) continue;
+    matrices++;
+    EXPECT_EQ(distinct_rows(*p), 4u) << name;
+    EXPECT_EQ(distinct_rows(t), static_cast<size_t>(t.dims[1])) << name;
+  }
+  EXPECT_GT(matrices, 5);
 }
 
 }  // namespace

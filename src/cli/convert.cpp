@@ -59,8 +59,10 @@ int run_convert(const ModelOptions& o, const std::string& out, const std::string
   return 0;
 }
 
+constexpr int64_t kFastRowPool = 256;  // jf random --fast: distinct rows per matrix
+
 int run_random(std::string preset, const std::string& arch, const std::string& type, uint64_t seed, int layers,
-               const std::string& vocab_from, const std::string& out) {
+               const std::string& vocab_from, bool fast, const std::string& out) {
   if (out.empty()) throw Error("missing output path (-o)");
   if (!arch.empty()) {  // a tiny test model of that architecture
     Arch a;
@@ -82,7 +84,7 @@ int run_random(std::string preset, const std::string& arch, const std::string& t
   }
   const WeightScheme scheme = parse_scheme(type);
   set_file_type(meta, scheme);
-  TensorSet ts = random_tensors(cfg, scheme, seed);
+  TensorSet ts = random_tensors(cfg, scheme, seed, fast ? kFastRowPool : 0);
   write_model_gguf(out, cfg, ts, meta);
   std::fprintf(stderr, "jf: wrote %s (%s, %s weights)\n", out.c_str(), cfg.summary().c_str(), type.c_str());
   return 0;
@@ -111,6 +113,7 @@ Command add_random_command(CLI::App& app) {
     uint64_t seed = 1;
     int layers = 0;
     std::string vocab_from;
+    bool fast = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("random", "Write a randomly initialised model of a realistic shape (for benchmarks)");
@@ -124,8 +127,11 @@ Command add_random_command(CLI::App& app) {
   cmd->add_option("--seed", a->seed, "Random seed (default 1)");
   cmd->add_option("--layers", a->layers, "Override the number of layers")->check(CLI::Range(0, 1000));
   cmd->add_option("--vocab-from", a->vocab_from, "Copy the tokenizer of this GGUF file (its size must match the preset; the tiny presets take its size)");
+  cmd->add_flag("--fast", a->fast,
+                 "Draw 256 rows per matrix and repeat them: a forward costs the same, and an 8B file takes seconds, not "
+                 "minutes (speed files only: the model's outputs are meaningless either way)");
   cmd->add_option("-o,--output", a->out, "Output GGUF file")->required();
-  return [a] { return run_random(a->preset, a->arch, a->type, a->seed, a->layers, a->vocab_from, a->out); };
+  return [a] { return run_random(a->preset, a->arch, a->type, a->seed, a->layers, a->vocab_from, a->fast, a->out); };
 }
 
 }  // namespace jf::cli

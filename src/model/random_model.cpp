@@ -1,5 +1,6 @@
 #include "model/random_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -13,7 +14,7 @@ TensorSet random_tensors(const ModelConfig& cfg, DType type, uint64_t seed) {
   return random_tensors(cfg, pure_scheme(type), seed);
 }
 
-TensorSet random_tensors(const ModelConfig& cfg_in, const WeightScheme& scheme, uint64_t seed) {
+TensorSet random_tensors(const ModelConfig& cfg_in, const WeightScheme& scheme, uint64_t seed, int64_t row_pool) {
   ModelConfig cfg = cfg_in;
   TensorSet ts;
   Rng rng(seed);
@@ -22,13 +23,20 @@ TensorSet random_tensors(const ModelConfig& cfg_in, const WeightScheme& scheme, 
     const DType t = scheme_tensor_type(scheme, name, cols, cfg.n_layers, !cfg.tied_output, cfg.gqa_ratio(), reference_70b_class(cfg));
     // Uniform with the variance of N(0, 1/cols): cheap enough for billion-parameter benchmark models.
     const float half_width = std::sqrt(3.0f / static_cast<float>(cols));
-    std::vector<uint8_t> bytes(dtype_row_bytes(t, cols) * rows);
-    row.resize(static_cast<size_t>(rows * cols));  // values drawn in order, quantized on all threads
+    const size_t row_bytes = dtype_row_bytes(t, cols);
+    const int64_t drawn = row_pool > 0 ? std::min(rows, row_pool) : rows;
+    std::vector<uint8_t> bytes(row_bytes * rows);
+    row.resize(static_cast<size_t>(drawn * cols));  // values drawn in order, quantized on all threads
     for (auto& v : row) v = half_width * (2.0f * rng.uniform() - 1.0f);
-    parallel_for(rows, rows > 1, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; r++)
-        quantize_row(t, row.data() + r * cols, bytes.data() + r * dtype_row_bytes(t, cols), cols);
+    parallel_for(drawn, drawn > 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; r++) quantize_row(t, row.data() + r * cols, bytes.data() + r * row_bytes, cols);
     });
+    if (drawn < rows)  // the pool's rows repeated, row r taking pool row (r x a large odd number) mod pool
+      parallel_for(rows - drawn, true, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = drawn + r0; r < drawn + r1; r++)
+          std::memcpy(bytes.data() + r * row_bytes, bytes.data() + static_cast<int64_t>((static_cast<uint64_t>(r) * 2654435761u) % drawn) * row_bytes,
+                      row_bytes);
+      });
     ts.add_owned(name, t, {cols, rows}, std::move(bytes));
   };
   auto vector = [&](const std::string& name, int64_t n, float center, float spread) {
