@@ -208,24 +208,36 @@ void VulkanForward::record_layer(int l) {
   rec_.skip_barriers(1);  // q and k rotate apart
   rope(a.q.view(), u32(cfg_.n_heads), local_rope);
   rope(a.k.view(), u32(cfg_.n_kv_heads), local_rope);
+  // Each sequence's keys and values into its cache, then its attention. The stores write apart (each its own
+  // new slots), as do the attentions (each its own rows of att): one barrier after all the stores and one after
+  // all the attentions, not one per sequence (a server's batch has dozens).
   const float scale = cfg_.attention_scale();
-  for (size_t s = 0; s + 1 < rows_->seq_first.size(); s++) {
-    const uint32_t r0 = u32(rows_->seq_first[s]), rows = u32(rows_->seq_first[s + 1]) - r0;
-    if (rows == 0) continue;
-    const DeviceKvStore& kv = device_store(*rows_->rows[r0].cache, ctx_.get());
-    const std::string t = kv.f16() ? "f16" : "f32";
-    struct {
-      uint32_t row0, n_rows, kv_dim, head_dim, capacity, info_off;
-    } ps{r0, rows, kvd, hd, u32(kv.capacity()), in_->info};
-    uint32_t gx, gy;
-    Recorder::flat_grid(uint64_t{rows} * kvd, &gx, &gy);
-    rec_.dispatch(kernels_->get("kv_store_" + t, 5), {a.k.view(), a.v.view(), kv.keys(l), kv.values(l), arena()}, ps, gx, gy);
-    struct {
-      uint32_t row0, n_heads, n_kv_heads, head_dim, capacity, info_off, slots_off, local;
-      float scale, cap;
-    } pa{r0, u32(cfg_.n_heads), u32(cfg_.n_kv_heads), hd, u32(kv.capacity()), in_->info, in_->slots, local ? 1u : 0u, scale, cfg_.attn_softcap};
-    rec_.dispatch(kernels_->get("attention_" + t, 6), {a.q.view(), kv.keys(l), kv.values(l), arena(), arena(), a.att.view()}, pa, rows,
-                  u32(cfg_.n_heads));
+  const size_t n_seqs = rows_->seq_first.size() - 1;
+  size_t live = 0;
+  for (size_t s = 0; s < n_seqs; s++) live += rows_->seq_first[s + 1] > rows_->seq_first[s] ? 1 : 0;
+  for (int pass = 0; pass < 2; pass++) {
+    if (live > 1) rec_.skip_barriers(static_cast<int>(live) - 1);
+    for (size_t s = 0; s < n_seqs; s++) {
+      const uint32_t r0 = u32(rows_->seq_first[s]), rows = u32(rows_->seq_first[s + 1]) - r0;
+      if (rows == 0) continue;
+      const DeviceKvStore& kv = device_store(*rows_->rows[r0].cache, ctx_.get());
+      if (pass == 0) {
+        struct {
+          uint32_t row0, n_rows, kv_dim, head_dim, capacity, info_off;
+        } ps{r0, rows, kvd, hd, u32(kv.capacity()), in_->info};
+        uint32_t gx, gy;
+        Recorder::flat_grid(uint64_t{rows} * kvd, &gx, &gy);
+        rec_.dispatch(kernels_->get(kv.f16() ? "kv_store_f16" : "kv_store_f32", 5), {a.k.view(), a.v.view(), kv.keys(l), kv.values(l), arena()},
+                      ps, gx, gy);
+        continue;
+      }
+      struct {
+        uint32_t row0, n_heads, n_kv_heads, head_dim, capacity, info_off, slots_off, local;
+        float scale, cap;
+      } pa{r0, u32(cfg_.n_heads), u32(cfg_.n_kv_heads), hd, u32(kv.capacity()), in_->info, in_->slots, local ? 1u : 0u, scale, cfg_.attn_softcap};
+      rec_.dispatch(kernels_->get(kv.f16() ? "attention_f16" : "attention_f32", 6),
+                    {a.q.view(), kv.keys(l), kv.values(l), arena(), arena(), a.att.view()}, pa, rows, u32(cfg_.n_heads));
+    }
   }
   // x += Wo att (gemma: x += norm(Wo att)), then the feed-forward the same way
   if (L.post_attn_norm.buffer) {
