@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "device/device.h"
+#include "kernels/ops.h"
 #include "model_helpers.h"
 #include "model/random_model.h"
 #include "vulkan/vulkan_forward.h"
@@ -333,6 +334,32 @@ TEST(VulkanForward, DraftChainsReplayWithTheSameDrafts) {
   EXPECT_GT(std::set<int32_t>(want.begin(), want.end()).size(), 4u);  // drafts that vary, or the check is empty
   EXPECT_GE(replayed.fwd.replayed_chains(), 8u);  // (a few re-record: the arenas grow with the context)
   EXPECT_EQ(recorded.fwd.replayed_chains(), 0u);
+}
+
+// Each row's greedy token comes from the device (a greedy decoder need not read the row back): the argmax of
+// every row of logits and draft logits, and still that after the host copy of a row is changed.
+TEST(VulkanForward, GreedyTokensComeFromTheDevice) {
+  JF_VULKAN_DEVICE(device);
+  DraftModel m(device, 3);
+  const int V = m.cfg.vocab_size;
+  KvCache c = m.fwd.make_cache(64), o = m.fwd.make_cache(64);
+  SequenceInput in, other;
+  in.set_causal(&c, test::random_tokens(9, V, 2), SequenceInput::Logits::All);
+  other.set_causal(&o, test::random_tokens(4, V, 3), SequenceInput::Logits::All);
+  in.draft_logits = true;
+  SequenceInput* both[] = {&other, &in};
+  const float* l = m.fwd.forward(std::span<SequenceInput* const>(both, 2));
+  std::vector<const float*> rows;
+  for (int r = 0; r < 13; r++) rows.push_back(l + int64_t{r} * V);
+  for (int r = 4; r < 13; r++) rows.push_back(m.fwd.draft_logits_for(l + int64_t{r} * V));
+  for (const float* row : rows) {
+    ASSERT_NE(row, nullptr);
+    const int32_t want = static_cast<int32_t>(argmax(row, V));
+    EXPECT_EQ(m.fwd.greedy_token(row), want);
+    float* host = const_cast<float*>(row);  // the host's copy changed: the device's pick stands
+    host[(want + 1) % V] = host[want] + 1.0f;
+    EXPECT_EQ(m.fwd.greedy_token(row), want);
+  }
 }
 
 TEST(VulkanForward, ErrorsNameTheProblem) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "decode/decoder.h"
+#include "decode/greedy.h"
 #include "model/batch.h"
 #include "sample/sampler.h"
 
@@ -44,10 +45,10 @@ struct Acceptance {
   std::vector<int32_t> tokens;  // tokens to commit: the path's tokens, then the next token
 };
 
-// Greedy: from the root, follow the child equal to argmax(logits of the current node); the last argmax is
-// the bonus token. `row_logits(node)` gives the node's logits.
+// Greedy: from the root, follow the child equal to the greedy token of the current node's logits; the last
+// one is the bonus token. `row_logits(node)` gives the node's logits.
 template <class RowLogits>
-void accept_greedy(const DraftTree& t, RowLogits row_logits, int vocab, Acceptance& out);
+void accept_greedy(const DraftTree& t, RowLogits row_logits, const Greedy& greedy, Acceptance& out);
 // Sampling: draw the next token from the current node's distribution, follow the child equal to the draw.
 // Every committed token is an exact sample of the model's distribution given the committed prefix.
 template <class RowLogits>

@@ -5,12 +5,12 @@
 namespace jf {
 
 template <class RowLogits>
-void accept_greedy(const DraftTree& t, RowLogits row_logits, int vocab, Acceptance& out) {
+void accept_greedy(const DraftTree& t, RowLogits row_logits, const Greedy& greedy, Acceptance& out) {
   out.path.clear();
   out.tokens.clear();
   int node = 0;
   for (;;) {
-    const int32_t next = static_cast<int32_t>(argmax(row_logits(node), vocab));
+    const int32_t next = greedy(row_logits(node));
     out.tokens.push_back(next);
     const int c = t.child(node, next);
     if (c < 0) return;

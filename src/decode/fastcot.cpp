@@ -11,6 +11,7 @@ namespace jf {
 DecodeLoop FastCotDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int V = s.vocab_size(), n = std::max(1, opt_.window);
+  const Greedy greedy(s.forward_pass());
   Rng rng(opt_.seed);
   DraftTree tree;
   SequenceInput in;
@@ -30,10 +31,10 @@ DecodeLoop FastCotDecoder::decode(DecodeContext& ctx) {
     prepare_chain(ctx, draft, tree, in);
     const float* logits = co_await ctx.forward(in);
     auto row = [&](int r) { return logits + static_cast<size_t>(r) * V; };
-    accept_greedy(tree, row, V, acc);
+    accept_greedy(tree, row, greedy, acc);
     const int k = static_cast<int>(acc.path.size());
     keep_path(s.cache(), S, acc);
-    redraft_from_rows(row, V, k, tree.size(), tree.size(), next);
+    redraft_from_rows(row, greedy, k, tree.size(), tree.size(), next);
     draft.swap(next);
     ctx.count("exact_tokens", ctx.commit(acc.tokens));
   }
@@ -65,7 +66,7 @@ DecodeLoop FastCotDecoder::decode(DecodeContext& ctx) {
                   rows == uncached ? SequenceInput::Logits::Last : SequenceInput::Logits::None);
     const float* logits = co_await ctx.forward(in);
     if (rows < uncached) continue;
-    const int32_t tok[1] = {static_cast<int32_t>(argmax(logits, V))};
+    const int32_t tok[1] = {greedy(logits)};
     ctx.commit(tok);
   }
 }

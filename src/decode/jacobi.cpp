@@ -10,15 +10,15 @@ int max_draft(const DecodeContext& ctx, int wanted) {
   return std::max(0, std::min({wanted, ctx.room() - 1, ctx.remaining() - 1}));
 }
 
-void redraft_from_rows(const std::function<const float*(int)>& row_of, int vocab, int accepted, int rows, int keep,
+void redraft_from_rows(const std::function<const float*(int)>& row_of, const Greedy& greedy, int accepted, int rows, int keep,
                        std::vector<int32_t>& next) {
   next.clear();
   for (int r = accepted + 1; r < rows && static_cast<int>(next.size()) < keep; r++)
-    next.push_back(static_cast<int32_t>(argmax(row_of(r), vocab)));
+    next.push_back(greedy(row_of(r)));
 }
 
-int lead_with_shifted(const float* draft_row, int vocab, std::vector<int32_t>& next) {
-  const auto first = static_cast<int32_t>(argmax(draft_row, vocab));
+int lead_with_shifted(const float* draft_row, const Greedy& greedy, std::vector<int32_t>& next) {
+  const int32_t first = greedy(draft_row);
   if (!next.empty()) {
     next[0] = first;
     return 0;
@@ -51,6 +51,7 @@ void append_unsent(std::span<const int32_t> draft, int sent, int keep, std::vect
 DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int V = s.vocab_size(), n = opt_.block;
+  const Greedy greedy(s.forward_pass());
   Rng rng(opt_.seed);
   const int shift = s.forward_pass().draft_shift();
   DraftTree tree;
@@ -112,7 +113,7 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     auto row = [&](int r) { return logits + static_cast<size_t>(r) * V; };
 
     // ---- accept the matching prefix plus one token; rejected positions' predictions form the next draft
-    accept_greedy(tree, row, V, acc);
+    accept_greedy(tree, row, greedy, acc);
     const int k = static_cast<int>(acc.path.size());
     keep_path(s.cache(), S, acc);
     policy_.record(kinds, sent, k);
@@ -127,10 +128,10 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     // rows' own next tokens.
     const bool drafts = ctx.drafted();
     const bool shifted = drafts && shift > 0;
-    redraft_from_rows([&](int r) { return drafts && !shifted ? ctx.draft_row(r) : row(r); }, V, k, L, keep, next);
+    redraft_from_rows([&](int r) { return drafts && !shifted ? ctx.draft_row(r) : row(r); }, greedy, k, L, keep, next);
     int covered = sent;  // the draft positions this forward's rows predicted for
     if (shifted && keep > 0) {
-      covered += lead_with_shifted(ctx.draft_row(k), V, next);
+      covered += lead_with_shifted(ctx.draft_row(k), greedy, next);
       chain.row = row(k);
     }
     if (drafts) ctx.count("draft_head_forwards");

@@ -72,6 +72,7 @@ bool follows_in(std::span<const int32_t> text, int32_t key, std::span<const int3
 DecodeLoop LookaheadDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int V = s.vocab_size(), W = opt_.window, N = opt_.ngram, G = opt_.guesses;
+  const Greedy greedy_of(s.forward_pass());
   Rng rng(opt_.seed);
   Sampler sampler(ctx.config().sampling, V);
   const bool greedy = ctx.config().sampling.greedy();
@@ -161,7 +162,7 @@ DecodeLoop LookaheadDecoder::decode(DecodeContext& ctx) {
 
     // ---- verify
     if (greedy)
-      accept_greedy(tree, tree_row, V, acc);
+      accept_greedy(tree, tree_row, greedy_of, acc);
     else
       accept_sampled(tree, tree_row, sampler, acc);
     keep_path(s.cache(), S, acc);
@@ -187,7 +188,7 @@ DecodeLoop LookaheadDecoder::decode(DecodeContext& ctx) {
     // ---- advance the window and harvest its n-grams
     if (with_window) {
       preds.clear();
-      for (int r : last_rows) preds.push_back(static_cast<int32_t>(argmax(window_row(r), V)));
+      for (int r : last_rows) preds.push_back(greedy_of(window_row(r)));
       if (static_cast<int>(win.levels.size()) < N - 1) {  // warm-up: grow a level, no n-grams yet
         for (auto& l : win.levels)
           if (!l.empty()) l.erase(l.begin());

@@ -73,6 +73,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int shift = s.forward_pass().draft_shift();
   const int V = s.vocab_size(), n = opt_.block, K = opt_.max_blocks;
+  const Greedy greedy(s.forward_pass());
   // ceil(r*n) is n for small n at r = 0.85, and a block with n accepted has no budget left to spawn in:
   // cap at n - 1 so every block size >= 2 can spawn.
   const int spawn_at = std::max(1, std::min(static_cast<int>(std::ceil(opt_.spawn_ratio * n - 1e-6f)), n - 1));
@@ -201,7 +202,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     if (drafts) ctx.count("draft_head_forwards");
 
     // ---- verify the real-active block
-    accept_greedy(tree, row, V, acc);
+    accept_greedy(tree, row, greedy, acc);
     const int k = static_cast<int>(acc.path.size());
     keep_path(s.cache(), S, acc);
     ctx.count("accepted_draft_tokens", k);
@@ -225,7 +226,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     }
     // The prediction for the position after the real-active block (its last draft row, or the root's), when
     // the whole draft was sent.
-    const int32_t ra_tail_pred = sent == budget - 1 ? static_cast<int32_t>(argmax(next_row(sent > 0 ? chains[0].back() : 0), V)) : -1;
+    const int32_t ra_tail_pred = sent == budget - 1 ? greedy(next_row(sent > 0 ? chains[0].back() : 0)) : -1;
     const int new_budget = std::max(0, budget - (k + 1));
     // Jacobi update of the rest of the block: draft token i stood where token i + 1 of the block now goes
     // (the bonus token took draft token k's place), so its row predicts the token after that; the unsent
@@ -233,11 +234,11 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     // accepted).
     next.clear();
     for (size_t i = k; i < chains[win].size() && static_cast<int>(next.size()) < new_budget - 1; i++)
-      next.push_back(static_cast<int32_t>(argmax(next_row(chains[win][i]), V)));
+      next.push_back(greedy(next_row(chains[win][i])));
     int reached = static_cast<int>(chains[win].size());  // the draft positions the rows predicted for
     if (shifted && new_budget > 1) {
       const int last = k > 0 ? chains[win][k - 1] : 0;  // the last verified row
-      reached += lead_with_shifted(draft_row(last), V, next);
+      reached += lead_with_shifted(draft_row(last), greedy, next);
       chain.row = row(last);
     }
     // The draft layer's shifted token, or every row's draft from a draft head, is the draft layer's kind.
@@ -268,9 +269,9 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
         g.clear();
         const int first_row = tree.size() + static_cast<int>(r);  // the block's first draft row
         for (size_t j = 0; j < b.draft.size(); j++, r++)
-          g.push_back(static_cast<int32_t>(argmax(next_row(tree.size() + static_cast<int>(r)), V)));
+          g.push_back(greedy(next_row(tree.size() + static_cast<int>(r))));
         const int32_t next_before = g.empty() ? b.after : g.back();
-        auto shifted_of = [&](int j) { return shifted ? static_cast<int32_t>(argmax(draft_row(first_row + j), V)) : -1; };
+        auto shifted_of = [&](int j) { return shifted ? greedy(draft_row(first_row + j)) : -1; };
         if (advance_pseudo(b, g, before, shifted_of)) ctx.count("pseudo_shifted_drafts");
         before = next_before;
       }

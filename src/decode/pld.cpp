@@ -96,6 +96,7 @@ void PldMemory::remember(std::span<const int32_t> text) {
 DecodeLoop PldDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int V = s.vocab_size();
+  const Greedy greedy_of(s.forward_pass());
   Sampler sampler(ctx.config().sampling, V);
   const bool greedy = ctx.config().sampling.greedy();
   NgramIndex index(opt_.ngram_max);
@@ -141,7 +142,7 @@ DecodeLoop PldDecoder::decode(DecodeContext& ctx) {
     const float* logits = co_await ctx.forward(in);
     auto row = [&](int node) { return logits + static_cast<size_t>(node) * V; };
     if (greedy)
-      accept_greedy(tree, row, V, acc);
+      accept_greedy(tree, row, greedy_of, acc);
     else
       accept_sampled(tree, row, sampler, acc);
     keep_path(s.cache(), S, acc);

@@ -10,6 +10,7 @@
 #include "base/aligned.h"
 #include "model/batch.h"
 #include "model/config.h"
+#include "kernels/ops.h"
 #include "model/kv_cache.h"
 #include "model/row_plan.h"
 #include "model/schedule.h"
@@ -38,6 +39,10 @@ class ForwardPass {
   }
   // Whether the last forward gives draft logits (draft_logits_for is not null for its logit rows).
   virtual bool has_draft_logits() const { return false; }
+  // The greedy token of a row of logits or draft logits of the last forward: the index of its largest
+  // value, the lowest among equals (argmax). A GPU backend has it computed on the device, so a greedy decoder
+  // need not read the rows back from it.
+  virtual int32_t greedy_token(const float* row) { return static_cast<int32_t>(argmax(row, config().vocab_size)); }
   // Which token a draft row predicts: 0, the one after its input (a draft head on the model's hidden
   // state); 1, the one after that (a draft layer, given the input's hidden state and the model's greedy
   // next token there: the last verified row then drafts the token after the bonus one).

@@ -264,13 +264,22 @@ void VulkanForward::record_layer(int l) {
   }
 }
 
-// The requested rows' logits, straight into the host-visible logits buffer.
+// The requested rows' logits: the output head into device memory, each row's greedy token there
+// (greedy_token), and the rows copied out to the host-visible logits buffer.
 void VulkanForward::record_output() {
-  const uint32_t nl = u32(rows_->logit_src.size()), V = u32(cfg_.vocab_size);
+  const uint32_t nl = u32(rows_->logit_src.size());
   if (nl == 0) return;
   rmsnorm(a_->x.view(), a_->xb.view(), weights_->output_norm, nl, u32(cfg_.dim), false, static_cast<int>(in_->logit));
-  matmul(weights_->output, a_->xb.view(), nl, a_->logits.view(), false);
-  softcap(a_->logits.view(), uint64_t{nl} * V);
+  record_head(weights_->output, a_->xb.view(), nl, a_->logits_dev, a_->logits, a_->picks);
+}
+
+// rows x vocab logits = head(in) in `dev`, their greedy tokens into `picks`, the logits copied to `host`.
+void VulkanForward::record_head(const DeviceMatrix& head, View in, uint32_t rows, const Buffer& dev, const Buffer& host, const Buffer& picks) {
+  const uint64_t n = uint64_t{rows} * u32(cfg_.vocab_size);
+  matmul(head, in, rows, dev.view(), false);
+  softcap(dev.view(), n);
+  argmax(dev.view(), rows, picks.view(), 0);
+  rec_.copy(dev.view(0, n * 4), host.view(0, n * 4));
 }
 
 // A draft layer (Transformer::draft_layer): every row's greedy next token from the output head (in pieces of
@@ -321,6 +330,8 @@ const float* VulkanForward::forward(std::span<SequenceInput* const> seqs) {
   const int64_t V = cfg_.vocab_size;
   Activations& a = *a_;
   ensure_size(*ctx_, a.logits, static_cast<size_t>(std::max<int64_t>(nl, 1) * V * 4), Buffer::Kind::Host);
+  ensure_size(*ctx_, a.logits_dev, a.logits.size(), Buffer::Kind::Device);
+  ensure_size(*ctx_, a.picks, static_cast<size_t>(std::max<int64_t>(nl, 1) * 4), Buffer::Kind::Host);
   if (n == 0) return static_cast<const float*>(a.logits.mapped());
   grow_activations(a, n, false);
   // The draft layer only on the rows of the sequences that draft from it (SequenceInput::draft_context):
@@ -331,7 +342,11 @@ const float* VulkanForward::forward(std::span<SequenceInput* const> seqs) {
   const bool drafts = weights_->draft_output && nd > 0 &&
                       std::any_of(seqs.begin(), seqs.end(), [](const SequenceInput* s) { return s->draft_logits; });
   Activations& da = cfg_.draft_layer ? *draft_act_ : a;
-  if (drafts) ensure_size(*ctx_, da.draft_logits, static_cast<size_t>(nd * V * 4), Buffer::Kind::Host);
+  if (drafts) {
+    ensure_size(*ctx_, da.draft_logits, static_cast<size_t>(nd * V * 4), Buffer::Kind::Host);
+    ensure_size(*ctx_, da.draft_logits_dev, da.draft_logits.size(), Buffer::Kind::Device);
+    ensure_size(*ctx_, da.draft_picks, static_cast<size_t>(nd * 4), Buffer::Kind::Host);
+  }
   upload_inputs();
   if (draft_layer) {
     grow_activations(*draft_act_, static_cast<int64_t>(draft_plan_.rows.size()), true);
@@ -380,8 +395,7 @@ void VulkanForward::record_forward(bool draft_layer, bool drafts) {
   record_output();
   if (draft_layer) record_draft_rows(drafts);
   if (drafts && !cfg_.draft_layer) {  // a draft head on the model's own output (record_output's xb)
-    matmul(weights_->draft_output, a.xb.view(), u32(nl), a.draft_logits.view(), false);
-    softcap(a.draft_logits.view(), static_cast<uint64_t>(nl * cfg_.vocab_size));
+    record_head(weights_->draft_output, a.xb.view(), u32(nl), a.draft_logits_dev, a.draft_logits, a.draft_picks);
   }
   if (timer_) vk.vkCmdWriteTimestamp(rec_.cmd(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timer_, 1);
 }
@@ -393,7 +407,8 @@ void VulkanForward::make_shape_key(bool draft_layer, bool drafts) {
                draft_plan_.logit_src.size()});
   for (const Activations* act : {&a, static_cast<const Activations*>(draft_act_.get())})
     for (const Buffer* b : {&act->x, &act->xb, &act->q, &act->k, &act->v, &act->att, &act->hg, &act->hu, &act->emb, &act->head,
-                            &act->greedy, &act->logits, &act->draft_logits})
+                            &act->greedy, &act->logits, &act->draft_logits, &act->logits_dev, &act->draft_logits_dev, &act->picks,
+                            &act->draft_picks})
       key_.push_back(b->serial());
   for (const Inputs* in : {in_, draft_in_.get()}) key_.insert(key_.end(), {in->arena.serial(), in->device.serial()});
   for (size_t s = 0; s + 1 < rows_->seq_first.size(); s++) {  // each sequence's rows, cache, and whether it drafts
@@ -414,6 +429,23 @@ const float* VulkanForward::draft_logits_for(const float* logits) {
   const int32_t row = draft_logit_of_[static_cast<size_t>(offset / V)];
   if (row < 0) return nullptr;
   return static_cast<const float*>(draft_act_->draft_logits.mapped()) + row * V + offset % V;
+}
+
+// The device's pick for a row of the last forward's logits or draft logits; any other row, read here.
+int32_t VulkanForward::greedy_token(const float* row) {
+  const ptrdiff_t V = cfg_.vocab_size;
+  auto pick = [&](const Buffer& values, const Buffer& picks, size_t rows, int32_t* out) {
+    const ptrdiff_t at = row - static_cast<const float*>(values.mapped());
+    if (!values || at < 0 || at % V != 0 || static_cast<size_t>(at / V) >= rows) return false;
+    *out = static_cast<const int32_t*>(picks.mapped())[at / V];
+    return true;
+  };
+  int32_t token = 0;
+  if (pick(act_->logits, act_->picks, plan_.logit_src.size(), &token)) return token;
+  if (drafted_ && cfg_.draft_layer && pick(draft_act_->draft_logits, draft_act_->draft_picks, draft_plan_.logit_src.size(), &token))
+    return token;
+  if (drafted_ && !cfg_.draft_layer && pick(act_->draft_logits, act_->draft_picks, plan_.logit_src.size(), &token)) return token;
+  return ForwardPass::greedy_token(row);
 }
 
 }  // namespace jf::vulkan

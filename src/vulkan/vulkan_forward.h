@@ -33,6 +33,7 @@ class VulkanForward : public ForwardPass {
   const ModelConfig& config() const override { return cfg_; }
   const float* draft_logits_for(const float* logits) override;
   bool has_draft_logits() const override { return drafted_; }
+  int32_t greedy_token(const float* row) override;
   KvCache make_cache(int capacity, DType type = DType::F32) override;
   int draft_chain(const float* logits, KvCache& cache, int32_t first, int count, int32_t* out) override;
   double last_device_seconds() const override { return device_seconds_; }
@@ -59,6 +60,7 @@ class VulkanForward : public ForwardPass {
   void upload_inputs();
   void record_layer(int l);
   void record_output();
+  void record_head(const DeviceMatrix& head, View in, uint32_t rows, const Buffer& dev, const Buffer& host, const Buffer& picks);
   void record_draft_layer();
   bool plan_draft_rows(std::span<SequenceInput* const> seqs);  // draft_plan_ and its maps (draft_rows.cpp)
   void record_draft_rows(bool drafts);

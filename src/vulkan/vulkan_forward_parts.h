@@ -8,7 +8,9 @@ namespace jf::vulkan {
 // host-visible ones it writes for the device (the arena) and reads back (logits).
 struct VulkanForward::Activations {
   Buffer x, xb, q, k, v, att, hg, hu, emb, head, greedy;  // device
+  Buffer logits_dev, draft_logits_dev;                    // device: the heads' products, copied out to ...
   Buffer logits, draft_logits, tokens;                    // host-visible (tokens: a draft chain's)
+  Buffer picks, draft_picks;                              // host-visible: each row's greedy token (argmax)
 };
 
 // The host-visible arena of one pass: its tokens, row table, slot list, logit rows and RoPE angles, at these
