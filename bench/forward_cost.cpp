@@ -76,6 +76,8 @@ void time_prefill(ForwardPass& fp, KvCache& cache, Rng& rng, const ModelConfig& 
   }
   std::printf("\nprefill of %d tokens: %.3f ms (device %.3f ms), %.0f tokens/s\n", tokens, median(host) * 1e3,
               median(device) * 1e3, tokens / median(host));
+  const std::string table = fp.take_profile();
+  if (!table.empty()) std::printf("\ndevice time by kernel, the prompt:\n\n%s", table.c_str());
 }
 
 int run(int argc, char** argv) {
@@ -188,6 +190,8 @@ int run(int argc, char** argv) {
   std::printf("|---|---|---|---|---|---|%s\n", compare || !on_cpu ? "---|---|" : "");
   double d1 = 0;
   double t1 = 0;
+  tf.take_profile();  // (the start-up forwards' profile dropped)
+  std::vector<std::pair<int, std::string>> profiles;
   for (int M : ms) {
     std::vector<int32_t> batch(M);
     for (auto& x : batch) x = static_cast<int32_t>(rng.below(c.vocab_size));
@@ -221,8 +225,11 @@ int run(int argc, char** argv) {
       std::printf(" %.3f | %.2f |", d * 1e3, d / d1);
     }
     std::printf("\n");
+    profiles.emplace_back(M, tf.take_profile());  // (JF_VULKAN_PROFILE=1: where the device time went)
     std::fflush(stdout);  // each row kept if a time limit stops the run
   }
+  for (const auto& [M, table] : profiles)
+    if (!table.empty()) std::printf("\ndevice time by kernel, %d row%s a forward:\n\n%s", M, M == 1 ? "" : "s", table.c_str());
   if (prefill > 0) time_prefill(tf, cache, rng, c, prefill, reps);
   return 0;
 }

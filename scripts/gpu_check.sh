@@ -149,6 +149,10 @@ for entry in "${shapes[@]}"; do
   run "jf random $shape $type" "$jf" random --preset "$shape" --type "$type" --fast --vocab-from "$vocab" -o "$file" || continue
   run "forward cost $shape $type" sh -c "'$bin/forward_cost' -m '$file' --device $device --ms $ms --reps $reps --context 64 \
     --bandwidth $bandwidth --peak $peak --prefill $prefill > '$out/cost_${shape}_${type}.txt'"
+  # where a forward's device time goes, kernel by kernel (JF_VULKAN_PROFILE: a timestamp after each dispatch)
+  { [ "$entry" = "${shapes[0]}" ] || [ "$entry" = "${shapes[1]:-}" ]; } && run "profile $shape $type" sh -c "JF_VULKAN_PROFILE=1 \
+    '$bin/forward_cost' -m '$file' --device $device --ms 1,16,64 --reps 3 --context 64 --prefill $prefill \
+    > '$out/profile_${shape}_${type}.txt'"
   [ "$entry" = "${shapes[0]}" ] && run "forward cost $shape $type, recorded every time" sh -c "JF_VULKAN_REPLAY=0 '$bin/forward_cost' \
     -m '$file' --device $device --ms 1,16 --reps $reps --context 64 > '$out/cost_${shape}_${type}_no_replay.txt'"
   # the tiles on matrix units for the first two shapes (llama-1b and llama-8b Q4_K_M): rows up to the knee,
@@ -219,12 +223,14 @@ rm -rf "$work"
     echo
     grep "time(M) / time(1)" "$out/cost_beside_cpu.txt"
   fi
-  for f in "$out"/cost_*.txt "$out"/decode_*.txt "$out"/decoders_*.txt "$out"/tune.txt "$out"/cpu_jf_*.txt; do
+  for f in "$out"/cost_*.txt "$out"/profile_*.txt "$out"/decode_*.txt "$out"/decoders_*.txt "$out"/tune.txt "$out"/cpu_jf_*.txt; do
     [ -e "$f" ] && [ "$f" != "$out/cost_beside_cpu.txt" ] || continue
     echo
     echo "## $(basename "$f" .txt)"
     echo
-    grep -v '^$' "$f" | grep -v '^  ' | head -40
+    lines=40
+    case "$f" in *profile_*) lines=160 ;; esac  # a table per row count
+    grep -v '^$' "$f" | grep -v '^  ' | head -$lines
   done
   for f in "$out"/llama_*.json "$out"/cpu_llama_*.json; do
     [ -e "$f" ] || continue

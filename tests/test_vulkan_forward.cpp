@@ -3,6 +3,7 @@
 // slots moved by keep), agreement with the CPU forward within a stated tolerance, draft heads and layers, and
 // the errors a user meets (unsupported types, too little memory, caches of another device).
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 
@@ -360,6 +361,24 @@ TEST(VulkanForward, GreedyTokensComeFromTheDevice) {
     host[(want + 1) % V] = host[want] + 1.0f;
     EXPECT_EQ(m.fwd.greedy_token(row), want);
   }
+}
+
+// JF_VULKAN_PROFILE=1: the forwards' device time by kernel, the same logits as without it.
+TEST(VulkanForward, ProfilesDeviceTimeByKernel) {
+  JF_VULKAN_DEVICE(device);
+  const std::unique_ptr<Model> m = make_model(preset_config("tiny"), DType::Q8_0, 5);
+  const std::vector<int32_t> toks = test::random_tokens(3, m->config().vocab_size, 9);
+  vulkan::VulkanForward plain(device, m->config(), m->weights());
+  EXPECT_EQ(plain.take_profile(), "");
+  ::setenv("JF_VULKAN_PROFILE", "1", 1);
+  vulkan::VulkanForward profiled(device, m->config(), m->weights());
+  ::unsetenv("JF_VULKAN_PROFILE");
+  const Logits want = stepwise(plain, toks), got = stepwise(profiled, toks);
+  for (size_t r = 0; r < toks.size(); r++) expect_bits(got[r], want[r], "step " + std::to_string(r));
+  const std::string report = profiled.take_profile();
+  for (const char* kernel : {"matmul_", "attention_f32", "rmsnorm", "kv_store_f32", "all (3 forwards)"})
+    EXPECT_NE(report.find(kernel), std::string::npos) << kernel << " in\n" << report;
+  EXPECT_EQ(profiled.take_profile(), "");  // taken: the next report starts afresh
 }
 
 TEST(VulkanForward, ErrorsNameTheProblem) {

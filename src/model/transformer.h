@@ -63,6 +63,9 @@ class ForwardPass {
   virtual KvCache make_cache(int capacity, DType type = DType::F32) { return KvCache(config(), capacity, type); }
   // Device time of the last forward in seconds, where the backend measures it (GPU timestamps); < 0: not measured.
   virtual double last_device_seconds() const { return -1.0; }
+  // Where the device time of the forwards since the last call went, per kernel (a Markdown table), where the
+  // backend profiles them (JF_VULKAN_PROFILE=1); "" otherwise.
+  virtual std::string take_profile() { return ""; }
   // Where the forward runs, for reports: "cpu", or a GPU backend's device name.
   virtual std::string device_name() const { return "cpu"; }
 

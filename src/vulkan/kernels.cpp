@@ -31,6 +31,7 @@ const Kernel& Kernels::get(const std::string& name, uint32_t bindings) {
   VkDevice dev = ctx_.device();
   Kernel k;
   k.bindings = bindings;
+  k.name = name;
   std::vector<VkDescriptorSetLayoutBinding> b(bindings);
   for (uint32_t i = 0; i < bindings; i++)
     b[i] = VkDescriptorSetLayoutBinding{i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};

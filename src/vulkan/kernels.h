@@ -13,6 +13,7 @@ struct Kernel {
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   uint32_t bindings = 0;
+  std::string name;  // the shader's (a profile's rows)
 };
 
 class Kernels {

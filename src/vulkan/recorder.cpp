@@ -30,6 +30,7 @@ void Recorder::dispatch_raw(const Kernel& k, std::initializer_list<View> views, 
   a.vkCmdPushDescriptorSetKHR(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, static_cast<uint32_t>(n), writes.data());
   a.vkCmdPushConstants(cmd_, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<uint32_t>(bytes), params);
   a.vkCmdDispatch(cmd_, x, y, z);
+  if (profiler_) profiler_->after(cmd_, k.name);
   if (skip_ > 0) {
     skip_--;
     return;
@@ -54,6 +55,7 @@ void Recorder::copy_regions(VkBuffer src, VkBuffer dst, const std::vector<VkBuff
   a.vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0,
                          nullptr);
   a.vkCmdCopyBuffer(cmd_, src, dst, static_cast<uint32_t>(regions.size()), regions.data());
+  if (profiler_) profiler_->after(cmd_, "copy");
   VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
   barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;

@@ -7,6 +7,7 @@
 
 #include "vulkan/buffer.h"
 #include "vulkan/kernels.h"
+#include "vulkan/profiler.h"
 
 namespace jf::vulkan {
 
@@ -28,6 +29,8 @@ class Recorder {
   // The next `n` dispatches are independent of each other (they read what was written before them and write
   // apart): no barrier after them, only after the one that follows, which makes all their writes visible.
   void skip_barriers(int n) { skip_ = n; }
+  // Timestamps after every dispatch and copy (JF_VULKAN_PROFILE); null: none.
+  void set_profiler(Profiler* p) { profiler_ = p; }
   // Copies bytes between buffers (after the dispatches before it), then a barrier so the dispatches after it
   // see them; copy_regions: several ranges of one buffer into another, in one command.
   void copy(View src, View dst);
@@ -43,6 +46,7 @@ class Recorder {
   Context& ctx_;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   int skip_ = 0;
+  Profiler* profiler_ = nullptr;
 };
 
 inline constexpr uint32_t kWorkgroup = 64;  // WG in shaders/common.glsl

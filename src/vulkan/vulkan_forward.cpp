@@ -46,6 +46,11 @@ VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const Mod
       throw Error("JF_VULKAN_FAULT must be FIRST:COUNT (forwards that fail as a device error would), got '" + std::string(f) + "'");
   }
   if (const char* r = std::getenv("JF_VULKAN_REPLAY")) replay_on_ = std::strcmp(r, "0") != 0;
+  if (const char* prof = std::getenv("JF_VULKAN_PROFILE"); prof && std::strcmp(prof, "0") != 0) {
+    profiler_ = std::make_unique<Profiler>(*ctx_);
+    rec_.set_profiler(profiler_.get());
+    replay_on_ = false;  // (a replayed recording would write its timestamps too, but keep it simple)
+  }
   const char* m = std::getenv("JF_VULKAN_MATMUL");
   math_ = math ? *math : m && *m ? parse_matrix_math(m) : MatrixMath::Fma;
   if (math_ == MatrixMath::MatrixUnits && !ctx_->info().matrix_units)
@@ -366,8 +371,10 @@ const float* VulkanForward::forward(std::span<SequenceInput* const> seqs) {
     const VkCommandBuffer cmd = replay_on_ ? replay_.take() : VK_NULL_HANDLE;
     if (cmd) rec_.begin(cmd);
     else rec_.begin();
+    if (profiler_) profiler_->begin(rec_.cmd());
     record_forward(draft_layer, drafts);
     rec_.finish();
+    if (profiler_) profiler_->collect();
     if (cmd) replay_.keep(key_, cmd);
   }
   drafted_ = drafts;

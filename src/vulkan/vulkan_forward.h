@@ -37,6 +37,7 @@ class VulkanForward : public ForwardPass {
   KvCache make_cache(int capacity, DType type = DType::F32) override;
   int draft_chain(const float* logits, KvCache& cache, int32_t first, int count, int32_t* out) override;
   double last_device_seconds() const override { return device_seconds_; }
+  std::string take_profile() override { return profiler_ ? profiler_->take_report() : ""; }
   const DeviceInfo& device() const { return ctx_->info(); }
   // "vulkan:N (NAME)", with ", tiles" / ", matrix-units" when matrix products are not plain FMAs
   std::string device_name() const override {
@@ -96,6 +97,7 @@ class VulkanForward : public ForwardPass {
   uint64_t n_draft_layer_rows_ = 0;
   Recorder rec_;
   ReplayCache replay_, chain_replay_;
+  std::unique_ptr<Profiler> profiler_;  // JF_VULKAN_PROFILE=1
   ShapeKey key_, chain_key_;  // the current forward's and chain's (kept: no allocation per forward)
   bool replay_on_ = true;
   RowPlan plan_, chain_plan_;
