@@ -213,9 +213,38 @@ void VulkanForward::record_layer(int l) {
   rec_.skip_barriers(1);  // q and k rotate apart
   rope(a.q.view(), u32(cfg_.n_heads), local_rope);
   rope(a.k.view(), u32(cfg_.n_kv_heads), local_rope);
-  // Each sequence's keys and values into its cache, then its attention. The stores write apart (each its own
-  // new slots), as do the attentions (each its own rows of att): one barrier after all the stores and one after
-  // all the attentions, not one per sequence (a server's batch has dozens).
+  record_attention(l, local);
+  // x += Wo att (gemma: x += norm(Wo att)), then the feed-forward the same way
+  if (L.post_attn_norm.buffer) {
+    matmul(L.wo, a.att.view(), n, a.xb.view(), false);
+    rmsnorm(a.xb.view(), a.x.view(), L.post_attn_norm, n, dim, true);
+  } else {
+    matmul(L.wo, a.att.view(), n, a.x.view(), true);
+  }
+  rmsnorm(a.x.view(), a.xb.view(), L.ffn_norm, n, dim, false);
+  rec_.skip_barriers(1);  // gate and up only read xb
+  matmul(L.w_gate, a.xb.view(), n, a.hg.view(), false);
+  matmul(L.w_up, a.xb.view(), n, a.hu.view(), false);
+  struct {
+    uint32_t n, gelu;
+  } pg{n * u32(cfg_.ffn_dim), cfg_.gemma() ? 1u : 0u};
+  uint32_t gx, gy;
+  Recorder::flat_grid(pg.n, &gx, &gy);
+  rec_.dispatch(kernels_->get("glu", 2), {a.hg.view(), a.hu.view()}, pg, gx, gy);
+  if (L.post_ffn_norm.buffer) {
+    matmul(L.w_down, a.hg.view(), n, a.xb.view(), false);
+    rmsnorm(a.xb.view(), a.x.view(), L.post_ffn_norm, n, dim, true);
+  } else {
+    matmul(L.w_down, a.hg.view(), n, a.x.view(), true);
+  }
+}
+
+// Each sequence's keys and values into its cache, then its attention. The stores write apart (each its own
+// new slots), as do the attentions (each its own rows of att): one barrier after all the stores and one after
+// all the attentions, not one per sequence (a server's batch has dozens).
+void VulkanForward::record_attention(int l, bool local) {
+  Activations& a = *a_;
+  const uint32_t kvd = u32(cfg_.kv_dim()), hd = u32(cfg_.head_dim);
   const float scale = cfg_.attention_scale();
   const size_t n_seqs = rows_->seq_first.size() - 1;
   size_t live = 0;
@@ -243,29 +272,6 @@ void VulkanForward::record_layer(int l) {
       rec_.dispatch(kernels_->get(kv.f16() ? "attention_f16" : "attention_f32", 6),
                     {a.q.view(), kv.keys(l), kv.values(l), arena(), arena(), a.att.view()}, pa, rows, u32(cfg_.n_heads));
     }
-  }
-  // x += Wo att (gemma: x += norm(Wo att)), then the feed-forward the same way
-  if (L.post_attn_norm.buffer) {
-    matmul(L.wo, a.att.view(), n, a.xb.view(), false);
-    rmsnorm(a.xb.view(), a.x.view(), L.post_attn_norm, n, dim, true);
-  } else {
-    matmul(L.wo, a.att.view(), n, a.x.view(), true);
-  }
-  rmsnorm(a.x.view(), a.xb.view(), L.ffn_norm, n, dim, false);
-  rec_.skip_barriers(1);  // gate and up only read xb
-  matmul(L.w_gate, a.xb.view(), n, a.hg.view(), false);
-  matmul(L.w_up, a.xb.view(), n, a.hu.view(), false);
-  struct {
-    uint32_t n, gelu;
-  } pg{n * u32(cfg_.ffn_dim), cfg_.gemma() ? 1u : 0u};
-  uint32_t gx, gy;
-  Recorder::flat_grid(pg.n, &gx, &gy);
-  rec_.dispatch(kernels_->get("glu", 2), {a.hg.view(), a.hu.view()}, pg, gx, gy);
-  if (L.post_ffn_norm.buffer) {
-    matmul(L.w_down, a.hg.view(), n, a.xb.view(), false);
-    rmsnorm(a.xb.view(), a.x.view(), L.post_ffn_norm, n, dim, true);
-  } else {
-    matmul(L.w_down, a.hg.view(), n, a.x.view(), true);
   }
 }
 

@@ -60,6 +60,7 @@ class VulkanForward : public ForwardPass {
   void grow_activations(Activations& a, int64_t rows, bool draft_layer);
   void upload_inputs();
   void record_layer(int l);
+  void record_attention(int l, bool local);
   void record_output();
   void record_head(const DeviceMatrix& head, View in, uint32_t rows, const Buffer& dev, const Buffer& host, const Buffer& picks);
   void record_draft_layer();
