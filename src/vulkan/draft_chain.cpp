@@ -60,17 +60,7 @@ int VulkanForward::draft_chain(const float* logits, KvCache& cache, int32_t firs
     for (int j = 0; j < count; j++)
       chain_key_.insert(chain_key_.end(), {chain_in_[static_cast<size_t>(j)]->arena.serial(), chain_in_[static_cast<size_t>(j)]->device.serial()});
   }
-  const VkCommandBuffer kept = replay_on_ ? chain_replay_.find(chain_key_) : VK_NULL_HANDLE;
-  if (kept) {
-    ctx_->submit_and_wait(kept);
-  } else {
-    const VkCommandBuffer cmd = replay_on_ ? chain_replay_.take() : VK_NULL_HANDLE;
-    if (cmd) rec_.begin(cmd);
-    else rec_.begin();
-    record_chain(count, layer_row);
-    rec_.finish();
-    if (cmd) chain_replay_.keep(chain_key_, cmd);
-  }
+  submit(chain_replay_, chain_key_, false, [&] { record_chain(count, layer_row); });
   std::copy(tokens + 1, tokens + 1 + count, out);
   return count;
 }

@@ -367,22 +367,10 @@ const float* VulkanForward::forward(std::span<SequenceInput* const> seqs) {
     n_draft_layer_rows_ += draft_plan_.rows.size();
   }
 
-  if (replay_on_) make_shape_key(draft_layer, drafts);
-  const VkCommandBuffer kept = replay_on_ ? replay_.find(key_) : VK_NULL_HANDLE;
   if (n_forwards_++ - fault_first_ < fault_count_)  // a device error where a submission would report one (tests)
     throw Error("Vulkan: device error (injected by JF_VULKAN_FAULT)");
-  if (kept) {
-    ctx_->submit_and_wait(kept);
-  } else {
-    const VkCommandBuffer cmd = replay_on_ ? replay_.take() : VK_NULL_HANDLE;
-    if (cmd) rec_.begin(cmd);
-    else rec_.begin();
-    if (profiler_) profiler_->begin(rec_.cmd());
-    record_forward(draft_layer, drafts);
-    rec_.finish();
-    if (profiler_) profiler_->collect();
-    if (cmd) replay_.keep(key_, cmd);
-  }
+  if (replay_on_) make_shape_key(draft_layer, drafts);
+  submit(replay_, key_, true, [&] { record_forward(draft_layer, drafts); });
   drafted_ = drafts;
   if (timer_) {
     uint64_t ticks[2] = {0, 0};
@@ -411,6 +399,24 @@ void VulkanForward::record_forward(bool draft_layer, bool drafts) {
     record_head(weights_->draft_output, a.xb.view(), u32(nl), a.draft_logits_dev, a.draft_logits, a.draft_picks);
   }
   if (timer_) vk.vkCmdWriteTimestamp(rec_.cmd(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timer_, 1);
+}
+
+// Submits the recording `kept` holds for `key`, or records one with `record` and submits it (kept for the next
+// submission of that shape when replay is on); `profile`: timed by the profiler, where there is one.
+void VulkanForward::submit(ReplayCache& kept, const ShapeKey& key, bool profile, const std::function<void()>& record) {
+  if (const VkCommandBuffer cmd = replay_on_ ? kept.find(key) : VK_NULL_HANDLE) {
+    ctx_->submit_and_wait(cmd);
+    return;
+  }
+  const VkCommandBuffer cmd = replay_on_ ? kept.take() : VK_NULL_HANDLE;
+  if (cmd) rec_.begin(cmd);
+  else rec_.begin();
+  Profiler* profiler = profile ? profiler_.get() : nullptr;
+  if (profiler) profiler->begin(rec_.cmd());
+  record();
+  rec_.finish();
+  if (profiler) profiler->collect();
+  if (cmd) kept.keep(key, cmd);
 }
 
 // Everything record_forward's commands depend on besides the arena's contents.

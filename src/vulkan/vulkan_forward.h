@@ -4,6 +4,7 @@
 // like the CPU forward (shaders/common.glsl), so every decoder returns `ar`'s tokens on the device too.
 #pragma once
 #include <array>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -69,6 +70,7 @@ class VulkanForward : public ForwardPass {
   void record_chain(int count, int32_t layer_row);  // draft_chain.cpp
   void record_forward(bool draft_layer, bool drafts);
   void make_shape_key(bool draft_layer, bool drafts);  // into key_
+  void submit(ReplayCache& kept, const ShapeKey& key, bool profile, const std::function<void()>& record);
   void matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, uint32_t x_off = 0, uint32_t y_off = 0);
   void rmsnorm(View x, View out, View gain, uint32_t rows, uint32_t n, bool accumulate, int gather_at = -1);
   void rope(View v, uint32_t heads, bool local);
