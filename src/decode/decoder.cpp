@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "base/timer.h"
+#include "decode/greedy.h"
 
 namespace jf {
 
@@ -219,6 +220,8 @@ GenerationResult Decoder::generate(Session& s, std::span<const int32_t> prompt, 
 DecodeLoop ArDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   Sampler sampler(ctx.config().sampling, s.vocab_size());
+  const bool greedy = ctx.config().sampling.greedy();
+  const Greedy greedy_of(s.forward_pass());  // the parallel decoders' greedy tokens: the same pick
   SequenceInput in;
   int32_t tok[1];
   while (!ctx.done()) {
@@ -229,7 +232,7 @@ DecodeLoop ArDecoder::decode(DecodeContext& ctx) {
     tok[0] = ctx.pending();
     in.set_causal(&s.cache(), tok, SequenceInput::Logits::Last);
     const float* logits = co_await ctx.forward(in);
-    tok[0] = sampler.sample(logits);
+    tok[0] = greedy ? greedy_of(logits) : sampler.sample(logits);
     ctx.commit(tok);
   }
 }

@@ -33,9 +33,10 @@ TensorSet random_tensors(const ModelConfig& cfg_in, const WeightScheme& scheme, 
     });
     if (drawn < rows)  // the pool's rows repeated, row r taking pool row (r x a large odd number) mod pool
       parallel_for(rows - drawn, true, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = drawn + r0; r < drawn + r1; r++)
-          std::memcpy(bytes.data() + r * row_bytes, bytes.data() + static_cast<int64_t>((static_cast<uint64_t>(r) * 2654435761u) % drawn) * row_bytes,
-                      row_bytes);
+        for (int64_t r = drawn + r0; r < drawn + r1; r++) {
+          const uint64_t from = static_cast<uint64_t>(r) * 2654435761u % static_cast<uint64_t>(drawn);
+          std::memcpy(bytes.data() + r * row_bytes, bytes.data() + from * row_bytes, row_bytes);
+        }
       });
     ts.add_owned(name, t, {cols, rows}, std::move(bytes));
   };
