@@ -13,6 +13,7 @@
 #include "base/timer.h"
 #include "model/kv_cache.h"
 #include "model/transformer.h"
+#include "wrapped_forward.h"
 
 namespace jf::test {
 
@@ -38,15 +39,20 @@ class FakeModel : public ForwardPass {
     cfg_.draft_layer = shift > 0;
   }
   int draft_shift() const override { return draft_cfg_shift_; }
-  // A draft chain trained to `depth` (ForwardPass::draft_chain): draft j is `rule` of the verified text (the
+  // A draft chain trained to `depth` (ForwardResult::chain): draft j is `rule` of the verified text (the
   // cache), the row's next token, `first` and the chain's drafts before j.
   void set_draft_chain_rule(NextTokenRule rule, int depth) {
     chain_rule_ = std::move(rule);
     cfg_.draft_chain = depth;
   }
-  int draft_chain(const float* logits, KvCache& cache, int32_t first, int count, int32_t* out) override {
+
+ protected:
+  // ForwardResult::chain: as a draft layer's, from the verified text in row r's sequence's cache.
+  int row_chain(int r, int32_t first, int count, int32_t* out) override {
     if (!chain_rule_) return 0;
     const int V = cfg_.vocab_size;
+    const KvCache& cache = *row_cache_[static_cast<size_t>(r)];
+    const float* logits = row_logits(r);
     std::vector<int32_t> seen;
     for (int j = 0; j < cache.size(); j++) seen.push_back(static_cast<int32_t>(cache.key(0, j, 0)));
     seen.push_back(static_cast<int32_t>(std::max_element(logits, logits + V) - logits));
@@ -60,15 +66,16 @@ class FakeModel : public ForwardPass {
     return count;
   }
   bool has_draft_logits() const override { return drafted_; }
-  const float* draft_logits_for(const float* logits) override {
-    const ptrdiff_t offset = logits - logits_.data();
-    if (!drafted_ || offset < 0 || static_cast<size_t>(offset) >= draft_logits_.size()) return nullptr;
-    return draft_logits_.data() + offset;
+  const float* row_logits(int r) override { return logits_.data() + static_cast<size_t>(r) * cfg_.vocab_size; }
+  const float* row_draft_logits(int r) override {
+    if (!drafted_ || static_cast<size_t>(r + 1) * cfg_.vocab_size > draft_logits_.size()) return nullptr;
+    return draft_logits_.data() + static_cast<size_t>(r) * cfg_.vocab_size;
   }
 
-  const float* forward(std::span<SequenceInput* const> seqs) override {
+  void run(std::span<SequenceInput* const> seqs) override {
     logits_.clear();
     draft_logits_.clear();
+    row_cache_.clear();
     drafted_ = draft_rule_ && std::any_of(seqs.begin(), seqs.end(), [](const SequenceInput* s) { return s->draft_logits; });
     std::vector<int32_t> visible;
     for (SequenceInput* s : seqs) {
@@ -104,10 +111,10 @@ class FakeModel : public ForwardPass {
         rows_++;
       }
       for (int r : s->logit_rows) logits_.insert(logits_.end(), rows[r].begin(), rows[r].end());
+      row_cache_.insert(row_cache_.end(), s->logit_rows.size(), s->cache);
       if (drafted_)
         for (int r : s->logit_rows) draft_logits_.insert(draft_logits_.end(), drafts[r].begin(), drafts[r].end());
     }
-    return logits_.data();
   }
 
  private:
@@ -115,22 +122,25 @@ class FakeModel : public ForwardPass {
   NextTokenRule rule_, draft_rule_, chain_rule_;
   int draft_cfg_shift_ = 0;
   std::vector<float> logits_, draft_logits_;
+  std::vector<const KvCache*> row_cache_;  // each logit row's sequence's
   bool drafted_ = false;
   int64_t rows_ = 0;
 };
 
 // A machine that is busy for the first 30 ms after its first forward, then quiet: a forward of m rows
 // takes m x 200 us, three times that while busy. For cost measurements, which must be fair to every row count.
-class BusyThenQuiet : public ForwardPass {
+class BusyThenQuiet : public WrappedForward {
  public:
-  const ModelConfig& config() const override { return inner_.config(); }
-  const float* forward(std::span<SequenceInput* const> seqs) override {
+  BusyThenQuiet() : WrappedForward(inner_) {}
+
+ protected:
+  void run(std::span<SequenceInput* const> seqs) override {
     if (start_ < 0) start_ = now_seconds();
     const double slow = now_seconds() - start_ < 0.03 ? 3.0 : 1.0;
     const double until = now_seconds() + slow * 200e-6 * static_cast<double>(seqs[0]->tokens.size());
     while (now_seconds() < until) {
     }
-    return inner_.forward(seqs);
+    WrappedForward::run(seqs);
   }
 
  private:

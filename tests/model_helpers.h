@@ -6,6 +6,7 @@
 #include "base/rng.h"
 #include "model/model.h"
 #include "model/transformer.h"
+#include "wrapped_forward.h"
 
 namespace jf::test {
 
@@ -18,13 +19,13 @@ inline std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed) {
   return t;
 }
 
-// The draft logits of the last forward's logit rows first .. first + rows - 1 (from `logits`, its result), each
-// asked for on its own as ForwardPass::draft_logits_for requires (a backend may compute a row when asked).
-inline std::vector<float> draft_rows(ForwardPass& f, const float* logits, int rows, int first = 0) {
-  const size_t V = static_cast<size_t>(f.vocab_size());
+// The draft logits of logit rows first .. first + rows - 1 of a forward's result, each asked for on its own as
+// ForwardResult::draft_logits requires (a backend may compute a row when asked).
+inline std::vector<float> draft_rows(const ForwardResult& res, int rows, int first = 0) {
+  const size_t V = static_cast<size_t>(res.vocab_size());
   std::vector<float> out;
   for (int r = first; r < first + rows; r++) {
-    const float* d = f.draft_logits_for(logits + r * V);
+    const float* d = res.draft_logits(r);
     if (!d) return {};
     out.insert(out.end(), d, d + V);
   }
@@ -39,25 +40,31 @@ inline Logits stepwise(const Model& m, const std::vector<int32_t>& toks) {
   SequenceInput in;
   for (int32_t t : toks) {
     in.set_causal(&cache, std::vector<int32_t>{t}, SequenceInput::Logits::Last);
-    const float* l = tf.forward(in);
+    const float* l = tf.forward(in).logits(0);
     out.emplace_back(l, l + m.config().vocab_size);
   }
   return out;
 }
 
+// All logit rows of a forward's result, one after another.
+inline std::vector<float> all_logits(const ForwardResult& res) {
+  std::vector<float> out;
+  for (int r = 0; r < res.rows(); r++) out.insert(out.end(), res.logits(r), res.logits(r) + res.vocab_size());
+  return out;
+}
+
 // A forward pass that counts its calls and the sequences they carried, around the real one.
-class CountingForward : public ForwardPass {
+class CountingForward : public WrappedForward {
  public:
-  explicit CountingForward(const Model& m) : tf_(m.config(), m.weights()) {}
-  const float* forward(std::span<SequenceInput* const> seqs) override {
+  explicit CountingForward(const Model& m) : WrappedForward(tf_), tf_(m.config(), m.weights()) {}
+  int forwards = 0, most_sequences = 0;
+
+ protected:
+  void run(std::span<SequenceInput* const> seqs) override {
     forwards++;
     most_sequences = std::max(most_sequences, static_cast<int>(seqs.size()));
-    return tf_.forward(seqs);
+    WrappedForward::run(seqs);
   }
-  const ModelConfig& config() const override { return tf_.config(); }
-  const float* draft_logits_for(const float* logits) override { return tf_.draft_logits_for(logits); }
-  bool has_draft_logits() const override { return tf_.has_draft_logits(); }
-  int forwards = 0, most_sequences = 0;
 
  private:
   Transformer tf_;

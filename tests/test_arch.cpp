@@ -217,7 +217,8 @@ Logits logits_with_context(const Model& m, const std::vector<int32_t>& toks, int
   KvCache cache(m.config(), capacity);
   SequenceInput in;
   in.set_causal(&cache, toks, SequenceInput::Logits::All);
-  const float* l = tf.forward(in);
+  const std::vector<float> l_rows = test::all_logits(tf.forward(in));
+  const float* l = l_rows.data();
   Logits out;
   for (size_t t = 0; t < toks.size(); t++) out.emplace_back(l + t * m.config().vocab_size, l + (t + 1) * m.config().vocab_size);
   return out;

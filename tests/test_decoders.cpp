@@ -345,7 +345,7 @@ TEST(RandomModels, ChunkedPrefillEqualsOneForward) {
   for (int i = 0; i < cfg.max_new_tokens; i++) {
     const int32_t one[1] = {next};
     in.set_causal(&cache, one, SequenceInput::Logits::Last);
-    next = static_cast<int32_t>(argmax(tf.forward(in), V));
+    next = static_cast<int32_t>(argmax(tf.forward(in).logits(0), V));
     tokens.push_back(next);
   }
   EXPECT_EQ(chunked.tokens, tokens);

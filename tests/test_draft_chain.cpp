@@ -44,10 +44,10 @@ TEST(DraftChain, CachedChainComputesTheTrainingChain) {
     SequenceInput in;
     in.set_causal(&cache, std::vector<int32_t>(kTokens.begin(), kTokens.begin() + from + 1), SequenceInput::Logits::Last);
     in.draft_logits = true;
-    const float* logits = tf.forward(in);
-    const std::vector<float> first_pass(tf.draft_logits_for(logits), tf.draft_logits_for(logits) + V);
+    const ForwardResult res = tf.forward(in);
+    const std::vector<float> first_pass(res.draft_logits(0), res.draft_logits(0) + V);
     int32_t out = -1;
-    ASSERT_EQ(tf.draft_chain(logits, cache, token, 1, &out), 1);
+    ASSERT_EQ(res.chain(0, token, 1, &out), 1);
     EXPECT_EQ(cache.size(), from + 1);  // the virtual row's slot stays free
     EXPECT_LT(largest_difference(tf.last_chain_logits(), want.data(), V), 1e-3) << "after row " << from;
     EXPECT_GT(largest_difference(want.data(), first_pass.data(), V), 0.1);  // the second pass changes something
@@ -66,9 +66,8 @@ TEST(DraftChain, CachedChainComputesTheTrainingChainsSecondStep) {
     SequenceInput in;
     in.set_causal(&cache, std::vector<int32_t>(kTokens.begin(), kTokens.begin() + from + 1), SequenceInput::Logits::Last);
     in.draft_logits = true;
-    const float* logits = tf.forward(in);
     int32_t out[2] = {-1, -1};
-    ASSERT_EQ(tf.draft_chain(logits, cache, token, 2, out), 2);
+    ASSERT_EQ(tf.forward(in).chain(0, token, 2, out), 2);
     const std::vector<float> second(tf.last_chain_logits(), tf.last_chain_logits() + V);
 
     d.trainable.forward(TrainSequence::causal(kTokens));
@@ -91,11 +90,11 @@ TEST(DraftChain, IsBatchInvariantAndLeavesTheCacheAsItWas) {
     in.set_causal(&cache, kTokens, SequenceInput::Logits::Last);
     in.draft_logits = true;
     int32_t out[3];
-    EXPECT_EQ(tf.draft_chain(tf.forward(in), cache, 7, 3, out), 3);
+    EXPECT_EQ(tf.forward(in).chain(0, 7, 3, out), 3);
     std::vector<float> chain(tf.last_chain_logits(), tf.last_chain_logits() + V);
     if (next_logits) {
       in.set_causal(&cache, std::vector<int32_t>{7}, SequenceInput::Logits::Last);
-      const float* z = tf.forward(in);
+      const float* z = tf.forward(in).logits(0);
       next_logits->assign(z, z + V);
     }
     return chain;
@@ -110,10 +109,10 @@ TEST(DraftChain, IsBatchInvariantAndLeavesTheCacheAsItWas) {
   mine.set_causal(&c, kTokens, SequenceInput::Logits::Last);
   mine.draft_logits = true;
   SequenceInput* both[] = {&other, &mine};
-  const float* batch = tf.forward(std::span<SequenceInput* const>(both, 2));
+  const ForwardResult batch = tf.forward(std::span<SequenceInput* const>(both, 2));
   int32_t out[3];
-  ASSERT_EQ(tf.draft_chain(batch + 3 * V, b, 1, 3, out), 3);  // the other sequence's chain first
-  ASSERT_EQ(tf.draft_chain(batch + 4 * V, c, 7, 3, out), 3);
+  ASSERT_EQ(batch.chain(3, 1, 3, out), 3);  // the other sequence's chain first
+  ASSERT_EQ(batch.chain(4, 7, 3, out), 3);
   EXPECT_EQ(std::memcmp(tf.last_chain_logits(), alone.data(), sizeof(float) * V), 0);
 
   KvCache plain(d.model->config(), 64);
@@ -121,7 +120,7 @@ TEST(DraftChain, IsBatchInvariantAndLeavesTheCacheAsItWas) {
   in.set_causal(&plain, kTokens, SequenceInput::Logits::None);
   tf.forward(in);
   in.set_causal(&plain, std::vector<int32_t>{7}, SequenceInput::Logits::Last);
-  EXPECT_EQ(std::memcmp(tf.forward(in), next_after_chain.data(), sizeof(float) * V), 0);
+  EXPECT_EQ(std::memcmp(tf.forward(in).logits(0), next_after_chain.data(), sizeof(float) * V), 0);
   EXPECT_EQ(plain.size(), T + 1);
 }
 
@@ -132,20 +131,20 @@ TEST(DraftChain, MisuseIsAnError) {
   SequenceInput in;
   in.set_causal(&cache, kTokens, SequenceInput::Logits::All);
   int32_t out[2];
-  EXPECT_THROW(tf.draft_chain(tf.forward(in) + 11 * V, cache, 1, 1, out), std::logic_error);  // the forward ran no draft layer
+  EXPECT_THROW(tf.forward(in).chain(11, 1, 1, out), std::logic_error);  // the forward ran no draft layer
   cache.truncate(0);
   in.set_causal(&cache, kTokens, SequenceInput::Logits::All);
   in.draft_logits = true;
-  const float* logits = tf.forward(in);
-  EXPECT_EQ(tf.draft_chain(logits + 11 * V, cache, 1, 1, out), 1);  // the right use
-  EXPECT_THROW(tf.draft_chain(logits, cache, 1, 1, out), std::logic_error);  // the cache goes past row 0
-  EXPECT_THROW(tf.draft_chain(logits + 3, cache, 1, 1, out), std::logic_error);  // not a row
-  EXPECT_THROW(tf.draft_chain(logits + 11 * V, cache, V, 1, out), std::logic_error);  // token outside the vocabulary
-  EXPECT_EQ(tf.draft_chain(logits + 11 * V, cache, 1, 0, out), 0);
+  const ForwardResult res = tf.forward(in);
+  EXPECT_EQ(res.chain(11, 1, 1, out), 1);  // the right use
+  EXPECT_THROW(res.chain(0, 1, 1, out), std::logic_error);  // the cache goes past row 0
+  EXPECT_THROW(res.chain(12, 1, 1, out), std::logic_error);  // not a row
+  EXPECT_THROW(res.chain(11, V, 1, out), std::logic_error);  // token outside the vocabulary
+  EXPECT_EQ(res.chain(11, 1, 0, out), 0);
   KvCache full(d.model->config(), static_cast<int>(kTokens.size()));
   in.set_causal(&full, kTokens, SequenceInput::Logits::Last);
   in.draft_logits = true;
-  EXPECT_EQ(tf.draft_chain(tf.forward(in), full, 1, 2, out), 0);  // no free slot: no chain
+  EXPECT_EQ(tf.forward(in).chain(0, 1, 2, out), 0);  // no free slot: no chain
   TrainableModel plain(preset_config("tiny"));
   EXPECT_THROW(plain.set_draft_chain(1), Error);
   EXPECT_THROW(d.trainable.set_draft_chain(TrainableModel::kMaxDraftChain + 1), Error);

@@ -65,13 +65,12 @@ TEST(DraftFile, BesideItsModelItIsTheCombinedModel) {
     SequenceInput in;
     in.set_causal(&cache, std::vector<int32_t>{1, 5, 9, 2, 7}, SequenceInput::Logits::All);
     in.draft_logits = true;
-    const float* l = tf.forward(in);
-    const int V = m.config().vocab_size;
-    std::vector<float> out(l, l + 5 * V);
-    const std::vector<float> d = test::draft_rows(tf, l, 5);
+    const ForwardResult res = tf.forward(in);
+    std::vector<float> out = test::all_logits(res);
+    const std::vector<float> d = test::draft_rows(res, 5);
     out.insert(out.end(), d.begin(), d.end());
     int32_t chain[2];
-    EXPECT_EQ(2, tf.draft_chain(l + 4 * V, cache, 3, 2, chain));
+    EXPECT_EQ(2, res.chain(4, 3, 2, chain));
     out.push_back(float(chain[0])), out.push_back(float(chain[1]));
     return out;
   };
@@ -130,19 +129,18 @@ TEST(DraftFile, AMixedBatchRunsTheDraftLayerOnlyOnTheRowsThatDraft) {
     std::vector<SequenceInput*> seqs;
     if (with_plain) seqs.push_back(&plain);
     if (with_drafting) seqs.push_back(&drafting);
-    const float* l = tf.forward(std::span<SequenceInput* const>(seqs));
+    const ForwardResult res = tf.forward(std::span<SequenceInput* const>(seqs));
     Out o;
-    const size_t P = with_plain ? plain_tokens.size() : 0;
+    const int P = with_plain ? static_cast<int>(plain_tokens.size()) : 0, D = static_cast<int>(drafting_tokens.size());
     if (with_plain) {
-      o.plain.assign(l, l + P * V);
-      EXPECT_EQ(tf.draft_logits_for(l), nullptr);  // not asked for: none, even with the layer run in this forward
+      o.plain = test::all_logits(res.slice(0, P));
+      EXPECT_EQ(res.draft_logits(0), nullptr);  // not asked for: none, even with the layer run in this forward
     }
     if (with_drafting) {
-      const float* d = l + P * V;
-      o.drafting.assign(d, d + drafting_tokens.size() * V);
-      o.drafts = test::draft_rows(tf, d, static_cast<int>(drafting_tokens.size()));
-      const float* last = d + (drafting_tokens.size() - 1) * V;
-      EXPECT_EQ(2, tf.draft_chain(last, dc, 3, 2, o.chain));
+      const ForwardResult d = res.slice(P, D);
+      o.drafting = test::all_logits(d);
+      o.drafts = test::draft_rows(d, D);
+      EXPECT_EQ(2, d.chain(D - 1, 3, 2, o.chain));
     }
     *layer_rows = tf.n_draft_layer_rows();
     return o;

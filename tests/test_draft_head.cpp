@@ -215,14 +215,13 @@ TEST(DraftHead, ForwardGivesTheHeadsLogitsForTheLogitRows) {
   KvCache a(copy.config(), 64), b(copy.config(), 64);
   SequenceInput in;
   in.set_causal(&a, std::vector<int32_t>{3, 1, 4, 1, 5}, SequenceInput::Logits::All);
-  const float* logits = tf.forward(in);
-  EXPECT_EQ(tf.draft_logits_for(logits), nullptr);  // not asked for
+  EXPECT_EQ(tf.forward(in).draft_logits(0), nullptr);  // not asked for
   a.truncate(0);
   in.draft_logits = true;
-  logits = tf.forward(in);
-  const std::vector<float> drafts = test::draft_rows(tf, logits, 5);
+  const ForwardResult res = tf.forward(in);
+  const std::vector<float> drafts = test::draft_rows(res, 5);
   ASSERT_FALSE(drafts.empty());
-  EXPECT_EQ(std::memcmp(drafts.data(), logits, sizeof(float) * 5 * V), 0);
+  EXPECT_EQ(std::memcmp(drafts.data(), test::all_logits(res).data(), sizeof(float) * 5 * V), 0);
   const std::vector<float> alone(drafts.begin() + 2 * V, drafts.begin() + 3 * V);  // row 2 of the five
   a.truncate(0);
   SequenceInput other, mine;
@@ -230,8 +229,8 @@ TEST(DraftHead, ForwardGivesTheHeadsLogitsForTheLogitRows) {
   mine.set_causal(&a, std::vector<int32_t>{3, 1, 4, 1, 5}, std::vector<int32_t>{2});
   mine.draft_logits = true;
   SequenceInput* both[] = {&other, &mine};
-  const float* batch = tf.forward(std::span<SequenceInput* const>(both, 2));
-  const float* mine_draft = tf.draft_logits_for(batch + 3 * V);  // after the other sequence's three rows
+  const ForwardResult batch = tf.forward(std::span<SequenceInput* const>(both, 2));
+  const float* mine_draft = batch.draft_logits(3);  // after the other sequence's three rows
   ASSERT_NE(mine_draft, nullptr);
   EXPECT_EQ(std::memcmp(mine_draft, alone.data(), sizeof(float) * V), 0);
 
@@ -242,7 +241,7 @@ TEST(DraftHead, ForwardGivesTheHeadsLogitsForTheLogitRows) {
   SequenceInput pin;
   pin.set_causal(&pc, std::vector<int32_t>{3, 1}, SequenceInput::Logits::All);
   pin.draft_logits = true;
-  EXPECT_EQ(tp.draft_logits_for(tp.forward(pin)), nullptr);
+  EXPECT_EQ(tp.forward(pin).draft_logits(0), nullptr);
 }
 
 // ---------------------------------------------------------------- training
@@ -348,10 +347,10 @@ TEST(DraftLayer, StartsAsTheIdentity) {
   SequenceInput in;
   in.set_causal(&cache, tokens, SequenceInput::Logits::All);
   in.draft_logits = true;
-  const float* logits = tf.forward(in);
-  const std::vector<float> drafts = test::draft_rows(tf, logits, T);
+  const ForwardResult res = tf.forward(in);
+  const std::vector<float> drafts = test::draft_rows(res, T);
   ASSERT_FALSE(drafts.empty());
-  EXPECT_EQ(std::memcmp(drafts.data(), logits, sizeof(float) * T * V), 0);
+  EXPECT_EQ(std::memcmp(drafts.data(), test::all_logits(res).data(), sizeof(float) * T * V), 0);
   const float* z = d.trainable.forward(TrainSequence::causal(tokens));
   const std::vector<float> plain(z, z + T * V);
   const float* dz = d.trainable.draft_logits(std::vector<int32_t>{0, 3, 6});
@@ -379,7 +378,7 @@ TEST(DraftLayer, CachedForwardMatchesTheTrainingForwardAndIsBatchInvariant) {
     SequenceInput in;
     in.set_causal(&cache, std::vector<int32_t>(tokens.begin() + begin, tokens.begin() + end), SequenceInput::Logits::All);
     in.draft_logits = true;
-    const std::vector<float> drafts = test::draft_rows(tf, tf.forward(in), end - begin);
+    const std::vector<float> drafts = test::draft_rows(tf.forward(in), end - begin);
     ASSERT_FALSE(drafts.empty());
     got.insert(got.end(), drafts.begin(), drafts.end());
   }
@@ -395,14 +394,14 @@ TEST(DraftLayer, CachedForwardMatchesTheTrainingForwardAndIsBatchInvariant) {
   SequenceInput alone, other, mine;
   alone.set_causal(&alone_cache, tokens, std::vector<int32_t>{T - 1});
   alone.draft_logits = true;
-  const float* a = tf.draft_logits_for(tf.forward(alone));
+  const float* a = tf.forward(alone).draft_logits(0);
   const std::vector<float> one(a, a + V);
   other.set_causal(&other_cache, std::vector<int32_t>{7, 7, 2, 8}, SequenceInput::Logits::All);
   mine.set_causal(&mine_cache, tokens, std::vector<int32_t>{T - 1});
   mine.draft_logits = true;
   SequenceInput* both[] = {&other, &mine};
-  const float* batch = tf.forward(std::span<SequenceInput* const>(both, 2));
-  const float* b = tf.draft_logits_for(batch + 4 * V);  // after the other sequence's four rows
+  const ForwardResult batch = tf.forward(std::span<SequenceInput* const>(both, 2));
+  const float* b = batch.draft_logits(4);  // after the other sequence's four rows
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(std::memcmp(b, one.data(), sizeof(float) * V), 0);
 }

@@ -45,7 +45,8 @@ void check_chunks(const Model& m, const std::vector<int32_t>& toks, const Logits
     std::vector<int32_t> rows;
     for (size_t i = 0; i < e - b; i++) rows.push_back(static_cast<int32_t>(i));
     in.set_causal(&cache, std::vector<int32_t>(toks.begin() + b, toks.begin() + e), rows);
-    const float* l = tf.forward(in);
+    const std::vector<float> l_rows = test::all_logits(tf.forward(in));
+    const float* l = l_rows.data();
     for (size_t i = b; i < e; i++)
       expect_rows_equal(l + (i - b) * m.config().vocab_size, ref[i], "chunk " + std::to_string(chunk) + " token " + std::to_string(i));
   }
@@ -84,7 +85,8 @@ void check_tree(const Model& m, const std::vector<int32_t>& toks, const Logits& 
       if (i % 2 == 0)
         for (int b = 0; b < n_real && real_idx[b] < i; b++) in.mask.set(i, real_idx[b]);
     in.logit_rows = real_idx;
-    const float* l = tf.forward(in);
+    const std::vector<float> l_rows = test::all_logits(tf.forward(in));
+    const float* l = l_rows.data();
     for (int i = 0; i < n_real; i++) expect_rows_equal(l + i * V, ref[done + i], "tree token " + std::to_string(done + i));
     std::vector<int32_t> slots;
     for (int32_t r : real_idx) slots.push_back(past + r);
@@ -106,7 +108,8 @@ void check_two_sequences(const Model& m, const std::vector<int32_t>& toks, const
     sa.set_causal(&a, std::vector<int32_t>{toks[i], toks[i + 1]}, std::vector<int32_t>{0, 1});
     sb.set_causal(&b, std::vector<int32_t>{other[i], other[i + 1]}, std::vector<int32_t>{1, 0});  // rows in a different order
     SequenceInput* both[] = {&sb, &sa};
-    const float* l = tf.forward(both);
+    const std::vector<float> l_rows = test::all_logits(tf.forward(both));
+    const float* l = l_rows.data();
     expect_rows_equal(l + 0 * V, ref_b[i + 1], "seq b");
     expect_rows_equal(l + 1 * V, ref_b[i], "seq b");
     expect_rows_equal(l + 2 * V, ref[i], "seq a");
@@ -246,7 +249,8 @@ TEST(KvCache, TruncateThenReforwardEqualsFresh) {
   cache.truncate(10);
   in.set_causal(&cache, std::vector<int32_t>(toks.begin() + 10, toks.end()), SequenceInput::Logits::None);
   for (int i = 0; i < 10; i++) in.logit_rows.push_back(i);
-  const float* l = tf.forward(in);
+  const std::vector<float> l_rows = test::all_logits(tf.forward(in));
+  const float* l = l_rows.data();
   for (int i = 0; i < 10; i++) expect_rows_equal(l + i * m->config().vocab_size, ref[10 + i], "after truncate");
 }
 
@@ -262,7 +266,8 @@ TEST(KvCache, F16CacheStaysCloseToF32) {
     KvCache cache(m->config(), 64, t == 0 ? DType::F32 : DType::F16);
     SequenceInput in;
     in.set_causal(&cache, toks, SequenceInput::Logits::All);
-    const float* l = tf.forward(in);
+    const std::vector<float> l_rows = test::all_logits(tf.forward(in));
+    const float* l = l_rows.data();
     logits[t].assign(l, l + toks.size() * V);
   }
   float range = 0, worst = 0;

@@ -55,7 +55,7 @@ double nll_token_at_a_time(ForwardPass& model, KvCache& cache, const ScoredConte
   const int V = model.vocab_size();
   for (size_t p = 0; p + 1 < c.tokens.size(); p++) {
     in.set_causal(&cache, std::span<const int32_t>(c.tokens).subspan(p, 1), SequenceInput::Logits::Last);
-    const float* row = model.forward(in);
+    const float* row = model.forward(in).logits(0);
     if (static_cast<int>(p) < c.first_scored) continue;
     float mx = row[0];
     for (int v = 1; v < V; v++) mx = std::max(mx, row[v]);

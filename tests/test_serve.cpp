@@ -308,17 +308,16 @@ TEST_F(ServeStories, ParallelDecodersCommitSeveralTokensPerForwardInsideTheBatch
 }
 
 // A forward that throws whenever a row carries `poison` (as a bad input of one sequence would).
-struct PoisonedForward : ForwardPass {
-  PoisonedForward(ForwardPass& real, int32_t poison) : real(real), poison(poison) {}
-  const float* forward(std::span<SequenceInput* const> seqs) override {
+struct PoisonedForward : test::WrappedForward {
+  PoisonedForward(ForwardPass& real, int32_t poison) : WrappedForward(real), real(real), poison(poison) {}
+  void run(std::span<SequenceInput* const> seqs) override {
     for (const SequenceInput* s : seqs)
       if (std::find(s->tokens.begin(), s->tokens.end(), poison) != s->tokens.end()) {
         real.forward(seqs);  // the caches of the batch grow before the failure, as a real mid-batch throw leaves them
         throw Error("poisoned row");
       }
-    return real.forward(seqs);
+    WrappedForward::run(seqs);
   }
-  const ModelConfig& config() const override { return real.config(); }
   ForwardPass& real;
   int32_t poison;
 };
@@ -372,7 +371,7 @@ TEST_F(ServeStories, LogprobsEqualOneTokenAtATimeWhicheverDecoderRuns) {
   const size_t V = static_cast<size_t>(fwd->vocab_size());
   for (size_t i = 0; i + 1 < text.size(); i++) {
     in.set_causal(&ref.cache(), std::span<const int32_t>(&text[i], 1), SequenceInput::Logits::Last);
-    expected.push_back(token_logprob(std::span<const float>(ref.forward(in), V), text[i + 1], 3));
+    expected.push_back(token_logprob(std::span<const float>(ref.forward(in).logits(0), V), text[i + 1], 3));
   }
   for (const std::string d : {"ar", "lookahead:W=4:N=3:G=4", "jacobi:block=4", "pld"}) {
     SchedulerOptions o;

@@ -468,8 +468,10 @@ std::vector<float> inference_logits(const ModelConfig& cfg, const TensorSet& ts,
   in.positions = s.positions;
   in.mask = s.mask;
   for (int i = 0; i < static_cast<int>(s.tokens.size()); i++) in.logit_rows.push_back(i);
-  const float* l = tf.forward(in);
-  return std::vector<float>(l, l + s.tokens.size() * model.config().vocab_size);
+  const ForwardResult res = tf.forward(in);
+  std::vector<float> out;
+  for (int r = 0; r < res.rows(); r++) out.insert(out.end(), res.logits(r), res.logits(r) + res.vocab_size());
+  return out;
 }
 
 // Logits within 1e-4 of the row's largest |logit| (relative to the row's scale).

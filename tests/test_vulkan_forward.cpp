@@ -26,7 +26,7 @@ std::unique_ptr<Model> make_model(const ModelConfig& cfg, DType type, uint64_t s
   return m;
 }
 
-std::vector<float> row_of(const float* logits, int row, int V) { return std::vector<float>(logits + int64_t{row} * V, logits + int64_t{row + 1} * V); }
+std::vector<float> row_of(const ForwardResult& res, int row) { return std::vector<float>(res.logits(row), res.logits(row) + res.vocab_size()); }
 
 // One token per forward, on `fwd`: the reference every other batch shape must reproduce bit for bit.
 Logits stepwise(ForwardPass& fwd, const std::vector<int32_t>& toks, DType kv = DType::F32) {
@@ -35,7 +35,7 @@ Logits stepwise(ForwardPass& fwd, const std::vector<int32_t>& toks, DType kv = D
   SequenceInput in;
   for (int32_t t : toks) {
     in.set_causal(&cache, std::vector<int32_t>{t}, SequenceInput::Logits::Last);
-    out.push_back(row_of(fwd.forward(in), 0, fwd.vocab_size()));
+    out.push_back(row_of(fwd.forward(in), 0));
   }
   return out;
 }
@@ -54,8 +54,8 @@ void expect_batch_invariant(ForwardPass& fwd, const std::vector<int32_t>& toks, 
     KvCache c = fwd.make_cache(64, kv);
     SequenceInput in;
     in.set_causal(&c, toks, SequenceInput::Logits::All);
-    const float* l = fwd.forward(in);
-    for (size_t r = 0; r < toks.size(); r++) expect_bits(row_of(l, int(r), V), ref[r], what + ": causal row " + std::to_string(r));
+    const ForwardResult l = fwd.forward(in);
+    for (size_t r = 0; r < toks.size(); r++) expect_bits(row_of(l, int(r)), ref[r], what + ": causal row " + std::to_string(r));
   }
   // 2. rows 8..11 beside another sequence (a prefill of 6 tokens) in one forward
   KvCache a = fwd.make_cache(64, kv), b = fwd.make_cache(64, kv);
@@ -65,8 +65,8 @@ void expect_batch_invariant(ForwardPass& fwd, const std::vector<int32_t>& toks, 
   ia.set_causal(&a, std::vector<int32_t>(toks.begin() + 8, toks.begin() + 12), SequenceInput::Logits::All);
   ib.set_causal(&b, std::vector<int32_t>{3, 1, 4, 1, 5, 9}, SequenceInput::Logits::All);
   SequenceInput* both[] = {&ib, &ia};
-  const float* l = fwd.forward(std::span<SequenceInput* const>(both, 2));
-  for (int r = 0; r < 4; r++) expect_bits(row_of(l, 6 + r, V), ref[8 + r], what + ": beside another sequence, row " + std::to_string(8 + r));
+  ForwardResult l = fwd.forward(std::span<SequenceInput* const>(both, 2));
+  for (int r = 0; r < 4; r++) expect_bits(row_of(l, 6 + r), ref[8 + r], what + ": beside another sequence, row " + std::to_string(8 + r));
   // 3. a tree: t8, t9, a sibling of t9, t10, t11 with explicit positions and a mask; then keep() the path
   // and go on with t12 (slot moves on the device)
   KvCache c = fwd.make_cache(64, kv);
@@ -83,11 +83,11 @@ void expect_batch_invariant(ForwardPass& fwd, const std::vector<int32_t>& toks, 
   }
   in.logit_rows = {0, 1, 3, 4};
   l = fwd.forward(in);
-  for (int i = 0; i < 4; i++) expect_bits(row_of(l, i, V), ref[8 + i], what + ": tree row " + std::to_string(i));
+  for (int i = 0; i < 4; i++) expect_bits(row_of(l, i), ref[8 + i], what + ": tree row " + std::to_string(i));
   const int32_t path[4] = {8, 9, 11, 12};
   c.keep(8, path);
   in.set_causal(&c, std::vector<int32_t>{toks[12]}, SequenceInput::Logits::Last);
-  expect_bits(row_of(fwd.forward(in), 0, V), ref[12], what + ": after keep");
+  expect_bits(row_of(fwd.forward(in), 0), ref[12], what + ": after keep");
 }
 
 // The largest |want - got| over the largest |want| (at least 1): how far the device is from the CPU.
@@ -202,8 +202,7 @@ TEST(VulkanForward, DraftHeadAndLayerMatchTheCpu) {
       SequenceInput in;
       in.set_causal(&c, toks, SequenceInput::Logits::All);
       in.draft_logits = true;
-      const float* l = f.forward(in);
-      std::vector<float> d = test::draft_rows(f, l, static_cast<int>(toks.size()));
+      std::vector<float> d = test::draft_rows(f.forward(in), static_cast<int>(toks.size()));
       EXPECT_FALSE(d.empty());
       return d;
     };
@@ -236,22 +235,24 @@ TEST(VulkanForward, AMixedBatchRunsTheDraftLayerOnlyOnTheRowsThatDraft) {
       seqs.push_back(&ins[i]);
     }
     const uint64_t rows_before = m.fwd.n_draft_layer_rows();
-    const float* l = m.fwd.forward(std::span<SequenceInput* const>(seqs));
+    const ForwardResult res = m.fwd.forward(std::span<SequenceInput* const>(seqs));
     const uint64_t layer_rows = m.fwd.n_draft_layer_rows() - rows_before;
     std::vector<Out> out;
+    int first = 0;
     for (size_t i = 0; i < which.size(); i++) {
-      const size_t n = tokens[which[i]].size();
+      const int n = static_cast<int>(tokens[which[i]].size());
+      const ForwardResult l = res.slice(first, n);
       Out o;
-      o.logits.assign(l, l + n * V);
+      o.logits = test::all_logits(l);
       if (drafting[which[i]]) {
-        o.drafts = test::draft_rows(m.fwd, l, static_cast<int>(n));
+        o.drafts = test::draft_rows(l, n);
         o.chain.assign(2, -1);
-        EXPECT_EQ(2, m.fwd.draft_chain(l + (n - 1) * V, caches[i], 3, 2, o.chain.data()));
+        EXPECT_EQ(2, l.chain(n - 1, 3, 2, o.chain.data()));
       } else {
-        EXPECT_EQ(m.fwd.draft_logits_for(l), nullptr);  // not asked for: none, with the layer run in this forward
+        EXPECT_EQ(l.draft_logits(0), nullptr);  // not asked for: none, with the layer run in this forward
       }
       out.push_back(std::move(o));
-      l += n * V;
+      first += n;
     }
     return std::pair{out, layer_rows};
   };
@@ -285,12 +286,12 @@ TEST(VulkanForward, DraftChainMatchesTheCpuAndLeavesTheCacheAsItWas) {
       io.set_causal(&o, other, SequenceInput::Logits::Last);
       in.draft_logits = io.draft_logits = true;
       SequenceInput* both[] = {&io, &in};
-      const float* l = batched ? f.forward(std::span<SequenceInput* const>(both, 2)) : f.forward(in);
+      const ForwardResult l = batched ? f.forward(std::span<SequenceInput* const>(both, 2)) : f.forward(in);
       std::vector<int32_t> drafts(4, -1);
-      EXPECT_EQ(4, f.draft_chain(l + (batched ? cfg.vocab_size : 0), c, 3, 4, drafts.data()));
+      EXPECT_EQ(4, l.chain(batched ? 1 : 0, 3, 4, drafts.data()));
       EXPECT_EQ(c.size(), 10);
       in.set_causal(&c, std::vector<int32_t>{7}, SequenceInput::Logits::Last);
-      return std::pair{drafts, row_of(f.forward(in), 0, cfg.vocab_size)};
+      return std::pair{drafts, row_of(f.forward(in), 0)};
     };
     const auto [cpu_drafts, cpu_next] = chain(m.cpu, false);
     const auto [lone, lone_next] = chain(fwd, false);
@@ -305,7 +306,7 @@ TEST(VulkanForward, DraftChainMatchesTheCpuAndLeavesTheCacheAsItWas) {
     in.set_causal(&c, toks, SequenceInput::Logits::None);
     fwd.forward(in);
     in.set_causal(&c, std::vector<int32_t>{7}, SequenceInput::Logits::Last);
-    expect_bits(row_of(fwd.forward(in), 0, cfg.vocab_size), lone_next, "the forward without a chain");
+    expect_bits(row_of(fwd.forward(in), 0), lone_next, "the forward without a chain");
   }
 }
 
@@ -323,9 +324,8 @@ TEST(VulkanForward, DraftChainsReplayWithTheSameDrafts) {
       SequenceInput in;
       in.set_causal(&c, std::vector<int32_t>{toks[t]}, SequenceInput::Logits::Last);
       in.draft_logits = true;
-      const float* l = f.forward(in);
       std::vector<int32_t> d(4, -1);
-      EXPECT_EQ(4, f.draft_chain(l, c, toks[(t + 1) % toks.size()], 4, d.data()));
+      EXPECT_EQ(4, f.forward(in).chain(0, toks[(t + 1) % toks.size()], 4, d.data()));
       all.insert(all.end(), d.begin(), d.end());
     }
     return all;
@@ -349,18 +349,19 @@ TEST(VulkanForward, GreedyTokensComeFromTheDevice) {
   other.set_causal(&o, test::random_tokens(4, V, 3), SequenceInput::Logits::All);
   in.draft_logits = true;
   SequenceInput* both[] = {&other, &in};
-  const float* l = m.fwd.forward(std::span<SequenceInput* const>(both, 2));
-  std::vector<const float*> rows;
-  for (int r = 0; r < 13; r++) rows.push_back(l + int64_t{r} * V);
-  for (int r = 4; r < 13; r++) rows.push_back(m.fwd.draft_logits_for(l + int64_t{r} * V));
-  for (const float* row : rows) {
-    ASSERT_NE(row, nullptr);
-    const int32_t want = static_cast<int32_t>(argmax(row, V));
-    EXPECT_EQ(m.fwd.greedy_token(row), want);
-    float* host = const_cast<float*>(row);  // the host's copy changed: the device's pick stands
-    host[(want + 1) % V] = host[want] + 1.0f;
-    EXPECT_EQ(m.fwd.greedy_token(row), want);
-  }
+  const ForwardResult l = m.fwd.forward(std::span<SequenceInput* const>(both, 2));
+  for (int r = 0; r < 13; r++)
+    for (bool draft : {false, true}) {
+      if (draft && r < 4) continue;  // (the other sequence asked for no drafts)
+      const float* row = draft ? l.draft_logits(r) : l.logits(r);
+      ASSERT_NE(row, nullptr);
+      const int32_t want = static_cast<int32_t>(argmax(row, V));
+      auto pick = [&] { return draft ? l.draft_greedy(r) : l.greedy(r); };
+      EXPECT_EQ(pick(), want);
+      float* host = const_cast<float*>(row);  // the host's copy changed: the device's pick stands
+      host[(want + 1) % V] = host[want] + 1.0f;
+      EXPECT_EQ(pick(), want);
+    }
 }
 
 // JF_VULKAN_PROFILE=1: the forwards' device time by kernel, the same logits as without it.

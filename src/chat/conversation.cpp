@@ -144,8 +144,8 @@ TurnStats Conversation::answer(const std::string& user, const std::function<void
         break;
       }
       const double t0 = now_seconds();
-      const float* logits = session_.forward_pass().forward(*in);
-      g.consume(logits, now_seconds() - t0);
+      const ForwardResult result = session_.forward_pass().forward(*in);
+      g.consume(result, now_seconds() - t0);
     }
     keep_cache(g);
     st.result = g.take_result();

@@ -35,6 +35,7 @@ struct BenchArgs {
 struct Totals {
   int64_t tokens = 0, forwards = 0, rows = 0, identical = 0, runs = 0, correct = 0;
   double gen_seconds = 0, forward_seconds = 0, device_seconds = 0;
+  DeviceSyncs syncs;
   std::vector<int64_t> histogram;  // [k] = forwards that committed k tokens, over all prompts
 };
 
@@ -110,6 +111,8 @@ int run_bench(BenchArgs& a) {
       t.tokens += r.stats.n_tokens, t.forwards += r.stats.n_forwards, t.rows += r.stats.n_forward_rows;
       t.gen_seconds += r.stats.gen_seconds, t.forward_seconds += r.stats.forward_seconds;
       t.identical += same, t.runs++;
+      t.syncs.submissions += r.stats.syncs.submissions, t.syncs.waits += r.stats.syncs.waits;
+      t.syncs.extra_fetches += r.stats.syncs.extra_fetches, t.syncs.bytes_to_host += r.stats.syncs.bytes_to_host;
       std::string answer;
       if (scored) {
         answer = extract_answer(lm.tokenizer->decode(r.tokens));
@@ -143,10 +146,12 @@ int run_bench(BenchArgs& a) {
   if (on_device) std::printf("device %s\n\n", session.forward_pass().device_name().c_str());
   // speedup / TPF is how much of the tokens per forward reaches the wall clock (1.0: extra rows are free).
   // ms/forward: inside the model's forward; + decoding: the rest of the generation's time per forward (the
-  // decoder's own work: drafting, masks, verification, bookkeeping).
+  // decoder's own work: drafting, masks, verification, bookkeeping). On a device, also its submissions and host
+  // waits per forward (1: the forward, its greedy tokens and its draft chain in one), and the bytes copied back.
   std::printf("| decoder | TPF | TPS | speedup | speedup / TPF | identical to ar | rows/forward | ms/forward | + decoding ms/forward |%s%s\n",
-              scored ? " forwards/prompt | accuracy |" : "", on_device ? " device ms/forward |" : "");
-  std::printf("|---|---|---|---|---|---|---|---|---|%s%s\n", scored ? "---|---|" : "", on_device ? "---|" : "");
+              scored ? " forwards/prompt | accuracy |" : "",
+              on_device ? " device ms/forward | submissions/forward | waits/forward | KB to host/forward |" : "");
+  std::printf("|---|---|---|---|---|---|---|---|---|%s%s\n", scored ? "---|---|" : "", on_device ? "---|---|---|---|" : "");
   nlohmann::json summary = nlohmann::json::array();
   std::vector<tune::DecoderPoint> points;
   for (size_t d = 0; d < decoders.size(); d++) {
@@ -160,14 +165,20 @@ int run_bench(BenchArgs& a) {
                 t.forwards ? 1e3 * t.forward_seconds / t.forwards : 0,
                 t.forwards ? 1e3 * (t.gen_seconds - t.forward_seconds) / t.forwards : 0);
     if (scored) std::printf(" %.1f | %.1f%% |", double(t.forwards) / std::max<int64_t>(1, t.runs), 100 * accuracy);
-    if (on_device) std::printf(" %.3f |", t.forwards ? 1e3 * t.device_seconds / t.forwards : 0);
+    if (on_device) {
+      const double f = static_cast<double>(std::max<int64_t>(1, t.forwards));
+      std::printf(" %.3f | %.2f | %.2f | %.1f |", 1e3 * t.device_seconds / f, t.syncs.submissions / f, t.syncs.waits / f,
+                  t.syncs.bytes_to_host / f / 1024.0);
+    }
     std::printf("\n");
     points.push_back({specs[d], tpf, speedup});
     summary.push_back({{"decoder", specs[d]}, {"tpf", tpf}, {"tps", tps}, {"speedup", speedup},
                        {"identical_percent", greedy ? 100.0 * t.identical / std::max<int64_t>(1, t.runs) : -1.0},
                        {"tokens", t.tokens}, {"forwards", t.forwards}, {"gen_seconds", t.gen_seconds},
                        {"forward_seconds", t.forward_seconds}, {"device_seconds", t.device_seconds},
-                       {"decoding_ms_per_forward", t.forwards ? 1e3 * (t.gen_seconds - t.forward_seconds) / t.forwards : 0.0}});
+                       {"decoding_ms_per_forward", t.forwards ? 1e3 * (t.gen_seconds - t.forward_seconds) / t.forwards : 0.0},
+                       {"submissions", t.syncs.submissions}, {"waits", t.syncs.waits}, {"extra_fetches", t.syncs.extra_fetches},
+                       {"bytes_to_host", t.syncs.bytes_to_host}});
     if (scored) summary.back()["accuracy"] = accuracy;
   }
   // What the decoders priced their rows at: the measured curve, or the one the session learned.

@@ -60,12 +60,13 @@ void compare_sequence(Scorer& base, Scorer& model, int V, const std::vector<int3
     const size_t len = std::min<size_t>(kPrefillChunk, toks.size() - 1 - c0);
     const auto piece = std::span<const int32_t>(toks).subspan(c0, len);
     base.in.set_causal(&base.cache, piece, SequenceInput::Logits::All);
-    const float* bl = base.tf.forward(base.in);
-    base_rows.assign(bl, bl + len * static_cast<size_t>(V));
+    const ForwardResult bl = base.tf.forward(base.in);
+    base_rows.clear();
+    for (size_t i = 0; i < len; i++) base_rows.insert(base_rows.end(), bl.logits(static_cast<int>(i)), bl.logits(static_cast<int>(i)) + V);
     model.in.set_causal(&model.cache, piece, SequenceInput::Logits::All);
-    const float* ml = model.tf.forward(model.in);
+    const ForwardResult ml = model.tf.forward(model.in);
     for (size_t i = 0; i < len; i++)
-      if (c0 + i >= from) compare_row(base_rows.data() + i * V, ml + i * V, V, toks[c0 + i + 1], c);
+      if (c0 + i >= from) compare_row(base_rows.data() + i * V, ml.logits(static_cast<int>(i)), V, toks[c0 + i + 1], c);
   }
 }
 

@@ -1,6 +1,6 @@
 // A strategy's decode loop as a C++20 coroutine: the loop reads as the algorithm does ("build the rows,
 // `co_await` the forward, accept, commit"), but it does not run the forward itself. At each `co_await` it
-// hands its input to whoever drives it and is resumed with the logits. A batch of one (`jf generate`,
+// hands its input to whoever drives it and is resumed with the forward's results. A batch of one (`jf generate`,
 // `jf bench`) forwards that input alone; the server's scheduler gathers the inputs of every active sequence
 // into one multi-sequence forward (docs/ARCHITECTURE.md, "Decoders as coroutines").
 #pragma once
@@ -9,29 +9,28 @@
 #include <utility>
 
 #include "model/batch.h"
+#include "model/forward_pass.h"
 
 namespace jf {
 
 // Where a suspended loop leaves its request and finds its answer (DecodeContext holds one).
 struct ForwardSlot {
   SequenceInput* input = nullptr;  // set while the loop waits for a forward
-  const float* logits = nullptr;   // set by the driver before resuming
-  bool drafted = false;            // the forward gives the draft head's logits too (asked for, and the model has one)
+  ForwardResult result;            // this sequence's rows of it, set by the driver before resuming
 };
 
-// `co_await`ed by a loop: publishes the input, suspends, and returns the logits once resumed.
+// `co_await`ed by a loop: publishes the input, suspends, and returns the forward's results once resumed.
 struct ForwardAwaiter {
   ForwardSlot& slot;
   SequenceInput& input;
   bool await_ready() const noexcept { return false; }
   void await_suspend(std::coroutine_handle<>) noexcept {
     slot.input = &input;
-    slot.logits = nullptr;
-    slot.drafted = false;
+    slot.result = ForwardResult();
   }
-  const float* await_resume() noexcept {
+  ForwardResult await_resume() noexcept {
     slot.input = nullptr;
-    return slot.logits;
+    return slot.result;
   }
 };
 

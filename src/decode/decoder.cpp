@@ -4,7 +4,6 @@
 
 #include "base/error.h"
 #include "base/timer.h"
-#include "decode/greedy.h"
 
 namespace jf {
 
@@ -24,18 +23,16 @@ bool DecodeContext::is_eos(int32_t t) const {
   return !cfg_.ignore_eos && std::find(cfg_.eos_ids.begin(), cfg_.eos_ids.end(), t) != cfg_.eos_ids.end();
 }
 
-const float* DecodeContext::draft_row(int r) {
-  if (!slot_.drafted) return nullptr;
+int32_t DecodeContext::draft_greedy(int r) {
   const double t0 = now_seconds();
-  ForwardPass& f = session_.forward_pass();
-  const float* row = f.draft_logits_for(slot_.logits + static_cast<size_t>(r) * f.vocab_size());
+  const int32_t token = slot_.result.draft_greedy(r);
   draft_seconds_ += now_seconds() - t0;
-  return row;
+  return token;
 }
 
-int DecodeContext::draft_chain(const float* row, int32_t first, int count, int32_t* out) {
+int DecodeContext::draft_chain(int r, int32_t first, int count, int32_t* out) {
   const double t0 = now_seconds();
-  const int made = session_.forward_pass().draft_chain(row, session_.cache(), first, count, out);
+  const int made = slot_.result.chain(r, first, count, out);
   draft_seconds_ += now_seconds() - t0;
   return made;
 }
@@ -119,7 +116,7 @@ SequenceInput* Generation::next_input() {
   return nullptr;
 }
 
-void Generation::consume(const float* logits, double seconds) {
+void Generation::consume(const ForwardResult& result, double seconds) {
   if (phase_ == Phase::Prefill) {
     prefilled_ += prefill_in_.tokens.size();
     if (prefilled_ + 1 >= prompt_.size()) start_decoding();
@@ -127,8 +124,7 @@ void Generation::consume(const float* logits, double seconds) {
   }
   JF_CHECK(phase_ == Phase::Decode && ctx_.slot().input, "consume() without a pending forward");
   session_.record_forward(*ctx_.slot().input, seconds, ctx_.take_draft_seconds());
-  ctx_.slot().logits = logits;
-  ctx_.slot().drafted = ctx_.slot().input->draft_logits && session_.forward_pass().has_draft_logits();
+  ctx_.slot().result = result;
   const size_t n_before = out_.tokens.size();
   if (cfg_.trace) trace_forward(*ctx_.slot().input);
   try {
@@ -182,6 +178,7 @@ void Generation::start_decoding() {
   if (cfg_.trace) cfg_.trace->forwards.clear();
   t_decode_ = now_seconds();
   out_.stats.prefill_seconds = t_decode_ - t_start_;
+  syncs_at_decode_ = session_.forward_pass().device_syncs();
   session_.reset_counters();
   phase_ = Phase::Decode;
   if (cfg_.max_new_tokens == 0) ctx_.done_ = true;
@@ -198,6 +195,11 @@ void Generation::stop() {
 }
 
 void Generation::finish() {
+  if (phase_ == Phase::Decode) {
+    const DeviceSyncs now = session_.forward_pass().device_syncs(), &then = syncs_at_decode_;
+    out_.stats.syncs = {now.submissions - then.submissions, now.waits - then.waits, now.extra_fetches - then.extra_fetches,
+                        now.bytes_to_host - then.bytes_to_host};
+  }
   phase_ = Phase::Finished;
   out_.stats.gen_seconds = now_seconds() - t_decode_;
   out_.stats.n_tokens = static_cast<int>(out_.tokens.size());
@@ -211,8 +213,8 @@ GenerationResult Decoder::generate(Session& s, std::span<const int32_t> prompt, 
   Generation g(*this, s, prompt, cfg, sink);
   while (SequenceInput* in = g.next_input()) {
     const double t0 = now_seconds();
-    const float* logits = s.forward_pass().forward(*in);
-    g.consume(logits, now_seconds() - t0);
+    const ForwardResult result = s.forward_pass().forward(*in);
+    g.consume(result, now_seconds() - t0);
   }
   return g.take_result();
 }
@@ -221,8 +223,8 @@ DecodeLoop ArDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   Sampler sampler(ctx.config().sampling, s.vocab_size());
   const bool greedy = ctx.config().sampling.greedy();
-  const Greedy greedy_of(s.forward_pass());  // the parallel decoders' greedy tokens: the same pick
   SequenceInput in;
+  in.need = greedy ? SequenceInput::Need::Greedy : SequenceInput::Need::Logits;
   int32_t tok[1];
   while (!ctx.done()) {
     if (ctx.room() < 1) {
@@ -231,8 +233,8 @@ DecodeLoop ArDecoder::decode(DecodeContext& ctx) {
     }
     tok[0] = ctx.pending();
     in.set_causal(&s.cache(), tok, SequenceInput::Logits::Last);
-    const float* logits = co_await ctx.forward(in);
-    tok[0] = greedy ? greedy_of(logits) : sampler.sample(logits);
+    const ForwardResult out = co_await ctx.forward(in);
+    tok[0] = greedy ? out.greedy(0) : sampler.sample(out.logits(0));  // (the parallel decoders' greedy pick)
     ctx.commit(tok);
   }
 }

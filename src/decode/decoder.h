@@ -41,6 +41,9 @@ struct GenerationStats {
   double forward_seconds = 0;  // part of gen_seconds spent inside the model forward
   std::vector<int64_t> accepted_histogram;  // [k] = forwards that committed k tokens
   std::map<std::string, int64_t> counters;  // strategy-specific (pool hits, candidates, ...)
+  // The forward pass's submissions, waits and copies during decoding (ForwardPass::device_syncs; a GPU's: all
+  // zero on the CPU). In a batch they include the other sequences' (a server's); alone, one per forward.
+  DeviceSyncs syncs;
 
   double tpf() const { return n_forwards ? double(n_tokens) / n_forwards : 0.0; }
   // A strategy counter's value; 0 when the strategy never counted it.
@@ -89,13 +92,14 @@ class DecodeContext {
   // `co_await ctx.forward(in)`: suspends the loop until its driver has run `in` through the model.
   ForwardAwaiter forward(SequenceInput& in) { return ForwardAwaiter{slot_, in}; }
   ForwardSlot& slot() { return slot_; }
-  // After a forward whose input set draft_logits: whether the model gave drafts, and the draft head's logits
-  // for its logit row r (null without), valid until the next forward. A backend may compute a row only when
-  // asked (ForwardPass::draft_logits_for): ask for the rows used. Timed, with draft_chain, as draft work.
-  bool drafted() const { return slot_.drafted; }
-  const float* draft_row(int r);
-  // ForwardPass::draft_chain on the session's cache, timed as draft work.
-  int draft_chain(const float* row, int32_t first, int count, int32_t* out);
+  // After a forward whose input set draft_logits: whether the model gave drafts, and the greedy token of the
+  // draft logits of its logit row r (-1 without). A backend may compute a row only when asked
+  // (ForwardResult::draft_logits): ask for the rows used. Timed, with draft_chain, as draft work.
+  bool drafted() const { return slot_.result.drafted(); }
+  int32_t draft_greedy(int r);
+  // ForwardResult::chain from the last forward's logit row r (the session's cache ending with it), timed as
+  // draft work.
+  int draft_chain(int r, int32_t first, int count, int32_t* out);
   // Seconds of draft work on the host since the last call: priced with the forward it drafted for.
   double take_draft_seconds() { return std::exchange(draft_seconds_, 0.0); }
   // Commits tokens in order, stopping at an end-of-generation token or the length limit; records how
@@ -144,7 +148,7 @@ class Decoder;
 
 // One generation driven one forward at a time: the prompt's prefill in chunks, then the strategy's decode
 // loop. next_input() says what the next forward must carry (nullptr when finished); the driver runs it,
-// alone or batched with other generations' inputs, and hands back the logits with consume(). Not movable:
+// alone or batched with other generations' inputs, and hands back its results with consume(). Not movable:
 // the loop refers to its members.
 class Generation {
  public:
@@ -158,8 +162,9 @@ class Generation {
   Generation& operator=(const Generation&) = delete;
 
   SequenceInput* next_input();
-  // `seconds`: the forward's wall time (shared by every sequence in the batch); rethrows the loop's errors.
-  void consume(const float* logits, double seconds);
+  // `result`: this generation's rows of the forward; `seconds`: its wall time (shared by every sequence in the
+  // batch). Rethrows the loop's errors.
+  void consume(const ForwardResult& result, double seconds);
   bool finished() const { return phase_ == Phase::Finished; }
   // Ends the generation between forwards (an interrupted answer): the tokens committed so far are the
   // result and its statistics are final.
@@ -192,6 +197,7 @@ class Generation {
   DecodeLoop loop_;
   Phase phase_ = Phase::Prefill;
   double t_start_ = 0, t_decode_ = 0;
+  DeviceSyncs syncs_at_decode_;
 };
 
 class Decoder {

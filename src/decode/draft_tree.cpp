@@ -66,4 +66,32 @@ void keep_path(KvCache& cache, int first_slot, const Acceptance& acc) {
   cache.keep(first_slot, slots);
 }
 
+void accept_greedy(const DraftTree& t, const ForwardResult& rows, Acceptance& out) {
+  out.path.clear();
+  out.tokens.clear();
+  int node = 0;
+  for (;;) {
+    const int32_t next = rows.greedy(node);
+    out.tokens.push_back(next);
+    const int c = t.child(node, next);
+    if (c < 0) return;
+    out.path.push_back(c);
+    node = c;
+  }
+}
+
+void accept_sampled(const DraftTree& t, const ForwardResult& rows, Sampler& sampler, Acceptance& out) {
+  out.path.clear();
+  out.tokens.clear();
+  int node = 0;
+  for (;;) {
+    const int32_t next = sampler.sample(rows.logits(node));
+    out.tokens.push_back(next);
+    const int c = t.child(node, next);
+    if (c < 0) return;
+    out.path.push_back(c);
+    node = c;
+  }
+}
+
 }  // namespace jf

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "decode/decoder.h"
-#include "decode/greedy.h"
 #include "model/batch.h"
 #include "sample/sampler.h"
 
@@ -45,14 +44,12 @@ struct Acceptance {
   std::vector<int32_t> tokens;  // tokens to commit: the path's tokens, then the next token
 };
 
-// Greedy: from the root, follow the child equal to the greedy token of the current node's logits; the last
-// one is the bonus token. `row_logits(node)` gives the node's logits.
-template <class RowLogits>
-void accept_greedy(const DraftTree& t, RowLogits row_logits, const Greedy& greedy, Acceptance& out);
+// Greedy: from the root, follow the child equal to the greedy token of the current node's row; the last one
+// is the bonus token. Node i's results are logit row i of `rows` (the tree's rows come first, emit()).
+void accept_greedy(const DraftTree& t, const ForwardResult& rows, Acceptance& out);
 // Sampling: draw the next token from the current node's distribution, follow the child equal to the draw.
 // Every committed token is an exact sample of the model's distribution given the committed prefix.
-template <class RowLogits>
-void accept_sampled(const DraftTree& t, RowLogits row_logits, Sampler& sampler, Acceptance& out);
+void accept_sampled(const DraftTree& t, const ForwardResult& rows, Sampler& sampler, Acceptance& out);
 
 // Lays out the pending token followed by `draft` as one causal chain (rows 0..draft.size(), all with logits)
 // in `in`, ready for `co_await ctx.forward(in)`; `tree` and `in` are scratch reused across calls.
@@ -63,5 +60,3 @@ void prepare_chain(DecodeContext& ctx, std::span<const int32_t> draft, DraftTree
 void keep_path(KvCache& cache, int first_slot, const Acceptance& acc);
 
 }  // namespace jf
-
-#include "decode/draft_tree_inl.h"

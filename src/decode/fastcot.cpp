@@ -11,10 +11,10 @@ namespace jf {
 DecodeLoop FastCotDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int V = s.vocab_size(), n = std::max(1, opt_.window);
-  const Greedy greedy(s.forward_pass());
   Rng rng(opt_.seed);
   DraftTree tree;
   SequenceInput in;
+  in.need = SequenceInput::Need::Greedy;
   Acceptance acc;
   std::vector<int32_t> draft, next, tail;
 
@@ -29,12 +29,11 @@ DecodeLoop FastCotDecoder::decode(DecodeContext& ctx) {
     draft.resize(static_cast<size_t>(max_draft(ctx, std::min<int>(static_cast<int>(draft.size()), n - 1))));
     const int S = s.cache().size();
     prepare_chain(ctx, draft, tree, in);
-    const float* logits = co_await ctx.forward(in);
-    auto row = [&](int r) { return logits + static_cast<size_t>(r) * V; };
-    accept_greedy(tree, row, greedy, acc);
+    const ForwardResult out = co_await ctx.forward(in);
+    accept_greedy(tree, out, acc);
     const int k = static_cast<int>(acc.path.size());
     keep_path(s.cache(), S, acc);
-    redraft_from_rows(row, greedy, k, tree.size(), tree.size(), next);
+    redraft_from_rows([&](int r) { return out.greedy(r); }, k, tree.size(), tree.size(), next);
     draft.swap(next);
     ctx.count("exact_tokens", ctx.commit(acc.tokens));
   }
@@ -64,9 +63,9 @@ DecodeLoop FastCotDecoder::decode(DecodeContext& ctx) {
     const int rows = std::min(uncached, ctx.room());
     in.set_causal(&s.cache(), std::span<const int32_t>(h).subspan(static_cast<size_t>(S), static_cast<size_t>(rows)),
                   rows == uncached ? SequenceInput::Logits::Last : SequenceInput::Logits::None);
-    const float* logits = co_await ctx.forward(in);
+    const ForwardResult out = co_await ctx.forward(in);
     if (rows < uncached) continue;
-    const int32_t tok[1] = {greedy(logits)};
+    const int32_t tok[1] = {out.greedy(0)};
     ctx.commit(tok);
   }
 }

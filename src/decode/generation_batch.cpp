@@ -46,13 +46,13 @@ void run_generation_batch(ForwardPass& fwd, int count, int parallel, int context
     }
     if (inputs.empty()) return;
     const double t0 = now_seconds();
-    const float* logits = fwd.forward(inputs);
+    const ForwardResult result = fwd.forward(inputs);
     const double seconds = now_seconds() - t0;
-    const size_t vocab = static_cast<size_t>(fwd.vocab_size());
-    size_t offset = 0;
+    int offset = 0;
     for (size_t i = 0; i < stepping.size(); i++) {
-      const float* own = logits + offset * vocab;
-      offset += inputs[i]->logit_rows.size();  // before consume(): a finished generation takes its input along
+      const int n = static_cast<int>(inputs[i]->logit_rows.size());
+      const ForwardResult own = result.slice(offset, n);
+      offset += n;  // before consume(): a finished generation takes its input along
       InFlight& s = *stepping[i];
       s.generation->consume(own, seconds);
       if (s.generation->finished()) {

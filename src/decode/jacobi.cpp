@@ -10,15 +10,12 @@ int max_draft(const DecodeContext& ctx, int wanted) {
   return std::max(0, std::min({wanted, ctx.room() - 1, ctx.remaining() - 1}));
 }
 
-void redraft_from_rows(const std::function<const float*(int)>& row_of, const Greedy& greedy, int accepted, int rows, int keep,
-                       std::vector<int32_t>& next) {
+void redraft_from_rows(const std::function<int32_t(int)>& next_of, int accepted, int rows, int keep, std::vector<int32_t>& next) {
   next.clear();
-  for (int r = accepted + 1; r < rows && static_cast<int>(next.size()) < keep; r++)
-    next.push_back(greedy(row_of(r)));
+  for (int r = accepted + 1; r < rows && static_cast<int>(next.size()) < keep; r++) next.push_back(next_of(r));
 }
 
-int lead_with_shifted(const float* draft_row, const Greedy& greedy, std::vector<int32_t>& next) {
-  const int32_t first = greedy(draft_row);
+int lead_with_shifted(int32_t first, std::vector<int32_t>& next) {
   if (!next.empty()) {
     next[0] = first;
     return 0;
@@ -28,11 +25,11 @@ int lead_with_shifted(const float* draft_row, const Greedy& greedy, std::vector<
 }
 
 int PendingChain::fill(DecodeContext& ctx, int depth, int sent, std::vector<int32_t>& draft) {
-  const float* from = row;
-  row = nullptr;
+  const int from = row;
+  row = -1;
   if (depth < 0) depth = ctx.session().forward_pass().config().draft_chain;
   const int count = std::min({depth, sent - 1, static_cast<int>(draft.size()) - 1});
-  if (!from || count <= 0) return 0;
+  if (from < 0 || count <= 0) return 0;
   const int made = ctx.draft_chain(from, draft[0], count, draft.data() + 1);
   ctx.count("draft_chain_tokens", made);
   return made;
@@ -51,11 +48,11 @@ void append_unsent(std::span<const int32_t> draft, int sent, int keep, std::vect
 DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int V = s.vocab_size(), n = opt_.block;
-  const Greedy greedy(s.forward_pass());
   Rng rng(opt_.seed);
   const int shift = s.forward_pass().draft_shift();
   DraftTree tree;
   SequenceInput in;
+  in.need = SequenceInput::Need::Greedy;
   Acceptance acc;
   std::vector<int32_t> draft, next;
   PendingChain chain;
@@ -91,7 +88,7 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     std::fill_n(kinds.begin(), std::min<size_t>(static_cast<size_t>(guessed_from), kinds.size()), static_cast<int>(kPredicted));
     // The drafted tokens: the layer's shifted one, and the chain's after it when a chain is pending (it fills
     // only what is sent, so it is priced as what it would be).
-    const int drafted = std::min<int>(chain.row ? std::max(drafted_upto, layer_tokens) : drafted_upto, static_cast<int>(draft.size()));
+    const int drafted = std::min<int>(chain.row >= 0 ? std::max(drafted_upto, layer_tokens) : drafted_upto, static_cast<int>(draft.size()));
     std::fill_n(kinds.begin(), drafted, static_cast<int>(kDrafted));
     const bool priced = opt_.adaptive && !opt_.observer;
     const int sent = priced ? policy_.choose(kinds, ctx.pricer(), 1.0, 1, kGuess, kPredicted) : static_cast<int>(draft.size());
@@ -109,11 +106,10 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     const bool layer = model_drafts && (!priced || layer_.choose(policy_, ctx.pricer(), kDrafted, kPredicted, layer_tokens, max_draft(ctx, n - 1)));
     if (!layer && model_drafts) ctx.count("forwards_without_draft_layer");
     in.draft_logits = layer && (sent > 0 || shift > 0);
-    const float* logits = co_await ctx.forward(in);
-    auto row = [&](int r) { return logits + static_cast<size_t>(r) * V; };
+    const ForwardResult out = co_await ctx.forward(in);
 
     // ---- accept the matching prefix plus one token; rejected positions' predictions form the next draft
-    accept_greedy(tree, row, greedy, acc);
+    accept_greedy(tree, out, acc);
     const int k = static_cast<int>(acc.path.size());
     keep_path(s.cache(), S, acc);
     policy_.record(kinds, sent, k);
@@ -128,11 +124,11 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     // rows' own next tokens.
     const bool drafts = ctx.drafted();
     const bool shifted = drafts && shift > 0;
-    redraft_from_rows([&](int r) { return drafts && !shifted ? ctx.draft_row(r) : row(r); }, greedy, k, L, keep, next);
+    redraft_from_rows([&](int r) { return drafts && !shifted ? ctx.draft_greedy(r) : out.greedy(r); }, k, L, keep, next);
     int covered = sent;  // the draft positions this forward's rows predicted for
     if (shifted && keep > 0) {
-      covered += lead_with_shifted(ctx.draft_row(k), greedy, next);
-      chain.row = row(k);
+      covered += lead_with_shifted(ctx.draft_greedy(k), next);
+      chain.row = k;
     }
     if (drafts) ctx.count("draft_head_forwards");
     const int predicted = static_cast<int>(next.size());

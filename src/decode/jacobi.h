@@ -65,15 +65,14 @@ class JacobiDecoder : public Decoder {
 int max_draft(const DecodeContext& ctx, int wanted);
 
 // The next draft after a chain's forward with `accepted` draft tokens taken: rows accepted + 1 .. rows - 1
-// each predict the token one further on (the greedy token of row_of(r): its logits, or its draft head's); up to `keep`
-// of them, in order, replace `next`.
-void redraft_from_rows(const std::function<const float*(int)>& row_of, const Greedy& greedy, int accepted, int rows, int keep,
-                       std::vector<int32_t>& next);
+// each predict the token one further on (next_of(r): the greedy token of row r's logits, or of its draft
+// head's); up to `keep` of them, in order, replace `next`.
+void redraft_from_rows(const std::function<int32_t(int)>& next_of, int accepted, int rows, int keep, std::vector<int32_t>& next);
 
-// A shifted draft (ForwardPass::draft_shift) from the last verified row, for the position right after the
-// bonus token: it replaces next[0], or, when the rows predicted nothing, becomes it. Returns the draft
+// A shifted draft `first` (ForwardPass::draft_shift) from the last verified row, for the position right after
+// the bonus token: it replaces next[0], or, when the rows predicted nothing, becomes it. Returns the draft
 // positions it adds beyond what the rows covered (0 or 1), for append_unsent.
-int lead_with_shifted(const float* draft_row, const Greedy& greedy, std::vector<int32_t>& next);
+int lead_with_shifted(int32_t first, std::vector<int32_t>& next);
 
 // A draft layer's chain after lead_with_shifted (ForwardPass::draft_chain), drafted only once the next forward's
 // size is known and only for the drafts it sends: on a CPU the priced decoders often send the shifted draft
@@ -83,7 +82,7 @@ int lead_with_shifted(const float* draft_row, const Greedy& greedy, std::vector<
 int draft_layer_tokens(const ForwardPass& model, int option_chain, int block);
 
 struct PendingChain {
-  const float* row = nullptr;  // the last verified row's output logits, valid until the next forward
+  int row = -1;  // the last verified row: a logit row of the last forward (its result is the context's)
   // Before the forward that sends draft[0 .. sent - 1], with the session's cache still ending with that row:
   // draft[1 .. min(depth, sent - 1)] from the chain (depth < 0: the model's, ModelConfig::draft_chain), counted
   // as "draft_chain_tokens". Then forgets the row.

@@ -72,7 +72,6 @@ bool follows_in(std::span<const int32_t> text, int32_t key, std::span<const int3
 DecodeLoop LookaheadDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int V = s.vocab_size(), W = opt_.window, N = opt_.ngram, G = opt_.guesses;
-  const Greedy greedy_of(s.forward_pass());
   Rng rng(opt_.seed);
   Sampler sampler(ctx.config().sampling, V);
   const bool greedy = ctx.config().sampling.greedy();
@@ -88,6 +87,7 @@ DecodeLoop LookaheadDecoder::decode(DecodeContext& ctx) {
 
   DraftTree tree;
   SequenceInput in;
+  in.need = greedy ? SequenceInput::Need::Greedy : SequenceInput::Need::Logits;
   Acceptance acc;
   std::vector<std::span<const int32_t>> cands;
   std::vector<int32_t> preds, cont;
@@ -153,18 +153,15 @@ DecodeLoop LookaheadDecoder::decode(DecodeContext& ctx) {
       ctx.tag_rows(1, tree.size() - 1, RowRole::Candidate);
       if (with_window) ctx.tag_rows(tree.size(), M - tree.size(), RowRole::Window);
     }
-    const float* logits = co_await ctx.forward(in);
+    const ForwardResult out = co_await ctx.forward(in);
     // logit rows are the tree's nodes, then the window's last level (row 0 is the tree's root)
-    auto tree_row = [&](int node) { return logits + static_cast<size_t>(node) * V; };
-    auto window_row = [&](int r) {
-      return r == 0 ? logits : logits + static_cast<size_t>(tree.size() + (r - win.row(static_cast<int>(win.levels.size()) - 1, 0))) * V;
-    };
+    auto window_logit_row = [&](int r) { return r == 0 ? 0 : tree.size() + (r - win.row(static_cast<int>(win.levels.size()) - 1, 0)); };
 
     // ---- verify
     if (greedy)
-      accept_greedy(tree, tree_row, greedy_of, acc);
+      accept_greedy(tree, out, acc);
     else
-      accept_sampled(tree, tree_row, sampler, acc);
+      accept_sampled(tree, out, sampler, acc);
     keep_path(s.cache(), S, acc);
     const int a = static_cast<int>(acc.path.size());
     ctx.count("accepted_draft_tokens", a);
@@ -188,7 +185,7 @@ DecodeLoop LookaheadDecoder::decode(DecodeContext& ctx) {
     // ---- advance the window and harvest its n-grams
     if (with_window) {
       preds.clear();
-      for (int r : last_rows) preds.push_back(greedy_of(window_row(r)));
+      for (int r : last_rows) preds.push_back(out.greedy(window_logit_row(r)));
       if (static_cast<int>(win.levels.size()) < N - 1) {  // warm-up: grow a level, no n-grams yet
         for (auto& l : win.levels)
           if (!l.empty()) l.erase(l.begin());

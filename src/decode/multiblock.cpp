@@ -73,13 +73,13 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int shift = s.forward_pass().draft_shift();
   const int V = s.vocab_size(), n = opt_.block, K = opt_.max_blocks;
-  const Greedy greedy(s.forward_pass());
   // ceil(r*n) is n for small n at r = 0.85, and a block with n accepted has no budget left to spawn in:
   // cap at n - 1 so every block size >= 2 can spawn.
   const int spawn_at = std::max(1, std::min(static_cast<int>(std::ceil(opt_.spawn_ratio * n - 1e-6f)), n - 1));
   Rng rng(opt_.seed);
   DraftTree tree;
   SequenceInput in;
+  in.need = SequenceInput::Need::Greedy;
   Acceptance acc;
   std::vector<int32_t> draft, next, cand, g;
   PendingChain chain;
@@ -122,7 +122,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     if (static_cast<int>(draft.size()) < d) add_guesses(opt_.init, ctx.history(), V, rng, d - static_cast<int>(draft.size()), draft);
     kinds.resize(draft.size(), kFresh);
     // A pending chain fills the draft after the shifted token with the layer's: priced as what it would be.
-    const int chain_upto = chain.row ? std::min(layer_tokens, static_cast<int>(draft.size())) : 0;
+    const int chain_upto = chain.row >= 0 ? std::min(layer_tokens, static_cast<int>(draft.size())) : 0;
     chain_was.assign(kinds.begin() + std::min<int>(1, chain_upto), kinds.begin() + chain_upto);
     std::fill(kinds.begin() + std::min<int>(1, chain_upto), kinds.begin() + chain_upto, static_cast<int>(kDrafted));
 
@@ -190,19 +190,18 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     const bool layer = model_drafts && (!opt_.adaptive || layer_.choose(policy_, price, kDrafted, kPredicted, layer_tokens, d));
     if (!layer && model_drafts) ctx.count("forwards_without_draft_layer");
     in.draft_logits = layer && (M > 1 || shift > 0);
-    const float* logits = co_await ctx.forward(in);
-    auto row = [&](int logit_row) { return logits + static_cast<size_t>(logit_row) * V; };  // tree nodes first
-    // Next drafts come from the draft head when the model has one; verification always from `row`. A draft
-    // layer's drafts are shifted (ForwardPass::draft_shift): the last verified row's replaces the real-active
-    // block's first next draft, and every other draft comes from the rows' own next tokens.
+    const ForwardResult out = co_await ctx.forward(in);  // (tree nodes' rows first)
+    // Next drafts come from the draft head when the model has one; verification always from the model's own
+    // rows. A draft layer's drafts are shifted (ForwardPass::draft_shift): the last verified row's replaces the
+    // real-active block's first next draft, and every other draft comes from the rows' own next tokens.
     const bool drafts = ctx.drafted();
     const bool shifted = drafts && shift > 0;
-    auto draft_row = [&](int logit_row) { return drafts ? ctx.draft_row(logit_row) : row(logit_row); };
-    auto next_row = [&](int logit_row) { return shifted ? row(logit_row) : draft_row(logit_row); };
+    auto draft_of = [&](int logit_row) { return drafts ? ctx.draft_greedy(logit_row) : out.greedy(logit_row); };
+    auto next_of = [&](int logit_row) { return shifted ? out.greedy(logit_row) : draft_of(logit_row); };
     if (drafts) ctx.count("draft_head_forwards");
 
     // ---- verify the real-active block
-    accept_greedy(tree, row, greedy, acc);
+    accept_greedy(tree, out, acc);
     const int k = static_cast<int>(acc.path.size());
     keep_path(s.cache(), S, acc);
     ctx.count("accepted_draft_tokens", k);
@@ -226,7 +225,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     }
     // The prediction for the position after the real-active block (its last draft row, or the root's), when
     // the whole draft was sent.
-    const int32_t ra_tail_pred = sent == budget - 1 ? greedy(next_row(sent > 0 ? chains[0].back() : 0)) : -1;
+    const int32_t ra_tail_pred = sent == budget - 1 ? next_of(sent > 0 ? chains[0].back() : 0) : -1;
     const int new_budget = std::max(0, budget - (k + 1));
     // Jacobi update of the rest of the block: draft token i stood where token i + 1 of the block now goes
     // (the bonus token took draft token k's place), so its row predicts the token after that; the unsent
@@ -234,12 +233,12 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     // accepted).
     next.clear();
     for (size_t i = k; i < chains[win].size() && static_cast<int>(next.size()) < new_budget - 1; i++)
-      next.push_back(greedy(next_row(chains[win][i])));
+      next.push_back(next_of(chains[win][i]));
     int reached = static_cast<int>(chains[win].size());  // the draft positions the rows predicted for
     if (shifted && new_budget > 1) {
       const int last = k > 0 ? chains[win][k - 1] : 0;  // the last verified row
-      reached += lead_with_shifted(draft_row(last), greedy, next);
-      chain.row = row(last);
+      reached += lead_with_shifted(draft_of(last), next);
+      chain.row = last;
     }
     // The draft layer's shifted token, or every row's draft from a draft head, is the draft layer's kind.
     next_kinds.assign(next.size(), drafts && !shifted ? kDrafted : kPredicted);
@@ -269,9 +268,9 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
         g.clear();
         const int first_row = tree.size() + static_cast<int>(r);  // the block's first draft row
         for (size_t j = 0; j < b.draft.size(); j++, r++)
-          g.push_back(greedy(next_row(tree.size() + static_cast<int>(r))));
+          g.push_back(next_of(tree.size() + static_cast<int>(r)));
         const int32_t next_before = g.empty() ? b.after : g.back();
-        auto shifted_of = [&](int j) { return shifted ? greedy(draft_row(first_row + j)) : -1; };
+        auto shifted_of = [&](int j) { return shifted ? draft_of(first_row + j) : -1; };
         if (advance_pseudo(b, g, before, shifted_of)) ctx.count("pseudo_shifted_drafts");
         before = next_before;
       }

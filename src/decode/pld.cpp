@@ -96,12 +96,12 @@ void PldMemory::remember(std::span<const int32_t> text) {
 DecodeLoop PldDecoder::decode(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int V = s.vocab_size();
-  const Greedy greedy_of(s.forward_pass());
   Sampler sampler(ctx.config().sampling, V);
   const bool greedy = ctx.config().sampling.greedy();
   NgramIndex index(opt_.ngram_max);
   DraftTree tree;
   SequenceInput in;
+  in.need = greedy ? SequenceInput::Need::Greedy : SequenceInput::Need::Logits;
   Acceptance acc;
   std::vector<int32_t> draft;
   while (!ctx.done()) {
@@ -139,12 +139,11 @@ DecodeLoop PldDecoder::decode(DecodeContext& ctx) {
     // ---- verify
     const int S = s.cache().size();
     prepare_chain(ctx, draft, tree, in);
-    const float* logits = co_await ctx.forward(in);
-    auto row = [&](int node) { return logits + static_cast<size_t>(node) * V; };
+    const ForwardResult out = co_await ctx.forward(in);
     if (greedy)
-      accept_greedy(tree, row, greedy_of, acc);
+      accept_greedy(tree, out, acc);
     else
-      accept_sampled(tree, row, sampler, acc);
+      accept_sampled(tree, out, sampler, acc);
     keep_path(s.cache(), S, acc);
     policy_->record(proposal, static_cast<int>(draft.size()), static_cast<int>(acc.path.size()));
     ctx.count("draft_tokens", static_cast<int64_t>(draft.size()));

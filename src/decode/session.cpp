@@ -12,11 +12,11 @@ Session::Session(const Model& model, int context_size, DType kv_type)
 Session::Session(ForwardPass& fwd, int context_size, DType kv_type)
     : fwd_(&fwd), cache_(fwd.make_cache(context_size > 0 ? context_size : fwd.config().context_length, kv_type)) {}
 
-const float* Session::forward(SequenceInput& in) {
+ForwardResult Session::forward(SequenceInput& in) {
   const double t0 = now_seconds();
-  const float* logits = fwd_->forward(in);
+  const ForwardResult result = fwd_->forward(in);
   record_forward(in, now_seconds() - t0);
-  return logits;
+  return result;
 }
 
 void Session::record_forward(const SequenceInput& in, double seconds, double draft_seconds) {

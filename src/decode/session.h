@@ -26,7 +26,7 @@ class Session {
   int context_size() const { return cache_.capacity(); }
 
   // Timed forward of one sequence's input (see Transformer::forward).
-  const float* forward(SequenceInput& in);
+  ForwardResult forward(SequenceInput& in);
   // The model, for a driver that batches several sessions' inputs into one forward.
   ForwardPass& forward_pass() { return *fwd_; }
   // Counts a forward this session's rows took part in (its wall time, shared with the batch); `in`, its input,

@@ -127,11 +127,11 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
     }
     in.reset_rows(&s.cache(), tree.size());
     tree.emit(in, S);
-    const float* logits = co_await ctx.forward(in);
+    const ForwardResult out = co_await ctx.forward(in);
     if (static_cast<int>(p.size()) < tree.size()) p.resize(static_cast<size_t>(tree.size()));
     // Processed distribution of a node's row, dense in p[node]; `dist` keeps its sparse form for drawing.
     auto prob = [&](int node) -> const std::vector<float>& {
-      sampler.distribution(logits + static_cast<size_t>(node) * V, dist);
+      sampler.distribution(out.logits(node), dist);
       dist.to_dense(V, p[node]);
       return p[node];
     };
@@ -150,7 +150,7 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
         cand_nodes.push_back(paths[on][d]);
       }
       if (cand_nodes.empty()) {  // the whole path accepted: one more token from its last row
-        sampler.distribution(logits + static_cast<size_t>(node) * V, dist);
+        sampler.distribution(out.logits(node), dist);
         acc.tokens.push_back(dist.draw(sampler.coin()));
         break;
       }

@@ -43,7 +43,13 @@ struct SequenceInput {
   std::vector<int32_t> positions;   // RoPE position per token; empty: cache->size() + i
   VisibilityMask mask;              // empty: causal
   std::vector<int32_t> logit_rows;  // rows (indices into tokens) whose logits are returned, in this order
-  bool draft_logits = false;        // also the draft head's logits for those rows (ForwardPass::draft_logits_for)
+  bool draft_logits = false;        // also the draft head's logits for those rows (ForwardResult::draft_logits)
+  // What the forward must give back for the logit rows: Logits, each row's logits readable on the host
+  // (sampling, logprobs, scoring); Greedy, each row's greedy token only (ForwardResult::greedy), so a GPU
+  // copies no logits back (a row's logits can still be read, at the cost of a submission of their own).
+  // Kept by reset_rows and set_causal: a decoder says it once.
+  enum class Need { Logits, Greedy };
+  Need need = Need::Logits;
   // Run the model's draft layer on these rows although no draft logits are asked for: the prompt of a
   // decoder that drafts from the layer (its later drafts attend to these rows' keys and values). A forward
   // where no sequence sets this or draft_logits skips the draft layer: `ar` pays nothing for it.

@@ -40,7 +40,7 @@ struct ModelConfig {
   // layer in the KV cache)
   bool draft_layer = false;
   // Draft tokens after the draft layer's first that its file says it was trained to chain ("jf.draft_chain",
-  // ForwardPass::draft_chain): the layer run again on its own output and draft, one position further each.
+  // ForwardResult::chain): the layer run again on its own output and draft, one position further each.
   int draft_chain = 0;
   // LongRoPE (phi3): per-frequency divisors for a context up to rope_orig_context (short) and beyond it
   // (long), chosen by the KV cache's capacity as llama.cpp chooses by its context size; both empty: none.

@@ -1,4 +1,4 @@
-// Transformer::draft_chain: the draft layer run again after a forward, one virtual row at a time (EAGLE's
+// Transformer::row_chain (ForwardResult::chain): the draft layer run again after a forward, one virtual row at a time (EAGLE's
 // drafting loop, here for the tokens after a Jacobi step's shifted draft).
 #include <algorithm>
 
@@ -10,12 +10,13 @@ namespace jf {
 
 // The virtual row sits after the last forward's rows (forward reserved its place), so the forward's
 // activations, logits and draft logits stay as they were for the other sequences of a batch.
-int Transformer::draft_chain(const float* logits, KvCache& cache, int32_t first, int count, int32_t* out) {
+int Transformer::row_chain(int logit_row, int32_t first, int count, int32_t* out) {
   if (!w_.draft_output_norm || count <= 0) return 0;
-  JF_CHECK(!draft_spans_.empty(), "draft_chain after a forward that did not run the draft layer (no draft_logits asked for)");
+  JF_CHECK(!draft_spans_.empty(), "a draft chain after a forward that did not run the draft layer (no draft_logits asked for)");
   const int64_t V = cfg_.vocab_size;
-  const int64_t source = plan_.chain_source(logits_.data(), logits, cfg_.vocab_size, cache, first);
-  JF_CHECK(layer_ran_on(source), "draft_chain from a sequence that did not draft in the last forward");
+  const int64_t source = plan_.chain_source(logit_row, first, V);
+  KvCache& cache = *plan_.rows[static_cast<size_t>(source)].cache;
+  JF_CHECK(layer_ran_on(source), "a draft chain from a sequence that did not draft in the last forward");
   const int32_t source_pos = plan_.rows[static_cast<size_t>(source)].pos;
   const int past = cache.size();
   count = std::min(count, cache.capacity() - past);

@@ -1,7 +1,7 @@
 // The draft layer inside a forward (Transformer::forward): on the rows of the sequences that draft from it
 // alone, so that in a server's batch a sequence that does not draft (`ar`, a prompt that will not be drafted
 // from) pays nothing for it, not even the output head over every one of its rows that the layer's input needs.
-// The draft head runs on a logit row only when a decoder asks for it (draft_logits_for).
+// The draft head runs on a logit row only when a decoder asks for it (row_draft_logits).
 #include <algorithm>
 
 #include "kernels/matmul.h"
@@ -107,24 +107,22 @@ void Transformer::prepare_drafts(std::span<SequenceInput* const> seqs, bool thre
   }
 }
 
-const float* Transformer::draft_logits_for(const float* logits) {
-  const ptrdiff_t offset = logits - logits_.data();
+const float* Transformer::row_draft_logits(int r) {
   const int64_t V = cfg_.vocab_size;
-  if (!drafted_ || offset < 0 || offset >= static_cast<int64_t>(draft_state_.size()) * V) return nullptr;
-  const int64_t row = offset / V;
-  DraftState& state = draft_state_[static_cast<size_t>(row)];
-  float* out = draft_logits_.data() + row * V;
+  if (!drafted_ || r < 0 || r >= static_cast<int>(draft_state_.size())) return nullptr;
+  DraftState& state = draft_state_[static_cast<size_t>(r)];
+  float* out = draft_logits_.data() + r * V;
   if (state == kNoDraft) return nullptr;
   if (state == kToDraft) {
     // A draft layer's rows are drafted one at a time, when first asked: a decoder uses one or two of them
     // (the last verified row's shifted draft), and the draft head over every row cost as much again as the
     // layer (with a 128k vocabulary, more than the model's layers). One row gives the same bits as a batch.
-    matmul(&draft_in_[row * cfg_.dim], 1, w_.draft_output, out, num_threads() > 1);
+    matmul(&draft_in_[r * cfg_.dim], 1, w_.draft_output, out, num_threads() > 1);
     final_softcap(out, 1, false);
     state = kDrafted;
     n_draft_head_rows_++;
   }
-  return out + (offset - row * V);
+  return out;
 }
 
 }  // namespace jf

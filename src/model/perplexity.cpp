@@ -64,10 +64,10 @@ void score_context(ForwardPass& model, KvCache& cache, const ScoredContext& c, N
     std::vector<int32_t> rows;
     for (int i = std::max(0, c.first_scored - p0); i < len; i++) rows.push_back(i);
     in.set_causal(&cache, all.subspan(static_cast<size_t>(p0), static_cast<size_t>(len)), rows);
-    const float* logits = model.forward(in);
+    const ForwardResult out = model.forward(in);
     for (size_t r = 0; r < rows.size(); r++) {
       const int p = p0 + rows[r];
-      sum.nll += token_nll(logits + r * static_cast<size_t>(vocab), vocab, c.tokens[static_cast<size_t>(p) + 1]);
+      sum.nll += token_nll(out.logits(static_cast<int>(r)), vocab, c.tokens[static_cast<size_t>(p) + 1]);
       sum.count++;
     }
   }

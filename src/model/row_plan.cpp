@@ -40,15 +40,14 @@ void RowPlan::build(const ModelConfig& cfg, std::span<SequenceInput* const> seqs
   seq_first.push_back(static_cast<int32_t>(rows.size()));
 }
 
-int64_t RowPlan::chain_source(const float* base, const float* logits, int vocab, const KvCache& cache, int32_t first) const {
-  const ptrdiff_t offset = logits - base;
-  JF_CHECK(offset >= 0 && offset % vocab == 0 && offset / vocab < static_cast<ptrdiff_t>(logit_src.size()),
-           "draft_chain: not a logit row of the last forward");
-  JF_CHECK(first >= 0 && first < vocab, "draft_chain: draft token outside the vocabulary");
-  const int64_t source = logit_src[static_cast<size_t>(offset / vocab)];
+int64_t RowPlan::chain_source(int logit_row, int32_t first, int vocab) const {
+  JF_CHECK(logit_row >= 0 && logit_row < static_cast<int>(logit_src.size()), "a draft chain: not a logit row of the last forward");
+  JF_CHECK(first >= 0 && first < vocab, "a draft chain: draft token outside the vocabulary");
+  const int64_t source = logit_src[static_cast<size_t>(logit_row)];
+  const KvCache& cache = *rows[static_cast<size_t>(source)].cache;
   const int past = cache.size();
   JF_CHECK(past > 0 && cache.position(past - 1) == rows[static_cast<size_t>(source)].pos,
-           "draft_chain: the cache does not end with the row");
+           "a draft chain: the cache does not end with the row");
   return source;
 }
 

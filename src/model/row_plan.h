@@ -28,10 +28,9 @@ struct RowPlan {
   // context is full), sets the new slots' positions and lists each row's visible slots.
   void build(const ModelConfig& cfg, std::span<SequenceInput* const> seqs);
 
-  // The row a draft chain continues from (ForwardPass::draft_chain): the one whose logits `logits` points at
-  // in the forward's logits `base`. Checks (JF_CHECK) that it is a logit row, that `first` is in the
-  // vocabulary and that `cache` ends with that row.
-  int64_t chain_source(const float* base, const float* logits, int vocab, const KvCache& cache, int32_t first) const;
+  // The row a draft chain continues from (ForwardResult::chain): logit row `logit_row`'s. Checks (JF_CHECK)
+  // that it is a logit row, that `first` is in the vocabulary and that its sequence's cache ends with the row.
+  int64_t chain_source(int logit_row, int32_t first, int vocab) const;
 
  private:
   void list_visible_slots(const ModelConfig& cfg, const SequenceInput& s, int past, int i, PlannedRow& r);

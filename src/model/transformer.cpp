@@ -129,17 +129,17 @@ void Transformer::out_ffn_rows(int l, int64_t r0, int64_t r1, bool threads) {
   add_branch(L.post_ffn_norm);
 }
 
-const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
+void Transformer::run(std::span<SequenceInput* const> seqs) {
   plan_.build(cfg_, seqs);
   const int64_t n = static_cast<int64_t>(plan_.rows.size());
   const int64_t nl = static_cast<int64_t>(plan_.logit_src.size());
-  // (a draft layer: one row more, for draft_chain's virtual row after the forward's rows)
+  // (a draft layer: one row more, for a draft chain's virtual row after the forward's rows)
   ensure_capacity(std::max<int64_t>(n, 1) + (w_.draft_output_norm ? 1 : 0), std::max<int64_t>(nl, 1));
   n_forwards_++;
   drafted_ = false;
   draft_state_.clear();
   draft_spans_.clear();
-  if (n == 0) return logits_.data();
+  if (n == 0) return;
   const int dim = cfg_.dim, half = cfg_.rope_dim / 2;
 
   // ---- embeddings and rotary angles
@@ -172,7 +172,6 @@ const float* Transformer::forward(std::span<SequenceInput* const> seqs) {
   if (nl > 0) output_head(threads);
   if (draft_pass) draft_layer(schedule);
   if (nl > 0) prepare_drafts(seqs, threads);
-  return logits_.data();
 }
 
 // One layer over rows [first, end) (l == n_layers: the draft layer), its threads used as `schedule` says.

@@ -10,6 +10,7 @@
 #include "base/aligned.h"
 #include "model/batch.h"
 #include "model/config.h"
+#include "model/forward_pass.h"
 #include "kernels/ops.h"
 #include "model/kv_cache.h"
 #include "model/row_plan.h"
@@ -18,81 +19,25 @@
 
 namespace jf {
 
-// What decoders need from a model: one forward over a batch of sequences. The Transformer is the real
-// one; tests substitute deterministic fakes to drive decoders through exact scenarios.
-class ForwardPass {
- public:
-  virtual ~ForwardPass() = default;
-  // Runs every sequence's new tokens through the model in one pass, appends their keys/values to each
-  // sequence's cache (size grows by the number of new tokens), and returns logits for the requested rows,
-  // sequence after sequence, vocab_size floats per row. The pointer is valid until the next call.
-  // Throws jf::Error on bad tokens/positions or a full cache.
-  virtual const float* forward(std::span<SequenceInput* const> seqs) = 0;
-  virtual const ModelConfig& config() const = 0;
-  // The draft head's logits (ModelWeights::draft_output) for the logit row that `logits` points to in the
-  // last forward's result; valid as long as `logits`. Null when the model has no draft head or no
-  // sequence of that forward set SequenceInput::draft_logits. A backend may compute a row when it is first
-  // asked for (the CPU does for a draft layer's rows), so ask for each row used, never index from another.
-  virtual const float* draft_logits_for(const float* logits) {
-    (void)logits;
-    return nullptr;
-  }
-  // Whether the last forward gives draft logits (draft_logits_for is not null for its logit rows).
-  virtual bool has_draft_logits() const { return false; }
-  // The greedy token of a row of logits or draft logits of the last forward: the index of its largest
-  // value, the lowest among equals (argmax). A GPU backend has it computed on the device, so a greedy decoder
-  // need not read the rows back from it.
-  virtual int32_t greedy_token(const float* row) { return static_cast<int32_t>(argmax(row, config().vocab_size)); }
-  // Which token a draft row predicts: 0, the one after its input (a draft head on the model's hidden
-  // state); 1, the one after that (a draft layer, given the input's hidden state and the model's greedy
-  // next token there: the last verified row then drafts the token after the bonus one).
-  virtual int draft_shift() const { return config().draft_layer ? 1 : 0; }
-  // A draft chain (a draft layer; config().draft_chain says how far its file was trained to go): from the
-  // logit row `logits` of the last forward, the last verified row, with which its sequence's `cache` must now
-  // end, and that row's shifted draft `first`, runs the draft layer again on a virtual row one position
-  // further on, its input the previous pass's output plus the embedding of the previous draft, up to `count`
-  // times. Writes the drafts (the tokens after `first`) to `out` and returns how many; 0 without a draft
-  // layer. The virtual rows' keys and values go to the cache's free slots, which stay free.
-  virtual int draft_chain(const float* logits, KvCache& cache, int32_t first, int count, int32_t* out) {
-    (void)logits, (void)cache, (void)first, (void)count, (void)out;
-    return 0;
-  }
-
-  // A KV cache for this forward pass (a GPU backend keeps its keys and values in device memory). Every
-  // sequence a forward gets must use a cache made by that forward pass's make_cache.
-  virtual KvCache make_cache(int capacity, DType type = DType::F32) { return KvCache(config(), capacity, type); }
-  // Device time of the last forward in seconds, where the backend measures it (GPU timestamps); < 0: not measured.
-  virtual double last_device_seconds() const { return -1.0; }
-  // Where the device time of the forwards since the last call went, per kernel (a Markdown table), where the
-  // backend profiles them (JF_VULKAN_PROFILE=1); "" otherwise.
-  virtual std::string take_profile() { return ""; }
-  // Where the forward runs, for reports: "cpu", or a GPU backend's device name.
-  virtual std::string device_name() const { return "cpu"; }
-
-  const float* forward(SequenceInput& seq) {
-    SequenceInput* p = &seq;
-    return forward(std::span<SequenceInput* const>(&p, 1));
-  }
-  int vocab_size() const { return config().vocab_size; }
-};
-
 class Transformer : public ForwardPass {
  public:
   Transformer(const ModelConfig& cfg, const ModelWeights& w);
 
-  // Each weight is read once for all rows of all sequences.
-  const float* forward(std::span<SequenceInput* const> seqs) override;
-  using ForwardPass::forward;
   const ModelConfig& config() const override { return cfg_; }
-  const float* draft_logits_for(const float* logits) override;
-  bool has_draft_logits() const override { return drafted_; }
-  int draft_chain(const float* logits, KvCache& cache, int32_t first, int count, int32_t* out) override;
-  // The draft logits of the last draft_chain call's last virtual row (vocab_size floats).
+  // The draft logits of the last chain's last virtual row (vocab_size floats).
   const float* last_chain_logits() const { return chain_logits_.data(); }
   uint64_t n_forwards() const { return n_forwards_; }
   uint64_t n_draft_layer_runs() const { return n_draft_layer_runs_; }  // forwards that ran the draft layer
   uint64_t n_draft_head_rows() const { return n_draft_head_rows_; }    // rows the draft head was computed for
   uint64_t n_draft_layer_rows() const { return n_draft_layer_rows_; }  // rows the draft layer ran on
+
+ protected:
+  // Each weight is read once for all rows of all sequences.
+  void run(std::span<SequenceInput* const> seqs) override;
+  const float* row_logits(int r) override { return logits_.data() + static_cast<int64_t>(r) * cfg_.vocab_size; }
+  bool has_draft_logits() const override { return drafted_; }
+  const float* row_draft_logits(int r) override;  // model/draft_layer.cpp
+  int row_chain(int r, int32_t first, int count, int32_t* out) override;  // model/draft_chain.cpp
 
  private:
   void qkv_rows(int layer, int64_t r0, int64_t r1, bool threads);

@@ -225,20 +225,20 @@ bool Scheduler::step() {
   // their prefill in this step.
   const int cap = row_cap(std::max(1, static_cast<int>(stepping_.size())));
   const double t0 = now_seconds();
-  const float* logits = nullptr;
+  ForwardResult result;
   try {
-    logits = fwd_.forward(inputs_);
+    result = fwd_.forward(inputs_);
   } catch (const std::exception&) {
     forward_each_alone(t0, cap);
     return true;
   }
   const double seconds = now_seconds() - t0;
   if (metrics_) metrics_->forward(rows);
-  const size_t V = static_cast<size_t>(fwd_.vocab_size());
-  size_t offset = 0;
+  int offset = 0;
   for (size_t i = 0; i < stepping_.size(); i++) {
-    const float* own = logits + offset * V;
-    offset += inputs_[i]->logit_rows.size();  // before consume(): a finished generation takes its input along
+    const int n = static_cast<int>(inputs_[i]->logit_rows.size());
+    const ForwardResult own = result.slice(offset, n);
+    offset += n;  // before consume(): a finished generation takes its input along
     // The other sequences' rows of this step, prefill chunks included, as the next step's estimate: this
     // sequence's rows are priced at the margin of theirs (decode/row_cost.h).
     if (stepping_[i]->generation)
@@ -253,23 +253,23 @@ bool Scheduler::step() {
 void Scheduler::forward_each_alone(double t0, int cap) {
   for (size_t i = 0; i < stepping_.size(); i++) stepping_[i]->session.cache().truncate(cache_before_[i]);
   for (size_t i = 0; i < stepping_.size(); i++) {
-    const float* logits = nullptr;
+    ForwardResult result;
     try {
-      logits = fwd_.forward(*inputs_[i]);
+      result = fwd_.forward(*inputs_[i]);
     } catch (const std::exception& e) {
       stepping_[i]->session.cache().truncate(cache_before_[i]);
       finish(*stepping_[i], FinishReason::Error, e.what());
       continue;
     }
     if (metrics_) metrics_->forward(static_cast<int64_t>(inputs_[i]->tokens.size()));
-    consume(*stepping_[i], logits, now_seconds() - t0, cap);
+    consume(*stepping_[i], result, now_seconds() - t0, cap);
   }
 }
 
 // Hands a sequence its rows of logits and finishes it when its generation is over.
-void Scheduler::consume(Slot& s, const float* logits, double seconds, int cap) {
+void Scheduler::consume(Slot& s, const ForwardResult& result, double seconds, int cap) {
   if (s.scorer) {
-    s.scorer->consume(logits, fwd_.vocab_size());
+    s.scorer->consume(result);
     if (!s.scorer->done()) return;
     s.job->observer->on_logprobs(s.scorer->take());
     return finish(s, s.scored_why);
@@ -277,7 +277,7 @@ void Scheduler::consume(Slot& s, const float* logits, double seconds, int cap) {
   const bool was_decoding = !s.generation->prefilling();
   s.generation->context().set_row_cap(cap);
   try {
-    s.generation->consume(logits, seconds);
+    s.generation->consume(result, seconds);
   } catch (const std::exception& e) {
     return finish(s, FinishReason::Error, e.what());
   }

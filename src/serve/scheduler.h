@@ -99,7 +99,7 @@ class Scheduler {
   // prefix copies take time that submit() must not wait for).
   void admit();
   void start(std::shared_ptr<Job> job);
-  void consume(Slot& s, const float* logits, double seconds, int cap);
+  void consume(Slot& s, const ForwardResult& result, double seconds, int cap);
   // The generation is over: finish, or first score the text when the job asked for logprobs.
   void complete(Slot& s, FinishReason why);
   void forward_each_alone(double t0, int cap);

@@ -47,12 +47,13 @@ SequenceInput* Scorer::next_input(KvCache& cache) {
   return &input_;
 }
 
-void Scorer::consume(const float* logits, int vocab) {
+void Scorer::consume(const ForwardResult& rows) {
+  const size_t vocab = static_cast<size_t>(rows.vocab_size());
   const size_t n = input_.tokens.size();
   // Row i is the distribution of the token after text[next_ + i].
   for (size_t i = 0; i < n && next_ + i + 1 < text_.size(); i++)
     if (next_ + i + 1 >= from_)
-      scored_.push_back(token_logprob(std::span<const float>(logits + i * static_cast<size_t>(vocab), static_cast<size_t>(vocab)),
+      scored_.push_back(token_logprob(std::span<const float>(rows.logits(static_cast<int>(i)), vocab),
                                     text_[next_ + i + 1], top_k_));
   next_ += n;
   if (next_ + 1 >= text_.size()) next_ = text_.size();  // the last token's own row predicts nothing scored

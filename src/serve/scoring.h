@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/batch.h"
+#include "model/forward_pass.h"
 #include "model/kv_cache.h"
 
 namespace jf {
@@ -32,7 +33,7 @@ class Scorer {
   // The next rows, appended to `cache` (cut, on the first call, to the held part before `from`).
   SequenceInput* next_input(KvCache& cache);
   // The logits of every row of the last input (vocab floats each).
-  void consume(const float* logits, int vocab);
+  void consume(const ForwardResult& rows);
   bool done() const { return next_ >= text_.size(); }
   std::vector<TokenLogprob> take() { return std::move(scored_); }
 

@@ -281,11 +281,12 @@ void Context::begin(VkCommandBuffer cmd, bool once) {
   check(a.vkBeginCommandBuffer(cmd, &bi), "beginning a command buffer");
 }
 
-void Context::submit_and_wait(VkCommandBuffer cmd) {
+void Context::submit_and_wait(std::span<const VkCommandBuffer> cmds) {
   Api& a = api();
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  si.commandBufferCount = 1;
-  si.pCommandBuffers = &cmd;
+  si.commandBufferCount = static_cast<uint32_t>(cmds.size());
+  si.pCommandBuffers = cmds.data();
+  submissions_++;
   check(a.vkQueueSubmit(queue_, 1, &si, fence_), "submitting work");
   check(a.vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "waiting for the device");
   check(a.vkResetFences(device_, 1, &fence_), "resetting a fence");

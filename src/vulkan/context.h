@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -54,8 +55,11 @@ class Context {
   VkCommandBuffer new_command_buffer();
   // Resets and begins `cmd` for one submission (once) or for several.
   void begin(VkCommandBuffer cmd, bool once);
-  // Submits a recorded (ended) command buffer and waits for it.
-  void submit_and_wait(VkCommandBuffer cmd);
+  // Submits recorded (ended) command buffers, in order, as one submission and waits for them.
+  void submit_and_wait(VkCommandBuffer cmd) { submit_and_wait(std::span<const VkCommandBuffer>(&cmd, 1)); }
+  void submit_and_wait(std::span<const VkCommandBuffer> cmds);
+  // Submissions made (each waited for: one host wait each), since the device was opened.
+  uint64_t submissions() const { return submissions_; }
 
  private:
   DeviceInfo info_;
@@ -69,6 +73,7 @@ class Context {
   uint64_t offset_alignment_ = 256;
   float timestamp_period_ = 1.0f;
   bool timestamps_ = false, memory_budget_ = false;
+  uint64_t submissions_ = 0;
 };
 
 }  // namespace jf::vulkan

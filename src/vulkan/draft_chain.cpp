@@ -1,5 +1,5 @@
-// VulkanForward::draft_chain: the draft layer run again after a forward on one virtual row past the last
-// verified one (as Transformer::draft_chain does on the CPU), every chained token in one submission: each
+// VulkanForward::row_chain (ForwardResult::chain): the draft layer run again after a forward on one virtual row past the last
+// verified one (as Transformer::row_chain does on the CPU), every chained token in one submission: each
 // step's draft stays on the device (argmax into `tokens`), where the next step's embedding lookup reads it,
 // so a chain of 5 waits for the device once, not 5 times.
 #include <algorithm>
@@ -11,12 +11,13 @@
 
 namespace jf::vulkan {
 
-int VulkanForward::draft_chain(const float* logits, KvCache& cache, int32_t first, int count, int32_t* out) {
+int VulkanForward::row_chain(int logit_row, int32_t first, int count, int32_t* out) {
   if (!cfg_.draft_layer || count <= 0) return 0;
-  JF_CHECK(layer_ran_, "draft_chain after a forward that did not run the draft layer (no draft_logits asked for)");
-  const int64_t source = plan_.chain_source(static_cast<const float*>(act_->logits.mapped()), logits, cfg_.vocab_size, cache, first);
+  JF_CHECK(layer_ran_, "a draft chain after a forward that did not run the draft layer (no draft_logits asked for)");
+  const int64_t source = plan_.chain_source(logit_row, first, cfg_.vocab_size);
+  KvCache& cache = *plan_.rows[static_cast<size_t>(source)].cache;
   const int32_t layer_row = draft_row_of_[static_cast<size_t>(source)];  // its row in the draft layer's pass
-  JF_CHECK(layer_row >= 0, "draft_chain from a row of a sequence that did not draft in the last forward");
+  JF_CHECK(layer_row >= 0, "a draft chain from a row of a sequence that did not draft in the last forward");
   const int32_t source_pos = plan_.rows[static_cast<size_t>(source)].pos;
   const int past = cache.size();
   count = std::min(count, cache.capacity() - past);
@@ -60,7 +61,8 @@ int VulkanForward::draft_chain(const float* logits, KvCache& cache, int32_t firs
     for (int j = 0; j < count; j++)
       chain_key_.insert(chain_key_.end(), {chain_in_[static_cast<size_t>(j)]->arena.serial(), chain_in_[static_cast<size_t>(j)]->device.serial()});
   }
-  submit(chain_replay_, chain_key_, false, [&] { record_chain(count, layer_row); });
+  DeviceKvStore* store = const_cast<DeviceKvStore*>(&dynamic_cast<const DeviceKvStore&>(*cache.device_store()));
+  submit(chain_replay_, chain_key_, false, std::span<DeviceKvStore* const>(&store, 1), [&] { record_chain(count, layer_row); });
   std::copy(tokens + 1, tokens + 1 + count, out);
   return count;
 }

@@ -62,7 +62,7 @@ void VulkanForward::record_draft_rows(bool drafts) {
   record_draft_layer();
   const uint32_t nd = static_cast<uint32_t>(draft_plan_.logit_src.size());
   if (drafts && nd > 0) {
-    record_head(weights_->draft_output, a_->xb.view(), nd, a_->draft_logits_dev, a_->draft_logits, a_->draft_picks);
+    record_head(weights_->draft_output, a_->xb.view(), nd, a_->draft_logits_dev, a_->draft_logits, a_->draft_picks, draft_host_);
   }
   rows_ = &plan_, a_ = act_.get(), in_ = main_in_.get();
 }

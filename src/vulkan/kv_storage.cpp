@@ -30,23 +30,27 @@ DeviceKvStore::DeviceKvStore(Context& ctx, Kernels& kernels, const ModelConfig& 
 }
 
 void DeviceKvStore::move_slots(std::span<const std::pair<int32_t, int32_t>> moves) {
-  ensure_size(ctx_, moves_, moves.size() * 2 * sizeof(int32_t), Buffer::Kind::Host);
-  auto* m = static_cast<int32_t*>(moves_.mapped());
-  for (size_t i = 0; i < moves.size(); i++) m[2 * i] = moves[i].first, m[2 * i + 1] = moves[i].second;
+  for (const auto& [from, to] : moves) pending_.insert(pending_.end(), {from, to});
+}
+
+bool DeviceKvStore::record_moves(Recorder& rec) {
+  if (pending_.empty()) return false;
+  ensure_size(ctx_, moves_, pending_.size() * sizeof(int32_t), Buffer::Kind::Host);
+  std::copy(pending_.begin(), pending_.end(), static_cast<int32_t*>(moves_.mapped()));
   const Kernel& k = kernels_.get(f16_ ? "kv_move_f16" : "kv_move_f32", 2);
   struct {
     uint32_t columns, head_dim, capacity, n_moves, moves_off;
   } p{static_cast<uint32_t>(kv_heads_ * head_dim_), static_cast<uint32_t>(head_dim_), static_cast<uint32_t>(capacity_),
-      static_cast<uint32_t>(moves.size()), 0};
+      static_cast<uint32_t>(pending_.size() / 2), 0};
   uint32_t gx, gy;
   Recorder::flat_grid(p.columns, &gx, &gy);
-  Recorder rec(ctx_);
-  rec.begin();
-  for (int l = 0; l < layers_; l++) {
+  for (int l = 0; l < layers_; l++) {  // (each layer's keys and values apart: no barrier between them)
+    rec.skip_barriers(2);
     rec.dispatch(k, {keys(l), moves_.view()}, p, gx, gy);
     rec.dispatch(k, {values(l), moves_.view()}, p, gx, gy);
   }
-  rec.finish();
+  pending_.clear();
+  return true;
 }
 
 void DeviceKvStore::copy_prefix(const KvDeviceStore& other, int n) {
@@ -54,7 +58,12 @@ void DeviceKvStore::copy_prefix(const KvDeviceStore& other, int n) {
   JF_CHECK(o && o->context() == &ctx_ && o->layers_ == layers_ && o->kv_heads_ == kv_heads_ && o->head_dim_ == head_dim_ &&
                o->f16_ == f16_,
            "copy_prefix: KV caches of different devices or shapes");
-  if (n == 0) return;
+  Recorder rec(ctx_);  // the moves either cache still has pending, then the copy
+  rec.begin();
+  const_cast<DeviceKvStore*>(o)->record_moves(rec);
+  record_moves(rec);
+  rec.barrier();
+  if (n == 0) return rec.finish();
   const size_t element = f16_ ? 2 : 4, slot_bytes = head_dim_ * element;
   std::vector<VkBufferCopy> regions;
   for (int l = 0; l < layers_; l++)
@@ -64,9 +73,8 @@ void DeviceKvStore::copy_prefix(const KvDeviceStore& other, int n) {
         const size_t base = layer_offset(l) + part * part_bytes_, other_base = o->layer_offset(l) + part * o->part_bytes_;
         regions.push_back(VkBufferCopy{other_base + other_head, base + head, n * slot_bytes});
       }
-  ctx_.run([&](VkCommandBuffer cmd) {
-    api().vkCmdCopyBuffer(cmd, o->buffer_.handle(), buffer_.handle(), static_cast<uint32_t>(regions.size()), regions.data());
-  });
+  rec.copy_regions(o->buffer_.handle(), buffer_.handle(), regions);
+  rec.finish();
 }
 
 KvCache make_device_cache(Context& ctx, Kernels& kernels, const ModelConfig& cfg, int capacity, DType type) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include "base/error.h"
 
@@ -42,6 +43,15 @@ void Recorder::dispatch_raw(const Kernel& k, std::initializer_list<View> views, 
                          nullptr, 0, nullptr);
 }
 
+void Recorder::barrier() {
+  skip_ = 0;
+  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  api().vkCmdPipelineBarrier(cmd_, stages, stages, 0, 1, &b, 0, nullptr, 0, nullptr);
+}
+
 void Recorder::copy(View src, View dst) {
   copy_regions(src.buffer, dst.buffer, {VkBufferCopy{src.offset, dst.offset, std::min(src.range, dst.range)}});
 }
@@ -69,7 +79,9 @@ void Recorder::flat_grid(uint64_t n, uint32_t* x, uint32_t* y) {
   *y = static_cast<uint32_t>(groups == 0 ? 0 : (groups + *x - 1) / *x);
 }
 
-void Recorder::finish() {
+void Recorder::finish() { ctx_.submit_and_wait(end()); }
+
+VkCommandBuffer Recorder::end() {
   skip_ = 0;
   VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -77,8 +89,7 @@ void Recorder::finish() {
   api().vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
                              0, 1, &barrier, 0, nullptr, 0, nullptr);
   check(api().vkEndCommandBuffer(cmd_), "recording commands");
-  ctx_.submit_and_wait(cmd_);
-  cmd_ = VK_NULL_HANDLE;
+  return std::exchange(cmd_, VK_NULL_HANDLE);
 }
 
 }  // namespace jf::vulkan

@@ -29,6 +29,8 @@ class Recorder {
   // The next `n` dispatches are independent of each other (they read what was written before them and write
   // apart): no barrier after them, only after the one that follows, which makes all their writes visible.
   void skip_barriers(int n) { skip_ = n; }
+  // A barrier now: every dispatch and copy before it is visible to every dispatch and copy after it.
+  void barrier();
   // Timestamps after every dispatch and copy (JF_VULKAN_PROFILE); null: none.
   void set_profiler(Profiler* p) { profiler_ = p; }
   // Copies bytes between buffers (after the dispatches before it), then a barrier so the dispatches after it
@@ -38,7 +40,9 @@ class Recorder {
   // A 1D grid of WG-wide groups covering n threads (wrapping to y past 65535 groups; see elementwise.glsl).
   static void flat_grid(uint64_t n, uint32_t* x, uint32_t* y);
   VkCommandBuffer cmd() const { return cmd_; }
-  // Makes the device's writes visible to the host, ends the recording, submits it and waits.
+  // Makes the device's writes visible to the host and ends the recording: the caller submits it.
+  VkCommandBuffer end();
+  // end(), then submits the recording alone and waits.
   void finish();
 
  private:

@@ -1,6 +1,7 @@
 #include "vulkan/vulkan_forward.h"
 
 #include <algorithm>
+#include <array>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -38,6 +39,7 @@ VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const Mod
       draft_act_(std::make_unique<Activations>()),
       draft_in_(std::make_unique<Inputs>()),
       rec_(*ctx_),
+      moves_rec_(*ctx_),
       replay_(*ctx_),
       chain_replay_(*ctx_),
       split_min_k_(split_min_k ? split_min_k : default_split_min_k(ctx_->info())) {
@@ -276,21 +278,62 @@ void VulkanForward::record_attention(int l, bool local) {
 }
 
 // The requested rows' logits: the output head into device memory, each row's greedy token there
-// (greedy_token), and the rows copied out to the host-visible logits buffer.
+// (ForwardResult::greedy), and the rows copied out to the host-visible logits buffer.
 void VulkanForward::record_output() {
   const uint32_t nl = u32(rows_->logit_src.size());
   if (nl == 0) return;
   rmsnorm(a_->x.view(), a_->xb.view(), weights_->output_norm, nl, u32(cfg_.dim), false, static_cast<int>(in_->logit));
-  record_head(weights_->output, a_->xb.view(), nl, a_->logits_dev, a_->logits, a_->picks);
+  record_head(weights_->output, a_->xb.view(), nl, a_->logits_dev, a_->logits, a_->picks, logit_host_);
 }
 
-// rows x vocab logits = head(in) in `dev`, their greedy tokens into `picks`, the logits copied to `host`.
-void VulkanForward::record_head(const DeviceMatrix& head, View in, uint32_t rows, const Buffer& dev, const Buffer& host, const Buffer& picks) {
-  const uint64_t n = uint64_t{rows} * u32(cfg_.vocab_size);
+// rows x vocab logits = head(in) in `dev`, their greedy tokens into `picks`, and the rows marked in `to_host`
+// copied to `host` (a greedy decoder's need none: it reads the picks).
+void VulkanForward::record_head(const DeviceMatrix& head, View in, uint32_t rows, const Buffer& dev, const Buffer& host, const Buffer& picks,
+                                const std::vector<char>& to_host) {
+  const uint64_t row_bytes = uint64_t{u32(cfg_.vocab_size)} * 4;
   matmul(head, in, rows, dev.view(), false);
-  softcap(dev.view(), n);
+  softcap(dev.view(), rows * row_bytes / 4);
   argmax(dev.view(), rows, picks.view(), 0);
-  rec_.copy(dev.view(0, n * 4), host.view(0, n * 4));
+  std::vector<VkBufferCopy> regions;
+  for (uint32_t r = 0; r < rows; r++) {
+    if (!to_host[r]) continue;
+    if (!regions.empty() && regions.back().srcOffset + regions.back().size == r * row_bytes) regions.back().size += row_bytes;
+    else regions.push_back(VkBufferCopy{r * row_bytes, r * row_bytes, row_bytes});
+  }
+  rec_.copy_regions(dev.handle(), host.handle(), regions);
+}
+
+// Which logit rows (and draft-logit rows) the forward copies to the host: those of the sequences that need
+// logits; a greedy sequence's rows stay on the device (their greedy tokens are read from the picks).
+void VulkanForward::plan_host_copies(std::span<SequenceInput* const> seqs) {
+  logit_host_.clear();
+  for (const SequenceInput* s : seqs) logit_host_.insert(logit_host_.end(), s->logit_rows.size(), s->need == SequenceInput::Need::Logits ? 1 : 0);
+  if (!cfg_.draft_layer) {
+    draft_host_ = logit_host_;
+    return;
+  }
+  draft_host_.assign(draft_plan_.logit_src.size(), 0);
+  for (size_t i = 0; i < draft_logit_of_.size(); i++)
+    if (draft_logit_of_[i] >= 0) draft_host_[static_cast<size_t>(draft_logit_of_[i])] = logit_host_[i];
+}
+
+// A row the forward left on the device, copied back now (its own submission, counted).
+const float* VulkanForward::fetched_row(const Buffer& dev, const Buffer& host, int row, std::vector<char>& on_host) {
+  const size_t row_bytes = static_cast<size_t>(cfg_.vocab_size) * 4, at = static_cast<size_t>(row) * row_bytes;
+  if (!on_host[static_cast<size_t>(row)]) {
+    ctx_->run([&](VkCommandBuffer cmd) {
+      const VkBufferCopy region{at, at, row_bytes};
+      api().vkCmdCopyBuffer(cmd, dev.handle(), host.handle(), 1, &region);
+      VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+      barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+      api().vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+    });
+    on_host[static_cast<size_t>(row)] = 1;
+    extra_fetches_++;
+    bytes_to_host_ += row_bytes;
+  }
+  return reinterpret_cast<const float*>(static_cast<const char*>(host.mapped()) + at);
 }
 
 // A draft layer (Transformer::draft_layer): every row's greedy next token from the output head (in pieces of
@@ -331,7 +374,7 @@ void VulkanForward::grow_activations(Activations& a, int64_t n, bool draft_layer
   }
 }
 
-const float* VulkanForward::forward(std::span<SequenceInput* const> seqs) {
+void VulkanForward::run(std::span<SequenceInput* const> seqs) {
   rows_ = &plan_, a_ = act_.get(), in_ = main_in_.get();
   plan_.build(cfg_, seqs);
   for (size_t s = 0; s + 1 < plan_.seq_first.size(); s++)  // every sequence's cache is this device's
@@ -343,11 +386,12 @@ const float* VulkanForward::forward(std::span<SequenceInput* const> seqs) {
   ensure_size(*ctx_, a.logits, static_cast<size_t>(std::max<int64_t>(nl, 1) * V * 4), Buffer::Kind::Host);
   ensure_size(*ctx_, a.logits_dev, a.logits.size(), Buffer::Kind::Device);
   ensure_size(*ctx_, a.picks, static_cast<size_t>(std::max<int64_t>(nl, 1) * 4), Buffer::Kind::Host);
-  if (n == 0) return static_cast<const float*>(a.logits.mapped());
+  if (n == 0) return;
   grow_activations(a, n, false);
   // The draft layer only on the rows of the sequences that draft from it (SequenceInput::draft_context):
   // `ar`, and a server's sequences that do not draft, pay nothing.
   const bool draft_layer = plan_draft_rows(seqs);
+  plan_host_copies(seqs);
   layer_ran_ = draft_layer;
   const int64_t nd = cfg_.draft_layer ? static_cast<int64_t>(draft_plan_.logit_src.size()) : nl;  // draft-logit rows
   const bool drafts = weights_->draft_output && nd > 0 &&
@@ -370,14 +414,17 @@ const float* VulkanForward::forward(std::span<SequenceInput* const> seqs) {
   if (n_forwards_++ - fault_first_ < fault_count_)  // a device error where a submission would report one (tests)
     throw Error("Vulkan: device error (injected by JF_VULKAN_FAULT)");
   if (replay_on_) make_shape_key(draft_layer, drafts);
-  submit(replay_, key_, true, [&] { record_forward(draft_layer, drafts); });
+  collect_stores(plan_);
+  submit(replay_, key_, true, stores_, [&] { record_forward(draft_layer, drafts); });
   drafted_ = drafts;
+  const uint64_t row_bytes = static_cast<uint64_t>(V) * 4;
+  bytes_to_host_ += nl * 4 + std::count(logit_host_.begin(), logit_host_.end(), 1) * row_bytes;
+  if (drafts) bytes_to_host_ += nd * 4 + std::count(draft_host_.begin(), draft_host_.end(), 1) * row_bytes;
   if (timer_) {
     uint64_t ticks[2] = {0, 0};
     if (api().vkGetQueryPoolResults(ctx_->device(), timer_, 0, 2, sizeof ticks, ticks, 8, VK_QUERY_RESULT_64_BIT) == VK_SUCCESS)
       device_seconds_ = static_cast<double>(ticks[1] - ticks[0]) * ctx_->timestamp_period_ns() * 1e-9;
   }
-  return static_cast<const float*>(a.logits.mapped());
 }
 
 void VulkanForward::record_forward(bool draft_layer, bool drafts) {
@@ -396,27 +443,49 @@ void VulkanForward::record_forward(bool draft_layer, bool drafts) {
   record_output();
   if (draft_layer) record_draft_rows(drafts);
   if (drafts && !cfg_.draft_layer) {  // a draft head on the model's own output (record_output's xb)
-    record_head(weights_->draft_output, a.xb.view(), u32(nl), a.draft_logits_dev, a.draft_logits, a.draft_picks);
+    record_head(weights_->draft_output, a.xb.view(), u32(nl), a.draft_logits_dev, a.draft_logits, a.draft_picks, draft_host_);
   }
   if (timer_) vk.vkCmdWriteTimestamp(rec_.cmd(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timer_, 1);
 }
 
-// Submits the recording `kept` holds for `key`, or records one with `record` and submits it (kept for the next
-// submission of that shape when replay is on); `profile`: timed by the profiler, where there is one.
-void VulkanForward::submit(ReplayCache& kept, const ShapeKey& key, bool profile, const std::function<void()>& record) {
-  if (const VkCommandBuffer cmd = replay_on_ ? kept.find(key) : VK_NULL_HANDLE) {
-    ctx_->submit_and_wait(cmd);
-    return;
+// One submission: the KV moves `stores` keep (KvCache::keep's, since their last submission), then the
+// recording `kept` holds for `key`, or one recorded now with `record` (kept for the next submission of that
+// shape when replay is on); `profile`: timed by the profiler, where there is one.
+void VulkanForward::submit(ReplayCache& kept, const ShapeKey& key, bool profile, std::span<DeviceKvStore* const> stores,
+                           const std::function<void()>& record) {
+  std::array<VkCommandBuffer, 2> cmds{};
+  size_t n = 0;
+  if (std::any_of(stores.begin(), stores.end(), [](const DeviceKvStore* s) { return s->has_moves(); })) {
+    if (!moves_cmd_) moves_cmd_ = ctx_->new_command_buffer();
+    moves_rec_.begin(moves_cmd_);
+    for (DeviceKvStore* s : stores) s->record_moves(moves_rec_);
+    moves_rec_.barrier();
+    cmds[n++] = moves_rec_.end();
   }
-  const VkCommandBuffer cmd = replay_on_ ? kept.take() : VK_NULL_HANDLE;
-  if (cmd) rec_.begin(cmd);
-  else rec_.begin();
-  Profiler* profiler = profile ? profiler_.get() : nullptr;
-  if (profiler) profiler->begin(rec_.cmd());
-  record();
-  rec_.finish();
+  VkCommandBuffer cmd = replay_on_ ? kept.find(key) : VK_NULL_HANDLE;
+  Profiler* profiler = profile && !cmd ? profiler_.get() : nullptr;
+  if (!cmd) {
+    const VkCommandBuffer target = replay_on_ ? kept.take() : VK_NULL_HANDLE;
+    if (target) rec_.begin(target);
+    else rec_.begin();
+    if (profiler) profiler->begin(rec_.cmd());
+    record();
+    cmd = rec_.end();
+    if (target) kept.keep(key, target);
+  }
+  cmds[n++] = cmd;
+  ctx_->submit_and_wait(std::span<const VkCommandBuffer>(cmds.data(), n));
   if (profiler) profiler->collect();
-  if (cmd) kept.keep(key, cmd);
+}
+
+// The distinct KV stores of a pass's sequences (their pending moves go first in its submission).
+void VulkanForward::collect_stores(const RowPlan& plan) {
+  stores_.clear();
+  for (size_t s = 0; s + 1 < plan.seq_first.size(); s++) {
+    if (plan.seq_first[s] == plan.seq_first[s + 1]) continue;
+    auto* store = const_cast<DeviceKvStore*>(&device_store(*plan.rows[static_cast<size_t>(plan.seq_first[s])].cache, ctx_.get()));
+    if (std::find(stores_.begin(), stores_.end(), store) == stores_.end()) stores_.push_back(store);
+  }
 }
 
 // Everything record_forward's commands depend on besides the arena's contents.
@@ -437,34 +506,32 @@ void VulkanForward::make_shape_key(bool draft_layer, bool drafts) {
     key_.push_back(device_store(*rows_->rows[static_cast<size_t>(r0)].cache, ctx_.get()).serial());
     key_.push_back(draft_row_of_[static_cast<size_t>(r0)] >= 0 ? 1u : 0u);
   }
+  key_.insert(key_.end(), logit_host_.begin(), logit_host_.end());  // which rows are copied out
 }
 
-// A draft head's rows match the logit rows one for one; a draft layer's are the asking sequences' only.
-const float* VulkanForward::draft_logits_for(const float* logits) {
-  const auto* base = static_cast<const float*>(act_->logits.mapped());
-  const ptrdiff_t offset = logits - base, V = cfg_.vocab_size;
-  if (!drafted_ || offset < 0 || static_cast<size_t>(offset) >= plan_.logit_src.size() * static_cast<size_t>(V)) return nullptr;
-  if (!cfg_.draft_layer) return static_cast<const float*>(act_->draft_logits.mapped()) + offset;
-  const int32_t row = draft_logit_of_[static_cast<size_t>(offset / V)];
-  if (row < 0) return nullptr;
-  return static_cast<const float*>(draft_act_->draft_logits.mapped()) + row * V + offset % V;
+const float* VulkanForward::row_logits(int r) { return fetched_row(act_->logits_dev, act_->logits, r, logit_host_); }
+
+int32_t VulkanForward::row_greedy(int r) { return static_cast<const int32_t*>(act_->picks.mapped())[r]; }
+
+// A draft head's rows match the logit rows one for one; a draft layer's are the asking sequences' only
+// (draft_logit_of_): -1, none.
+int32_t VulkanForward::draft_row(int r) const {
+  if (!drafted_) return -1;
+  return cfg_.draft_layer ? draft_logit_of_[static_cast<size_t>(r)] : r;
 }
 
-// The device's pick for a row of the last forward's logits or draft logits; any other row, read here.
-int32_t VulkanForward::greedy_token(const float* row) {
-  const ptrdiff_t V = cfg_.vocab_size;
-  auto pick = [&](const Buffer& values, const Buffer& picks, size_t rows, int32_t* out) {
-    const ptrdiff_t at = row - static_cast<const float*>(values.mapped());
-    if (!values || at < 0 || at % V != 0 || static_cast<size_t>(at / V) >= rows) return false;
-    *out = static_cast<const int32_t*>(picks.mapped())[at / V];
-    return true;
-  };
-  int32_t token = 0;
-  if (pick(act_->logits, act_->picks, plan_.logit_src.size(), &token)) return token;
-  if (drafted_ && cfg_.draft_layer && pick(draft_act_->draft_logits, draft_act_->draft_picks, draft_plan_.logit_src.size(), &token))
-    return token;
-  if (drafted_ && !cfg_.draft_layer && pick(act_->draft_logits, act_->draft_picks, plan_.logit_src.size(), &token)) return token;
-  return ForwardPass::greedy_token(row);
+const float* VulkanForward::row_draft_logits(int r) {
+  const int32_t d = draft_row(r);
+  if (d < 0) return nullptr;
+  const Activations& da = cfg_.draft_layer ? *draft_act_ : *act_;
+  return fetched_row(da.draft_logits_dev, da.draft_logits, d, draft_host_);
+}
+
+int32_t VulkanForward::row_draft_greedy(int r) {
+  const int32_t d = draft_row(r);
+  if (d < 0) return -1;
+  const Activations& da = cfg_.draft_layer ? *draft_act_ : *act_;
+  return static_cast<const int32_t*>(da.draft_picks.mapped())[d];
 }
 
 }  // namespace jf::vulkan

@@ -19,6 +19,8 @@
 
 namespace jf::vulkan {
 
+class DeviceKvStore;
+
 class VulkanForward : public ForwardPass {
  public:
   // Uploads the weights to device `device_index` (see list_devices); throws jf::Error when the device cannot
@@ -29,15 +31,10 @@ class VulkanForward : public ForwardPass {
                 std::optional<MatrixMath> math = std::nullopt);
   ~VulkanForward() override;
 
-  const float* forward(std::span<SequenceInput* const> seqs) override;
-  using ForwardPass::forward;
   const ModelConfig& config() const override { return cfg_; }
-  const float* draft_logits_for(const float* logits) override;
-  bool has_draft_logits() const override { return drafted_; }
-  int32_t greedy_token(const float* row) override;
   KvCache make_cache(int capacity, DType type = DType::F32) override;
-  int draft_chain(const float* logits, KvCache& cache, int32_t first, int count, int32_t* out) override;
   double last_device_seconds() const override { return device_seconds_; }
+  DeviceSyncs device_syncs() const override { return {ctx_->submissions(), ctx_->submissions(), extra_fetches_, bytes_to_host_}; }
   std::string take_profile() override { return profiler_ ? profiler_->take_report() : ""; }
   const DeviceInfo& device() const { return ctx_->info(); }
   // "vulkan:N (NAME)", with ", tiles" / ", matrix-units" when matrix products are not plain FMAs
@@ -55,6 +52,15 @@ class VulkanForward : public ForwardPass {
   // Rows the draft layer ran on, over every forward (the rows of the sequences that draft from it).
   uint64_t n_draft_layer_rows() const { return n_draft_layer_rows_; }
 
+ protected:
+  void run(std::span<SequenceInput* const> seqs) override;
+  const float* row_logits(int r) override;
+  int32_t row_greedy(int r) override;
+  bool has_draft_logits() const override { return drafted_; }
+  const float* row_draft_logits(int r) override;
+  int32_t row_draft_greedy(int r) override;
+  int row_chain(int r, int32_t first, int count, int32_t* out) override;  // draft_chain.cpp
+
  private:
   struct Activations;
   struct Inputs;
@@ -63,14 +69,19 @@ class VulkanForward : public ForwardPass {
   void record_layer(int l);
   void record_attention(int l, bool local);
   void record_output();
-  void record_head(const DeviceMatrix& head, View in, uint32_t rows, const Buffer& dev, const Buffer& host, const Buffer& picks);
+  void record_head(const DeviceMatrix& head, View in, uint32_t rows, const Buffer& dev, const Buffer& host, const Buffer& picks,
+                   const std::vector<char>& to_host);
+  void plan_host_copies(std::span<SequenceInput* const> seqs);  // logit_host_, draft_host_
+  const float* fetched_row(const Buffer& dev, const Buffer& host, int row, std::vector<char>& on_host);
   void record_draft_layer();
   bool plan_draft_rows(std::span<SequenceInput* const> seqs);  // draft_plan_ and its maps (draft_rows.cpp)
   void record_draft_rows(bool drafts);
   void record_chain(int count, int32_t layer_row);  // draft_chain.cpp
   void record_forward(bool draft_layer, bool drafts);
   void make_shape_key(bool draft_layer, bool drafts);  // into key_
-  void submit(ReplayCache& kept, const ShapeKey& key, bool profile, const std::function<void()>& record);
+  void submit(ReplayCache& kept, const ShapeKey& key, bool profile, std::span<DeviceKvStore* const> stores,
+              const std::function<void()>& record);
+  void collect_stores(const RowPlan& plan);  // into stores_
   void matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, uint32_t x_off = 0, uint32_t y_off = 0);
   void rmsnorm(View x, View out, View gain, uint32_t rows, uint32_t n, bool accumulate, int gather_at = -1);
   void rope(View v, uint32_t heads, bool local);
@@ -79,6 +90,7 @@ class VulkanForward : public ForwardPass {
   void add_scaled_embedding(Activations& a, uint32_t rows);
   void get_rows(const DeviceMatrix& table, View rows, uint32_t rows_off, uint32_t n_rows, View out, float scale);
   View arena() const;  // the current pass's inputs on the device
+  int32_t draft_row(int logit_row) const;  // its row of draft logits, or -1
   void stage_inputs(const Inputs& in);
   using TypedKernels = std::array<const Kernel*, 32>;  // by DType (GGML ids, all below 32)
   const Kernel& typed_kernel(TypedKernels& cache, const char* prefix, DType t);
@@ -98,7 +110,9 @@ class VulkanForward : public ForwardPass {
   std::unique_ptr<Activations> draft_act_;
   std::unique_ptr<Inputs> draft_in_;
   uint64_t n_draft_layer_rows_ = 0;
-  Recorder rec_;
+  Recorder rec_, moves_rec_;  // a forward's (or chain's) recording; the KV moves that go first in its submission
+  VkCommandBuffer moves_cmd_ = VK_NULL_HANDLE;
+  std::vector<DeviceKvStore*> stores_;  // the current forward's KV stores
   ReplayCache replay_, chain_replay_;
   std::unique_ptr<Profiler> profiler_;  // JF_VULKAN_PROFILE=1
   ShapeKey key_, chain_key_;  // the current forward's and chain's (kept: no allocation per forward)
@@ -112,7 +126,11 @@ class VulkanForward : public ForwardPass {
   Activations* a_ = nullptr;
   Inputs* in_ = nullptr;
   bool drafted_ = false;
-  bool layer_ran_ = false;  // the last forward ran the draft layer (draft_chain needs its output)
+  // Whether each logit row's logits (and each draft-logit row's) are copied to the host by the forward: those
+  // of sequences that need them (SequenceInput::need); others are fetched when read (extra_fetches_).
+  std::vector<char> logit_host_, draft_host_;
+  uint64_t extra_fetches_ = 0, bytes_to_host_ = 0;
+  bool layer_ran_ = false;  // the last forward ran the draft layer (a draft chain needs its output)
   double device_seconds_ = -1.0;
   VkQueryPool timer_ = VK_NULL_HANDLE;
   // JF_VULKAN_FAULT=FIRST:COUNT: forwards FIRST .. FIRST+COUNT-1 throw as a device error would (the server's
