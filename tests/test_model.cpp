@@ -345,6 +345,28 @@ TEST(KvCache, ContextFullIsAnError) {
   EXPECT_THROW(tf.forward(in), Error);  // token outside the vocabulary
 }
 
+// A forward's result answers by row until the next forward of its pass; after that any use is an error (its
+// rows live in the pass's buffers, which the next forward overwrites), as is a row outside it.
+TEST(ForwardResult, IsRefusedAfterTheNextForward) {
+  auto m = random_model(preset_config("tiny"), DType::F32, 5);
+  Transformer tf(m->config(), m->weights());
+  KvCache a(m->config(), 16), b(m->config(), 16);
+  SequenceInput in;
+  in.set_causal(&a, random_tokens(3, 256, 1), SequenceInput::Logits::All);
+  const ForwardResult first = tf.forward(in);
+  const ForwardResult mine = first.slice(1, 2);
+  EXPECT_EQ(mine.greedy(0), first.greedy(1));
+  EXPECT_EQ(mine.logits(1), first.logits(2));
+  EXPECT_THROW(first.logits(3), std::logic_error);  // not a row of it
+  EXPECT_THROW(mine.greedy(2), std::logic_error);
+  in.set_causal(&b, random_tokens(2, 256, 2), SequenceInput::Logits::All);
+  const ForwardResult second = tf.forward(in);
+  EXPECT_NO_THROW(second.greedy(1));
+  EXPECT_THROW(first.greedy(0), std::logic_error);
+  EXPECT_THROW(mine.logits(0), std::logic_error);
+  EXPECT_THROW(first.drafted(), std::logic_error);
+}
+
 // Every SIMD instruction set computes the same forward, bit for bit (the panel tiles and attention are
 // written to agree, and Q8_0 matrices use exact integer sums), so a model decodes alike on machines with
 // and without AVX-512 or VNNI. The wide feed-forward puts fp32 and own-type panels in one model.

@@ -93,6 +93,46 @@ TEST(VulkanDecoders, CodeModelEveryGreedyDecoderEqualsAr) {
   EXPECT_EQ(run(s, dec("pld"), prompt, cfg).tokens, run(s, dec("ar"), prompt, cfg).tokens);
 }
 
+// One decode step, one submission: every decoder's forward, its greedy tokens, the draft chain for its next
+// drafts (asked for up front) and the KV moves of its last step's keep go to the device together, and a greedy
+// step copies no logits back. On stories260K (no draft layer) and the default code model with its draft file
+// (chains every step), fixed and priced; the chains ran inside the forwards, or the counts would prove nothing
+// (the moves: VulkanForward.BatchInvariantForEveryWeightType's tree).
+TEST(VulkanDecoders, EveryDecoderMakesOneSubmissionPerDecodeStep) {
+  JF_VULKAN_DEVICE(device);
+  JF_SHARED_PATH(stories, "models/stories260K/stories260K.gguf");
+  const std::string code = code_model();
+  if (!test::path_exists(code)) GTEST_FAIL() << code << " is missing";
+  for (const std::string& path : {stories, code}) {
+    LoadedModel lm = load_model(path);
+    lm.model->set_panels(false);
+    const bool drafting = lm.model->config().draft_layer;
+    vulkan::VulkanForward fwd(device, lm.model->config(), lm.model->weights());
+    Session s(fwd, 512);
+    GenerationConfig cfg;
+    cfg.max_new_tokens = 24;
+    cfg.eos_ids = lm.tokenizer->eog_ids();
+    const std::vector<int32_t> prompt = lm.tokenizer->encode(drafting ? "def parse_args(argv):\n    parser = argparse.ArgumentParser(" : "Once upon a time", true, false);
+    const uint64_t chains0 = fwd.chains_in_forward();
+    const int64_t V = lm.model->config().vocab_size;
+    for (const DecoderOptions& o : {dec("ar"), dec("jacobi:block=8"), parse_decoder_spec("jacobi:block=8", {}), dec("multiblock:block=8:K=2"),
+                                     dec("lookahead"), dec("pld")}) {
+      const GenerationResult r = run(s, o, prompt, cfg);
+      const std::string what = path + ", " + o.name + (o.draft_adaptive ? " priced" : "");
+      EXPECT_EQ(r.stats.syncs.submissions, static_cast<uint64_t>(r.stats.n_forwards)) << what;
+      EXPECT_EQ(r.stats.syncs.waits, static_cast<uint64_t>(r.stats.n_forwards)) << what;
+      EXPECT_EQ(r.stats.syncs.extra_fetches, 0u) << what;
+      EXPECT_LT(r.stats.syncs.bytes_to_host, static_cast<uint64_t>(r.stats.n_forwards * V)) << what << ": logits came back";
+    }
+    if (drafting) EXPECT_GT(fwd.chains_in_forward() - chains0, 20u) << "no chain ran inside a forward";
+    GenerationConfig sampled = cfg;  // a sampling decoder reads its rows' logits: copied in the same submission
+    sampled.sampling.temperature = 0.8f, sampled.sampling.seed = 5;
+    const GenerationResult r = run(s, dec("sjd"), prompt, sampled);
+    EXPECT_EQ(r.stats.syncs.submissions, static_cast<uint64_t>(r.stats.n_forwards)) << path << ", sjd";
+    EXPECT_GE(r.stats.syncs.bytes_to_host, static_cast<uint64_t>(r.stats.n_forwards * V * 4)) << path << ", sjd";
+  }
+}
+
 // Perplexity on the device within 0.1% of the CPU's (same windows, same model).
 TEST(VulkanDecoders, PerplexityWithinATenthOfAPercentOfTheCpu) {
   JF_VULKAN_DEVICE(device);

@@ -85,9 +85,12 @@ void expect_batch_invariant(ForwardPass& fwd, const std::vector<int32_t>& toks, 
   l = fwd.forward(in);
   for (int i = 0; i < 4; i++) expect_bits(row_of(l, i), ref[8 + i], what + ": tree row " + std::to_string(i));
   const int32_t path[4] = {8, 9, 11, 12};
+  const DeviceSyncs before_keep = fwd.device_syncs();
   c.keep(8, path);
+  EXPECT_EQ(fwd.device_syncs().submissions, before_keep.submissions) << what << ": keep waited for the device";
   in.set_causal(&c, std::vector<int32_t>{toks[12]}, SequenceInput::Logits::Last);
   expect_bits(row_of(fwd.forward(in), 0), ref[12], what + ": after keep");
+  EXPECT_EQ(fwd.device_syncs().submissions, before_keep.submissions + 1) << what << ": the moves went apart from the forward";
 }
 
 // The largest |want - got| over the largest |want| (at least 1): how far the device is from the CPU.
@@ -310,6 +313,68 @@ TEST(VulkanForward, DraftChainMatchesTheCpuAndLeavesTheCacheAsItWas) {
   }
 }
 
+// A chain asked for up front (SequenceInput::chain_depth) runs in the forward's own submission from the row
+// verification keeps: in a tree whose second branch is verified two deep, the drafts a chain asked for
+// afterwards (a submission of its own) gives from that row, alone and beside another sequence; a chain from
+// another row is computed apart, and counted.
+TEST(VulkanForward, AChainAskedUpFrontRunsInTheForwardFromTheVerifiedRow) {
+  JF_VULKAN_DEVICE(device);
+  DraftModel m(device, 3);
+  vulkan::VulkanForward& f = m.fwd;
+  const int V = m.cfg.vocab_size;
+  const std::vector<int32_t> toks = test::random_tokens(8, V, 4), other = test::random_tokens(5, V, 6);
+  std::vector<int32_t> greedy;  // the model's next two tokens after toks
+  {
+    KvCache c = f.make_cache(64);
+    SequenceInput in;
+    in.set_causal(&c, toks, SequenceInput::Logits::Last);
+    greedy.push_back(f.forward(in).greedy(0));
+    in.set_causal(&c, std::vector<int32_t>{greedy[0]}, SequenceInput::Logits::Last);
+    greedy.push_back(f.forward(in).greedy(0));
+  }
+  // rows: the pending token, a wrong branch, then greedy[0], greedy[1] and a wrong token
+  const int32_t tree[5] = {toks[7], (greedy[0] + 1) % V, greedy[0], greedy[1], (greedy[1] + 3) % V};
+  const int parent[5] = {-1, 0, 0, 2, 3};
+  auto chain = [&](bool up_front, bool batched, int from, uint64_t* fetches) {
+    KvCache c = f.make_cache(64), o = f.make_cache(64);
+    SequenceInput in, io;
+    in.set_causal(&c, std::span<const int32_t>(toks).first(7), SequenceInput::Logits::None);
+    f.forward(in);
+    in.reset_rows(&c, 5);
+    for (int i = 0; i < 5; i++) {
+      in.tokens[i] = tree[i], in.positions[i] = 7 + (i == 0 ? 0 : i < 3 ? 1 : i - 1);
+      for (int a = i; a >= 0; a = parent[a]) in.mask.set(i, a);
+      in.logit_rows.push_back(i);
+      in.verify_parent.push_back(parent[i]);
+    }
+    in.draft_logits = io.draft_logits = true;
+    in.chain_depth = up_front ? 3 : 0;
+    io.set_causal(&o, other, SequenceInput::Logits::Last);
+    io.draft_logits = true;
+    SequenceInput* both[] = {&io, &in};
+    const ForwardResult all = batched ? f.forward(std::span<SequenceInput* const>(both, 2)) : f.forward(in);
+    const ForwardResult res = batched ? all.slice(1, 5) : all;
+    const std::vector<int32_t> kept = from == 3 ? std::vector<int32_t>{7, 9, 10} : std::vector<int32_t>{7};
+    c.keep(7, kept);
+    const uint64_t before = f.device_syncs().extra_fetches;
+    std::vector<int32_t> drafts(3, -1);
+    EXPECT_EQ(3, res.chain(from, res.draft_greedy(from), 3, drafts.data()));
+    *fetches = f.device_syncs().extra_fetches - before;
+    return drafts;
+  };
+  uint64_t fetches = 0;
+  const std::vector<int32_t> want = chain(false, false, 3, &fetches);
+  EXPECT_EQ(fetches, 1u);  // not asked for: a submission of its own
+  const uint64_t in_forward = f.chains_in_forward();
+  EXPECT_EQ(chain(true, false, 3, &fetches), want);
+  EXPECT_EQ(fetches, 0u);
+  EXPECT_EQ(chain(true, true, 3, &fetches), want);
+  EXPECT_EQ(fetches, 0u);
+  EXPECT_EQ(f.chains_in_forward() - in_forward, 2u);
+  chain(true, false, 0, &fetches);  // the root is not the verified row: computed apart
+  EXPECT_EQ(fetches, 1u);
+}
+
 // Draft chains are kept and replayed like forwards: the chains after each step of a decode give the drafts
 // of chains recorded every time, and most were replays.
 TEST(VulkanForward, DraftChainsReplayWithTheSameDrafts) {
@@ -362,6 +427,43 @@ TEST(VulkanForward, GreedyTokensComeFromTheDevice) {
       host[(want + 1) % V] = host[want] + 1.0f;
       EXPECT_EQ(pick(), want);
     }
+}
+
+// A greedy sequence (SequenceInput::need) gets its greedy tokens and no logits copied back: a row read anyway
+// is fetched then, counted, with the bits a sequence that needed logits got; draft rows likewise.
+TEST(VulkanForward, GreedySequencesCopyNoLogitsAndFetchWhatTheyRead) {
+  JF_VULKAN_DEVICE(device);
+  DraftModel m(device, 3);
+  const int V = m.cfg.vocab_size;
+  const std::vector<int32_t> toks = test::random_tokens(6, V, 2);
+  auto forward = [&](SequenceInput::Need need, std::vector<float>* logits, std::vector<float>* drafts) {
+    KvCache c = m.fwd.make_cache(64);
+    SequenceInput in;
+    in.need = need;
+    in.set_causal(&c, toks, SequenceInput::Logits::All);
+    in.draft_logits = true;
+    const DeviceSyncs before = m.fwd.device_syncs();
+    const ForwardResult res = m.fwd.forward(in);
+    const DeviceSyncs after = m.fwd.device_syncs();
+    EXPECT_EQ(after.submissions - before.submissions, 1u);
+    std::vector<int32_t> picks;
+    for (int r = 0; r < res.rows(); r++) picks.push_back(res.greedy(r));
+    const uint64_t copied = after.bytes_to_host - before.bytes_to_host;
+    *logits = test::all_logits(res);
+    *drafts = test::draft_rows(res, res.rows());
+    const DeviceSyncs read = m.fwd.device_syncs();
+    EXPECT_EQ(read.extra_fetches - after.extra_fetches, need == SequenceInput::Need::Greedy ? 2u * toks.size() : 0u);
+    EXPECT_EQ(read.submissions - after.submissions, read.extra_fetches - after.extra_fetches);
+    return std::pair{picks, copied};
+  };
+  std::vector<float> want_logits, want_drafts, got_logits, got_drafts;
+  const auto [want_picks, all_bytes] = forward(SequenceInput::Need::Logits, &want_logits, &want_drafts);
+  const auto [picks, greedy_bytes] = forward(SequenceInput::Need::Greedy, &got_logits, &got_drafts);
+  EXPECT_EQ(picks, want_picks);
+  EXPECT_EQ(got_logits, want_logits);
+  EXPECT_EQ(got_drafts, want_drafts);
+  EXPECT_EQ(greedy_bytes, 2u * toks.size() * 4);  // each row's greedy token and greedy draft, no logits
+  EXPECT_EQ(all_bytes, greedy_bytes + 2u * toks.size() * V * 4);
 }
 
 // JF_VULKAN_PROFILE=1: the forwards' device time by kernel, the same logits as without it.

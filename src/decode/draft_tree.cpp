@@ -46,6 +46,7 @@ void DraftTree::emit(SequenceInput& in, int base_pos) const {
     in.positions[i] = base_pos + depth_[i];
     for (int a = i; a >= 0; a = parent_[a]) in.mask.set(i, a);
     in.logit_rows.push_back(i);
+    in.verify_parent.push_back(i == 0 ? -1 : parent_[i]);  // (logit row i is node i: the tree comes first)
   }
 }
 

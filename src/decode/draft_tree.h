@@ -30,7 +30,7 @@ class DraftTree {
 
   // Writes the nodes as rows 0..size()-1 of `in` (tokens, positions base_pos + depth, each node seeing its
   // ancestors); `in` must have been prepared with reset_rows for at least size() rows. Requests logits for
-  // every node.
+  // every node, and says the tree for a chain asked for up front (SequenceInput::verify_parent).
   void emit(SequenceInput& in, int base_pos) const;
 
  private:

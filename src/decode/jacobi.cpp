@@ -35,6 +35,11 @@ int PendingChain::fill(DecodeContext& ctx, int depth, int sent, std::vector<int3
   return made;
 }
 
+int up_front_chain(const ForwardPass& model, int option_chain, int block) {
+  if (model.draft_shift() == 0) return 0;
+  return std::max(0, std::min(option_chain < 0 ? model.config().draft_chain : option_chain, block - 2));
+}
+
 int draft_layer_tokens(const ForwardPass& model, int option_chain, int block) {
   if (model.draft_shift() == 0) return block;
   return 1 + std::max(0, option_chain < 0 ? model.config().draft_chain : option_chain);
@@ -63,6 +68,7 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
   const ModelConfig& cfg = s.forward_pass().config();
   const bool model_drafts = opt_.draft_head && (cfg.draft_layer || cfg.draft_head);
   const int layer_tokens = draft_layer_tokens(s.forward_pass(), opt_.draft_chain, n);
+  const int chain_depth = up_front_chain(s.forward_pass(), opt_.draft_chain, n);
   std::vector<int> kinds;  // of each draft token
   std::vector<int32_t> state;
   while (!ctx.done()) {
@@ -106,6 +112,7 @@ DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
     const bool layer = model_drafts && (!priced || layer_.choose(policy_, ctx.pricer(), kDrafted, kPredicted, layer_tokens, max_draft(ctx, n - 1)));
     if (!layer && model_drafts) ctx.count("forwards_without_draft_layer");
     in.draft_logits = layer && (sent > 0 || shift > 0);
+    in.chain_depth = in.draft_logits ? chain_depth : 0;  // (the next drafts' chain: a GPU runs it in this forward)
     const ForwardResult out = co_await ctx.forward(in);
 
     // ---- accept the matching prefix plus one token; rejected positions' predictions form the next draft

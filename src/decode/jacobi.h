@@ -74,13 +74,19 @@ void redraft_from_rows(const std::function<int32_t(int)>& next_of, int accepted,
 // positions it adds beyond what the rows covered (0 or 1), for append_unsent.
 int lead_with_shifted(int32_t first, std::vector<int32_t>& next);
 
-// A draft layer's chain after lead_with_shifted (ForwardPass::draft_chain), drafted only once the next forward's
-// size is known and only for the drafts it sends: on a CPU the priced decoders often send the shifted draft
-// alone, and the chain costs a layer and a head per token.
+// The chain depth a forward asks for up front (SequenceInput::chain_depth): as far as a PendingChain may fill
+// the next draft of a block of `block` (its pending token, the shifted draft, then the chain's), 0 without a
+// draft layer. option_chain as for JacobiOptions::draft_chain.
+int up_front_chain(const ForwardPass& model, int option_chain, int block);
+
 // Tokens a forward that runs the draft layer drafts: its shifted one and the chain's (option_chain < 0: as far as
 // the model was trained); a draft head drafts from every row (`block`).
 int draft_layer_tokens(const ForwardPass& model, int option_chain, int block);
 
+// A draft layer's chain after lead_with_shifted (ForwardResult::chain), taken once the next forward's size is
+// known and only for the drafts it sends: a CPU computes it then (the priced decoders there often send the
+// shifted draft alone, and the chain costs a layer and a head per token); a GPU has it from the forward's own
+// submission (asked for up front, up_front_chain).
 struct PendingChain {
   int row = -1;  // the last verified row: a logit row of the last forward (its result is the context's)
   // Before the forward that sends draft[0 .. sent - 1], with the session's cache still ending with that row:

@@ -95,6 +95,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
   const ModelConfig& cfg = s.forward_pass().config();
   const bool model_drafts = opt_.draft_head && (cfg.draft_layer || cfg.draft_head);
   const int layer_tokens = draft_layer_tokens(s.forward_pass(), opt_.draft_chain, n);
+  const int chain_depth = up_front_chain(s.forward_pass(), opt_.draft_chain, n);
 
   while (!ctx.done()) {
     if (ctx.room() < 1) {
@@ -190,6 +191,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     const bool layer = model_drafts && (!opt_.adaptive || layer_.choose(policy_, price, kDrafted, kPredicted, layer_tokens, d));
     if (!layer && model_drafts) ctx.count("forwards_without_draft_layer");
     in.draft_logits = layer && (M > 1 || shift > 0);
+    in.chain_depth = in.draft_logits ? chain_depth : 0;  // (the next drafts' chain: a GPU runs it in this forward)
     const ForwardResult out = co_await ctx.forward(in);  // (tree nodes' rows first)
     // Next drafts come from the draft head when the model has one; verification always from the model's own
     // rows. A draft layer's drafts are shifted (ForwardPass::draft_shift): the last verified row's replaces the

@@ -50,6 +50,16 @@ struct SequenceInput {
   // Kept by reset_rows and set_causal: a decoder says it once.
   enum class Need { Logits, Greedy };
   Need need = Need::Logits;
+  // A draft chain asked for up front (ForwardResult::chain): up to `chain_depth` drafts after the shifted draft
+  // of the sequence's last verified row, which a backend that runs the chain inside the forward (a GPU: one
+  // submission for the forward and the chain) finds as greedy verification does. verify_parent[i] is logit
+  // row i's parent in the verification tree: -1 the root (logit row 0, the pending token), -2 a row outside it;
+  // a row is verified when its parent is and its token is the parent's greedy token, and the last verified
+  // row is the deepest (siblings have distinct tokens, so the verified rows form one path). Asking for a
+  // chain from another row, or for more drafts, costs another submission (DeviceSyncs::extra_fetches).
+  // Reset by reset_rows and set_causal; needs draft_logits.
+  int chain_depth = 0;
+  std::vector<int32_t> verify_parent;
   // Run the model's draft layer on these rows although no draft logits are asked for: the prompt of a
   // decoder that drafts from the layer (its later drafts attend to these rows' keys and values). A forward
   // where no sequence sets this or draft_logits skips the draft layer: `ar` pays nothing for it.
@@ -59,6 +69,8 @@ struct SequenceInput {
   void reset_rows(KvCache* c, int m) {
     cache = c;
     draft_logits = draft_context = false;
+    chain_depth = 0;
+    verify_parent.clear();
     tokens.assign(static_cast<size_t>(m), 0);
     positions.assign(static_cast<size_t>(m), 0);
     logit_rows.clear();
@@ -70,6 +82,8 @@ struct SequenceInput {
   void set_causal(KvCache* c, std::span<const int32_t> toks, Logits which) {
     cache = c;
     draft_logits = draft_context = false;
+    chain_depth = 0;
+    verify_parent.clear();
     tokens.assign(toks.begin(), toks.end());
     positions.clear();
     mask.clear();

@@ -1,7 +1,9 @@
-// VulkanForward::row_chain (ForwardResult::chain): the draft layer run again after a forward on one virtual row past the last
-// verified one (as Transformer::row_chain does on the CPU), every chained token in one submission: each
-// step's draft stays on the device (argmax into `tokens`), where the next step's embedding lookup reads it,
-// so a chain of 5 waits for the device once, not 5 times.
+// Draft chains on the device (ForwardResult::chain): the draft layer run again after a forward on virtual rows
+// past a sequence's last verified one (as Transformer::row_chain does on the CPU), each step's draft staying on
+// the device (argmax into `tokens`), where the next step's embedding lookup reads it.
+// - Asked for up front (SequenceInput::chain_depth): in the forward's own submission, from the row the device
+//   finds verified (shaders/chain_plan.comp), for every sequence that asked, as rows of one pass per step.
+// - Otherwise, when a decoder asks: one submission of its own, from the row it names (counted as a fetch).
 #include <algorithm>
 
 #include "base/error.h"
@@ -11,8 +13,159 @@
 
 namespace jf::vulkan {
 
+// Which sequences' chains run inside this forward (SequenceInput::chain_depth): each one's depth fits its cache
+// and the forward's chain (at most kChainRows sequences, kChainTreeRows logit rows each); their inputs: the
+// table the plan kernel walks (chain_meta_) and each step's arena, with its angle table for every candidate end.
+bool VulkanForward::plan_chains(std::span<SequenceInput* const> seqs) {
+  chain_of_logit_.assign(plan_.logit_src.size(), -1);
+  chain_rows_ = chain_steps_ = 0;
+  std::vector<size_t> chaining;
+  int first_logit = 0;
+  std::vector<int> logit_first(seqs.size());
+  for (size_t s = 0; s < seqs.size(); s++) {
+    logit_first[s] = first_logit;
+    const SequenceInput& in = *seqs[s];
+    const int nl = static_cast<int>(in.logit_rows.size());
+    first_logit += nl;
+    if (in.chain_depth <= 0 || !in.draft_logits || nl == 0 || nl > kChainTreeRows || chaining.size() >= kChainRows) continue;
+    JF_CHECK(!in.verify_parent.empty() && in.verify_parent[0] == -1 && in.verify_parent.size() <= static_cast<size_t>(nl),
+             "SequenceInput::verify_parent: logit row 0 must be the root (-1)");
+    for (size_t i = 1; i < in.verify_parent.size(); i++)
+      JF_CHECK(in.verify_parent[i] == -2 || (in.verify_parent[i] >= 0 && in.verify_parent[i] < static_cast<int32_t>(i)),
+               "SequenceInput::verify_parent: a parent must be an earlier logit row (or -2: not verified)");
+    chaining.push_back(s);
+    chain_steps_ = std::max(chain_steps_, in.chain_depth);
+  }
+  std::vector<size_t> fits;  // (every chain runs chain_steps_ steps: each needs that many free slots)
+  for (size_t s : chaining)
+    if (seqs[s]->cache->capacity() - seqs[s]->cache->size() >= chain_steps_) fits.push_back(s);
+  if (fits.empty()) return false;
+  chain_rows_ = static_cast<int>(fits.size());
+  upload_chain_meta(seqs, fits, logit_first);
+  upload_chain_steps(seqs, fits, logit_first);
+  return true;
+}
+
+// chain_meta_: per chain its first logit row, logit rows, cache size before the forward and first angle-table
+// entry; per logit row its parent, token, slot, draft-layer row and draft-logit row (chain_plan.comp).
+void VulkanForward::upload_chain_meta(std::span<SequenceInput* const> seqs, const std::vector<size_t>& fits,
+                                      const std::vector<int>& logit_first) {
+  const size_t nl = plan_.logit_src.size(), C = fits.size();
+  ensure_size(*ctx_, chain_meta_->arena, (4 * C + 5 * nl) * 4, Buffer::Kind::Host);
+  ensure_size(*ctx_, chain_meta_->device, chain_meta_->arena.size(), Buffer::Kind::Device);
+  chain_meta_->info = static_cast<uint32_t>(4 * C);  // (the per-row table's offset)
+  auto* m = static_cast<int32_t*>(chain_meta_->arena.mapped());
+  int table = 0;
+  for (size_t c = 0; c < C; c++) {
+    const SequenceInput& in = *seqs[fits[c]];
+    const int l0 = logit_first[fits[c]], n = static_cast<int>(in.logit_rows.size());
+    const PlannedRow& first_row = plan_.rows[static_cast<size_t>(plan_.logit_src[static_cast<size_t>(l0)] - in.logit_rows[0])];
+    m[4 * c] = l0, m[4 * c + 1] = n, m[4 * c + 2] = first_row.slot, m[4 * c + 3] = table;
+    table += n;
+    for (int i = 0; i < n; i++) {
+      const size_t l = static_cast<size_t>(l0 + i);
+      const int32_t src = plan_.logit_src[l], parent = static_cast<size_t>(i) < in.verify_parent.size() ? in.verify_parent[i] : -2;
+      int32_t* row = m + chain_meta_->info + 5 * l;
+      row[0] = parent >= 0 ? l0 + parent : parent;
+      row[1] = plan_.rows[static_cast<size_t>(src)].token, row[2] = plan_.rows[static_cast<size_t>(src)].slot;
+      row[3] = draft_row_of_[static_cast<size_t>(src)], row[4] = draft_logit_of_[l];
+      chain_of_logit_[l] = static_cast<int32_t>(c);
+    }
+  }
+}
+
+// Step j's arena: one row per chain, its slot the chain's j-th free slot, its slot list the cache before the
+// forward followed by room for the path and the chain (the plan kernel writes those, and the row's angles
+// from the table of angles at every candidate end's position + 1 + j).
+void VulkanForward::upload_chain_steps(std::span<SequenceInput* const> seqs, const std::vector<size_t>& fits,
+                                       const std::vector<int>& logit_first) {
+  const int C = static_cast<int>(fits.size()), half = cfg_.rope_dim / 2;
+  while (chain_in_.size() < static_cast<size_t>(chain_steps_)) chain_in_.push_back(std::make_unique<Inputs>());
+  RowPlan& p = chain_plan_;
+  p.logit_src.clear();
+  p.seq_first.resize(static_cast<size_t>(C + 1));
+  for (int c = 0; c <= C; c++) p.seq_first[static_cast<size_t>(c)] = c;
+  int table_rows = 0;
+  for (size_t s : fits) table_rows += static_cast<int>(seqs[s]->logit_rows.size());
+  for (int j = 0; j < chain_steps_; j++) {
+    p.rows.clear(), p.slot_list.clear();
+    for (size_t s : fits) {
+      KvCache* cache = seqs[s]->cache;
+      const int past = plan_.rows[static_cast<size_t>(plan_.seq_first[s])].slot, n = static_cast<int>(seqs[s]->logit_rows.size());
+      const int32_t begin = static_cast<int32_t>(p.slot_list.size());
+      for (int k = 0; k < past; k++) p.slot_list.push_back(k);
+      p.slot_list.insert(p.slot_list.end(), static_cast<size_t>(n + j + 1), -1);
+      p.rows.push_back(PlannedRow{cache, 0, 0, cache->size() + j, begin, begin + past, begin, begin + past});
+    }
+    in_ = chain_in_[static_cast<size_t>(j)].get();
+    rows_ = &p;
+    upload_inputs(static_cast<uint32_t>(2 * table_rows * half));
+    auto* table = static_cast<float*>(in_->arena.mapped()) + in_->extra;
+    for (size_t s : fits) {
+      const SequenceInput& in = *seqs[s];
+      const RopeTable rope = rope_table(cfg_, in.cache->capacity());
+      for (size_t i = 0; i < in.logit_rows.size(); i++, table += 2 * half) {
+        const int32_t src = plan_.logit_src[static_cast<size_t>(logit_first[s]) + i];
+        rope_angles(rope, cfg_.rope_dim, plan_.rows[static_cast<size_t>(src)].pos + 1 + j, table, table + half);
+      }
+    }
+  }
+  rows_ = &plan_, in_ = main_in_.get();
+  Activations& a = *chain_act_;
+  grow_activations(a, C, true);
+  ensure_size(*ctx_, a.tokens, static_cast<size_t>((chain_steps_ + 1) * C) * 4, Buffer::Kind::Host);
+  ensure_size(*ctx_, chain_source_, static_cast<size_t>(2 * C) * 4, Buffer::Kind::Host);
+}
+
+// In the forward's recording, after its draft head: each step's plan (chain_plan.comp, independent of each
+// other), each chain's hidden state gathered from the draft layer's pass, then the steps.
+void VulkanForward::record_planned_chains() {
+  Activations& a = *chain_act_;
+  const uint32_t C = static_cast<uint32_t>(chain_rows_), half = static_cast<uint32_t>(cfg_.rope_dim / 2);
+  rec_.skip_barriers(chain_steps_ - 1);
+  for (int j = 0; j < chain_steps_; j++) {
+    const Inputs& in = *chain_in_[static_cast<size_t>(j)];
+    struct {
+      uint32_t n_chains, rows_off, step, half_dim, info_off, slots_off, cos_off, sin_off, table_off;
+    } p{C, chain_meta_->info, static_cast<uint32_t>(j), half, in.info, in.slots, in.cos, in.sin, in.extra};
+    rec_.dispatch(kernels_->get("chain_plan", 6),
+                  {chain_meta_->device.view(), act_->picks.view(), draft_act_->draft_picks.view(), in.device.view(), a.tokens.view(),
+                   chain_source_.view()},
+                  p, C);
+  }
+  const DeviceMatrix hidden{draft_act_->x.view(), DType::F32, static_cast<uint32_t>(draft_plan_.rows.size()), static_cast<uint32_t>(cfg_.dim)};
+  get_rows(hidden, chain_source_.view(), 0, C, a.x.view(), 1.0f);
+  rows_ = &chain_plan_, a_ = chain_act_.get();
+  record_chain_steps(chain_steps_);
+  rows_ = &plan_, a_ = act_.get(), in_ = main_in_.get();
+}
+
+// After the forward: each chain's drafts and path end, kept (a chain asked for later reuses the buffers).
+void VulkanForward::read_planned_chains() {
+  const size_t C = static_cast<size_t>(chain_rows_);
+  const auto* tokens = static_cast<const int32_t*>(chain_act_->tokens.mapped());
+  const auto* source = static_cast<const int32_t*>(chain_source_.mapped());
+  chain_tokens_.assign(tokens, tokens + (chain_steps_ + 1) * C);
+  chain_end_.assign(source + C, source + 2 * C);
+  chains_in_forward_ += C;
+  bytes_to_host_ += (chain_tokens_.size() + C) * 4;
+}
+
+// ForwardResult::chain from a chain that ran inside the forward: its drafts when `logit_row` is the row the
+// device found verified, `first` its shifted draft and `count` within the depth; else -1.
+int VulkanForward::planned_chain(int logit_row, int32_t first, int count, int32_t* out) {
+  const int32_t c = chain_of_logit_.empty() ? -1 : chain_of_logit_[static_cast<size_t>(logit_row)];
+  if (c < 0 || chain_end_[static_cast<size_t>(c)] != logit_row || chain_tokens_[static_cast<size_t>(c)] != first || count > chain_steps_)
+    return -1;
+  plan_.chain_source(logit_row, first, cfg_.vocab_size);  // (the same checks as a chain of its own)
+  for (int k = 0; k < count; k++) out[k] = chain_tokens_[static_cast<size_t>((k + 1) * chain_rows_ + c)];
+  return count;
+}
+
 int VulkanForward::row_chain(int logit_row, int32_t first, int count, int32_t* out) {
   if (!cfg_.draft_layer || count <= 0) return 0;
+  if (const int made = planned_chain(logit_row, first, count, out); made >= 0) return made;
+  extra_fetches_++;  // (not asked for up front, or from another row: a submission of its own)
   JF_CHECK(layer_ran_, "a draft chain after a forward that did not run the draft layer (no draft_logits asked for)");
   const int64_t source = plan_.chain_source(logit_row, first, cfg_.vocab_size);
   KvCache& cache = *plan_.rows[static_cast<size_t>(source)].cache;
@@ -62,28 +215,31 @@ int VulkanForward::row_chain(int logit_row, int32_t first, int count, int32_t* o
       chain_key_.insert(chain_key_.end(), {chain_in_[static_cast<size_t>(j)]->arena.serial(), chain_in_[static_cast<size_t>(j)]->device.serial()});
   }
   DeviceKvStore* store = const_cast<DeviceKvStore*>(&dynamic_cast<const DeviceKvStore&>(*cache.device_store()));
-  submit(chain_replay_, chain_key_, false, std::span<DeviceKvStore* const>(&store, 1), [&] { record_chain(count, layer_row); });
+  submit(chain_replay_, chain_key_, false, std::span<DeviceKvStore* const>(&store, 1), [&] {
+    for (int j = 0; j < count; j++) stage_inputs(*chain_in_[static_cast<size_t>(j)]);
+    const uint32_t dim = static_cast<uint32_t>(cfg_.dim);  // the row's draft-layer output, before the norm
+    rec_.copy(draft_act_->x.view(static_cast<size_t>(layer_row) * dim * 4, dim * 4), a.x.view(0, dim * 4));
+    record_chain_steps(count);
+  });
+  bytes_to_host_ += static_cast<uint64_t>(count) * 4;
   std::copy(tokens + 1, tokens + 1 + count, out);
   return count;
 }
 
-// A chain's `count` steps on chain_plan_'s row (its inputs uploaded to chain_in_), from the draft layer's
-// output for row `layer_row` of the last forward.
-void VulkanForward::record_chain(int count, int32_t layer_row) {
+// A chain's `steps` steps over chain_plan_'s rows (one per chain; step j's inputs in chain_in_[j], its input
+// tokens at tokens[j * rows]), from the hidden states in x.
+void VulkanForward::record_chain_steps(int steps) {
   Activations& a = *chain_act_;
-  const uint32_t dim = static_cast<uint32_t>(cfg_.dim);
-  for (int j = 0; j < count; j++) stage_inputs(*chain_in_[static_cast<size_t>(j)]);
-  for (int j = 0; j < count; j++) {
+  const uint32_t dim = static_cast<uint32_t>(cfg_.dim), C = static_cast<uint32_t>(chain_plan_.rows.size());
+  for (int j = 0; j < steps; j++) {
     in_ = chain_in_[static_cast<size_t>(j)].get();
-    if (j == 0)  // the row's draft-layer output, before the norm
-      rec_.copy(draft_act_->x.view(static_cast<size_t>(layer_row) * dim * 4, dim * 4), a.x.view(0, dim * 4));
-    get_rows(weights_->tok_embd, a.tokens.view(), static_cast<uint32_t>(j), 1, a.emb.view(), 1.0f);
-    add_scaled_embedding(a, 1);
+    get_rows(weights_->tok_embd, a.tokens.view(), static_cast<uint32_t>(j) * C, C, a.emb.view(), 1.0f);
+    add_scaled_embedding(a, C);
     record_layer(cfg_.n_layers);
-    rmsnorm(a.x.view(), a.xb.view(), weights_->draft_output_norm, 1, dim, false);
-    matmul(weights_->draft_output, a.xb.view(), 1, a.head.view(), false);
-    softcap(a.head.view(), static_cast<uint64_t>(cfg_.vocab_size));
-    argmax(a.head.view(), 1, a.tokens.view(), static_cast<uint32_t>(j + 1));
+    rmsnorm(a.x.view(), a.xb.view(), weights_->draft_output_norm, C, dim, false);
+    matmul(weights_->draft_output, a.xb.view(), C, a.head.view(), false);
+    softcap(a.head.view(), uint64_t{C} * static_cast<uint32_t>(cfg_.vocab_size));
+    argmax(a.head.view(), C, a.tokens.view(), static_cast<uint32_t>(j + 1) * C);
   }
 }
 

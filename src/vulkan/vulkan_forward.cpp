@@ -36,6 +36,7 @@ VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const Mod
       act_(std::make_unique<Activations>()),
       chain_act_(std::make_unique<Activations>()),
       main_in_(std::make_unique<Inputs>()),
+      chain_meta_(std::make_unique<Inputs>()),
       draft_act_(std::make_unique<Activations>()),
       draft_in_(std::make_unique<Inputs>()),
       rec_(*ctx_),
@@ -80,8 +81,8 @@ View VulkanForward::arena() const { return in_->device.view(); }
 void VulkanForward::stage_inputs(const Inputs& in) { rec_.copy(in.arena.view(), in.device.view()); }
 
 // Writes the forward's tokens, row table, slot list, logit rows and RoPE angles (computed as the CPU forward
-// computes them) into the host-visible arena.
-void VulkanForward::upload_inputs() {
+// computes them) into the host-visible arena, with `extra` words left free before the slot list (at in_->extra).
+void VulkanForward::upload_inputs(uint32_t extra) {
   const size_t n = rows_->rows.size(), half = static_cast<size_t>(cfg_.rope_dim / 2);
   const bool local_rope = cfg_.rope_theta_local > 0.0f;
   // (the slot list last: every other offset depends on the row counts alone, so a replayed recording's
@@ -92,7 +93,8 @@ void VulkanForward::upload_inputs() {
   in_->sin = in_->cos + u32(n * half);
   in_->lcos = in_->sin + u32(n * half);
   in_->lsin = in_->lcos + u32(local_rope ? n * half : 0);
-  in_->slots = in_->lsin + u32(local_rope ? n * half : 0);
+  in_->extra = in_->lsin + u32(local_rope ? n * half : 0);
+  in_->slots = in_->extra + extra;
   const size_t total = in_->slots + rows_->slot_list.size();
   ensure_size(*ctx_, in_->arena, total * 4, Buffer::Kind::Host);
   ensure_size(*ctx_, in_->device, in_->arena.size(), Buffer::Kind::Device);
@@ -411,11 +413,23 @@ void VulkanForward::run(std::span<SequenceInput* const> seqs) {
     n_draft_layer_rows_ += draft_plan_.rows.size();
   }
 
+  const bool chains = draft_layer && drafts && plan_chains(seqs);
   if (n_forwards_++ - fault_first_ < fault_count_)  // a device error where a submission would report one (tests)
     throw Error("Vulkan: device error (injected by JF_VULKAN_FAULT)");
   if (replay_on_) make_shape_key(draft_layer, drafts);
+  if (replay_on_ && chains) {  // the chains' shape and buffers
+    key_.insert(key_.end(), {9999u, static_cast<uint64_t>(chain_rows_), static_cast<uint64_t>(chain_steps_), chain_meta_->arena.serial(),
+                             chain_meta_->device.serial(), chain_source_.serial()});
+    const Activations& c = *chain_act_;
+    for (const Buffer* b : {&c.x, &c.xb, &c.q, &c.k, &c.v, &c.att, &c.hg, &c.hu, &c.emb, &c.head, &c.tokens}) key_.push_back(b->serial());
+    for (int j = 0; j < chain_steps_; j++)
+      key_.insert(key_.end(), {chain_in_[static_cast<size_t>(j)]->arena.serial(), chain_in_[static_cast<size_t>(j)]->device.serial()});
+    key_.insert(key_.end(), chain_of_logit_.begin(), chain_of_logit_.end());
+  }
   collect_stores(plan_);
-  submit(replay_, key_, true, stores_, [&] { record_forward(draft_layer, drafts); });
+  submit(replay_, key_, true, stores_, [&] { record_forward(draft_layer, drafts, chains); });
+  if (chains) read_planned_chains();
+  else chain_tokens_.clear(), chain_end_.clear();
   drafted_ = drafts;
   const uint64_t row_bytes = static_cast<uint64_t>(V) * 4;
   bytes_to_host_ += nl * 4 + std::count(logit_host_.begin(), logit_host_.end(), 1) * row_bytes;
@@ -427,7 +441,7 @@ void VulkanForward::run(std::span<SequenceInput* const> seqs) {
   }
 }
 
-void VulkanForward::record_forward(bool draft_layer, bool drafts) {
+void VulkanForward::record_forward(bool draft_layer, bool drafts, bool chains) {
   Activations& a = *a_;
   const int64_t n = static_cast<int64_t>(rows_->rows.size()), nl = static_cast<int64_t>(rows_->logit_src.size());
   Api& vk = api();
@@ -437,6 +451,10 @@ void VulkanForward::record_forward(bool draft_layer, bool drafts) {
   }
   stage_inputs(*main_in_);
   if (draft_layer) stage_inputs(*draft_in_);
+  if (chains) {
+    stage_inputs(*chain_meta_);
+    for (int j = 0; j < chain_steps_; j++) stage_inputs(*chain_in_[static_cast<size_t>(j)]);
+  }
   const float embed_scale = cfg_.gemma() ? std::sqrt(static_cast<float>(cfg_.dim)) : 1.0f;
   get_rows(weights_->tok_embd, arena(), 0, u32(n), a.x.view(), embed_scale);
   for (int l = 0; l < cfg_.n_layers; l++) record_layer(l);
@@ -445,6 +463,7 @@ void VulkanForward::record_forward(bool draft_layer, bool drafts) {
   if (drafts && !cfg_.draft_layer) {  // a draft head on the model's own output (record_output's xb)
     record_head(weights_->draft_output, a.xb.view(), u32(nl), a.draft_logits_dev, a.draft_logits, a.draft_picks, draft_host_);
   }
+  if (chains) record_planned_chains();
   if (timer_) vk.vkCmdWriteTimestamp(rec_.cmd(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timer_, 1);
 }
 
@@ -458,7 +477,7 @@ void VulkanForward::submit(ReplayCache& kept, const ShapeKey& key, bool profile,
   if (std::any_of(stores.begin(), stores.end(), [](const DeviceKvStore* s) { return s->has_moves(); })) {
     if (!moves_cmd_) moves_cmd_ = ctx_->new_command_buffer();
     moves_rec_.begin(moves_cmd_);
-    for (DeviceKvStore* s : stores) s->record_moves(moves_rec_);
+    for (DeviceKvStore* s : stores) moved_caches_ += s->record_moves(moves_rec_) ? 1 : 0;
     moves_rec_.barrier();
     cmds[n++] = moves_rec_.end();
   }

@@ -51,6 +51,10 @@ class VulkanForward : public ForwardPass {
   uint64_t replayed_chains() const { return chain_replay_.replays(); }  // draft chains, likewise
   // Rows the draft layer ran on, over every forward (the rows of the sequences that draft from it).
   uint64_t n_draft_layer_rows() const { return n_draft_layer_rows_; }
+  // Caches whose slot moves (KvCache::keep) ran first in a submission, and draft chains that ran inside a
+  // forward's submission (asked for up front), over every forward.
+  uint64_t moved_caches() const { return moved_caches_; }
+  uint64_t chains_in_forward() const { return chains_in_forward_; }
 
  protected:
   void run(std::span<SequenceInput* const> seqs) override;
@@ -65,7 +69,7 @@ class VulkanForward : public ForwardPass {
   struct Activations;
   struct Inputs;
   void grow_activations(Activations& a, int64_t rows, bool draft_layer);
-  void upload_inputs();
+  void upload_inputs(uint32_t extra = 0);
   void record_layer(int l);
   void record_attention(int l, bool local);
   void record_output();
@@ -76,8 +80,15 @@ class VulkanForward : public ForwardPass {
   void record_draft_layer();
   bool plan_draft_rows(std::span<SequenceInput* const> seqs);  // draft_plan_ and its maps (draft_rows.cpp)
   void record_draft_rows(bool drafts);
-  void record_chain(int count, int32_t layer_row);  // draft_chain.cpp
-  void record_forward(bool draft_layer, bool drafts);
+  // draft_chain.cpp: chains asked for up front, in the forward's submission; chains asked for later
+  bool plan_chains(std::span<SequenceInput* const> seqs);
+  void upload_chain_meta(std::span<SequenceInput* const> seqs, const std::vector<size_t>& fits, const std::vector<int>& logit_first);
+  void upload_chain_steps(std::span<SequenceInput* const> seqs, const std::vector<size_t>& fits, const std::vector<int>& logit_first);
+  void record_planned_chains();
+  void read_planned_chains();
+  int planned_chain(int logit_row, int32_t first, int count, int32_t* out);
+  void record_chain_steps(int steps);
+  void record_forward(bool draft_layer, bool drafts, bool chains);
   void make_shape_key(bool draft_layer, bool drafts);  // into key_
   void submit(ReplayCache& kept, const ShapeKey& key, bool profile, std::span<DeviceKvStore* const> stores,
               const std::function<void()>& record);
@@ -102,6 +113,13 @@ class VulkanForward : public ForwardPass {
   std::unique_ptr<Activations> act_, chain_act_;  // a forward's rows; a draft chain's virtual row
   std::unique_ptr<Inputs> main_in_;
   std::vector<std::unique_ptr<Inputs>> chain_in_;  // a draft chain's steps' (one submission for them all)
+  // Chains asked for up front (draft_chain.cpp): the plan kernel's table, each chain's source row and path end,
+  // each logit row's chain (or -1), the chains (rows of one pass) and steps, and what they drafted.
+  static constexpr int kChainRows = 64, kChainTreeRows = 1024;  // (a.head's rows; chain_plan.comp's MAX_ROWS)
+  std::unique_ptr<Inputs> chain_meta_;
+  Buffer chain_source_;
+  std::vector<int32_t> chain_of_logit_, chain_tokens_, chain_end_;
+  int chain_rows_ = 0, chain_steps_ = 0;
   // The draft layer's pass over the rows of the sequences that draft from it (draft_rows.cpp): their rows
   // alone, in order; each forward row's place among them (or -1); each logit row's draft-logit row (or -1:
   // its sequence asked for none).
@@ -129,7 +147,7 @@ class VulkanForward : public ForwardPass {
   // Whether each logit row's logits (and each draft-logit row's) are copied to the host by the forward: those
   // of sequences that need them (SequenceInput::need); others are fetched when read (extra_fetches_).
   std::vector<char> logit_host_, draft_host_;
-  uint64_t extra_fetches_ = 0, bytes_to_host_ = 0;
+  uint64_t extra_fetches_ = 0, bytes_to_host_ = 0, moved_caches_ = 0, chains_in_forward_ = 0;
   bool layer_ran_ = false;  // the last forward ran the draft layer (a draft chain needs its output)
   double device_seconds_ = -1.0;
   VkQueryPool timer_ = VK_NULL_HANDLE;

@@ -14,13 +14,13 @@ struct VulkanForward::Activations {
 };
 
 // The host-visible arena of one pass: its tokens, row table, slot list, logit rows and RoPE angles, at these
-// element offsets (tokens at 0).
+// element offsets (tokens at 0); `extra`: words a pass of its own uses (a draft chain's angle table).
 struct VulkanForward::Inputs {
   Buffer arena;
   // Its device-local copy, made at the start of each submission (stage_inputs): the shaders read that, since
   // a GPU reads host memory over the bus (every attention workgroup reads its row's slot list).
   Buffer device;
-  uint32_t info = 0, slots = 0, logit = 0, cos = 0, sin = 0, lcos = 0, lsin = 0;
+  uint32_t info = 0, slots = 0, logit = 0, cos = 0, sin = 0, lcos = 0, lsin = 0, extra = 0;
 };
 
 }  // namespace jf::vulkan
