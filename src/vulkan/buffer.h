@@ -11,6 +11,7 @@ namespace jf::vulkan {
 struct View {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceSize offset = 0, range = 0;
+  uint64_t serial = 0;  // its Buffer's (Buffer::serial): what a recording's key holds
 };
 
 class Buffer {
@@ -32,7 +33,7 @@ class Buffer {
   uint64_t serial() const { return serial_; }
   size_t size() const { return size_; }
   void* mapped() const { return mapped_; }  // Host buffers only
-  View view(size_t offset = 0, size_t range = 0) const { return View{buffer_, offset, range ? range : size_ - offset}; }
+  View view(size_t offset = 0, size_t range = 0) const { return View{buffer_, offset, range ? range : size_ - offset, serial_}; }
   explicit operator bool() const { return buffer_ != VK_NULL_HANDLE; }
 
  private:

@@ -206,16 +206,9 @@ int VulkanForward::row_chain(int logit_row, int32_t first, int count, int32_t* o
     in_ = chain_in_[static_cast<size_t>(j)].get();
     upload_inputs();
   }
-  // The recording of this shape if one is kept (as forwards are: replay_cache.h), else a new one.
-  if (replay_on_) {
-    chain_key_.assign({static_cast<uint64_t>(count), static_cast<uint64_t>(layer_row), draft_act_->x.serial()});
-    chain_key_.push_back(dynamic_cast<const DeviceKvStore&>(*cache.device_store()).serial());
-    for (const Buffer* b : {&a.x, &a.xb, &a.q, &a.k, &a.v, &a.att, &a.hg, &a.hu, &a.emb, &a.head, &a.tokens}) chain_key_.push_back(b->serial());
-    for (int j = 0; j < count; j++)
-      chain_key_.insert(chain_key_.end(), {chain_in_[static_cast<size_t>(j)]->arena.serial(), chain_in_[static_cast<size_t>(j)]->device.serial()});
-  }
+  // (kept and replayed as forwards are: replay_cache.h)
   DeviceKvStore* store = const_cast<DeviceKvStore*>(&dynamic_cast<const DeviceKvStore&>(*cache.device_store()));
-  submit(chain_replay_, chain_key_, false, std::span<DeviceKvStore* const>(&store, 1), [&] {
+  submit(chain_replay_, false, std::span<DeviceKvStore* const>(&store, 1), [&] {
     for (int j = 0; j < count; j++) stage_inputs(*chain_in_[static_cast<size_t>(j)]);
     const uint32_t dim = static_cast<uint32_t>(cfg_.dim);  // the row's draft-layer output, before the norm
     rec_.copy(draft_act_->x.view(static_cast<size_t>(layer_row) * dim * 4, dim * 4), a.x.view(0, dim * 4));

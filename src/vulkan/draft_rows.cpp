@@ -57,7 +57,7 @@ void VulkanForward::record_draft_rows(bool drafts) {
     else
       regions.push_back(VkBufferCopy{r * row_bytes, static_cast<uint64_t>(at) * row_bytes, row_bytes});
   }
-  rec_.copy_regions(act_->x.view().buffer, draft_act_->x.view().buffer, regions);
+  rec_.copy_regions(act_->x.view(), draft_act_->x.view(), regions);
   rows_ = &draft_plan_, a_ = draft_act_.get(), in_ = draft_in_.get();
   record_draft_layer();
   const uint32_t nd = static_cast<uint32_t>(draft_plan_.logit_src.size());

@@ -3,6 +3,8 @@
 #pragma once
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "vulkan/context.h"
 
@@ -25,10 +27,20 @@ class Kernels {
   // The pipeline of shader `name` (see shader_blobs.h) with `bindings` storage buffers; throws when the
   // shader is not embedded.
   const Kernel& get(const std::string& name, uint32_t bindings);
+  // The same, for a name that is a string literal: found by its address after the first call (recording a
+  // forward, or writing its key, looks kernels up hundreds of times).
+  const Kernel& get(const char* literal, uint32_t bindings) {
+    for (const auto& [at, k] : by_address_)
+      if (at == literal) return *k;
+    const Kernel& k = get(std::string(literal), bindings);
+    by_address_.emplace_back(literal, &k);
+    return k;
+  }
 
  private:
   Context& ctx_;
   std::map<std::string, Kernel> kernels_;
+  std::vector<std::pair<const char*, const Kernel*>> by_address_;
 };
 
 }  // namespace jf::vulkan

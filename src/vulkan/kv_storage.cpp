@@ -73,7 +73,7 @@ void DeviceKvStore::copy_prefix(const KvDeviceStore& other, int n) {
         const size_t base = layer_offset(l) + part * part_bytes_, other_base = o->layer_offset(l) + part * o->part_bytes_;
         regions.push_back(VkBufferCopy{other_base + other_head, base + head, n * slot_bytes});
       }
-  rec.copy_regions(o->buffer_.handle(), buffer_.handle(), regions);
+  rec.copy_regions(o->buffer_.view(), buffer_.view(), regions);
   rec.finish();
 }
 

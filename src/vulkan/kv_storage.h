@@ -28,7 +28,6 @@ class DeviceKvStore : public KvDeviceStore {
   const Context* context() const { return &ctx_; }
   bool f16() const { return f16_; }
   int capacity() const { return capacity_; }
-  uint64_t serial() const { return buffer_.serial(); }
 
  private:
   size_t layer_offset(int layer) const { return static_cast<size_t>(layer) * 2 * part_bytes_; }

@@ -15,6 +15,14 @@ void Recorder::dispatch_raw(const Kernel& k, std::initializer_list<View> views, 
     if (skip_ > 0) skip_--;
     return;
   }
+  if (key_) {
+    key_->insert(key_->end(), {reinterpret_cast<uint64_t>(k.pipeline), x, y, z, static_cast<uint64_t>(skip_)});
+    for (const View& v : views) key_->insert(key_->end(), {v.serial, v.offset, v.range});
+    const auto* words = static_cast<const uint32_t*>(params);
+    for (size_t i = 0; i < bytes / 4; i++) key_->push_back(words[i]);
+    if (skip_ > 0) skip_--;
+    return;
+  }
   Api& a = api();
   std::array<VkDescriptorBufferInfo, kMaxBindings> infos;
   std::array<VkWriteDescriptorSet, kMaxBindings> writes;
@@ -45,6 +53,7 @@ void Recorder::dispatch_raw(const Kernel& k, std::initializer_list<View> views, 
 
 void Recorder::barrier() {
   skip_ = 0;
+  if (key_) return key_->push_back(0xba44);
   VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -52,19 +61,22 @@ void Recorder::barrier() {
   api().vkCmdPipelineBarrier(cmd_, stages, stages, 0, 1, &b, 0, nullptr, 0, nullptr);
 }
 
-void Recorder::copy(View src, View dst) {
-  copy_regions(src.buffer, dst.buffer, {VkBufferCopy{src.offset, dst.offset, std::min(src.range, dst.range)}});
-}
+void Recorder::copy(View src, View dst) { copy_regions(src, dst, {VkBufferCopy{src.offset, dst.offset, std::min(src.range, dst.range)}}); }
 
-void Recorder::copy_regions(VkBuffer src, VkBuffer dst, const std::vector<VkBufferCopy>& regions) {
+void Recorder::copy_regions(const View& src, const View& dst, const std::vector<VkBufferCopy>& regions) {
   if (regions.empty()) return;
+  if (key_) {
+    key_->insert(key_->end(), {0xc0b1, src.serial, dst.serial});
+    for (const VkBufferCopy& r : regions) key_->insert(key_->end(), {r.srcOffset, r.dstOffset, r.size});
+    return;
+  }
   Api& a = api();
   VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER};  // the dispatches' writes, read by the copy
   before.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
   before.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   a.vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0,
                          nullptr);
-  a.vkCmdCopyBuffer(cmd_, src, dst, static_cast<uint32_t>(regions.size()), regions.data());
+  a.vkCmdCopyBuffer(cmd_, src.buffer, dst.buffer, static_cast<uint32_t>(regions.size()), regions.data());
   if (profiler_) profiler_->after(cmd_, "copy");
   VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;

@@ -1,6 +1,8 @@
 // Records a forward's dispatches into the context's command buffer: buffers bound by push descriptors,
 // parameters as push constants, and a barrier after each dispatch so the next one sees its writes (except
-// between dispatches the caller declares independent: skip_barriers).
+// between dispatches the caller declares independent: skip_barriers). In key mode it records nothing and
+// writes down everything a recording would hold instead (kernels, grids, push constants, every buffer bound
+// or copied, by serial): the key a kept recording is found by (replay_cache.h).
 #pragma once
 #include <initializer_list>
 #include <vector>
@@ -8,6 +10,7 @@
 #include "vulkan/buffer.h"
 #include "vulkan/kernels.h"
 #include "vulkan/profiler.h"
+#include "vulkan/replay_cache.h"
 
 namespace jf::vulkan {
 
@@ -15,6 +18,13 @@ class Recorder {
  public:
   explicit Recorder(Context& ctx) : ctx_(ctx) {}
   void begin() { cmd_ = ctx_.begin(); }
+  // Key mode: what the next recording calls would record goes into `key` (cleared first) until end_key().
+  void begin_key(ShapeKey* key) {
+    key_ = key;
+    key_->clear();
+  }
+  void end_key() { key_ = nullptr, skip_ = 0; }
+  bool keying() const { return key_ != nullptr; }
   // Records into `kept`, a command buffer that will be submitted again (replay_cache.h).
   void begin(VkCommandBuffer kept) {
     ctx_.begin(kept, false);
@@ -36,9 +46,10 @@ class Recorder {
   // Copies bytes between buffers (after the dispatches before it), then a barrier so the dispatches after it
   // see them; copy_regions: several ranges of one buffer into another, in one command.
   void copy(View src, View dst);
-  void copy_regions(VkBuffer src, VkBuffer dst, const std::vector<VkBufferCopy>& regions);
+  void copy_regions(const View& src, const View& dst, const std::vector<VkBufferCopy>& regions);
   // A 1D grid of WG-wide groups covering n threads (wrapping to y past 65535 groups; see elementwise.glsl).
   static void flat_grid(uint64_t n, uint32_t* x, uint32_t* y);
+  // The command buffer being recorded; null in key mode.
   VkCommandBuffer cmd() const { return cmd_; }
   // Makes the device's writes visible to the host and ends the recording: the caller submits it.
   VkCommandBuffer end();
@@ -49,6 +60,7 @@ class Recorder {
   void dispatch_raw(const Kernel& k, std::initializer_list<View> views, const void* params, size_t bytes, uint32_t x, uint32_t y, uint32_t z);
   Context& ctx_;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  ShapeKey* key_ = nullptr;
   int skip_ = 0;
   Profiler* profiler_ = nullptr;
 };

@@ -2,7 +2,9 @@
 // at the same rows, the same buffers (everything that varies, tokens, positions, slot lists and RoPE angles,
 // is read from the host-visible arena at run time). So the command buffers of the last few shapes are kept
 // and submitted again: a decode step, one shape token after token, records nothing, which takes the host's
-// ~15 recorded dispatches a layer off a launch-bound forward's critical path.
+// ~15 recorded dispatches a layer off a launch-bound forward's critical path. A recording is found by what it
+// holds: the Recorder writes its key in key mode from the very kernels, grids, push constants and buffers the
+// commands use (recorder.h), so no list of what a recording depends on is kept by hand.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -11,8 +13,9 @@
 
 namespace jf::vulkan {
 
-// What a recording depends on: row counts, flags, and the serials (Buffer::serial) of every buffer it binds,
-// so a buffer freed and allocated again never matches a recording of the old one.
+// What a recording holds: each command's kernel, grid and push constants, and the serials (Buffer::serial),
+// offsets and ranges of every buffer it binds or copies, so a buffer freed and allocated again never matches a
+// recording of the old one.
 using ShapeKey = std::vector<uint64_t>;
 
 class ReplayCache {

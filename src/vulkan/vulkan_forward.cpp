@@ -302,7 +302,7 @@ void VulkanForward::record_head(const DeviceMatrix& head, View in, uint32_t rows
     if (!regions.empty() && regions.back().srcOffset + regions.back().size == r * row_bytes) regions.back().size += row_bytes;
     else regions.push_back(VkBufferCopy{r * row_bytes, r * row_bytes, row_bytes});
   }
-  rec_.copy_regions(dev.handle(), host.handle(), regions);
+  rec_.copy_regions(dev.view(), host.view(), regions);
 }
 
 // Which logit rows (and draft-logit rows) the forward copies to the host: those of the sequences that need
@@ -416,18 +416,8 @@ void VulkanForward::run(std::span<SequenceInput* const> seqs) {
   const bool chains = draft_layer && drafts && plan_chains(seqs);
   if (n_forwards_++ - fault_first_ < fault_count_)  // a device error where a submission would report one (tests)
     throw Error("Vulkan: device error (injected by JF_VULKAN_FAULT)");
-  if (replay_on_) make_shape_key(draft_layer, drafts);
-  if (replay_on_ && chains) {  // the chains' shape and buffers
-    key_.insert(key_.end(), {9999u, static_cast<uint64_t>(chain_rows_), static_cast<uint64_t>(chain_steps_), chain_meta_->arena.serial(),
-                             chain_meta_->device.serial(), chain_source_.serial()});
-    const Activations& c = *chain_act_;
-    for (const Buffer* b : {&c.x, &c.xb, &c.q, &c.k, &c.v, &c.att, &c.hg, &c.hu, &c.emb, &c.head, &c.tokens}) key_.push_back(b->serial());
-    for (int j = 0; j < chain_steps_; j++)
-      key_.insert(key_.end(), {chain_in_[static_cast<size_t>(j)]->arena.serial(), chain_in_[static_cast<size_t>(j)]->device.serial()});
-    key_.insert(key_.end(), chain_of_logit_.begin(), chain_of_logit_.end());
-  }
   collect_stores(plan_);
-  submit(replay_, key_, true, stores_, [&] { record_forward(draft_layer, drafts, chains); });
+  submit(replay_, true, stores_, [&] { record_forward(draft_layer, drafts, chains); });
   if (chains) read_planned_chains();
   else chain_tokens_.clear(), chain_end_.clear();
   drafted_ = drafts;
@@ -445,7 +435,8 @@ void VulkanForward::record_forward(bool draft_layer, bool drafts, bool chains) {
   Activations& a = *a_;
   const int64_t n = static_cast<int64_t>(rows_->rows.size()), nl = static_cast<int64_t>(rows_->logit_src.size());
   Api& vk = api();
-  if (timer_) {
+  const bool timed = timer_ && !rec_.keying();
+  if (timed) {
     vk.vkCmdResetQueryPool(rec_.cmd(), timer_, 0, 2);
     vk.vkCmdWriteTimestamp(rec_.cmd(), VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timer_, 0);
   }
@@ -464,14 +455,14 @@ void VulkanForward::record_forward(bool draft_layer, bool drafts, bool chains) {
     record_head(weights_->draft_output, a.xb.view(), u32(nl), a.draft_logits_dev, a.draft_logits, a.draft_picks, draft_host_);
   }
   if (chains) record_planned_chains();
-  if (timer_) vk.vkCmdWriteTimestamp(rec_.cmd(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timer_, 1);
+  if (timed) vk.vkCmdWriteTimestamp(rec_.cmd(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timer_, 1);
 }
 
-// One submission: the KV moves `stores` keep (KvCache::keep's, since their last submission), then the
-// recording `kept` holds for `key`, or one recorded now with `record` (kept for the next submission of that
-// shape when replay is on); `profile`: timed by the profiler, where there is one.
-void VulkanForward::submit(ReplayCache& kept, const ShapeKey& key, bool profile, std::span<DeviceKvStore* const> stores,
-                           const std::function<void()>& record) {
+// One submission: the KV moves `stores` keep (KvCache::keep's, since their last submission), then what
+// `record` records: the recording `kept` holds for the same commands when replay is on (found by the key
+// `record` writes in key mode: every kernel, grid, push constant and buffer it would use), else one recorded
+// now (and kept). `profile`: timed by the profiler, where there is one.
+void VulkanForward::submit(ReplayCache& kept, bool profile, std::span<DeviceKvStore* const> stores, const std::function<void()>& record) {
   std::array<VkCommandBuffer, 2> cmds{};
   size_t n = 0;
   if (std::any_of(stores.begin(), stores.end(), [](const DeviceKvStore* s) { return s->has_moves(); })) {
@@ -481,7 +472,12 @@ void VulkanForward::submit(ReplayCache& kept, const ShapeKey& key, bool profile,
     moves_rec_.barrier();
     cmds[n++] = moves_rec_.end();
   }
-  VkCommandBuffer cmd = replay_on_ ? kept.find(key) : VK_NULL_HANDLE;
+  if (replay_on_) {
+    rec_.begin_key(&key_);
+    record();
+    rec_.end_key();
+  }
+  VkCommandBuffer cmd = replay_on_ ? kept.find(key_) : VK_NULL_HANDLE;
   Profiler* profiler = profile && !cmd ? profiler_.get() : nullptr;
   if (!cmd) {
     const VkCommandBuffer target = replay_on_ ? kept.take() : VK_NULL_HANDLE;
@@ -490,7 +486,7 @@ void VulkanForward::submit(ReplayCache& kept, const ShapeKey& key, bool profile,
     if (profiler) profiler->begin(rec_.cmd());
     record();
     cmd = rec_.end();
-    if (target) kept.keep(key, target);
+    if (target) kept.keep(key_, target);
   }
   cmds[n++] = cmd;
   ctx_->submit_and_wait(std::span<const VkCommandBuffer>(cmds.data(), n));
@@ -505,27 +501,6 @@ void VulkanForward::collect_stores(const RowPlan& plan) {
     auto* store = const_cast<DeviceKvStore*>(&device_store(*plan.rows[static_cast<size_t>(plan.seq_first[s])].cache, ctx_.get()));
     if (std::find(stores_.begin(), stores_.end(), store) == stores_.end()) stores_.push_back(store);
   }
-}
-
-// Everything record_forward's commands depend on besides the arena's contents.
-void VulkanForward::make_shape_key(bool draft_layer, bool drafts) {
-  const Activations& a = *a_;
-  key_.assign({rows_->rows.size(), rows_->logit_src.size(), draft_layer ? 1u : 0u, drafts ? 1u : 0u, draft_plan_.rows.size(),
-               draft_plan_.logit_src.size()});
-  for (const Activations* act : {&a, static_cast<const Activations*>(draft_act_.get())})
-    for (const Buffer* b : {&act->x, &act->xb, &act->q, &act->k, &act->v, &act->att, &act->hg, &act->hu, &act->emb, &act->head,
-                            &act->greedy, &act->logits, &act->draft_logits, &act->logits_dev, &act->draft_logits_dev, &act->picks,
-                            &act->draft_picks})
-      key_.push_back(b->serial());
-  for (const Inputs* in : {in_, draft_in_.get()}) key_.insert(key_.end(), {in->arena.serial(), in->device.serial()});
-  for (size_t s = 0; s + 1 < rows_->seq_first.size(); s++) {  // each sequence's rows, cache, and whether it drafts
-    const int32_t r0 = rows_->seq_first[s], r1 = rows_->seq_first[s + 1];
-    key_.push_back(static_cast<uint64_t>(r1 - r0));
-    if (r1 == r0) continue;
-    key_.push_back(device_store(*rows_->rows[static_cast<size_t>(r0)].cache, ctx_.get()).serial());
-    key_.push_back(draft_row_of_[static_cast<size_t>(r0)] >= 0 ? 1u : 0u);
-  }
-  key_.insert(key_.end(), logit_host_.begin(), logit_host_.end());  // which rows are copied out
 }
 
 const float* VulkanForward::row_logits(int r) { return fetched_row(act_->logits_dev, act_->logits, r, logit_host_); }

@@ -89,9 +89,7 @@ class VulkanForward : public ForwardPass {
   int planned_chain(int logit_row, int32_t first, int count, int32_t* out);
   void record_chain_steps(int steps);
   void record_forward(bool draft_layer, bool drafts, bool chains);
-  void make_shape_key(bool draft_layer, bool drafts);  // into key_
-  void submit(ReplayCache& kept, const ShapeKey& key, bool profile, std::span<DeviceKvStore* const> stores,
-              const std::function<void()>& record);
+  void submit(ReplayCache& kept, bool profile, std::span<DeviceKvStore* const> stores, const std::function<void()>& record);
   void collect_stores(const RowPlan& plan);  // into stores_
   void matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, uint32_t x_off = 0, uint32_t y_off = 0);
   void rmsnorm(View x, View out, View gain, uint32_t rows, uint32_t n, bool accumulate, int gather_at = -1);
@@ -133,7 +131,7 @@ class VulkanForward : public ForwardPass {
   std::vector<DeviceKvStore*> stores_;  // the current forward's KV stores
   ReplayCache replay_, chain_replay_;
   std::unique_ptr<Profiler> profiler_;  // JF_VULKAN_PROFILE=1
-  ShapeKey key_, chain_key_;  // the current forward's and chain's (kept: no allocation per forward)
+  ShapeKey key_;  // the current submission's recording's (kept: no allocation per forward)
   bool replay_on_ = true;
   RowPlan plan_, chain_plan_;
   TypedKernels matmul_serial_{}, matmul_split_{}, matmul_tiles_{}, get_rows_{};
