@@ -42,7 +42,7 @@ int Transformer::row_chain(int logit_row, int32_t first, int count, int32_t* out
     row.slots_begin = row.local_begin = static_cast<int32_t>(list_base);
     row.slots_end = row.local_end = static_cast<int32_t>(plan_.slot_list.size());
     dequantize_row(w_.tok_embd.type, w_.tok_embd.row(token), e, dim);
-    for (int i = 0; i < dim; i++) x[i] += w_.draft_token_scale[i] * e[i];
+    add_draft_token(x, w_.draft_token_scale, e, dim);
     rope_angles(table, cfg_.rope_dim, row.pos, &rope_cos_[r * half], &rope_sin_[r * half]);
     qkv_rows(l, r, r + 1, true);
     attend_units(l, r * cfg_.n_kv_heads, (r + 1) * cfg_.n_kv_heads);

@@ -1,7 +1,7 @@
-// The draft layer inside a forward (Transformer::forward): on the rows of the sequences that draft from it
-// alone, so that in a server's batch a sequence that does not draft (`ar`, a prompt that will not be drafted
-// from) pays nothing for it, not even the output head over every one of its rows that the layer's input needs.
-// The draft head runs on a logit row only when a decoder asks for it (row_draft_logits).
+// The draft layer inside a forward (Transformer::run): on the rows model/draft_rows.h describes (the drafting
+// sequences' alone: in a server's batch a sequence that does not draft, `ar` or a prompt that will not be
+// drafted from, pays nothing for it, not even the output head over every one of its rows that the layer's input
+// needs). The draft head runs on a logit row only when a decoder asks for it (row_draft_logits).
 #include <algorithm>
 
 #include "kernels/matmul.h"
@@ -11,20 +11,17 @@
 
 namespace jf {
 
+// draft_rows_ for this forward, and its rows as runs of adjacent rows (each run goes through the layer at once).
 void Transformer::find_draft_spans(std::span<SequenceInput* const> seqs) {
+  draft_rows_.plan(plan_, seqs, w_.draft_output_norm != nullptr);
   draft_spans_.clear();
-  if (!w_.draft_output_norm) return;
-  for (size_t s = 0; s < seqs.size(); s++) {
-    const int64_t first = plan_.seq_first[s], end = plan_.seq_first[s + 1];
-    if ((!seqs[s]->draft_logits && !seqs[s]->draft_context) || first == end) continue;
-    if (!draft_spans_.empty() && draft_spans_.back().end == first) draft_spans_.back().end = end;
-    else draft_spans_.push_back({first, end});
+  for (int32_t r : draft_rows_.rows) {
+    if (!draft_spans_.empty() && draft_spans_.back().end == r) draft_spans_.back().end = r + 1;
+    else draft_spans_.push_back({r, r + 1});
   }
 }
 
-bool Transformer::layer_ran_on(int64_t row) const {
-  return std::any_of(draft_spans_.begin(), draft_spans_.end(), [&](const RowSpan& s) { return row >= s.first && row < s.end; });
-}
+bool Transformer::layer_ran_on(int64_t row) const { return draft_rows_.ran_on(row); }
 
 // The output head for the logit rows the draft layer does not cover (all of them, in one product, when no
 // sequence drafts); in a mixed batch in pieces of kHeadRows, the same bits per row either way.
@@ -76,8 +73,7 @@ void Transformer::draft_layer(MultiRowSchedule schedule) {
     float* e = xb_.data();  // free until the layer's first norm
     for (int64_t r = span.first; r < span.end; r++) {
       dequantize_row(w_.tok_embd.type, w_.tok_embd.row(greedy_[r]), e, dim);
-      float* x = &x_[r * dim];
-      for (int i = 0; i < dim; i++) x[i] += w_.draft_token_scale[i] * e[i];
+      add_draft_token(&x_[r * dim], w_.draft_token_scale, e, dim);
     }
     run_layer(cfg_.n_layers, schedule, span.first, span.end);
     n_draft_layer_rows_ += static_cast<uint64_t>(span.end - span.first);
@@ -101,10 +97,8 @@ void Transformer::prepare_drafts(std::span<SequenceInput* const> seqs, bool thre
     return;
   }
   draft_state_.assign(static_cast<size_t>(nl), kNoDraft);
-  for (int64_t i = 0; i < nl; i++) {
-    const auto s = std::upper_bound(plan_.seq_first.begin(), plan_.seq_first.end(), plan_.logit_src[i]) - plan_.seq_first.begin() - 1;
-    if (seqs[static_cast<size_t>(s)]->draft_logits) draft_state_[static_cast<size_t>(i)] = kToDraft;
-  }
+  for (int64_t i = 0; i < nl; i++)
+    if (draft_rows_.draft_logit[static_cast<size_t>(i)] >= 0) draft_state_[static_cast<size_t>(i)] = kToDraft;
 }
 
 const float* Transformer::row_draft_logits(int r) {

@@ -10,6 +10,7 @@
 #include "base/aligned.h"
 #include "model/batch.h"
 #include "model/config.h"
+#include "model/draft_rows.h"
 #include "model/forward_pass.h"
 #include "kernels/ops.h"
 #include "model/kv_cache.h"
@@ -72,7 +73,8 @@ class Transformer : public ForwardPass {
   struct RowSpan {
     int64_t first, end;
   };
-  std::vector<RowSpan> draft_spans_;  // rows the draft layer ran on: its sequences', adjacent ones merged
+  DraftRows draft_rows_;              // the rows the draft layer ran on, and the draft logits asked for
+  std::vector<RowSpan> draft_spans_;  // those rows, adjacent ones merged
   std::vector<int32_t> plain_rows_;   // logit rows outside them
   static constexpr int64_t kHeadRows = 64;  // rows per output-head product when every row needs its logits
   aligned_vector<float> head_rows_;         // (a model with a draft layer) and their greedy tokens

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "kernels/ops.h"
+#include "model/draft_rows.h"
 #include "train/trainable_model.h"
 
 namespace jf {
@@ -26,8 +27,7 @@ void TrainableModel::draft_layer_input() {
   const float *table = p(tok_embd_), *scale = p(draft_token_scale_);
   for (int64_t t = 0; t < T_; t++) {
     greedy_[t] = static_cast<int32_t>(argmax(act_.logits.data() + t * V, V));
-    const float* e = table + static_cast<int64_t>(greedy_[t]) * C;
-    for (int64_t c = 0; c < C; c++) u[t * C + c] += scale[c] * e[c];
+    add_draft_token(u + t * C, scale, table + static_cast<int64_t>(greedy_[t]) * C, C);  // (model/draft_rows.h)
   }
   draft_input_ = true;
 }

@@ -68,7 +68,7 @@ void VulkanForward::upload_chain_meta(std::span<SequenceInput* const> seqs, cons
       int32_t* row = m + chain_meta_->info + 5 * l;
       row[0] = parent >= 0 ? l0 + parent : parent;
       row[1] = plan_.rows[static_cast<size_t>(src)].token, row[2] = plan_.rows[static_cast<size_t>(src)].slot;
-      row[3] = draft_row_of_[static_cast<size_t>(src)], row[4] = draft_logit_of_[l];
+      row[3] = draft_rows_.place[static_cast<size_t>(src)], row[4] = draft_rows_.draft_logit[l];
       chain_of_logit_[l] = static_cast<int32_t>(c);
     }
   }
@@ -169,7 +169,7 @@ int VulkanForward::row_chain(int logit_row, int32_t first, int count, int32_t* o
   JF_CHECK(layer_ran_, "a draft chain after a forward that did not run the draft layer (no draft_logits asked for)");
   const int64_t source = plan_.chain_source(logit_row, first, cfg_.vocab_size);
   KvCache& cache = *plan_.rows[static_cast<size_t>(source)].cache;
-  const int32_t layer_row = draft_row_of_[static_cast<size_t>(source)];  // its row in the draft layer's pass
+  const int32_t layer_row = draft_rows_.place[static_cast<size_t>(source)];  // its row in the draft layer's pass
   JF_CHECK(layer_row >= 0, "a draft chain from a row of a sequence that did not draft in the last forward");
   const int32_t source_pos = plan_.rows[static_cast<size_t>(source)].pos;
   const int past = cache.size();

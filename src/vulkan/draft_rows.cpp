@@ -1,5 +1,6 @@
-// The draft layer inside a forward on the device, on the rows of the sequences that draft from it alone (as
-// the CPU's model/draft_layer.cpp): in a server's batch a sequence that does not draft pays nothing for it.
+// The draft layer inside a forward on the device, on the rows of the sequences that draft from it alone (the
+// rows model/draft_rows.h describes, as the CPU's): in a server's batch a sequence that does not draft pays
+// nothing for it.
 // Those rows are copied into a pass of their own (draft_plan_, draft_act_, draft_in_), with the cache slots
 // the forward claimed for them, and the layer and the draft head run there in the same command buffer.
 #include "vulkan/vulkan_forward.h"
@@ -7,40 +8,28 @@
 
 namespace jf::vulkan {
 
-// draft_plan_ from plan_: each drafting sequence's rows with their visible slots; the draft head's rows are
-// the logit rows of the sequences that asked for draft logits. False when no sequence drafts.
+// draft_plan_ from plan_ (the rows model/draft_rows.h says, with their visible slots): the drafting rows as a
+// pass of their own; the draft head's rows are the logit rows that asked for draft logits. False when no
+// sequence drafts.
 bool VulkanForward::plan_draft_rows(std::span<SequenceInput* const> seqs) {
+  DraftRows& dr = draft_rows_;
+  dr.plan(plan_, seqs, cfg_.draft_layer);
   RowPlan& d = draft_plan_;
-  d.rows.clear(), d.slot_list.clear(), d.logit_src.clear(), d.seq_first.assign(1, 0);
-  draft_row_of_.assign(plan_.rows.size(), -1);
-  draft_logit_of_.assign(plan_.logit_src.size(), -1);
-  if (!cfg_.draft_layer) return false;
-  std::vector<int32_t> logit_of(plan_.rows.size(), -1);
-  for (size_t i = 0; i < plan_.logit_src.size(); i++) logit_of[static_cast<size_t>(plan_.logit_src[i])] = static_cast<int32_t>(i);
+  d.rows.clear(), d.slot_list.clear(), d.logit_src.clear();
+  d.seq_first = dr.seq_first;
   auto copy_slots = [&](int32_t begin, int32_t end, int32_t* new_begin, int32_t* new_end) {
     *new_begin = static_cast<int32_t>(d.slot_list.size());
     d.slot_list.insert(d.slot_list.end(), plan_.slot_list.begin() + begin, plan_.slot_list.begin() + end);
     *new_end = static_cast<int32_t>(d.slot_list.size());
   };
-  for (size_t s = 0; s < seqs.size(); s++) {
-    const int32_t first = plan_.seq_first[s], end = plan_.seq_first[s + 1];
-    if ((!seqs[s]->draft_logits && !seqs[s]->draft_context) || first == end) continue;
-    for (int32_t r = first; r < end; r++) {
-      PlannedRow row = plan_.rows[static_cast<size_t>(r)];
-      copy_slots(row.slots_begin, row.slots_end, &row.slots_begin, &row.slots_end);
-      copy_slots(row.local_begin, row.local_end, &row.local_begin, &row.local_end);
-      const int32_t at = static_cast<int32_t>(d.rows.size());
-      draft_row_of_[static_cast<size_t>(r)] = at;
-      const int32_t l = logit_of[static_cast<size_t>(r)];
-      if (l >= 0 && seqs[s]->draft_logits) {
-        draft_logit_of_[static_cast<size_t>(l)] = static_cast<int32_t>(d.logit_src.size());
-        d.logit_src.push_back(at);
-      }
-      d.rows.push_back(row);
-    }
-    d.seq_first.push_back(static_cast<int32_t>(d.rows.size()));
+  for (int32_t r : dr.rows) {
+    PlannedRow row = plan_.rows[static_cast<size_t>(r)];
+    copy_slots(row.slots_begin, row.slots_end, &row.slots_begin, &row.slots_end);
+    copy_slots(row.local_begin, row.local_end, &row.local_begin, &row.local_end);
+    d.rows.push_back(row);
   }
-  return !d.rows.empty();
+  for (int32_t l : dr.logit_rows) d.logit_src.push_back(dr.place[static_cast<size_t>(plan_.logit_src[static_cast<size_t>(l)])]);
+  return !dr.empty();
 }
 
 // The drafting rows' final hidden states copied into the draft pass (a region per run of rows), the layer on
@@ -48,8 +37,8 @@ bool VulkanForward::plan_draft_rows(std::span<SequenceInput* const> seqs) {
 void VulkanForward::record_draft_rows(bool drafts) {
   const uint64_t row_bytes = static_cast<uint64_t>(cfg_.dim) * 4;
   std::vector<VkBufferCopy> regions;
-  for (size_t r = 0; r < draft_row_of_.size(); r++) {
-    const int32_t at = draft_row_of_[r];
+  for (size_t r = 0; r < draft_rows_.place.size(); r++) {
+    const int32_t at = draft_rows_.place[r];
     if (at < 0) continue;
     if (!regions.empty() && regions.back().srcOffset + regions.back().size == r * row_bytes &&
         regions.back().dstOffset + regions.back().size == static_cast<uint64_t>(at) * row_bytes)

@@ -315,8 +315,8 @@ void VulkanForward::plan_host_copies(std::span<SequenceInput* const> seqs) {
     return;
   }
   draft_host_.assign(draft_plan_.logit_src.size(), 0);
-  for (size_t i = 0; i < draft_logit_of_.size(); i++)
-    if (draft_logit_of_[i] >= 0) draft_host_[static_cast<size_t>(draft_logit_of_[i])] = logit_host_[i];
+  for (size_t i = 0; i < draft_rows_.draft_logit.size(); i++)
+    if (draft_rows_.draft_logit[i] >= 0) draft_host_[static_cast<size_t>(draft_rows_.draft_logit[i])] = logit_host_[i];
 }
 
 // A row the forward left on the device, copied back now (its own submission, counted).
@@ -508,10 +508,10 @@ const float* VulkanForward::row_logits(int r) { return fetched_row(act_->logits_
 int32_t VulkanForward::row_greedy(int r) { return static_cast<const int32_t*>(act_->picks.mapped())[r]; }
 
 // A draft head's rows match the logit rows one for one; a draft layer's are the asking sequences' only
-// (draft_logit_of_): -1, none.
+// (DraftRows::draft_logit): -1, none.
 int32_t VulkanForward::draft_row(int r) const {
   if (!drafted_) return -1;
-  return cfg_.draft_layer ? draft_logit_of_[static_cast<size_t>(r)] : r;
+  return cfg_.draft_layer ? draft_rows_.draft_logit[static_cast<size_t>(r)] : r;
 }
 
 const float* VulkanForward::row_draft_logits(int r) {

@@ -118,11 +118,9 @@ class VulkanForward : public ForwardPass {
   Buffer chain_source_;
   std::vector<int32_t> chain_of_logit_, chain_tokens_, chain_end_;
   int chain_rows_ = 0, chain_steps_ = 0;
-  // The draft layer's pass over the rows of the sequences that draft from it (draft_rows.cpp): their rows
-  // alone, in order; each forward row's place among them (or -1); each logit row's draft-logit row (or -1:
-  // its sequence asked for none).
+  // The draft layer's rows (model/draft_rows.h) and their pass (draft_rows.cpp): those rows alone, in order.
+  DraftRows draft_rows_;
   RowPlan draft_plan_;
-  std::vector<int32_t> draft_row_of_, draft_logit_of_;
   std::unique_ptr<Activations> draft_act_;
   std::unique_ptr<Inputs> draft_in_;
   uint64_t n_draft_layer_rows_ = 0;
