@@ -39,6 +39,7 @@ void Recorder::dispatch_raw(const Kernel& k, std::initializer_list<View> views, 
   a.vkCmdPushDescriptorSetKHR(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, static_cast<uint32_t>(n), writes.data());
   a.vkCmdPushConstants(cmd_, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<uint32_t>(bytes), params);
   a.vkCmdDispatch(cmd_, x, y, z);
+  dispatches_++;
   if (profiler_) profiler_->after(cmd_, k.name);
   if (skip_ > 0) {
     skip_--;
@@ -49,6 +50,7 @@ void Recorder::dispatch_raw(const Kernel& k, std::initializer_list<View> views, 
   barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
   a.vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0,
                          nullptr, 0, nullptr);
+  barriers_++;
 }
 
 void Recorder::barrier() {
@@ -59,6 +61,7 @@ void Recorder::barrier() {
   b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
   api().vkCmdPipelineBarrier(cmd_, stages, stages, 0, 1, &b, 0, nullptr, 0, nullptr);
+  barriers_++;
 }
 
 void Recorder::copy(View src, View dst) { copy_regions(src, dst, {VkBufferCopy{src.offset, dst.offset, std::min(src.range, dst.range)}}); }
@@ -77,6 +80,7 @@ void Recorder::copy_regions(const View& src, const View& dst, const std::vector<
   a.vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0,
                          nullptr);
   a.vkCmdCopyBuffer(cmd_, src.buffer, dst.buffer, static_cast<uint32_t>(regions.size()), regions.data());
+  barriers_ += 2;  // (the one before the copy and the one after)
   if (profiler_) profiler_->after(cmd_, "copy");
   VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;

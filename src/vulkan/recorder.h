@@ -49,6 +49,10 @@ class Recorder {
   void copy_regions(const View& src, const View& dst, const std::vector<VkBufferCopy>& regions);
   // A 1D grid of WG-wide groups covering n threads (wrapping to y past 65535 groups; see elementwise.glsl).
   static void flat_grid(uint64_t n, uint32_t* x, uint32_t* y);
+  // Dispatches and barriers recorded (not in key mode) since the recorder was made: what a layer costs in
+  // launches and synchronisation (VulkanForward::layer_counts).
+  uint64_t dispatches() const { return dispatches_; }
+  uint64_t barriers() const { return barriers_; }
   // The command buffer being recorded; null in key mode.
   VkCommandBuffer cmd() const { return cmd_; }
   // Makes the device's writes visible to the host and ends the recording: the caller submits it.
@@ -61,6 +65,7 @@ class Recorder {
   Context& ctx_;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   ShapeKey* key_ = nullptr;
+  uint64_t dispatches_ = 0, barriers_ = 0;
   int skip_ = 0;
   Profiler* profiler_ = nullptr;
 };

@@ -74,6 +74,14 @@ VulkanForward::~VulkanForward() {
   if (timer_) api().vkDestroyQueryPool(ctx_->device(), timer_, nullptr);
 }
 
+// The profiler's table, then what a layer records: its dispatches and barriers.
+std::string VulkanForward::take_profile() {
+  std::string report = profiler_ ? profiler_->take_report() : "";
+  if (report.empty()) return report;
+  return report + "\na layer: " + std::to_string(layer_counts_.dispatches) + " dispatches, " + std::to_string(layer_counts_.barriers) +
+         " barriers\n";
+}
+
 KvCache VulkanForward::make_cache(int capacity, DType type) { return make_device_cache(*ctx_, *kernels_, cfg_, capacity, type); }
 
 View VulkanForward::arena() const { return in_->device.view(); }
@@ -189,6 +197,12 @@ void VulkanForward::add_scaled_embedding(Activations& a, uint32_t n) {
 // One layer over every row (l == n_layers: the draft layer, global attention): the same steps, in the same
 // order, as Transformer::qkv_rows, attend_units and out_ffn_rows.
 void VulkanForward::record_layer(int l) {
+  const uint64_t dispatches0 = rec_.dispatches(), barriers0 = rec_.barriers();
+  record_layer_body(l);
+  if (l == 0 && !rec_.keying()) layer_counts_ = {rec_.dispatches() - dispatches0, rec_.barriers() - barriers0};
+}
+
+void VulkanForward::record_layer_body(int l) {
   const DeviceLayer& L = l < cfg_.n_layers ? weights_->layers[static_cast<size_t>(l)] : weights_->draft_layer;
   Activations& a = *a_;
   const uint32_t n = u32(rows_->rows.size()), dim = u32(cfg_.dim), qd = u32(cfg_.q_dim()), kvd = u32(cfg_.kv_dim());

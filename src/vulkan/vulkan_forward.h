@@ -35,7 +35,7 @@ class VulkanForward : public ForwardPass {
   KvCache make_cache(int capacity, DType type = DType::F32) override;
   double last_device_seconds() const override { return device_seconds_; }
   DeviceSyncs device_syncs() const override { return {ctx_->submissions(), ctx_->submissions(), extra_fetches_, bytes_to_host_}; }
-  std::string take_profile() override { return profiler_ ? profiler_->take_report() : ""; }
+  std::string take_profile() override;
   const DeviceInfo& device() const { return ctx_->info(); }
   // "vulkan:N (NAME)", with ", tiles" / ", matrix-units" when matrix products are not plain FMAs
   std::string device_name() const override {
@@ -55,6 +55,12 @@ class VulkanForward : public ForwardPass {
   // forward's submission (asked for up front), over every forward.
   uint64_t moved_caches() const { return moved_caches_; }
   uint64_t chains_in_forward() const { return chains_in_forward_; }
+  // Dispatches and barriers of the model's first layer in the last forward recorded (a replayed one records
+  // nothing): what a layer costs in launches and synchronisation.
+  struct LayerCounts {
+    uint64_t dispatches = 0, barriers = 0;
+  };
+  LayerCounts layer_counts() const { return layer_counts_; }
 
  protected:
   void run(std::span<SequenceInput* const> seqs) override;
@@ -70,7 +76,8 @@ class VulkanForward : public ForwardPass {
   struct Inputs;
   void grow_activations(Activations& a, int64_t rows, bool draft_layer);
   void upload_inputs(uint32_t extra = 0);
-  void record_layer(int l);
+  void record_layer(int l);  // (and its dispatches and barriers into layer_counts_, for layer 0)
+  void record_layer_body(int l);
   void record_attention(int l, bool local);
   void record_output();
   void record_head(const DeviceMatrix& head, View in, uint32_t rows, const Buffer& dev, const Buffer& host, const Buffer& picks,
@@ -144,6 +151,7 @@ class VulkanForward : public ForwardPass {
   // of sequences that need them (SequenceInput::need); others are fetched when read (extra_fetches_).
   std::vector<char> logit_host_, draft_host_;
   uint64_t extra_fetches_ = 0, bytes_to_host_ = 0, moved_caches_ = 0, chains_in_forward_ = 0;
+  LayerCounts layer_counts_;
   bool layer_ran_ = false;  // the last forward ran the draft layer (a draft chain needs its output)
   double device_seconds_ = -1.0;
   VkQueryPool timer_ = VK_NULL_HANDLE;
