@@ -335,10 +335,11 @@ TEST(VulkanForward, AChainAskedUpFrontRunsInTheForwardFromTheVerifiedRow) {
   // rows: the pending token, a wrong branch, then greedy[0], greedy[1] and a wrong token
   const int32_t tree[5] = {toks[7], (greedy[0] + 1) % V, greedy[0], greedy[1], (greedy[1] + 3) % V};
   const int parent[5] = {-1, 0, 0, 2, 3};
-  auto chain = [&](bool up_front, bool batched, int from, uint64_t* fetches) {
+  auto chain_on = [&](ForwardPass& f, bool up_front, bool batched, int from, uint64_t* fetches) {
     KvCache c = f.make_cache(64), o = f.make_cache(64);
     SequenceInput in, io;
     in.set_causal(&c, std::span<const int32_t>(toks).first(7), SequenceInput::Logits::None);
+    in.draft_context = true;  // (the draft layer's keys and values of the prompt, which the chain attends to)
     f.forward(in);
     in.reset_rows(&c, 5);
     for (int i = 0; i < 5; i++) {
@@ -362,9 +363,12 @@ TEST(VulkanForward, AChainAskedUpFrontRunsInTheForwardFromTheVerifiedRow) {
     *fetches = f.device_syncs().extra_fetches - before;
     return drafts;
   };
+  auto chain = [&](bool up_front, bool batched, int from, uint64_t* fetches) { return chain_on(f, up_front, batched, from, fetches); };
   uint64_t fetches = 0;
   const std::vector<int32_t> want = chain(false, false, 3, &fetches);
   EXPECT_EQ(fetches, 1u);  // not asked for: a submission of its own
+  uint64_t cpu_fetches = 0;
+  EXPECT_EQ(want, chain_on(m.cpu, false, false, 3, &cpu_fetches));  // (the CPU's chain from the same row)
   const uint64_t in_forward = f.chains_in_forward();
   EXPECT_EQ(chain(true, false, 3, &fetches), want);
   EXPECT_EQ(fetches, 0u);
@@ -479,7 +483,7 @@ TEST(VulkanForward, ProfilesDeviceTimeByKernel) {
   const Logits want = stepwise(plain, toks), got = stepwise(profiled, toks);
   for (size_t r = 0; r < toks.size(); r++) expect_bits(got[r], want[r], "step " + std::to_string(r));
   const std::string report = profiled.take_profile();
-  for (const char* kernel : {"matmul_", "attention_f32", "rmsnorm", "kv_store_f32", "all (3 forwards)"})
+  for (const char* kernel : {"matmul_", "attention_f32", "rmsnorm", "rope_store_f32", "all (3 forwards)", "a layer: "})
     EXPECT_NE(report.find(kernel), std::string::npos) << kernel << " in\n" << report;
   EXPECT_EQ(profiled.take_profile(), "");  // taken: the next report starts afresh
 }

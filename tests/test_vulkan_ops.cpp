@@ -79,21 +79,40 @@ TEST(VulkanOps, RmsNormPlainGatheredAndAccumulated) {
   expect_close(Ops::read(out, 3 * n), added, 1e-5f, "gathered, accumulated");
 }
 
-TEST(VulkanOps, RopeBothStyles) {
+// RoPE on q in place, and the keys (rotated) and values into their rows' cache slots, in one dispatch: the
+// CPU's rope on q and k, the unrotated dims past rope_dim kept, both pair styles, rows 1..3 of 4 (row0).
+TEST(VulkanOps, RopeAndKvStoreBothStyles) {
   JF_VULKAN_DEVICE(device);
   Ops o(device);
-  const uint32_t rows = 3, heads = 4, hd = 16, rope_dim = 12, half = rope_dim / 2;
-  const std::vector<float> v = random_floats(rows * heads * hd, 4), angles = random_floats(2 * rows * half, 5, 3.0f);
+  const uint32_t rows = 4, row0 = 1, heads = 4, kv_heads = 2, hd = 16, rope_dim = 12, half = rope_dim / 2, cap = 9;
+  const std::vector<float> q = random_floats(rows * heads * hd, 4), k = random_floats(rows * kv_heads * hd, 6),
+                           v = random_floats(rows * kv_heads * hd, 7), angles = random_floats(2 * rows * half, 5, 3.0f);
+  const int32_t slots[rows] = {0, 7, 2, 5};
+  std::vector<float> arena(5 * rows + angles.size());  // the row table (ints), then the angles
+  for (uint32_t r = 0; r < rows; r++) std::memcpy(&arena[5 * r], &slots[r], 4);
+  std::copy(angles.begin(), angles.end(), arena.begin() + 5 * rows);
   for (RopeStyle style : {RopeStyle::Interleaved, RopeStyle::Neox}) {
-    Buffer bv = o.buffer(v), ba = o.buffer(angles);
+    Buffer bq = o.buffer(q), bk = o.buffer(k), bv = o.buffer(v), ba = o.buffer(arena);
+    Buffer ck = o.buffer(std::vector<float>(kv_heads * cap * hd, -1.0f)), cv = o.buffer(std::vector<float>(kv_heads * cap * hd, -1.0f));
     struct {
-      uint32_t n_rows, n_heads, head_dim, half_dim, neox, v_off, v_stride, cos_off, sin_off;
-    } p{rows, heads, hd, half, style == RopeStyle::Neox ? 1u : 0u, 0, heads * hd, 0, rows * half};
-    o.run("rope", {bv.view(), ba.view()}, p, (rows * heads * half + 63) / 64);
-    std::vector<float> want = v;
-    for (uint32_t r = 0; r < rows; r++)
-      rope(&want[r * heads * hd], heads, hd, rope_dim, &angles[r * half], &angles[rows * half + r * half], style);
-    expect_close(Ops::read(bv, v.size()), want, 1e-6f, style == RopeStyle::Neox ? "neox" : "interleaved");
+      uint32_t row0, n_rows, n_heads, n_kv_heads, head_dim, half_dim, neox, capacity, info_off, cos_off, sin_off;
+    } p{row0, rows - row0, heads, kv_heads, hd, half, style == RopeStyle::Neox ? 1u : 0u, cap, 0, 5 * rows, 5 * rows + rows * half};
+    o.run("rope_store_f32", {bq.view(), bk.view(), bv.view(), ck.view(), cv.view(), ba.view()}, p,
+          ((rows - row0) * (heads * half + 2 * kv_heads * hd) + 63) / 64);
+    std::vector<float> want_q = q, want_k = k, want_ck(kv_heads * cap * hd, -1.0f), want_cv = want_ck;
+    for (uint32_t r = row0; r < rows; r++) {
+      const float *cos = &angles[r * half], *sin = &angles[rows * half + r * half];
+      rope(&want_q[r * heads * hd], heads, hd, rope_dim, cos, sin, style);
+      rope(&want_k[r * kv_heads * hd], kv_heads, hd, rope_dim, cos, sin, style);
+      for (uint32_t c = 0; c < kv_heads * hd; c++) {
+        const uint32_t at = ((c / hd) * cap + static_cast<uint32_t>(slots[r])) * hd + c % hd;
+        want_ck[at] = want_k[r * kv_heads * hd + c], want_cv[at] = v[r * kv_heads * hd + c];
+      }
+    }
+    const std::string what = style == RopeStyle::Neox ? "neox" : "interleaved";
+    expect_close(Ops::read(bq, q.size()), want_q, 1e-6f, what + " q");
+    expect_close(Ops::read(ck, want_ck.size()), want_ck, 1e-6f, what + " keys");
+    expect_close(Ops::read(cv, want_cv.size()), want_cv, 0.0f, what + " values");
   }
 }
 

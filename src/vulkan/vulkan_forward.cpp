@@ -147,17 +147,6 @@ void VulkanForward::rmsnorm(View x, View out, View gain, uint32_t rows, uint32_t
   rec_.dispatch(kernels_->get("rmsnorm", 4), {x, out, gain, arena()}, p, gx, gy);
 }
 
-void VulkanForward::rope(View v, uint32_t heads, bool local) {
-  const uint32_t n = u32(rows_->rows.size()), half = u32(cfg_.rope_dim / 2);
-  struct {
-    uint32_t n_rows, n_heads, head_dim, half_dim, neox, v_off, v_stride, cos_off, sin_off;
-  } p{n, heads, u32(cfg_.head_dim), half, cfg_.rope_style == RopeStyle::Neox ? 1u : 0u, 0, heads * u32(cfg_.head_dim),
-      local ? in_->lcos : in_->cos, local ? in_->lsin : in_->sin};
-  uint32_t gx, gy;
-  Recorder::flat_grid(uint64_t{n} * heads * half, &gx, &gy);
-  rec_.dispatch(kernels_->get("rope", 2), {v, arena()}, p, gx, gy);
-}
-
 void VulkanForward::softcap(View x, uint64_t n) {
   if (cfg_.final_softcap <= 0.0f) return;
   struct {
@@ -227,10 +216,6 @@ void VulkanForward::record_layer_body(int l) {
   bias(a.v.view(), L.bv, kvd);
   if (L.q_norm.buffer) rmsnorm(a.q.view(), a.q.view(), L.q_norm, n * u32(cfg_.n_heads), hd, false);
   if (L.k_norm.buffer) rmsnorm(a.k.view(), a.k.view(), L.k_norm, n * u32(cfg_.n_kv_heads), hd, false);
-  const bool local_rope = cfg_.rope_theta_local > 0.0f && local;
-  rec_.skip_barriers(1);  // q and k rotate apart
-  rope(a.q.view(), u32(cfg_.n_heads), local_rope);
-  rope(a.k.view(), u32(cfg_.n_kv_heads), local_rope);
   record_attention(l, local);
   // x += Wo att (gemma: x += norm(Wo att)), then the feed-forward the same way
   if (L.post_attn_norm.buffer) {
@@ -257,9 +242,10 @@ void VulkanForward::record_layer_body(int l) {
   }
 }
 
-// Each sequence's keys and values into its cache, then its attention. The stores write apart (each its own
-// new slots), as do the attentions (each its own rows of att): one barrier after all the stores and one after
-// all the attentions, not one per sequence (a server's batch has dozens).
+// Each sequence's RoPE and its keys and values into its cache (one dispatch: rope_store.comp), then its
+// attention. The stores write apart (each its own rows of q, its own new slots), as do the attentions (each its
+// own rows of att): one barrier after all the stores and one after all the attentions, not one per sequence (a
+// server's batch has dozens).
 void VulkanForward::record_attention(int l, bool local) {
   Activations& a = *a_;
   const uint32_t kvd = u32(cfg_.kv_dim()), hd = u32(cfg_.head_dim);
@@ -274,13 +260,16 @@ void VulkanForward::record_attention(int l, bool local) {
       if (rows == 0) continue;
       const DeviceKvStore& kv = device_store(*rows_->rows[r0].cache, ctx_.get());
       if (pass == 0) {
+        const bool local_rope = cfg_.rope_theta_local > 0.0f && local;
+        const uint32_t half = u32(cfg_.rope_dim / 2), heads = u32(cfg_.n_heads);
         struct {
-          uint32_t row0, n_rows, kv_dim, head_dim, capacity, info_off;
-        } ps{r0, rows, kvd, hd, u32(kv.capacity()), in_->info};
+          uint32_t row0, n_rows, n_heads, n_kv_heads, head_dim, half_dim, neox, capacity, info_off, cos_off, sin_off;
+        } ps{r0, rows, heads, u32(cfg_.n_kv_heads), hd, half, cfg_.rope_style == RopeStyle::Neox ? 1u : 0u, u32(kv.capacity()), in_->info,
+             local_rope ? in_->lcos : in_->cos, local_rope ? in_->lsin : in_->sin};
         uint32_t gx, gy;
-        Recorder::flat_grid(uint64_t{rows} * kvd, &gx, &gy);
-        rec_.dispatch(kernels_->get(kv.f16() ? "kv_store_f16" : "kv_store_f32", 5), {a.k.view(), a.v.view(), kv.keys(l), kv.values(l), arena()},
-                      ps, gx, gy);
+        Recorder::flat_grid(uint64_t{rows} * (heads * half + 2 * kvd), &gx, &gy);
+        rec_.dispatch(kernels_->get(kv.f16() ? "rope_store_f16" : "rope_store_f32", 6),
+                      {a.q.view(), a.k.view(), a.v.view(), kv.keys(l), kv.values(l), arena()}, ps, gx, gy);
         continue;
       }
       struct {

@@ -100,7 +100,6 @@ class VulkanForward : public ForwardPass {
   void collect_stores(const RowPlan& plan);  // into stores_
   void matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, uint32_t x_off = 0, uint32_t y_off = 0);
   void rmsnorm(View x, View out, View gain, uint32_t rows, uint32_t n, bool accumulate, int gather_at = -1);
-  void rope(View v, uint32_t heads, bool local);
   void softcap(View x, uint64_t n);
   void argmax(View x, uint32_t rows, View out, uint32_t out_off);
   void add_scaled_embedding(Activations& a, uint32_t rows);
