@@ -1,4 +1,4 @@
-// A draft layer's chain (ForwardPass::draft_chain; `jf train --draft-chain`): the layer run again on a virtual
+// A draft layer's chain (ForwardResult::chain; `jf train --draft-chain`): the layer run again on a virtual
 // row after the last verified one. The inference chain computes what the training chain trains, whatever
 // else the forward's batch held; its gradient goes through both passes of the layer into the draft tensors
 // alone; training it lowers the chain rows' loss and marks the file.

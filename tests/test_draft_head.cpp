@@ -146,7 +146,7 @@ TEST(DraftHead, AGoodShiftedDraftRaisesTokensPerForward) {
   EXPECT_LT(run(c.s, decoder("jacobi", 16, false, true), c.prompt, c.cfg()).stats.tpf(), 1.3);
 }
 
-// A draft chain (ForwardPass::draft_chain) that continues the text right after the shifted draft: three
+// A draft chain (ForwardResult::chain) that continues the text right after the shifted draft: three
 // more tokens per forward from the last verified row, against the shifted draft's one; a file that says
 // its chain was trained is used without asking, --draft-chain 0 turns it off; AR's tokens throughout.
 TEST(DraftHead, AGoodDraftChainRaisesTokensPerForwardFurther) {
@@ -418,7 +418,7 @@ TEST(DraftLayer, RandomModelsWithADraftLayerEqualAr) {
     cfg.max_new_tokens = 50;
     const std::vector<int32_t> prompt = {1, 5, 9, 5, 9};
     const GenerationResult ar = run(s, decoder("ar", 1, false), prompt, cfg);
-    for (int chain : {0, 3})  // without and with the layer's chain (ForwardPass::draft_chain)
+    for (int chain : {0, 3})  // without and with the layer's chain (ForwardResult::chain)
       for (DecoderOptions o : head_decoders()) {
         o.draft_chain = chain;
         const GenerationResult r = run(s, o, prompt, cfg);

@@ -38,7 +38,7 @@ struct JacobiOptions {
   // head, so the output is the model's greedy output whatever the draft head predicts. false: drafts from
   // the output head, as for any model.
   bool draft_head = true;
-  // A draft layer's chain (ForwardPass::draft_chain): drafts after the shifted one from the layer run again;
+  // A draft layer's chain (ForwardResult::chain): drafts after the shifted one from the layer run again;
   // -1: as far as the model's file says it was trained (ModelConfig::draft_chain), 0: none.
   int draft_chain = -1;
 };

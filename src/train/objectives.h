@@ -78,7 +78,7 @@ std::vector<int32_t> consistency_rows(const PackedSequence& p);
 // the position before it (the previous noisy row; for a block's first row the clean row before the block,
 // the context's last for block 0); -1 when there is none.
 int32_t draft_source_row(const PackedSequence& p, int32_t row);
-// A draft chain's training rows (ForwardPass::draft_chain), `depth` steps: in every block, for each step s while
+// A draft chain's training rows (ForwardResult::chain), `depth` steps: in every block, for each step s while
 // the row at offset s from the first mismatch is a consistency row, that row, drafted by the layer run again
 // from the source of offset 0's draft, s positions on, on the fixed point's token at offset s (what the draft
 // before it should be). Step 1's rows first, then step 2's, each continuing its block's row of the step before.

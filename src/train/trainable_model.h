@@ -100,9 +100,9 @@ class TrainableModel {
   // replaces logits row into[i] with draft row rows[i]'s and returns the logits (T x V). With a draft layer
   // the last forward's saved activations serve backward_draft_head only.
   //
-  // With `chain` (a draft layer; ForwardPass::draft_chain, trained): the layer runs again once per chain step,
+  // With `chain` (a draft layer; ForwardResult::chain, trained): the layer runs again once per chain step,
   // pass p over the sequence's rows plus the chain rows of steps 1..p (each chain row after the one it
-  // continues: `prev` < its index, steps in order), as ForwardPass::draft_chain runs it one virtual row at a
+  // continues: `prev` < its index, steps in order), as ForwardResult::chain runs it one virtual row at a
   // time; each chain row's draft logits replace logits row `into`, and backward_draft_head goes through every
   // pass (a chain of depth 2 is trained end to end).
   const float* draft_logits(std::span<const int32_t> rows, std::span<const int32_t> into,
