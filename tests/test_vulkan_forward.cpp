@@ -486,9 +486,10 @@ TEST(VulkanForward, ProfilesDeviceTimeByKernel) {
   for (const char* kernel : {"matmul_", "attention_f32", "rmsnorm", "rope_store_f32", "all (3 forwards)", "a layer: "})
     EXPECT_NE(report.find(kernel), std::string::npos) << kernel << " in\n" << report;
   EXPECT_EQ(profiled.take_profile(), "");  // taken: the next report starts afresh
-  // What a llama-shaped layer records (issue 54's target is 6 and 5): the fused RoPE and KV store counted.
-  EXPECT_LE(profiled.layer_counts().dispatches, 12u);
-  EXPECT_LE(profiled.layer_counts().barriers, 9u);
+  // What a llama-shaped layer records (issue 54's target is 6 and 5): the norms folded into the products after
+  // them and RoPE fused with the KV store counted.
+  EXPECT_LE(profiled.layer_counts().dispatches, 10u);
+  EXPECT_LE(profiled.layer_counts().barriers, 7u);
   EXPECT_GE(profiled.layer_counts().dispatches, 6u);  // (counted at all)
 }
 

@@ -32,19 +32,23 @@ std::vector<float> random_floats(size_t n, uint64_t seed) {
   return v;
 }
 
-// y = x W^T on the device for the M rows of x starting at row `first` (a Host buffer, so no staging).
+// y = x W^T on the device for the M rows of x starting at row `first` (a Host buffer, so no staging); with a
+// gain, x's rows RMS-normalised by it first (the norm folded into the product).
 std::vector<float> device_matmul(Fixture& f, DType t, const std::vector<uint8_t>& w, int64_t N, int64_t K, const std::vector<float>& x,
-                                 uint32_t first, uint32_t M, vulkan::MatrixMath math) {
+                                 uint32_t first, uint32_t M, vulkan::MatrixMath math, const std::vector<float>* gain = nullptr) {
   Buffer wb(f.ctx, (w.size() + 3) / 4 * 4, Buffer::Kind::Host), xb(f.ctx, x.size() * 4, Buffer::Kind::Host), yb(f.ctx, M * N * 4, Buffer::Kind::Host);
+  Buffer gb(f.ctx, gain ? gain->size() * 4 : 16, Buffer::Kind::Host);
   std::memcpy(wb.mapped(), w.data(), w.size());
   std::memcpy(xb.mapped(), x.data(), x.size() * 4);
+  if (gain) std::memcpy(gb.mapped(), gain->data(), gain->size() * 4);
   const vulkan::MatmulGrid g = vulkan::matmul_grid(uint32_t(N), uint32_t(K), M, 256, math);
   struct {
-    uint32_t M, N, K, x_off, x_stride, y_off, y_stride, accumulate;
-  } p{M, uint32_t(N), uint32_t(K), uint32_t(first * K), uint32_t(K), 0, uint32_t(N), 0};
+    uint32_t M, N, K, x_off, x_stride, y_off, y_stride, accumulate, norm;
+    float eps;
+  } p{M, uint32_t(N), uint32_t(K), uint32_t(first * K), uint32_t(K), 0, uint32_t(N), 0, gain ? 1u : 0u, 1e-5f};
   vulkan::Recorder rec(f.ctx);
   rec.begin();
-  rec.dispatch(f.kernels.get(vulkan::matmul_kernel_prefix(g, math) + dtype_name(t), 3), {xb.view(), yb.view(), wb.view()}, p,
+  rec.dispatch(f.kernels.get(vulkan::matmul_kernel_prefix(g, math) + dtype_name(t), 4), {xb.view(), yb.view(), wb.view(), gb.view()}, p,
                g.x, g.y, g.z);
   rec.finish();
   const float* y = static_cast<const float*>(yb.mapped());
@@ -93,6 +97,28 @@ TEST_P(VulkanMatmul, MatchesTheDequantizedReferenceAndIsBatchInvariant) {
       const std::vector<float> part = device_matmul(f, type, w, N, K, x, first, count, math);
       ASSERT_EQ(0, std::memcmp(part.data(), &y[first * N], count * N * 4)) << what << " rows " << first << ".." << first + count - 1;
     }
+    // The RMSNorm before it folded in: the normalised rows' product, the same bits alone and in batches.
+    const std::vector<float> g = random_floats(static_cast<size_t>(K), 11);
+    const std::vector<float> yn = device_matmul(f, type, w, N, K, x, 0, M, math, &g);
+    for (int64_t m = 0; m < M; m++) {
+      double ss = 0;
+      for (int64_t k = 0; k < K; k++) ss += double(x[m * K + k]) * x[m * K + k];
+      const double inv = 1.0 / std::sqrt(ss / double(K) + 1e-5);
+      for (int64_t n = 0; n < N; n++) {
+        dequantize_row(type, &w[n * row_bytes], row.data(), K);
+        double ref = 0, mag = 0;
+        for (int64_t k = 0; k < K; k++) {
+          const double xv = double(x[m * K + k]) * g[k] * inv;
+          ref += xv * row[k];
+          mag += std::fabs(xv * row[k]);
+        }
+        ASSERT_NEAR(yn[m * N + n], ref, (fp16 ? 2e-3 : 2e-6) * mag + 1e-6) << what << " normed, row " << m << " output " << n;
+      }
+    }
+    for (uint32_t m : {0u, 10u, 18u})
+      ASSERT_EQ(0, std::memcmp(device_matmul(f, type, w, N, K, x, m, 1, math, &g).data(), &yn[m * N], N * 4)) << what << " normed, row " << m;
+    const std::vector<float> part = device_matmul(f, type, w, N, K, x, 5, 13, math, &g);
+    ASSERT_EQ(0, std::memcmp(part.data(), &yn[5 * N], 13 * N * 4)) << what << " normed, rows 5..17";
   }
 }
 

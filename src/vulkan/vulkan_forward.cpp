@@ -121,21 +121,25 @@ void VulkanForward::upload_inputs(uint32_t extra) {
   std::copy(rows_->logit_src.begin(), rows_->logit_src.end(), ints + in_->logit);
 }
 
-// The kernel of one weight type (PREFIX + the type's name, three bindings), looked up once per type: no name
-// is built per dispatch.
-const Kernel& VulkanForward::typed_kernel(TypedKernels& cache, const char* prefix, DType t) {
+// The kernel of one weight type (PREFIX + the type's name), looked up once per type: no name is built per
+// dispatch.
+const Kernel& VulkanForward::typed_kernel(TypedKernels& cache, const char* prefix, DType t, uint32_t bindings) {
   const Kernel*& k = cache[static_cast<size_t>(t) % cache.size()];
-  if (!k) k = &kernels_->get(prefix + dtype_name(t), 3);
+  if (!k) k = &kernels_->get(prefix + dtype_name(t), bindings);
   return *k;
 }
 
-void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, uint32_t x_off, uint32_t y_off) {
+// y (+)= x W^T over `rows` rows; with a `norm_gain`, x's rows RMS-normalised by it first, inside the product
+// (shaders/norm_fold.glsl: the RMSNorm before q/k/v and gate/up costs no dispatch of its own).
+void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, View norm_gain) {
   struct {
-    uint32_t M, N, K, x_off, x_stride, y_off, y_stride, accumulate;
-  } p{rows, w.rows, w.cols, x_off, w.cols, y_off, w.rows, accumulate ? 1u : 0u};
+    uint32_t M, N, K, x_off, x_stride, y_off, y_stride, accumulate, norm;
+    float eps;
+  } p{rows, w.rows, w.cols, 0, w.cols, 0, w.rows, accumulate ? 1u : 0u, norm_gain.buffer ? 1u : 0u, cfg_.norm_eps};
   const MatmulGrid g = matmul_grid(w.rows, w.cols, rows, split_min_k_, math_);
   TypedKernels& kernels = g.tiles ? matmul_tiles_ : g.serial ? matmul_serial_ : matmul_split_;
-  rec_.dispatch(typed_kernel(kernels, matmul_kernel_prefix(g, math_), w.type), {x, y, w.data}, p, g.x, g.y, g.z);
+  rec_.dispatch(typed_kernel(kernels, matmul_kernel_prefix(g, math_), w.type, 4), {x, y, w.data, norm_gain.buffer ? norm_gain : x}, p,
+                g.x, g.y, g.z);
 }
 
 void VulkanForward::rmsnorm(View x, View out, View gain, uint32_t rows, uint32_t n, bool accumulate, int gather_at) {
@@ -163,7 +167,7 @@ void VulkanForward::get_rows(const DeviceMatrix& table, View rows, uint32_t rows
     uint32_t n_rows, K, rows_off, out_off;
     float scale;
   } p{n_rows, table.cols, rows_off, 0, scale};
-  rec_.dispatch(typed_kernel(get_rows_, "get_rows_", table.type), {rows, out, table.data}, p, n_rows);
+  rec_.dispatch(typed_kernel(get_rows_, "get_rows_", table.type, 3), {rows, out, table.data}, p, n_rows);
 }
 
 void VulkanForward::argmax(View x, uint32_t rows, View out, uint32_t out_off) {
@@ -197,11 +201,10 @@ void VulkanForward::record_layer_body(int l) {
   const uint32_t n = u32(rows_->rows.size()), dim = u32(cfg_.dim), qd = u32(cfg_.q_dim()), kvd = u32(cfg_.kv_dim());
   const uint32_t hd = u32(cfg_.head_dim);
   const bool local = l < cfg_.n_layers && cfg_.local_layer(l);
-  rmsnorm(a.x.view(), a.xb.view(), L.attn_norm, n, dim, false);
-  rec_.skip_barriers(2);  // q, k and v only read xb
-  matmul(L.wq, a.xb.view(), n, a.q.view(), false);
-  matmul(L.wk, a.xb.view(), n, a.k.view(), false);
-  matmul(L.wv, a.xb.view(), n, a.v.view(), false);
+  rec_.skip_barriers(2);  // q, k and v only read x (each product normalises it by attn_norm itself)
+  matmul(L.wq, a.x.view(), n, a.q.view(), false, L.attn_norm);
+  matmul(L.wk, a.x.view(), n, a.k.view(), false, L.attn_norm);
+  matmul(L.wv, a.x.view(), n, a.v.view(), false, L.attn_norm);
   auto bias = [&](View y, View b, uint32_t width) {
     if (!b.buffer) return;
     struct {
@@ -224,10 +227,9 @@ void VulkanForward::record_layer_body(int l) {
   } else {
     matmul(L.wo, a.att.view(), n, a.x.view(), true);
   }
-  rmsnorm(a.x.view(), a.xb.view(), L.ffn_norm, n, dim, false);
-  rec_.skip_barriers(1);  // gate and up only read xb
-  matmul(L.w_gate, a.xb.view(), n, a.hg.view(), false);
-  matmul(L.w_up, a.xb.view(), n, a.hu.view(), false);
+  rec_.skip_barriers(1);  // gate and up only read x (normalised by ffn_norm inside each product)
+  matmul(L.w_gate, a.x.view(), n, a.hg.view(), false, L.ffn_norm);
+  matmul(L.w_up, a.x.view(), n, a.hu.view(), false, L.ffn_norm);
   struct {
     uint32_t n, gelu;
   } pg{n * u32(cfg_.ffn_dim), cfg_.gemma() ? 1u : 0u};

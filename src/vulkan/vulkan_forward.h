@@ -98,7 +98,7 @@ class VulkanForward : public ForwardPass {
   void record_forward(bool draft_layer, bool drafts, bool chains);
   void submit(ReplayCache& kept, bool profile, std::span<DeviceKvStore* const> stores, const std::function<void()>& record);
   void collect_stores(const RowPlan& plan);  // into stores_
-  void matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, uint32_t x_off = 0, uint32_t y_off = 0);
+  void matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, View norm_gain = {});
   void rmsnorm(View x, View out, View gain, uint32_t rows, uint32_t n, bool accumulate, int gather_at = -1);
   void softcap(View x, uint64_t n);
   void argmax(View x, uint32_t rows, View out, uint32_t out_off);
@@ -108,7 +108,7 @@ class VulkanForward : public ForwardPass {
   int32_t draft_row(int logit_row) const;  // its row of draft logits, or -1
   void stage_inputs(const Inputs& in);
   using TypedKernels = std::array<const Kernel*, 32>;  // by DType (GGML ids, all below 32)
-  const Kernel& typed_kernel(TypedKernels& cache, const char* prefix, DType t);
+  const Kernel& typed_kernel(TypedKernels& cache, const char* prefix, DType t, uint32_t bindings);
 
   std::unique_ptr<Context> ctx_;
   std::unique_ptr<Kernels> kernels_;

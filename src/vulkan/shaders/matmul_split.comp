@@ -14,14 +14,20 @@ layout(local_size_x = WG) in;
 layout(std430, binding = 0) readonly buffer Input { float X[]; };
 layout(std430, binding = 0) readonly buffer Input4 { vec4 X4[]; };  // the same buffer, 16 bytes a load
 layout(std430, binding = 1) buffer Output { float Y[]; };
+layout(std430, binding = 3) readonly buffer Gain { float G[]; };  // the folded norm's gain (norm_fold.glsl)
 layout(push_constant) uniform Params {
   uint M, N, K;
   uint x_off, x_stride;  // row m of X starts at x_off + m x_stride
   uint y_off, y_stride;
   uint accumulate;       // 1: Y += result (a residual add: the sum is complete before it is added)
+  uint norm;             // 1: X's rows RMS-normalised by G first (norm_fold.glsl)
+  float eps;
 } p;
 
 const uint NO = 4, R = 8, STEP = 4 * WG, RUNS = 8;
+#define NORM_THREADS WG
+#define NORM_ROWS R
+#include "norm_fold.glsl"
 shared float partial[NO * R][WG + 1];  // +1: threads reading a column hit different banks
 shared float runs[NO * R][RUNS];
 
@@ -36,6 +42,7 @@ void main() {
   if (n0 >= p.N) return;  // uniform for the whole workgroup
   const uint rows = min(R, p.M - m0), outs = min(NO, p.N - n0);
   const bool aligned = p.x_off % 4 == 0 && p.x_stride % 4 == 0;
+  norm_scales(m0, rows);
   float acc[NO][R];
   for (uint o = 0; o < NO; o++)
     for (uint r = 0; r < R; r++) acc[o][r] = 0.0;
@@ -43,12 +50,14 @@ void main() {
     vec4 w[NO];
     for (uint o = 0; o < NO; o++) w[o] = o < outs ? load4(n0 + o, k, p.K) : vec4(0.0);
     const bool whole = k + 4 <= p.K;
+    const vec4 g = gain4(k);
     for (uint r = 0; r < R; r++) {
       if (r >= rows) break;
       const uint x = p.x_off + (m0 + r) * p.x_stride + k;
       vec4 v;
       if (whole) v = input4(x, aligned);
       else v = vec4(X[x], k + 1 < p.K ? X[x + 1] : 0.0, k + 2 < p.K ? X[x + 2] : 0.0, 0.0);
+      v *= g;
       for (uint o = 0; o < NO; o++) {
         float a = acc[o][r];
         a = fma(v.x, w[o].x, a);
@@ -77,7 +86,7 @@ void main() {
       precise float s = runs[t][0];
       for (uint i = 1; i < RUNS; i++) s += runs[t][i];
       const uint y = p.y_off + (m0 + r) * p.y_stride + n0 + o;
-      Y[y] = (p.accumulate != 0 ? Y[y] : 0.0) + s;
+      Y[y] = (p.accumulate != 0 ? Y[y] : 0.0) + s * norm_scale[r];
     }
   }
 }

@@ -30,16 +30,22 @@ layout(local_size_x = TW) in;
 layout(std430, binding = 0) readonly buffer Input { float X[]; };
 layout(std430, binding = 0) readonly buffer Input4 { vec4 X4[]; };  // the same buffer, 16 bytes a load
 layout(std430, binding = 1) buffer Output { float Y[]; };
+layout(std430, binding = 3) readonly buffer Gain { float G[]; };  // the folded norm's gain (norm_fold.glsl)
 layout(push_constant) uniform Params {
   uint M, N, K;
   uint x_off, x_stride;  // row m of X starts at x_off + m x_stride
   uint y_off, y_stride;
   uint accumulate;       // 1: Y += result
+  uint norm;             // 1: X's rows RMS-normalised by G first (norm_fold.glsl)
+  float eps;
 } p;
 
 shared float16_t Ws[NT * LD];   // Ws[o][k]: output o's weights of this step
 shared float16_t Xs[MT * LD];   // Xs[r][k]: row r's inputs of this step
 shared float Ys[4 * MT * LY];   // Ys[q][r][o]: quarter q's sums
+#define NORM_THREADS TW
+#define NORM_ROWS MT
+#include "norm_fold.glsl"
 
 vec4 inputs4(uint r, uint k, uint rows, bool aligned) {
   if (r >= rows || k >= p.K) return vec4(0.0);
@@ -60,7 +66,8 @@ void fetch(uint n0, uint m0, uint outs, uint rows, uint k0, uint t, bool aligned
   }
   for (uint i = 0; i < XL; i++) {
     const uint g = t + TW * i, r = g / (KS / 4), kk = (g % (KS / 4)) * 4;
-    xreg[i] = inputs4(m0 + r, k0 + kk, m0 + rows, aligned);
+    // (a folded norm scales the inputs before they are rounded to fp16: normalised rows stay in its range)
+    xreg[i] = inputs4(m0 + r, k0 + kk, m0 + rows, aligned) * (gain4(k0 + kk) * norm_scale[r]);
   }
 }
 
@@ -81,6 +88,7 @@ void main() {
   if (n0 >= p.N) return;  // uniform for the whole workgroup
   const uint rows = min(MT, p.M - m0), outs = min(NT, p.N - n0);
   const bool aligned = p.x_off % 4 == 0 && p.x_stride % 4 == 0;
+  norm_scales(m0, rows);
 #ifdef COOPMAT
   const uint q = gl_SubgroupID;  // its quarter of every step
   fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
