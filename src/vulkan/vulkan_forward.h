@@ -114,7 +114,7 @@ class VulkanForward : public ForwardPass {
   std::unique_ptr<Kernels> kernels_;
   ModelConfig cfg_;
   std::unique_ptr<DeviceWeights> weights_;
-  std::unique_ptr<Activations> act_, chain_act_;  // a forward's rows; a draft chain's virtual row
+  std::unique_ptr<Activations> act_, chain_act_;  // a forward's rows; draft chains' virtual rows (one per chain)
   std::unique_ptr<Inputs> main_in_;
   std::vector<std::unique_ptr<Inputs>> chain_in_;  // a draft chain's steps' (one submission for them all)
   // Chains asked for up front (draft_chain.cpp): the plan kernel's table, each chain's source row and path end,
