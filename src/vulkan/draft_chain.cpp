@@ -59,8 +59,8 @@ void VulkanForward::upload_chain_meta(std::span<SequenceInput* const> seqs, cons
   for (size_t c = 0; c < C; c++) {
     const SequenceInput& in = *seqs[fits[c]];
     const int l0 = logit_first[fits[c]], n = static_cast<int>(in.logit_rows.size());
-    const PlannedRow& first_row = plan_.rows[static_cast<size_t>(plan_.logit_src[static_cast<size_t>(l0)] - in.logit_rows[0])];
-    m[4 * c] = l0, m[4 * c + 1] = n, m[4 * c + 2] = first_row.slot, m[4 * c + 3] = table;
+    const int past = plan_.rows[static_cast<size_t>(plan_.seq_first[fits[c]])].slot;  // (its first row's slot)
+    m[4 * c] = l0, m[4 * c + 1] = n, m[4 * c + 2] = past, m[4 * c + 3] = table;
     table += n;
     for (int i = 0; i < n; i++) {
       const size_t l = static_cast<size_t>(l0 + i);

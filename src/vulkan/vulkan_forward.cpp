@@ -328,14 +328,10 @@ void VulkanForward::plan_host_copies(std::span<SequenceInput* const> seqs) {
 const float* VulkanForward::fetched_row(const Buffer& dev, const Buffer& host, int row, std::vector<char>& on_host) {
   const size_t row_bytes = static_cast<size_t>(cfg_.vocab_size) * 4, at = static_cast<size_t>(row) * row_bytes;
   if (!on_host[static_cast<size_t>(row)]) {
-    ctx_->run([&](VkCommandBuffer cmd) {
-      const VkBufferCopy region{at, at, row_bytes};
-      api().vkCmdCopyBuffer(cmd, dev.handle(), host.handle(), 1, &region);
-      VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-      barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-      barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-      api().vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
-    });
+    Recorder copy(*ctx_);
+    copy.begin();
+    copy.copy_regions(dev.view(), host.view(), {VkBufferCopy{at, at, row_bytes}});
+    copy.finish();
     on_host[static_cast<size_t>(row)] = 1;
     extra_fetches_++;
     bytes_to_host_ += row_bytes;
