@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The device check: run on a lent GPU machine from the repository root with the bundle scripts/gpu_bundle.sh
 # built here (carry gpu-bundle), within BUDGET seconds (default 480; a step that would start past it is skipped
-# and reported). It lists the devices and times the GPU's read bandwidth, runs the Vulkan tests on the real
-# driver, then benchmarks jf beside llama.cpp's Vulkan build on the same files (random-weight files of real
+# and reported). It lists the devices and times the GPU's read bandwidth; runs the kernel tests first (the
+# tiles' row-position invariance, every member of the matrix-kernel family), then `jf tune --kernels` on the
+# benchmark files (the kernels every later step runs), the rest of the Vulkan tests on the real driver, then
+# benchmarks jf beside llama.cpp's Vulkan build on the same files (random-weight files of real
 # shapes made there with jf random: decode tokens/s, the cost of a forward by rows, a 512-token prompt), the
 # decoders on the shipped models, `jf tune` on the GPU, and the CPU at 1-16 threads; writes $OUT/report.md,
 # log.txt and results.tar.gz (every step's output; or --out DIR). STEP_MAX caps one step (default 150 s).
@@ -18,8 +20,8 @@ cd "$(dirname "$0")/.."
 local=0
 out="${OUT:-out/gpu-check}"
 bundle=gpu-bundle
-budget="${BUDGET:-480}"
-step_max="${STEP_MAX:-150}"  # seconds one step may take, so that a slow one cannot starve the rest
+budget="${BUDGET:-}"
+step_max="${STEP_MAX:-}"  # seconds one step may take, so that a slow one cannot starve the rest
 while [ $# -gt 0 ]; do
   case "$1" in
     --local) local=1 ;;
@@ -40,6 +42,9 @@ deliver() {
   rm -rf "$out"
 }
 trap deliver EXIT
+# A device's minutes are scarce: 8 minutes, 150 s a step. The local rehearsal shares 2 cores with other tests:
+# it may take longer, its steps are the same.
+if [ "$local" = 1 ]; then budget="${budget:-1200}" step_max="${step_max:-500}"; else budget="${budget:-480}" step_max="${step_max:-150}"; fi
 [ "$local" = 1 ] || bundle="$(cd "$bundle" && pwd)" || { echo "gpu_check.sh: no bundle at $bundle (scripts/gpu_bundle.sh)" >&2; exit 1; }
 report="$out/report.md"
 log="$out/log.txt"
@@ -57,6 +62,7 @@ if [ "$local" = 1 ]; then
   tokens=16                  # tokens per bench prompt
   threads=(1 2)
   ms=1,4,16 prefill=64 reps=2 tune_budget=5 tune_model=$stories clients=1,4
+  sweep_shapes=(tiny:q4_k_m) sweep_args=(--members serial,split-wg64-o4-r8,split-wg128-o2-r4-pair --kernel-rows 1,4 --budget 20)
   gtest_filter='*Stories260K*:*q8_0_K256*:*Presets/VulkanArch.BatchInvariantAndCloseToTheCpu/tiny'
 else
   [ -x "$bundle/bin/jf" ] || [ ! -e "$bundle/jf.tar.xz" ] || tar -C "$bundle" -xJf "$bundle/jf.tar.xz"
@@ -65,10 +71,12 @@ else
   stories="$bundle/models/stories260K/stories260K.gguf"
   vocab="$bundle/models/ggml-vocab-llama-spm.gguf"
   text="$bundle/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt"
-  read -r -a shapes <<< "${SHAPES:-llama-1b:q4_k_m llama-8b:q4_k_m llama-1b:q8_0 llama-1b:f16}"
+  read -r -a shapes <<< "${SHAPES:-llama-1b:q4_k_m llama-8b:q4_k_m llama-1b:q8_0 llama-8b:q3_k_m llama-8b:iq4_xs llama-1b:f16}"
   tokens="${TOKENS:-64}"
   threads=(1 2 4 8 16)
   tune_budget=40 tune_model="$models/pycode-ar-q8_0.gguf" clients=1,8,32
+  read -r -a sweep_shapes <<< "${SWEEP_SHAPES:-llama-1b:q4_k_m llama-8b:q4_k_m llama-1b:q8_0}"
+  sweep_args=(--budget "${SWEEP_BUDGET:-40}")
   gtest_filter="${GTEST_FILTER:-*}"
   # A device image without the Vulkan loader or GL dispatch libraries gets Debian's (as root, into /).
   if ! ldconfig -p | grep -q libvulkan.so.1 && [ "$(id -u)" = 0 ] && ls "$bundle"/debs/*.deb > /dev/null 2>&1; then
@@ -133,9 +141,30 @@ grep -A3 "^$device " "$out/devices.txt" | grep -q "fp16 matrix units" && units=m
 [ "$local" = 1 ] && [ -z "$units" ] && units=tiles
 peak=60000  # GFLOP/s: the roofline's compute side, about an H100/H200's fp32 rate without tensor cores
 
-step "tests on $device"
 export JF_SHARED="$bundle" JF_MODELS_DIR="$(cd "$models" && pwd)"
 [ "$local" = 1 ] && export JF_SHARED="$PWD/../shared"
+# The kernels' choices go with the results (and every later step on this machine reads them).
+export XDG_CACHE_HOME="$out/cache"
+step "kernel tests on $device"
+kernel_filter='*TilePosition*:*MatmulFamily*'
+[ "$local" = 1 ] && kernel_filter='*TilePosition*:*MatmulFamily*q4_k*'
+run "tile position and family" "$bin/test_vulkan_kernels" --gtest_filter="$kernel_filter" --gtest_brief=1
+
+step "kernel sweep on $device"
+work="$(mktemp -d)"
+make_file() {  # make_file SHAPE:TYPE: a random-weight file of that shape in $work (once)
+  local file="$work/$1.gguf"
+  [ -e "$file" ] || run "jf random $1" "$jf" random --preset "${1%%:*}" --type "${1#*:}" --fast --vocab-from "$vocab" -o "$file"
+}
+for entry in "${sweep_shapes[@]}"; do
+  make_file "$entry" || continue
+  run "kernel sweep $entry" sh -c "'$jf' tune --kernels -m '$work/$entry.gguf' --device $device ${sweep_args[*]} > '$out/kernels_${entry/:/_}.txt' 2>&1"
+done
+run "kernel sweep $(basename "$tune_model" .gguf)" sh -c "'$jf' tune --kernels -m '$tune_model' --device $device ${sweep_args[*]} \
+  > '$out/kernels_$(basename "$tune_model" .gguf).txt' 2>&1"
+cp "$out"/cache/jf/vulkan-kernels/*.json "$out/" 2>/dev/null
+
+step "tests on $device"
 for t in test_vulkan_kernels test_vulkan_ops test_vulkan_forward test_vulkan_decoders; do
   run "$t" "$bin/$t" --gtest_filter="$gtest_filter" --gtest_brief=1
 done
@@ -143,10 +172,9 @@ done
 step "benchmarks on $device"
 printf '{"prompt": "def quicksort(items):"}\n{"prompt": "class Stack:\\n    def __init__(self):"}\n' > "$out/prompts.jsonl"
 decoders=ar,jacobi:block=16,multiblock:block=16,lookahead,pld
-work="$(mktemp -d)"
 for entry in "${shapes[@]}"; do
   shape="${entry%%:*}" type="${entry#*:}" file="$work/$entry.gguf"
-  run "jf random $shape $type" "$jf" random --preset "$shape" --type "$type" --fast --vocab-from "$vocab" -o "$file" || continue
+  make_file "$entry" || continue
   run "forward cost $shape $type" sh -c "'$bin/forward_cost' -m '$file' --device $device --ms $ms --reps $reps --context 64 \
     --bandwidth $bandwidth --peak $peak --prefill $prefill > '$out/cost_${shape}_${type}.txt'"
   # where a forward's device time goes, kernel by kernel (JF_VULKAN_PROFILE: a timestamp after each dispatch)
@@ -174,7 +202,7 @@ run "decoders code model" sh -c "'$jf' bench -m '$models/pycode-ar-q8_0.gguf' --
   -n $tokens --decoders $decoders --plot '$out/decoders_code.svg' > '$out/decoders_code.txt'"
 run "decoders stories260K" sh -c "'$jf' bench -m '$stories' --device $device --prompts '$out/prompts.jsonl' -n $tokens \
   --decoders $decoders --plot '$out/decoders_stories.svg' > '$out/decoders_stories.txt'"
-run "tune $(basename "$tune_model" .gguf)" sh -c "'$jf' tune -m '$tune_model' --device $device --budget $tune_budget -n 24 --no-cache --plot '$out/tune.svg' \
+run "tune $(basename "$tune_model" .gguf)" sh -c "'$jf' tune -m '$tune_model' --device $device --budget $tune_budget -n 24 --no-cache --no-kernels --plot '$out/tune.svg' \
   -o '$out/tune.json' > '$out/tune.txt'"
 # the tuned choice (--config) beside the other configurations tune timed, in one run: auto within 3% of the best?
 if [ -s "$out/tune.json" ]; then
@@ -187,7 +215,7 @@ fi
   --model '$work/${shapes[0]}.gguf' --device $device --clients $clients --n 32 --requests 2 > '$out/decoders_server.txt'"
 # the first shape's cost curve on the device beside the CPU's, each relative to its own one row
 [ -e "$work/${shapes[0]}.gguf" ] && run "cost beside the CPU ${shapes[0]}" sh -c "'$jf' tune -m '$work/${shapes[0]}.gguf' \
-  --device $device --budget $tune_budget -n 8 --limit 1 --no-cache --plot '$out/cost_beside_cpu.svg' --plot-beside cpu \
+  --device $device --budget $tune_budget -n 8 --limit 1 --no-cache --no-kernels --plot '$out/cost_beside_cpu.svg' --plot-beside cpu \
   > '$out/cost_beside_cpu.txt'"
 head -c 20000 "$text" > "$out/text.txt"
 run "perplexity stories260K" sh -c "'$jf' perplexity -m '$stories' --device $device -f '$out/text.txt' --window 256 > '$out/ppl_gpu.txt' \
@@ -223,14 +251,15 @@ rm -rf "$work"
     echo
     grep "time(M) / time(1)" "$out/cost_beside_cpu.txt"
   fi
-  for f in "$out"/cost_*.txt "$out"/profile_*.txt "$out"/decode_*.txt "$out"/decoders_*.txt "$out"/tune.txt "$out"/cpu_jf_*.txt; do
+  for f in "$out"/kernels_*.txt "$out"/cost_*.txt "$out"/profile_*.txt "$out"/decode_*.txt "$out"/decoders_*.txt "$out"/tune.txt "$out"/cpu_jf_*.txt; do
     [ -e "$f" ] && [ "$f" != "$out/cost_beside_cpu.txt" ] || continue
     echo
     echo "## $(basename "$f" .txt)"
     echo
     lines=40
-    case "$f" in *profile_*) lines=160 ;; esac  # a table per row count
-    grep -v '^$' "$f" | grep -v '^  ' | head -$lines
+    indented='^  '
+    case "$f" in *profile_*) lines=160 ;; *kernels_*) lines=80 indented='^$' ;; esac  # (the sweep's indented rows kept)
+    grep -v '^$' "$f" | grep -v "$indented" | head -$lines
   done
   for f in "$out"/llama_*.json "$out"/cpu_llama_*.json; do
     [ -e "$f" ] || continue

@@ -2,16 +2,20 @@
 // (FMAs: a thread per output below 256 inputs, a workgroup per 4 outputs from 256; fp16 tiles with FMAs, and
 // on the device's matrix units where it has them), and their batch invariance: a row's result is the same
 // bits in any tile of any row count.
+#include <algorithm>
+#include <set>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "base/rng.h"
 #include "kernels/dtype.h"
+#include "kernels/ops.h"
 #include "vulkan/buffer.h"
 #include "vulkan/kernels.h"
 #include "vulkan/matmul_grid.h"
 #include "vulkan/recorder.h"
+#include "vulkan/tile_probe.h"
 #include "vulkan_support.h"
 
 namespace jf {
@@ -35,21 +39,20 @@ std::vector<float> random_floats(size_t n, uint64_t seed) {
 // y = x W^T on the device for the M rows of x starting at row `first` (a Host buffer, so no staging); with a
 // gain, x's rows RMS-normalised by it first (the norm folded into the product).
 std::vector<float> device_matmul(Fixture& f, DType t, const std::vector<uint8_t>& w, int64_t N, int64_t K, const std::vector<float>& x,
-                                 uint32_t first, uint32_t M, vulkan::MatrixMath math, const std::vector<float>* gain = nullptr) {
+                                 uint32_t first, uint32_t M, const vulkan::MatmulKernel& kernel, vulkan::MatrixMath math,
+                                 const std::vector<float>* gain = nullptr) {
   Buffer wb(f.ctx, (w.size() + 3) / 4 * 4, Buffer::Kind::Host), xb(f.ctx, x.size() * 4, Buffer::Kind::Host), yb(f.ctx, M * N * 4, Buffer::Kind::Host);
   Buffer gb(f.ctx, gain ? gain->size() * 4 : 16, Buffer::Kind::Host);
   std::memcpy(wb.mapped(), w.data(), w.size());
   std::memcpy(xb.mapped(), x.data(), x.size() * 4);
   if (gain) std::memcpy(gb.mapped(), gain->data(), gain->size() * 4);
-  const vulkan::MatmulGrid g = vulkan::matmul_grid(uint32_t(N), uint32_t(K), M, 256, math);
-  struct {
-    uint32_t M, N, K, x_off, x_stride, y_off, y_stride, accumulate, norm;
-    float eps;
-  } p{M, uint32_t(N), uint32_t(K), uint32_t(first * K), uint32_t(K), 0, uint32_t(N), 0, gain ? 1u : 0u, 1e-5f};
+  const vulkan::MatmulGrid g = vulkan::matmul_grid(kernel, math, uint32_t(N), M);
+  vulkan::MatmulParams p = vulkan::MatmulParams::plain(M, uint32_t(N), uint32_t(K));
+  p.x_off = uint32_t(first * K), p.norm = gain ? 1u : 0u;
   vulkan::Recorder rec(f.ctx);
   rec.begin();
-  rec.dispatch(f.kernels.get(vulkan::matmul_kernel_prefix(g, math) + dtype_name(t), 4), {xb.view(), yb.view(), wb.view(), gb.view()}, p,
-               g.x, g.y, g.z);
+  rec.dispatch(f.kernels.get(vulkan::matmul_shader(kernel, math, t), vulkan::kMatmulBindings, vulkan::matmul_constants(kernel, math)),
+               {xb.view(), yb.view(), wb.view(), gb.view(), xb.view(), yb.view(), yb.view()}, p, g.x, g.y, g.z);
   rec.finish();
   const float* y = static_cast<const float*>(yb.mapped());
   return std::vector<float>(y, y + M * N);
@@ -69,10 +72,11 @@ TEST_P(VulkanMatmul, MatchesTheDequantizedReferenceAndIsBatchInvariant) {
   std::vector<uint8_t> w(row_bytes * N);
   for (int64_t n = 0; n < N; n++) quantize_row(type, &wf[n * K], &w[n * row_bytes], K);
   const std::vector<float> x = random_floats(static_cast<size_t>(M * K), 9);
+  const vulkan::MatmulKernel kernel = vulkan::default_matmul_kernel(uint32_t(K), 256);  // a GPU's rule
   for (vulkan::MatrixMath math : test::matrix_maths(device)) {
     const std::string what = dtype_name(type) + " K=" + std::to_string(K) + " " + vulkan::matrix_math_name(math);
     const bool fp16 = math != vulkan::MatrixMath::Fma;
-    const std::vector<float> y = device_matmul(f, type, w, N, K, x, 0, M, math);
+    const std::vector<float> y = device_matmul(f, type, w, N, K, x, 0, M, kernel, math);
     // The FMA kernels sum exact fp32 products; the tiles fp16-rounded weights and inputs (a device may round
     // to nearest or toward zero, so the reference rounds to nearest and allows the difference).
     std::vector<float> row(static_cast<size_t>(K));
@@ -90,16 +94,16 @@ TEST_P(VulkanMatmul, MatchesTheDequantizedReferenceAndIsBatchInvariant) {
     }
     // Each row again alone, and rows 3..9 and 5..17 as batches (other tiles, other neighbours): the same bits.
     for (uint32_t m : {0u, 5u, 10u, 18u}) {
-      const std::vector<float> alone = device_matmul(f, type, w, N, K, x, m, 1, math);
+      const std::vector<float> alone = device_matmul(f, type, w, N, K, x, m, 1, kernel, math);
       ASSERT_EQ(0, std::memcmp(alone.data(), &y[m * N], N * 4)) << what << " row " << m << " alone";
     }
     for (auto [first, count] : {std::pair<uint32_t, uint32_t>{3, 7}, {5, 13}}) {
-      const std::vector<float> part = device_matmul(f, type, w, N, K, x, first, count, math);
+      const std::vector<float> part = device_matmul(f, type, w, N, K, x, first, count, kernel, math);
       ASSERT_EQ(0, std::memcmp(part.data(), &y[first * N], count * N * 4)) << what << " rows " << first << ".." << first + count - 1;
     }
     // The RMSNorm before it folded in: the normalised rows' product, the same bits alone and in batches.
     const std::vector<float> g = random_floats(static_cast<size_t>(K), 11);
-    const std::vector<float> yn = device_matmul(f, type, w, N, K, x, 0, M, math, &g);
+    const std::vector<float> yn = device_matmul(f, type, w, N, K, x, 0, M, kernel, math, &g);
     for (int64_t m = 0; m < M; m++) {
       double ss = 0;
       for (int64_t k = 0; k < K; k++) ss += double(x[m * K + k]) * x[m * K + k];
@@ -116,17 +120,17 @@ TEST_P(VulkanMatmul, MatchesTheDequantizedReferenceAndIsBatchInvariant) {
       }
     }
     for (uint32_t m : {0u, 10u, 18u})
-      ASSERT_EQ(0, std::memcmp(device_matmul(f, type, w, N, K, x, m, 1, math, &g).data(), &yn[m * N], N * 4)) << what << " normed, row " << m;
-    const std::vector<float> part = device_matmul(f, type, w, N, K, x, 5, 13, math, &g);
+      ASSERT_EQ(0, std::memcmp(device_matmul(f, type, w, N, K, x, m, 1, kernel, math, &g).data(), &yn[m * N], N * 4)) << what << " normed, row " << m;
+    const std::vector<float> part = device_matmul(f, type, w, N, K, x, 5, 13, kernel, math, &g);
     ASSERT_EQ(0, std::memcmp(part.data(), &yn[5 * N], 13 * N * 4)) << what << " normed, rows 5..17";
   }
 }
 
 std::vector<std::tuple<DType, int>> matmul_cases() {
   std::vector<std::tuple<DType, int>> c;
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K,
-                  DType::Q5_K, DType::Q6_K})
-    for (int K : {t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K ? 256 : 128, 2304})
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K,
+                  DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS})
+    for (int K : {dtype_block_size(t) == 256 ? 256 : 128, 2304})
       c.emplace_back(t, K);  // 128: a thread per output; 256: one step of a workgroup per 4 outputs; 2304: 9 steps
   for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_1}) c.emplace_back(t, 288);  // a last step of one unit
   c.emplace_back(DType::F32, 100);                     // float types need no whole units: serial
@@ -139,16 +143,193 @@ INSTANTIATE_TEST_SUITE_P(Types, VulkanMatmul, ::testing::ValuesIn(matmul_cases()
   return dtype_name(std::get<0>(info.param)) + "_K" + std::to_string(std::get<1>(info.param));
 });
 
+// Every member of the FMA family the device runs (matmul_family.h): close to the dequantized reference, and
+// each row the same bits alone and in other batches, plain and with the norm folded in. A GPU compiles a
+// member in milliseconds and runs every member on every weight type; lavapipe takes ~1 s a member (LLVM), so
+// there each member runs on one or two of the sixteen cases below, spread so that every case still meets every
+// value of every shape parameter (pairs or fours, subgroup or tree sums, 64-256 threads, 1-4 outputs, 4 or 8
+// rows; TheSpreadCoversEveryMember checks both).
+class VulkanMatmulFamily : public ::testing::TestWithParam<std::tuple<DType, int>> {};
+
+const std::vector<std::tuple<DType, int>> kFamilyCases = {
+    {DType::F32, 2304},  {DType::F32, 301},   {DType::F16, 2306},  {DType::BF16, 2304},   {DType::Q8_0, 2304},   {DType::Q4_0, 2304},
+    {DType::Q4_1, 2304}, {DType::Q5_0, 2304}, {DType::Q5_1, 2304}, {DType::Q2_K, 2304},   {DType::Q3_K, 2304},   {DType::Q4_K, 2304},
+    {DType::Q5_K, 2304}, {DType::Q6_K, 2304}, {DType::IQ4_NL, 2304}, {DType::IQ4_XS, 2304}};
+
+bool member_runs_on_case(size_t member, size_t c, bool every) {
+  const size_t n = kFamilyCases.size();
+  return every || member % n == c || (member / n + member) % n == c;
+}
+
+TEST_P(VulkanMatmulFamily, EveryMemberMatchesTheReferenceAndIsBatchInvariant) {
+  JF_VULKAN_DEVICE(device);
+  const auto [type, K] = GetParam();
+  const int64_t N = 70, M = 19;
+  Fixture f(device);
+  const std::vector<float> wf = random_floats(static_cast<size_t>(N * K), 17);
+  const size_t row_bytes = dtype_row_bytes(type, K);
+  std::vector<uint8_t> w(row_bytes * N);
+  for (int64_t n = 0; n < N; n++) quantize_row(type, &wf[n * K], &w[n * row_bytes], K);
+  const std::vector<float> x = random_floats(static_cast<size_t>(M * K), 19), gain = random_floats(static_cast<size_t>(K), 23);
+  // The references, plain and normalised, with the sums of magnitudes that bound fp32 rounding.
+  std::vector<double> ref(M * N), mag(M * N), ref_n(M * N), mag_n(M * N);
+  std::vector<float> row(static_cast<size_t>(K));
+  for (int64_t n = 0; n < N; n++) {
+    dequantize_row(type, &w[n * row_bytes], row.data(), K);
+    for (int64_t m = 0; m < M; m++) {
+      double ss = 0;
+      for (int64_t k = 0; k < K; k++) ss += double(x[m * K + k]) * x[m * K + k];
+      const double inv = 1.0 / std::sqrt(ss / double(K) + 1e-5);
+      for (int64_t k = 0; k < K; k++) {
+        const double p = double(x[m * K + k]) * row[k], pn = p * gain[k] * inv;
+        ref[m * N + n] += p, mag[m * N + n] += std::fabs(p), ref_n[m * N + n] += pn, mag_n[m * N + n] += std::fabs(pn);
+      }
+    }
+  }
+  const std::vector<vulkan::MatmulKernel> family = vulkan::matmul_family(f.ctx.info());
+  ASSERT_GE(family.size(), 40u) << "the family on " << f.ctx.info().name;
+  const size_t c = std::find(kFamilyCases.begin(), kFamilyCases.end(), GetParam()) - kFamilyCases.begin();
+  int tested = 0;
+  for (size_t i = 0; i < family.size(); i++) {
+    const vulkan::MatmulKernel& k = family[i];
+    if (!member_runs_on_case(i, c, !f.ctx.info().software)) continue;
+    tested++;
+    const std::string what = dtype_name(type) + " K=" + std::to_string(K) + " " + k.name();
+    const auto run = [&](uint32_t first, uint32_t count, bool norm) {
+      return device_matmul(f, type, w, N, K, x, first, count, k, vulkan::MatrixMath::Fma, norm ? &gain : nullptr);
+    };
+    const std::vector<float> y = run(0, M, false), yn = run(0, M, true);
+    for (int64_t i = 0; i < M * N; i++) {
+      ASSERT_NEAR(y[i], ref[i], 2e-6 * mag[i] + 1e-6) << what << " row " << i / N << " output " << i % N;
+      ASSERT_NEAR(yn[i], ref_n[i], 2e-6 * mag_n[i] + 1e-6) << what << " normed, row " << i / N << " output " << i % N;
+    }
+    ASSERT_EQ(0, std::memcmp(run(18, 1, false).data(), &y[18 * N], N * 4)) << what << " row 18 alone";
+    ASSERT_EQ(0, std::memcmp(run(3, 7, false).data(), &y[3 * N], 7 * N * 4)) << what << " rows 3..9";
+    ASSERT_EQ(0, std::memcmp(run(10, 1, true).data(), &yn[10 * N], N * 4)) << what << " normed, row 10 alone";
+  }
+  EXPECT_GE(tested, 6) << dtype_name(type);
+}
+
+// Over the cases, every member runs on lavapipe too (the spread above misses none), and each case meets every
+// value of every shape parameter.
+TEST(VulkanMatmulFamily, TheSpreadCoversEveryMember) {
+  JF_VULKAN_DEVICE(device);
+  const std::vector<vulkan::MatmulKernel> family = vulkan::matmul_family(vulkan::Context(device).info());
+  for (size_t i = 0; i < family.size(); i++) {
+    bool covered = false;
+    for (size_t c = 0; c < kFamilyCases.size(); c++) covered = covered || member_runs_on_case(i, c, false);
+    EXPECT_TRUE(covered) << family[i].name();
+  }
+  for (size_t c = 0; c < kFamilyCases.size(); c++) {
+    std::set<uint32_t> wg, outputs, rows, pair, sg;
+    for (size_t i = 0; i < family.size(); i++)
+      if (!family[i].serial && member_runs_on_case(i, c, false))
+        wg.insert(family[i].wg), outputs.insert(family[i].outputs), rows.insert(family[i].rows), pair.insert(family[i].pair),
+            sg.insert(family[i].subgroup);
+    EXPECT_EQ(wg.size(), 3u) << c;
+    EXPECT_EQ(outputs.size(), 3u) << c;
+    EXPECT_EQ(rows.size(), 2u) << c;
+    EXPECT_EQ(pair.size(), 2u) << c;
+    EXPECT_EQ(sg.size(), vulkan::Context(device).info().subgroup_shuffle ? 2u : 1u) << c;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, VulkanMatmulFamily, ::testing::ValuesIn(kFamilyCases),
+                         [](const auto& info) { return dtype_name(std::get<0>(info.param)) + "_K" + std::to_string(std::get<1>(info.param)); });
+
+// A product with the GLU folded into its inputs (the down projection reading act(gate) * up) matches the CPU's
+// activation followed by the product; a concatenated matrix's outputs split over three matrices are the bits of
+// the plain product's columns. For every kind of kernel: a thread per output, a split-family member, the tiles.
+TEST(VulkanMatmul, GluFoldedIntoTheInputsAndOutputsSplitOverThreeMatrices) {
+  JF_VULKAN_DEVICE(device);
+  Fixture f(device);
+  const uint32_t N = 70, K = 512, M = 5, n1 = 20, n2 = 50;
+  const std::vector<float> wf = random_floats(size_t{N} * K, 31), gate = random_floats(size_t{M} * K, 32), up = random_floats(size_t{M} * K, 33);
+  const size_t row_bytes = dtype_row_bytes(DType::Q8_0, K);
+  std::vector<uint8_t> w(row_bytes * N);
+  for (uint32_t n = 0; n < N; n++) quantize_row(DType::Q8_0, &wf[n * K], &w[n * row_bytes], K);
+  Buffer wb(f.ctx, (w.size() + 3) / 4 * 4, Buffer::Kind::Host), gb(f.ctx, gate.size() * 4, Buffer::Kind::Host),
+      ub(f.ctx, up.size() * 4, Buffer::Kind::Host);
+  std::memcpy(wb.mapped(), w.data(), w.size());
+  std::memcpy(gb.mapped(), gate.data(), gate.size() * 4);
+  std::memcpy(ub.mapped(), up.data(), up.size() * 4);
+  std::vector<std::pair<vulkan::MatmulKernel, vulkan::MatrixMath>> kernels = {
+      {vulkan::parse_matmul_kernel("serial"), vulkan::MatrixMath::Fma},
+      {vulkan::parse_matmul_kernel("split-wg128-o2-r4-pair"), vulkan::MatrixMath::Fma}};
+  for (vulkan::MatrixMath math : test::matrix_maths(device))
+    if (math != vulkan::MatrixMath::Fma) kernels.push_back({vulkan::MatmulKernel{}, math});
+  for (const auto& [kernel, math] : kernels) {
+    const std::string what = kernel.name() + " " + vulkan::matrix_math_name(math);
+    const bool fp16 = math != vulkan::MatrixMath::Fma;
+    const vulkan::Kernel& k = f.kernels.get(vulkan::matmul_shader(kernel, math, DType::Q8_0), vulkan::kMatmulBindings,
+                                            vulkan::matmul_constants(kernel, math));
+    const vulkan::MatmulGrid g = vulkan::matmul_grid(kernel, math, N, M);
+    // y = act(gate) * up, times W: silu, then tanh-gelu.
+    for (uint32_t glu : {1u, 2u}) {
+      Buffer yb(f.ctx, size_t{M} * N * 4, Buffer::Kind::Host);
+      vulkan::MatmulParams p = vulkan::MatmulParams::plain(M, N, K);
+      p.glu = glu;
+      vulkan::Recorder rec(f.ctx);
+      rec.begin();
+      rec.dispatch(k, {gb.view(), yb.view(), wb.view(), gb.view(), ub.view(), yb.view(), yb.view()}, p, g.x, g.y, g.z);
+      rec.finish();
+      std::vector<float> act = gate, row(K);
+      glu == 2 ? gelu_tanh_mul(act.data(), up.data(), M * K) : silu_mul(act.data(), up.data(), M * K);
+      const float* y = static_cast<const float*>(yb.mapped());
+      for (uint32_t n = 0; n < N; n++) {
+        dequantize_row(DType::Q8_0, &w[n * row_bytes], row.data(), K);
+        for (uint32_t m = 0; m < M; m++) {
+          double ref = 0, mag = 0;
+          for (uint32_t i = 0; i < K; i++) ref += double(act[m * K + i]) * row[i], mag += std::fabs(double(act[m * K + i]) * row[i]);
+          ASSERT_NEAR(y[m * N + n], ref, (fp16 ? 2e-3 : 1e-5) * mag + 1e-6) << what << " glu " << glu << " row " << m << " output " << n;
+        }
+      }
+    }
+    // Outputs 0..19 to Y, 20..49 to Y2, 50..69 to Y3, each a row-major matrix of its own: the plain product's bits.
+    Buffer whole(f.ctx, size_t{M} * N * 4, Buffer::Kind::Host), y1(f.ctx, size_t{M} * n1 * 4, Buffer::Kind::Host),
+        y2(f.ctx, size_t{M} * (n2 - n1) * 4, Buffer::Kind::Host), y3(f.ctx, size_t{M} * (N - n2) * 4, Buffer::Kind::Host);
+    vulkan::MatmulParams plain = vulkan::MatmulParams::plain(M, N, K), split = plain;
+    split.n1 = split.y_stride = n1, split.n2 = n2;
+    vulkan::Recorder rec(f.ctx);
+    rec.begin();
+    rec.dispatch(k, {gb.view(), whole.view(), wb.view(), gb.view(), gb.view(), whole.view(), whole.view()}, plain, g.x, g.y, g.z);
+    rec.dispatch(k, {gb.view(), y1.view(), wb.view(), gb.view(), gb.view(), y2.view(), y3.view()}, split, g.x, g.y, g.z);
+    rec.finish();
+    const float* all = static_cast<const float*>(whole.mapped());
+    const float* parts[3] = {static_cast<const float*>(y1.mapped()), static_cast<const float*>(y2.mapped()), static_cast<const float*>(y3.mapped())};
+    for (uint32_t m = 0; m < M; m++)
+      for (uint32_t n = 0; n < N; n++) {
+        const uint32_t part = n < n1 ? 0 : n < n2 ? 1 : 2, first = part == 0 ? 0 : part == 1 ? n1 : n2, width = part == 0 ? n1 : part == 1 ? n2 - n1 : N - n2;
+        ASSERT_EQ(std::memcmp(&parts[part][m * width + n - first], &all[m * N + n], 4), 0) << what << " row " << m << " output " << n;
+      }
+  }
+}
+
+// What batch invariance rests on with fp16 tiles (tile_probe.h): a row's bits are the same at every position
+// of a tile, beside rows of huge, tiny, fp32-denormal and zero values, on the FMA tiles here and on the
+// matrix units where the device has them; and a row of inputs past fp16's range (1e6) still sums to finite
+// values near the reference (the tiles scale it by a power of two), where unscaled it would be infinite.
+TEST(VulkanTiles, TilePositionInvarianceBesideHugeTinyDenormalAndZeroRows) {
+  JF_VULKAN_DEVICE(device);
+  Fixture f(device);
+  for (vulkan::MatrixMath math : test::matrix_maths(device)) {
+    if (math == vulkan::MatrixMath::Fma) continue;
+    const vulkan::TileProbe probe = vulkan::probe_tile_positions(f.ctx, f.kernels, math);
+    EXPECT_TRUE(probe.invariant) << vulkan::matrix_math_name(math) << ": " << probe.detail;
+    EXPECT_TRUE(probe.finite) << vulkan::matrix_math_name(math) << ": " << probe.detail;
+  }
+}
+
 // Embedding rows come out as the CPU dequantizes them.
 TEST(VulkanGetRows, MatchesDequantizeRowPerType) {
   JF_VULKAN_DEVICE(device);
   Fixture f(device);
   const int64_t K = 512, rows = 9;
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K,
-                  DType::Q5_K, DType::Q6_K}) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K,
+                  DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS}) {
     const std::vector<float> wf = random_floats(static_cast<size_t>(rows * K), 3);
     const size_t rb = dtype_row_bytes(t, K);
-    Buffer wb(f.ctx, rb * rows, Buffer::Kind::Host), ids(f.ctx, 16, Buffer::Kind::Host), out(f.ctx, 2 * K * 4, Buffer::Kind::Host);
+    Buffer wb(f.ctx, (rb * rows + 3) / 4 * 4, Buffer::Kind::Host), ids(f.ctx, 16, Buffer::Kind::Host), out(f.ctx, 2 * K * 4, Buffer::Kind::Host);
     for (int64_t r = 0; r < rows; r++) quantize_row(t, &wf[r * K], static_cast<uint8_t*>(wb.mapped()) + r * rb, K);
     const int32_t pick[2] = {7, 2};
     std::memcpy(ids.mapped(), pick, sizeof pick);

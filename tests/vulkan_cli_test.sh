@@ -116,4 +116,21 @@ grep -q "device error" "$work/bad.json" || fail "the 500 does not say what faile
 [ "$(complete "Once upon a time" "$work/good.json")" = 200 ] || fail "the server did not recover: $(cat "$work/good.json")"
 same_text "$work/good.json" "Once upon a time" || fail "after a device error the server's text differs from generate's"
 stop_server
+
+# jf tune --kernels: members timed on the model's shapes, each shape's choice kept in the cache for the device,
+# named by jf devices, and the same text generated with it; bad member names and flags refused in one line.
+export XDG_CACHE_HOME="$work/cache"
+"$jf" tune --kernels -m "$model" --device "$dev" --members serial,split-wg64-o2-r4,split-wg128-o1-r8-pair --kernel-rows 1,4 \
+  > "$work/kernels.txt" 2>&1 || { cat "$work/kernels.txt"; fail "jf tune --kernels failed"; }
+grep -q "512 x 64 f32 chosen" "$work/kernels.txt" || { cat "$work/kernels.txt"; fail "tune --kernels printed no choice for the output head"; }
+ls "$work/cache/jf/vulkan-kernels/"*.json > /dev/null 2>&1 || fail "tune --kernels kept no choices"
+"$jf" devices | grep -q "matrix kernels: tuned for 5 matrix shapes" || { "$jf" devices; fail "jf devices does not name the tuned kernels"; }
+"$jf" "${gen[@]}" --device "$dev" > "$work/tuned.txt" 2>/dev/null
+cmp -s "$work/cpu.txt" "$work/tuned.txt" || fail "generate with the tuned kernels differs from the CPU"
+for bad in "--kernels --members split-wg64-o3-r8" "--kernels --kernel-rows 4,0" "--members serial" "--kernels --device cpu"; do
+  # shellcheck disable=SC2086
+  if "$jf" tune -m "$model" --device "$dev" $bad > "$work/bad.txt" 2>&1; then fail "jf tune $bad was accepted"; fi
+  [ "$(wc -l < "$work/bad.txt")" -le 2 ] || { cat "$work/bad.txt"; fail "jf tune $bad: not a short error"; }
+done
+unset XDG_CACHE_HOME
 echo "vulkan cli: all checks passed"

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "test_support.h"
 #include "vulkan/context.h"
+#include "vulkan/matmul_family.h"
 #include "vulkan/matmul_grid.h"
 
 namespace jf::test {
@@ -37,6 +38,16 @@ inline std::vector<vulkan::MatrixMath> matrix_maths(int device) {
   for (const vulkan::DeviceInfo& d : vulkan::list_devices())
     if (d.index == device && d.matrix_units) m.push_back(vulkan::MatrixMath::MatrixUnits);
   return m;
+}
+
+// Members of the split family a whole forward is tested with (the kernel tests run every member): the
+// untuned default, and one with every option on (pairs, subgroup sums where the device has them) in another
+// shape.
+inline std::vector<vulkan::MatmulKernel> some_split_kernels(int device) {
+  std::vector<vulkan::MatmulKernel> k{vulkan::parse_matmul_kernel("split-wg64-o4-r8")};
+  for (const vulkan::DeviceInfo& d : vulkan::list_devices())
+    if (d.index == device) k.push_back(vulkan::parse_matmul_kernel(std::string("split-wg128-o2-r4-pair") + (d.subgroup_shuffle ? "-sg" : "")));
+  return k;
 }
 
 }  // namespace jf::test

@@ -9,6 +9,7 @@
 #include "cli/options.h"
 #include "cli/progress.h"
 #include "cli/prompts.h"
+#include "device/device.h"
 #include "kernels/parallel.h"
 #include "tune/cost_chart.h"
 #include "tune/tuner.h"
@@ -29,8 +30,8 @@ struct TuneArgs {
   ModelOptions model;
   std::string prompts_file, format = "auto", out, plot, plot_beside;
   int limit = 4;
-  bool no_cache = false;
-  std::string grid;
+  bool no_cache = false, kernels = false, no_kernels = false;
+  std::string grid, members, kernel_rows;
   tune::TuneOptions opt;
 };
 
@@ -53,8 +54,33 @@ void write_plot_beside(const TuneArgs& a, const tune::CostTable& cost, const std
                              {{device, cost}, {fwd->device_name(), beside}}, "Forward cost by rows: " + a.model.path)));
 }
 
+// The GPU's matrix kernels timed and chosen (--kernels, and first on a hardware GPU): the table, printed.
+void tune_kernels(TuneArgs& a, Model& model, bool software_too) {
+  KernelTuneOptions o;
+  o.members = split_list(a.members);
+  for (const std::string& r : split_list(a.kernel_rows)) {
+    if (r.empty() || r.size() > 5 || r.find_first_not_of("0123456789") != std::string::npos || std::stoi(r) < 1)
+      throw Error("--kernel-rows takes row counts such as 1,4,16,64,512, got '" + a.kernel_rows + "'");
+    o.rows.push_back(std::stoi(r));
+  }
+  o.budget_seconds = a.kernels ? a.opt.budget_seconds : std::min(a.opt.budget_seconds / 2, 120.0);
+  o.cache = !a.no_cache;
+  o.software_too = software_too;
+  const std::string table = tune_gpu_kernels(model, a.model.device, o);
+  if (!table.empty()) std::printf("matrix kernels on %s\n%s\n", a.model.device.c_str(), table.c_str());
+  std::fflush(stdout);
+}
+
 int run_tune(TuneArgs& a) {
   if (!(a.opt.budget_seconds > 0)) throw Error("--budget must be > 0 seconds");
+  if ((!a.members.empty() || !a.kernel_rows.empty()) && !a.kernels) throw Error("--members and --kernel-rows go with --kernels");
+  if (a.kernels && a.no_kernels) throw Error("--kernels and --no-kernels contradict each other");
+  if (a.kernels) {
+    if (!a.out.empty() || !a.plot.empty()) throw Error("--kernels tunes the GPU's matrix kernels only: -o and --plot do not apply");
+    LoadedModel lm = open_model(a.model);
+    tune_kernels(a, *lm.model, true);
+    return 0;
+  }
   check_output_path(a.out, "-o");
   check_output_path(a.plot, "--plot");
   if (!a.plot_beside.empty() && a.plot.empty()) throw Error("--plot-beside needs --plot FILE");
@@ -79,6 +105,7 @@ int run_tune(TuneArgs& a) {
     std::string rendered;
     prompts.push_back(prompt_tokens(po, *lm.tokenizer, &rendered));
   }
+  if (a.model.device != "cpu" && !a.no_kernels) tune_kernels(a, *lm.model, false);  // (hardware GPUs only)
   std::unique_ptr<ForwardPass> fwd = open_forward(a.model, *lm.model);
   Session session(*fwd, context_size(a.model, *lm.model), kv_type(a.model));
   for (const auto& p : prompts) check_prompt(p, session.context_size() - a.opt.max_new_tokens);
@@ -151,7 +178,13 @@ Command add_tune_command(CLI::App& app) {
   cmd->add_option("--plot-beside", a->plot_beside,
                   "With --plot: also measure the cost curve on this device (e.g. cpu when tuning with --device vulkan) "
                   "and draw both as time(M) / time(1), each relative to its own one row");
-  cmd->add_flag("--no-cache", a->no_cache, "Do not store the result in ~/.cache/jf for --decoder auto");
+  cmd->add_flag("--no-cache", a->no_cache, "Do not store the result in ~/.cache/jf for --decoder auto (nor the kernels chosen)");
+  cmd->add_flag("--kernels", a->kernels,
+                "Only time the GPU's matrix-kernel family on the model's shapes and keep each shape's fastest for the device "
+                "(also done first by a plain jf tune on a hardware GPU; --budget bounds it)");
+  cmd->add_flag("--no-kernels", a->no_kernels, "On a GPU, tune the decoders without timing the matrix kernels first");
+  cmd->add_option("--members", a->members, "With --kernels: only these family members (e.g. serial,split-wg128-o2-r8-pair-sg)");
+  cmd->add_option("--kernel-rows", a->kernel_rows, "With --kernels: row counts to time (default 1,4,16,64,512; the first must be 1)");
   return [a] { return run_tune(*a); };
 }
 

@@ -10,6 +10,8 @@
 #ifdef JF_WITH_VULKAN
 #include "vulkan/bandwidth.h"
 #include "vulkan/context.h"
+#include "vulkan/kernel_sweep.h"
+#include "vulkan/tile_probe.h"
 #include "vulkan/vulkan_forward.h"
 #endif
 
@@ -55,6 +57,19 @@ int first_gpu(std::string* why) {
   }
   return -1;
 }
+
+// Whether jf uses a device's matrix units: they must give a row the same bits at every tile position.
+std::string matrix_units_verdict(int index) {
+  try {
+    vulkan::Context ctx(index);
+    vulkan::Kernels kernels(ctx);
+    const vulkan::TileProbe p = vulkan::probe_tile_positions(ctx, kernels, vulkan::MatrixMath::MatrixUnits);
+    return p.ok() ? "used with JF_VULKAN_MATMUL=matrix-units (a row's bits pass the tile-position probe)"
+                  : "NOT used: they fail the tile-position probe (" + p.detail + ")";
+  } catch (const Error& e) {
+    return std::string("NOT used: the tile-position probe could not run (") + e.what() + ")";
+  }
+}
 #endif
 
 }  // namespace
@@ -99,6 +114,17 @@ std::string describe_devices() {
       for (const std::string& f : d.features) features += (features.empty() ? "" : ", ") + f;
       o << "           uses: " << features << "\n";
       if (!d.missing.empty()) o << "           cannot run jf: lacks " << d.missing << "\n";
+      if (d.matrix_units) o << "           fp16 matrix units: " << matrix_units_verdict(d.index) << "\n";
+      try {
+        const vulkan::KernelChoices c = vulkan::KernelChoices::load(d);
+        if (d.missing.empty())
+          o << "           matrix kernels: " << (c.by_shape.empty() ? std::string("untuned (jf tune --kernels times them)")
+                                                                      : "tuned for " + std::to_string(c.by_shape.size()) +
+                                                                            " matrix shapes (" + vulkan::KernelChoices::cache_path(d) + ")")
+            << "\n";
+      } catch (const Error& e) {
+        o << "           matrix kernels: " << e.what() << "\n";
+      }
       if (d.software) o << "           a software device: chosen only by --device vulkan:" << d.index << ", never by auto\n";
     }
     o << "auto       " << (gpu >= 0 ? "vulkan:" + std::to_string(gpu) : "cpu (" + why + ")") << "\n";
@@ -128,6 +154,41 @@ std::string measure_read_bandwidth(const std::string& device) {
   return line;
 #else
   throw Error("this jf was built without the Vulkan backend, so it has no device to measure");
+#endif
+}
+
+std::string tune_gpu_kernels(Model& model, const std::string& device, const KernelTuneOptions& o) {
+  const int index = device == "auto" ? -2 : vulkan_index(device);
+  if (index == -1) throw Error("--kernels tunes a Vulkan device's kernels (--device vulkan, vulkan:N or auto), not '" + device + "'");
+#ifdef JF_WITH_VULKAN
+  std::string why;
+  const int chosen = index >= 0 ? index : first_gpu(&why);
+  if (chosen < 0 && !o.software_too) return "";  // (auto on a machine without a GPU: nothing to tune)
+  if (chosen < 0) throw Error("--kernels with --device auto: " + why);
+  if (!o.software_too)
+    for (const vulkan::DeviceInfo& d : vulkan::list_devices())
+      if (d.index == chosen && d.software) return "";
+  model.set_panels(false);
+  // Every member is timed on its own, whatever is cached: the forward only lends its weights and device.
+  vulkan::VulkanForward fwd(chosen, model.config(), model.weights(), vulkan::default_matmul_kernel(0, 0));
+  vulkan::SweepOptions so;
+  if (!o.rows.empty()) so.rows = o.rows;
+  so.reps = o.reps, so.budget_seconds = o.budget_seconds;
+  for (const std::string& name : o.members) so.only.push_back(vulkan::parse_matmul_kernel(name));
+  const vulkan::SweepResult r = vulkan::sweep_matmul_family(fwd, so);
+  std::string out = "vulkan:" + std::to_string(chosen) + " " + fwd.device().name + ", driver " + fwd.device().driver + "\n" +
+                    vulkan::sweep_table(r);
+  if (o.cache) {
+    const std::string path = vulkan::KernelChoices::cache_path(fwd.device());
+    vulkan::KernelChoices c = vulkan::KernelChoices::load(fwd.device());
+    vulkan::record_choices(r, c);
+    c.write(path);
+    out += "kept for every forward on this device and driver: " + path + "\n";
+  }
+  return out;
+#else
+  (void)model, (void)o;
+  throw Error("this jf was built without the Vulkan backend, so it has no kernels to tune");
 #endif
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/model.h"
 #include "model/transformer.h"
@@ -24,5 +25,19 @@ std::string describe_devices();
 // `jf devices --bandwidth DEVICE`: the Vulkan device's read bandwidth, timed on the device (one line).
 // Throws jf::Error for the CPU, a build without Vulkan, or a device that cannot be opened or timed.
 std::string measure_read_bandwidth(const std::string& device);
+
+// `jf tune --kernels`: times the GPU's matrix-kernel family on the model's own matrix shapes
+// (vulkan/kernel_sweep.h), keeps each shape's choice in jf's cache for the device and driver (read by every
+// later forward on it), and returns the table. Throws jf::Error for the CPU, a build without Vulkan, a
+// member name the device cannot run, or a device without timestamps.
+struct KernelTuneOptions {
+  std::vector<std::string> members;  // the family members to time (names); empty: all the device runs
+  std::vector<int> rows;             // row counts to time (first 1); empty: 1, 4, 16, 64, 512
+  int reps = 5;
+  double budget_seconds = 120;
+  bool cache = true;  // false: time and print, keep nothing
+  bool software_too = true;  // false: a software device (lavapipe) is not timed ("" returned)
+};
+std::string tune_gpu_kernels(Model& model, const std::string& device, const KernelTuneOptions& o);
 
 }  // namespace jf

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/cache_dir.h"
 #include "base/error.h"
 #include "base/timer.h"
 #include "kernels/cpu.h"
@@ -226,11 +227,7 @@ std::string machine_key(const std::string& device) {
   return device.empty() || device == "cpu" ? key : key + ", " + device;
 }
 
-std::string cache_dir() {
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/jf";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/jf";
-  return "/tmp/jf-cache";
-}
+std::string cache_dir() { return jf::cache_dir(); }
 
 std::string cache_path(const std::string& mkey, const std::string& machine) {
   const std::string dir = cache_dir();

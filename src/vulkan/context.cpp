@@ -111,6 +111,7 @@ DeviceInfo describe(VkPhysicalDevice d, int index) {
                      "." + std::to_string(VK_API_VERSION_PATCH(p.apiVersion));
   info.driver = std::string(drv.driverName) + " " + drv.driverInfo;
   info.subgroup_size = sub.subgroupSize;
+  info.subgroup_shuffle = (sub.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) && (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
   info.shared_memory = p.limits.maxComputeSharedMemorySize;
   info.max_binding_bytes = p.limits.maxStorageBufferRange;
   VkPhysicalDeviceMemoryProperties mem;
@@ -137,6 +138,7 @@ DeviceInfo describe(VkPhysicalDevice d, int index) {
   info.matrix_units = f.v12.vulkanMemoryModel && has_fp16_matrix_units(d, info.subgroup_size);
   if (info.matrix_units) info.features.push_back("fp16 matrix units");
   if (has_extension(d, "VK_KHR_shader_integer_dot_product")) info.features.push_back("integer dot product");
+  if (info.subgroup_shuffle) info.features.push_back("subgroup shuffles");
   return info;
 }
 

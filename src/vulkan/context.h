@@ -17,6 +17,7 @@ struct DeviceInfo {
   std::string api_version, driver;
   uint64_t memory_bytes = 0;  // device-local heap
   uint32_t subgroup_size = 0, shared_memory = 0;
+  bool subgroup_shuffle = false;  // compute shaders' subgroupShuffleXor (matmul_family.h's "-sg" members)
   uint64_t max_binding_bytes = 0;  // maxStorageBufferRange: the largest tensor one binding can hold
   // fp16 matrix units jf's tiles can use: VK_NV_cooperative_matrix with 16x16x16 fp16 products into fp32 on
   // subgroups of 32 (matmul_grid.h, MatrixMath::MatrixUnits)

@@ -1,15 +1,14 @@
 #include "vulkan/device_weights.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "base/error.h"
 
 namespace jf::vulkan {
 
 namespace {
-constexpr DType kTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
-                            DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
-
 std::string gib(uint64_t bytes) {
   char s[32];
   std::snprintf(s, sizeof s, "%.2f GiB", static_cast<double>(bytes) / (1 << 30));
@@ -17,19 +16,8 @@ std::string gib(uint64_t bytes) {
 }
 }  // namespace
 
-bool supported_weight_type(DType t) {
-  for (DType s : kTypes)
-    if (s == t) return true;
-  return false;
-}
-
-std::string supported_weight_types() {
-  std::string s;
-  for (DType t : kTypes) s += (s.empty() ? "" : ", ") + dtype_name(t);
-  return s;
-}
-
 DeviceWeights::DeviceWeights(Context& ctx, const ModelConfig& cfg, const ModelWeights& w) : ctx_(ctx) {
+  if (const char* f = std::getenv("JF_VULKAN_FUSE")) concatenate_ = std::strcmp(f, "0") != 0;
   plan(cfg, w);  // count and check first: nothing is uploaded for a model that cannot run
   const uint64_t free = ctx.free_device_memory();
   if (bytes_ + vector_bytes_ > free)
@@ -72,15 +60,49 @@ DeviceLayer DeviceWeights::layer(const ModelConfig& cfg, const LayerWeights& L) 
   d.bq = vector(L.bq, cfg.q_dim());
   d.bk = vector(L.bk, cfg.kv_dim());
   d.bv = vector(L.bv, cfg.kv_dim());
-  d.wq = matrix(L.wq), d.wk = matrix(L.wk), d.wv = matrix(L.wv), d.wo = matrix(L.wo);
-  d.w_gate = matrix(L.w_gate), d.w_up = matrix(L.w_up), d.w_down = matrix(L.w_down);
+  // (parts join when they share a type and width, and together fit one binding)
+  const auto joins = [&](const WeightMatrix& a, const WeightMatrix& b, const WeightMatrix* c = nullptr) {
+    const int64_t rows = a.rows + b.rows + (c ? c->rows : 0);
+    return concatenate_ && a.data && b.data && a.type == b.type && a.cols == b.cols && (!c || (c->data && c->type == a.type && c->cols == a.cols)) &&
+           a.row_bytes() * static_cast<uint64_t>(rows) + 4 <= ctx_.info().max_binding_bytes;
+  };
+  if (joins(L.wq, L.wk)) {
+    d.qkv_parts = joins(L.wq, L.wk, &L.wv) ? 3 : 2;
+    d.wqkv = d.qkv_parts == 3 ? concatenated({&L.wq, &L.wk, &L.wv}) : concatenated({&L.wq, &L.wk});
+    if (d.qkv_parts == 2) d.wv = matrix(L.wv);
+  } else {
+    d.wq = matrix(L.wq), d.wk = matrix(L.wk), d.wv = matrix(L.wv);
+  }
+  d.wo = matrix(L.wo);
+  if (joins(L.w_gate, L.w_up)) {
+    d.w_gate_up = concatenated({&L.w_gate, &L.w_up});
+  } else {
+    d.w_gate = matrix(L.w_gate), d.w_up = matrix(L.w_up);
+  }
+  d.w_down = matrix(L.w_down);
+  return d;
+}
+
+// The parts' rows one after another: their bytes concatenated (rows of one type and width).
+DeviceMatrix DeviceWeights::concatenated(std::initializer_list<const WeightMatrix*> parts) {
+  WeightMatrix all = **parts.begin();
+  all.rows = 0;
+  for (const WeightMatrix* m : parts) all.rows += m->rows;
+  std::vector<uint8_t> bytes;
+  if (!planning_) {
+    bytes.reserve(all.row_bytes() * static_cast<size_t>(all.rows));
+    for (const WeightMatrix* m : parts) {
+      const auto* b = static_cast<const uint8_t*>(m->data);
+      bytes.insert(bytes.end(), b, b + m->row_bytes() * static_cast<size_t>(m->rows));
+    }
+  }
+  all.data = planning_ ? (*parts.begin())->data : bytes.data();  // (planning only counts)
+  DeviceMatrix d = matrix(all);
+  uploaded_.erase(all.data);  // (a concatenation is found by no host address)
   return d;
 }
 
 DeviceMatrix DeviceWeights::matrix(const WeightMatrix& m) {
-  if (!supported_weight_type(m.type))
-    throw Error("Vulkan: " + dtype_name(m.type) + " weights are not supported by the Vulkan backend (supported: " +
-                supported_weight_types() + "); convert the model (jf convert --type q8_0) or use --device cpu");
   auto it = uploaded_.find(m.data);
   if (it != uploaded_.end()) return it->second;
   const size_t bytes = m.row_bytes() * static_cast<size_t>(m.rows), words = (bytes + 3) / 4 * 4;
@@ -92,6 +114,7 @@ DeviceMatrix DeviceWeights::matrix(const WeightMatrix& m) {
   d.type = m.type, d.rows = static_cast<uint32_t>(m.rows), d.cols = static_cast<uint32_t>(m.cols);
   bytes_ += bytes;
   if (!planning_) {  // padded to whole 32-bit words, which the shaders load (dequant4.glsl)
+    d.id = static_cast<uint32_t>(matrices_.size());
     matrices_.emplace_back(ctx_, words, Buffer::Kind::Device);
     upload(ctx_, matrices_.back(), 0, m.data, bytes);
     d.data = matrices_.back().view(0, words);

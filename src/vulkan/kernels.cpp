@@ -20,8 +20,10 @@ Kernels::~Kernels() {
   }
 }
 
-const Kernel& Kernels::get(const std::string& name, uint32_t bindings) {
-  auto it = kernels_.find(name);
+const Kernel& Kernels::get(const std::string& name, uint32_t bindings, const std::vector<uint32_t>& constants, const std::string& label) {
+  std::string key = name;
+  for (uint32_t c : constants) key.append(1, ' ').append(std::to_string(c));
+  auto it = kernels_.find(key);
   if (it != kernels_.end()) return it->second;
   const ShaderBlob* blob = nullptr;
   for (size_t i = 0; i < kShaderCount; i++)
@@ -31,7 +33,7 @@ const Kernel& Kernels::get(const std::string& name, uint32_t bindings) {
   VkDevice dev = ctx_.device();
   Kernel k;
   k.bindings = bindings;
-  k.name = name;
+  k.name = label.empty() ? key : name + " " + label;
   std::vector<VkDescriptorSetLayoutBinding> b(bindings);
   for (uint32_t i = 0; i < bindings; i++)
     b[i] = VkDescriptorSetLayoutBinding{i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
@@ -57,11 +59,15 @@ const Kernel& Kernels::get(const std::string& name, uint32_t bindings) {
   ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   ci.stage.module = module;
   ci.stage.pName = "main";
+  std::vector<VkSpecializationMapEntry> entries;
+  for (uint32_t i = 0; i < constants.size(); i++) entries.push_back({i, 4 * i, 4});
+  const VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(), 4 * constants.size(), constants.data()};
+  if (!constants.empty()) ci.stage.pSpecializationInfo = &spec;
   ci.layout = k.layout;
   const VkResult r = a.vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &ci, nullptr, &k.pipeline);
   a.vkDestroyShaderModule(dev, module, nullptr);
   check(r, ("compiling shader " + name).c_str());
-  return kernels_.emplace(name, k).first->second;
+  return kernels_.emplace(key, k).first->second;
 }
 
 }  // namespace jf::vulkan

@@ -15,7 +15,7 @@ struct Kernel {
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   uint32_t bindings = 0;
-  std::string name;  // the shader's (a profile's rows)
+  std::string name;  // the shader's, and its constants' (a profile's rows)
 };
 
 class Kernels {
@@ -24,9 +24,11 @@ class Kernels {
   ~Kernels();
   Kernels(const Kernels&) = delete;
   Kernels& operator=(const Kernels&) = delete;
-  // The pipeline of shader `name` (see shader_blobs.h) with `bindings` storage buffers; throws when the
-  // shader is not embedded.
-  const Kernel& get(const std::string& name, uint32_t bindings);
+  // The pipeline of shader `name` (see shader_blobs.h) with `bindings` storage buffers and `constants` as its
+  // specialization constants 0, 1, ... (32-bit each), named `label` in profiles; throws when the shader is
+  // not embedded.
+  const Kernel& get(const std::string& name, uint32_t bindings, const std::vector<uint32_t>& constants = {},
+                    const std::string& label = "");
   // The same, for a name that is a string literal: found by its address after the first call (recording a
   // forward, or writing its key, looks kernels up hundreds of times).
   const Kernel& get(const char* literal, uint32_t bindings) {

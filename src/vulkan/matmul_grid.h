@@ -1,16 +1,18 @@
-// Which matrix kernel a weight matrix uses and the grid it runs on: decided by the device and K, never by the
-// row count, so each output sees the same operations in a forward of any size (batch invariance).
+// Which matrix kernel a weight matrix uses and the grid it runs on: decided by the device and the matrix (its
+// family member, matmul_family.h), never by the row count, so each output sees the same operations in a
+// forward of any size (batch invariance).
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
 #include "vulkan/context.h"
+#include "vulkan/matmul_family.h"
 
 namespace jf::vulkan {
 
 // How a forward's matrix products are computed, chosen once per forward pass, never by the row count:
-// - Fma: fp32 FMAs, matmul_serial or matmul_split by K (below);
+// - Fma: fp32 FMAs, the matrix's member of the FMA family (matmul_family.h);
 // - Tiles: matmul_tiles with fp16 inputs and fp32 sums, its block products as FMAs (any device; the stand-in
 //   that tests the tiles where there are no matrix units);
 // - MatrixUnits: matmul_tiles on the device's matrix units (NV cooperative matrices, DeviceInfo::matrix_units).
@@ -22,14 +24,9 @@ MatrixMath parse_matrix_math(const std::string& name);
 const char* matrix_math_name(MatrixMath m);
 
 struct MatmulGrid {
-  bool serial = false;  // matmul_serial (a thread per output) rather than matmul_split (a workgroup per 4 outputs)
-  bool tiles = false;   // matmul_tiles (a workgroup per 16 outputs x 16 rows)
   uint32_t x = 1, y = 1, z = 1;
 };
 
-inline constexpr uint32_t kSplitOutputs = 4;   // NO in matmul_split.comp
-inline constexpr uint32_t kMatmulRows = 8;     // R in both shaders
-inline constexpr uint32_t kSerialOutputs = 64; // WG in matmul_serial.comp
 inline constexpr uint32_t kTileOutputs = 16;   // NT in matmul_tiles.comp
 inline constexpr uint32_t kTileRows = 16;      // MT in matmul_tiles.comp
 
@@ -39,25 +36,43 @@ inline constexpr uint32_t kTileRows = 16;      // MT in matmul_tiles.comp
 // there the split starts where a thread per output would have too long a row.
 inline uint32_t default_split_min_k(const DeviceInfo& d) { return d.software ? 2048 : 256; }
 
-// The grid for N outputs, K inputs and M rows: groups of outputs along x (wrapping to z past 65535), row tiles
-// along y.
-inline MatmulGrid matmul_grid(uint32_t N, uint32_t K, uint32_t M, uint32_t split_min_k, MatrixMath math = MatrixMath::Fma) {
-  MatmulGrid g;
-  g.tiles = math != MatrixMath::Fma;
-  g.serial = !g.tiles && K < split_min_k;
-  const uint32_t per_group = g.tiles ? kTileOutputs : g.serial ? kSerialOutputs : kSplitOutputs;
-  const uint32_t rows = g.tiles ? kTileRows : kMatmulRows;
+// A product's push constants (shaders/matmul_io.glsl's Params), and the buffers it binds: X, Y, the weights,
+// the folded norm's gain, the GLU's up values, the second and third output matrices (unused ones bound to X
+// or Y).
+struct MatmulParams {
+  uint32_t M = 0, N = 0, K = 0, x_off = 0, x_stride = 0, y_off = 0, y_stride = 0, accumulate = 0, norm = 0;
+  float eps = 1e-5f;
+  uint32_t glu = 0, n1 = 0, n2 = 0;
+  // M rows of K inputs to N outputs, row-major, all into Y.
+  static MatmulParams plain(uint32_t M, uint32_t N, uint32_t K) {
+    MatmulParams p;
+    p.M = M, p.N = N, p.K = K, p.x_stride = K, p.y_stride = N, p.n1 = p.n2 = N;
+    return p;
+  }
+};
+inline constexpr uint32_t kMatmulBindings = 7;
+
+// The grid for N outputs and M rows with FMA member k (or the tiles): groups of outputs along x (wrapping to z
+// past 65535), row tiles along y.
+inline MatmulGrid matmul_grid(const MatmulKernel& k, MatrixMath math, uint32_t N, uint32_t M) {
+  const bool tiles = math != MatrixMath::Fma;
+  const uint32_t per_group = tiles ? kTileOutputs : k.outputs_per_group(), rows = tiles ? kTileRows : k.rows_per_group();
   const uint32_t groups = (N + per_group - 1) / per_group;
+  MatmulGrid g;
   g.x = std::min<uint32_t>(groups, 65535);
   g.z = (groups + g.x - 1) / g.x;
   g.y = (M + rows - 1) / rows;
   return g;
 }
 
-// The kernel name prefix of a grid ("matmul_serial_", ...): the weight type's name follows.
-inline const char* matmul_kernel_prefix(const MatmulGrid& g, MatrixMath math) {
-  if (g.tiles) return math == MatrixMath::MatrixUnits ? "matmul_units_" : "matmul_tiles_";
-  return g.serial ? "matmul_serial_" : "matmul_split_";
+// The shader of member k (or the tiles) for weights of type t ("matmul_split_sg_q4_k", ...) and its
+// specialization constants.
+inline std::string matmul_shader(const MatmulKernel& k, MatrixMath math, DType t) {
+  if (math != MatrixMath::Fma) return (math == MatrixMath::MatrixUnits ? "matmul_units_" : "matmul_tiles_") + dtype_name(t);
+  return (k.serial ? "matmul_serial_" : k.subgroup ? "matmul_split_sg_" : "matmul_split_") + dtype_name(t);
+}
+inline std::vector<uint32_t> matmul_constants(const MatmulKernel& k, MatrixMath math) {
+  return math != MatrixMath::Fma || k.serial ? std::vector<uint32_t>{} : k.constants();
 }
 
 }  // namespace jf::vulkan

@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 #include "base/error.h"
 #include "vulkan/kv_storage.h"
 #include "vulkan/matmul_grid.h"
+#include "vulkan/tile_probe.h"
 #include "vulkan/vulkan_forward_parts.h"
 
 namespace jf::vulkan {
@@ -28,7 +30,7 @@ const DeviceKvStore& device_store(const KvCache& cache, const Context* ctx) {
 }
 }  // namespace
 
-VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const ModelWeights& w, uint32_t split_min_k,
+VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const ModelWeights& w, std::optional<MatmulKernel> every_matrix,
                              std::optional<MatrixMath> math)
     : ctx_(std::make_unique<Context>(device_index)),
       kernels_(std::make_unique<Kernels>(*ctx_)),
@@ -43,7 +45,8 @@ VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const Mod
       moves_rec_(*ctx_),
       replay_(*ctx_),
       chain_replay_(*ctx_),
-      split_min_k_(split_min_k ? split_min_k : default_split_min_k(ctx_->info())) {
+      every_matrix_(every_matrix),
+      split_min_k_(default_split_min_k(ctx_->info())) {
   if (const char* f = std::getenv("JF_VULKAN_FAULT")) {  // "FIRST:COUNT": forwards FIRST.. fail (0-based)
     if (std::sscanf(f, "%" SCNu64 ":%" SCNu64, &fault_first_, &fault_count_) != 2)
       throw Error("JF_VULKAN_FAULT must be FIRST:COUNT (forwards that fail as a device error would), got '" + std::string(f) + "'");
@@ -60,8 +63,16 @@ VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const Mod
     throw Error("Vulkan: device " + std::to_string(device_index) + " (" + ctx_->info().name +
                 ") has no fp16 matrix units jf can use (VK_NV_cooperative_matrix, 16x16x16 on subgroups of 32); "
                 "JF_VULKAN_MATMUL=tiles computes the same tiles with FMAs");
+  if (math_ == MatrixMath::MatrixUnits) {
+    const TileProbe probe = probe_tile_positions(*ctx_, *kernels_, math_);
+    if (!probe.ok())
+      throw Error("Vulkan: " + ctx_->info().name + "'s matrix units fail jf's tile-position probe (" + probe.detail +
+                  "), so jf does not use them: batch invariance would not hold; JF_VULKAN_MATMUL=tiles computes the same tiles with FMAs");
+  }
   if (cfg.head_dim > 256) throw Error("Vulkan: head_dim " + std::to_string(cfg.head_dim) + " is above the backend's 256");
+  choose_kernels();
   weights_ = std::make_unique<DeviceWeights>(*ctx_, cfg, w);
+  matrix_kernels_.resize(weights_->matrix_count());
   if (ctx_->timestamps()) {
     VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
@@ -129,17 +140,74 @@ const Kernel& VulkanForward::typed_kernel(TypedKernels& cache, const char* prefi
   return *k;
 }
 
+// Where every matrix's FMA member comes from: the constructor's, JF_VULKAN_KERNELS, the cached choices, or the
+// default (matmul_family.h).
+void VulkanForward::choose_kernels() {
+  const char* env = std::getenv("JF_VULKAN_KERNELS");
+  const std::string e = env ? env : "";
+  if (every_matrix_) {
+    kernel_source_ = "every matrix: " + every_matrix_->name();
+  } else if (e == "default") {
+    kernel_source_ = "default (JF_VULKAN_KERNELS=default)";
+  } else if (e.find('/') != std::string::npos || e.find(".json") != std::string::npos) {
+    choices_ = KernelChoices::read(e, ctx_->info());
+    kernel_source_ = "chosen for " + choices_.device + " (JF_VULKAN_KERNELS=" + e + ")";
+  } else if (!e.empty()) {
+    every_matrix_ = parse_matmul_kernel(e);
+    kernel_source_ = "every matrix: " + e + " (JF_VULKAN_KERNELS)";
+  } else {
+    choices_ = KernelChoices::load(ctx_->info());
+    kernel_source_ = choices_.by_shape.empty() ? "default (no jf tune --kernels for this device)"
+                                               : "chosen by jf tune --kernels (" + KernelChoices::cache_path(ctx_->info()) + ")";
+  }
+  if (every_matrix_) {
+    const std::vector<MatmulKernel> family = matmul_family(ctx_->info());
+    if (std::find(family.begin(), family.end(), *every_matrix_) == family.end())
+      throw Error("Vulkan: " + ctx_->info().name + " cannot run the matrix kernel " + every_matrix_->name() +
+                  " (too much shared memory, or subgroup shuffles it lacks)");
+  }
+}
+
+MatmulKernel VulkanForward::kernel_for(const MatmulShape& s) const {
+  if (every_matrix_) return *every_matrix_;
+  auto it = choices_.by_shape.find(s);
+  return it != choices_.by_shape.end() ? it->second.kernel : default_matmul_kernel(s.k, split_min_k_);
+}
+
+std::vector<DeviceMatrix> VulkanForward::distinct_matrices() const {
+  std::vector<DeviceMatrix> all;
+  for (const DeviceLayer* L : {&weights_->layers[0], &weights_->draft_layer})
+    for (const DeviceMatrix* m : {&L->wqkv, &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate_up, &L->w_gate, &L->w_up, &L->w_down})
+      all.push_back(*m);
+  for (const DeviceLayer& L : weights_->layers)  // (mixed-type files: a later layer's types may differ)
+    for (const DeviceMatrix* m : {&L.wqkv, &L.wv, &L.w_down}) all.push_back(*m);
+  all.push_back(weights_->output);  // (last: the largest, where a sweep's budget may run out)
+  std::vector<DeviceMatrix> distinct;
+  std::set<MatmulShape> seen;
+  for (const DeviceMatrix& m : all)
+    if (m && seen.insert({m.rows, m.cols, m.type}).second) distinct.push_back(m);
+  return distinct;
+}
+
 // y (+)= x W^T over `rows` rows; with a `norm_gain`, x's rows RMS-normalised by it first, inside the product
-// (shaders/norm_fold.glsl: the RMSNorm before q/k/v and gate/up costs no dispatch of its own).
-void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, View norm_gain) {
-  struct {
-    uint32_t M, N, K, x_off, x_stride, y_off, y_stride, accumulate, norm;
-    float eps;
-  } p{rows, w.rows, w.cols, 0, w.cols, 0, w.rows, accumulate ? 1u : 0u, norm_gain.buffer ? 1u : 0u, cfg_.norm_eps};
-  const MatmulGrid g = matmul_grid(w.rows, w.cols, rows, split_min_k_, math_);
-  TypedKernels& kernels = g.tiles ? matmul_tiles_ : g.serial ? matmul_serial_ : matmul_split_;
-  rec_.dispatch(typed_kernel(kernels, matmul_kernel_prefix(g, math_), w.type, 4), {x, y, w.data, norm_gain.buffer ? norm_gain : x}, p,
-                g.x, g.y, g.z);
+// (shaders/norm_fold.glsl: the RMSNorm before q/k/v and gate/up costs no dispatch of its own); with `glu_up`,
+// the inputs are act(x) * glu_up (the GLU before the down projection); with `split`, a concatenated matrix's
+// outputs go to y, split->y2 and split->y3 (shaders/matmul_io.glsl).
+void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, View norm_gain, View glu_up,
+                           const SplitOutputs* split) {
+  MatmulParams p = MatmulParams::plain(rows, w.rows, w.cols);
+  p.accumulate = accumulate ? 1u : 0u, p.norm = norm_gain.buffer ? 1u : 0u, p.eps = cfg_.norm_eps;
+  p.glu = glu_up.buffer ? (cfg_.gemma() ? 2u : 1u) : 0u;
+  if (split) p.n1 = p.y_stride = split->n1, p.n2 = split->n2;
+  MatrixKernel& mk = matrix_kernels_[w.id];
+  if (!mk.kernel) {
+    mk.member = kernel_for({w.rows, w.cols, w.type});
+    mk.kernel = &kernels_->get(matmul_shader(mk.member, math_, w.type), kMatmulBindings, matmul_constants(mk.member, math_),
+                               math_ == MatrixMath::Fma ? mk.member.name() : "");
+  }
+  const MatmulGrid g = matmul_grid(mk.member, math_, w.rows, rows);
+  const View y2 = split ? split->y2 : y, y3 = split && split->y3.buffer ? split->y3 : y;
+  rec_.dispatch(*mk.kernel, {x, y, w.data, norm_gain.buffer ? norm_gain : x, glu_up.buffer ? glu_up : x, y2, y3}, p, g.x, g.y, g.z);
 }
 
 void VulkanForward::rmsnorm(View x, View out, View gain, uint32_t rows, uint32_t n, bool accumulate, int gather_at) {
@@ -201,10 +269,22 @@ void VulkanForward::record_layer_body(int l) {
   const uint32_t n = u32(rows_->rows.size()), dim = u32(cfg_.dim), qd = u32(cfg_.q_dim()), kvd = u32(cfg_.kv_dim());
   const uint32_t hd = u32(cfg_.head_dim);
   const bool local = l < cfg_.n_layers && cfg_.local_layer(l);
-  rec_.skip_barriers(2);  // q, k and v only read x (each product normalises it by attn_norm itself)
-  matmul(L.wq, a.x.view(), n, a.q.view(), false, L.attn_norm);
-  matmul(L.wk, a.x.view(), n, a.k.view(), false, L.attn_norm);
-  matmul(L.wv, a.x.view(), n, a.v.view(), false, L.attn_norm);
+  // q, k and v: one product where their weights were concatenated, else apart (each reads only x, and
+  // normalises it by attn_norm itself: no barrier between them)
+  if (L.qkv_parts == 3) {
+    const SplitOutputs to{a.k.view(), a.v.view(), qd, qd + kvd};
+    matmul(L.wqkv, a.x.view(), n, a.q.view(), false, L.attn_norm, {}, &to);
+  } else if (L.qkv_parts == 2) {
+    const SplitOutputs to{a.k.view(), {}, qd, qd + kvd};
+    rec_.skip_barriers(1);
+    matmul(L.wqkv, a.x.view(), n, a.q.view(), false, L.attn_norm, {}, &to);
+    matmul(L.wv, a.x.view(), n, a.v.view(), false, L.attn_norm);
+  } else {
+    rec_.skip_barriers(2);
+    matmul(L.wq, a.x.view(), n, a.q.view(), false, L.attn_norm);
+    matmul(L.wk, a.x.view(), n, a.k.view(), false, L.attn_norm);
+    matmul(L.wv, a.x.view(), n, a.v.view(), false, L.attn_norm);
+  }
   auto bias = [&](View y, View b, uint32_t width) {
     if (!b.buffer) return;
     struct {
@@ -227,20 +307,22 @@ void VulkanForward::record_layer_body(int l) {
   } else {
     matmul(L.wo, a.att.view(), n, a.x.view(), true);
   }
-  rec_.skip_barriers(1);  // gate and up only read x (normalised by ffn_norm inside each product)
-  matmul(L.w_gate, a.x.view(), n, a.hg.view(), false, L.ffn_norm);
-  matmul(L.w_up, a.x.view(), n, a.hu.view(), false, L.ffn_norm);
-  struct {
-    uint32_t n, gelu;
-  } pg{n * u32(cfg_.ffn_dim), cfg_.gemma() ? 1u : 0u};
-  uint32_t gx, gy;
-  Recorder::flat_grid(pg.n, &gx, &gy);
-  rec_.dispatch(kernels_->get("glu", 2), {a.hg.view(), a.hu.view()}, pg, gx, gy);
+  // gate and up (one product, or two that only read x), each normalising x by ffn_norm itself; the down
+  // projection reads act(gate) * up as it loads its inputs
+  const uint32_t ffn = u32(cfg_.ffn_dim);
+  if (L.w_gate_up) {
+    const SplitOutputs to{a.hu.view(), {}, ffn, 2 * ffn};
+    matmul(L.w_gate_up, a.x.view(), n, a.hg.view(), false, L.ffn_norm, {}, &to);
+  } else {
+    rec_.skip_barriers(1);
+    matmul(L.w_gate, a.x.view(), n, a.hg.view(), false, L.ffn_norm);
+    matmul(L.w_up, a.x.view(), n, a.hu.view(), false, L.ffn_norm);
+  }
   if (L.post_ffn_norm.buffer) {
-    matmul(L.w_down, a.hg.view(), n, a.xb.view(), false);
+    matmul(L.w_down, a.hg.view(), n, a.xb.view(), false, {}, a.hu.view());
     rmsnorm(a.xb.view(), a.x.view(), L.post_ffn_norm, n, dim, true);
   } else {
-    matmul(L.w_down, a.hg.view(), n, a.x.view(), true);
+    matmul(L.w_down, a.hg.view(), n, a.x.view(), true, {}, a.hu.view());
   }
 }
 

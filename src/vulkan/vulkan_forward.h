@@ -24,10 +24,12 @@ class DeviceKvStore;
 class VulkanForward : public ForwardPass {
  public:
   // Uploads the weights to device `device_index` (see list_devices); throws jf::Error when the device cannot
-  // run the model (a missing feature, an unsupported weight type, too little memory). split_min_k: the
-  // smallest K a matrix product splits over a workgroup (matmul_grid.h); 0, the device's default. math: how
-  // matrix products are computed (matmul_grid.h); unset, JF_VULKAN_MATMUL (fma, tiles, matrix-units) or fma.
-  VulkanForward(int device_index, const ModelConfig& cfg, const ModelWeights& w, uint32_t split_min_k = 0,
+  // run the model (a missing feature, an unsupported weight type, too little memory). every_matrix: the FMA
+  // family member (matmul_family.h) every matrix runs; unset, JF_VULKAN_KERNELS (a member's name, a choices
+  // file, or "default"), else the members `jf tune --kernels` chose for this device (KernelChoices::load), else
+  // the default. math: how matrix products are computed (matmul_grid.h); unset, JF_VULKAN_MATMUL (fma, tiles,
+  // matrix-units) or fma.
+  VulkanForward(int device_index, const ModelConfig& cfg, const ModelWeights& w, std::optional<MatmulKernel> every_matrix = {},
                 std::optional<MatrixMath> math = std::nullopt);
   ~VulkanForward() override;
 
@@ -44,6 +46,14 @@ class VulkanForward : public ForwardPass {
   }
   size_t weight_bytes() const { return weights_->bytes(); }
   MatrixMath matrix_math() const { return math_; }
+  // The FMA member a matrix of this shape runs, and where that choice came from ("chosen by jf tune --kernels
+  // (FILE)", "JF_VULKAN_KERNELS", "default", ...).
+  MatmulKernel kernel_for(const MatmulShape& s) const;
+  const std::string& kernel_source() const { return kernel_source_; }
+  // The model's matrices (each shape once), for timing the family on them (kernel_sweep.h).
+  std::vector<DeviceMatrix> distinct_matrices() const;
+  Context& context() { return *ctx_; }
+  Kernels& kernels() { return *kernels_; }
   // Whether forwards of a shape seen before submit its kept command buffer (replay_cache.h) instead of
   // recording again; on by default (JF_VULKAN_REPLAY=0 turns it off, to compare).
   void set_replay(bool on) { replay_on_ = on; }
@@ -98,7 +108,13 @@ class VulkanForward : public ForwardPass {
   void record_forward(bool draft_layer, bool drafts, bool chains);
   void submit(ReplayCache& kept, bool profile, std::span<DeviceKvStore* const> stores, const std::function<void()>& record);
   void collect_stores(const RowPlan& plan);  // into stores_
-  void matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, View norm_gain = {});
+  void choose_kernels();
+  struct SplitOutputs {  // a concatenated matrix's outputs n1 .. n2 - 1 (y2) and n2 .. N - 1 (y3, or none)
+    View y2, y3;
+    uint32_t n1 = 0, n2 = 0;
+  };
+  void matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, View norm_gain = {}, View glu_up = {},
+              const SplitOutputs* split = nullptr);
   void rmsnorm(View x, View out, View gain, uint32_t rows, uint32_t n, bool accumulate, int gather_at = -1);
   void softcap(View x, uint64_t n);
   void argmax(View x, uint32_t rows, View out, uint32_t out_off);
@@ -138,7 +154,16 @@ class VulkanForward : public ForwardPass {
   ShapeKey key_;  // the current submission's recording's (kept: no allocation per forward)
   bool replay_on_ = true;
   RowPlan plan_, chain_plan_;
-  TypedKernels matmul_serial_{}, matmul_split_{}, matmul_tiles_{}, get_rows_{};
+  TypedKernels get_rows_{};
+  // Matrix products: each matrix's kernel (by DeviceMatrix::id, found on first use) and what chooses it.
+  struct MatrixKernel {
+    const Kernel* kernel = nullptr;
+    MatmulKernel member;
+  };
+  std::vector<MatrixKernel> matrix_kernels_;
+  std::optional<MatmulKernel> every_matrix_;
+  KernelChoices choices_;
+  std::string kernel_source_;
   uint32_t split_min_k_ = 0;
   MatrixMath math_ = MatrixMath::Fma;
   // What the recording helpers work on: the forward's (plan_, act_, main_in_) or a chain step's.

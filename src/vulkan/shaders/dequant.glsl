@@ -120,6 +120,60 @@ void load_unit(uint row, uint u, uint K, out float w[32]) {
     w[l] = (l < 16 ? d0 : d1) * float(q);
   }
 }
+#elif defined(TYPE_Q2_K) || defined(TYPE_Q3_K)
+// Super-blocks of 256 in two halves of 128; in half n, step j (0..3) is 32 weights whose 2 low bits are bits
+// 2j of qs[32n + l]; 16 sub-blocks of 16 with a scale each. Q2_K (84 bytes: scales[16], qs[64], d, dmin):
+// d (s & 15) q - dmin (s >> 4). Q3_K (110 bytes: hmask[32], qs[64], scales[12], d): d (sc - 32) (q - 4 + 4 h),
+// h bit u % 8 of hmask[l], sc the 6-bit scale of kernels/dtype.h's q3k_scale.
+#if defined(TYPE_Q2_K)
+const uint BLOCK = 84, QS = 16;
+#else
+const uint BLOCK = 110, QS = 32;
+#endif
+int q3k_scale(uint s, uint j) {  // sub-block j's scale, sc - 32; s: the scales' first byte
+  const uint low = j < 8 ? byte_at(s + j) & 15 : byte_at(s + j - 8) >> 4, high = (byte_at(s + 8 + j % 4) >> (2 * (j / 4))) & 3;
+  return int(low | (high << 4)) - 32;
+}
+void load_unit(uint row, uint u, uint K, out float w[32]) {
+  const uint b = (row * (K / 256) + u / 8) * BLOCK, jb = u % 8, qs = b + QS + 32 * (jb / 4), shift = 2 * (jb % 4);
+#if defined(TYPE_Q2_K)
+  const float d = half_at(b + 80), dmin = half_at(b + 82);
+  const uint s0 = byte_at(b + 2 * jb), s1 = byte_at(b + 2 * jb + 1);
+  const float d0 = d * float(s0 & 15), m0 = dmin * float(s0 >> 4), d1 = d * float(s1 & 15), m1 = dmin * float(s1 >> 4);
+  for (uint l = 0; l < 32; l++) w[l] = (l < 16 ? d0 : d1) * float((byte_at(qs + l) >> shift) & 3) - (l < 16 ? m0 : m1);
+#else
+  const float d = half_at(b + 108);
+  const float d0 = d * float(q3k_scale(b + 96, 2 * jb)), d1 = d * float(q3k_scale(b + 96, 2 * jb + 1));
+  for (uint l = 0; l < 32; l++) {
+    const int q = int((byte_at(qs + l) >> shift) & 3) - (((byte_at(b + l) >> jb) & 1) != 0 ? 0 : 4);
+    w[l] = (l < 16 ? d0 : d1) * float(q);
+  }
+#endif
+}
+
+#elif defined(TYPE_IQ4_NL) || defined(TYPE_IQ4_XS)
+// 4-bit indices into a table of 16 int8 values, nibbles as Q4_0 (byte i: weight i low, i + 16 high).
+// IQ4_NL: blocks of 32 (18 bytes: d, qs[16]), d v. IQ4_XS: 256 (136 bytes: d, scales_h, scales_l[4],
+// qs[128]), sub-block j scaled by d (ls - 32), ls 6 bits: scales_l[j / 2] at 4 (j % 2), scales_h at 2j.
+const float IQ4[16] = float[16](-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0, 1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
+float iq4_scale(uint b, uint j) {  // IQ4_XS sub-block j's multiplier of d
+  const uint h = byte_at(b + 2) | (byte_at(b + 3) << 8);
+  const uint ls = ((byte_at(b + 4 + j / 2) >> (4 * (j % 2))) & 15) | (((h >> (2 * j)) & 3) << 4);
+  return float(int(ls) - 32);
+}
+void load_unit(uint row, uint u, uint K, out float w[32]) {
+#if defined(TYPE_IQ4_NL)
+  const uint b = (row * (K / 32) + u) * 18, qs = b + 2;
+  const float d = half_at(b);
+#else
+  const uint b = (row * (K / 256) + u / 8) * 136, qs = b + 8 + 16 * (u % 8);
+  const float d = half_at(b) * iq4_scale(b, u % 8);
+#endif
+  for (uint i = 0; i < 16; i++) {
+    const uint q = byte_at(qs + i);
+    w[i] = d * IQ4[q & 15], w[i + 16] = d * IQ4[q >> 4];
+  }
+}
 #else
 #error "no TYPE_* defined"
 #endif

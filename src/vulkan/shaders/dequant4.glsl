@@ -81,4 +81,123 @@ vec4 load4(uint row, uint k, uint K) {
   const uvec4 hi = (bytes4_even(qh) >> hshift) & 3;
   return d * (vec4(lo | (hi << 4)) - 32.0);
 }
+
+#elif defined(TYPE_Q2_K) || defined(TYPE_Q3_K)
+// Step jb's four weights at l: 2 bits at `shift` of the quant bytes, sub-block 2 jb + l / 16's scale.
+vec4 lowbits4(uint row, uint k, uint K, uint step_delta) {
+  const uint u = k / 32, b = (row * (K / 256) + u / 8) * BLOCK, jb = u % 8 + step_delta, l = k % 32;
+  const uint shift = 2 * (jb % 4), sub = 2 * jb + l / 16;
+#if defined(TYPE_Q2_K)
+  const uvec4 q = (bytes4(b + QS + 32 * (jb / 4) + l) >> shift) & 3;
+  const vec2 dm = unpackHalf2x16(W32[(b + 80) / 4]);
+  const uint s = byte_at(b + sub);
+  return dm.x * float(s & 15) * vec4(q) - dm.y * float(s >> 4);
+#else
+  const uvec4 low = (bytes4_even(b + QS + 32 * (jb / 4) + l) >> shift) & 3, high = (bytes4_even(b + l) >> jb) & 1;
+  return half_even(b + 108) * float(q3k_scale(b + 96, sub)) * vec4(ivec4(low) - 4 * ivec4(1 - high));
+#endif
+}
+vec4 load4(uint row, uint k, uint K) { return lowbits4(row, k, K, 0); }
+
+#elif defined(TYPE_IQ4_NL) || defined(TYPE_IQ4_XS)
+vec4 iq4_values(uvec4 q) { return vec4(IQ4[q.x], IQ4[q.y], IQ4[q.z], IQ4[q.w]); }
+// The block's first quant byte and multiplier for weight k.
+void iq4_block(uint row, uint k, uint K, out uint qs, out float d) {
+#if defined(TYPE_IQ4_NL)
+  const uint b = (row * (K / 32) + k / 32) * 18;
+  qs = b + 2, d = half_even(b);
+#else
+  const uint b = (row * (K / 256) + k / 256) * 136, j = (k % 256) / 32;
+  qs = b + 8 + 16 * j, d = unpackHalf2x16(W32[b / 4]).x * iq4_scale(b, j);
+#endif
+}
+vec4 load4(uint row, uint k, uint K) {
+  uint qs;
+  float d;
+  iq4_block(row, k, K, qs, d);
+  const uint j = k % 32;
+  return d * iq4_values((bytes4_even(qs + j % 16) >> (j < 16 ? 0 : 4)) & 15);
+}
+#endif
+
+// load_pair(row, k, K, lo, hi): weights k .. k + 3 and k + PAIR_SPAN .. k + PAIR_SPAN + 3 of `row`, two fours
+// the type keeps in the same bytes (a byte's two nibbles; Q6_K's low-bit bytes and high-bit bytes), so each
+// byte is loaded once and the block's scale and header once for both. k is the first four's first weight:
+// for the nibble types its unit's low half, for Q4_K / Q5_K an even sub-block, for Q6_K quarter 0 or 1.
+// Types with a byte per weight or more take two plain fours (PAIR_SPAN 4: eight consecutive weights).
+#if defined(TYPE_Q4_0) || defined(TYPE_Q4_1) || defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
+const uint PAIR_SPAN = 16;
+void load_pair(uint row, uint k, uint K, out vec4 lo, out vec4 hi) {
+  const uint b = (row * (K / 32) + k / 32) * BLOCK, j = k % 32;
+  const uvec4 q = bytes4_even(b + QS + j);
+  uvec4 q0 = q & 15, q1 = q >> 4;
+#if defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
+  const uvec4 qh = uvec4(word_even(b + QH));
+  q0 |= ((qh >> uvec4(j, j + 1, j + 2, j + 3)) & 1) << 4;
+  q1 |= ((qh >> uvec4(j + 16, j + 17, j + 18, j + 19)) & 1) << 4;
+#endif
+  const float d = half_even(b);
+#if defined(TYPE_Q4_0)
+  lo = d * (vec4(q0) - 8.0), hi = d * (vec4(q1) - 8.0);
+#elif defined(TYPE_Q5_0)
+  lo = d * (vec4(q0) - 16.0), hi = d * (vec4(q1) - 16.0);
+#else
+  const float m = half_even(b + 2);
+  lo = d * vec4(q0) + m, hi = d * vec4(q1) + m;
+#endif
+}
+
+#elif defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
+const uint PAIR_SPAN = 32;
+void load_pair(uint row, uint k, uint K, out vec4 lo, out vec4 hi) {
+  const uint u = k / 32, b = (row * (K / 256) + u / 8) * BLOCK, j = u % 8, l = k % 32;
+  const vec2 dm = unpackHalf2x16(W32[b / 4]);
+  uint sc0, m0, sc1, m1;
+  kquant_scale_min(b, j, sc0, m0);
+  kquant_scale_min(b, j + 1, sc1, m1);
+  const uvec4 q = bytes4(b + QS + 32 * (j / 2) + l);
+  uvec4 q0 = q & 15, q1 = q >> 4;
+#if defined(TYPE_Q5_K)
+  const uvec4 qh = bytes4(b + 16 + l);
+  q0 |= ((qh >> j) & 1) << 4;
+  q1 |= ((qh >> (j + 1)) & 1) << 4;
+#endif
+  lo = dm.x * float(sc0) * vec4(q0) - dm.y * float(m0);
+  hi = dm.x * float(sc1) * vec4(q1) - dm.y * float(m1);
+}
+
+#elif defined(TYPE_Q6_K)
+const uint PAIR_SPAN = 64;
+void load_pair(uint row, uint k, uint K, out vec4 lo, out vec4 hi) {
+  const uint u = k / 32, b = (row * (K / 256) + u / 8) * 210, j = u % 8, h = j / 4, part = j % 4, l = k % 32;
+  const uvec4 ql = bytes4_even(b + 64 * h + 32 * part + l), qh = bytes4_even(b + 128 + 32 * h + l);
+  const float d = half_even(b + 208);
+  const uint s = b + 192 + 8 * h + 2 * part + (l < 16 ? 0 : 1);  // quarter part's scale; part + 2's is 4 on
+  lo = d * float(signed_byte_at(s)) * (vec4((ql & 15) | (((qh >> (2 * part)) & 3) << 4)) - 32.0);
+  hi = d * float(signed_byte_at(s + 4)) * (vec4((ql >> 4) | (((qh >> (2 * part + 4)) & 3) << 4)) - 32.0);
+}
+
+#elif defined(TYPE_Q2_K) || defined(TYPE_Q3_K)
+const uint PAIR_SPAN = 32;  // steps jb and jb + 1 (jb even) are bits 2jb and 2jb + 2 of the same bytes
+void load_pair(uint row, uint k, uint K, out vec4 lo, out vec4 hi) {
+  lo = lowbits4(row, k, K, 0);
+  hi = lowbits4(row, k, K, 1);  // (the same words: the compiler loads them once)
+}
+
+#elif defined(TYPE_IQ4_NL) || defined(TYPE_IQ4_XS)
+const uint PAIR_SPAN = 16;
+void load_pair(uint row, uint k, uint K, out vec4 lo, out vec4 hi) {
+  uint qs;
+  float d;
+  iq4_block(row, k, K, qs, d);
+  const uvec4 q = bytes4_even(qs + k % 32);
+  lo = d * iq4_values(q & 15), hi = d * iq4_values(q >> 4);
+}
+
+#else
+const uint PAIR_SPAN = 4;
+void load_pair(uint row, uint k, uint K, out vec4 lo, out vec4 hi) {
+  lo = load4(row, k, K);
+  hi = load4(row, k + 4, K);
+}
 #endif

@@ -8,17 +8,7 @@
 #include "dequant.glsl"
 
 layout(local_size_x = WG) in;
-layout(std430, binding = 0) readonly buffer Input { float X[]; };
-layout(std430, binding = 1) buffer Output { float Y[]; };
-layout(std430, binding = 3) readonly buffer Gain { float G[]; };  // the folded norm's gain (norm_fold.glsl)
-layout(push_constant) uniform Params {
-  uint M, N, K;
-  uint x_off, x_stride;
-  uint y_off, y_stride;
-  uint accumulate;
-  uint norm;  // 1: X's rows RMS-normalised by G first (norm_fold.glsl)
-  float eps;
-} p;
+#include "matmul_io.glsl"
 
 const uint R = 8;
 #define NORM_THREADS WG
@@ -43,12 +33,9 @@ void main() {
       if (m0 + r >= p.M) break;
       const uint x = p.x_off + (m0 + r) * p.x_stride + k0;
       float s = 0.0;
-      for (uint i = 0; i < kn; i++) s = fma(X[x + i] * g[i], w[i], s);
+      for (uint i = 0; i < kn; i++) s = fma(input_at(x + i) * g[i], w[i], s);
       acc[r] += s;
     }
   }
-  for (uint r = 0; r < R && m0 + r < p.M; r++) {
-    const uint y = p.y_off + (m0 + r) * p.y_stride + n;
-    Y[y] = (p.accumulate != 0 ? Y[y] : 0.0) + acc[r] * norm_scale[r];
-  }
+  for (uint r = 0; r < R && m0 + r < p.M; r++) store_output(m0 + r, n, acc[r], norm_scale[r]);
 }

@@ -1,39 +1,50 @@
 #version 450
-// Y[m][n] (+)= sum_k X[m][k] W[n][k] for matrices of at least 256 inputs (matmul_serial.comp below that): one
-// workgroup per NO output features and tile of R rows. Step s covers inputs 256 s .. 256 s + 255, and thread t
-// takes the four at 256 s + 4 t: a warp reads consecutive bytes of each input row and of each weight row, and
-// the weights are dequantized once for the tile's rows. Each thread adds its steps in order; then each
-// output's 64 partials are added in a fixed tree (eight runs of eight threads, then the eight run sums).
-// Every Y[m][n] sees the same operations whatever M and whichever tile holds row m (batch invariance).
+// Y[m][n] (+)= sum_k X[m][k] W[n][k], K split over a workgroup: a family of kernels whose shape is set by
+// specialization constants (vulkan/matmul_family.h), one workgroup per NO output features and tile of R rows.
+// Step s covers STEP consecutive inputs; thread t takes four of them (or, PAIR, two fours that share their
+// weight bytes: dequant4.glsl's load_pair) for each of the NO outputs, all loaded before any is used (NO x
+// FOURS loads in flight a thread). Each thread adds its fours in input order; then each output's WG partials are added in a fixed order: in runs of eight
+// threads and then the runs in order, or (SUBGROUP, a second build) by an xor butterfly inside each subgroup
+// and then the subgroups in order. A row's sum is a function of K, the family's parameters and the device's
+// subgroup size, never of M or of which tile holds the row (batch invariance).
+#ifdef SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 #include "common.glsl"
+#undef WG
 #define W_BINDING 2
 #include "dequant.glsl"
 #include "dequant4.glsl"
 
-layout(local_size_x = WG) in;
-layout(std430, binding = 0) readonly buffer Input { float X[]; };
-layout(std430, binding = 0) readonly buffer Input4 { vec4 X4[]; };  // the same buffer, 16 bytes a load
-layout(std430, binding = 1) buffer Output { float Y[]; };
-layout(std430, binding = 3) readonly buffer Gain { float G[]; };  // the folded norm's gain (norm_fold.glsl)
-layout(push_constant) uniform Params {
-  uint M, N, K;
-  uint x_off, x_stride;  // row m of X starts at x_off + m x_stride
-  uint y_off, y_stride;
-  uint accumulate;       // 1: Y += result (a residual add: the sum is complete before it is added)
-  uint norm;             // 1: X's rows RMS-normalised by G first (norm_fold.glsl)
-  float eps;
-} p;
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;     // threads a workgroup (64, 128 or 256)
+layout(constant_id = 1) const uint NO = 4;      // outputs a workgroup
+layout(constant_id = 2) const uint R = 8;       // rows a workgroup
+layout(constant_id = 3) const uint PAIR = 0;    // 1: two fours a thread and step, their bytes read once
 
-const uint NO = 4, R = 8, STEP = 4 * WG, RUNS = 8;
+#include "matmul_io.glsl"
+
+const uint FOURS = PAIR != 0 ? 2 : 1, STEP = 4 * FOURS * WG;
 #define NORM_THREADS WG
 #define NORM_ROWS R
 #include "norm_fold.glsl"
+#ifdef SUBGROUP
+shared float sums[NO * R][WG / 8];  // a subgroup's sum of each output and row (subgroups of 8 or more)
+#else
+const uint RUNS = WG / 8;
 shared float partial[NO * R][WG + 1];  // +1: threads reading a column hit different banks
-shared float runs[NO * R][RUNS];
+shared float sums[NO * R][RUNS];
+#endif
 
-vec4 input4(uint x, bool aligned) {
-  if (aligned) return X4[x / 4];
-  return vec4(X[x], X[x + 1], X[x + 2], X[x + 3]);
+// Inputs k .. k + 3 of X's row starting at x, zero past K, times the folded norm's gain.
+vec4 inputs4(uint x, uint k, bool aligned) { return inputs4_at(x, k, aligned) * gain4(k); }
+
+// Thread t's first four of the step starting at `base`; the second (PAIR) is PAIR_SPAN on.
+uint first_input(uint base, uint t) {
+  if (PAIR == 0) return base + 4 * t;
+  const uint per_group = PAIR_SPAN / 4;  // threads that share a group of 2 PAIR_SPAN inputs
+  return base + 2 * PAIR_SPAN * (t / per_group) + 4 * (t % per_group);
 }
 
 void main() {
@@ -46,28 +57,47 @@ void main() {
   float acc[NO][R];
   for (uint o = 0; o < NO; o++)
     for (uint r = 0; r < R; r++) acc[o][r] = 0.0;
-  for (uint k = 4 * t; k < p.K; k += STEP) {
-    vec4 w[NO];
-    for (uint o = 0; o < NO; o++) w[o] = o < outs ? load4(n0 + o, k, p.K) : vec4(0.0);
-    const bool whole = k + 4 <= p.K;
-    const vec4 g = gain4(k);
-    for (uint r = 0; r < R; r++) {
-      if (r >= rows) break;
-      const uint x = p.x_off + (m0 + r) * p.x_stride + k;
-      vec4 v;
-      if (whole) v = input4(x, aligned);
-      else v = vec4(X[x], k + 1 < p.K ? X[x + 1] : 0.0, k + 2 < p.K ? X[x + 2] : 0.0, 0.0);
-      v *= g;
-      for (uint o = 0; o < NO; o++) {
-        float a = acc[o][r];
-        a = fma(v.x, w[o].x, a);
-        a = fma(v.y, w[o].y, a);
-        a = fma(v.z, w[o].z, a);
-        a = fma(v.w, w[o].w, a);
-        acc[o][r] = a;
+  for (uint base = 0; base < p.K; base += STEP) {
+    const uint k = first_input(base, t);
+    if (k >= p.K) continue;  // (only in the last step)
+    vec4 w[NO][FOURS];
+    for (uint o = 0; o < NO; o++) {
+      if (o >= outs) {
+        for (uint f = 0; f < FOURS; f++) w[o][f] = vec4(0.0);
+      } else if (PAIR != 0) {
+        load_pair(n0 + o, k, p.K, w[o][0], w[o][FOURS - 1]);
+      } else {
+        w[o][0] = load4(n0 + o, k, p.K);
+      }
+    }
+    for (uint f = 0; f < FOURS; f++) {
+      const uint kf = k + f * PAIR_SPAN;
+      if (kf >= p.K) break;
+      for (uint r = 0; r < R; r++) {
+        if (r >= rows) break;
+        const vec4 v = inputs4(p.x_off + (m0 + r) * p.x_stride, kf, aligned);
+        for (uint o = 0; o < NO; o++) {
+          float a = acc[o][r];
+          a = fma(v.x, w[o][f].x, a);
+          a = fma(v.y, w[o][f].y, a);
+          a = fma(v.z, w[o][f].z, a);
+          a = fma(v.w, w[o][f].w, a);
+          acc[o][r] = a;
+        }
       }
     }
   }
+#ifdef SUBGROUP
+  for (uint o = 0; o < NO; o++)
+    for (uint r = 0; r < R; r++) {
+      if (o >= outs || r >= rows) continue;  // (uniform: the whole subgroup skips together)
+      precise float s = acc[o][r];
+      for (uint lane = gl_SubgroupSize / 2; lane > 0; lane >>= 1) s += subgroupShuffleXor(s, lane);
+      if (gl_SubgroupInvocationID == 0) sums[o * R + r][gl_SubgroupID] = s;
+    }
+  barrier();
+  const uint n_sums = gl_NumSubgroups;
+#else
   for (uint o = 0; o < NO; o++)
     for (uint r = 0; r < R; r++) partial[o * R + r][t] = acc[o][r];
   barrier();
@@ -77,16 +107,16 @@ void main() {
     if (slot % R >= rows || slot / R >= outs) continue;
     precise float s = partial[slot][run * 8];
     for (uint i = 1; i < 8; i++) s += partial[slot][run * 8 + i];
-    runs[slot][run] = s;
+    sums[slot][run] = s;
   }
   barrier();
-  if (t < NO * R) {
-    const uint o = t / R, r = t % R;
-    if (r < rows && o < outs) {
-      precise float s = runs[t][0];
-      for (uint i = 1; i < RUNS; i++) s += runs[t][i];
-      const uint y = p.y_off + (m0 + r) * p.y_stride + n0 + o;
-      Y[y] = (p.accumulate != 0 ? Y[y] : 0.0) + s * norm_scale[r];
-    }
+  const uint n_sums = RUNS;
+#endif
+  for (uint slot = t; slot < NO * R; slot += WG) {
+    const uint o = slot / R, r = slot % R;
+    if (r >= rows || o >= outs) continue;
+    precise float s = sums[slot][0];
+    for (uint i = 1; i < n_sums; i++) s += sums[slot][i];
+    store_output(m0 + r, n0 + o, s, norm_scale[r]);
   }
 }

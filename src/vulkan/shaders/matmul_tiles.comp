@@ -7,7 +7,9 @@
 // accumulators are added in order. A small tile and K split four ways keep many workgroups reading weights
 // when a forward has one row. Every matrix of a forward takes this kernel when it is on, whatever the row
 // count, and rows past M are zeros: a row's Y sees the same products in the same order alone or in any batch
-// (batch invariance). Inputs beyond fp16's range (65504) would become infinite.
+// (batch invariance). A row whose inputs reach 2^15 is scaled by a power of two first (its own largest
+// magnitude decides, so the row's bits never depend on its neighbours) and its sums scaled back: inputs
+// beyond fp16's range (65504) do not become infinite, and every other row is untouched.
 // COOPMAT: the products on the matrix units (GL_NV_cooperative_matrix; the host enables it only with four
 // subgroups of 32). Without it each thread adds 8 of the tile's (quarter, row, output) partials with FMAs:
 // the same loads, rounding, partials and final sums, for devices without matrix units (lavapipe runs the
@@ -27,18 +29,7 @@ const uint LD = KS + 8, LY = NT + 4;  // padded shared rows (fp16, fp32): 16-byt
 const uint PER = 4 * MT * NT / TW;    // partials a thread keeps (FMA variant)
 
 layout(local_size_x = TW) in;
-layout(std430, binding = 0) readonly buffer Input { float X[]; };
-layout(std430, binding = 0) readonly buffer Input4 { vec4 X4[]; };  // the same buffer, 16 bytes a load
-layout(std430, binding = 1) buffer Output { float Y[]; };
-layout(std430, binding = 3) readonly buffer Gain { float G[]; };  // the folded norm's gain (norm_fold.glsl)
-layout(push_constant) uniform Params {
-  uint M, N, K;
-  uint x_off, x_stride;  // row m of X starts at x_off + m x_stride
-  uint y_off, y_stride;
-  uint accumulate;       // 1: Y += result
-  uint norm;             // 1: X's rows RMS-normalised by G first (norm_fold.glsl)
-  float eps;
-} p;
+#include "matmul_io.glsl"
 
 shared float16_t Ws[NT * LD];   // Ws[o][k]: output o's weights of this step
 shared float16_t Xs[MT * LD];   // Xs[r][k]: row r's inputs of this step
@@ -46,12 +37,40 @@ shared float Ys[4 * MT * LY];   // Ys[q][r][o]: quarter q's sums
 #define NORM_THREADS TW
 #define NORM_ROWS MT
 #include "norm_fold.glsl"
+shared float row_max[TW];
+shared int row_exp[MT];  // row r's inputs are scaled by 2^-row_exp[r] before rounding to fp16
+
+// row_exp for each row: 0, or what brings the row's largest (normalised) input under 2^15. A max is exact in
+// any order.
+void row_exponents(uint m0, uint rows) {
+  const uint t = gl_LocalInvocationID.x;
+  for (uint r = 0; r < MT; r++) {
+    if (r >= rows) {
+      if (t == 0) row_exp[r] = 0;
+      continue;
+    }
+    float mx = 0.0;
+    const uint x = p.x_off + (m0 + r) * p.x_stride;
+    for (uint k = t; k < p.K; k += TW) mx = max(mx, abs(input_at(x + k) * gain(k)));
+    row_max[t] = mx * norm_scale[r];
+    barrier();
+    for (uint s = TW / 2; s > 0; s >>= 1) {
+      if (t < s) row_max[t] = max(row_max[t], row_max[t + s]);
+      barrier();
+    }
+    if (t == 0) {
+      int e;
+      frexp(row_max[0], e);  // row_max < 2^e
+      row_exp[r] = row_max[0] >= 32768.0 && !isinf(row_max[0]) ? e - 15 : 0;
+    }
+    barrier();
+  }
+  barrier();
+}
 
 vec4 inputs4(uint r, uint k, uint rows, bool aligned) {
   if (r >= rows || k >= p.K) return vec4(0.0);
-  const uint x = p.x_off + r * p.x_stride + k;
-  if (k + 4 <= p.K) return aligned ? X4[x / 4] : vec4(X[x], X[x + 1], X[x + 2], X[x + 3]);
-  return vec4(X[x], k + 1 < p.K ? X[x + 1] : 0.0, k + 2 < p.K ? X[x + 2] : 0.0, 0.0);
+  return inputs4_at(p.x_off + r * p.x_stride, k, aligned);
 }
 
 // A step's loads go to registers first (fetch), and from there to shared memory (stage) after the previous
@@ -67,7 +86,7 @@ void fetch(uint n0, uint m0, uint outs, uint rows, uint k0, uint t, bool aligned
   for (uint i = 0; i < XL; i++) {
     const uint g = t + TW * i, r = g / (KS / 4), kk = (g % (KS / 4)) * 4;
     // (a folded norm scales the inputs before they are rounded to fp16: normalised rows stay in its range)
-    xreg[i] = inputs4(m0 + r, k0 + kk, m0 + rows, aligned) * (gain4(k0 + kk) * norm_scale[r]);
+    xreg[i] = inputs4(m0 + r, k0 + kk, m0 + rows, aligned) * (gain4(k0 + kk) * (norm_scale[r] * exp2(float(-row_exp[r]))));
   }
 }
 
@@ -89,6 +108,7 @@ void main() {
   const uint rows = min(MT, p.M - m0), outs = min(NT, p.N - n0);
   const bool aligned = p.x_off % 4 == 0 && p.x_stride % 4 == 0;
   norm_scales(m0, rows);
+  row_exponents(m0, rows);
 #ifdef COOPMAT
   const uint q = gl_SubgroupID;  // its quarter of every step
   fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
@@ -132,7 +152,6 @@ void main() {
     if (r >= rows || o >= outs) continue;
     precise float s = Ys[r * LY + o];
     for (uint qq = 1; qq < 4; qq++) s += Ys[qq * MT * LY + r * LY + o];
-    const uint y = p.y_off + (m0 + r) * p.y_stride + n0 + o;
-    Y[y] = (p.accumulate != 0 ? Y[y] : 0.0) + s;
+    store_output(m0 + r, n0 + o, s, exp2(float(row_exp[r])));
   }
 }

@@ -1,0 +1,188 @@
+#include "vulkan/kernel_sweep.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "base/error.h"
+#include "vulkan/buffer.h"
+#include "vulkan/kernels.h"
+#include "vulkan/matmul_grid.h"
+#include "vulkan/recorder.h"
+#include "vulkan/vulkan_forward.h"
+
+namespace jf::vulkan {
+
+namespace {
+
+constexpr size_t kMaxOutputBytes = size_t{256} << 20;  // a row count whose outputs need more is not timed
+
+// One timestamp before the reps of each row count and one after each rep: queries[i * (reps + 1) + j].
+class Timer {
+ public:
+  Timer(Context& ctx, uint32_t queries) : ctx_(ctx), queries_(queries) {
+    VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qi.queryCount = queries;
+    check(api().vkCreateQueryPool(ctx.device(), &qi, nullptr, &pool_), "creating a timer");
+  }
+  ~Timer() { api().vkDestroyQueryPool(ctx_.device(), pool_, nullptr); }
+  void reset(VkCommandBuffer cmd) { api().vkCmdResetQueryPool(cmd, pool_, 0, queries_); }
+  void stamp(VkCommandBuffer cmd, uint32_t i) { api().vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool_, i); }
+  std::vector<double> seconds() {  // each query's time since query 0
+    std::vector<uint64_t> ticks(queries_);
+    if (api().vkGetQueryPoolResults(ctx_.device(), pool_, 0, queries_, ticks.size() * 8, ticks.data(), 8,
+                                    VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) != VK_SUCCESS)
+      throw Error("Vulkan: the kernel timer returned no result");
+    std::vector<double> s(queries_);
+    for (uint32_t i = 0; i < queries_; i++) s[i] = static_cast<double>(ticks[i] - ticks[0]) * ctx_.timestamp_period_ns() * 1e-9;
+    return s;
+  }
+
+ private:
+  Context& ctx_;
+  uint32_t queries_;
+  VkQueryPool pool_ = VK_NULL_HANDLE;
+};
+
+// A member's least time a product at each row count (NaN where the row count is not timed).
+std::vector<double> time_member(Context& ctx, Kernels& kernels, const DeviceMatrix& m, const MatmulKernel& k, const std::vector<int>& rows,
+                                int reps, const Buffer& x, const Buffer& y) {
+  const Kernel& kernel = kernels.get(matmul_shader(k, MatrixMath::Fma, m.type), kMatmulBindings, matmul_constants(k, MatrixMath::Fma), k.name());
+  Timer timer(ctx, static_cast<uint32_t>(rows.size() * (reps + 1)));
+  Recorder rec(ctx);
+  rec.begin();
+  timer.reset(rec.cmd());
+  for (size_t i = 0; i < rows.size(); i++) {
+    const uint32_t M = static_cast<uint32_t>(rows[i]), first = static_cast<uint32_t>(i * (reps + 1));
+    timer.stamp(rec.cmd(), first);
+    if (size_t{M} * m.rows * 4 > kMaxOutputBytes) continue;
+    const MatmulParams p = MatmulParams::plain(M, m.rows, m.cols);
+    const MatmulGrid g = matmul_grid(k, MatrixMath::Fma, m.rows, M);
+    for (int r = 0; r < reps; r++) {
+      rec.dispatch(kernel, {x.view(), y.view(), m.data, x.view(), x.view(), y.view(), y.view()}, p, g.x, g.y, g.z);
+      timer.stamp(rec.cmd(), first + 1 + r);
+    }
+  }
+  rec.finish();
+  const std::vector<double> s = timer.seconds();
+  std::vector<double> best(rows.size(), NAN);
+  for (size_t i = 0; i < rows.size(); i++) {
+    if (size_t(rows[i]) * m.rows * 4 > kMaxOutputBytes) continue;
+    const size_t first = i * (reps + 1);
+    for (int r = 0; r < reps; r++) {
+      const double t = s[first + 1 + r] - s[first + r];
+      if (std::isnan(best[i]) || t < best[i]) best[i] = t;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+size_t choose_member(const std::vector<MemberTimes>& members, const std::vector<int>& rows) {
+  size_t best = 0;
+  for (size_t i = 1; i < members.size(); i++)
+    if (members[i].seconds[0] < members[best].seconds[0]) best = i;
+  // Among those within 3% at one row: the least time spent on 4-64 rows and on a prompt's 512 / 8.
+  const auto rows_cost = [&](const MemberTimes& m) {
+    double c = 0;
+    for (size_t j = 1; j < rows.size(); j++)
+      if (!std::isnan(m.seconds[j])) c += rows[j] > 64 ? m.seconds[j] / 8 : m.seconds[j];
+    return c;
+  };
+  const double limit = members[best].seconds[0] * 1.03;
+  size_t chosen = best;
+  for (size_t i = 0; i < members.size(); i++)
+    if (members[i].seconds[0] <= limit && rows_cost(members[i]) < rows_cost(members[chosen])) chosen = i;
+  return chosen;
+}
+
+SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
+  Context& ctx = fwd.context();
+  if (!ctx.timestamps()) throw Error("Vulkan: " + ctx.info().name + " has no compute timestamps to time kernels with");
+  if (o.rows.empty() || o.rows[0] != 1) throw Error("jf tune --kernels: the row counts must start at 1");
+  SweepResult r;
+  r.rows = o.rows;
+  std::vector<MatmulKernel> family = matmul_family(ctx.info());
+  if (!o.only.empty()) {
+    for (const MatmulKernel& k : o.only)
+      if (std::find(family.begin(), family.end(), k) == family.end())
+        throw Error("Vulkan: " + ctx.info().name + " cannot run the matrix kernel " + k.name() +
+                    " (too much shared memory, or subgroup shuffles it lacks)");
+    family = o.only;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const auto spent = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  const int max_rows = *std::max_element(o.rows.begin(), o.rows.end());
+  for (const DeviceMatrix& m : fwd.distinct_matrices()) {
+    ShapeSweep s;
+    s.shape = {m.rows, m.cols, m.type};
+    Buffer x(ctx, size_t(max_rows) * m.cols * 4, Buffer::Kind::Device);
+    Buffer y(ctx, std::min(size_t(max_rows) * m.rows * 4, kMaxOutputBytes), Buffer::Kind::Device);
+    ctx.run([&](VkCommandBuffer cmd) { api().vkCmdFillBuffer(cmd, x.handle(), 0, VK_WHOLE_SIZE, 0x3c23d70a); });  // 0.01f
+    for (const MatmulKernel& k : family) {
+      if (spent() > o.budget_seconds) {
+        r.skipped++;
+        continue;
+      }
+      if (k == default_matmul_kernel(m.cols, default_split_min_k(ctx.info()))) s.default_member = s.members.size();
+      s.members.push_back({k, time_member(ctx, fwd.kernels(), m, k, o.rows, o.reps, x, y)});
+    }
+    if (s.members.empty()) continue;
+    s.chosen = choose_member(s.members, o.rows);
+    r.shapes.push_back(std::move(s));
+  }
+  return r;
+}
+
+void record_choices(const SweepResult& r, KernelChoices& into) {
+  for (const ShapeSweep& s : r.shapes) {
+    KernelChoices::Choice c;
+    c.kernel = s.members[s.chosen].kernel;
+    for (size_t j = 0; j < r.rows.size(); j++)
+      if (!std::isnan(s.members[s.chosen].seconds[j])) c.seconds.emplace_back(r.rows[j], s.members[s.chosen].seconds[j]);
+    into.by_shape[s.shape] = c;
+  }
+}
+
+std::string sweep_table(const SweepResult& r) {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-24s %-28s", "matrix (N x K type)", "member");
+  out += line;
+  for (int rows : r.rows) {
+    std::snprintf(line, sizeof line, " %9s", ("M=" + std::to_string(rows)).c_str());
+    out += line;
+  }
+  out += "   (us a product)\n";
+  for (const ShapeSweep& s : r.shapes) {
+    const std::string shape = std::to_string(s.shape.n) + " x " + std::to_string(s.shape.k) + " " + dtype_name(s.shape.type);
+    const auto row = [&](const std::string& label, const MemberTimes& m) {
+      std::snprintf(line, sizeof line, "%-24s %-28s", label.c_str(), m.kernel.name().c_str());
+      out += line;
+      for (double t : m.seconds) {
+        if (std::isnan(t)) std::snprintf(line, sizeof line, " %9s", "-");
+        else std::snprintf(line, sizeof line, " %9.1f", t * 1e6);
+        out += line;
+      }
+      out += "\n";
+    };
+    row(shape + " chosen", s.members[s.chosen]);
+    if (s.default_member != SIZE_MAX && s.default_member != s.chosen) row("  default", s.members[s.default_member]);
+    std::vector<size_t> shown = {s.chosen, s.default_member};
+    for (size_t j = 0; j < r.rows.size(); j++) {  // the fastest at each row count, where it is another member
+      size_t f = 0;
+      for (size_t i = 1; i < s.members.size(); i++)
+        if (s.members[i].seconds[j] < s.members[f].seconds[j]) f = i;
+      if (std::isnan(s.members[f].seconds[j]) || std::find(shown.begin(), shown.end(), f) != shown.end()) continue;
+      shown.push_back(f);
+      row("  fastest at M=" + std::to_string(r.rows[j]), s.members[f]);
+    }
+  }
+  if (r.skipped) out += std::to_string(r.skipped) + " (matrix, member) pairs not timed: the budget ran out\n";
+  return out;
+}
+
+}  // namespace jf::vulkan

@@ -1,0 +1,52 @@
+// `jf tune --kernels`: every member of the FMA family (matmul_family.h) timed on the device on a model's own
+// matrix shapes, at the row counts a decoder sends (1, 4, 16, 64) and a prompt's (512), and one member chosen
+// per shape. The objective: the least time at one row (decode reads the weights once a token); members
+// within 3% of it are told apart by their time at 4-64 rows and at 512 over 8 (rows a forward spends on
+// drafts and prompts). Every member is batch-invariant, so the choice changes speed, never which tokens a
+// decoder emits (a row's bits can differ between members, as between devices).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "vulkan/matmul_family.h"
+
+namespace jf::vulkan {
+
+class VulkanForward;
+
+struct SweepOptions {
+  std::vector<int> rows = {1, 4, 16, 64, 512};
+  int reps = 5;                 // products timed a row count (the least of them kept)
+  double budget_seconds = 120;  // members not timed once it is spent are left out (and counted)
+  std::vector<MatmulKernel> only;  // the members to time (each must be one the device runs); empty: all
+};
+
+struct MemberTimes {
+  MatmulKernel kernel;
+  std::vector<double> seconds;  // a product's device time, by SweepOptions::rows
+};
+
+struct ShapeSweep {
+  MatmulShape shape;
+  std::vector<MemberTimes> members;  // the members timed
+  size_t chosen = 0;                 // into members (by the objective above)
+  size_t default_member = SIZE_MAX;  // the untuned default's index in members (SIZE_MAX: not timed)
+};
+
+struct SweepResult {
+  std::vector<int> rows;
+  std::vector<ShapeSweep> shapes;
+  int skipped = 0;  // (shape, member) pairs left out by the budget
+};
+
+// Times the family on each of the forward's distinct matrices. Throws jf::Error without device timestamps.
+SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o);
+// The member the objective picks among timed ones (rows as in SweepOptions::rows, the first being 1).
+size_t choose_member(const std::vector<MemberTimes>& members, const std::vector<int>& rows);
+// The choices to cache, merged into `into` (shapes of other models are kept).
+void record_choices(const SweepResult& r, KernelChoices& into);
+// The table `jf tune --kernels` prints: per shape, the chosen member's times beside the default's and the
+// fastest at each row count.
+std::string sweep_table(const SweepResult& r);
+
+}  // namespace jf::vulkan

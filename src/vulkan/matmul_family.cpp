@@ -1,0 +1,155 @@
+#include "vulkan/matmul_family.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "base/cache_dir.h"
+#include "base/error.h"
+#include "base/mapped_file.h"
+
+namespace jf::vulkan {
+
+std::string MatmulKernel::name() const {
+  if (serial) return "serial";
+  std::string s = "split-wg" + std::to_string(wg) + "-o" + std::to_string(outputs) + "-r" + std::to_string(rows);
+  if (pair) s += "-pair";
+  if (subgroup) s += "-sg";
+  return s;
+}
+
+MatmulKernel parse_matmul_kernel(const std::string& name) {
+  MatmulKernel k;
+  if (name == "serial") {
+    k.serial = true;
+    return k;
+  }
+  const auto bad = [&] {
+    return Error("unknown matrix kernel '" + name +
+                 "' (use serial, or split-wgW-oO-rR[-pair][-sg] with W 64/128/256, O 1/2/4, R 4/8)");
+  };
+  std::istringstream in(name);
+  std::string part;
+  if (!std::getline(in, part, '-') || part != "split") throw bad();
+  int fields = 0;
+  while (std::getline(in, part, '-')) {
+    const auto number = [&](size_t skip) {
+      const std::string digits = part.substr(skip);
+      if (digits.empty() || digits.size() > 3 || digits.find_first_not_of("0123456789") != std::string::npos) throw bad();
+      return static_cast<uint32_t>(std::stoul(digits));
+    };
+    if (fields == 0 && part.rfind("wg", 0) == 0) k.wg = number(2);
+    else if (fields == 1 && part[0] == 'o') k.outputs = number(1);
+    else if (fields == 2 && part[0] == 'r') k.rows = number(1);
+    else if (fields >= 3 && part == "pair" && !k.pair && !k.subgroup) k.pair = true;
+    else if (fields >= 3 && part == "sg" && !k.subgroup) k.subgroup = true;
+    else throw bad();
+    fields++;
+  }
+  const auto one_of = [](uint32_t v, std::initializer_list<uint32_t> ok) {
+    for (uint32_t o : ok)
+      if (v == o) return true;
+    return false;
+  };
+  if (fields < 3 || !one_of(k.wg, {64, 128, 256}) || !one_of(k.outputs, {1, 2, 4}) || !one_of(k.rows, {4, 8})) throw bad();
+  return k;
+}
+
+uint32_t matmul_shared_bytes(const MatmulKernel& k) {
+  if (k.serial) return 4 * (64 + 8);  // norm_fold.glsl's
+  const uint32_t slots = k.outputs * k.rows, norm = k.wg + k.rows;
+  if (k.subgroup) return 4 * (slots * (k.wg / 8) + norm);
+  return 4 * (slots * (k.wg + 1) + slots * (k.wg / 8) + norm);
+}
+
+std::vector<MatmulKernel> matmul_family(const DeviceInfo& d) {
+  std::vector<MatmulKernel> family;
+  MatmulKernel serial;
+  serial.serial = true;
+  family.push_back(serial);
+  for (bool subgroup : {false, true}) {
+    if (subgroup && !(d.subgroup_shuffle && d.subgroup_size >= 8)) continue;
+    for (uint32_t wg : {64u, 128u, 256u})
+      for (uint32_t outputs : {1u, 2u, 4u})
+        for (uint32_t rows : {4u, 8u})
+          for (bool pair : {false, true}) {
+            MatmulKernel k;
+            k.wg = wg, k.outputs = outputs, k.rows = rows, k.pair = pair, k.subgroup = subgroup;
+            if (matmul_shared_bytes(k) <= d.shared_memory) family.push_back(k);
+          }
+  }
+  return family;
+}
+
+MatmulKernel default_matmul_kernel(uint32_t K, uint32_t split_min_k) {
+  MatmulKernel k;
+  k.serial = K < split_min_k;
+  return k;
+}
+
+namespace {
+std::string slug(const std::string& s) {
+  std::string out;
+  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) || c == '.' ? c : '_';
+  return out.substr(0, 120);
+}
+}  // namespace
+
+std::string KernelChoices::cache_path(const DeviceInfo& d) {
+  return cache_dir() + "/vulkan-kernels/" + slug(d.name + "-" + d.driver) + ".json";
+}
+
+KernelChoices KernelChoices::load(const DeviceInfo& d) {
+  const std::string path = cache_path(d);
+  if (!std::filesystem::exists(path)) {
+    KernelChoices c;
+    c.device = d.name, c.driver = d.driver;
+    return c;
+  }
+  return read(path, d);
+}
+
+KernelChoices KernelChoices::read(const std::string& path, const DeviceInfo& d) {
+  std::ifstream f(path);
+  if (!f) throw Error("cannot read the kernel choices " + path);
+  KernelChoices c;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(f);
+    c.device = j.at("device").get<std::string>();
+    c.driver = j.at("driver").get<std::string>();
+    const std::vector<MatmulKernel> family = matmul_family(d);
+    for (const auto& e : j.at("matrices")) {
+      MatmulShape s;
+      s.n = e.at("n").get<uint32_t>(), s.k = e.at("k").get<uint32_t>();
+      if (!dtype_from_name(e.at("type").get<std::string>(), &s.type)) throw Error("unknown weight type " + e.at("type").dump());
+      Choice ch;
+      ch.kernel = parse_matmul_kernel(e.at("kernel").get<std::string>());
+      if (std::find(family.begin(), family.end(), ch.kernel) == family.end())
+        throw Error("kernel " + ch.kernel.name() + " is not one " + d.name + " runs");
+      for (const auto& t : e.at("seconds")) ch.seconds.emplace_back(t.at(0).get<int>(), t.at(1).get<double>());
+      c.by_shape[s] = ch;
+    }
+  } catch (const std::exception& e) {
+    throw Error("the kernel choices " + path + " are malformed (" + e.what() + "); delete the file or run jf tune --kernels again");
+  }
+  return c;
+}
+
+void KernelChoices::write(const std::string& path) const {
+  nlohmann::json j;
+  j["device"] = device, j["driver"] = driver;
+  j["matrices"] = nlohmann::json::array();
+  for (const auto& [s, ch] : by_shape) {
+    nlohmann::json e;
+    e["n"] = s.n, e["k"] = s.k, e["type"] = dtype_name(s.type), e["kernel"] = ch.kernel.name();
+    e["seconds"] = nlohmann::json::array();
+    for (const auto& [rows, sec] : ch.seconds) e["seconds"].push_back({rows, sec});
+    j["matrices"].push_back(e);
+  }
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  const std::string text = j.dump(1) + "\n";
+  write_file_atomic(path, text.data(), text.size());
+}
+
+}  // namespace jf::vulkan

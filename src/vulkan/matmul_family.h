@@ -1,0 +1,72 @@
+// The FMA matrix-product kernels as a family: members differ in shape (threads, outputs and rows a workgroup,
+// two fours of weights a thread whose bytes are read once, the reduction through subgroup shuffles), set as specialization constants of shaders/matmul_split.comp, plus matmul_serial.comp (a thread
+// per output). Every member is batch-invariant by construction: a row's sum depends on K, the member and the
+// device, never on the row count or the row's place in it. Which member each matrix shape runs is chosen by
+// timing them on the device (`jf tune --kernels`, kernel_sweep.h) and kept per device and driver in jf's
+// cache; an untimed shape runs the default.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernels/dtype.h"
+#include "vulkan/context.h"
+
+namespace jf::vulkan {
+
+struct MatmulKernel {
+  bool serial = false;  // matmul_serial (the shape fields below unused)
+  uint32_t wg = 64, outputs = 4, rows = 8;
+  bool pair = false, subgroup = false;
+  // "serial" or e.g. "split-wg128-o4-r8-pair-sg": what the cache, the profile and JF_VULKAN_KERNELS say.
+  std::string name() const;
+  // The specialization constants of matmul_split.comp (constant ids 0..3).
+  std::vector<uint32_t> constants() const { return {wg, outputs, rows, pair ? 1u : 0u}; }
+  uint32_t outputs_per_group() const { return serial ? 64 : outputs;  }
+  uint32_t rows_per_group() const { return serial ? 8 : rows; }
+  bool operator==(const MatmulKernel& o) const { return name() == o.name(); }
+};
+
+// Throws jf::Error naming the form for a string that is not a member's name.
+MatmulKernel parse_matmul_kernel(const std::string& name);
+
+// Every member `d` can run: its shared memory within the device's, subgroup members only where the device
+// has subgroup shuffles and subgroups of 8 or more.
+std::vector<MatmulKernel> matmul_family(const DeviceInfo& d);
+// Shared memory a member uses, in bytes.
+uint32_t matmul_shared_bytes(const MatmulKernel& k);
+
+// What an untimed matrix of K inputs runs: a thread per output below split_min_k (matmul_grid.h), else
+// 64 threads, 4 outputs, 8 rows.
+MatmulKernel default_matmul_kernel(uint32_t K, uint32_t split_min_k);
+
+// A matrix shape the kernels are chosen for.
+struct MatmulShape {
+  uint32_t n = 0, k = 0;
+  DType type = DType::F32;
+  bool operator<(const MatmulShape& o) const {
+    return n != o.n ? n < o.n : k != o.k ? k < o.k : static_cast<int>(type) < static_cast<int>(o.type);
+  }
+};
+
+// The members chosen for one device and driver, by shape, with the times that chose them.
+struct KernelChoices {
+  struct Choice {
+    MatmulKernel kernel;
+    std::vector<std::pair<int, double>> seconds;  // (rows, device seconds a product) for the chosen member
+  };
+  std::string device, driver;
+  std::map<MatmulShape, Choice> by_shape;
+
+  // $XDG_CACHE_HOME/jf/vulkan-kernels/<device and driver>.json (base/cache_dir.h).
+  static std::string cache_path(const DeviceInfo& d);
+  // The cached choices for `d` (empty when none are cached); throws jf::Error naming the file when it is
+  // malformed or names a member `d` cannot run.
+  static KernelChoices load(const DeviceInfo& d);
+  static KernelChoices read(const std::string& path, const DeviceInfo& d);
+  // Written atomically (temp file + rename); the directory is made if missing.
+  void write(const std::string& path) const;
+};
+
+}  // namespace jf::vulkan

@@ -1,0 +1,58 @@
+// What every matrix product (matmul_serial, matmul_split, matmul_tiles) reads and writes: its bindings and
+// parameters, its inputs (with the GLU folded in: the down projection reads act(gate) * up as it loads, so the
+// GLU costs no dispatch of its own) and its outputs (split over up to three matrices: q, k and v, or gate and
+// up, come out of one product of their concatenated weights). Neither changes a row's operations, so every
+// kernel stays batch-invariant. Include after dequant.glsl (binding 2: the weights).
+layout(std430, binding = 0) readonly buffer Input { float X[]; };
+layout(std430, binding = 0) readonly buffer Input4 { vec4 X4[]; };  // the same buffer, 16 bytes a load
+layout(std430, binding = 1) buffer Output { float Y[]; };
+layout(std430, binding = 3) readonly buffer Gain { float G[]; };  // the folded norm's gain (norm_fold.glsl)
+layout(std430, binding = 4) readonly buffer Up { float U[]; };    // the GLU's up values, laid out as X
+layout(std430, binding = 4) readonly buffer Up4 { vec4 U4[]; };
+layout(std430, binding = 5) buffer Output2 { float Y2[]; };      // outputs n1 .. n2 - 1
+layout(std430, binding = 6) buffer Output3 { float Y3[]; };      // outputs n2 .. N - 1
+layout(push_constant) uniform Params {
+  uint M, N, K;
+  uint x_off, x_stride;  // row m of X (and of U) starts at x_off + m x_stride
+  uint y_off, y_stride;  // row m of Y starts at y_off + m y_stride
+  uint accumulate;       // 1: Y += result (a residual add: the sum is complete before it is added)
+  uint norm;             // 1: X's rows RMS-normalised by G first (norm_fold.glsl)
+  float eps;
+  uint glu;              // 1: the inputs are silu(X) U; 2: gelu(X) U (gemma)
+  uint n1, n2;           // outputs below n1 go to Y, below n2 to Y2 (rows of n2 - n1), the rest to Y3
+} p;
+
+float glu(float g, float u) {
+  float a;
+  if (p.glu == 2) a = 0.5 * g * (1.0 + tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
+  else a = g * (1.0 / (1.0 + exp(-g)));
+  return a * u;
+}
+
+// Input i of X (an index into X), through the GLU when it is folded in.
+float input_at(uint i) { return p.glu != 0 ? glu(X[i], U[i]) : X[i]; }
+
+// Inputs k .. k + 3 of the row of X starting at x, zero past K (aligned: x and k multiples of 4).
+vec4 inputs4_at(uint x, uint k, bool aligned) {
+  if (k + 4 <= p.K) {
+    if (aligned && p.glu == 0) return X4[(x + k) / 4];
+    if (aligned) {
+      const vec4 g = X4[(x + k) / 4], u = U4[(x + k) / 4];
+      return vec4(glu(g.x, u.x), glu(g.y, u.y), glu(g.z, u.z), glu(g.w, u.w));
+    }
+    return vec4(input_at(x + k), input_at(x + k + 1), input_at(x + k + 2), input_at(x + k + 3));
+  }
+  return vec4(input_at(x + k), k + 1 < p.K ? input_at(x + k + 1) : 0.0, k + 2 < p.K ? input_at(x + k + 2) : 0.0, 0.0);
+}
+
+// Output n of row m, scaled by `scale` (the folded norm's 1 / rms, or 1), into its matrix.
+void store_output(uint m, uint n, float s, float scale) {
+  if (n < p.n1) {
+    const uint y = p.y_off + m * p.y_stride + n;
+    Y[y] = (p.accumulate != 0 ? Y[y] : 0.0) + s * scale;
+  } else if (n < p.n2) {
+    Y2[m * (p.n2 - p.n1) + n - p.n1] = s * scale;
+  } else {
+    Y3[m * (p.N - p.n2) + n - p.n2] = s * scale;
+  }
+}
