@@ -1,6 +1,7 @@
 // The Vulkan backend's row operations, each against the CPU's (kernels/ops.h) or a double-precision reference:
-// RMSNorm (plain, gathered, accumulated), RoPE (both styles), SwiGLU and GeGLU, soft-cap, argmax (ties to the
-// lowest index), attention (GQA, a slot list, soft-capped scores, an fp16 cache) and the KV slot moves of keep().
+// RMSNorm (plain, gathered, accumulated), soft-cap, argmax (ties to the lowest index), attention (GQA, a slot
+// list, soft-capped scores, an fp16 cache; RoPE and the KV store of its own rows, both styles) and the KV slot
+// moves of keep().
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -79,43 +80,6 @@ TEST(VulkanOps, RmsNormPlainGatheredAndAccumulated) {
   expect_close(Ops::read(out, 3 * n), added, 1e-5f, "gathered, accumulated");
 }
 
-// RoPE on q in place, and the keys (rotated) and values into their rows' cache slots, in one dispatch: the
-// CPU's rope on q and k, the unrotated dims past rope_dim kept, both pair styles, rows 1..3 of 4 (row0).
-TEST(VulkanOps, RopeAndKvStoreBothStyles) {
-  JF_VULKAN_DEVICE(device);
-  Ops o(device);
-  const uint32_t rows = 4, row0 = 1, heads = 4, kv_heads = 2, hd = 16, rope_dim = 12, half = rope_dim / 2, cap = 9;
-  const std::vector<float> q = random_floats(rows * heads * hd, 4), k = random_floats(rows * kv_heads * hd, 6),
-                           v = random_floats(rows * kv_heads * hd, 7), angles = random_floats(2 * rows * half, 5, 3.0f);
-  const int32_t slots[rows] = {0, 7, 2, 5};
-  std::vector<float> arena(5 * rows + angles.size());  // the row table (ints), then the angles
-  for (uint32_t r = 0; r < rows; r++) std::memcpy(&arena[5 * r], &slots[r], 4);
-  std::copy(angles.begin(), angles.end(), arena.begin() + 5 * rows);
-  for (RopeStyle style : {RopeStyle::Interleaved, RopeStyle::Neox}) {
-    Buffer bq = o.buffer(q), bk = o.buffer(k), bv = o.buffer(v), ba = o.buffer(arena);
-    Buffer ck = o.buffer(std::vector<float>(kv_heads * cap * hd, -1.0f)), cv = o.buffer(std::vector<float>(kv_heads * cap * hd, -1.0f));
-    struct {
-      uint32_t row0, n_rows, n_heads, n_kv_heads, head_dim, half_dim, neox, capacity, info_off, cos_off, sin_off;
-    } p{row0, rows - row0, heads, kv_heads, hd, half, style == RopeStyle::Neox ? 1u : 0u, cap, 0, 5 * rows, 5 * rows + rows * half};
-    o.run("rope_store_f32", {bq.view(), bk.view(), bv.view(), ck.view(), cv.view(), ba.view()}, p,
-          ((rows - row0) * (heads * half + 2 * kv_heads * hd) + 63) / 64);
-    std::vector<float> want_q = q, want_k = k, want_ck(kv_heads * cap * hd, -1.0f), want_cv = want_ck;
-    for (uint32_t r = row0; r < rows; r++) {
-      const float *cos = &angles[r * half], *sin = &angles[rows * half + r * half];
-      rope(&want_q[r * heads * hd], heads, hd, rope_dim, cos, sin, style);
-      rope(&want_k[r * kv_heads * hd], kv_heads, hd, rope_dim, cos, sin, style);
-      for (uint32_t c = 0; c < kv_heads * hd; c++) {
-        const uint32_t at = ((c / hd) * cap + static_cast<uint32_t>(slots[r])) * hd + c % hd;
-        want_ck[at] = want_k[r * kv_heads * hd + c], want_cv[at] = v[r * kv_heads * hd + c];
-      }
-    }
-    const std::string what = style == RopeStyle::Neox ? "neox" : "interleaved";
-    expect_close(Ops::read(bq, q.size()), want_q, 1e-6f, what + " q");
-    expect_close(Ops::read(ck, want_ck.size()), want_ck, 1e-6f, what + " keys");
-    expect_close(Ops::read(cv, want_cv.size()), want_cv, 0.0f, what + " values");
-  }
-}
-
 // (The gated activations run inside the down projection's input loads: test_vulkan_kernels.cpp.)
 TEST(VulkanOps, SoftcapAndArgmax) {
   JF_VULKAN_DEVICE(device);
@@ -157,7 +121,7 @@ TEST(VulkanOps, AttentionOverASlotList) {
   for (int s = 0; s < 140; s += 1) slots.push_back(s);  // row 0: 140 slots (three chunks of 64)
   for (int s = 3; s < 100; s += 7) slots.push_back(s);  // row 1: every 7th
   const int32_t n0 = 140, n1 = static_cast<int32_t>(slots.size()) - 140;
-  const std::vector<int32_t> info{0, 0, n0, 0, n0, 0, n0, n0 + n1, n0, n0 + n1};
+  const std::vector<int32_t> info{145, 0, n0, 0, n0, 146, n0, n0 + n1, n0, n0 + n1};  // (own slots 145, 146: seen by no row)
   for (bool f16 : {false, true}) {
     std::vector<uint16_t> k16(k.size()), v16(v.size());
     for (size_t i = 0; i < k.size(); i++) k16[i] = f32_to_f16(k[i]), v16[i] = f32_to_f16(v[i]);
@@ -166,8 +130,11 @@ TEST(VulkanOps, AttentionOverASlotList) {
     struct {
       uint32_t row0, n_heads, n_kv_heads, head_dim, capacity, info_off, slots_off, local;
       float scale, cap;
-    } p{0, heads, kv_heads, hd, cap, 0, 0, 0, 0.2f, 5.0f};
-    o.run(f16 ? "attention_f16" : "attention_f32", {bq.view(), bk.view(), bv.view(), bi.view(), bs.view(), out.view()}, p, rows, heads);
+      uint32_t half_dim, neox, cos_off, sin_off;
+    } p{0, heads, kv_heads, hd, cap, 0, 0, 0, 0.2f, 5.0f, 0, 0, 0, 0};  // (no RoPE; no own rows)
+    Buffer own = o.buffer(std::vector<float>(rows * kv_heads * hd));  // (their keys and values: stored, not read)
+    o.run(f16 ? "attention_f16" : "attention_f32", {bq.view(), bk.view(), bv.view(), bi.view(), bs.view(), out.view(), own.view(), own.view()}, p,
+          rows, heads);
     auto el = [&](const std::vector<float>& x, size_t i) { return f16 ? f16_to_f32(f32_to_f16(x[i])) : x[i]; };
     std::vector<float> want(rows * heads * hd);
     for (uint32_t r = 0; r < rows; r++)
@@ -191,6 +158,104 @@ TEST(VulkanOps, AttentionOverASlotList) {
       }
     expect_close(Ops::read(out, want.size()), want, 1e-5f, f16 ? "f16 cache" : "f32 cache");
   }
+}
+
+// Attention with its rows' RoPE and KV store folded in: rows 1..3 of 4 (row0 1) of one sequence over a cache
+// of earlier slots and each other (their own slots -(row + 2) in the list, read from this forward's keys and
+// values): the output against RoPE then a double-precision softmax over the rotated keys, and the rows' rotated
+// keys and values stored in their slots; both pair styles, dims past rope_dim unrotated, f32 and f16 caches.
+TEST(VulkanOps, AttentionRotatesItsRowsReadsThemAndStoresThem) {
+  JF_VULKAN_DEVICE(device);
+  Ops o(device);
+  const uint32_t rows = 4, row0 = 1, heads = 4, kv_heads = 2, hd = 16, rope_dim = 12, half = rope_dim / 2, cap = 12, past = 6;
+  const std::vector<float> q = random_floats(rows * heads * hd, 4), k = random_floats(rows * kv_heads * hd, 6),
+                           v = random_floats(rows * kv_heads * hd, 7), angles = random_floats(2 * rows * half, 5, 3.0f),
+                           old_k = random_floats(kv_heads * cap * hd, 8), old_v = random_floats(kv_heads * cap * hd, 9);
+  const int32_t own[rows] = {11, 7, 10, 8};  // the rows' cache slots (row 0 is another pass's: not run)
+  // Row r (1..3) sees slots 0..past-1 of the cache, then rows 1..r (encoded).
+  std::vector<int32_t> arena(5 * rows), list;
+  for (uint32_t r = row0; r < rows; r++) {
+    const int32_t begin = static_cast<int32_t>(list.size());
+    for (uint32_t s = 0; s < past; s++) list.push_back(static_cast<int32_t>(s));
+    for (uint32_t j = row0; j <= r; j++) list.push_back(-static_cast<int32_t>(j) - 2);
+    const int32_t end = static_cast<int32_t>(list.size());
+    const int32_t row[5] = {own[r], begin, end, begin, end};
+    std::copy(row, row + 5, arena.begin() + 5 * r);
+  }
+  const uint32_t slots_off = static_cast<uint32_t>(arena.size());
+  arena.insert(arena.end(), list.begin(), list.end());
+  const uint32_t cos_off = static_cast<uint32_t>(arena.size()), sin_off = cos_off + rows * half;
+  for (float a : angles) {
+    int32_t bits;
+    std::memcpy(&bits, &a, 4);
+    arena.push_back(bits);
+  }
+  for (bool f16 : {false, true})
+    for (RopeStyle style : {RopeStyle::Interleaved, RopeStyle::Neox}) {
+      const std::string what = std::string(style == RopeStyle::Neox ? "neox" : "interleaved") + (f16 ? " f16" : " f32");
+      auto el = [&](float x) { return f16 ? f16_to_f32(f32_to_f16(x)) : x; };
+      std::vector<uint16_t> k16(old_k.size()), v16(old_v.size());
+      for (size_t i = 0; i < old_k.size(); i++) k16[i] = f32_to_f16(old_k[i]), v16[i] = f32_to_f16(old_v[i]);
+      Buffer bq = o.buffer(q), bk = o.buffer(k), bv = o.buffer(v), ba = o.buffer(arena), out = o.buffer(std::vector<float>(rows * heads * hd));
+      Buffer ck = f16 ? o.buffer(k16) : o.buffer(old_k), cv = f16 ? o.buffer(v16) : o.buffer(old_v);
+      struct {
+        uint32_t row0, n_heads, n_kv_heads, head_dim, capacity, info_off, slots_off, local;
+        float scale, cap;
+        uint32_t half_dim, neox, cos_off, sin_off;
+      } p{row0, heads, kv_heads, hd, cap, 0, slots_off, 0, 0.25f, 0.0f, half, style == RopeStyle::Neox ? 1u : 0u, cos_off, sin_off};
+      o.run(f16 ? "attention_f16" : "attention_f32", {bq.view(), ck.view(), cv.view(), ba.view(), ba.view(), out.view(), bk.view(), bv.view()},
+            p, rows - row0, heads);
+      // The reference: the rows' q and k rotated (the CPU's rope), then attention over the cache and the rows.
+      std::vector<float> rq = q, rk = k;
+      for (uint32_t r = 0; r < rows; r++) {
+        const float *c = &angles[r * half], *s = &angles[rows * half + r * half];
+        rope(&rq[r * heads * hd], heads, hd, rope_dim, c, s, style);
+        rope(&rk[r * kv_heads * hd], kv_heads, hd, rope_dim, c, s, style);
+      }
+      std::vector<float> got_ck(old_k.size()), got_cv(old_v.size());
+      for (size_t i = 0; i < old_k.size(); i++)
+        got_ck[i] = f16 ? f16_to_f32(Ops::read<uint16_t>(ck, old_k.size())[i]) : Ops::read(ck, old_k.size())[i],
+        got_cv[i] = f16 ? f16_to_f32(Ops::read<uint16_t>(cv, old_v.size())[i]) : Ops::read(cv, old_v.size())[i];
+      std::vector<float> want(rows * heads * hd, 0.0f), want_ck(old_k.size()), want_cv(old_v.size());
+      for (size_t i = 0; i < old_k.size(); i++) want_ck[i] = el(old_k[i]), want_cv[i] = el(old_v[i]);
+      for (uint32_t r = row0; r < rows; r++)
+        for (uint32_t c = 0; c < kv_heads * hd; c++) {
+          const size_t at = ((c / hd) * cap + static_cast<uint32_t>(own[r])) * hd + c % hd;
+          want_ck[at] = el(rk[r * kv_heads * hd + c]), want_cv[at] = el(v[r * kv_heads * hd + c]);
+        }
+      for (uint32_t r = row0; r < rows; r++)
+        for (uint32_t h = 0; h < heads; h++) {
+          const uint32_t kvh = h / (heads / kv_heads);
+          std::vector<float> keys, vals;  // every visible key and value, as the cache holds them
+          for (int32_t e : std::vector<int32_t>(list.begin() + arena[5 * r + 1], list.begin() + arena[5 * r + 2])) {
+            for (uint32_t d = 0; d < hd; d++) {
+              if (e >= 0) {
+                keys.push_back(el(old_k[(kvh * cap + e) * hd + d])), vals.push_back(el(old_v[(kvh * cap + e) * hd + d]));
+              } else {
+                const uint32_t j = static_cast<uint32_t>(-e - 2);
+                keys.push_back(el(rk[(j * kv_heads + kvh) * hd + d])), vals.push_back(el(v[(j * kv_heads + kvh) * hd + d]));
+              }
+            }
+          }
+          const size_t n = keys.size() / hd;
+          std::vector<double> s(n);
+          double mx = -1e300, sum = 0;
+          for (size_t j = 0; j < n; j++) {
+            double dot = 0;
+            for (uint32_t d = 0; d < hd; d++) dot += double(rq[(r * heads + h) * hd + d]) * keys[j * hd + d];
+            mx = std::max(mx, s[j] = dot * 0.25);
+          }
+          for (double& x : s) sum += x = std::exp(x - mx);
+          for (uint32_t d = 0; d < hd; d++) {
+            double a = 0;
+            for (size_t j = 0; j < n; j++) a += s[j] * vals[j * hd + d];
+            want[(r * heads + h) * hd + d] = static_cast<float>(a / sum);
+          }
+        }
+      expect_close(Ops::read(out, want.size()), want, 1e-5f, what + " output");
+      expect_close(got_ck, want_ck, f16 ? 1e-3f : 1e-6f, what + " keys stored");
+      expect_close(got_cv, want_cv, 0.0f, what + " values stored");
+    }
 }
 
 // keep()'s slot moves, applied in order (a moved slot may be a later move's source).

@@ -129,7 +129,29 @@ void VulkanForward::upload_inputs(uint32_t extra) {
     if (local_rope) rope_angles(local_rope_table(cfg_), cfg_.rope_dim, row.pos, floats + in_->lcos + r * half, floats + in_->lsin + r * half);
   }
   std::copy(rows_->slot_list.begin(), rows_->slot_list.end(), ints + in_->slots);
+  mark_own_slots(ints + in_->slots);
   std::copy(rows_->logit_src.begin(), rows_->logit_src.end(), ints + in_->logit);
+}
+
+// The slots the pass's own rows write, as -(row + 2) in the arena's slot list: attention reads those keys and
+// values from the pass's activations and stores them itself (shaders/attention.comp), so no dispatch before it
+// stores them. A sequence's own slots are a short range (its rows'), looked up in a table over that range.
+void VulkanForward::mark_own_slots(int32_t* list) {
+  const std::vector<PlannedRow>& rows = rows_->rows;
+  for (size_t s = 0; s + 1 < rows_->seq_first.size(); s++) {
+    const size_t a = static_cast<size_t>(rows_->seq_first[s]), b = static_cast<size_t>(rows_->seq_first[s + 1]);
+    if (a == b) continue;
+    int32_t lo = rows[a].slot, hi = rows[a].slot;
+    for (size_t r = a; r < b; r++) lo = std::min(lo, rows[r].slot), hi = std::max(hi, rows[r].slot);
+    own_slots_.assign(static_cast<size_t>(hi - lo + 1), -1);
+    for (size_t r = a; r < b; r++) own_slots_[static_cast<size_t>(rows[r].slot - lo)] = static_cast<int32_t>(r);
+    for (size_t r = a; r < b; r++)
+      for (auto [from, to] : {std::pair{rows[r].slots_begin, rows[r].slots_end}, std::pair{rows[r].local_begin, rows[r].local_end}})
+        for (int32_t i = from; i < to; i++) {
+          const int32_t v = list[i];
+          if (v >= lo && v <= hi && own_slots_[static_cast<size_t>(v - lo)] >= 0) list[i] = -own_slots_[static_cast<size_t>(v - lo)] - 2;
+        }
+  }
 }
 
 // The kernel of one weight type (PREFIX + the type's name), looked up once per type: no name is built per
@@ -326,43 +348,30 @@ void VulkanForward::record_layer_body(int l) {
   }
 }
 
-// Each sequence's RoPE and its keys and values into its cache (one dispatch: rope_store.comp), then its
-// attention. The stores write apart (each its own rows of q, its own new slots), as do the attentions (each its
-// own rows of att): one barrier after all the stores and one after all the attentions, not one per sequence (a
-// server's batch has dozens).
+// Each sequence's attention, with its rows' RoPE and the store of their keys and values folded in
+// (attention.comp: the rows' own slots are read from the activations, mark_own_slots). The sequences write
+// apart (each its own cache and rows of att): one barrier after them all.
 void VulkanForward::record_attention(int l, bool local) {
   Activations& a = *a_;
-  const uint32_t kvd = u32(cfg_.kv_dim()), hd = u32(cfg_.head_dim);
+  const uint32_t hd = u32(cfg_.head_dim);
   const float scale = cfg_.attention_scale();
   const size_t n_seqs = rows_->seq_first.size() - 1;
   size_t live = 0;
   for (size_t s = 0; s < n_seqs; s++) live += rows_->seq_first[s + 1] > rows_->seq_first[s] ? 1 : 0;
-  for (int pass = 0; pass < 2; pass++) {
-    if (live > 1) rec_.skip_barriers(static_cast<int>(live) - 1);
-    for (size_t s = 0; s < n_seqs; s++) {
-      const uint32_t r0 = u32(rows_->seq_first[s]), rows = u32(rows_->seq_first[s + 1]) - r0;
-      if (rows == 0) continue;
-      const DeviceKvStore& kv = device_store(*rows_->rows[r0].cache, ctx_.get());
-      if (pass == 0) {
-        const bool local_rope = cfg_.rope_theta_local > 0.0f && local;
-        const uint32_t half = u32(cfg_.rope_dim / 2), heads = u32(cfg_.n_heads);
-        struct {
-          uint32_t row0, n_rows, n_heads, n_kv_heads, head_dim, half_dim, neox, capacity, info_off, cos_off, sin_off;
-        } ps{r0, rows, heads, u32(cfg_.n_kv_heads), hd, half, cfg_.rope_style == RopeStyle::Neox ? 1u : 0u, u32(kv.capacity()), in_->info,
-             local_rope ? in_->lcos : in_->cos, local_rope ? in_->lsin : in_->sin};
-        uint32_t gx, gy;
-        Recorder::flat_grid(uint64_t{rows} * (heads * half + 2 * kvd), &gx, &gy);
-        rec_.dispatch(kernels_->get(kv.f16() ? "rope_store_f16" : "rope_store_f32", 6),
-                      {a.q.view(), a.k.view(), a.v.view(), kv.keys(l), kv.values(l), arena()}, ps, gx, gy);
-        continue;
-      }
-      struct {
-        uint32_t row0, n_heads, n_kv_heads, head_dim, capacity, info_off, slots_off, local;
-        float scale, cap;
-      } pa{r0, u32(cfg_.n_heads), u32(cfg_.n_kv_heads), hd, u32(kv.capacity()), in_->info, in_->slots, local ? 1u : 0u, scale, cfg_.attn_softcap};
-      rec_.dispatch(kernels_->get(kv.f16() ? "attention_f16" : "attention_f32", 6),
-                    {a.q.view(), kv.keys(l), kv.values(l), arena(), arena(), a.att.view()}, pa, rows, u32(cfg_.n_heads));
-    }
+  if (live > 1) rec_.skip_barriers(static_cast<int>(live) - 1);  // (each sequence its own cache)
+  const bool local_rope = cfg_.rope_theta_local > 0.0f && local;
+  for (size_t s = 0; s < n_seqs; s++) {
+    const uint32_t r0 = u32(rows_->seq_first[s]), rows = u32(rows_->seq_first[s + 1]) - r0;
+    if (rows == 0) continue;
+    const DeviceKvStore& kv = device_store(*rows_->rows[r0].cache, ctx_.get());
+    struct {
+      uint32_t row0, n_heads, n_kv_heads, head_dim, capacity, info_off, slots_off, local;
+      float scale, cap;
+      uint32_t half_dim, neox, cos_off, sin_off;
+    } pa{r0, u32(cfg_.n_heads), u32(cfg_.n_kv_heads), hd, u32(kv.capacity()), in_->info, in_->slots, local ? 1u : 0u, scale, cfg_.attn_softcap,
+         u32(cfg_.rope_dim / 2), cfg_.rope_style == RopeStyle::Neox ? 1u : 0u, local_rope ? in_->lcos : in_->cos, local_rope ? in_->lsin : in_->sin};
+    rec_.dispatch(kernels_->get(kv.f16() ? "attention_f16" : "attention_f32", 8),
+                  {a.q.view(), kv.keys(l), kv.values(l), arena(), arena(), a.att.view(), a.k.view(), a.v.view()}, pa, rows, u32(cfg_.n_heads));
   }
 }
 

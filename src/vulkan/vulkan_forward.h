@@ -86,6 +86,7 @@ class VulkanForward : public ForwardPass {
   struct Inputs;
   void grow_activations(Activations& a, int64_t rows, bool draft_layer);
   void upload_inputs(uint32_t extra = 0);
+  void mark_own_slots(int32_t* list);
   void record_layer(int l);  // (and its dispatches and barriers into layer_counts_, for layer 0)
   void record_layer_body(int l);
   void record_attention(int l, bool local);
@@ -174,6 +175,7 @@ class VulkanForward : public ForwardPass {
   // Whether each logit row's logits (and each draft-logit row's) are copied to the host by the forward: those
   // of sequences that need them (SequenceInput::need); others are fetched when read (extra_fetches_).
   std::vector<char> logit_host_, draft_host_;
+  std::vector<int32_t> own_slots_;  // mark_own_slots' table (kept: no allocation per forward)
   uint64_t extra_fetches_ = 0, bytes_to_host_ = 0, moved_caches_ = 0, chains_in_forward_ = 0;
   LayerCounts layer_counts_;
   bool layer_ran_ = false;  // the last forward ran the draft layer (a draft chain needs its output)

@@ -60,7 +60,8 @@ void main() {
   const uint info = p.info_off + c * ROW_INFO, begin = p.slots_off + uint(STEP[info + 1]);
   const int slot0 = STEP[info] - int(p.step);  // the chain's first slot (the host wrote step j's own)
   for (uint i = t; i < n; i += WG) STEP[begin + past + i] = META[p.rows_off + 5 * (l0 + path[i]) + 2];
-  for (uint k = t; k <= p.step; k += WG) STEP[begin + past + n + k] = slot0 + int(k);
+  // (its own slot, which step j's attention writes, as -(row + 2): read from the step's keys; attention.comp)
+  for (uint k = t; k <= p.step; k += WG) STEP[begin + past + n + k] = k == p.step ? -int(c) - 2 : slot0 + int(k);
   for (uint k = t; k < p.half_dim; k += WG) {  // the angles of position pos(end) + 1 + j
     const uint from = p.table_off + 2 * (table + end) * p.half_dim;
     STEP[p.cos_off + c * p.half_dim + k] = STEP[from + k];
