@@ -36,6 +36,7 @@ printf '{"prompt": "Once upon a time"}\n{"prompt": "The cat sat"}\n' > "$work/pr
   --decoders ar,jacobi:block=8:draft-policy=fixed,lookahead,pld:draft-policy=fixed,multiblock:block=8 > "$work/bench.txt" 2>/dev/null
 grep -q "^device vulkan" "$work/bench.txt" || fail "bench does not name the device"
 grep -q "device ms/forward" "$work/bench.txt" || fail "bench prints no device time"
+grep -q "f16 KV cache" "$work/bench.txt" || fail "--kv-type auto did not give the device's f16 cache: $(head -3 "$work/bench.txt")"
 [ "$(grep -c '| 100% |' "$work/bench.txt")" = 5 ] || { cat "$work/bench.txt"; fail "a decoder's output differed from ar on the device"; }
 
 # The device's cost curve beside the CPU's (tune --plot-beside), and speedup against TPF (bench --plot).

@@ -82,7 +82,7 @@ int run_bench(BenchArgs& a) {
     decoders.push_back(make_decoder(o));
   }
   std::unique_ptr<ForwardPass> fwd = open_forward(a.model, *lm.model);
-  Session session(*fwd, context_size(a.model, *lm.model), kv_type(a.model));
+  Session session(*fwd, context_size(a.model, *lm.model), kv_type(a.model, *fwd));
   decoders[0]->generate(session, prompts[0], a.gen);  // warm caches before measuring
   if (a.row_cost == "measure") {
     // The decoders price their rows (decode/row_cost.h) on a quick measurement of this machine's forward
@@ -139,7 +139,7 @@ int run_bench(BenchArgs& a) {
   const double ar_tps = totals[0].gen_seconds > 0 ? totals[0].tokens / totals[0].gen_seconds : 0;
   std::printf("model %s, %zu prompts, %d new tokens max, %s, %d threads, %s kernels, %s KV cache\n\n",
               a.model.path.c_str(), prompts.size(), a.gen.max_new_tokens, greedy ? "greedy" : "sampling",
-              num_threads(), isa_name(active_isa()).c_str(), a.model.kv_type.c_str());
+              num_threads(), isa_name(active_isa()).c_str(), dtype_name(kv_type(a.model, *fwd)).c_str());
   // On a GPU: where it ran, and the device's own time per forward beside the host's (the rest of ms/forward
   // is recording, submitting and waiting).
   const bool on_device = totals[0].device_seconds > 0;
@@ -204,7 +204,7 @@ int run_bench(BenchArgs& a) {
   if (!a.json_out.empty()) {
     nlohmann::json j = {{"model", a.model.path}, {"prompts_file", a.prompts_file}, {"n_prompts", prompts.size()},
                         {"max_new_tokens", a.gen.max_new_tokens}, {"greedy", greedy}, {"threads", num_threads()},
-                        {"kernels", isa_name(active_isa())}, {"kv_type", a.model.kv_type}, {"summary", summary},
+                        {"kernels", isa_name(active_isa())}, {"kv_type", dtype_name(kv_type(a.model, *fwd))}, {"summary", summary},
                         {"runs", runs}};
     const std::string text = j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     write_file_atomic(a.json_out, text.data(), text.size());

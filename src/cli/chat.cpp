@@ -231,7 +231,7 @@ int run_chat(ChatArgs& a) {
   DecoderOptions first = a.decoder;
   first.name = "ar";  // replaced below once the session exists (auto measures its forward)
   std::unique_ptr<ForwardPass> fwd = open_forward(a.model, *lm.model);
-  chat::Conversation conv(*fwd, tok, context_size(a.model, *lm.model), kv_type(a.model), opts, first);
+  chat::Conversation conv(*fwd, tok, context_size(a.model, *lm.model), kv_type(a.model, *fwd), opts, first);
   conv.set_system(a.prompt.system);
   std::string why;
   conv.set_decoder(resolve_decoder(a.decoder, a.model, conv.session().forward_pass(), a.gen.sampling.greedy(), &why));

@@ -86,7 +86,7 @@ nlohmann::json eval_text(const EvalArgs& a, EvalModels& m) {
   const Tokenizer& tok = *m.model.tokenizer;
   std::vector<int32_t> ids = tok.encode(read_text_file(a.text), false, false);
   if (a.max_text_tokens > 0 && static_cast<int64_t>(ids.size()) > a.max_text_tokens) ids.resize(a.max_text_tokens);
-  Scorer sb(*m.fbase, a.window, kv_type(a.model)), sm(*m.fmodel, a.window, kv_type(a.model));
+  Scorer sb(*m.fbase, a.window, kv_type(a.model, *m.fbase)), sm(*m.fmodel, a.window, kv_type(a.model, *m.fmodel));
   TokenComparison c;
   const size_t W = static_cast<size_t>(a.window - 1);
   for (size_t start = 0; start < ids.size(); start += W) {
@@ -134,8 +134,8 @@ void eval_prompts(const EvalArgs& a, EvalModels& m, nlohmann::json& out) {
   cfg.max_new_tokens = a.n;
   cfg.eos_ids = tok.eog_ids();
   const int ctx = context_size(a.model, *m.model.model);
-  Session gm(*m.fmodel, ctx, kv_type(a.model)), gb(*m.fbase, ctx, kv_type(a.model));
-  Scorer sb(*m.fbase, ctx, kv_type(a.model)), sm(*m.fmodel, ctx, kv_type(a.model));
+  Session gm(*m.fmodel, ctx, kv_type(a.model, *m.fmodel)), gb(*m.fbase, ctx, kv_type(a.model, *m.fbase));
+  Scorer sb(*m.fbase, ctx, kv_type(a.model, *m.fbase)), sm(*m.fmodel, ctx, kv_type(a.model, *m.fmodel));
   TokenComparison on_base, on_model;  // teacher-forced on the base's / the model's greedy continuations
   Repetition rep_m, rep_b;
   std::vector<DecoderTpf> tpf_m(decoders.size()), tpf_b(decoders.size());

@@ -77,7 +77,7 @@ int run_generate(GenerateArgs& a) {
   std::string prompt_text;
   std::vector<int32_t> prompt = prompt_tokens(a.prompt, tok, &prompt_text);
   std::unique_ptr<ForwardPass> fwd = open_forward(a.model, *lm.model);
-  Session session(*fwd, context_size(a.model, *lm.model), kv_type(a.model));
+  Session session(*fwd, context_size(a.model, *lm.model), kv_type(a.model, *fwd));
   check_prompt(prompt, session.context_size());  // before the prompt is echoed
   if (automatic) {
     if (!a.gen.sampling.greedy()) throw Error("--decoder auto is for greedy decoding (--temp 0)");
@@ -128,7 +128,7 @@ int run_generate(GenerateArgs& a) {
     j["model"] = a.model.path;
     j["threads"] = num_threads();
     j["kernels"] = isa_name(active_isa());
-    j["kv_type"] = a.model.kv_type;
+    j["kv_type"] = dtype_name(kv_type(a.model, *fwd));
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("%s\n", tail.c_str());

@@ -48,9 +48,9 @@ int run_collect(CollectArgs& a) {
     prompts.push_back(prompt_tokens(po, *lm.tokenizer, &rendered));
   }
   a.opt.context_size = context_size(a.model, *lm.model);
-  a.opt.kv_type = kv_type(a.model);
   std::unique_ptr<ForwardPass> forward = open_forward(a.model, *lm.model);
   ForwardPass& fwd = *forward;
+  a.opt.kv_type = kv_type(a.model, fwd);
   Progress progress(0, "collect");
   int64_t total = 0;
   CollectSummary s = collect_trajectories(fwd, prompts, a.opt, a.out, [&](int64_t done, int64_t all) {

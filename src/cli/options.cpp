@@ -31,9 +31,9 @@ void add_model_options(CLI::App* app, ModelOptions& o) {
                 "Do not repack weights into the faster panel layout at load (starts faster, generates slower; "
                 "Q8_0 weights then multiply fp32 activations instead of int8 ones, so results differ slightly)");
   app->add_option("--kv-type", o.kv_type,
-                  "KV cache type: f32 (exact) or f16 (half the memory and the attention reads of long contexts; "
-                  "results differ slightly from f32) (default f32)")
-      ->check(CLI::IsMember({"f32", "f16"}));
+                  "KV cache type: f32 (exact), f16 (half the memory and the attention reads of long contexts; "
+                  "results differ slightly from f32) or auto (f32 on the CPU, f16 on a GPU) (default auto)")
+      ->check(CLI::IsMember({"f32", "f16", "auto"}));
   app->add_option("--draft", o.draft,
                   "Draft file for the model (its draft head, layer and chain, from jf train -o NAME.draft.gguf) "
                   "(default: MODEL.draft.gguf beside a MODEL.gguf, when there is one)");
@@ -50,7 +50,10 @@ std::unique_ptr<ForwardPass> open_forward(const ModelOptions& o, Model& m) {
   return fwd;
 }
 
-DType kv_type(const ModelOptions& o) { return o.kv_type == "f16" ? DType::F16 : DType::F32; }
+DType kv_type(const ModelOptions& o, const ForwardPass& fwd) {
+  if (o.kv_type == "auto") return fwd.preferred_kv_type();
+  return o.kv_type == "f16" ? DType::F16 : DType::F32;
+}
 
 void add_prompt_options(CLI::App* app, PromptOptions& o) {
   auto* p = app->add_option("-p,--prompt", o.prompt, "Prompt text (default: empty, generation starts from BOS)");

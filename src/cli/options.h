@@ -17,7 +17,7 @@ struct ModelOptions {
   int threads = 0;  // 0: all hardware threads
   int context = 0;  // 0: the model's trained context (capped, see context_size())
   bool no_panels = false;  // keep only the file's row-major weights (see Model::set_panels)
-  std::string kv_type = "f32";  // KV cache element type: f32 (exact) or f16 (see KvCache)
+  std::string kv_type = "auto";  // KV cache element type: f32 (exact), f16 (see KvCache), auto (the device's)
   std::string device = "cpu";   // cpu, vulkan, vulkan:N or auto (device/device.h)
   std::string draft;            // a draft file (model/draft_file.h); "" = MODEL.draft.gguf when it exists
   bool no_draft = false;        // run without a draft file, even one beside the model
@@ -65,7 +65,8 @@ std::unique_ptr<ForwardPass> open_forward(const ModelOptions& o, Model& m);
 // KV capacity to allocate: --ctx, else the model's context capped at 4096 (memory grows with it).
 int context_size(const ModelOptions& o, const Model& m);
 // The KV cache element type of --kv-type.
-DType kv_type(const ModelOptions& o);
+// --kv-type for a forward pass: f32, f16, or auto (the pass's preferred_kv_type).
+DType kv_type(const ModelOptions& o, const ForwardPass& fwd);
 // Prompt text -> token ids (raw text gets BOS per the vocabulary; --chat renders the chat template).
 std::vector<int32_t> prompt_tokens(const PromptOptions& o, const Tokenizer& tok, std::string* prompt_text);
 

@@ -46,7 +46,7 @@ int run_perplexity(PplArgs& a) {
   const int capacity = a.llama_cpp ? chunk : a.window;
   std::unique_ptr<ForwardPass> forward = open_forward(a.model, *lm.model);
   ForwardPass& tf = *forward;
-  KvCache cache = tf.make_cache(capacity, kv_type(a.model));
+  KvCache cache = tf.make_cache(capacity, kv_type(a.model, tf));
   NllSum sum;
   Progress progress(static_cast<int>(contexts.size()), "perplexity");
   for (size_t i = 0; i < contexts.size(); i++) {

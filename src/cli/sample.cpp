@@ -74,7 +74,7 @@ int run_sample(SampleArgs& a) {
   };
   std::unique_ptr<ForwardPass> forward = open_forward(a.model, *lm.model);
   ForwardPass& fwd = *forward;
-  run_generation_batch(fwd, a.count, a.parallel, context_size(a.model, *lm.model), kv_type(a.model), start, finish);
+  run_generation_batch(fwd, a.count, a.parallel, context_size(a.model, *lm.model), kv_type(a.model, fwd), start, finish);
   std::string corpus;
   for (int i = 0; i < a.count; i++) corpus += (i ? sep : "") + samples[i];
   progress.finish();

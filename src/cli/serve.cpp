@@ -114,9 +114,9 @@ int run_serve(ServeArgs& a) {
   if (const char* ms = std::getenv("JF_SERVE_TEST_LOAD_DELAY_MS")) std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
   LoadedModel lm = open_model(a.model);
   a.sched.context = context_size(a.model, *lm.model);
-  a.sched.kv_type = kv_type(a.model);
   std::unique_ptr<ForwardPass> forward = open_forward(a.model, *lm.model);
   ForwardPass& fwd = *forward;
+  a.sched.kv_type = kv_type(a.model, fwd);
   if (a.decoder.name == "auto") {  // the jf tune result cached for this model and machine, else a cost-curve rule
     std::string why;
     a.decoder = parse_decoder_spec(tune::auto_decoder(a.model.path, fwd, &why), a.decoder);

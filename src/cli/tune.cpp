@@ -107,7 +107,7 @@ int run_tune(TuneArgs& a) {
   }
   if (a.model.device != "cpu" && !a.no_kernels) tune_kernels(a, *lm.model, false);  // (hardware GPUs only)
   std::unique_ptr<ForwardPass> fwd = open_forward(a.model, *lm.model);
-  Session session(*fwd, context_size(a.model, *lm.model), kv_type(a.model));
+  Session session(*fwd, context_size(a.model, *lm.model), kv_type(a.model, *fwd));
   for (const auto& p : prompts) check_prompt(p, session.context_size() - a.opt.max_new_tokens);
 
   Progress progress(1, "tune");

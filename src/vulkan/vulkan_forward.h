@@ -35,6 +35,9 @@ class VulkanForward : public ForwardPass {
 
   const ModelConfig& config() const override { return cfg_; }
   KvCache make_cache(int capacity, DType type = DType::F32) override;
+  // f16: perplexity within 0.1% of the CPU's f32 on lavapipe (stories260K +0.006%, the code model -0.05%;
+  // BENCHMARKS.md §8), half the bytes attention reads.
+  DType preferred_kv_type() const override { return DType::F16; }
   double last_device_seconds() const override { return device_seconds_; }
   DeviceSyncs device_syncs() const override { return {ctx_->submissions(), ctx_->submissions(), extra_fetches_, bytes_to_host_}; }
   std::string take_profile() override;
