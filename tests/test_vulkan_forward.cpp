@@ -1,11 +1,11 @@
 // The forward pass on a Vulkan device (lavapipe in CI): batch invariance for every architecture and the
 // batch shapes decoders and the server send (many rows, several sequences, explicit positions, tree masks,
 // slots moved by keep), agreement with the CPU forward within a stated tolerance, draft heads and layers, and
-// the errors a user meets (too little memory, caches of another device).
+// the errors a user meets (too little memory, caches of another device). (A layer's shape and its kernels:
+// test_vulkan_layer.cpp.)
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <set>
 
 #include "base/error.h"
@@ -14,37 +14,17 @@
 #include "model_helpers.h"
 #include "model/random_model.h"
 #include "vulkan/vulkan_forward.h"
+#include "vulkan_forward_support.h"
 #include "vulkan_support.h"
 
 namespace jf {
 namespace {
 
 using test::Logits;
-
-std::unique_ptr<Model> make_model(const ModelConfig& cfg, DType type, uint64_t seed) {
-  auto m = random_model(cfg, type, seed);
-  m->set_panels(false);
-  return m;
-}
-
-std::vector<float> row_of(const ForwardResult& res, int row) { return std::vector<float>(res.logits(row), res.logits(row) + res.vocab_size()); }
-
-// One token per forward, on `fwd`: the reference every other batch shape must reproduce bit for bit.
-Logits stepwise(ForwardPass& fwd, const std::vector<int32_t>& toks, DType kv = DType::F32) {
-  KvCache cache = fwd.make_cache(64, kv);
-  Logits out;
-  SequenceInput in;
-  for (int32_t t : toks) {
-    in.set_causal(&cache, std::vector<int32_t>{t}, SequenceInput::Logits::Last);
-    out.push_back(row_of(fwd.forward(in), 0));
-  }
-  return out;
-}
-
-void expect_bits(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4)) << what << ": not bit-identical";
-}
+using test::expect_bits;
+using test::make_model;
+using test::row_of;
+using test::stepwise;
 
 // Every batch shape against the one-token reference of `toks` (13 tokens).
 void expect_batch_invariant(ForwardPass& fwd, const std::vector<int32_t>& toks, DType kv, const std::string& what) {
@@ -475,96 +455,6 @@ TEST(VulkanForward, GreedySequencesCopyNoLogitsAndFetchWhatTheyRead) {
 }
 
 // JF_VULKAN_PROFILE=1: the forwards' device time by kernel, the same logits as without it.
-TEST(VulkanForward, ProfilesDeviceTimeByKernel) {
-  JF_VULKAN_DEVICE(device);
-  const std::unique_ptr<Model> m = make_model(preset_config("tiny"), DType::Q8_0, 5);
-  const std::vector<int32_t> toks = test::random_tokens(3, m->config().vocab_size, 9);
-  vulkan::VulkanForward plain(device, m->config(), m->weights());
-  EXPECT_EQ(plain.take_profile(), "");
-  ::setenv("JF_VULKAN_PROFILE", "1", 1);
-  vulkan::VulkanForward profiled(device, m->config(), m->weights());
-  ::unsetenv("JF_VULKAN_PROFILE");
-  const Logits want = stepwise(plain, toks), got = stepwise(profiled, toks);
-  for (size_t r = 0; r < toks.size(); r++) expect_bits(got[r], want[r], "step " + std::to_string(r));
-  const std::string report = profiled.take_profile();
-  for (const char* kernel : {"matmul_", "attention_f32", "rmsnorm", "all (3 forwards)", "a layer: "})
-    EXPECT_NE(report.find(kernel), std::string::npos) << kernel << " in\n" << report;
-  EXPECT_EQ(profiled.take_profile(), "");  // taken: the next report starts afresh
-  // What a llama-shaped layer records (issue 54's target is 6 and 5): q/k/v as one product, its norm folded
-  // in; attention with RoPE and the KV store folded in; the output projection; gate/up as one product; the
-  // down projection with the GLU folded into its inputs.
-  EXPECT_LE(profiled.layer_counts().dispatches, 5u);
-  EXPECT_LE(profiled.layer_counts().barriers, 5u);
-  EXPECT_GE(profiled.layer_counts().dispatches, 5u);  // (counted at all)
-}
-
-// q/k/v and gate/up uploaded concatenated, each one product whose outputs are split over their matrices, give
-// the bits of the products apart (JF_VULKAN_FUSE=0), with the default kernels and with a split member, step
-// by step; and they cut a layer's dispatches by three.
-TEST(VulkanForward, ConcatenatedMatricesGiveTheBitsOfSeparateOnes) {
-  JF_VULKAN_DEVICE(device);
-  for (DType t : {DType::F32, DType::Q8_0}) {
-    const std::unique_ptr<Model> m = make_model(preset_config("tiny"), t, 7);
-    const std::vector<int32_t> toks = test::random_tokens(6, m->config().vocab_size, 3);
-    for (const std::optional<vulkan::MatmulKernel>& k : {std::optional<vulkan::MatmulKernel>{}, std::optional{test::some_split_kernels(device)[1]}}) {
-      const std::string what = dtype_name(t) + (k ? " " + k->name() : std::string(" default"));
-      vulkan::VulkanForward fused(device, m->config(), m->weights(), k);
-      ::setenv("JF_VULKAN_FUSE", "0", 1);
-      vulkan::VulkanForward apart(device, m->config(), m->weights(), k);
-      ::unsetenv("JF_VULKAN_FUSE");
-      const Logits a = stepwise(fused, toks), b = stepwise(apart, toks);
-      for (size_t r = 0; r < toks.size(); r++) expect_bits(a[r], b[r], what + " step " + std::to_string(r));
-      EXPECT_EQ(fused.layer_counts().dispatches + 3, apart.layer_counts().dispatches) << what;
-    }
-  }
-}
-
-// The members `jf tune --kernels` keeps are the ones a forward runs: a choices file naming a split member for
-// every shape gives the bits of that member forced on every matrix (not the default's, a thread per output
-// on these small matrices), the profile names it, and a malformed file or a member the device cannot run is
-// refused with the file named.
-TEST(VulkanForward, RunsTheKernelsTuningChose) {
-  JF_VULKAN_DEVICE(device);
-  const std::unique_ptr<Model> m = make_model(preset_config("tiny"), DType::Q8_0, 5);
-  const std::vector<int32_t> toks = test::random_tokens(3, m->config().vocab_size, 9);
-  const vulkan::MatmulKernel member = vulkan::parse_matmul_kernel("split-wg128-o2-r4-pair");
-  vulkan::VulkanForward forced(device, m->config(), m->weights(), member), plain(device, m->config(), m->weights());
-  vulkan::KernelChoices choices;
-  choices.device = forced.device().name, choices.driver = forced.device().driver;
-  for (const vulkan::DeviceMatrix& w : forced.distinct_matrices()) choices.by_shape[{w.rows, w.cols, w.type}] = {member, {{1, 1e-5}}};
-  const std::string dir = ::testing::TempDir() + "jf_kernel_choices", path = dir + "/choices.json";
-  choices.write(path);
-  ::setenv("JF_VULKAN_KERNELS", path.c_str(), 1);
-  ::setenv("JF_VULKAN_PROFILE", "1", 1);
-  vulkan::VulkanForward tuned(device, m->config(), m->weights());
-  ::unsetenv("JF_VULKAN_PROFILE");
-  ::unsetenv("JF_VULKAN_KERNELS");
-  EXPECT_NE(tuned.kernel_source().find(path), std::string::npos) << tuned.kernel_source();
-  const vulkan::DeviceMatrix w0 = tuned.distinct_matrices()[0];
-  EXPECT_EQ(tuned.kernel_for({w0.rows, w0.cols, w0.type}).name(), member.name());
-  const Logits want = stepwise(forced, toks), got = stepwise(tuned, toks), other = stepwise(plain, toks);
-  bool differs = false;
-  for (size_t r = 0; r < toks.size(); r++) {
-    expect_bits(got[r], want[r], "step " + std::to_string(r));
-    differs = differs || std::memcmp(got[r].data(), other[r].data(), other[r].size() * 4) != 0;
-  }
-  EXPECT_TRUE(differs) << "the tuned forward has the default kernels' bits: the choices did not run";
-  const std::string report = tuned.take_profile();
-  EXPECT_NE(report.find(member.name()), std::string::npos) << report;
-  // A member this device cannot run, and a malformed file: one line naming the file.
-  { std::ofstream(path) << "{\"device\": \"x\", \"driver\": \"y\", \"matrices\": [{\"n\": 1}]}"; }
-  ::setenv("JF_VULKAN_KERNELS", path.c_str(), 1);
-  try {
-    vulkan::VulkanForward bad(device, m->config(), m->weights());
-    ADD_FAILURE() << "a malformed choices file was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
-  }
-  ::setenv("JF_VULKAN_KERNELS", "split-wg64-o3-r8", 1);
-  EXPECT_THROW(vulkan::VulkanForward(device, m->config(), m->weights()), Error);
-  ::unsetenv("JF_VULKAN_KERNELS");
-}
-
 TEST(VulkanForward, ErrorsNameTheProblem) {
   JF_VULKAN_DEVICE(device);
   auto message = [](const std::function<void()>& f) {

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <set>
 
 #include "base/error.h"
 #include "vulkan/kv_storage.h"
@@ -85,12 +84,12 @@ VulkanForward::~VulkanForward() {
   if (timer_) api().vkDestroyQueryPool(ctx_->device(), timer_, nullptr);
 }
 
-// The profiler's table, then what a layer records: its dispatches and barriers.
+// The profiler's table, then what a layer records (its dispatches and barriers) and where its kernels came from.
 std::string VulkanForward::take_profile() {
   std::string report = profiler_ ? profiler_->take_report() : "";
   if (report.empty()) return report;
   return report + "\na layer: " + std::to_string(layer_counts_.dispatches) + " dispatches, " + std::to_string(layer_counts_.barriers) +
-         " barriers\n";
+         " barriers\nmatrix kernels: " + kernel_source_ + "\n";
 }
 
 KvCache VulkanForward::make_cache(int capacity, DType type) { return make_device_cache(*ctx_, *kernels_, cfg_, capacity, type); }
@@ -160,76 +159,6 @@ const Kernel& VulkanForward::typed_kernel(TypedKernels& cache, const char* prefi
   const Kernel*& k = cache[static_cast<size_t>(t) % cache.size()];
   if (!k) k = &kernels_->get(prefix + dtype_name(t), bindings);
   return *k;
-}
-
-// Where every matrix's FMA member comes from: the constructor's, JF_VULKAN_KERNELS, the cached choices, or the
-// default (matmul_family.h).
-void VulkanForward::choose_kernels() {
-  const char* env = std::getenv("JF_VULKAN_KERNELS");
-  const std::string e = env ? env : "";
-  if (every_matrix_) {
-    kernel_source_ = "every matrix: " + every_matrix_->name();
-  } else if (e == "default") {
-    kernel_source_ = "default (JF_VULKAN_KERNELS=default)";
-  } else if (e.find('/') != std::string::npos || e.find(".json") != std::string::npos) {
-    choices_ = KernelChoices::read(e, ctx_->info());
-    kernel_source_ = "chosen for " + choices_.device + " (JF_VULKAN_KERNELS=" + e + ")";
-  } else if (!e.empty()) {
-    every_matrix_ = parse_matmul_kernel(e);
-    kernel_source_ = "every matrix: " + e + " (JF_VULKAN_KERNELS)";
-  } else {
-    choices_ = KernelChoices::load(ctx_->info());
-    kernel_source_ = choices_.by_shape.empty() ? "default (no jf tune --kernels for this device)"
-                                               : "chosen by jf tune --kernels (" + KernelChoices::cache_path(ctx_->info()) + ")";
-  }
-  if (every_matrix_) {
-    const std::vector<MatmulKernel> family = matmul_family(ctx_->info());
-    if (std::find(family.begin(), family.end(), *every_matrix_) == family.end())
-      throw Error("Vulkan: " + ctx_->info().name + " cannot run the matrix kernel " + every_matrix_->name() +
-                  " (too much shared memory, or subgroup shuffles it lacks)");
-  }
-}
-
-MatmulKernel VulkanForward::kernel_for(const MatmulShape& s) const {
-  if (every_matrix_) return *every_matrix_;
-  auto it = choices_.by_shape.find(s);
-  return it != choices_.by_shape.end() ? it->second.kernel : default_matmul_kernel(s.k, split_min_k_);
-}
-
-std::vector<DeviceMatrix> VulkanForward::distinct_matrices() const {
-  std::vector<DeviceMatrix> all;
-  for (const DeviceLayer* L : {&weights_->layers[0], &weights_->draft_layer})
-    for (const DeviceMatrix* m : {&L->wqkv, &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate_up, &L->w_gate, &L->w_up, &L->w_down})
-      all.push_back(*m);
-  for (const DeviceLayer& L : weights_->layers)  // (mixed-type files: a later layer's types may differ)
-    for (const DeviceMatrix* m : {&L.wqkv, &L.wv, &L.w_down}) all.push_back(*m);
-  all.push_back(weights_->output);  // (last: the largest, where a sweep's budget may run out)
-  std::vector<DeviceMatrix> distinct;
-  std::set<MatmulShape> seen;
-  for (const DeviceMatrix& m : all)
-    if (m && seen.insert({m.rows, m.cols, m.type}).second) distinct.push_back(m);
-  return distinct;
-}
-
-// y (+)= x W^T over `rows` rows; with a `norm_gain`, x's rows RMS-normalised by it first, inside the product
-// (shaders/norm_fold.glsl: the RMSNorm before q/k/v and gate/up costs no dispatch of its own); with `glu_up`,
-// the inputs are act(x) * glu_up (the GLU before the down projection); with `split`, a concatenated matrix's
-// outputs go to y, split->y2 and split->y3 (shaders/matmul_io.glsl).
-void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, View norm_gain, View glu_up,
-                           const SplitOutputs* split) {
-  MatmulParams p = MatmulParams::plain(rows, w.rows, w.cols);
-  p.accumulate = accumulate ? 1u : 0u, p.norm = norm_gain.buffer ? 1u : 0u, p.eps = cfg_.norm_eps;
-  p.glu = glu_up.buffer ? (cfg_.gemma() ? 2u : 1u) : 0u;
-  if (split) p.n1 = p.y_stride = split->n1, p.n2 = split->n2;
-  MatrixKernel& mk = matrix_kernels_[w.id];
-  if (!mk.kernel) {
-    mk.member = kernel_for({w.rows, w.cols, w.type});
-    mk.kernel = &kernels_->get(matmul_shader(mk.member, math_, w.type), kMatmulBindings, matmul_constants(mk.member, math_),
-                               math_ == MatrixMath::Fma ? mk.member.name() : "");
-  }
-  const MatmulGrid g = matmul_grid(mk.member, math_, w.rows, rows);
-  const View y2 = split ? split->y2 : y, y3 = split && split->y3.buffer ? split->y3 : y;
-  rec_.dispatch(*mk.kernel, {x, y, w.data, norm_gain.buffer ? norm_gain : x, glu_up.buffer ? glu_up : x, y2, y3}, p, g.x, g.y, g.z);
 }
 
 void VulkanForward::rmsnorm(View x, View out, View gain, uint32_t rows, uint32_t n, bool accumulate, int gather_at) {
