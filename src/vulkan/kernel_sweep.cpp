@@ -156,9 +156,10 @@ std::string sweep_table(const SweepResult& r) {
     std::snprintf(line, sizeof line, " %9s", ("M=" + std::to_string(rows)).c_str());
     out += line;
   }
-  out += "   (us a product)\n";
+  out += "   (us a product; GB/s: the weights read at one row)\n";
   for (const ShapeSweep& s : r.shapes) {
     const std::string shape = std::to_string(s.shape.n) + " x " + std::to_string(s.shape.k) + " " + dtype_name(s.shape.type);
+    const double bytes = static_cast<double>(dtype_row_bytes(s.shape.type, s.shape.k)) * s.shape.n;
     const auto row = [&](const std::string& label, const MemberTimes& m) {
       std::snprintf(line, sizeof line, "%-24s %-28s", label.c_str(), m.kernel.name().c_str());
       out += line;
@@ -167,7 +168,8 @@ std::string sweep_table(const SweepResult& r) {
         else std::snprintf(line, sizeof line, " %9.1f", t * 1e6);
         out += line;
       }
-      out += "\n";
+      std::snprintf(line, sizeof line, "  %7.1f GB/s\n", m.seconds[0] > 0 ? bytes / m.seconds[0] / 1e9 : 0.0);
+      out += line;
     };
     row(shape + " chosen", s.members[s.chosen]);
     if (s.default_member != SIZE_MAX && s.default_member != s.chosen) row("  default", s.members[s.default_member]);

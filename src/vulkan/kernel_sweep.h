@@ -46,7 +46,7 @@ size_t choose_member(const std::vector<MemberTimes>& members, const std::vector<
 // The choices to cache, merged into `into` (shapes of other models are kept).
 void record_choices(const SweepResult& r, KernelChoices& into);
 // The table `jf tune --kernels` prints: per shape, the chosen member's times beside the default's and the
-// fastest at each row count.
+// fastest at each row count, each with the weights' read bandwidth at one row.
 std::string sweep_table(const SweepResult& r);
 
 }  // namespace jf::vulkan
