@@ -1,12 +1,14 @@
 // A Vulkan layer's shape and the kernels its products run: what a layer records (dispatches, barriers, the
-// profile by kernel), concatenated matrices giving the bits of separate ones, and the family members `jf tune
-// --kernels` chose being the ones a forward runs.
+// profile by kernel), concatenated matrices giving the bits of separate ones, the family members `jf tune
+// --kernels` chose being the ones a forward runs, and the objective that chooses them.
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <optional>
 
 #include "base/error.h"
+#include "vulkan/kernel_sweep.h"
 #include "vulkan/vulkan_forward.h"
 #include "vulkan_forward_support.h"
 #include "vulkan_support.h"
@@ -107,6 +109,31 @@ TEST(VulkanForward, RunsTheKernelsTuningChose) {
   ::setenv("JF_VULKAN_KERNELS", "split-wg64-o3-r8", 1);
   EXPECT_THROW(vulkan::VulkanForward(device, m->config(), m->weights()), Error);
   ::unsetenv("JF_VULKAN_KERNELS");
+}
+
+// The sweep's objective: the least time at one row; members within 3% of it told apart by their time at more
+// rows (a prompt's 512 counted an eighth; an untimed row count ignored). The choices merge into those cached
+// for other shapes.
+TEST(KernelSweep, ChoosesByDecodeTimeThenRowsCost) {
+  const std::vector<int> rows = {1, 4, 512};
+  const auto member = [](const char* name, std::vector<double> s) { return vulkan::MemberTimes{vulkan::parse_matmul_kernel(name), std::move(s)}; };
+  std::vector<vulkan::MemberTimes> m = {member("split-wg64-o4-r8", {100, 400, 1600}), member("split-wg128-o2-r8", {102, 200, 800}),
+                                        member("serial", {110, 100, 100})};
+  EXPECT_EQ(vulkan::choose_member(m, rows), 1u);  // within 3% of the fastest at one row, and cheaper rows
+  m[1].seconds[0] = 104;                          // no longer within 3%: the fastest at one row
+  EXPECT_EQ(vulkan::choose_member(m, rows), 0u);
+  m[1].seconds = {101, 300, NAN};  // 512 rows not timed for it: 300 against 400 + 1600 / 8
+  EXPECT_EQ(vulkan::choose_member(m, rows), 1u);
+  vulkan::SweepResult r;
+  r.rows = rows;
+  r.shapes.push_back({{64, 256, DType::Q4_K}, m, 1, SIZE_MAX});
+  vulkan::KernelChoices c;
+  c.by_shape[{32, 512, DType::Q8_0}] = {vulkan::parse_matmul_kernel("serial"), {{1, 1e-6}}};
+  vulkan::record_choices(r, c);
+  ASSERT_EQ(c.by_shape.size(), 2u);
+  const auto& chosen = c.by_shape.at({64, 256, DType::Q4_K});
+  EXPECT_EQ(chosen.kernel.name(), "split-wg128-o2-r8");
+  EXPECT_EQ(chosen.seconds.size(), 2u);  // (the untimed 512 left out)
 }
 
 }  // namespace
