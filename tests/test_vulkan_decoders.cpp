@@ -139,6 +139,16 @@ TEST(VulkanDecoders, EveryDecoderMakesOneSubmissionPerDecodeStep) {
   }
 }
 
+// The perplexity of `fwd` over the first `max_tokens` tokens of `text`, in windows of 256 scoring 128 each.
+double perplexity(ForwardPass& fwd, const Tokenizer& tok, const std::string& text, size_t max_tokens) {
+  std::vector<int32_t> ids = tok.encode(read_text_file(text), false, false);
+  ids.resize(std::min(ids.size(), max_tokens));
+  KvCache cache = fwd.make_cache(256);
+  NllSum sum;
+  for (const ScoredContext& w : jf_windows(ids, 256, tok.bos())) score_context(fwd, cache, w, sum, 128);
+  return std::exp(sum.nll / double(sum.count));
+}
+
 // Perplexity on the device within 0.1% of the CPU's (same windows, same model).
 TEST(VulkanDecoders, PerplexityWithinATenthOfAPercentOfTheCpu) {
   JF_VULKAN_DEVICE(device);
@@ -148,18 +158,9 @@ TEST(VulkanDecoders, PerplexityWithinATenthOfAPercentOfTheCpu) {
   for (const std::string& path : {stories, code}) {
     LoadedModel lm = load_model(path);
     lm.model->set_panels(false);
-    std::vector<int32_t> ids = lm.tokenizer->encode(read_text_file(text), false, false);
-    ids.resize(std::min<size_t>(ids.size(), 600));
-    const std::vector<ScoredContext> windows = jf_windows(ids, 256, lm.tokenizer->bos());
-    auto perplexity = [&](ForwardPass& f) {
-      KvCache cache = f.make_cache(256);
-      NllSum sum;
-      for (const ScoredContext& w : windows) score_context(f, cache, w, sum, 128);
-      return std::exp(sum.nll / double(sum.count));
-    };
     Transformer cpu(lm.model->config(), lm.model->weights());
     vulkan::VulkanForward gpu(device, lm.model->config(), lm.model->weights());
-    const double want = perplexity(cpu), got = perplexity(gpu);
+    const double want = perplexity(cpu, *lm.tokenizer, text, 600), got = perplexity(gpu, *lm.tokenizer, text, 600);
     EXPECT_NEAR(got / want, 1.0, 1e-3) << path << ": CPU " << want << ", device " << got;
   }
 }
@@ -193,17 +194,8 @@ TEST(VulkanDecoders, LowBitFilesDecodeAsArWithTheCpusPerplexity) {
     const GenerationResult ar = run(s, dec("ar"), prompt, gen);
     for (const char* spec : {"jacobi:block=16", "multiblock:block=16:K=3"})
       ASSERT_EQ(run(s, dec(spec), prompt, gen).tokens, ar.tokens) << scheme << " " << spec;
-    std::vector<int32_t> ids = lm.tokenizer->encode(read_text_file(text), false, false);
-    ids.resize(std::min<size_t>(ids.size(), 400));
-    const std::vector<ScoredContext> windows = jf_windows(ids, 256, lm.tokenizer->bos());
-    auto perplexity = [&](ForwardPass& f) {
-      KvCache cache = f.make_cache(256);
-      NllSum sum;
-      for (const ScoredContext& w : windows) score_context(f, cache, w, sum, 128);
-      return std::exp(sum.nll / double(sum.count));
-    };
     Transformer cpu(lm.model->config(), lm.model->weights());
-    const double want = perplexity(cpu), got = perplexity(fwd);
+    const double want = perplexity(cpu, *lm.tokenizer, text, 400), got = perplexity(fwd, *lm.tokenizer, text, 400);
     EXPECT_NEAR(got / want, 1.0, 1e-3) << scheme << ": CPU " << want << ", device " << got;
     std::remove(path.c_str());
   }
