@@ -58,6 +58,9 @@ TEST(Select, RuleFromCostPicksArOnComputeBoundAndAWideDraftOnMemoryBound) {
   // A disturbed measurement at one context does not hide free rows seen at another.
   CostTable noisy{{64, 256}, {1, 2, 4, 8, 16}, {{1.0, 1.6, 1.7, 1.8, 3.0}, {1.2, 1.22, 1.25, 1.3, 1.35}}};
   EXPECT_NE(rule_from_cost(noisy, &why).rfind("lookahead", 0), std::string::npos) << why;
+  // A draft layer: its trees, sized to the free rows, where rows are free; pld where two are.
+  EXPECT_EQ(rule_from_cost(memory_bound(), &why, true), "jacobi:tree=16") << why;
+  EXPECT_EQ(rule_from_cost(two, &why, true), "pld:draft-max=2");
 }
 
 std::vector<Candidate> table() {
@@ -116,6 +119,12 @@ TEST(Select, GridWidensWhereRowsAreFree) {
   EXPECT_GT(wide.size(), gpu.size());
   EXPECT_GT(gpu.size(), narrow.size());
   for (const std::string& s : wide) EXPECT_NO_THROW(parse_decoder_spec(s, DecoderOptions{}).validate(true)) << s;
+  // With a draft layer, draft trees: a small priced one anywhere, whole ones up to the free rows.
+  const std::vector<std::string> cpu_trees = tuning_grid(4, true), gpu_trees = tuning_grid(32, true);
+  EXPECT_FALSE(has(narrow, "jacobi:tree=8"));
+  EXPECT_TRUE(has(cpu_trees, "jacobi:tree=8") && !has(cpu_trees, "jacobi:tree=16"));
+  EXPECT_TRUE(has(gpu_trees, "jacobi:tree=16") && has(gpu_trees, "jacobi:tree=32") && !has(gpu_trees, "jacobi:tree=64"));
+  for (const std::string& s : gpu_trees) EXPECT_NO_THROW(parse_decoder_spec(s, DecoderOptions{}).validate(true)) << s;
 }
 
 // Every row count is timed in each round, so a busy spell cannot fall on one row count alone: timed one

@@ -12,6 +12,7 @@
 #include "cli/options.h"
 #include "cli/progress.h"
 #include "cli/prompts.h"
+#include "decode/tree_draft.h"
 #include "kernels/cpu.h"
 #include "kernels/parallel.h"
 #include "tune/cost_chart.h"
@@ -37,7 +38,35 @@ struct Totals {
   double gen_seconds = 0, forward_seconds = 0, device_seconds = 0;
   DeviceSyncs syncs;
   std::vector<int64_t> histogram;  // [k] = forwards that committed k tokens, over all prompts
+  std::map<std::string, int64_t> counters;  // the decoder's own, over all prompts
 };
+
+// Draft trees (decode/tree_draft.h): rows a tree, how deep the accepted path went, and the calibrated acceptance
+// the decoder learned, by depth (rows) and the draft's probability (columns: accepted / tried).
+void print_trees(const std::string& spec, const Totals& t) {
+  auto c = [&](const std::string& name) {
+    const auto it = t.counters.find(name);
+    return it == t.counters.end() ? int64_t{0} : it->second;
+  };
+  const int64_t trees = c("tree_forwards");
+  if (trees == 0) return;
+  std::printf("  %s: %.1f rows a tree, %lld tokens accepted off the draft's first guess; accepted path reached depth",
+              spec.c_str(), double(c("tree_nodes")) / trees, static_cast<long long>(c("tree_branch_accepted")));
+  for (int d = 1; c("tree_reached_depth_" + std::to_string(d)) > 0; d++)
+    std::printf(" %d: %.0f%%", d, 100.0 * c("tree_reached_depth_" + std::to_string(d)) / trees);
+  std::printf("\n    P(accepted | parent accepted) by depth, draft probability 0-0.1 .. 0.9-1:\n");
+  for (int d = 1; d <= AcceptanceCalibration::kDepths; d++) {
+    std::string line;
+    for (int b = 0; b <= AcceptanceCalibration::kBuckets; b++) {
+      const std::string cell = std::to_string(d) + "_" + std::to_string(b);
+      const int64_t tried = c("tree_tried_" + cell);
+      char buf[48];
+      std::snprintf(buf, sizeof buf, tried ? " %5.2f" : "     -", tried ? double(c("tree_accepted_" + cell)) / tried : 0.0);
+      line += buf;
+    }
+    if (line.find_first_not_of(" -") != std::string::npos) std::printf("    depth %d:%s\n", d, line.c_str());
+  }
+}
 
 int run_bench(BenchArgs& a) {
   a.gen.sampling.validate();
@@ -121,6 +150,7 @@ int run_bench(BenchArgs& a) {
       const auto& h = r.stats.accepted_histogram;
       if (t.histogram.size() < h.size()) t.histogram.resize(h.size());
       for (size_t k = 0; k < h.size(); k++) t.histogram[k] += h[k];
+      for (const auto& [name, value] : r.stats.counters) t.counters[name] += value;
       runs.push_back({{"prompt_index", p}, {"decoder", specs[d]}, {"n_prompt", r.stats.n_prompt},
                       {"n_tokens", r.stats.n_tokens}, {"n_forwards", r.stats.n_forwards}, {"tpf", r.stats.tpf()},
                       {"tps", r.stats.tps()}, {"gen_seconds", r.stats.gen_seconds},
@@ -178,7 +208,7 @@ int run_bench(BenchArgs& a) {
                        {"forward_seconds", t.forward_seconds}, {"device_seconds", t.device_seconds},
                        {"decoding_ms_per_forward", t.forwards ? 1e3 * (t.gen_seconds - t.forward_seconds) / t.forwards : 0.0},
                        {"submissions", t.syncs.submissions}, {"waits", t.syncs.waits}, {"extra_fetches", t.syncs.extra_fetches},
-                       {"bytes_to_host", t.syncs.bytes_to_host}});
+                       {"bytes_to_host", t.syncs.bytes_to_host}, {"counters", t.counters}});
     if (scored) summary.back()["accuracy"] = accuracy;
   }
   // What the decoders priced their rows at: the measured curve, or the one the session learned.
@@ -195,6 +225,10 @@ int run_bench(BenchArgs& a) {
         std::printf(" %zu: %.0f%%", k, 100.0 * totals[d].histogram[k] / std::max<int64_t>(1, totals[d].forwards));
     std::printf("\n");
   }
+  bool trees = false;
+  for (const Totals& t : totals) trees |= t.counters.count("tree_forwards") > 0;
+  if (trees) std::printf("\ndraft trees:\n");
+  for (size_t d = 0; d < decoders.size(); d++) print_trees(specs[d], totals[d]);
   if (!a.plot.empty()) {
     char title[256];
     std::snprintf(title, sizeof title, "Speedup over ar against tokens per forward, %zu prompts, %s", prompts.size(),

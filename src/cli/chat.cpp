@@ -45,14 +45,16 @@ constexpr const char* kHelp =
 
 // Decoders whose sampled tokens are exactly ar's with the same seed: they sample each position first and
 // keep a draft only where it matches (docs/ARCHITECTURE.md); sjd is lossless in distribution, on request.
-bool samples(const std::string& decoder) { return decoder == "ar" || decoder == "pld" || decoder == "lookahead"; }
+bool samples(const DecoderOptions& d) {
+  return d.name == "ar" || d.name == "pld" || d.name == "lookahead" || (d.name == "jacobi" && d.tree_nodes > 0);
+}
 
 // `auto`: the tuned or rule-chosen decoder for this model and machine; for sampling, one that samples.
 DecoderOptions resolve_decoder(const DecoderOptions& d, const ModelOptions& m, ForwardPass& fwd, bool greedy,
                                std::string* why) {
   if (d.name != "auto") return d;
   DecoderOptions r = parse_decoder_spec(tune::auto_decoder(m.path, fwd, why), d);
-  if (!greedy && !samples(r.name)) {
+  if (!greedy && !samples(r)) {
     *why += "; '" + r.name + "' is greedy only, so pld for sampling";
     r = parse_decoder_spec("pld", d);
   }

@@ -126,6 +126,14 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
                   "jacobi/multiblock: with a draft layer, how many drafts after its first come from the layer run "
                   "again on its own output (-1: as far as the model was trained, jf.draft_chain; 0: none) (default -1)")
       ->check(CLI::Range(-1, 64));
+  app->add_option("--tree", d.tree_nodes,
+                  "jacobi: with a draft layer, send a tree of its guesses of up to N rows a forward instead of a chain "
+                  "(its second and third guesses where it is unsure; priced by what rows cost unless "
+                  "--draft-policy fixed); also samples (--temp > 0) with ar's tokens for the seed (default 0: a chain)")
+      ->check(CLI::Range(0, 1024));
+  app->add_option("--tree-depth", d.tree_depth, "jacobi --tree: deepest level of the tree (default 8)")->check(CLI::Range(1, 64));
+  app->add_option("--tree-width", d.tree_width, "jacobi --tree: guesses per expanded node (default 4)")->check(CLI::Range(1, 64));
+  app->add_option("--tree-beam", d.tree_beam, "jacobi --tree: nodes expanded per level (default 4)")->check(CLI::Range(1, 64));
   app->add_option("--K", d.max_blocks, "multiblock: blocks in flight (default 2)");
   app->add_option("--r", d.spawn_ratio,
                   "multiblock: spawn a block when the newest has min(ceil(r*n), n-1) accepted (default 0.85)");

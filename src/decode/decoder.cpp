@@ -37,6 +37,20 @@ int DecodeContext::draft_chain(int r, int32_t first, int count, int32_t* out) {
   return made;
 }
 
+const float* DecodeContext::draft_logits(int r) {
+  const double t0 = now_seconds();
+  const float* logits = slot_.result.draft_logits(r);
+  draft_seconds_ += now_seconds() - t0;
+  return logits;
+}
+
+int DecodeContext::expand_tree(int r, std::span<const DraftNode> nodes, int k, DraftGuess* out) {
+  const double t0 = now_seconds();
+  const int made = slot_.result.expand_tree(r, nodes, k, out);
+  draft_seconds_ += now_seconds() - t0;
+  return made;
+}
+
 int DecodeContext::commit(std::span<const int32_t> tokens) { return append(tokens, true); }
 
 int DecodeContext::commit_unforwarded(std::span<const int32_t> tokens) { return append(tokens, false); }
@@ -154,6 +168,11 @@ void Generation::trace_forward(const SequenceInput& in) {
     rec.tags[r] = labelled ? ctx_.tags_[r] : RowTag{r == 0 ? RowRole::Pending : RowRole::Draft, 0};
   }
   ctx_.tags_.clear();
+  // A tree's rows (every row a logit row naming its parent, some parent not the row before): their parents.
+  bool branches = false;
+  if (static_cast<int>(in.verify_parent.size()) == M)
+    for (int r = 1; r < M; r++) branches |= in.verify_parent[static_cast<size_t>(r)] != r - 1;
+  if (branches) rec.parents = in.verify_parent;
   cfg_.trace->forwards.push_back(std::move(rec));
 }
 

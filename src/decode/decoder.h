@@ -100,6 +100,11 @@ class DecodeContext {
   // ForwardResult::chain from the last forward's logit row r (the session's cache ending with it), timed as
   // draft work.
   int draft_chain(int r, int32_t first, int count, int32_t* out);
+  // The draft logits of the last forward's logit row r (null without), and ForwardResult::expand_tree / end_tree
+  // on it: timed as draft work.
+  const float* draft_logits(int r);
+  int expand_tree(int r, std::span<const DraftNode> nodes, int k, DraftGuess* out);
+  void end_tree() { slot_.result.end_tree(); }
   // Seconds of draft work on the host since the last call: priced with the forward it drafted for.
   double take_draft_seconds() { return std::exchange(draft_seconds_, 0.0); }
   // Commits tokens in order, stopping at an end-of-generation token or the length limit; records how

@@ -51,6 +51,11 @@ void append_unsent(std::span<const int32_t> draft, int sent, int keep, std::vect
 }
 
 DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
+  const bool tree = opt_.tree.nodes > 0 && opt_.draft_head && ctx.session().forward_pass().config().draft_layer;
+  return tree ? decode_tree(ctx) : decode_chain(ctx);
+}
+
+DecodeLoop JacobiDecoder::decode_chain(DecodeContext& ctx) {
   Session& s = ctx.session();
   const int V = s.vocab_size(), n = opt_.block;
   Rng rng(opt_.seed);

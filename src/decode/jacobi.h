@@ -8,6 +8,7 @@
 #include "decode/draft_layer_switch.h"
 #include "decode/draft_init.h"
 #include "decode/draft_tree.h"
+#include "decode/tree_draft.h"
 
 namespace jf {
 
@@ -41,12 +42,15 @@ struct JacobiOptions {
   // A draft layer's chain (ForwardResult::chain): drafts after the shifted one from the layer run again;
   // -1: as far as the model's file says it was trained (ModelConfig::draft_chain), 0: none.
   int draft_chain = -1;
+  // Draft trees from the draft layer (decode/tree_draft.h; tree.nodes > 0): each forward sends the pending token
+  // and a tree of the layer's guesses instead of a chain; the decoder also samples (--temp > 0) that way.
+  TreeShape tree;
 };
 
 // Kept across generations: the acceptance statistics of its drafts, by kind (guesses, predictions).
 class JacobiDecoder : public Decoder {
  public:
-  explicit JacobiDecoder(const JacobiOptions& o) : opt_(o), policy_(kKinds, std::max(1, o.block - 1)) {}
+  explicit JacobiDecoder(const JacobiOptions& o) : opt_(o), policy_(kKinds, std::max(1, o.block - 1)), tree_(o.tree) {}
   std::string name() const override { return "jacobi"; }
   bool drafts_from_model() const override { return opt_.draft_head; }
 
@@ -59,6 +63,12 @@ class JacobiDecoder : public Decoder {
   JacobiOptions opt_;
   DraftLengthPolicy policy_;
   DraftLayerSwitch layer_;
+  // Trees (decode/jacobi_tree.cpp): the drafter, and the committed tokens and rows of the recent forwards
+  // that sent one (moving averages), which price the layer against forwards of one row.
+  TreeDrafter tree_;
+  double tree_tokens_ = 2.0, tree_rows_ = 2.0;
+  DecodeLoop decode_chain(DecodeContext& ctx);
+  DecodeLoop decode_tree(DecodeContext& ctx);
 };
 
 // Longest draft a forward can carry: room for the pending row, no further than the generation may go.

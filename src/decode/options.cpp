@@ -35,8 +35,13 @@ void DecoderOptions::validate(bool greedy) const {
   need(pool >= 0 && pool <= 1024, "--pool must be between 0 and 1024, got " + std::to_string(pool));
   need(fastcot_iterations >= 0 && fastcot_iterations <= (1 << 20),
        "--fastcot-iters must be between 0 and 1048576, got " + std::to_string(fastcot_iterations));
-  if (name == "jacobi" || name == "multiblock" || name == "fastcot")
-    need(greedy, "decoder '" + name + "' is greedy only (--temp 0); for sampling use sjd, lookahead or pld");
+  need(tree_nodes >= 0 && tree_nodes <= 1024, "--tree must be between 0 and 1024 rows, got " + std::to_string(tree_nodes));
+  need(tree_depth >= 1 && tree_depth <= 64, "--tree-depth must be between 1 and 64, got " + std::to_string(tree_depth));
+  need(tree_width >= 1 && tree_width <= 64, "--tree-width must be between 1 and 64, got " + std::to_string(tree_width));
+  need(tree_beam >= 1 && tree_beam <= 64, "--tree-beam must be between 1 and 64, got " + std::to_string(tree_beam));
+  need(tree_nodes == 0 || name == "jacobi", "draft trees (tree=N) apply to the jacobi decoder only, not '" + name + "'");
+  if ((name == "jacobi" && tree_nodes == 0) || name == "multiblock" || name == "fastcot")
+    need(greedy, "decoder '" + name + "' is greedy only (--temp 0); for sampling use sjd, lookahead, pld or jacobi with a draft tree (jacobi:tree=N)");
   need(pac_tree_depth >= 0 && pac_tree_depth <= 64 && pac_tree_width >= 1 && pac_tree_width <= 64,
        "--pac-tree D,K needs 0 <= D <= 64 and 1 <= K <= 64, got " + std::to_string(pac_tree_depth) + "," +
            std::to_string(pac_tree_width));
@@ -125,7 +130,11 @@ DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions&
     } else if (k == "draft-chain") {
       o.draft_chain = to_int(k, v);
       if (o.draft_chain < -1) throw Error("draft-chain must be -1 (the model's) or at least 0, got '" + v + "'");
-    } else if (k == "spawn-init") {
+    } else if (k == "tree") o.tree_nodes = to_int(k, v);
+    else if (k == "tree-depth") o.tree_depth = to_int(k, v);
+    else if (k == "tree-width") o.tree_width = to_int(k, v);
+    else if (k == "tree-beam") o.tree_beam = to_int(k, v);
+    else if (k == "spawn-init") {
       if (v != "copy" && v != "predict") throw Error("spawn-init must be copy or predict, got '" + v + "'");
       o.spawn_copy = v == "copy";
     }
@@ -135,7 +144,8 @@ DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions&
 }
 
 std::unique_ptr<Decoder> make_decoder(const DecoderOptions& o) {
-  if (o.name == "jacobi") return std::make_unique<JacobiDecoder>(JacobiOptions{o.block, o.running_window, o.init, o.draft_seed, nullptr, o.draft_adaptive, o.draft_head, o.draft_chain});
+  if (o.name == "jacobi") return std::make_unique<JacobiDecoder>(JacobiOptions{o.block, o.running_window, o.init, o.draft_seed, nullptr, o.draft_adaptive, o.draft_head, o.draft_chain,
+                                                                     TreeShape{o.tree_nodes, o.tree_depth, o.tree_width, o.tree_beam}});
   if (o.name == "lookahead")
     return std::make_unique<LookaheadDecoder>(LookaheadOptions{o.window, o.ngram, o.guesses, o.pool_from_prompt, o.init, o.draft_seed, o.draft_adaptive});
   if (o.name == "pld")

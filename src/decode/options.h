@@ -38,6 +38,9 @@ struct DecoderOptions {
   // jacobi, multiblock: take the next drafts from the model's draft head when it has one (decode/jacobi.h)
   bool draft_head = true;
   int draft_chain = -1;  // jacobi, multiblock: a draft layer's chain depth; -1: the model's (JacobiOptions)
+  // jacobi: draft trees from a draft layer (decode/tree_draft.h): most rows a forward (0: chains), deepest
+  // level, guesses per expanded node, nodes expanded per level
+  int tree_nodes = 0, tree_depth = 8, tree_width = 4, tree_beam = 4;
   int ngram_memory = 1 << 16;  // tokens of earlier generations (same decoder) to draft from; 0 = off
   std::string ngram_corpus;    // a text file to draft from as well (the CLI tokenizes it into corpus_tokens)
   std::vector<int32_t> corpus_tokens;
@@ -66,7 +69,8 @@ std::vector<std::string> decoder_names();
 // "D,K" (or "DxK", for decoder specs where ',' separates decoders) into the PAC tree's depth and width.
 void parse_pac_tree(const std::string& v, int* depth, int* width);
 // "name[:key=value...]" on top of `base`, keys as the command-line flags without dashes: block, window-mode,
-// draft-init, W, N, G, draft-max, ngram-max, draft-policy, ngram-memory, ngram-corpus, K, r, pool, spawn-init, pac-continue (0/1), pac-tree (DxK). E.g. "lookahead:W=8:N=4:G=8".
+// draft-init, W, N, G, draft-max, ngram-max, draft-policy, ngram-memory, ngram-corpus, K, r, pool, spawn-init, pac-continue (0/1), pac-tree (DxK),
+// tree, tree-depth, tree-width, tree-beam. E.g. "lookahead:W=8:N=4:G=8", "jacobi:tree=32".
 DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions& base);
 std::unique_ptr<Decoder> make_decoder(const DecoderOptions& opts);
 

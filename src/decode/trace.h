@@ -31,6 +31,10 @@ struct ForwardRecord {
   std::vector<int32_t> positions;  // each row's position in prompt + output (row r guesses text[position])
   std::vector<RowTag> tags;
   std::vector<int32_t> committed;  // tokens this forward committed (the end-of-generation token excluded)
+  // A forward that verified a tree with branches (decode/tree_draft.h): each row's parent row (-1: the root);
+  // empty for chains.
+  std::vector<int32_t> parents;
+  bool tree() const { return !parents.empty(); }
 };
 
 struct ForwardTrace {

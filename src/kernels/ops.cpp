@@ -1,5 +1,6 @@
 #include "kernels/ops.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "base/error.h"
@@ -148,6 +149,27 @@ void rope(float* v, int n_heads, int head_dim, int rope_dim, const float* cos, c
 int64_t argmax(const float* x, int64_t n) {
   if (active_isa() != Isa::Scalar) return avx2::argmax(x, n);
   return scalar::argmax(x, n);
+}
+
+void softmax_top_k(const float* x, int64_t n, int k, int32_t* ids, float* probs) {
+  if (k <= 0 || n <= 0) return;
+  k = static_cast<int>(std::min<int64_t>(k, n));
+  const float top = x[argmax(x, n)];
+  // Insertion into a sorted list of k: a vocabulary scanned once, k small (a draft tree's width).
+  int held = 0;
+  double sum = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const float v = std::isnan(x[i]) ? -INFINITY : x[i];
+    sum += std::exp(static_cast<double>(v) - top);
+    if (held == k && !(v > probs[k - 1])) continue;
+    int at = held < k ? held++ : k - 1;
+    while (at > 0 && v > probs[at - 1]) {
+      probs[at] = probs[at - 1], ids[at] = ids[at - 1];
+      at--;
+    }
+    probs[at] = v, ids[at] = static_cast<int32_t>(i);
+  }
+  for (int j = 0; j < k; j++) probs[j] = static_cast<float>(std::exp(static_cast<double>(probs[j]) - top) / sum);
 }
 
 }  // namespace jf

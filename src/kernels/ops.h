@@ -33,6 +33,10 @@ void rope(float* v, int n_heads, int head_dim, int rope_dim, const float* cos, c
 // Index of the largest value (lowest index on ties; NaN never wins).
 int64_t argmax(const float* x, int64_t n);
 
+// The k largest entries of softmax(x) over n values (k <= n), largest first, the lower index first among
+// equals: their indices and probabilities. NaN counts as the smallest.
+void softmax_top_k(const float* x, int64_t n, int k, int32_t* ids, float* probs);
+
 // Keys of one attention head are stored in blocks of kKeyBlock slots, transposed within a block: element i of
 // slot s's key is at keys[key_offset(s, i, head_dim)]. A vector load then holds dimension i of 8 (AVX2) or 16
 // (AVX-512) consecutive slots, so a block's scores are head_dim FMAs with no horizontal sums

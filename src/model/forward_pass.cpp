@@ -35,6 +35,15 @@ int ForwardResult::chain(int r, int32_t first, int count, int32_t* out) const {
   return count > 0 ? pass_->row_chain(at(r), first, count, out) : 0;
 }
 
+int ForwardResult::expand_tree(int r, std::span<const DraftNode> nodes, int k, DraftGuess* out) const {
+  JF_CHECK(k >= 1 && k <= vocab_size(), "a draft tree's guesses per node must be between 1 and the vocabulary size");
+  return nodes.empty() ? 0 : pass_->row_tree(at(r), nodes, k, out);
+}
+
+void ForwardResult::end_tree() const {
+  if (pass_) pass_->end_row_tree();  // (whatever ran since: an open tree is dropped)
+}
+
 ForwardResult ForwardResult::slice(int first, int n) const {
   JF_CHECK(first >= 0 && n >= 0 && first + n <= rows_, "a slice outside a forward result");
   return ForwardResult(pass_, serial_, first_ + first, n);

@@ -24,6 +24,18 @@ struct DeviceSyncs {
   uint64_t submissions = 0, waits = 0, extra_fetches = 0, bytes_to_host = 0;
 };
 
+// A node of a draft layer's tree (ForwardResult::expand_tree): its token, and its parent, an earlier expanded
+// node's index or -1 for a child of the tree's source row.
+struct DraftNode {
+  int32_t parent = -1;
+  int32_t token = 0;
+};
+// One of a node's most likely next tokens and its draft probability.
+struct DraftGuess {
+  int32_t token = 0;
+  float prob = 0.0f;
+};
+
 // The results of one forward: its logit rows (the rows every sequence asked for in SequenceInput::logit_rows,
 // sequence after sequence; a slice is one sequence's), answered by index. Valid until the next forward of the
 // same ForwardPass: any use after it throws jf::Error (a result is a value, but its rows live in the backend's
@@ -52,6 +64,17 @@ class ForwardResult {
   // accepted path kept, KvCache::keep). A backend computes it in the forward's own submission when the input
   // asked for it (SequenceInput::chain), else on this call (counted as an extra fetch on a device).
   int chain(int r, int32_t first, int count, int32_t* out) const;
+  // A draft layer's tree (the chain branched: decode/tree_draft.h) from row r, its sequence's last verified row
+  // (the cache ending with it, as for chain()). Runs the layer on `nodes` as virtual rows of one pass: node i
+  // reads its parent's layer output (row r's for parent -1) plus its token's embedding, one position past its
+  // parent, attending to the cache and its ancestors; writes its `k` most likely next tokens, most likely
+  // first, to out[i * k ..]. Nodes are numbered in the order expanded, across calls, until end_tree(); a parent
+  // must come from an earlier call. Returns how many of `nodes` it expanded: fewer when the context is full,
+  // 0 where the backend or model has no trees (the decoder then drafts a chain).
+  int expand_tree(int r, std::span<const DraftNode> nodes, int k, DraftGuess* out) const;
+  // Drops the tree's virtual rows (their cache slots): before the next forward, which refuses to run with a tree
+  // open.
+  void end_tree() const;
   // Rows [first, first + n) as a result of their own (one sequence's rows of a batched forward).
   ForwardResult slice(int first, int n) const;
 
@@ -119,6 +142,12 @@ class ForwardPass {
     (void)r, (void)first, (void)count, (void)out;
     return 0;
   }
+  // ForwardResult::expand_tree and end_tree on logit row r; 0 (no trees) by default.
+  virtual int row_tree(int r, std::span<const DraftNode> nodes, int k, DraftGuess* out) {
+    (void)r, (void)nodes, (void)k, (void)out;
+    return 0;
+  }
+  virtual void end_row_tree() {}
 
  private:
   friend class ForwardResult;

@@ -39,6 +39,8 @@ class Transformer : public ForwardPass {
   bool has_draft_logits() const override { return drafted_; }
   const float* row_draft_logits(int r) override;  // model/draft_layer.cpp
   int row_chain(int r, int32_t first, int count, int32_t* out) override;  // model/draft_chain.cpp
+  int row_tree(int r, std::span<const DraftNode> nodes, int k, DraftGuess* out) override;  // model/draft_tree_rows.cpp
+  void end_row_tree() override;
 
  private:
   void qkv_rows(int layer, int64_t r0, int64_t r1, bool threads);
@@ -80,6 +82,16 @@ class Transformer : public ForwardPass {
   aligned_vector<float> head_rows_;         // (a model with a draft layer) and their greedy tokens
   std::vector<int32_t> greedy_, head_out_row_;
   aligned_vector<float> chain_logits_;  // a draft chain's draft logits, one row
+  // A draft tree's virtual rows after a forward (row_tree): their cache slots follow the cache's `past` ones.
+  struct TreeRows {
+    KvCache* cache = nullptr;  // null: no tree
+    int past = 0, logit_row = -1;
+    int64_t source = -1;                // the forward row it grows from
+    std::vector<int32_t> pos, parent;   // [node]
+  };
+  TreeRows tree_;
+  aligned_vector<float> tree_x_, tree_logits_;  // [node] layer outputs; a pass's draft logits
+  void expand_tree_rows(std::span<const DraftNode> nodes, int k, DraftGuess* out);
   bool drafted_ = false;
   aligned_vector<float> local_cos_, local_sin_;  // angles of local layers, when their RoPE base differs
 };

@@ -5,7 +5,7 @@
 
 namespace jf::tune {
 
-std::vector<std::string> tuning_grid(int free_rows) {
+std::vector<std::string> tuning_grid(int free_rows, bool draft_trees) {
   // Round-robin over the families, narrow drafts first: a small budget that stops part-way through still
   // has measured the cheapest configuration of every decoder.
   std::vector<std::string> grid = {
@@ -14,6 +14,11 @@ std::vector<std::string> tuning_grid(int free_rows) {
       "pld:draft-max=4", "jacobi:block=2", "lookahead:W=3:N=3:G=3", "multiblock:block=8:K=2",
       "pld:draft-max=8", "jacobi:block=3", "lookahead:W=4:N=3:G=4", "multiblock:block=4:K=3",
       "pld:draft-max=16", "jacobi:block=6", "lookahead:W=8:N=4:G=8", "jacobi:block=8"};
+  if (draft_trees) {
+    grid.insert(grid.begin() + 3, "jacobi:tree=8");
+    for (int rows : {16, 32, 64, 128})
+      if (rows <= free_rows) grid.push_back("jacobi:tree=" + std::to_string(rows));
+  }
   if (free_rows < 16) return grid;
   struct Wide {
     const char* spec;
@@ -68,7 +73,7 @@ std::string choose(const std::vector<Candidate>& cands, double margin, std::stri
   return "ar";
 }
 
-std::string rule_from_cost(const CostTable& cost, std::string* why) {
+std::string rule_from_cost(const CostTable& cost, std::string* why, bool draft_trees) {
   // The most free rows at any measured context: load on a shared machine only makes rows look costlier
   // (a slow run of M rows), so the largest knee seen is the least disturbed one.
   int k = 1;
@@ -76,6 +81,7 @@ std::string rule_from_cost(const CostTable& cost, std::string* why) {
   for (size_t c = 0; c < cost.contexts.size(); c++)
     if (cost.free_rows(c) > k) k = cost.free_rows(c), at = c;
   std::string spec = k < 2 ? "ar" : k < 8 ? "pld:draft-max=" + std::to_string(std::min(k, 4)) : "lookahead:W=4:N=3:G=4";
+  if (draft_trees && k >= 8) spec = "jacobi:tree=" + std::to_string(std::min(k, 64));  // the draft layer's trees, to the knee
   if (why)
     *why = spec + ": up to " + std::to_string(k) + " rows per forward cost at most 15% more than one (context " +
            std::to_string(cost.contexts[at]) + ")";

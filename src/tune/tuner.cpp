@@ -46,7 +46,7 @@ TuneResult tune(Session& s, const std::vector<std::vector<int32_t>>& prompts, co
   std::vector<std::string> grid;
   std::vector<DecoderOptions> opts;
   auto choose_grid = [&](int free_rows) {
-    grid = o.grid.empty() ? tuning_grid(free_rows) : o.grid;
+    grid = o.grid.empty() ? tuning_grid(free_rows, s.forward_pass().config().draft_layer) : o.grid;
     grid.erase(std::remove(grid.begin(), grid.end(), "ar"), grid.end());
     grid.insert(grid.begin(), "ar");  // the reference for losslessness and speed, always first
     opts.clear();
@@ -251,7 +251,7 @@ std::string auto_decoder(const std::string& model_path, ForwardPass& fwd, std::s
   }
   const CostTable cost = measure_cost(fwd, {64, 256}, {1, 2, 4, 8, 16}, 0.1);
   std::string rule;
-  const std::string d = rule_from_cost(cost, &rule);
+  const std::string d = rule_from_cost(cost, &rule, fwd.config().draft_layer);
   if (why) *why = "not tuned yet (run jf tune); cost-curve rule: " + rule;
   return d;
 }

@@ -30,8 +30,10 @@ std::string trace_to_json(const TraceDoc& d) {
   json fw = json::array();
   for (const ForwardRecord& f : d.trace.forwards) {
     json rows = json::array();
-    for (size_t r = 0; r < f.tokens.size(); r++)
+    for (size_t r = 0; r < f.tokens.size(); r++) {
       rows.push_back({f.tokens[r], f.positions[r], row_role_name(f.tags[r].role), f.tags[r].block});
+      if (f.tree()) rows.back().push_back(f.parents[r]);  // a tree's rows name their parent
+    }
     fw.push_back({{"rows", rows}, {"committed", f.committed}});
   }
   j["forwards"] = fw;
@@ -82,10 +84,18 @@ TraceDoc trace_from_json(const std::string& text) {
     for (const json& f : j.at("forwards")) {
       ForwardRecord rec;
       for (const json& row : f.at("rows")) {
-        if (!row.is_array() || row.size() != 4) throw Error("trace: a row must be [token, position, role, block]");
+        if (!row.is_array() || row.size() < 4 || row.size() > 5)
+          throw Error("trace: a row must be [token, position, role, block] or, in a tree, [token, position, role, block, parent]");
         rec.tokens.push_back(row[0].get<int32_t>());
         rec.positions.push_back(row[1].get<int32_t>());
         rec.tags.push_back({parse_row_role(row[2].get<std::string>()), row[3].get<int>()});
+        if (row.size() == 5) rec.parents.push_back(row[4].get<int32_t>());
+      }
+      if (!rec.parents.empty()) {
+        if (rec.parents.size() != rec.tokens.size()) throw Error("trace: either every row of a forward names its parent or none");
+        for (size_t r = 0; r < rec.parents.size(); r++)
+          if (r == 0 ? rec.parents[r] != -1 : rec.parents[r] < 0 || rec.parents[r] >= static_cast<int32_t>(r))
+            throw Error("trace: a tree row's parent must be an earlier row (the first row's -1)");
       }
       rec.committed = ids(f.at("committed"), "committed");
       d.trace.forwards.push_back(std::move(rec));

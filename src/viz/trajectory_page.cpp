@@ -42,7 +42,8 @@ th{text-align:left;font-weight:600}.n{text-align:right;color:#666}
 .window{font-style:italic}.candidate{border-style:dashed}.blk1{box-shadow:inset 0 -3px #36c}.blk2{box-shadow:inset 0 -3px #c3c}
 .blk3{box-shadow:inset 0 -3px #3cc}.blk4{box-shadow:inset 0 -3px #c93}
 .grp{color:#888;font-size:11px;margin:0 2px 0 8px}.bar{display:inline-block;height:10px;background:#3a3;vertical-align:middle}
-.out span{white-space:pre-wrap}.out .f0{background:#eef6ff}.out .f1{background:#fff4e6}.legend .tok{margin-right:8px})";
+.tree{list-style:none;margin:0;padding-left:16px;border-left:1px dotted #bbb}details>.tree{border:0;padding-left:0}
+summary{cursor:pointer}.out span{white-space:pre-wrap}.out .f0{background:#eef6ff}.out .f1{background:#fff4e6}.legend .tok{margin-right:8px})";
 
 }  // namespace
 
@@ -99,6 +100,41 @@ std::string html_escape(const std::string& s) {
   return o;
 }
 
+// A forward's tree of drafts, folded: the summary shows the path the model took, the details every branch.
+std::string tree_html(const TraceDoc& d, const ForwardRecord& f, const std::vector<RowFate>& fate) {
+  const int n = static_cast<int>(f.tokens.size());
+  std::vector<std::vector<int>> children(static_cast<size_t>(n));
+  for (int r = 1; r < n; r++) children[static_cast<size_t>(f.parents[static_cast<size_t>(r)])].push_back(r);
+  auto tok = [&](int r) {
+    return "<span class=\"tok " + std::string(row_fate_name(fate[static_cast<size_t>(r)])) + "\" title=\"position " +
+           std::to_string(f.positions[static_cast<size_t>(r)]) + ", " + row_fate_name(fate[static_cast<size_t>(r)]) + "\">" +
+           piece_html(d, f.tokens[static_cast<size_t>(r)]) + "</span>";
+  };
+  std::string path = tok(0);
+  for (int r = 0;;) {
+    int next = -1;
+    for (int c : children[static_cast<size_t>(r)])
+      if (fate[static_cast<size_t>(c)] == RowFate::Accepted) next = c;
+    if (next < 0) break;
+    path += tok(r = next);
+  }
+  std::string h = "<details><summary>" + path + " <span class=\"grp\">tree of " + std::to_string(n) + " rows</span></summary><ul class=\"tree\">";
+  std::vector<std::pair<int, bool>> stack = {{0, true}};  // (row, opening): an iterative walk, depth-first
+  while (!stack.empty()) {
+    auto [r, opening] = stack.back();
+    stack.pop_back();
+    if (!opening) {
+      h += "</ul></li>";
+      continue;
+    }
+    h += "<li>" + tok(r) + "<ul class=\"tree\">";
+    stack.push_back({r, false});
+    const auto& c = children[static_cast<size_t>(r)];
+    for (auto it = c.rbegin(); it != c.rend(); ++it) stack.push_back({*it, true});
+  }
+  return h + "</ul></details>";
+}
+
 std::string trajectory_html(const TraceDoc& d) {
   const std::vector<int32_t> full = d.full_tokens();
   const auto& fw = d.trace.forwards;
@@ -142,6 +178,10 @@ std::string trajectory_html(const TraceDoc& d) {
          std::to_string(f.committed.size()) + "</td><td><span class=\"bar\" style=\"width:" +
          std::to_string(40 * f.committed.size() / max_committed) + "px\"></span></td><td>";
     int last_group = -1;
+    if (f.tree()) {
+      h += tree_html(d, f, fate);
+      order.clear();
+    }
     for (size_t r : order) {
       const RowTag tag = f.tags[r];
       if (group(r) != last_group && tag.role != RowRole::Pending && tag.role != RowRole::Draft) {

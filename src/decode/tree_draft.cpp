@@ -1,0 +1,190 @@
+#include "decode/tree_draft.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+
+#include "kernels/ops.h"
+
+namespace jf {
+
+int AcceptanceCalibration::bucket(float prob) {
+  if (prob < 0.0f) return kBuckets;
+  return std::min(static_cast<int>(prob * kBuckets), kBuckets - 1);
+}
+
+double AcceptanceCalibration::estimate(int depth, float prob) const {
+  const size_t c = cell(depth, bucket(prob));
+  const double prior = prob < 0.0f ? 0.5 : std::min(1.0f, prob);
+  return (static_cast<double>(hit_[c]) + kPrior * prior) / (static_cast<double>(tried_[c]) + kPrior);
+}
+
+void AcceptanceCalibration::record(int depth, float prob, bool accepted) {
+  const size_t c = cell(depth, bucket(prob));
+  tried_[c]++;
+  hit_[c] += accepted ? 1 : 0;
+}
+
+double TreeDrafter::build(DecodeContext& ctx, int r, int max_nodes, const RowPricer* price, DraftTree& tree) {
+  tree.reset(ctx.pending());
+  node_prob_.assign(1, 1.0f);
+  node_rank_.assign(1, 0);
+  cands_.clear();
+  order_.clear();
+  if (max_nodes <= 0) return 0.0;
+  grow(ctx, r, max_nodes, price);
+  // The likeliest first; a child never before its parent (its score is at most its parent's; ties by depth).
+  order_.resize(cands_.size());
+  std::iota(order_.begin(), order_.end(), 0);
+  std::stable_sort(order_.begin(), order_.end(), [&](int a, int b) {
+    const Candidate &x = cands_[static_cast<size_t>(a)], &y = cands_[static_cast<size_t>(b)];
+    return x.score != y.score ? x.score > y.score : x.depth < y.depth;
+  });
+  std::vector<int> node_of(cands_.size(), -1);
+  size_t kept = 0;
+  for (int c : order_) {
+    if (static_cast<int>(kept) == max_nodes) break;
+    const int parent = cands_[static_cast<size_t>(c)].parent;
+    if (parent >= 0 && node_of[static_cast<size_t>(parent)] < 0) continue;
+    node_of[static_cast<size_t>(c)] = 0;  // (placed below)
+    order_[kept++] = c;
+  }
+  order_.resize(kept);
+  order_.resize(static_cast<size_t>(choose_count(price, static_cast<int>(kept))));
+  double expected = 0.0;
+  for (int c : order_) {
+    const Candidate& cand = cands_[static_cast<size_t>(c)];
+    node_of[static_cast<size_t>(c)] = tree.add(cand.parent < 0 ? 0 : node_of[static_cast<size_t>(cand.parent)], cand.token);
+    node_prob_.push_back(cand.prob);
+    node_rank_.push_back(cand.rank);
+    expected += cand.score;
+  }
+  ctx.count("tree_forwards");
+  ctx.count("tree_nodes", static_cast<int64_t>(order_.size()));
+  return expected;
+}
+
+// Every candidate: the source row's guesses, then level by level the children of the level's best `beam`.
+void TreeDrafter::grow(DecodeContext& ctx, int r, int max_nodes, const RowPricer* price) {
+  const float* lead = ctx.draft_logits(r);
+  if (!lead) return;
+  const int V = ctx.session().vocab_size(), K = std::min(shape_.width, V);
+  std::vector<int32_t> ids(static_cast<size_t>(K));
+  std::vector<float> probs(static_cast<size_t>(K));
+  softmax_top_k(lead, V, K, ids.data(), probs.data());
+  for (int g = 0; g < K; g++) {
+    const float p = probs[static_cast<size_t>(g)];
+    cands_.push_back({-1, ids[static_cast<size_t>(g)], p, calibration_.estimate(1, p), 1, g});
+  }
+  std::vector<int> level;
+  std::vector<double> best;
+  struct EndTree {  // (also when a pass throws: the next forward needs the cache as it was)
+    DecodeContext& ctx;
+    ~EndTree() { ctx.end_tree(); }
+  } closer{ctx};
+  size_t begin = 0;
+  int expanded = 0;
+  for (int depth = 1; depth < shape_.depth; depth++) {
+    const size_t end = cands_.size();
+    level.resize(end - begin);
+    std::iota(level.begin(), level.end(), static_cast<int>(begin));
+    std::stable_sort(level.begin(), level.end(),
+                     [&](int a, int b) { return cands_[static_cast<size_t>(a)].score > cands_[static_cast<size_t>(b)].score; });
+    // A node below the max_nodes-th best score so far cannot be sent, nor can its children (scores only fall);
+    // priced, nor one whose children could not pay for their rows.
+    best.clear();
+    for (const Candidate& c : cands_) best.push_back(c.score);
+    const size_t nth = std::min(best.size(), static_cast<size_t>(max_nodes)) - 1;
+    std::nth_element(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(nth), best.end(), std::greater<>());
+    double floor = best.size() >= static_cast<size_t>(max_nodes) ? best[nth] : 0.0;
+    if (price) floor = std::max(floor, least_paying(*price, max_nodes));
+    nodes_.clear();
+    for (int c : level) {
+      if (static_cast<int>(nodes_.size()) == shape_.beam || cands_[static_cast<size_t>(c)].score < floor) break;
+      const int parent = cands_[static_cast<size_t>(c)].parent;
+      nodes_.push_back({parent < 0 ? -1 : cands_[static_cast<size_t>(parent)].expanded, cands_[static_cast<size_t>(c)].token});
+    }
+    if (nodes_.empty()) break;
+    guesses_.resize(nodes_.size() * static_cast<size_t>(K));
+    const int made = ctx.expand_tree(r, nodes_, K, guesses_.data());
+    if (made == 0) {
+      if (depth == 1) chain_fallback(ctx, r);
+      break;
+    }
+    for (int j = 0; j < made; j++) {
+      const int c = level[static_cast<size_t>(j)];
+      cands_[static_cast<size_t>(c)].expanded = expanded + j;
+      const double score = cands_[static_cast<size_t>(c)].score;
+      for (int g = 0; g < K; g++) {
+        const DraftGuess& guess = guesses_[static_cast<size_t>(j) * static_cast<size_t>(K) + static_cast<size_t>(g)];
+        cands_.push_back({c, guess.token, guess.prob, score * calibration_.estimate(depth + 1, guess.prob), depth + 1, g});
+      }
+    }
+    expanded += made;
+    begin = end;
+  }
+}
+
+// No trees on this backend: the layer's chain under the first guess (its drafts' probabilities unknown).
+int TreeDrafter::chain_fallback(DecodeContext& ctx, int r) {
+  std::vector<int32_t> chain(static_cast<size_t>(std::max(0, shape_.depth - 1)));
+  const int made = ctx.draft_chain(r, cands_[0].token, static_cast<int>(chain.size()), chain.data());
+  int parent = 0;
+  for (int j = 0; j < made; j++) {
+    const double score = cands_[static_cast<size_t>(parent)].score * calibration_.estimate(j + 2, -1.0f);
+    cands_.push_back({parent, chain[static_cast<size_t>(j)], -1.0f, score, j + 2, 0});
+    parent = static_cast<int>(cands_.size()) - 1;
+  }
+  return made;
+}
+
+// The score a further node needs to pay for its row beside the best of the candidates so far: the rate of
+// the best count n of them times the cost of one row more, rate(n) * (relative(n + 2) - relative(n + 1)).
+double TreeDrafter::least_paying(const RowPricer& price, int max_nodes) {
+  best_scores_.clear();
+  for (const Candidate& c : cands_) best_scores_.push_back(c.score);
+  std::sort(best_scores_.begin(), best_scores_.end(), std::greater<>());
+  double sum = 0.0, best_rate = 1.0 / price.relative(1);
+  int best = 0;
+  for (int n = 1; n <= std::min<int>(max_nodes, static_cast<int>(best_scores_.size())); n++) {
+    sum += best_scores_[static_cast<size_t>(n - 1)];
+    if (const double rate = (1.0 + sum) / price.relative(1 + n); rate > best_rate) best_rate = rate, best = n;
+  }
+  return best_rate * (price.relative(best + 2) - price.relative(best + 1));
+}
+
+// How many of the candidates, in order, to send: all, or the count that maximises the expected committed
+// tokens per unit of cost, (1 + sum of their scores) / relative(1 + n), when it beats sending none by kMargin.
+int TreeDrafter::choose_count(const RowPricer* price, int available) const {
+  if (!price) return available;
+  double sum = 0.0, best_rate = 1.0 / price->relative(1);
+  int best = 0;
+  for (int n = 1; n <= available; n++) {
+    sum += cands_[static_cast<size_t>(order_[static_cast<size_t>(n - 1)])].score;
+    const double rate = (1.0 + sum) / price->relative(1 + n);
+    if (rate > best_rate) best_rate = rate, best = n;
+  }
+  return best_rate > (1.0 + RowPricer::kMargin) / price->relative(1) ? best : 0;
+}
+
+void TreeDrafter::learn(DecodeContext& ctx, const DraftTree& tree, const Acceptance& acc) {
+  if (tree.size() <= 1 || static_cast<int>(node_prob_.size()) != tree.size()) return;
+  std::vector<char> on_path(static_cast<size_t>(tree.size()), 0);
+  on_path[0] = 1;
+  for (int n : acc.path) on_path[static_cast<size_t>(n)] = 1;
+  for (int n = 1; n < tree.size(); n++) {
+    if (!on_path[static_cast<size_t>(tree.parent(n))]) continue;  // (never tested)
+    const float p = node_prob_[static_cast<size_t>(n)];
+    const int depth = std::min(tree.depth(n), AcceptanceCalibration::kDepths), b = AcceptanceCalibration::bucket(p);
+    calibration_.record(depth, p, on_path[static_cast<size_t>(n)] != 0);
+    const std::string cell = std::to_string(depth) + "_" + std::to_string(b);
+    ctx.count("tree_tried_" + cell);
+    if (on_path[static_cast<size_t>(n)]) ctx.count("tree_accepted_" + cell);
+  }
+  for (size_t d = 1; d <= acc.path.size(); d++) ctx.count("tree_reached_depth_" + std::to_string(d));
+  // Accepted where the draft's first guess was not: what a chain would have missed.
+  for (int n : acc.path)
+    if (node_rank_[static_cast<size_t>(n)] > 0) ctx.count("tree_branch_accepted");
+}
+
+}  // namespace jf
