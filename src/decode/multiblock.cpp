@@ -83,6 +83,11 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
   Acceptance acc;
   std::vector<int32_t> draft, next, cand, g;
   PendingChain chain;
+  DraftTree layer_tree;  // the draft layer's tree (MultiblockOptions::tree), merged into `tree`
+  std::vector<int> layer_node;  // [tree node]: its node in layer_tree, or -1
+  Acceptance layer_acc;
+  const bool trees = opt_.tree.nodes > 0 && s.forward_pass().config().draft_layer;
+  int tree_source = -1;  // the last forward's last verified row, when it drafted: the layer's tree grows from it
   std::vector<std::vector<int>> chains;  // tree chains: [0] the real-active draft, then recycled candidates
   std::vector<int> pseudo_rows;
   std::vector<PseudoBlock> pseudo;
@@ -177,6 +182,19 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
       ctx.count("recycled_candidates");
     }
 
+    // ---- the draft layer's tree: branches beside the real-active draft (its first one mostly the same tokens)
+    layer_tree.reset(ctx.pending());
+    const int tree_cap = std::min(opt_.tree.nodes, ctx.room() - tree.size() - extra_rows);
+    if (trees && tree_source >= 0 && tree_cap > 0) tree_.build(ctx, tree_source, tree_cap, opt_.adaptive ? &price : nullptr, layer_tree);
+    layer_node.assign(static_cast<size_t>(tree.size()), -1);
+    std::vector<int> merged(static_cast<size_t>(layer_tree.size()), 0);  // [layer_tree node]: its node in `tree`
+    for (int v = 1; v < layer_tree.size(); v++) {
+      const int before = tree.size();
+      merged[static_cast<size_t>(v)] = tree.add(merged[static_cast<size_t>(layer_tree.parent(v))], layer_tree.token(v));
+      if (tree.size() > before) layer_node.push_back(v);
+      else layer_node[static_cast<size_t>(merged[static_cast<size_t>(v)])] = v;
+    }
+
     // ---- pseudo-active blocks follow the real-active block's full draft
     const int M = tree.size() + extra_rows;
     in.reset_rows(&s.cache(), M);
@@ -207,13 +225,26 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     const int k = static_cast<int>(acc.path.size());
     keep_path(s.cache(), S, acc);
     ctx.count("accepted_draft_tokens", k);
-    size_t win = 0;  // the chain the accepted path runs along
+    if (layer_tree.size() > 1) {  // what the layer's tree learns: the accepted path as far as it ran in it
+      layer_acc.path.clear();
+      for (int node : acc.path) {
+        if (layer_node[static_cast<size_t>(node)] < 0) break;
+        layer_acc.path.push_back(layer_node[static_cast<size_t>(node)]);
+      }
+      tree_.learn(ctx, layer_tree, layer_acc);
+    }
+    size_t win = chains.size();  // the chain the accepted path runs along
     for (size_t c = 0; c < chains.size(); c++)
       if (static_cast<int>(chains[c].size()) >= k && std::equal(acc.path.begin(), acc.path.end(), chains[c].begin())) {
         win = c;
         break;
       }
-    if (win > 0) ctx.count("recycle_wins");
+    if (win == chains.size()) {  // along a branch of the layer's tree: the path is the chain
+      chains.push_back(acc.path);
+      ctx.count("tree_wins");
+    } else if (win > 0) {
+      ctx.count("recycle_wins");
+    }
     // ---- what this forward's rows were worth
     int main_k = 0;  // what the draft alone would have committed
     while (main_k < sent && sent_draft[main_k] == acc.tokens[main_k]) main_k++;
@@ -237,6 +268,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     for (size_t i = k; i < chains[win].size() && static_cast<int>(next.size()) < new_budget - 1; i++)
       next.push_back(next_of(chains[win][i]));
     int reached = static_cast<int>(chains[win].size());  // the draft positions the rows predicted for
+    tree_source = shifted ? (k > 0 ? chains[win][k - 1] : 0) : -1;  // (a tree crosses into the next block)
     if (shifted && new_budget > 1) {
       const int last = k > 0 ? chains[win][k - 1] : 0;  // the last verified row
       reached += lead_with_shifted(draft_of(last), next);

@@ -14,6 +14,7 @@
 #include "decode/draft_layer_switch.h"
 #include "decode/draft_init.h"
 #include "decode/draft_tree.h"
+#include "decode/tree_draft.h"
 
 namespace jf {
 
@@ -34,6 +35,9 @@ struct MultiblockOptions {
   bool adaptive = true;
   bool draft_head = true;  // next drafts from the model's draft head when it has one (decode/jacobi.h)
   int draft_chain = -1;    // a draft layer's chain (JacobiOptions::draft_chain)
+  // Draft trees (decode/tree_draft.h; tree.nodes > 0): the draft layer's tree joins the real-active draft (its
+  // first branch the chain's) as more branches verified in the same forward.
+  TreeShape tree;
 };
 
 // A pseudo-active block (exposed for tests).
@@ -66,7 +70,7 @@ bool advance_pseudo(PseudoBlock& b, const std::vector<int32_t>& g, int32_t befor
 // Kept across generations: the acceptance statistics of its drafts and what its extra rows have been worth.
 class MultiblockDecoder : public Decoder {
  public:
-  explicit MultiblockDecoder(const MultiblockOptions& o) : opt_(o), policy_(kKinds, std::max(1, o.block - 1)) {}
+  explicit MultiblockDecoder(const MultiblockOptions& o) : opt_(o), policy_(kKinds, std::max(1, o.block - 1)), tree_(o.tree) {}
   std::string name() const override { return "multiblock"; }
   bool drafts_from_model() const override { return opt_.draft_head; }
 
@@ -80,6 +84,7 @@ class MultiblockDecoder : public Decoder {
   DraftLayerSwitch layer_;  // whether a forward runs the draft layer (decode/draft_layer_switch.h)
   RowYield pseudo_;    // tokens a promoted block committed beyond a fresh block's expectation, per pseudo row sent
   RowYield recycled_;  // tokens recycled candidates committed beyond the draft, per candidate row sent
+  TreeDrafter tree_;
 };
 
 }  // namespace jf

@@ -39,7 +39,8 @@ void DecoderOptions::validate(bool greedy) const {
   need(tree_depth >= 1 && tree_depth <= 64, "--tree-depth must be between 1 and 64, got " + std::to_string(tree_depth));
   need(tree_width >= 1 && tree_width <= 64, "--tree-width must be between 1 and 64, got " + std::to_string(tree_width));
   need(tree_beam >= 1 && tree_beam <= 64, "--tree-beam must be between 1 and 64, got " + std::to_string(tree_beam));
-  need(tree_nodes == 0 || name == "jacobi", "draft trees (tree=N) apply to the jacobi decoder only, not '" + name + "'");
+  need(tree_nodes == 0 || name == "jacobi" || name == "multiblock",
+       "draft trees (tree=N) apply to the jacobi and multiblock decoders, not '" + name + "'");
   if ((name == "jacobi" && tree_nodes == 0) || name == "multiblock" || name == "fastcot")
     need(greedy, "decoder '" + name + "' is greedy only (--temp 0); for sampling use sjd, lookahead, pld or jacobi with a draft tree (jacobi:tree=N)");
   need(pac_tree_depth >= 0 && pac_tree_depth <= 64 && pac_tree_width >= 1 && pac_tree_width <= 64,
@@ -153,7 +154,8 @@ std::unique_ptr<Decoder> make_decoder(const DecoderOptions& o) {
         PldOptions{o.draft_max, o.ngram_max, o.draft_adaptive, o.ngram_memory, o.corpus_tokens, o.pld_memory});
   if (o.name == "multiblock")
     return std::make_unique<MultiblockDecoder>(
-        MultiblockOptions{o.block, o.max_blocks, o.spawn_ratio, o.pool, o.init, o.draft_seed, o.spawn_copy, o.draft_adaptive, o.draft_head, o.draft_chain});
+        MultiblockOptions{o.block, o.max_blocks, o.spawn_ratio, o.pool, o.init, o.draft_seed, o.spawn_copy, o.draft_adaptive, o.draft_head,
+                          o.draft_chain, TreeShape{o.tree_nodes, o.tree_depth, o.tree_width, o.tree_beam}});
   if (o.name == "sjd") return std::make_unique<SjdDecoder>(SjdOptions{o.block, o.init, o.draft_seed, false, false, o.pac_continue,
                                                                 o.pac_tree_depth, o.pac_tree_width, o.draft_adaptive});
   if (o.name == "fastcot")
