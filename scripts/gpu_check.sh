@@ -199,7 +199,7 @@ for entry in "${shapes[@]}"; do
   [ "$entry" = "${shapes[0]}" ] || rm -f "$file"  # the first shape's file stays for the CPU at scale
 done
 run "decoders code model" sh -c "'$jf' bench -m '$models/pycode-ar-q8_0.gguf' --device $device --prompts '$out/prompts.jsonl' \
-  -n $tokens --decoders $decoders --plot '$out/decoders_code.svg' > '$out/decoders_code.txt'"
+  -n $tokens --decoders $decoders,jacobi:tree=16,jacobi:tree=64 --plot '$out/decoders_code.svg' > '$out/decoders_code.txt'"
 run "decoders stories260K" sh -c "'$jf' bench -m '$stories' --device $device --prompts '$out/prompts.jsonl' -n $tokens \
   --decoders $decoders --plot '$out/decoders_stories.svg' > '$out/decoders_stories.txt'"
 run "tune $(basename "$tune_model" .gguf)" sh -c "'$jf' tune -m '$tune_model' --device $device --budget $tune_budget -n 24 --no-cache --no-kernels --plot '$out/tune.svg' \

@@ -207,6 +207,38 @@ TEST(Trajectory, PageWithoutAModel) {
   EXPECT_NE(html.find("block 1"), std::string::npos);
 }
 
+// A forward that verified a tree: its rows name their parents, the trace keeps them, and the page folds the tree
+// under the path the model took (the accepted branch, not its rejected sibling).
+TEST(Trajectory, ATreesRowsKeepTheirParentsAndThePageDrawsTheTree) {
+  viz::TraceDoc d;
+  d.decoder = "jacobi";
+  d.prompt = {1};
+  d.output = {5, 6, 7};
+  d.pieces = {{1, "a"}, {5, "x"}, {6, "y"}, {7, "z"}, {8, "w"}};
+  ForwardRecord f;
+  f.tokens = {1, 8, 5, 6};  // the root, a rejected guess, the accepted one and its accepted child
+  f.positions = {0, 1, 1, 2};
+  f.tags = {{RowRole::Pending, 0}, {RowRole::Draft, 0}, {RowRole::Draft, 0}, {RowRole::Draft, 0}};
+  f.parents = {-1, 0, 0, 2};
+  f.committed = {5, 6, 7};
+  d.trace.forwards = {f};
+  const viz::TraceDoc back = viz::trace_from_json(viz::trace_to_json(d));
+  ASSERT_EQ(back.trace.forwards.size(), 1u);
+  EXPECT_EQ(back.trace.forwards[0].parents, f.parents);
+  const std::string html = viz::trajectory_html(back);
+  EXPECT_EQ(count(html, "<details>"), 1);
+  EXPECT_EQ(count(html, "<li>"), 4);
+  const std::string summary = html.substr(html.find("<summary>"), html.find("</summary>") - html.find("<summary>"));
+  EXPECT_NE(summary.find(">y<"), std::string::npos) << "the accepted path in the summary";
+  EXPECT_EQ(summary.find(">w<"), std::string::npos) << "not the rejected branch";
+  std::string why;
+  EXPECT_TRUE(well_formed(html.substr(html.find("<html>")), &why)) << why;
+  // A parent that is not an earlier row is refused.
+  std::string bad = viz::trace_to_json(d);
+  bad.replace(bad.find("\"draft\",0,2]"), 14, "\"draft\",0,3]");
+  EXPECT_THROW(viz::trace_from_json(bad), Error);
+}
+
 TEST(TraceDoc, MalformedTracesAreErrors) {
   EXPECT_THROW(viz::trace_from_json("not json"), Error);
   EXPECT_THROW(viz::trace_from_json("{}"), Error);

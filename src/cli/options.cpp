@@ -129,7 +129,8 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
   app->add_option("--tree", d.tree_nodes,
                   "jacobi: with a draft layer, send a tree of its guesses of up to N rows a forward instead of a chain "
                   "(its second and third guesses where it is unsure; priced by what rows cost unless "
-                  "--draft-policy fixed); also samples (--temp > 0) with ar's tokens for the seed (default 0: a chain)")
+                  "--draft-policy fixed); also samples (--temp > 0) with ar's tokens for the seed; a model without a draft "
+                  "layer decodes as without it (default 0: a chain)")
       ->check(CLI::Range(0, 1024));
   app->add_option("--tree-depth", d.tree_depth, "jacobi --tree: deepest level of the tree (default 8)")->check(CLI::Range(1, 64));
   app->add_option("--tree-width", d.tree_width, "jacobi --tree: guesses per expanded node (default 4)")->check(CLI::Range(1, 64));

@@ -51,7 +51,9 @@ void append_unsent(std::span<const int32_t> draft, int sent, int keep, std::vect
 }
 
 DecodeLoop JacobiDecoder::decode(DecodeContext& ctx) {
-  const bool tree = opt_.tree.nodes > 0 && opt_.draft_head && ctx.session().forward_pass().config().draft_layer;
+  // (Sampling takes the tree's loop whatever the model: without a draft layer its forwards carry one row.)
+  const bool layer = opt_.draft_head && ctx.session().forward_pass().config().draft_layer;
+  const bool tree = opt_.tree.nodes > 0 && (layer || !ctx.config().sampling.greedy());
   return tree ? decode_tree(ctx) : decode_chain(ctx);
 }
 

@@ -16,6 +16,7 @@ DecodeLoop JacobiDecoder::decode_tree(DecodeContext& ctx) {
   in.need = greedy ? SequenceInput::Need::Greedy : SequenceInput::Need::Logits;
   Acceptance acc;
   int source = -1;  // the last forward's last verified row, with the draft logits that lead the next tree
+  const bool model_drafts = opt_.draft_head && s.forward_pass().config().draft_layer;
   constexpr double kKeep = 0.95;  // the moving averages' weight: about the last 20 trees
   while (!ctx.done()) {
     if (ctx.room() < 1) {
@@ -27,10 +28,9 @@ DecodeLoop JacobiDecoder::decode_tree(DecodeContext& ctx) {
     const int cap = max_draft(ctx, opt_.tree.nodes);
     if (source >= 0 && cap > 0) tree_.build(ctx, source, cap, opt_.adaptive ? &price : nullptr, tree);
     else tree.reset(ctx.pending());
-    const bool layer =
-        !opt_.adaptive || layer_.choose(tree_tokens_ / price.relative(static_cast<int>(tree_rows_ + 0.5)) / (1.0 + price.draft_overhead()),
-                                        1.0 / price.relative(1));
-    if (!layer) ctx.count("forwards_without_draft_layer");
+    const bool layer = model_drafts && (!opt_.adaptive || layer_.choose(tree_tokens_ / price.relative(static_cast<int>(tree_rows_ + 0.5)) / (1.0 + price.draft_overhead()),
+                                        1.0 / price.relative(1)));
+    if (!layer && model_drafts) ctx.count("forwards_without_draft_layer");
     const int S = s.cache().size();
     in.reset_rows(&s.cache(), tree.size());
     tree.emit(in, S);
