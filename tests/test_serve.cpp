@@ -573,6 +573,12 @@ TEST(Requests, BadFieldsAreNamed) {
 
   ctx.default_decoder.name = "jacobi";  // greedy-only default, sampling request: its sampling counterpart
   EXPECT_EQ(parse_completion_request(nlohmann::json::parse(R"({"prompt": [1], "temperature": 0.7})"), false, ctx).decoder.name, "sjd");
+  ctx.default_decoder.name = "multiblock", ctx.default_decoder.tree_nodes = 16;  // a tree default: sjd drops the tree
+  EXPECT_EQ(parse_completion_request(nlohmann::json::parse(R"({"prompt": [1], "temperature": 0.7})"), false, ctx).decoder.name, "sjd");
+  ctx.default_decoder.name = "jacobi";  // jacobi with draft trees samples itself
+  const CompletionRequest tree = parse_completion_request(nlohmann::json::parse(R"({"prompt": [1], "temperature": 0.7})"), false, ctx);
+  EXPECT_EQ(tree.decoder.name, "jacobi");
+  EXPECT_EQ(tree.decoder.tree_nodes, 16);
 }
 
 }  // namespace

@@ -227,7 +227,8 @@ std::vector<std::string> parse_stop(const json& body) {
 }
 
 // The request's decoder: its spec on top of the server's default, or the default adapted to greedy vs
-// sampling (jacobi/multiblock are greedy only, sjd sampling only: their counterparts with the same block).
+// sampling (jacobi/multiblock are greedy only, sjd sampling only: their counterparts with the same block; jacobi
+// with draft trees samples as it is).
 DecoderOptions choose_decoder(const json& body, bool greedy, const ApiContext& ctx) {
   DecoderOptions d = ctx.default_decoder;
   if (present(body, "decoder")) {
@@ -240,8 +241,9 @@ DecoderOptions choose_decoder(const json& body, bool greedy, const ApiContext& c
     } catch (const Error& e) {
       bad("decoder", e.what());
     }
-  } else if (!greedy && (d.name == "jacobi" || d.name == "multiblock")) {
+  } else if (!greedy && ((d.name == "jacobi" && d.tree_nodes == 0) || d.name == "multiblock")) {
     d.name = "sjd";
+    d.tree_nodes = 0;  // (sjd grows no draft layer's tree)
   } else if (greedy && d.name == "sjd") {
     d.name = "jacobi";
   }
