@@ -10,6 +10,7 @@
 #include "decode/options.h"
 #include "decode/session.h"
 #include "model/convert.h"
+#include "model/draft_file.h"
 #include "model/hf.h"
 #include "model/loader.h"
 #include "model/quant_mix.h"
@@ -95,6 +96,29 @@ TEST(VulkanDecoders, CodeModelEveryGreedyDecoderEqualsAr) {
   // Sampling: prompt lookup returns exactly plain sampling's tokens for a seed (as on the CPU).
   cfg.sampling.temperature = 0.8f, cfg.sampling.top_k = 40, cfg.sampling.seed = 7;
   EXPECT_EQ(run(s, dec("pld"), prompt, cfg).tokens, run(s, dec("ar"), prompt, cfg).tokens);
+}
+
+// Draft trees on the device, from the code model's draft file: here the layer's first guesses with its chain
+// under each (the device grows no tree of its own yet), `ar`'s tokens greedy and sampled.
+TEST(VulkanDecoders, CodeModelsDraftTreesGiveArsTokens) {
+  const std::string path = code_model();
+  if (!test::path_exists(path)) GTEST_FAIL() << path << " is missing";
+  JF_VULKAN_DEVICE(device);
+  LoadedModel lm = load_model(path);
+  attach_draft_file(*lm.model, path.substr(0, path.size() - 5) + ".draft.gguf");
+  lm.model->set_panels(false);
+  vulkan::VulkanForward fwd(device, lm.model->config(), lm.model->weights());
+  Session s(fwd, 512);
+  GenerationConfig cfg;
+  cfg.max_new_tokens = 20;  // (a tree's forward and its chains take ~0.5 s on lavapipe)
+  cfg.eos_ids = lm.tokenizer->eog_ids();
+  const std::vector<int32_t> prompt = lm.tokenizer->encode("def parse_args(argv):\n    parser = argparse.ArgumentParser(", true, false);
+  const GenerationResult ar = run(s, dec("ar"), prompt, cfg);
+  const GenerationResult tree = run(s, dec("jacobi:tree=16"), prompt, cfg);
+  EXPECT_EQ(tree.tokens, ar.tokens);
+  EXPECT_GT(tree.stats.counter("tree_nodes"), 8 * (tree.stats.n_forwards - 1)) << "the trees were not sent";
+  cfg.sampling.temperature = 0.8f, cfg.sampling.top_k = 40, cfg.sampling.seed = 7;
+  EXPECT_EQ(run(s, dec("jacobi:tree=16"), prompt, cfg).tokens, run(s, dec("ar"), prompt, cfg).tokens);
 }
 
 // One decode step, one submission: every decoder's forward, its greedy tokens, the draft chain for its next

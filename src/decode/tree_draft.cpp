@@ -125,17 +125,23 @@ void TreeDrafter::grow(DecodeContext& ctx, int r, int max_nodes, const RowPricer
   }
 }
 
-// No trees on this backend: the layer's chain under the first guess (its drafts' probabilities unknown).
+// No trees on this backend: the layer's chain under each of the `beam` likeliest first guesses (a chain each,
+// its drafts' probabilities unknown; on a GPU each but the one asked for up front is a submission of its own).
 int TreeDrafter::chain_fallback(DecodeContext& ctx, int r) {
   std::vector<int32_t> chain(static_cast<size_t>(std::max(0, shape_.depth - 1)));
-  const int made = ctx.draft_chain(r, cands_[0].token, static_cast<int>(chain.size()), chain.data());
-  int parent = 0;
-  for (int j = 0; j < made; j++) {
-    const double score = cands_[static_cast<size_t>(parent)].score * calibration_.estimate(j + 2, -1.0f);
-    cands_.push_back({parent, chain[static_cast<size_t>(j)], -1.0f, score, j + 2, 0});
-    parent = static_cast<int>(cands_.size()) - 1;
+  const int firsts = std::min<int>(shape_.beam, static_cast<int>(cands_.size()));
+  int total = 0;
+  for (int f = 0; f < firsts; f++) {  // (the first level is in the draft's order: index f is its f-th guess)
+    const int made = ctx.draft_chain(r, cands_[static_cast<size_t>(f)].token, static_cast<int>(chain.size()), chain.data());
+    int parent = f;
+    for (int j = 0; j < made; j++) {
+      const double score = cands_[static_cast<size_t>(parent)].score * calibration_.estimate(j + 2, -1.0f);
+      cands_.push_back({parent, chain[static_cast<size_t>(j)], -1.0f, score, j + 2, 0});
+      parent = static_cast<int>(cands_.size()) - 1;
+    }
+    total += made;
   }
-  return made;
+  return total;
 }
 
 // The score a further node needs to pay for its row beside the best of the candidates so far: the rate of
