@@ -133,8 +133,10 @@ TEST(VulkanDecoders, EveryDecoderMakesOneSubmissionPerDecodeStep) {
   if (!test::path_exists(code)) GTEST_FAIL() << code << " is missing";
   for (const std::string& path : {stories, code}) {
     LoadedModel lm = load_model(path);
+    if (path == code) attach_draft_file(*lm.model, code.substr(0, code.size() - 5) + ".draft.gguf");  // (the CLI finds it)
     lm.model->set_panels(false);
     const bool drafting = lm.model->config().draft_layer;
+    EXPECT_EQ(drafting, path == code);
     vulkan::VulkanForward fwd(device, lm.model->config(), lm.model->weights());
     Session s(fwd, 512);
     GenerationConfig cfg;
