@@ -21,14 +21,15 @@ build/bin/jf generate -m "$model" -f bench/prompts/demo_prompt.txt -n 64 --temp 
 echo
 echo "== jf bench: decoders vs ar on bench/prompts/code_demo.jsonl (same outputs, measured in one run) =="
 build/bin/jf bench -m "$model" --prompts bench/prompts/code_demo.jsonl -n 96 -t 1 \
-  --decoders ar,pld,pld:draft-max=2:draft-policy=fixed,jacobi:block=8,multiblock:block=8,lookahead,jacobi:block=8:draft-policy=fixed
+  --decoders ar,pld,pld:draft-max=2:draft-policy=fixed,jacobi:block=8,multiblock:block=8,lookahead,jacobi:block=8:draft-policy=fixed,jacobi:tree=16:draft-policy=fixed
 echo
 echo "Every decoder produced exactly ar's tokens (identical to ar: 100%) while committing TPF tokens per forward;"
 echo "speedup is its tokens/s over ar's, measured in this run. This 7 MB model fits in cache, so extra rows cost real"
 echo "time (the curve above): each decoder sends a row only when its expected tokens pay for it. Prompt lookup and"
 echo "lookahead, whose drafts often hit, win most. Jacobi and multiblock draft from the model's draft file (a layer"
 echo "trained to propose the next tokens): jacobi:block=8:draft-policy=fixed shows what it drafts with every row sent,"
-echo "about 2.5 tokens a forward; on two CPU cores the layer and the extra rows cost nearly what they gain, so the"
+echo "about 2.5 tokens a forward, and jacobi:tree=16 sends its second and third guesses too, as a tree of 16 rows"
+echo "(more tokens a forward still). On two CPU cores the layer and the extra rows cost nearly what they gain, so the"
 echo "priced decoders run it only where it pays. On a GPU, where rows are nearly free, it is the point."
 echo "Talk to it: build/bin/jf chat    Serve it over the OpenAI API: build/bin/jf serve    Guide: docs/GUIDE.md"
 echo "On a GPU: build/bin/jf devices lists what Vulkan offers; --device vulkan (or auto) runs any command there."
