@@ -23,32 +23,29 @@ bool DecodeContext::is_eos(int32_t t) const {
   return !cfg_.ignore_eos && std::find(cfg_.eos_ids.begin(), cfg_.eos_ids.end(), t) != cfg_.eos_ids.end();
 }
 
-int32_t DecodeContext::draft_greedy(int r) {
+// Draft work on the host, timed into draft_seconds_.
+template <class Work>
+auto DecodeContext::draft_work(Work&& work) {
   const double t0 = now_seconds();
-  const int32_t token = slot_.result.draft_greedy(r);
+  auto result = work();
   draft_seconds_ += now_seconds() - t0;
-  return token;
+  return result;
+}
+
+int32_t DecodeContext::draft_greedy(int r) {
+  return draft_work([&] { return slot_.result.draft_greedy(r); });
 }
 
 int DecodeContext::draft_chain(int r, int32_t first, int count, int32_t* out) {
-  const double t0 = now_seconds();
-  const int made = slot_.result.chain(r, first, count, out);
-  draft_seconds_ += now_seconds() - t0;
-  return made;
+  return draft_work([&] { return slot_.result.chain(r, first, count, out); });
 }
 
 const float* DecodeContext::draft_logits(int r) {
-  const double t0 = now_seconds();
-  const float* logits = slot_.result.draft_logits(r);
-  draft_seconds_ += now_seconds() - t0;
-  return logits;
+  return draft_work([&] { return slot_.result.draft_logits(r); });
 }
 
 int DecodeContext::expand_tree(int r, std::span<const DraftNode> nodes, int k, DraftGuess* out) {
-  const double t0 = now_seconds();
-  const int made = slot_.result.expand_tree(r, nodes, k, out);
-  draft_seconds_ += now_seconds() - t0;
-  return made;
+  return draft_work([&] { return slot_.result.expand_tree(r, nodes, k, out); });
 }
 
 int DecodeContext::commit(std::span<const int32_t> tokens) { return append(tokens, true); }

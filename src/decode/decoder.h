@@ -137,6 +137,8 @@ class DecodeContext {
   double draft_seconds_ = 0;
   ForwardSlot slot_;
   int append(std::span<const int32_t> tokens, bool record);
+  template <class Work>
+  auto draft_work(Work&& work);  // (decoder.cpp)
   std::vector<RowTag> tags_;  // labels of the next forward's rows (block -1: not labelled)
   friend class Generation;
 };

@@ -95,4 +95,13 @@ void accept_sampled(const DraftTree& t, const ForwardResult& rows, Sampler& samp
   }
 }
 
+void accept_and_keep(const DraftTree& t, const ForwardResult& rows, bool greedy, Sampler& sampler, KvCache& cache,
+                     int first_slot, Acceptance& out) {
+  if (greedy)
+    accept_greedy(t, rows, out);
+  else
+    accept_sampled(t, rows, sampler, out);
+  keep_path(cache, first_slot, out);
+}
+
 }  // namespace jf

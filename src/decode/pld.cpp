@@ -140,11 +140,7 @@ DecodeLoop PldDecoder::decode(DecodeContext& ctx) {
     const int S = s.cache().size();
     prepare_chain(ctx, draft, tree, in);
     const ForwardResult out = co_await ctx.forward(in);
-    if (greedy)
-      accept_greedy(tree, out, acc);
-    else
-      accept_sampled(tree, out, sampler, acc);
-    keep_path(s.cache(), S, acc);
+    accept_and_keep(tree, out, greedy, sampler, s.cache(), S, acc);
     policy_->record(proposal, static_cast<int>(draft.size()), static_cast<int>(acc.path.size()));
     ctx.count("draft_tokens", static_cast<int64_t>(draft.size()));
     ctx.count("accepted_draft_tokens", static_cast<int64_t>(acc.path.size()));

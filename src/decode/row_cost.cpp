@@ -118,16 +118,23 @@ double RowPricer::relative(int rows) const {
 
 int RowPricer::best_chain(std::span<const double> p, double tokens, int rows, std::span<const double> bonus,
                           double* best_rate) const {
+  thread_local std::vector<double> gains;  // token k's: P(tokens 0..k all accepted) and its bonus
+  gains.clear();
+  double all_accepted = 1.0;
+  for (size_t k = 0; k < p.size(); k++) gains.push_back((all_accepted *= p[k]) + (bonus.empty() ? 0.0 : bonus[k]));
+  return best_count(gains, tokens, rows, kMargin, best_rate);
+}
+
+int RowPricer::best_count(std::span<const double> gains, double tokens, int rows, double margin, double* best_rate) const {
   int best_k = 0;
   const double none = rate(tokens, rows);
-  double best = none, expect = tokens, all_accepted = 1.0;
-  for (int k = 1; k <= static_cast<int>(p.size()); k++) {
-    all_accepted *= p[k - 1];
-    expect += all_accepted + (bonus.empty() ? 0.0 : bonus[k - 1]);
+  double best = none, expect = tokens;
+  for (int k = 1; k <= static_cast<int>(gains.size()); k++) {
+    expect += gains[static_cast<size_t>(k - 1)];
     const double r = rate(expect, rows + k);
     if (r > best * (1 + 1e-9)) best = r, best_k = k;
   }
-  if (best_k > 0 && best <= none * (1 + kMargin)) best_k = 0, best = none;
+  if (best_k > 0 && best <= none * (1 + margin)) best_k = 0, best = none;
   if (best_rate) *best_rate = best;
   return best_k;
 }

@@ -95,6 +95,11 @@ class RowPricer {
   // the next forward). Ties: the shorter. `best_rate`: where to put that k's rate.
   int best_chain(std::span<const double> p, double tokens = 1.0, int rows = 1, std::span<const double> bonus = {},
                  double* best_rate = nullptr) const;
+  // The same over rows that each add their own expected tokens, gains[i] for row i (a draft tree's nodes,
+  // likeliest first: each its chance of acceptance): the n that maximises (tokens + sum_{i<n} gains_i) /
+  // relative(rows + n), 0 unless that beats sending nothing by `margin`; ties: the fewer.
+  int best_count(std::span<const double> gains, double tokens = 1.0, int rows = 1, double margin = kMargin,
+                 double* best_rate = nullptr) const;
   // Whether `extra` more rows expected to add `gain` tokens pay: (tokens + gain) / relative(rows + extra)
   // > (1 + kMargin) tokens / relative(rows).
   bool pays(double tokens, int rows, double gain, int extra) const;

@@ -25,6 +25,36 @@ void AcceptanceCalibration::record(int depth, float prob, bool accepted) {
   hit_[c] += accepted ? 1 : 0;
 }
 
+namespace {
+
+// learn()'s counter names, built once (it runs after every forward): "tree_tried_D_B" and "tree_accepted_D_B" for
+// depth D <= kDepths and probability bucket B, "tree_reached_depth_D" for D <= 64 (the deepest tree).
+enum Counter { kTried, kAccepted };
+const std::string& cell_counter(Counter c, int depth, int bucket) {
+  constexpr int kCells = AcceptanceCalibration::kBuckets + 1;
+  static const auto names = [] {
+    std::array<std::vector<std::string>, 2> n;
+    for (int d = 1; d <= AcceptanceCalibration::kDepths; d++)
+      for (int b = 0; b < kCells; b++) {
+        const std::string cell = std::to_string(d) + "_" + std::to_string(b);
+        n[kTried].push_back("tree_tried_" + cell);
+        n[kAccepted].push_back("tree_accepted_" + cell);
+      }
+    return n;
+  }();
+  return names[c][static_cast<size_t>((depth - 1) * kCells + bucket)];
+}
+const std::string& depth_counter(int depth) {
+  static const auto names = [] {
+    std::vector<std::string> n;
+    for (int d = 0; d <= 64; d++) n.push_back("tree_reached_depth_" + std::to_string(d));
+    return n;
+  }();
+  return names[static_cast<size_t>(std::min(depth, 64))];
+}
+
+}  // namespace
+
 double TreeDrafter::build(DecodeContext& ctx, int r, int max_nodes, const RowPricer* price, DraftTree& tree) {
   tree.reset(ctx.pending());
   node_prob_.assign(1, 1.0f);
@@ -77,7 +107,6 @@ void TreeDrafter::grow(DecodeContext& ctx, int r, int max_nodes, const RowPricer
     cands_.push_back({-1, ids[static_cast<size_t>(g)], p, calibration_.estimate(1, p), 1, g});
   }
   std::vector<int> level;
-  std::vector<double> best;
   struct EndTree {  // (also when a pass throws: the next forward needs the cache as it was)
     DecodeContext& ctx;
     ~EndTree() { ctx.end_tree(); }
@@ -92,12 +121,12 @@ void TreeDrafter::grow(DecodeContext& ctx, int r, int max_nodes, const RowPricer
                      [&](int a, int b) { return cands_[static_cast<size_t>(a)].score > cands_[static_cast<size_t>(b)].score; });
     // A node below the max_nodes-th best score so far cannot be sent, nor can its children (scores only fall);
     // priced, nor one whose children could not pay for their rows.
-    best.clear();
-    for (const Candidate& c : cands_) best.push_back(c.score);
-    const size_t nth = std::min(best.size(), static_cast<size_t>(max_nodes)) - 1;
-    std::nth_element(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(nth), best.end(), std::greater<>());
-    double floor = best.size() >= static_cast<size_t>(max_nodes) ? best[nth] : 0.0;
-    if (price) floor = std::max(floor, least_paying(*price, max_nodes));
+    best_scores_.clear();
+    for (const Candidate& c : cands_) best_scores_.push_back(c.score);
+    std::sort(best_scores_.begin(), best_scores_.end(), std::greater<>());
+    best_scores_.resize(std::min(best_scores_.size(), static_cast<size_t>(max_nodes)));
+    double floor = static_cast<int>(best_scores_.size()) == max_nodes ? best_scores_.back() : 0.0;
+    if (price) floor = std::max(floor, least_paying(*price));
     nodes_.clear();
     for (int c : level) {
       if (static_cast<int>(nodes_.size()) == shape_.beam || cands_[static_cast<size_t>(c)].score < floor) break;
@@ -144,33 +173,21 @@ int TreeDrafter::chain_fallback(DecodeContext& ctx, int r) {
   return total;
 }
 
-// The score a further node needs to pay for its row beside the best of the candidates so far: the rate of
-// the best count n of them times the cost of one row more, rate(n) * (relative(n + 2) - relative(n + 1)).
-double TreeDrafter::least_paying(const RowPricer& price, int max_nodes) {
-  best_scores_.clear();
-  for (const Candidate& c : cands_) best_scores_.push_back(c.score);
-  std::sort(best_scores_.begin(), best_scores_.end(), std::greater<>());
-  double sum = 0.0, best_rate = 1.0 / price.relative(1);
-  int best = 0;
-  for (int n = 1; n <= std::min<int>(max_nodes, static_cast<int>(best_scores_.size())); n++) {
-    sum += best_scores_[static_cast<size_t>(n - 1)];
-    if (const double rate = (1.0 + sum) / price.relative(1 + n); rate > best_rate) best_rate = rate, best = n;
-  }
-  return best_rate * (price.relative(best + 2) - price.relative(best + 1));
+// The score a further node needs to pay for its row beside the best candidates so far (best_scores_, likeliest
+// first): the rate of the best count n of them times the cost of one row more, rate(n) * (relative(n + 2) -
+// relative(n + 1)).
+double TreeDrafter::least_paying(const RowPricer& price) const {
+  double rate = 0.0;
+  const int n = price.best_count(best_scores_, 1.0, 1, 0.0, &rate);
+  return rate * (price.relative(n + 2) - price.relative(n + 1));
 }
 
-// How many of the candidates, in order, to send: all, or the count that maximises the expected committed
-// tokens per unit of cost, (1 + sum of their scores) / relative(1 + n), when it beats sending none by kMargin.
-int TreeDrafter::choose_count(const RowPricer* price, int available) const {
+// How many of the candidates, in order, to send: all, or as many as pay (RowPricer::best_count on their scores).
+int TreeDrafter::choose_count(const RowPricer* price, int available) {
   if (!price) return available;
-  double sum = 0.0, best_rate = 1.0 / price->relative(1);
-  int best = 0;
-  for (int n = 1; n <= available; n++) {
-    sum += cands_[static_cast<size_t>(order_[static_cast<size_t>(n - 1)])].score;
-    const double rate = (1.0 + sum) / price->relative(1 + n);
-    if (rate > best_rate) best_rate = rate, best = n;
-  }
-  return best_rate > (1.0 + RowPricer::kMargin) / price->relative(1) ? best : 0;
+  best_scores_.clear();
+  for (int n = 0; n < available; n++) best_scores_.push_back(cands_[static_cast<size_t>(order_[static_cast<size_t>(n)])].score);
+  return price->best_count(best_scores_);
 }
 
 void TreeDrafter::learn(DecodeContext& ctx, const DraftTree& tree, const Acceptance& acc) {
@@ -183,11 +200,10 @@ void TreeDrafter::learn(DecodeContext& ctx, const DraftTree& tree, const Accepta
     const float p = node_prob_[static_cast<size_t>(n)];
     const int depth = std::min(tree.depth(n), AcceptanceCalibration::kDepths), b = AcceptanceCalibration::bucket(p);
     calibration_.record(depth, p, on_path[static_cast<size_t>(n)] != 0);
-    const std::string cell = std::to_string(depth) + "_" + std::to_string(b);
-    ctx.count("tree_tried_" + cell);
-    if (on_path[static_cast<size_t>(n)]) ctx.count("tree_accepted_" + cell);
+    ctx.count(cell_counter(kTried, depth, b));
+    if (on_path[static_cast<size_t>(n)]) ctx.count(cell_counter(kAccepted, depth, b));
   }
-  for (size_t d = 1; d <= acc.path.size(); d++) ctx.count("tree_reached_depth_" + std::to_string(d));
+  for (int d = 1; d <= static_cast<int>(acc.path.size()); d++) ctx.count(depth_counter(d));
   // Accepted where the draft's first guess was not: what a chain would have missed.
   for (int n : acc.path)
     if (node_rank_[static_cast<size_t>(n)] > 0) ctx.count("tree_branch_accepted");

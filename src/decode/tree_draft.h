@@ -72,9 +72,9 @@ class TreeDrafter {
     int expanded = -1;  // its node in the model's tree (expand_tree's numbering)
   };
   void grow(DecodeContext& ctx, int r, int max_nodes, const RowPricer* price);
-  double least_paying(const RowPricer& price, int max_nodes);
+  double least_paying(const RowPricer& price) const;
   int chain_fallback(DecodeContext& ctx, int r);
-  int choose_count(const RowPricer* price, int max_nodes) const;
+  int choose_count(const RowPricer* price, int available);
 
   TreeShape shape_;
   AcceptanceCalibration calibration_;
@@ -84,7 +84,7 @@ class TreeDrafter {
   std::vector<int> node_rank_;           // [tree node]: Candidate::rank
   std::vector<DraftNode> nodes_;
   std::vector<DraftGuess> guesses_;
-  std::vector<double> best_scores_;
+  std::vector<double> best_scores_;  // candidates' scores, likeliest first (grow's and choose_count's scratch)
 };
 
 }  // namespace jf

@@ -44,15 +44,13 @@ int Transformer::row_tree(int logit_row, std::span<const DraftNode> nodes, int k
 void Transformer::expand_tree_rows(std::span<const DraftNode> nodes, int k, DraftGuess* out) {
   const int64_t V = cfg_.vocab_size, r0 = static_cast<int64_t>(plan_.rows.size());
   const int64_t m = static_cast<int64_t>(nodes.size());
-  const int dim = cfg_.dim, half = cfg_.rope_dim / 2, l = cfg_.n_layers;
+  const int dim = cfg_.dim;
   ensure_capacity(r0 + m, std::max<int64_t>(static_cast<int64_t>(plan_.logit_src.size()), 1));
   KvCache& cache = *tree_.cache;
   const int first = static_cast<int>(tree_.pos.size());
   const int32_t source_pos = plan_.rows[static_cast<size_t>(tree_.source)].pos;
   if (static_cast<int64_t>(tree_x_.size()) < (first + m) * dim) tree_x_.resize(static_cast<size_t>((first + m) * dim * 2));
   const size_t list_base = plan_.slot_list.size();
-  const RopeTable table = rope_table(cfg_, cache.capacity());
-  float* e = &xb_[r0 * dim];  // free until the layer's first norm
   cache.append(static_cast<int>(m));
   for (int64_t j = 0; j < m; j++) {
     const DraftNode& n = nodes[static_cast<size_t>(j)];
@@ -69,21 +67,11 @@ void Transformer::expand_tree_rows(std::span<const DraftNode> nodes, int k, Draf
     plan_.slot_list.push_back(slot);
     const int32_t end = static_cast<int32_t>(plan_.slot_list.size());
     plan_.rows.push_back(PlannedRow{&cache, n.token, pos, slot, begin, end, begin, end});
-    float* x = &x_[(r0 + j) * dim];
-    std::copy_n(n.parent < 0 ? &x_[tree_.source * dim] : &tree_x_[static_cast<size_t>(n.parent) * dim], dim, x);
-    dequantize_row(w_.tok_embd.type, w_.tok_embd.row(n.token), e, dim);
-    add_draft_token(x, w_.draft_token_scale, e, dim);
-    rope_angles(table, cfg_.rope_dim, pos, &rope_cos_[(r0 + j) * half], &rope_sin_[(r0 + j) * half]);
+    std::copy_n(n.parent < 0 ? &x_[tree_.source * dim] : &tree_x_[static_cast<size_t>(n.parent) * dim], dim, &x_[(r0 + j) * dim]);
   }
-  const bool threads = num_threads() > 1;
-  qkv_rows(l, r0, r0 + m, threads);
-  attend_units(l, r0 * cfg_.n_kv_heads, (r0 + m) * cfg_.n_kv_heads);
-  out_ffn_rows(l, r0, r0 + m, threads);
-  std::copy_n(&x_[r0 * dim], m * dim, &tree_x_[static_cast<size_t>(first) * dim]);
-  for (int64_t j = 0; j < m; j++) rmsnorm(&x_[(r0 + j) * dim], w_.draft_output_norm, dim, cfg_.norm_eps, &xb_[(r0 + j) * dim]);
   if (static_cast<int64_t>(tree_logits_.size()) < m * V) tree_logits_.resize(static_cast<size_t>(m * V));
-  matmul(&xb_[r0 * dim], m, w_.draft_output, tree_logits_.data(), threads);
-  final_softcap(tree_logits_.data(), m, threads);
+  virtual_draft_rows(r0, m, tree_logits_.data(), num_threads() > 1);
+  std::copy_n(&x_[r0 * dim], m * dim, &tree_x_[static_cast<size_t>(first) * dim]);  // (the children's input)
   std::vector<int32_t> ids(static_cast<size_t>(k));
   std::vector<float> probs(static_cast<size_t>(k));
   for (int64_t j = 0; j < m; j++) {

@@ -92,6 +92,7 @@ class Transformer : public ForwardPass {
   TreeRows tree_;
   aligned_vector<float> tree_x_, tree_logits_;  // [node] layer outputs; a pass's draft logits
   void expand_tree_rows(std::span<const DraftNode> nodes, int k, DraftGuess* out);
+  void virtual_draft_rows(int64_t r0, int64_t m, float* logits, bool threads);  // model/draft_chain.cpp
   bool drafted_ = false;
   aligned_vector<float> local_cos_, local_sin_;  // angles of local layers, when their RoPE base differs
 };
