@@ -112,6 +112,8 @@ int run_serve(ServeArgs& a) {
 
   // Tests hold the loading phase open to see /health answer 503 (tests/serve/server.test.mjs).
   if (const char* ms = std::getenv("JF_SERVE_TEST_LOAD_DELAY_MS")) std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
+  // Tests hold the first forward until N requests are queued, so they certainly decode together.
+  if (const char* n = std::getenv("JF_SERVE_TEST_GATHER")) a.sched.gather_first = std::atoi(n);
   LoadedModel lm = open_model(a.model);
   a.sched.context = context_size(a.model, *lm.model);
   std::unique_ptr<ForwardPass> forward = open_forward(a.model, *lm.model);

@@ -1,6 +1,7 @@
 #include "serve/scheduler.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "base/error.h"
 #include "base/timer.h"
@@ -306,6 +307,11 @@ void Scheduler::complete(Slot& s, FinishReason why) {
 }
 
 void Scheduler::run() {
+  if (opts_.gather_first > 0) {
+    std::unique_lock lock(mu_);
+    wake_.wait_for(lock, std::chrono::seconds(10),
+                   [&] { return stopping_ || static_cast<int>(queue_.size()) >= opts_.gather_first; });
+  }
   for (;;) {
     {
       std::unique_lock lock(mu_);

@@ -65,6 +65,9 @@ struct SchedulerOptions {
   // next turn) skips prefilling it; a prompt that starts like another sequence's text (a shared system
   // prompt) gets those keys and values copied: the same bits (batch invariance), less time to first token.
   bool reuse_prefix = true;
+  // Tests only: the first step waits (10 s at most) until this many jobs are queued, so that they decode
+  // together even on a machine too busy to overlap their arrival by timing.
+  int gather_first = 0;
 };
 
 class Scheduler {

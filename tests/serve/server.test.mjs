@@ -62,10 +62,13 @@ test('completions equal jf generate, text and tokens, for every decoder', async 
 
 test('8 concurrent requests with mixed decoders are each token-identical to jf generate', async () => {
   const want = await Promise.all(PROMPTS.map((p, i) => generate(p, 48, DECODERS[i])));
-  const before = await metric(srv.base, 'jf_forwards_total');
+  // Its own server, whose first forward waits for all 8: decoded together by construction, not by timing.
+  const s = await startServer(['-P', String(PROMPTS.length)], { JF_SERVE_TEST_GATHER: String(PROMPTS.length) });
+  await s.ready();
+  const before = await metric(s.base, 'jf_forwards_total');
   const got = await Promise.all(PROMPTS.map((p, i) => (i % 2
-    ? postStream(srv.base, '/v1/completions', { prompt: p, max_tokens: 48, decoder: DECODERS[i] })
-    : post(srv.base, '/v1/completions', { prompt: p, max_tokens: 48, decoder: DECODERS[i] }))));
+    ? postStream(s.base, '/v1/completions', { prompt: p, max_tokens: 48, decoder: DECODERS[i] })
+    : post(s.base, '/v1/completions', { prompt: p, max_tokens: 48, decoder: DECODERS[i] }))));
   let jobForwards = 0;
   for (const [i, r] of got.entries()) {
     assert.equal(r.status, 200);
@@ -76,7 +79,8 @@ test('8 concurrent requests with mixed decoders are each token-identical to jf g
     jobForwards += jf.forwards;
   }
   // They were decoded together: fewer model forwards than the requests' own forwards added up.
-  const forwards = (await metric(srv.base, 'jf_forwards_total')) - before;
+  const forwards = (await metric(s.base, 'jf_forwards_total')) - before;
+  await s.stop();
   assert.ok(forwards < jobForwards, `${forwards} forwards for ${jobForwards} request forwards`);
 });
 
