@@ -14,10 +14,12 @@ if [ ! -e "$model" ]; then
 fi
 "$here/../scripts/install-web-test-deps.sh"
 cache="${JF_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jf-node}"
-if [ ! -e "$cache/node_modules/openai/package.json" ] || [ ! -e "$cache/node_modules/playwright-core/package.json" ]; then
+# One install names every package the tests use: an install with --no-save removes the packages it does not name.
+if [ ! -e "$cache/node_modules/openai/package.json" ] || [ ! -e "$cache/node_modules/playwright-core/package.json" ] ||
+   [ ! -e "$cache/node_modules/ajv/package.json" ] || [ ! -e "$cache/node_modules/json-schema-test-suite/package.json" ]; then
   mkdir -p "$cache"
-  echo "installing the openai and playwright-core npm packages into $cache"
-  (cd "$cache" && npm install --no-audit --no-fund --silent --no-save openai@5 playwright-core@1 >/dev/null)
+  echo "installing the openai, playwright-core, ajv and json-schema-test-suite npm packages into $cache"
+  (cd "$cache" && npm install --no-audit --no-fund --silent --no-save openai@5 playwright-core@1 ajv@8 json-schema-test-suite@0.0.10 >/dev/null)
 fi
 mkdir -p test-output
 export JF_BIN="$jf" JF_MODEL="$model" JF_NODE_MODULES="$cache/node_modules" JF_TEST_OUTPUT="$PWD/test-output"

@@ -23,6 +23,7 @@ struct ChatArgs {
   ModelOptions model;
   PromptOptions prompt;  // --chat-format, --system, --no-thinking
   GenerationConfig gen;
+  RuleOptions rules;  // every answer under the grammar, biases and penalties
   DecoderOptions decoder;
   CLI::Option* seed_flag = nullptr;
   CLI::Option* model_flag = nullptr;
@@ -225,6 +226,7 @@ int run_chat(ChatArgs& a) {
   LoadedModel lm = open_model(a.model);
   if (!lm.tokenizer) throw Error(a.model.path + ": the model has no tokenizer; chat needs one");
   const Tokenizer& tok = *lm.tokenizer;
+  compile_rules(a.rules, tok, a.gen.rules);
   chat::ConversationOptions opts;
   opts.format = chat_format(a.prompt, tok, a.model_flag->count() == 0);
   opts.chat.enable_thinking = !a.prompt.no_thinking;
@@ -283,6 +285,7 @@ Command add_chat_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 24));
   args->seed_flag = add_sampling_options(cmd, args->gen.sampling,
                                          "Sample every answer with this seed (default: a fresh one per answer, shown by /stats)");
+  add_rule_options(cmd, args->rules);
   add_decoder_options(cmd, args->decoder);
   cmd->get_option("--decoder")
       ->description("Decoding strategy, lossless: auto (default: the jf tune result for this model and machine, else a "

@@ -21,6 +21,7 @@ struct GenerateArgs {
   PromptOptions prompt;
   GenerationConfig gen;
   DecoderOptions decoder;
+  RuleOptions rules;
   bool json = false;
   bool no_echo = false;
   std::string trace_path, viz_path, config;
@@ -87,6 +88,8 @@ int run_generate(GenerateArgs& a) {
     std::fprintf(stderr, "jf: --decoder auto: %s\n", why.c_str());
   }
   a.gen.eos_ids = tok.eog_ids();
+  compile_rules(a.rules, tok, a.gen.rules);
+  if (a.gen.rules.active() && a.decoder.name == "fastcot") throw Error("fastcot inserts text of its own: it takes no grammar, bias or penalty");
 
   if (!a.decoder.ngram_corpus.empty()) a.decoder.corpus_tokens = read_ngram_corpus(a.decoder.ngram_corpus, tok);
   a.decoder.trigger_tokens = tok.encode(a.decoder.answer_trigger, /*add_special=*/false, /*parse_special=*/false);
@@ -149,6 +152,7 @@ Command add_generate_command(CLI::App& app) {
   add_prompt_options(cmd, args->prompt);
   add_generation_options(cmd, args->gen);
   add_sampling_options(cmd, args->gen.sampling);
+  add_rule_options(cmd, args->rules);
   add_decoder_options(cmd, args->decoder);
   cmd->add_flag("--json", args->json, "Print one JSON object with the text, token ids and statistics at the end");
   cmd->add_flag("--no-echo", args->no_echo, "Do not print the prompt before the generated text");

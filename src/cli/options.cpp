@@ -2,12 +2,14 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "chat/conversation.h"
 #include "device/device.h"
+#include "grammar/json_schema.h"
 #include "model/draft_file.h"
 #include "kernels/parallel.h"
 #include "tokenizer/chat.h"
@@ -262,6 +264,65 @@ std::vector<int32_t> read_ngram_corpus(const std::string& path, const Tokenizer&
                   " tokens supported");
   }
   return tokens;
+}
+
+void add_rule_options(CLI::App* app, RuleOptions& r) {
+  app->add_option("--grammar", r.grammar_file, "Constrain the output to this GBNF grammar file (llama.cpp's notation; root rule 'root')");
+  app->add_option("--json-schema", r.json_schema, "Constrain the output to JSON valid under this JSON Schema (a file, or the schema itself)");
+  app->add_flag("--json-object", r.json_object, "Constrain the output to a JSON object");
+  app->add_flag("--json-compact", r.json_compact, "With --json-schema or --json-object: JSON without whitespace (all but the values forced, sent as drafts)");
+  app->add_flag("--no-jump-forward", r.no_jump_forward, "Do not send the text a grammar forces as drafts (same output, more forwards)");
+  app->add_option("--repeat-penalty", r.repeat_penalty, "Divide the logits of the last --repeat-last-n tokens by this (1 = off)");
+  app->add_option("--repeat-last-n", r.repeat_last_n, "Tokens the repeat penalty looks back over, prompt included (default 64)");
+  app->add_option("--presence-penalty", r.presence_penalty, "Subtract this from the logit of every token generated so far (-2..2)");
+  app->add_option("--frequency-penalty", r.frequency_penalty, "Subtract this per time a token was generated (-2..2)");
+  app->add_option("--logit-bias", r.logit_bias, "TOKEN=BIAS: add BIAS (-100..100; -100 bans) to a token id's logit; repeatable");
+}
+
+namespace {
+std::string read_text_file(const std::string& path, const std::string& flag) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(flag + ": cannot read '" + path + "'");
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+}  // namespace
+
+void compile_rules(const RuleOptions& r, const Tokenizer& tok, LogitRulesSpec& spec) {
+  if (!r.grammar_file.empty() + !r.json_schema.empty() + r.json_object > 1)
+    throw Error("give one of --grammar, --json-schema and --json-object");
+  std::string gbnf;
+  if (!r.grammar_file.empty()) gbnf = read_text_file(r.grammar_file, "--grammar");
+  const JsonWhitespace ws = r.json_compact ? JsonWhitespace::Compact : JsonWhitespace::Flexible;
+  if (r.json_compact && !r.json_object && r.json_schema.empty()) throw Error("--json-compact goes with --json-schema or --json-object");
+  if (r.json_object) gbnf = json_any_gbnf(ws);
+  if (!r.json_schema.empty()) {
+    const std::string text = r.json_schema[0] == '{' ? r.json_schema : read_text_file(r.json_schema, "--json-schema");
+    nlohmann::ordered_json schema;
+    try {
+      schema = nlohmann::ordered_json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error("--json-schema: not JSON: " + std::string(e.what()));
+    }
+    gbnf = json_schema_to_gbnf(schema, ws);
+  }
+  if (!gbnf.empty()) spec.grammar = compile_grammar(gbnf, tok);
+  spec.jump_forward = !r.no_jump_forward;
+  spec.repeat_penalty = r.repeat_penalty, spec.repeat_last_n = r.repeat_last_n;
+  spec.presence_penalty = r.presence_penalty, spec.frequency_penalty = r.frequency_penalty;
+  for (const std::string& b : r.logit_bias) {
+    const size_t eq = b.find('=');
+    try {
+      size_t used = 0;
+      const int id = std::stoi(b.substr(0, eq), &used);
+      if (eq == std::string::npos || used != eq) throw std::invalid_argument("");
+      spec.bias[id] = std::stof(b.substr(eq + 1));
+    } catch (const std::logic_error&) {
+      throw Error("--logit-bias: expected TOKEN=BIAS, got '" + b + "'");
+    }
+  }
+  spec.validate(tok.n_vocab());
 }
 
 std::string unescape_separator(const std::string& s) {

@@ -41,6 +41,22 @@ void add_prompt_options(CLI::App* app, PromptOptions& o);
 // command can tell whether a seed was given.
 CLI::Option* add_sampling_options(CLI::App* app, SamplingParams& s, const std::string& seed_help = "");
 void add_generation_options(CLI::App* app, GenerationConfig& g);
+// Structured output and the other logit rules (decode/logit_rules.h), as given on the command line; compiled
+// against the model's tokenizer once it is loaded.
+struct RuleOptions {
+  std::string grammar_file;  // GBNF
+  std::string json_schema;   // a file, or the schema itself when it starts with '{'
+  bool json_object = false;  // any JSON object
+  bool json_compact = false; // JSON without whitespace
+  bool no_jump_forward = false;
+  float repeat_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
+  int repeat_last_n = 64;
+  std::vector<std::string> logit_bias;  // "TOKEN=BIAS"
+};
+void add_rule_options(CLI::App* app, RuleOptions& r);
+// Fills `spec` (the grammar compiled against `tok`); throws jf::Error for an unreadable file, a bad grammar,
+// schema or bias, or more than one of --grammar, --json-schema and --json-object.
+void compile_rules(const RuleOptions& r, const Tokenizer& tok, LogitRulesSpec& spec);
 // --decoder and every strategy's parameters. `with_name`: also declare --decoder (bench declares --decoders).
 void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name = true);
 // The tokens of an --ngram-corpus file; throws jf::Error if unreadable or too large.

@@ -131,6 +131,7 @@ int run_serve(ServeArgs& a) {
 
   ApiContext api;
   api.tokenizer = lm.tokenizer.get();
+  api.grammars = std::make_shared<GrammarCache>();
   api.context = a.sched.context;
   api.vocab_size = lm.model->config().vocab_size;
   api.default_decoder = a.decoder;

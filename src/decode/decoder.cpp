@@ -50,6 +50,16 @@ int DecodeContext::expand_tree(int r, std::span<const DraftNode> nodes, int k, D
 
 int DecodeContext::commit(std::span<const int32_t> tokens) { return append(tokens, true); }
 
+int DecodeContext::lead_with_forced(std::vector<int32_t>& draft, int max) {
+  if (!rules_.active() || max <= 0) return 0;
+  const std::vector<int32_t> forced = draft_work([&] { return rules_.forced(max); });
+  if (forced.empty()) return 0;
+  const bool agrees = draft.size() >= forced.size() && std::equal(forced.begin(), forced.end(), draft.begin());
+  if (!agrees) draft.assign(forced.begin(), forced.end());
+  count("jump_forward_tokens", static_cast<int64_t>(forced.size()));
+  return static_cast<int>(forced.size());
+}
+
 int DecodeContext::commit_unforwarded(std::span<const int32_t> tokens) { return append(tokens, false); }
 
 int DecodeContext::append(std::span<const int32_t> tokens, bool record) {
@@ -63,6 +73,7 @@ int DecodeContext::append(std::span<const int32_t> tokens, bool record) {
     }
     out_.tokens.push_back(t);
     history_.push_back(t);
+    rules_.advance(t);
     pending_ = t;
     n++;
     if (remaining() <= 0) {
@@ -97,8 +108,10 @@ Generation::Generation(Decoder& decoder, Session& s, std::span<const int32_t> pr
   check_prompt(prompt, s.context_size());
   if (cfg.max_new_tokens < 0) throw Error("the number of tokens to generate must be >= 0");
   cfg.sampling.validate();
+  cfg.rules.validate(s.vocab_size());
   out_.stats.n_prompt = static_cast<int>(prompt.size());
   ctx_.history_ = prompt_;
+  ctx_.rules_ = RuleState(&cfg_.rules, prompt_, prompt_.size());
   ctx_.pending_ = prompt_.back();
   JF_CHECK(reused_prefix >= 0 && reused_prefix < static_cast<int>(prompt.size()) && reused_prefix <= s.cache().size(),
            "reused prefix outside the prompt or the cache");
@@ -250,7 +263,7 @@ DecodeLoop ArDecoder::decode(DecodeContext& ctx) {
     tok[0] = ctx.pending();
     in.set_causal(&s.cache(), tok, SequenceInput::Logits::Last);
     const ForwardResult out = co_await ctx.forward(in);
-    tok[0] = greedy ? out.greedy(0) : sampler.sample(out.logits(0));  // (the parallel decoders' greedy pick)
+    tok[0] = pick_token(out, 0, greedy, sampler, ctx.rule_walk());  // (the parallel decoders' pick)
     ctx.commit(tok);
   }
 }

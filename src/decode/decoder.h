@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "decode/decode_loop.h"
+#include "decode/logit_rules.h"
 #include "decode/session.h"
 #include "decode/trace.h"
 #include "sample/sampler.h"
@@ -26,6 +27,8 @@ struct GenerationConfig {
   bool ignore_eos = false;
   std::vector<int32_t> eos_ids;  // tokens that end generation (the tokenizer's end-of-generation set)
   SamplingParams sampling;
+  // A grammar, logit biases, penalties (decode/logit_rules.h): every decoder verifies under them.
+  LogitRulesSpec rules = {};
   // When set, every generation forward is appended here (rows, their roles, committed tokens); the caller
   // owns it. A pointer in the config so that every path that runs a Decoder can trace without new arguments.
   ForwardTrace* trace = nullptr;
@@ -89,8 +92,22 @@ class DecodeContext {
   int remaining() const { return cfg_.max_new_tokens - static_cast<int>(out_.tokens.size()); }
   bool is_eos(int32_t t) const;
 
-  // `co_await ctx.forward(in)`: suspends the loop until its driver has run `in` through the model.
-  ForwardAwaiter forward(SequenceInput& in) { return ForwardAwaiter{slot_, in}; }
+  // `co_await ctx.forward(in)`: suspends the loop until its driver has run `in` through the model. Under
+  // logit rules the rows' logits come back (their greedy token is taken after the rules).
+  ForwardAwaiter forward(SequenceInput& in) {
+    if (rules_.active()) in.need = SequenceInput::Need::Logits;
+    return ForwardAwaiter{slot_, in};
+  }
+  // The logit rules at the committed text, copied for a walk along a path being verified (accept_greedy and
+  // friends advance it); null without rules.
+  RuleState* rule_walk() {
+    if (!rules_.active()) return nullptr;
+    walk_ = rules_;
+    return &walk_;
+  }
+  // Jump-forward: the tokens the grammar forces after the pending token lead the draft (overwriting its first
+  // ones; a draft that disagrees with them is cut after them); at most `max`. Returns how many.
+  int lead_with_forced(std::vector<int32_t>& draft, int max);
   ForwardSlot& slot() { return slot_; }
   // After a forward whose input set draft_logits: whether the model gave drafts, and the greedy token of the
   // draft logits of its logit row r (-1 without). A backend may compute a row only when asked
@@ -130,6 +147,7 @@ class DecodeContext {
   const TokenSink& sink_;
   GenerationResult& out_;
   std::vector<int32_t> history_;
+  RuleState rules_, walk_;
   int32_t pending_ = -1;
   bool done_ = false;
   int row_cap_ = 1 << 30;

@@ -67,12 +67,14 @@ void keep_path(KvCache& cache, int first_slot, const Acceptance& acc) {
   cache.keep(first_slot, slots);
 }
 
-void accept_greedy(const DraftTree& t, const ForwardResult& rows, Acceptance& out) {
+void accept_greedy(const DraftTree& t, const ForwardResult& rows, Acceptance& out, RuleState* walk) {
   out.path.clear();
   out.tokens.clear();
   int node = 0;
+  thread_local std::vector<float> ruled;
   for (;;) {
-    const int32_t next = rows.greedy(node);
+    const int32_t next = walk ? walk->greedy(rows.logits(node), rows.vocab_size(), ruled) : rows.greedy(node);
+    if (walk) walk->advance(next);
     out.tokens.push_back(next);
     const int c = t.child(node, next);
     if (c < 0) return;
@@ -81,12 +83,12 @@ void accept_greedy(const DraftTree& t, const ForwardResult& rows, Acceptance& ou
   }
 }
 
-void accept_sampled(const DraftTree& t, const ForwardResult& rows, Sampler& sampler, Acceptance& out) {
+void accept_sampled(const DraftTree& t, const ForwardResult& rows, Sampler& sampler, Acceptance& out, RuleState* walk) {
   out.path.clear();
   out.tokens.clear();
   int node = 0;
   for (;;) {
-    const int32_t next = sampler.sample(rows.logits(node));
+    const int32_t next = pick_token(rows, node, false, sampler, walk);
     out.tokens.push_back(next);
     const int c = t.child(node, next);
     if (c < 0) return;
@@ -96,11 +98,11 @@ void accept_sampled(const DraftTree& t, const ForwardResult& rows, Sampler& samp
 }
 
 void accept_and_keep(const DraftTree& t, const ForwardResult& rows, bool greedy, Sampler& sampler, KvCache& cache,
-                     int first_slot, Acceptance& out) {
+                     int first_slot, Acceptance& out, RuleState* walk) {
   if (greedy)
-    accept_greedy(t, rows, out);
+    accept_greedy(t, rows, out, walk);
   else
-    accept_sampled(t, rows, sampler, out);
+    accept_sampled(t, rows, sampler, out, walk);
   keep_path(cache, first_slot, out);
 }
 

@@ -45,15 +45,17 @@ struct Acceptance {
 };
 
 // Greedy: from the root, follow the child equal to the greedy token of the current node's row; the last one
-// is the bonus token. Node i's results are logit row i of `rows` (the tree's rows come first, emit()).
-void accept_greedy(const DraftTree& t, const ForwardResult& rows, Acceptance& out);
+// is the bonus token. Node i's results are logit row i of `rows` (the tree's rows come first, emit()). Under
+// logit rules (`walk`: DecodeContext::rule_walk) a row's token is taken after them, the walk advancing along.
+void accept_greedy(const DraftTree& t, const ForwardResult& rows, Acceptance& out, RuleState* walk = nullptr);
 // Sampling: draw the next token from the current node's distribution, follow the child equal to the draw.
 // Every committed token is an exact sample of the model's distribution given the committed prefix.
-void accept_sampled(const DraftTree& t, const ForwardResult& rows, Sampler& sampler, Acceptance& out);
+void accept_sampled(const DraftTree& t, const ForwardResult& rows, Sampler& sampler, Acceptance& out,
+                    RuleState* walk = nullptr);
 // The one a decoder uses: greedy (`greedy`), else sampled with `sampler`; then the accepted path's cache entries
 // kept after the committed prefix of length `first_slot` (keep_path).
 void accept_and_keep(const DraftTree& t, const ForwardResult& rows, bool greedy, Sampler& sampler, KvCache& cache,
-                     int first_slot, Acceptance& out);
+                     int first_slot, Acceptance& out, RuleState* walk = nullptr);
 
 // Lays out the pending token followed by `draft` as one causal chain (rows 0..draft.size(), all with logits)
 // in `in`, ready for `co_await ctx.forward(in)`; `tree` and `in` are scratch reused across calls.

@@ -30,7 +30,7 @@ DecodeLoop FastCotDecoder::decode(DecodeContext& ctx) {
     const int S = s.cache().size();
     prepare_chain(ctx, draft, tree, in);
     const ForwardResult out = co_await ctx.forward(in);
-    accept_greedy(tree, out, acc);
+    accept_greedy(tree, out, acc, ctx.rule_walk());
     const int k = static_cast<int>(acc.path.size());
     keep_path(s.cache(), S, acc);
     redraft_from_rows([&](int r) { return out.greedy(r); }, k, tree.size(), tree.size(), next);

@@ -104,8 +104,13 @@ DecodeLoop JacobiDecoder::decode_chain(DecodeContext& ctx) {
     const int drafted = std::min<int>(chain.row >= 0 ? std::max(drafted_upto, layer_tokens) : drafted_upto, static_cast<int>(draft.size()));
     std::fill_n(kinds.begin(), drafted, static_cast<int>(kDrafted));
     const bool priced = opt_.adaptive && !opt_.observer;
-    const int sent = priced ? policy_.choose(kinds, ctx.pricer(), 1.0, 1, kGuess, kPredicted) : static_cast<int>(draft.size());
+    int sent = priced ? policy_.choose(kinds, ctx.pricer(), 1.0, 1, kGuess, kPredicted) : static_cast<int>(draft.size());
     const int chained = chain.fill(ctx, opt_.draft_chain, sent, draft);
+    // Jump-forward: tokens a grammar forces lead the draft and are all sent (they cost rows, not forwards).
+    if (const int forced = ctx.lead_with_forced(draft, max_draft(ctx, kMaxForcedDraft)); forced > 0) {
+      sent = std::max(forced, std::min(sent, static_cast<int>(draft.size())));
+      kinds.resize(draft.size(), kPredicted);
+    }
     for (int i = std::max(drafted_upto, 1 + chained); i < drafted; i++) kinds[static_cast<size_t>(i)] = i < guessed_from ? kPredicted : kGuess;
     ctx.count("draft_tokens_cut", static_cast<int64_t>(draft.size()) - sent);
     if (opt_.observer && !opt_.running) {  // (the state this forward sends)
@@ -123,7 +128,7 @@ DecodeLoop JacobiDecoder::decode_chain(DecodeContext& ctx) {
     const ForwardResult out = co_await ctx.forward(in);
 
     // ---- accept the matching prefix plus one token; rejected positions' predictions form the next draft
-    accept_greedy(tree, out, acc);
+    accept_greedy(tree, out, acc, ctx.rule_walk());
     const int k = static_cast<int>(acc.path.size());
     keep_path(s.cache(), S, acc);
     policy_.record(kinds, sent, k);

@@ -73,6 +73,8 @@ class JacobiDecoder : public Decoder {
 
 // Longest draft a forward can carry: room for the pending row, no further than the generation may go.
 int max_draft(const DecodeContext& ctx, int wanted);
+// Most tokens a grammar's forced text adds to one forward as drafts (jump-forward).
+inline constexpr int kMaxForcedDraft = 32;
 
 // The next draft after a chain's forward with `accepted` draft tokens taken: rows accepted + 1 .. rows - 1
 // each predict the token one further on (next_of(r): the greedy token of row r's logits, or of its draft

@@ -39,7 +39,7 @@ DecodeLoop JacobiDecoder::decode_tree(DecodeContext& ctx) {
     const ForwardResult out = co_await ctx.forward(in);
 
     // ---- follow the model through the tree
-    accept_and_keep(tree, out, greedy, sampler, s.cache(), S, acc);
+    accept_and_keep(tree, out, greedy, sampler, s.cache(), S, acc, ctx.rule_walk());
     tree_.learn(ctx, tree, acc);
     if (tree.size() > 1) {
       tree_tokens_ = kKeep * tree_tokens_ + (1 - kKeep) * static_cast<double>(acc.path.size() + 1);

@@ -158,7 +158,7 @@ DecodeLoop LookaheadDecoder::decode(DecodeContext& ctx) {
     auto window_logit_row = [&](int r) { return r == 0 ? 0 : tree.size() + (r - win.row(static_cast<int>(win.levels.size()) - 1, 0)); };
 
     // ---- verify
-    accept_and_keep(tree, out, greedy, sampler, s.cache(), S, acc);
+    accept_and_keep(tree, out, greedy, sampler, s.cache(), S, acc, ctx.rule_walk());
     const int a = static_cast<int>(acc.path.size());
     ctx.count("accepted_draft_tokens", a);
     if (a > 0) ctx.count("pool_hits");

@@ -221,7 +221,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     if (drafts) ctx.count("draft_head_forwards");
 
     // ---- verify the real-active block
-    accept_greedy(tree, out, acc);
+    accept_greedy(tree, out, acc, ctx.rule_walk());
     const int k = static_cast<int>(acc.path.size());
     keep_path(s.cache(), S, acc);
     ctx.count("accepted_draft_tokens", k);

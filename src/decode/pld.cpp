@@ -136,11 +136,12 @@ DecodeLoop PldDecoder::decode(DecodeContext& ctx) {
       ctx.count("draft_tokens_cut", static_cast<int64_t>(draft.size()) - k);
       draft.resize(static_cast<size_t>(k));
     }
+    ctx.lead_with_forced(draft, max_draft(ctx, kMaxForcedDraft));  // jump-forward: what a grammar forces
     // ---- verify
     const int S = s.cache().size();
     prepare_chain(ctx, draft, tree, in);
     const ForwardResult out = co_await ctx.forward(in);
-    accept_and_keep(tree, out, greedy, sampler, s.cache(), S, acc);
+    accept_and_keep(tree, out, greedy, sampler, s.cache(), S, acc, ctx.rule_walk());
     policy_->record(proposal, static_cast<int>(draft.size()), static_cast<int>(acc.path.size()));
     ctx.count("draft_tokens", static_cast<int64_t>(draft.size()));
     ctx.count("accepted_draft_tokens", static_cast<int64_t>(acc.path.size()));

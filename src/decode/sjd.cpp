@@ -1,6 +1,7 @@
 #include "decode/sjd.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "decode/draft_tree.h"
 #include "decode/jacobi.h"
@@ -98,7 +99,7 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
   std::vector<std::vector<int32_t>> branches, next_branches;
   std::vector<std::vector<int>> paths;
   std::vector<int> cand_nodes;
-  std::vector<float> left;
+  std::vector<float> left, ruled;
   std::vector<int> kinds;
   while (!ctx.done()) {
     if (ctx.room() < 1) {
@@ -129,9 +130,18 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
     tree.emit(in, S);
     const ForwardResult out = co_await ctx.forward(in);
     if (static_cast<int>(p.size()) < tree.size()) p.resize(static_cast<size_t>(tree.size()));
-    // Processed distribution of a node's row, dense in p[node]; `dist` keeps its sparse form for drawing.
-    auto prob = [&](int node) -> const std::vector<float>& {
-      sampler.distribution(out.logits(node), dist);
+    // Processed distribution of a node's row, dense in p[node], after the logit rules `rules` (null: none);
+    // `dist` keeps its sparse form for drawing.
+    RuleState* walk = ctx.rule_walk();  // the rules along the path being verified
+    const std::optional<RuleState> at_commit = walk ? std::optional<RuleState>(*walk) : std::nullopt;
+    auto prob = [&](int node, const RuleState* rules = nullptr) -> const std::vector<float>& {
+      const float* logits = out.logits(node);
+      if (rules) {
+        ruled.resize(static_cast<size_t>(V));
+        rules->apply(logits, V, ruled.data());
+        logits = ruled.data();
+      }
+      sampler.distribution(logits, dist);
       dist.to_dense(V, p[node]);
       return p[node];
     };
@@ -150,14 +160,14 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
         cand_nodes.push_back(paths[on][d]);
       }
       if (cand_nodes.empty()) {  // the whole path accepted: one more token from its last row
-        sampler.distribution(out.logits(node), dist);
+        prob(node, walk);
         acc.tokens.push_back(dist.draw(sampler.coin()));
         break;
       }
       int which = 0;
       int32_t t = tree.token(cand_nodes[0]);
       if (!opt_.accept_all_for_testing) {
-        const std::vector<float>& pn = prob(node);
+        const std::vector<float>& pn = prob(node, walk);
         const int qi = opt_.wrong_q_row_for_testing ? (d + 1 < m ? d + 1 : (d > 0 ? d - 1 : d)) : d;
         if (cand_nodes.size() == 1 || q[qi].empty()) {
           bool ok = true;
@@ -170,6 +180,7 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
         }
       }
       acc.tokens.push_back(t);
+      if (walk) walk->advance(t);
       if (which < 0) {
         rejected = cand_nodes[0];
         break;
@@ -194,8 +205,17 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
     next_branches.clear();
     if (rejected >= 0) {
       const std::vector<int>& path = paths[d == 0 ? 0 : on];
+      // Proposals follow the rules along the draft's own tokens while the grammar allows them (any proposal
+      // distribution is exact: verification compares against the one drawn from).
+      std::optional<RuleState> along = at_commit;
+      for (size_t j = 0; j < static_cast<size_t>(d) && along; j++) along->advance(tree.token(path[j]));
       for (size_t j = static_cast<size_t>(d); j < path.size(); j++) {
-        next_q.push_back(prob(path[j]));
+        if (along && along->allows(tree.token(path[j]))) {
+          along->advance(tree.token(path[j]));
+        } else {
+          along.reset();
+        }
+        next_q.push_back(prob(path[j], along ? &*along : nullptr));
         if (opt_.pac_continue && j + 1 < path.size()) {  // the token after stood at this row's position: keep it if it passes
           bool kept = true;
           const std::vector<float>& qj = q[j + 1];

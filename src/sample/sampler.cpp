@@ -114,7 +114,9 @@ void Sampler::distribution(const float* logits, Distribution& d) {
   d.weights.clear();
   d.total = 0.0f;
   for (int32_t id : order_) {
-    if (params_.min_p > 0.0f && probs_[id] < floor) continue;
+    // (A token with no mass, a grammar's forbidden one, is no candidate: a draw's rounding fallback, the last
+    // candidate, must never be one.)
+    if ((params_.min_p > 0.0f && probs_[id] < floor) || probs_[id] <= 0.0f) continue;
     d.ids.push_back(id);
     d.weights.push_back(probs_[id]);
     d.total += probs_[id];

@@ -182,7 +182,7 @@ void HttpServer::generate(const HttpRequest& http_req, const std::shared_ptr<Exc
   if (draining_) return ex->reply(error_response(503, "the server is shutting down", {}, "unavailable_error"));
   auto st = std::make_shared<Stream>();
   try {
-    st->req = parse_completion_request(parse_body(http_req.body), chat, api_);
+    st->req = parse_completion_request(parse_body(http_req.body), chat, api_, &http_req.body);
   } catch (const ApiError& e) {
     return ex->reply(error_response(e.status, e.what(), e.param, e.type, e.code));
   }

@@ -1,8 +1,11 @@
 #include "serve/request.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <set>
+
+#include "grammar/json_schema.h"
 
 namespace jf {
 
@@ -110,27 +113,19 @@ void refuse_unsupported(const json& body, bool chat) {
   };
   off("best_of", 1);
   off("suffix", "");
-  off("presence_penalty", 0, 0.0);
-  off("frequency_penalty", 0, 0.0);
-  off("logit_bias", json::object());
   off("tools", json::array());
   off("functions", json::array());
   off("tool_choice", "none");
   off("function_call", "none");
   off("audio", json::object());
   off("modalities", json::array({"text"}));
-  if (present(body, "response_format")) {
-    const json& f = body["response_format"];
-    if (!f.is_object() || f.value("type", "") != "text")
-      bad("response_format", "'response_format' other than {\"type\": \"text\"} is not supported");
-  }
   static const std::set<std::string> known = {
       "model", "prompt", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
       "min_p", "seed", "stop", "stream", "stream_options", "decoder", "prediction", "n", "best_of", "echo",
       "suffix", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "tools",
       "functions", "tool_choice", "function_call", "response_format", "user", "metadata", "store",
       "service_tier", "parallel_tool_calls", "ignore_eos", "audio", "modalities", "chat_template_kwargs",
-      "cache_prompt"};
+      "cache_prompt", "repeat_penalty", "repeat_last_n", "grammar", "json_whitespace"};
   for (const auto& [key, value] : body.items())
     if (!known.count(key)) bad(key, "unknown field '" + key + "' (it may change the output, so it is refused)", "unknown_parameter");
   if (!chat && present(body, "messages")) bad("messages", "'messages' belongs to /v1/chat/completions");
@@ -291,9 +286,75 @@ void apply_prediction(const json& body, CompletionRequest& r, const ApiContext& 
   r.prediction = true;
 }
 
+// response_format (json_object, json_schema), llama-server's grammar, logit_bias and the penalties into the
+// generation's logit rules. `raw`: the body's text, read again for a schema's property order (json sorts keys).
+void parse_output_rules(const json& body, const std::string* raw, CompletionRequest& r, const ApiContext& ctx) {
+  LogitRulesSpec& rules = r.gen.rules;
+  rules.presence_penalty = static_cast<float>(number_in(body, "presence_penalty", -2, 2, 0));
+  rules.frequency_penalty = static_cast<float>(number_in(body, "frequency_penalty", -2, 2, 0));
+  rules.repeat_penalty = static_cast<float>(number_in(body, "repeat_penalty", 0.01, 10, 1));
+  rules.repeat_last_n = static_cast<int>(integer_in(body, "repeat_last_n", 0, 1 << 20, 64));
+  if (present(body, "logit_bias")) {
+    const json& b = body["logit_bias"];
+    if (!b.is_object()) bad("logit_bias", "'logit_bias' must be an object of token ids to biases");
+    for (const auto& [key, v] : b.items()) {
+      char* end = nullptr;
+      const long id = std::strtol(key.c_str(), &end, 10);
+      if (key.empty() || *end || id < 0 || id >= ctx.vocab_size)
+        bad("logit_bias", "'logit_bias': '" + key + "' is not a token id of this model (0.." + std::to_string(ctx.vocab_size - 1) + ")");
+      if (!v.is_number() || !(v.get<double>() >= -100 && v.get<double>() <= 100))
+        bad("logit_bias", "'logit_bias': the bias of token " + key + " must be a number from -100 to 100");
+      rules.bias[static_cast<int32_t>(id)] = v.get<float>();
+    }
+  }
+  std::string gbnf;
+  if (present(body, "grammar")) {
+    if (!body["grammar"].is_string()) bad("grammar", "'grammar' must be a string of GBNF");
+    gbnf = body["grammar"].get<std::string>();
+  }
+  JsonWhitespace ws = JsonWhitespace::Flexible;
+  if (present(body, "json_whitespace")) {
+    const json& w = body["json_whitespace"];
+    if (w != "flexible" && w != "compact") bad("json_whitespace", "'json_whitespace' must be \"flexible\" or \"compact\"");
+    if (w == "compact") ws = JsonWhitespace::Compact;
+  }
+  if (present(body, "response_format")) {
+    const json& f = body["response_format"];
+    const std::string type = f.is_object() && f.contains("type") && f["type"].is_string() ? f["type"].get<std::string>() : "";
+    if (type == "json_object") {
+      gbnf = json_any_gbnf(ws);
+    } else if (type == "json_schema") {
+      if (!f.contains("json_schema") || !f["json_schema"].is_object() || !f["json_schema"].contains("schema"))
+        bad("response_format", "'response_format' of type json_schema needs {\"json_schema\": {\"name\": ..., \"schema\": {...}}}");
+      if (f["json_schema"].contains("strict") && !f["json_schema"]["strict"].is_boolean())
+        bad("response_format", "'response_format.json_schema.strict' must be a boolean");
+      nlohmann::ordered_json schema = f["json_schema"]["schema"];
+      if (raw) schema = nlohmann::ordered_json::parse(*raw)["response_format"]["json_schema"]["schema"];  // (the order)
+      try {
+        gbnf = json_schema_to_gbnf(schema, ws);
+      } catch (const Error& e) {
+        bad("response_format", e.what(), "unsupported_schema");
+      }
+    } else if (type != "text") {
+      bad("response_format", "'response_format' must be {\"type\": \"text\"}, \"json_object\" or \"json_schema\"");
+    }
+    if (type != "text" && present(body, "grammar")) bad("grammar", "give 'grammar' or 'response_format', not both");
+  }
+  if (!gbnf.empty()) {
+    if (!ctx.tokenizer) bad("response_format", "the model has no tokenizer to constrain its output with");
+    try {
+      rules.grammar = ctx.grammars ? ctx.grammars->get(gbnf, *ctx.tokenizer) : compile_grammar(gbnf, *ctx.tokenizer);
+    } catch (const Error& e) {
+      bad(present(body, "grammar") ? "grammar" : "response_format", e.what(), "invalid_grammar");
+    }
+  }
+  if (rules.active() && r.decoder.name == "fastcot")
+    bad("decoder", "fastcot inserts text of its own: it takes no grammar, logit_bias or penalty");
+}
+
 }  // namespace
 
-CompletionRequest parse_completion_request(const json& body, bool chat, const ApiContext& ctx) {
+CompletionRequest parse_completion_request(const json& body, bool chat, const ApiContext& ctx, const std::string* raw) {
   if (!body.is_object()) bad("", "the request body must be a JSON object");
   refuse_unsupported(body, chat);
   if (present(body, "model") && !body["model"].is_string()) bad("model", "'model' must be a string");
@@ -335,6 +396,7 @@ CompletionRequest parse_completion_request(const json& body, bool chat, const Ap
   r.decoder = choose_decoder(body, s.greedy(), ctx);
   apply_prediction(body, r, ctx);
   parse_logprobs(body, r, ctx);
+  parse_output_rules(body, raw, r, ctx);
   r.n = static_cast<int>(integer_in(body, "n", 1, 16, 1));
   return r;
 }

@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "decode/decoder.h"
 #include "decode/options.h"
+#include "grammar/token_grammar.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
@@ -41,6 +42,8 @@ struct ApiContext {
   // A prompt (or the messages' text) longer than this in bytes cannot fit the context: refused before it is
   // tokenized, so a huge prompt costs no tokenizer time or memory.
   size_t max_prompt_bytes = SIZE_MAX;
+  // Grammars of recent requests (a schema sent again starts with its masks); null: each compiles its own.
+  std::shared_ptr<GrammarCache> grammars;
 };
 
 struct CompletionRequest {
@@ -60,7 +63,9 @@ struct CompletionRequest {
   std::string echo_text;          // the prompt as text, for echo
 };
 
-// Throws ApiError (400) naming the field and the problem.
-CompletionRequest parse_completion_request(const nlohmann::json& body, bool chat, const ApiContext& ctx);
+// Throws ApiError (400) naming the field and the problem. `raw`: the body's text, when there is one (a JSON
+// schema's properties keep their order from it).
+CompletionRequest parse_completion_request(const nlohmann::json& body, bool chat, const ApiContext& ctx,
+                                           const std::string* raw = nullptr);
 
 }  // namespace jf

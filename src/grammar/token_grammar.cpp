@@ -1,0 +1,187 @@
+#include "grammar/token_grammar.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "tokenizer/tokenizer.h"
+
+namespace jf {
+
+namespace {
+constexpr int32_t kUnknown = -2;  // a successor not computed yet
+constexpr int32_t kPartial = -3;  // a lead byte some class can continue
+// Masks kept per grammar: a JSON schema's grammar visits a few hundred states; the bound caps memory on a
+// large vocabulary (151k tokens: 19 KB a mask).
+constexpr size_t kMaskCacheEntries = 1024;
+// States a grammar may intern (each with a 1 KB successor table): a recursive grammar nested this deep
+// is refused rather than allowed to grow without bound.
+constexpr size_t kMaxStates = 1 << 16;
+}  // namespace
+
+TokenGrammar::TokenGrammar(const Grammar& grammar, const Tokenizer& tok)
+    : grammar_(grammar), matcher_(grammar_), tok_(tok), vocab_(VocabIndex::of(tok)) {
+  start_.state = intern(matcher_.start());
+}
+
+GrammarState TokenGrammar::state(State s) const {
+  if (s.dead()) return {};
+  GrammarState g = states_[static_cast<size_t>(s.state)];
+  g.partial = s.partial, g.partial_left = s.left, g.partial_size = s.size;
+  return g;
+}
+
+int32_t TokenGrammar::intern(GrammarState&& s) {
+  std::string key = s.key();
+  const auto it = ids_.find(key);
+  if (it != ids_.end()) return it->second;
+  if (states_.size() >= kMaxStates)
+    throw Error("grammar: more than " + std::to_string(kMaxStates) + " states (the text nests too deeply for this grammar)");
+  const int32_t id = static_cast<int32_t>(states_.size());
+  complete_.push_back(matcher_.complete(s));
+  states_.push_back(std::move(s));
+  next_.emplace_back();
+  next_.back().fill(kUnknown);
+  ids_.emplace(std::move(key), id);
+  return id;
+}
+
+// The matcher's step, from the state's stacks (once per state and byte: step() caches it).
+TokenGrammar::State TokenGrammar::step_computed(State s, uint8_t byte) {
+  GrammarState after = state(s);
+  if (!matcher_.advance(after, byte)) return kDead;
+  if (after.partial_left == 0) return State{intern(std::move(after))};
+  return State{s.state, after.partial, after.partial_left, after.partial_size};
+}
+
+TokenGrammar::State TokenGrammar::step(State s, uint8_t byte) {
+  if (s.left == 0) {  // at a code point boundary: the state's table
+    const int32_t known = next_[static_cast<size_t>(s.state)][byte];
+    if (known == kUnknown) {
+      const State to = step_computed(s, byte);
+      next_[static_cast<size_t>(s.state)][byte] = to.dead() ? -1 : to.left > 0 ? kPartial : to.state;  // (intern may have moved next_)
+      return to;
+    }
+    if (known == kPartial) {
+      const int n = (byte >> 5) == 6 ? 2 : (byte >> 4) == 14 ? 3 : 4;
+      return State{s.state, byte & (0x7Fu >> n), static_cast<int8_t>(n - 1), static_cast<int8_t>(n)};
+    }
+    return known < 0 ? kDead : State{known};
+  }
+  const uint64_t key = s.key() | (uint64_t{byte} << 24);  // (partial uses bits 8-23 while bytes are left)
+  const auto it = inside_.find(key);
+  if (it != inside_.end()) return it->second;
+  const State to = step_computed(s, byte);
+  inside_.emplace(key, to);
+  return to;
+}
+
+TokenGrammar::State TokenGrammar::advance(State s, std::string_view bytes) {
+  for (char c : bytes) {
+    if (s.dead()) break;
+    s = step(s, static_cast<uint8_t>(c));
+  }
+  return s;
+}
+
+TokenGrammar::State TokenGrammar::advance(State s, int32_t token) {
+  if (s.dead() || token < 0 || token >= vocab_->n_vocab) return kDead;
+  if (vocab_->eog[token]) return complete(s) ? s : kDead;
+  const std::string& b = vocab_->bytes[token];
+  return b.empty() ? kDead : advance(s, b);
+}
+
+// The vocabulary in byte order: walk_[d] is the state after the current token's first d bytes, reused by the
+// next token for the bytes they share; a prefix that killed the state kills every token that shares it.
+void TokenGrammar::compute(State s, TokenMask& out) {
+  const VocabIndex& v = *vocab_;
+  out.assign(static_cast<size_t>((v.n_vocab + 63) / 64), 0);
+  walk_.assign(v.longest + 1, kDead);
+  walk_[0] = s;
+  size_t valid = 0;         // walk_[0 .. valid] belong to the previous token's prefix
+  size_t dead_at = SIZE_MAX;  // the previous token died after this many bytes
+  for (size_t i = 0; i < v.sorted.size(); i++) {
+    const size_t keep = i ? v.shared[i] : 0;
+    if (dead_at <= keep) continue;  // a dead prefix of this one too
+    dead_at = SIZE_MAX;
+    valid = std::min(valid, keep);
+    const int32_t t = v.sorted[i];
+    const std::string& b = v.bytes[t];
+    size_t d = valid;
+    for (; d < b.size(); d++) {
+      const uint8_t byte = static_cast<uint8_t>(b[d]);
+      const State& from = walk_[d];
+      // (The common step inline: an ASCII byte at a code point boundary whose successor is known.)
+      const int32_t known = from.left == 0 && byte < 0x80 ? next_[static_cast<size_t>(from.state)][byte] : kUnknown;
+      walk_[d + 1] = known >= 0 ? State{known} : known == -1 ? kDead : step(from, byte);
+      if (walk_[d + 1].dead()) break;
+    }
+    if (d < b.size()) {
+      dead_at = d + 1;
+      valid = d;
+      continue;
+    }
+    valid = b.size();
+    out[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
+  }
+  if (complete(s))
+    for (int32_t t = 0; t < v.n_vocab; t++)
+      if (v.eog[t]) out[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
+}
+
+const TokenMask& TokenGrammar::allowed(State s) {
+  JF_CHECK(!s.dead(), "a mask asked for a dead grammar state");
+  const auto it = masks_.find(s.key());
+  if (it != masks_.end()) {
+    hits_++;
+    return it->second;
+  }
+  misses_++;
+  TokenMask m;
+  compute(s, m);  // (before the cache holds an entry: compute may throw)
+  if (masks_.size() >= kMaskCacheEntries) masks_.clear();
+  return masks_[s.key()] = std::move(m);
+}
+
+std::vector<int32_t> TokenGrammar::forced_tokens(State s, int max_tokens) {
+  std::vector<int32_t> out;
+  if (s.dead() || s.left > 0 || max_tokens <= 0) return out;
+  const std::string text = matcher_.forced_text(states_[static_cast<size_t>(s.state)]);
+  if (text.empty()) return out;
+  std::vector<int32_t> ids = tok_.encode(text, false, false);
+  // A sentencepiece vocabulary prepends a space to the text it encodes: drop it when the text has none.
+  std::string spelled;
+  for (int32_t t : ids) spelled += t >= 0 && t < vocab_->n_vocab ? vocab_->bytes[t] : std::string();
+  if (spelled.size() == text.size() + 1 && spelled[0] == ' ' && text[0] != ' ' && !ids.empty()) {
+    if (vocab_->bytes[ids[0]] == " ") {
+      ids.erase(ids.begin());
+    } else {
+      ids.clear();  // the space is fused into the first token: no canonical spelling without it
+    }
+  }
+  for (int32_t t : ids) {
+    if (static_cast<int>(out.size()) >= max_tokens) break;
+    s = advance(s, t);
+    if (s.dead()) break;
+    out.push_back(t);
+  }
+  return out;
+}
+
+std::shared_ptr<TokenGrammar> compile_grammar(std::string_view gbnf, const Tokenizer& tok) {
+  return std::make_shared<TokenGrammar>(Grammar::parse(gbnf), tok);
+}
+
+std::shared_ptr<TokenGrammar> GrammarCache::get(std::string_view gbnf, const Tokenizer& tok) {
+  std::lock_guard lock(mu_);
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->tok != &tok || it->gbnf != gbnf) continue;
+    entries_.splice(entries_.begin(), entries_, it);  // most recently used first
+    return entries_.front().grammar;
+  }
+  std::shared_ptr<TokenGrammar> g = compile_grammar(gbnf, tok);
+  entries_.push_front({std::string(gbnf), &tok, g});
+  if (entries_.size() > capacity_) entries_.pop_back();
+  return g;
+}
+
+}  // namespace jf

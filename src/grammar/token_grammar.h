@@ -1,0 +1,117 @@
+// A grammar compiled against a tokenizer: which tokens may come next (a bitmask over the vocabulary), and
+// which tokens the grammar forces (jump-forward drafts).
+//
+// A token is allowed when its bytes keep the text a prefix of some sentence of the grammar; end-of-generation
+// tokens when the text is a whole sentence; control tokens never. Grammar states at code point boundaries are
+// interned as they are met, each with a table of its successor per byte (and a cache for the bytes inside a
+// multi-byte code point), so the matcher's stack work is done once per (state, byte) and the grammar behaves
+// as a lazily built automaton. A state's mask walks the vocabulary in byte order
+// (vocab_index.h) through those tables: tokens sharing a prefix share its steps, and a dead prefix skips every
+// token under it. Masks are cached per state, and a structured text revisits few states (every character
+// inside a JSON string leaves the same one), so most steps are a lookup.
+#pragma once
+#include <array>
+#include <list>
+#include <mutex>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar/grammar.h"
+#include "grammar/matcher.h"
+#include "grammar/vocab_index.h"
+
+namespace jf {
+
+class Tokenizer;
+
+using TokenMask = std::vector<uint64_t>;  // bit t set: token t allowed
+inline bool mask_has(const TokenMask& m, int32_t t) { return (m[static_cast<size_t>(t) >> 6] >> (t & 63)) & 1; }
+
+// Where a text stands: an interned state at a code point boundary, and the bytes of a code point read since.
+struct GrammarCursor {
+  int32_t state = -1;  // -1: the text left the grammar
+  uint32_t partial = 0;
+  int8_t left = 0, size = 0;  // continuation bytes still to come; the code point's length
+  bool dead() const { return state < 0; }
+  bool operator==(const GrammarCursor&) const = default;
+  uint64_t key() const {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(state)) << 32) | (uint64_t{partial} << 8) | (uint64_t(left) << 4) | uint64_t(size);
+  }
+};
+
+class TokenGrammar {
+ public:
+  using State = GrammarCursor;
+  static constexpr State kDead = {};  // the text left the grammar
+
+  TokenGrammar(const Grammar& grammar, const Tokenizer& tok);
+  TokenGrammar(const TokenGrammar&) = delete;
+  TokenGrammar& operator=(const TokenGrammar&) = delete;
+
+  const GrammarMatcher& matcher() const { return matcher_; }
+  State start() const { return start_; }
+  // The state after the token; kDead when its bytes leave the grammar. An end-of-generation token is
+  // accepted where the grammar is complete and leaves the state as it was. Not thread-safe (the tables).
+  State advance(State s, int32_t token);
+  State advance(State s, std::string_view bytes);
+  bool complete(State s) const { return !s.dead() && s.left == 0 && complete_[static_cast<size_t>(s.state)]; }
+  // The matcher's state at `s` (for tests and the matcher's own functions).
+  GrammarState state(State s) const;
+  // Allowed tokens after `s` (not kDead); valid until the next call.
+  const TokenMask& allowed(State s);
+  // The tokens of the text the grammar forces after `s` (GrammarMatcher::forced_text), tokenized as the
+  // tokenizer encodes that text on its own (its canonical tokenization; a sentencepiece dummy-prefix space
+  // dropped), cut before the first token the grammar would not allow; at most `max_tokens`.
+  std::vector<int32_t> forced_tokens(State s, int max_tokens);
+  int n_vocab() const { return vocab_->n_vocab; }
+  int64_t mask_hits() const { return hits_; }
+  int64_t mask_misses() const { return misses_; }
+  size_t states() const { return states_.size(); }
+
+ private:
+  Grammar grammar_;
+  GrammarMatcher matcher_;
+  const Tokenizer& tok_;
+  std::shared_ptr<const VocabIndex> vocab_;
+  std::vector<GrammarState> states_;           // interned, at code point boundaries
+  std::vector<bool> complete_;
+  std::vector<std::array<int32_t, 256>> next_;  // per byte: the next state, kDead, or (a lead byte) kPartial
+  std::unordered_map<uint64_t, State> inside_;  // steps from inside a code point, by cursor key and byte
+  std::unordered_map<std::string, int32_t> ids_;
+  std::unordered_map<uint64_t, TokenMask> masks_;
+  std::vector<State> walk_;
+  State start_ = kDead;
+  int64_t hits_ = 0, misses_ = 0;
+  int32_t intern(GrammarState&& s);
+  State step(State s, uint8_t byte);
+  State step_computed(State s, uint8_t byte);
+  void compute(State s, TokenMask& out);
+};
+
+// Parses GBNF and compiles it against `tok` (jf::Error for a bad grammar).
+std::shared_ptr<TokenGrammar> compile_grammar(std::string_view gbnf, const Tokenizer& tok);
+
+// The grammars compiled last, kept with their states and masks: a server's clients send the same schema
+// request after request, and each then starts with the masks the earlier ones computed. The grammars it
+// hands out are shared: use them from one thread at a time (a server's model thread).
+class GrammarCache {
+ public:
+  explicit GrammarCache(size_t capacity = 16) : capacity_(capacity) {}
+  std::shared_ptr<TokenGrammar> get(std::string_view gbnf, const Tokenizer& tok);  // thread-safe
+
+ private:
+  struct Entry {
+    std::string gbnf;
+    const Tokenizer* tok;
+    std::shared_ptr<TokenGrammar> grammar;
+  };
+  size_t capacity_;
+  std::mutex mu_;
+  std::list<Entry> entries_;
+};
+
+}  // namespace jf
