@@ -6,6 +6,8 @@
 #include "base/error.h"
 #include "base/rng.h"
 #include "decode/options.h"
+#include "base/timer.h"
+#include "grammar/json_schema.h"
 #include "grammar/matcher.h"
 #include "grammar/token_grammar.h"
 #include "model/draft_file.h"
@@ -296,6 +298,64 @@ TEST(ConstrainedDecoding, MaxTokensBeforeTheGrammarEndsStopsAtTheLength) {
     TokenGrammar& g = *cfg.rules.grammar;
     EXPECT_FALSE(g.advance(g.start(), std::string_view(m.lm.tokenizer->decode(r.tokens))).dead()) << d;
   }
+}
+
+// Fuzzing, seeded: thousands of mutated grammars and schemas (bytes deleted, duplicated, swapped for grammar
+// punctuation). Each is a one-line jf::Error or a grammar whose masks and walks run; none crashes or takes
+// long. (scripts/fuzz.sh grammar runs the same under libFuzzer with sanitizers.)
+TEST(GrammarFuzz, MutatedGrammarsAndSchemasAreErrorsOrWork) {
+  CodeModel m;
+  const std::vector<std::string> grammars = {kPersonGrammar, R"(root ::= ("a" | [b-d]+ "e"?){1,3} x
+x ::= "\"" ( [^"\\] | "\\" . )* "\"" | "."{2})", R"(root ::= obj
+obj ::= "{" ( "\"k\":" (obj | [0-9]+) )? "}")"};
+  const std::vector<std::string> schemas = {
+      R"({"type":"object","properties":{"a":{"type":"string","maxLength":3},"b":{"enum":[1,"x",null]}},"required":["a"]})",
+      R"({"type":"array","items":{"anyOf":[{"type":"integer","minimum":-5,"maximum":300},{"$ref":"#/$defs/s"}]},"maxItems":4,"$defs":{"s":{"type":"string","format":"date"}}})"};
+  const char punct[] = "\"[]()|*+?{},:^-\\.#\n a0";
+  Rng rng(2024);
+  int errors = 0, worked = 0;
+  double slowest = 0;
+  for (int i = 0; i < 3000; i++) {
+    const bool schema = i % 3 == 2;
+    std::string text = schema ? schemas[i % schemas.size()] : grammars[i % grammars.size()];
+    for (int e = 0, n = 1 + static_cast<int>(rng.below(4)); e < n && !text.empty(); e++) {
+      const size_t at = rng.below(static_cast<uint32_t>(text.size()));
+      switch (rng.below(3)) {
+        case 0: text.erase(at, 1 + rng.below(3)); break;
+        case 1: text.insert(at, text.substr(at, 1 + rng.below(8))); break;
+        default: text[at] = punct[rng.below(sizeof punct - 1)]; break;
+      }
+    }
+    const double t0 = now_seconds();
+    try {
+      std::string gbnf = text;
+      if (schema) {
+        const auto j = nlohmann::ordered_json::parse(text, nullptr, false);
+        if (j.is_discarded()) continue;
+        gbnf = json_schema_to_gbnf(j);
+      }
+      const std::shared_ptr<TokenGrammar> g = compile_grammar(gbnf, *m.lm.tokenizer);
+      TokenGrammar::State s = g->start();
+      for (int step = 0; step < 6 && !s.dead(); step++) {
+        const TokenMask& mask = g->allowed(s);
+        int32_t next = -1;
+        for (int32_t t = 0; t < g->n_vocab() && next < 0; t++)
+          if (mask_has(mask, t) && !m.lm.tokenizer->is_eog(t) && rng.below(8) == 0) next = t;
+        if (next < 0) break;
+        s = g->advance(s, next);
+        ASSERT_FALSE(s.dead()) << "an allowed token left the grammar: " << gbnf;
+      }
+      worked++;
+    } catch (const Error& e) {
+      ASSERT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "not a one-line error: " << e.what();
+      errors++;
+    }
+    slowest = std::max(slowest, now_seconds() - t0);
+  }
+  std::printf("3000 mutations: %d errors, %d grammars that ran; slowest %.1f ms\n", errors, worked, slowest * 1e3);
+  EXPECT_GT(errors, 300);
+  EXPECT_GT(worked, 200);
+  EXPECT_LT(slowest, 5.0);
 }
 
 }  // namespace

@@ -17,6 +17,8 @@
 #include "decode/options.h"
 #include "decode/sjd.h"
 #include "fake_model.h"
+#include "grammar/token_grammar.h"
+#include "tokenizer/tokenizer.h"
 #include "test_support.h"
 
 namespace jf {
@@ -121,12 +123,13 @@ struct Positions {
 constexpr int kTokens = 6, kRuns = 12000;
 constexpr float kSpread = 5.0f;  // logits spread of the fake: contexts' distributions differ clearly
 
-Positions sample_positions(Decoder& d, test::FakeModel& fake, const SamplingParams& sp) {
+Positions sample_positions(Decoder& d, test::FakeModel& fake, const SamplingParams& sp, const LogitRulesSpec& rules = {}) {
   Positions out;
   out.at.assign(kTokens, Transitions(V * V, std::array<int, V>{}));
   Session s(fake, 64);
   GenerationConfig cfg;
   cfg.max_new_tokens = kTokens;
+  cfg.rules = rules;
   for (int seed = 1; seed <= kRuns; seed++) {
     cfg.sampling = sp;
     cfg.sampling.seed = static_cast<uint64_t>(seed);
@@ -331,6 +334,114 @@ TEST_P(SjdDeep, EveryPositionOfASixTokenGenerationHasTheModelsConditional) {
 INSTANTIATE_TEST_SUITE_P(Temps, SjdDeep, ::testing::Values(1.0f, 0.8f), [](const auto& info) {
   return info.param == 1.0f ? std::string("temp1") : std::string("temp0_8_topk4_topp0_9");
 });
+
+// ---------------------------------------------------------------- sjd under logit rules
+
+// A grammar whose state is the last generated token (no 'b' right after 'a', no 'c' after 'c', never 'f'),
+// over a six-letter vocabulary, with a bias on 'd': the distribution at every position is the model's
+// conditional after the bias and that position's mask, then the sampler's processing.
+const char* const kLetterGrammar = R"(
+  root ::= any
+  any ::= "a" after-a | "b" any | "c" after-c | "d" any | "e" any | ""
+  after-a ::= "a" after-a | "c" after-c | "d" any | "e" any | ""
+  after-c ::= "a" after-a | "b" any | "d" any | "e" any | ""
+)";
+
+std::unique_ptr<Tokenizer> letter_tokenizer() {
+  VocabSpec v;
+  v.kind = VocabKind::Bpe;
+  v.pre = "gpt-2";
+  v.tokens = {"a", "b", "c", "d", "e", "f"};
+  v.types.assign(6, TokenKind::Normal);
+  return std::make_unique<Tokenizer>(std::move(v));
+}
+
+std::vector<double> ruled_conditional(const test::NextTokenRule& rule, const SamplingParams& sp, int32_t a, int32_t b,
+                                      bool first) {
+  std::vector<float> logits(V), probs;
+  const int32_t seen[2] = {a, b};
+  rule(seen, logits.data());
+  logits[3] += 1.5f;  // the bias on 'd'
+  logits[5] = -INFINITY;
+  if (!first && b == 0) logits[1] = -INFINITY;
+  if (!first && b == 2) logits[2] = -INFINITY;
+  Sampler sampler(sp, V);
+  Distribution d;
+  sampler.distribution(logits.data(), d);
+  d.to_dense(V, probs);
+  return std::vector<double>(probs.begin(), probs.end());
+}
+
+// sjd verifies against the distribution after the rules, walking the grammar along each path it verifies: every
+// position has the ruled conditional (chi-square, Bonferroni over the positions, the power stated above); an
+// accept-all verifier fails the same test; and the grammar is never broken.
+TEST(SjdUnderRules, EveryPositionHasTheRuledConditional) {
+  const SamplingParams sp = params(1.0f, 0, 1.0f);
+  const test::NextTokenRule rule = test::sampling_rule(V, kSpread);
+  test::FakeModel fake(V, rule);
+  const std::unique_ptr<Tokenizer> tok = letter_tokenizer();
+  LogitRulesSpec rules;
+  rules.grammar = compile_grammar(kLetterGrammar, *tok);
+  rules.bias[3] = 1.5f;
+  std::vector<std::vector<std::vector<double>>> expect(kTokens);
+  for (int t = 0; t < kTokens; t++)
+    for (int a = 0; a < V; a++)
+      for (int b = 0; b < V; b++) expect[t].push_back(ruled_conditional(rule, sp, a, b, t == 0));
+  auto worst = [&](const Positions& got) {
+    double w = 1.0;
+    for (int t = 0; t < kTokens; t++) w = std::min(w, transition_p_value(got.at[t], expect[t]) * kTokens);
+    return w;
+  };
+  for (bool pac : {false, true}) {
+    SjdOptions o;
+    o.adaptive = false;  // every draft token verified: the statistics need drafts
+    o.block = 4;
+    if (pac) o.pac_continue = true, o.pac_tree_depth = 3, o.pac_tree_width = 4;
+    SjdDecoder d(o);
+    const Positions got = sample_positions(d, fake, sp, rules);
+    for (int t = 1; t < kTokens; t++) {  // the grammar holds: no 'f', no "ab", no "cc"
+      for (int a = 0; a < V; a++) {
+        EXPECT_EQ(got.at[t][a * V + 0][1], 0);
+        EXPECT_EQ(got.at[t][a * V + 2][2], 0);
+        for (int b = 0; b < V; b++) EXPECT_EQ(got.at[t][a * V + b][5], 0);
+      }
+    }
+    const double p = worst(got);
+    std::printf("sjd%s under a grammar and a bias: worst position p = %.4f, %.2f draft tokens accepted per run\n",
+                pac ? "-pac" : "", p, double(got.accepted) / kRuns);
+    EXPECT_GT(p, kAlpha);
+    EXPECT_GT(got.accepted, kRuns / 2) << "too few drafts accepted for the test to say anything";
+    if (!pac) {
+      Rng rng(7);
+      EXPECT_GE(power_against(got.at[kTokens - 1], expect[kTokens - 1], 0.03, rng), 0.9);
+    }
+  }
+  SjdOptions broken;
+  broken.adaptive = false, broken.block = 4, broken.accept_all_for_testing = true;
+  SjdDecoder d(broken);
+  LogitRulesSpec bias_only;  // (the grammar would refuse the drafts an accept-all verifier keeps)
+  bias_only.bias[3] = 1.5f;
+  std::vector<std::vector<std::vector<double>>> biased(kTokens);
+  const Positions got = sample_positions(d, fake, sp, bias_only);
+  double w = 1.0;
+  for (int t = 0; t < kTokens; t++) {
+    std::vector<std::vector<double>> e;
+    for (int a = 0; a < V; a++)
+      for (int b = 0; b < V; b++) {
+        std::vector<float> logits(V), probs;
+        const int32_t seen[2] = {a, b};
+        rule(seen, logits.data());
+        logits[3] += 1.5f;
+        Sampler sampler(sp, V);
+        Distribution dist;
+        sampler.distribution(logits.data(), dist);
+        dist.to_dense(V, probs);
+        e.emplace_back(probs.begin(), probs.end());
+      }
+    w = std::min(w, transition_p_value(got.at[t], e) * kTokens);
+  }
+  EXPECT_LT(w, kAlpha) << "an accept-all verifier under a bias was not detected";
+}
 
 // ---------------------------------------------------------------- sjd: stops
 
