@@ -31,6 +31,7 @@ struct BenchArgs {
   int limit = 0;
   DecoderOptions base;
   GenerationConfig gen;
+  RuleOptions rules;  // structured output / penalties for every prompt
 };
 
 struct Totals {
@@ -92,6 +93,7 @@ int run_bench(BenchArgs& a) {
   LoadedModel lm = open_model(a.model);
   if (!lm.tokenizer) throw Error(a.model.path + ": the model has no tokenizer; bench needs one");
   a.gen.eos_ids = lm.tokenizer->eog_ids();
+  compile_rules(a.rules, *lm.tokenizer, a.gen.rules);
   std::vector<std::vector<int32_t>> prompts;
   for (const auto& t : texts) {
     PromptOptions po = a.prompt;
@@ -271,6 +273,7 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--system", a->prompt.system, "System message for --chat");
   add_generation_options(cmd, a->gen);
   add_sampling_options(cmd, a->gen.sampling);
+  add_rule_options(cmd, a->rules);
   add_decoder_options(cmd, a->base, /*with_name=*/false);
   return [a] { return run_bench(*a); };
 }
