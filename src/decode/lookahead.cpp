@@ -93,6 +93,7 @@ DecodeLoop LookaheadDecoder::decode(DecodeContext& ctx) {
   std::vector<int32_t> preds, cont;
   std::vector<int> last_rows;
   std::vector<int> sent, added;  // per candidate: tokens sent, rows it added to the tree
+  std::vector<int32_t> forced;
   int32_t one[1];
   while (!ctx.done()) {
     if (ctx.room() < 1) {
@@ -127,6 +128,9 @@ DecodeLoop LookaheadDecoder::decode(DecodeContext& ctx) {
       tree.add_chain(0, c.first(static_cast<size_t>(len)));
     }
     ctx.count("candidates", static_cast<int64_t>(cands.size()));
+    // Jump-forward: the text a grammar forces, as one more branch (rows, not forwards; shared prefixes reused).
+    forced.clear();
+    if (ctx.lead_with_forced(forced, std::min(kMaxForcedDraft, ctx.room() - tree.size())) > 0) tree.add_chain(0, forced);
 
     // ---- lookahead branch, if it fits in the context and its n-grams have paid for its rows
     bool with_window = tree.size() + win.rows() <= ctx.room();

@@ -89,6 +89,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
   const bool trees = opt_.tree.nodes > 0 && s.forward_pass().config().draft_layer;
   int tree_source = -1;  // the last forward's last verified row, when it drafted: the layer's tree grows from it
   std::vector<std::vector<int>> chains;  // tree chains: [0] the real-active draft, then recycled candidates
+  std::vector<int32_t> forced;
   std::vector<int> pseudo_rows;
   std::vector<PseudoBlock> pseudo;
   std::deque<std::vector<int32_t>> recycle;
@@ -181,6 +182,12 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
       chains.push_back(tree.add_chain(0, cand));
       ctx.count("recycled_candidates");
     }
+
+    // Jump-forward: the text a grammar forces, as one more candidate (within the block, as candidates are).
+    forced.clear();
+    // (A chain the tree already holds adds no rows: add_chain reuses its nodes.)
+    if (ctx.lead_with_forced(forced, std::min({kMaxForcedDraft, d, ctx.room() - tree.size() - extra_rows})) > 0)
+      chains.push_back(tree.add_chain(0, forced));
 
     // ---- the draft layer's tree: branches beside the real-active draft (its first one mostly the same tokens)
     layer_tree.reset(ctx.pending());
