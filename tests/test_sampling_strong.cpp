@@ -117,7 +117,7 @@ double transition_p_value(const Transitions& counts, const std::vector<std::vect
 
 struct Positions {
   std::vector<Transitions> at;  // [t]
-  int64_t accepted = 0, forwards = 0, branch_wins = 0;
+  int64_t accepted = 0, forwards = 0, branch_wins = 0, jumped = 0;
 };
 
 constexpr int kTokens = 6, kRuns = 12000;
@@ -143,6 +143,7 @@ Positions sample_positions(Decoder& d, test::FakeModel& fake, const SamplingPara
     if (auto it = r.stats.counters.find("accepted_draft_tokens"); it != r.stats.counters.end()) out.accepted += it->second;
     out.forwards += r.stats.n_forwards;
     if (auto it = r.stats.counters.find("pac_branch_wins"); it != r.stats.counters.end()) out.branch_wins += it->second;
+    out.jumped += r.stats.counter("jump_forward_tokens");
   }
   return out;
 }
@@ -337,14 +338,15 @@ INSTANTIATE_TEST_SUITE_P(Temps, SjdDeep, ::testing::Values(1.0f, 0.8f), [](const
 
 // ---------------------------------------------------------------- sjd under logit rules
 
-// A grammar whose state is the last generated token (no 'b' right after 'a', no 'c' after 'c', never 'f'),
-// over a six-letter vocabulary, with a bias on 'd': the distribution at every position is the model's
-// conditional after the bias and that position's mask, then the sampler's processing.
+// A grammar whose state is the last generated token (no 'b' right after 'a', no 'c' after 'c', 'e' always
+// after 'd' (forced: sent as a draft), never 'f'), over a six-letter vocabulary, with a bias on 'd': the
+// distribution at every position is the model's conditional after the bias and that position's mask, then
+// the sampler's processing.
 const char* const kLetterGrammar = R"(
   root ::= any
-  any ::= "a" after-a | "b" any | "c" after-c | "d" any | "e" any | ""
-  after-a ::= "a" after-a | "c" after-c | "d" any | "e" any | ""
-  after-c ::= "a" after-a | "b" any | "d" any | "e" any | ""
+  any ::= "a" after-a | "b" any | "c" after-c | "de" any | "e" any | ""
+  after-a ::= "a" after-a | "c" after-c | "de" any | "e" any | ""
+  after-c ::= "a" after-a | "b" any | "de" any | "e" any | ""
 )";
 
 std::unique_ptr<Tokenizer> letter_tokenizer() {
@@ -365,6 +367,9 @@ std::vector<double> ruled_conditional(const test::NextTokenRule& rule, const Sam
   logits[5] = -INFINITY;
   if (!first && b == 0) logits[1] = -INFINITY;
   if (!first && b == 2) logits[2] = -INFINITY;
+  if (!first && b == 3)
+    for (int t = 0; t < V; t++)
+      if (t != 4) logits[t] = -INFINITY;
   Sampler sampler(sp, V);
   Distribution d;
   sampler.distribution(logits.data(), d);
@@ -399,10 +404,11 @@ TEST(SjdUnderRules, EveryPositionHasTheRuledConditional) {
     if (pac) o.pac_continue = true, o.pac_tree_depth = 3, o.pac_tree_width = 4;
     SjdDecoder d(o);
     const Positions got = sample_positions(d, fake, sp, rules);
-    for (int t = 1; t < kTokens; t++) {  // the grammar holds: no 'f', no "ab", no "cc"
+    for (int t = 1; t < kTokens; t++) {  // the grammar holds: no 'f', no "ab", no "cc", "d" then "e"
       for (int a = 0; a < V; a++) {
         EXPECT_EQ(got.at[t][a * V + 0][1], 0);
         EXPECT_EQ(got.at[t][a * V + 2][2], 0);
+        for (int c = 0; c < V; c++) EXPECT_EQ(got.at[t][a * V + 3][c], c == 4 ? got.at[t][a * V + 3][4] : 0);
         for (int b = 0; b < V; b++) EXPECT_EQ(got.at[t][a * V + b][5], 0);
       }
     }
@@ -411,6 +417,7 @@ TEST(SjdUnderRules, EveryPositionHasTheRuledConditional) {
                 pac ? "-pac" : "", p, double(got.accepted) / kRuns);
     EXPECT_GT(p, kAlpha);
     EXPECT_GT(got.accepted, kRuns / 2) << "too few drafts accepted for the test to say anything";
+    EXPECT_GT(got.jumped, kRuns / 4) << "the forced 'e' was not sent as a draft";
     if (!pac) {
       Rng rng(7);
       EXPECT_GE(power_against(got.at[kTokens - 1], expect[kTokens - 1], 0.03, rng), 0.9);

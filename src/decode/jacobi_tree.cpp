@@ -15,6 +15,7 @@ DecodeLoop JacobiDecoder::decode_tree(DecodeContext& ctx) {
   SequenceInput in;
   in.need = greedy ? SequenceInput::Need::Greedy : SequenceInput::Need::Logits;
   Acceptance acc;
+  std::vector<int32_t> forced;
   int source = -1;  // the last forward's last verified row, with the draft logits that lead the next tree
   const bool model_drafts = opt_.draft_head && s.forward_pass().config().draft_layer;
   constexpr double kKeep = 0.95;  // the moving averages' weight: about the last 20 trees
@@ -28,6 +29,9 @@ DecodeLoop JacobiDecoder::decode_tree(DecodeContext& ctx) {
     const int cap = max_draft(ctx, opt_.tree.nodes);
     if (source >= 0 && cap > 0) tree_.build(ctx, source, cap, opt_.adaptive ? &price : nullptr, tree);
     else tree.reset(ctx.pending());
+    // Jump-forward: the text a grammar forces, as one more branch (a tree holding it already adds no rows).
+    forced.clear();
+    if (ctx.lead_with_forced(forced, std::min(kMaxForcedDraft, ctx.room() - tree.size())) > 0) tree.add_chain(0, forced);
     const bool layer = model_drafts && (!opt_.adaptive || layer_.choose(tree_tokens_ / price.relative(static_cast<int>(tree_rows_ + 0.5)) / (1.0 + price.draft_overhead()),
                                         1.0 / price.relative(1)));
     if (!layer && model_drafts) ctx.count("forwards_without_draft_layer");

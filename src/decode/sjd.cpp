@@ -107,6 +107,10 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
       co_return;
     }
     const int m = max_draft(ctx, opt_.block - 1);
+    // Jump-forward: the text a grammar forces leads the draft as sure guesses (no proposal distribution).
+    const int forced = ctx.lead_with_forced(draft, m);
+    q.resize(draft.size());
+    for (int i = 0; i < forced; i++) q[static_cast<size_t>(i)].clear();
     if (static_cast<int>(draft.size()) < m) {
       guesses.clear();
       add_guesses(opt_.init, ctx.history(), V, guess_rng, m - static_cast<int>(draft.size()), guesses);
@@ -116,7 +120,7 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
     q.resize(static_cast<size_t>(m));
     kinds.clear();  // 1: a guess, 2: sampled by an earlier forward
     for (int i = 0; i < m; i++) kinds.push_back(q[i].empty() ? 1 : 2);
-    const int sent = opt_.adaptive ? policy_.choose(kinds, ctx.pricer(), 1.0, 1, 1, 2) : m;
+    const int sent = std::max(forced, opt_.adaptive ? policy_.choose(kinds, ctx.pricer(), 1.0, 1, 1, 2) : m);
     ctx.count("draft_tokens_cut", m - sent);
 
     const int S = s.cache().size();
