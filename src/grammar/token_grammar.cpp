@@ -16,6 +16,8 @@ constexpr size_t kMaskCacheEntries = 1024;
 // States a grammar may intern (each with a 1 KB successor table): a recursive grammar nested this deep
 // is refused rather than allowed to grow without bound.
 constexpr size_t kMaxStates = 1 << 16;
+// Subtrees smaller than this are walked rather than checked for a self-loop.
+constexpr int32_t kLoopCheckNodes = 16;
 }  // namespace
 
 TokenGrammar::TokenGrammar(const Grammar& grammar, const Tokenizer& tok)
@@ -90,42 +92,59 @@ TokenGrammar::State TokenGrammar::advance(State s, int32_t token) {
   return b.empty() ? kDead : advance(s, b);
 }
 
-// The vocabulary in byte order: walk_[d] is the state after the current token's first d bytes, reused by the
-// next token for the bytes they share; a prefix that killed the state kills every token that shares it.
+// The vocabulary's prefix tree, depth first, with the state after each node's bytes: a node the grammar
+// refuses is not entered, so every token under it is skipped at once.
 void TokenGrammar::compute(State s, TokenMask& out) {
   const VocabIndex& v = *vocab_;
   out.assign(static_cast<size_t>((v.n_vocab + 63) / 64), 0);
-  walk_.assign(v.longest + 1, kDead);
-  walk_[0] = s;
-  size_t valid = 0;         // walk_[0 .. valid] belong to the previous token's prefix
-  size_t dead_at = SIZE_MAX;  // the previous token died after this many bytes
-  for (size_t i = 0; i < v.sorted.size(); i++) {
-    const size_t keep = i ? v.shared[i] : 0;
-    if (dead_at <= keep) continue;  // a dead prefix of this one too
-    dead_at = SIZE_MAX;
-    valid = std::min(valid, keep);
-    const int32_t t = v.sorted[i];
-    const std::string& b = v.bytes[t];
-    size_t d = valid;
-    for (; d < b.size(); d++) {
-      const uint8_t byte = static_cast<uint8_t>(b[d]);
-      const State& from = walk_[d];
+  walk_.clear();
+  walk_.push_back(s);
+  nodes_.clear();
+  nodes_.push_back(0);
+  while (!nodes_.empty()) {
+    const VocabIndex::Node& node = v.trie[static_cast<size_t>(nodes_.back())];
+    const State from = walk_.back();
+    nodes_.pop_back();
+    walk_.pop_back();
+    // A subtree spelled only with bytes that lead the state back to itself (a string's ordinary characters):
+    // every token in it is allowed, without walking it.
+    const size_t n = static_cast<size_t>(&node - v.trie.data());
+    const bool loops = node.first_child >= 0 && !node.below_high && from.left == 0 &&
+                       node.subtree_end - static_cast<int32_t>(n) > kLoopCheckNodes && loops_on(from.state, node.below);
+    const int32_t last = loops ? v.trie[static_cast<size_t>(node.subtree_end - 1)].end_end : node.end_end;
+    for (int32_t e = node.end_begin; e < last; e++) {
+      const int32_t t = v.ends[static_cast<size_t>(e)];
+      out[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
+    }
+    if (loops) continue;
+    for (int32_t c = node.first_child; c >= 0; c = v.trie[static_cast<size_t>(c)].next_sibling) {
+      const uint8_t byte = v.trie[static_cast<size_t>(c)].byte;
       // (The common step inline: an ASCII byte at a code point boundary whose successor is known.)
       const int32_t known = from.left == 0 && byte < 0x80 ? next_[static_cast<size_t>(from.state)][byte] : kUnknown;
-      walk_[d + 1] = known >= 0 ? State{known} : known == -1 ? kDead : step(from, byte);
-      if (walk_[d + 1].dead()) break;
+      const State to = known >= 0 ? State{known} : known == -1 ? kDead : step(from, byte);
+      if (to.dead()) continue;
+      nodes_.push_back(c);
+      walk_.push_back(to);
     }
-    if (d < b.size()) {
-      dead_at = d + 1;
-      valid = d;
-      continue;
-    }
-    valid = b.size();
-    out[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
   }
   if (complete(s))
     for (int32_t t = 0; t < v.n_vocab; t++)
       if (v.eog[t]) out[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
+}
+
+// Whether every ASCII byte of `bytes` leads state s (at a code point boundary) back to s.
+bool TokenGrammar::loops_on(int32_t s, const uint64_t bytes[2]) {
+  auto& known = self_loops_[s];  // [0..1]: the looping bytes; [2]: the bytes already tried
+  for (int w = 0; w < 2; w++) {
+    for (uint64_t todo = bytes[w] & ~known[2 + w]; todo; todo &= todo - 1) {
+      const int b = w * 64 + __builtin_ctzll(todo);
+      const State to = step(State{s}, static_cast<uint8_t>(b));
+      if (to == State{s}) known[w] |= uint64_t{1} << (b & 63);
+      known[2 + w] |= uint64_t{1} << (b & 63);
+    }
+    if (bytes[w] & ~known[w]) return false;
+  }
+  return true;
 }
 
 const TokenMask& TokenGrammar::allowed(State s) {

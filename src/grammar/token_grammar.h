@@ -83,12 +83,15 @@ class TokenGrammar {
   std::unordered_map<uint64_t, State> inside_;  // steps from inside a code point, by cursor key and byte
   std::unordered_map<std::string, int32_t> ids_;
   std::unordered_map<uint64_t, TokenMask> masks_;
-  std::vector<State> walk_;
+  std::vector<State> walk_;     // (compute's stack: states, and their nodes of the vocabulary's tree)
+  std::vector<int32_t> nodes_;
+  std::unordered_map<int32_t, std::array<uint64_t, 4>> self_loops_;  // per state: ASCII bytes leading back to it
   State start_ = kDead;
   int64_t hits_ = 0, misses_ = 0;
   int32_t intern(GrammarState&& s);
   State step(State s, uint8_t byte);
   State step_computed(State s, uint8_t byte);
+  bool loops_on(int32_t s, const uint64_t bytes[2]);
   void compute(State s, TokenMask& out);
 };
 

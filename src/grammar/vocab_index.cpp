@@ -25,6 +25,51 @@ VocabIndex::VocabIndex(const Tokenizer& tok) : n_vocab(tok.n_vocab()) {
     while (n < a.size() && n < b.size() && a[n] == b[n]) n++;
     shared[i] = static_cast<uint16_t>(std::min<size_t>(n, 0xFFFF));
   }
+  build_trie();
+}
+
+// From the sorted tokens: the path to the previous token is kept; each token shares its first `shared` bytes
+// with it, so its nodes hang below that depth of the path.
+void VocabIndex::build_trie() {
+  trie.assign(1, Node{});
+  std::vector<int32_t> path(1, 0), last_child(1, -1);  // per depth: the node, and its last child so far
+  std::vector<std::vector<int32_t>> node_ends(1);
+  for (size_t i = 0; i < sorted.size(); i++) {
+    const std::string& b = bytes[sorted[i]];
+    size_t depth = std::min<size_t>(i ? shared[i] : 0, path.size() - 1);
+    path.resize(depth + 1);
+    last_child.resize(depth + 1);
+    for (; depth < b.size(); depth++) {
+      const int32_t id = static_cast<int32_t>(trie.size());
+      trie.push_back(Node{});
+      trie.back().byte = static_cast<uint8_t>(b[depth]);
+      node_ends.emplace_back();
+      const int32_t parent = path[depth];
+      if (last_child[depth] < 0) trie[parent].first_child = id;
+      else trie[last_child[depth]].next_sibling = id;
+      last_child[depth] = id;
+      path.push_back(id);
+      last_child.push_back(-1);
+    }
+    node_ends[path[b.size()]].push_back(sorted[i]);
+  }
+  for (size_t n = 0; n < trie.size(); n++) {
+    trie[n].end_begin = static_cast<int32_t>(ends.size());
+    ends.insert(ends.end(), node_ends[n].begin(), node_ends[n].end());
+    trie[n].end_end = static_cast<int32_t>(ends.size());
+  }
+  // Children come after their parent (preorder): the bytes below, and where each subtree ends, bottom up.
+  for (size_t n = trie.size(); n-- > 0;) {
+    Node& node = trie[n];
+    node.subtree_end = static_cast<int32_t>(n + 1);
+    for (int32_t c = node.first_child; c >= 0; c = trie[static_cast<size_t>(c)].next_sibling) {
+      const Node& child = trie[static_cast<size_t>(c)];
+      node.subtree_end = std::max(node.subtree_end, child.subtree_end);
+      node.below[0] |= child.below[0], node.below[1] |= child.below[1];
+      node.below_high = node.below_high || child.below_high || child.byte >= 0x80;
+      if (child.byte < 0x80) node.below[child.byte >> 6] |= uint64_t{1} << (child.byte & 63);
+    }
+  }
 }
 
 std::shared_ptr<const VocabIndex> VocabIndex::of(const Tokenizer& tok) {
