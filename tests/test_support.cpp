@@ -1,3 +1,5 @@
+#include <fstream>
+#include <sstream>
 #include "test_support.h"
 
 #include <sys/stat.h>
@@ -10,6 +12,13 @@
 #include "base/error.h"
 
 namespace jf::test {
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
 
 bool path_exists(const std::string& p) {
   struct stat st {};

@@ -28,6 +28,8 @@ bool in_ci();
 
 namespace jf::test {
 bool path_exists(const std::string& p);
+// A whole file's bytes ("" when it cannot be read).
+std::string read_file(const std::string& path);
 
 // A path in the temp directory unique to this process (the file is not created).
 std::string temp_path(const std::string& name);

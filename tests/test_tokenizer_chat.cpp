@@ -14,12 +14,6 @@
 namespace jf {
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // A small SentencePiece vocabulary holding the special tokens of all three formats.
 VocabSpec chat_vocab(const std::string& chat_template, bool with_chat_tokens = true) {
@@ -59,7 +53,7 @@ TEST(Chat, Names) {
 
 TEST(Chat, QwenTemplateIsChatML) {
   JF_SHARED_PATH(path, "models/chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja");
-  VocabSpec s = chat_vocab(read_file(path));
+  VocabSpec s = chat_vocab(test::read_file(path));
   s.add_bos = false;  // as Qwen2.5's GGUF says
   Tokenizer tok(s);
   EXPECT_EQ(detect_chat_format(tok), ChatFormat::ChatML);
@@ -94,7 +88,7 @@ TEST(Chat, PlainChatMLHasNoDefaultSystem) {
 
 TEST(Chat, Llama31TemplateIsLlama3) {
   JF_SHARED_PATH(path, "models/chat-templates/meta-llama-Llama-3.1-8B-Instruct.jinja");
-  VocabSpec s = chat_vocab(read_file(path));
+  VocabSpec s = chat_vocab(test::read_file(path));
   s.bos = 9;  // <|begin_of_text|>
   Tokenizer tok(s);
   EXPECT_EQ(detect_chat_format(tok), ChatFormat::Llama3);
@@ -118,7 +112,7 @@ TEST(Chat, Llama31TemplateIsLlama3) {
 TEST(Chat, Llama32TemplateDatesTheConversationToday) {
   // Llama 3.2's template takes the date from strftime_now("%d %b %Y") (llama.cpp: today, local time).
   JF_SHARED_PATH(path, "models/chat-templates/meta-llama-Llama-3.1-8B-Instruct.jinja");
-  std::string tmpl = read_file(path);
+  std::string tmpl = test::read_file(path);
   const std::string fixed = "{%- set date_string = \"26 Jul 2024\" %}";
   ASSERT_NE(tmpl.find(fixed), std::string::npos);
   tmpl.replace(tmpl.find(fixed), fixed.size(),

@@ -52,6 +52,29 @@ bool same_secret(const std::string& given, const std::string& key) {
   return diff == 0;
 }
 
+// A streamed choice's pieces; with tools, through its filter (text that may be a call waits).
+void send_pieces(const CompletionRequest& req, const ResponseIds& ids, Exchange& ex, ToolCallFilter* filter,
+                 const std::vector<TextStream::Piece>& pieces, int index) {
+  for (const auto& p : pieces) {
+    const ToolCallFilter::Out o = filter ? filter->feed(p.text, p.tokens) : ToolCallFilter::Out{p.text, p.tokens};
+    if (!filter || !o.text.empty()) ex.write(sse(stream_chunk(req, ids, o.text, false, o.tokens, index)));
+  }
+}
+
+// The end of a streamed choice: with tools, the text held back and the calls; then the last chunk.
+void end_choice(const CompletionRequest& req, const ResponseIds& ids, Exchange& ex, ToolCallFilter* filter,
+                const TextStream& out, int index) {
+  std::string finish;
+  if (filter) {
+    std::vector<ChatToolCall> calls;
+    const ToolCallFilter::Out o = filter->finish(calls);
+    if (!o.text.empty()) ex.write(sse(stream_chunk(req, ids, o.text, false, o.tokens, index)));
+    if (!calls.empty()) ex.write(sse(tool_calls_chunk(req, ids, calls, o.text.empty() ? o.tokens : 0, index)));
+    if (!calls.empty()) finish = "tool_calls";
+  }
+  ex.write(sse(final_chunk(req, ids, out, index, finish)));
+}
+
 }  // namespace
 
 // One request between the scheduler (which fills each choice's TextStream) and the client's exchange;
@@ -63,6 +86,7 @@ struct HttpServer::Stream {
   Choices outs;
   std::vector<std::shared_ptr<Job>> jobs;
   std::vector<char> ended;  // a choice whose last chunk is written (streaming)
+  std::vector<ToolCallFilter> filters;  // streamed with tools: one per choice
   std::shared_ptr<Exchange> ex;
   Scheduler* scheduler = nullptr;
   size_t submitted = 0;
@@ -172,6 +196,7 @@ void HttpServer::add_choice(Stream& st, int i, double t_arrival) {
   st.outs.push_back(std::move(out));
   st.jobs.push_back(std::move(job));
   st.ended.push_back(0);
+  if (st.req.stream && st.req.tools.parse()) st.filters.emplace_back(st.req.tools);
 }
 
 // On a worker thread: validate, tokenize, queue; the answer is sent by pump() on the event loop.
@@ -249,8 +274,8 @@ void HttpServer::pump(const std::shared_ptr<Stream>& st) {
     std::vector<TextStream::Piece> pieces;
     const bool finished = out.finished() && !st->ended[i];
     st->outs[i]->take(pieces);
-    if (st->req.stream)
-      for (const auto& p : pieces) st->ex->write(sse(stream_chunk(st->req, st->ids, p.text, false, p.tokens, static_cast<int>(i))));
+    ToolCallFilter* filter = st->filters.empty() ? nullptr : &st->filters[i];
+    if (st->req.stream) send_pieces(st->req, st->ids, *st->ex, filter, pieces, static_cast<int>(i));
     if (!finished) {
       all = all && st->ended[i];
       continue;
@@ -261,7 +286,7 @@ void HttpServer::pump(const std::shared_ptr<Stream>& st) {
       failed = why == FinishReason::Error ? 500 : 503;
       failure = why == FinishReason::Error ? "generation failed: " + out.error() : "the request was cancelled (the server is shutting down)";
     } else if (st->req.stream) {
-      st->ex->write(sse(final_chunk(st->req, st->ids, out, static_cast<int>(i))));
+      end_choice(st->req, st->ids, *st->ex, filter, out, static_cast<int>(i));
     }
   }
   if (!all && !failed) return;

@@ -113,10 +113,9 @@ void refuse_unsupported(const json& body, bool chat) {
   };
   off("best_of", 1);
   off("suffix", "");
-  off("tools", json::array());
-  off("functions", json::array());
-  off("tool_choice", "none");
-  off("function_call", "none");
+  for (const char* key : {"functions", "function_call"})  // OpenAI's deprecated forms of tools
+    if (present(body, key) && body[key] != json::array() && body[key] != "none")
+      bad(key, std::string("'") + key + "' is not supported by this server: send 'tools' and 'tool_choice'", "unsupported_parameter");
   off("audio", json::object());
   off("modalities", json::array({"text"}));
   static const std::set<std::string> known = {
@@ -132,6 +131,9 @@ void refuse_unsupported(const json& body, bool chat) {
   if (chat && present(body, "prompt")) bad("prompt", "'prompt' belongs to /v1/completions; send 'messages'");
   if (!chat && present(body, "chat_template_kwargs"))
     bad("chat_template_kwargs", "'chat_template_kwargs' belongs to /v1/chat/completions");
+  for (const char* key : {"tools", "tool_choice"})
+    if (!chat && present(body, key) && body[key] != json::array() && body[key] != "none")
+      bad(key, std::string("'") + key + "' belongs to /v1/chat/completions");
 }
 
 std::vector<int32_t> encode_prompt(const json& body, const ApiContext& ctx) {
@@ -175,7 +177,35 @@ ChatOptions chat_options(const json& body) {
   return o;
 }
 
-std::vector<int32_t> encode_messages(const json& body, const ApiContext& ctx) {
+// messages[i]: its role, its text, and its tool calls or the call it answers.
+ChatMessage read_message(const json& m, const std::string& param, const ApiContext& ctx) {
+  if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+    bad(param, "'" + param + "' must be an object with a string 'role'");
+  std::string role = m["role"].get<std::string>();
+  if (role == "developer") role = "system";
+  if (role != "system" && role != "user" && role != "assistant" && role != "tool")
+    bad(param + ".role", "role '" + role + "' is not supported (system, developer, user, assistant, tool)");
+  ChatMessage msg{role, ""};
+  parse_message_tools(m, param, msg);
+  if ((role == "tool" || !msg.tool_calls.empty()) && !chat_format_has_tools(ctx.chat_format))
+    bad(param, "the chat format '" + chat_format_name(ctx.chat_format) + "' has no tool calls in jf (tools work with " +
+                   tool_chat_format_names() + ")");
+  if (present(m, "content")) msg.content = content_text(m["content"], param + ".content");
+  else if (msg.tool_calls.empty()) bad(param + ".content", "'" + param + ".content' is required");
+  return msg;
+}
+
+// A tool message answers a call of the assistant message before it (and the tool messages in between).
+void check_tool_answer(const std::vector<ChatMessage>& msgs, const std::string& param) {
+  size_t k = msgs.size() - 1;
+  while (k > 0 && msgs[k - 1].role == "tool") k--;
+  if (k == 0 || msgs[k - 1].tool_calls.empty()) bad(param, "a tool message must follow an assistant message with 'tool_calls'");
+  for (const ChatToolCall& c : msgs[k - 1].tool_calls)
+    if (c.id == msgs.back().tool_call_id) return;
+  bad(param + ".tool_call_id", "'" + param + ".tool_call_id' answers no call of the assistant message before it");
+}
+
+std::vector<int32_t> encode_messages(const json& body, const ApiContext& ctx, const ChatOptions& opts) {
   if (!present(body, "messages")) bad("messages", "'messages' is required");
   const json& m = body["messages"];
   if (!m.is_array() || m.empty()) bad("messages", "'messages' must be a non-empty array");
@@ -183,21 +213,20 @@ std::vector<int32_t> encode_messages(const json& body, const ApiContext& ctx) {
   if (ctx.chat_format == ChatFormat::None)
     bad("messages", "the model has no chat template; use /v1/completions (or start the server with --chat-format)");
   std::vector<ChatMessage> msgs;
-  size_t bytes = 0;
+  size_t bytes = opts.tools.size();
   for (size_t i = 0; i < m.size(); i++) {
     const std::string param = "messages[" + std::to_string(i) + "]";
-    if (!m[i].is_object() || !m[i].contains("role") || !m[i]["role"].is_string())
-      bad(param, "'" + param + "' must be an object with a string 'role'");
-    std::string role = m[i]["role"].get<std::string>();
-    if (role == "developer") role = "system";
-    if (role != "system" && role != "user" && role != "assistant")
-      bad(param + ".role", "role '" + role + "' is not supported (system, developer, user, assistant)");
-    if (!m[i].contains("content") || m[i]["content"].is_null()) bad(param + ".content", "'" + param + ".content' is required");
-    msgs.push_back({role, content_text(m[i]["content"], param + ".content")});
+    msgs.push_back(read_message(m[i], param, ctx));
+    if (msgs.back().role == "tool") check_tool_answer(msgs, param);
+    for (const ChatToolCall& c : msgs.back().tool_calls) bytes += c.arguments.size();
     check_prompt_bytes(bytes += msgs.back().content.size(), ctx, "messages");
   }
-  const std::string text = render_chat(ctx.chat_format, msgs, /*add_generation_prompt=*/true, *ctx.tokenizer,
-                                       chat_options(body));
+  std::string text;
+  try {
+    text = render_chat(ctx.chat_format, msgs, /*add_generation_prompt=*/true, *ctx.tokenizer, opts);
+  } catch (const Error& e) {
+    bad("messages", e.what());
+  }
   return ctx.tokenizer->encode(text, /*add_special=*/false, /*parse_special=*/true);
 }
 
@@ -286,9 +315,18 @@ void apply_prediction(const json& body, CompletionRequest& r, const ApiContext& 
   r.prediction = true;
 }
 
-// response_format (json_object, json_schema), llama-server's grammar, logit_bias and the penalties into the
-// generation's logit rules. `raw`: the body's text, read again for a schema's property order (json sorts keys).
-void parse_output_rules(const json& body, const std::string* raw, CompletionRequest& r, const ApiContext& ctx) {
+JsonWhitespace json_whitespace(const json& body) {
+  if (!present(body, "json_whitespace")) return JsonWhitespace::Flexible;
+  const json& w = body["json_whitespace"];
+  if (w != "flexible" && w != "compact") bad("json_whitespace", "'json_whitespace' must be \"flexible\" or \"compact\"");
+  return w == "compact" ? JsonWhitespace::Compact : JsonWhitespace::Flexible;
+}
+
+// response_format (json_object, json_schema), llama-server's grammar, the grammar of tool calls (`tools_gbnf`),
+// logit_bias and the penalties into the generation's logit rules. `raw`: the body's text, read again for a
+// schema's property order (json sorts keys).
+void parse_output_rules(const json& body, const std::string* raw, CompletionRequest& r, const ApiContext& ctx,
+                        const std::string& tools_gbnf) {
   LogitRulesSpec& rules = r.gen.rules;
   rules.presence_penalty = static_cast<float>(number_in(body, "presence_penalty", -2, 2, 0));
   rules.frequency_penalty = static_cast<float>(number_in(body, "frequency_penalty", -2, 2, 0));
@@ -312,12 +350,7 @@ void parse_output_rules(const json& body, const std::string* raw, CompletionRequ
     if (!body["grammar"].is_string()) bad("grammar", "'grammar' must be a string of GBNF");
     gbnf = body["grammar"].get<std::string>();
   }
-  JsonWhitespace ws = JsonWhitespace::Flexible;
-  if (present(body, "json_whitespace")) {
-    const json& w = body["json_whitespace"];
-    if (w != "flexible" && w != "compact") bad("json_whitespace", "'json_whitespace' must be \"flexible\" or \"compact\"");
-    if (w == "compact") ws = JsonWhitespace::Compact;
-  }
+  const JsonWhitespace ws = json_whitespace(body);
   if (present(body, "response_format")) {
     const json& f = body["response_format"];
     const std::string type = f.is_object() && f.contains("type") && f["type"].is_string() ? f["type"].get<std::string>() : "";
@@ -340,12 +373,17 @@ void parse_output_rules(const json& body, const std::string* raw, CompletionRequ
     }
     if (type != "text" && present(body, "grammar")) bad("grammar", "give 'grammar' or 'response_format', not both");
   }
+  if (!tools_gbnf.empty()) {
+    if (!gbnf.empty())
+      bad("tool_choice", "'tool_choice' " + body["tool_choice"].dump() + " makes the reply tool calls: leave out 'response_format' and 'grammar'");
+    gbnf = tools_gbnf;
+  }
   if (!gbnf.empty()) {
     if (!ctx.tokenizer) bad("response_format", "the model has no tokenizer to constrain its output with");
     try {
       rules.grammar = ctx.grammars ? ctx.grammars->get(gbnf, *ctx.tokenizer) : compile_grammar(gbnf, *ctx.tokenizer);
     } catch (const Error& e) {
-      bad(present(body, "grammar") ? "grammar" : "response_format", e.what(), "invalid_grammar");
+      bad(present(body, "grammar") ? "grammar" : tools_gbnf.empty() ? "response_format" : "tools", e.what(), "invalid_grammar");
     }
   }
   if (rules.active() && r.decoder.name == "fastcot")
@@ -362,7 +400,13 @@ CompletionRequest parse_completion_request(const json& body, bool chat, const Ap
 
   CompletionRequest r;
   r.chat = chat;
-  r.prompt = chat ? encode_messages(body, ctx) : encode_prompt(body, ctx);
+  ChatOptions chat_opts;
+  std::string tools_gbnf;  // "required" or a named tool: the grammar of the calls
+  if (chat) {
+    chat_opts = chat_options(body);
+    r.tools = parse_tools(body, raw, ctx, json_whitespace(body), chat_opts.tools, tools_gbnf);
+  }
+  r.prompt = chat ? encode_messages(body, ctx, chat_opts) : encode_prompt(body, ctx);
   if (static_cast<int>(r.prompt.size()) > ctx.context)
     throw ApiError(400, "the prompt has " + std::to_string(r.prompt.size()) + " tokens, more than the context size " +
                             std::to_string(ctx.context), chat ? "messages" : "prompt", {}, "context_length_exceeded");
@@ -396,7 +440,7 @@ CompletionRequest parse_completion_request(const json& body, bool chat, const Ap
   r.decoder = choose_decoder(body, s.greedy(), ctx);
   apply_prediction(body, r, ctx);
   parse_logprobs(body, r, ctx);
-  parse_output_rules(body, raw, r, ctx);
+  parse_output_rules(body, raw, r, ctx, tools_gbnf);
   r.n = static_cast<int>(integer_in(body, "n", 1, 16, 1));
   return r;
 }

@@ -11,6 +11,7 @@
 #include "decode/decoder.h"
 #include "decode/options.h"
 #include "grammar/token_grammar.h"
+#include "serve/tools.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
@@ -61,6 +62,7 @@ struct CompletionRequest {
   int logprobs = -1;              // >= 0: logprobs with that many alternatives per token (chat: top_logprobs)
   bool echo = false;              // completions: the prompt comes back before the text (and in logprobs)
   std::string echo_text;          // the prompt as text, for echo
+  ToolsRequest tools;             // chat: the tools the reply may call (serve/tools.h)
 };
 
 // Throws ApiError (400) naming the field and the problem. `raw`: the body's text, when there is one (a JSON

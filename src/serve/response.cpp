@@ -93,13 +93,29 @@ json jf_stats_json(const CompletionRequest& req, const TextStream& out) {
               {"finish", finish_reason_name(out.reason())}};
 }
 
+namespace {
+
+// A whole chat answer; with tools read for calls: the text before them (null when none) and message.tool_calls,
+// finish_reason "tool_calls".
+json chat_message(const CompletionRequest& req, const TextStream& out, json& choice) {
+  const std::string text = out.text();
+  if (!req.tools.parse()) return {{"role", "assistant"}, {"content", text}};
+  const ParsedReply reply = read_tool_calls(req.tools, text);
+  if (reply.calls.empty()) return {{"role", "assistant"}, {"content", text}};
+  choice["finish_reason"] = "tool_calls";
+  return {{"role", "assistant"}, {"content", reply.content.empty() ? json(nullptr) : json(reply.content)},
+          {"tool_calls", tool_calls_json(reply.calls, false)}};
+}
+
+}  // namespace
+
 json completion_response(const CompletionRequest& req, const ResponseIds& ids, const Choices& outs) {
   json j = base(req, ids, false);
   j["choices"] = json::array();
   for (size_t i = 0; i < outs.size(); i++) {
     const TextStream& out = *outs[i];
     json choice = {{"index", i}, {"finish_reason", openai_finish_reason(out.reason())}};
-    if (req.chat) choice["message"] = {{"role", "assistant"}, {"content", out.text()}};
+    if (req.chat) choice["message"] = chat_message(req, out, choice);
     else choice["text"] = req.echo ? req.echo_text + out.text() : out.text();
     choice["logprobs"] = logprobs_json(req, out);
     j["choices"].push_back(choice);
@@ -125,10 +141,17 @@ json stream_chunk(const CompletionRequest& req, const ResponseIds& ids, const st
   return j;
 }
 
-json final_chunk(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out, int index) {
+json tool_calls_chunk(const CompletionRequest& req, const ResponseIds& ids, const std::vector<ChatToolCall>& calls, int tokens,
+                      int index) {
+  json j = stream_chunk(req, ids, "", false, tokens, index);
+  j["choices"][0]["delta"] = {{"tool_calls", tool_calls_json(calls, true)}};
+  return j;
+}
+
+json final_chunk(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out, int index, const std::string& finish) {
   json j = stream_chunk(req, ids, "", false, 0, index);
   if (req.chat) j["choices"][0]["delta"] = json::object();
-  j["choices"][0]["finish_reason"] = openai_finish_reason(out.reason());
+  j["choices"][0]["finish_reason"] = finish.empty() ? openai_finish_reason(out.reason()) : finish;
   if (req.logprobs >= 0) j["choices"][0]["logprobs"] = logprobs_json(req, out);  // scored once the text is complete
   j["jf"] = jf_stats_json(req, out);
   return j;

@@ -33,8 +33,13 @@ nlohmann::json completion_response(const CompletionRequest& req, const ResponseI
 // {"jf": {"n_tokens": n}}, the number of tokens behind this text (one forward's).
 nlohmann::json stream_chunk(const CompletionRequest& req, const ResponseIds& ids, const std::string& text, bool role = false,
                             int tokens = 0, int index = 0);
-// The last content chunk: empty delta/text, finish_reason, and the jf statistics.
-nlohmann::json final_chunk(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out, int index = 0);
+// A streamed chat choice's tool calls: delta.tool_calls, each with its index, id, name and whole arguments.
+nlohmann::json tool_calls_chunk(const CompletionRequest& req, const ResponseIds& ids, const std::vector<ChatToolCall>& calls,
+                                int tokens = 0, int index = 0);
+// The last content chunk: empty delta/text, finish_reason (`finish` when given, as "tool_calls"), and the jf
+// statistics.
+nlohmann::json final_chunk(const CompletionRequest& req, const ResponseIds& ids, const TextStream& out, int index = 0,
+                           const std::string& finish = {});
 // With stream_options.include_usage: choices [] and the usage.
 nlohmann::json usage_chunk(const CompletionRequest& req, const ResponseIds& ids, const Choices& outs);
 

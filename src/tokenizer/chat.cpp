@@ -5,30 +5,18 @@
 #include <ctime>
 
 #include "base/error.h"
+#include "tokenizer/chat_internal.h"
+#include "tokenizer/chat_tools.h"
 #include "tokenizer/tokenizer.h"
 
 namespace jf {
 
 namespace {
 
-const char* const kQwenSystem = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
-
-std::string trim(const std::string& s) {
-  const char* ws = " \t\n\r\f\v";
-  size_t b = s.find_first_not_of(ws);
-  if (b == std::string::npos) return {};
-  size_t e = s.find_last_not_of(ws);
-  return s.substr(b, e - b + 1);
-}
-
 // True when `text` is a single (special) token of the vocabulary.
 bool has_token(const Tokenizer& tok, const std::string& text) {
   std::vector<int32_t> ids = tok.encode(text, false, true);
   return ids.size() == 1 && tok.token_text(ids[0]) == text;
-}
-
-std::string special_text(const Tokenizer& tok, int32_t id, const char* fallback) {
-  return id >= 0 ? tok.token_text(id) : std::string(fallback);
 }
 
 // An answer without its reasoning: what follows the last "</think>" (all of it when there is none).
@@ -43,8 +31,36 @@ std::string strip_newlines(std::string s, bool front, bool back) {
   return s;
 }
 
-// An assistant message as Qwen3's template writes it: reasoning (between <think> and the first </think>)
-// and answer (after the last </think>) split; before the last user message only the answer is kept.
+// The string literal that follows `key` in a Jinja template (up to its closing quote or a "\n" escape), or
+// `fallback` when the template does not have it.
+std::string literal_after(const std::string& tmpl, const std::string& key, const std::string& fallback) {
+  const size_t at = tmpl.find(key);
+  if (at == std::string::npos) return fallback;
+  const size_t b = at + key.size();
+  const size_t e = tmpl.find_first_of("\"'\\", b);
+  return e == std::string::npos ? fallback : tmpl.substr(b, e - b);
+}
+
+}  // namespace
+
+namespace chat_detail {
+
+const char* const kQwenSystem = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
+
+std::string trim(const std::string& s) {
+  const char* ws = " \t\n\r\f\v";
+  size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return {};
+  size_t e = s.find_last_not_of(ws);
+  return s.substr(b, e - b + 1);
+}
+
+std::string special_text(const Tokenizer& tok, int32_t id, const char* fallback) {
+  return id >= 0 ? tok.token_text(id) : std::string(fallback);
+}
+
+// Reasoning (between <think> and the first </think>) and answer (after the last </think>) split; before the
+// last user message only the answer is kept.
 std::string qwen3_answer(const std::string& content, bool after_last_query, bool last) {
   std::string answer = content, reasoning;
   const size_t close = content.find("</think>");
@@ -60,20 +76,10 @@ std::string qwen3_answer(const std::string& content, bool after_last_query, bool
   return answer;
 }
 
-// The string literal that follows `key` in a Jinja template (up to its closing quote or a "\n" escape), or
-// `fallback` when the template does not have it.
-std::string literal_after(const std::string& tmpl, const std::string& key, const std::string& fallback) {
-  const size_t at = tmpl.find(key);
-  if (at == std::string::npos) return fallback;
-  const size_t b = at + key.size();
-  const size_t e = tmpl.find_first_of("\"'\\", b);
-  return e == std::string::npos ? fallback : tmpl.substr(b, e - b);
-}
-
 // Llama 3.1 / 3.2 templates open every prompt with a system turn that dates the model's knowledge and the
 // conversation ("Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n"), then the system
 // message. 3.1 has a fixed date_string; 3.2 asks strftime_now, which llama.cpp answers with today's date.
-std::string llama3_dated_system(const std::string& tmpl, const std::string& system, std::time_t now) {
+std::string llama3_dated_system(const std::string& tmpl, const std::string& system, std::time_t now, bool ipython) {
   const std::string knowledge = literal_after(tmpl, "Cutting Knowledge Date: ", "December 2023");
   std::string today = literal_after(tmpl, "set date_string = \"", "26 Jul 2024");
   if (tmpl.find("strftime_now") != std::string::npos) {
@@ -83,11 +89,13 @@ std::string llama3_dated_system(const std::string& tmpl, const std::string& syst
     std::strftime(b, sizeof b, "%d %b %Y", &local);
     today = b;
   }
-  return "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: " + knowledge + "\nToday Date: " + today +
-         "\n\n" + trim(system) + "<|eot_id|>";
+  return std::string("<|start_header_id|>system<|end_header_id|>\n\n") + (ipython ? "Environment: ipython\n" : "") +
+         "Cutting Knowledge Date: " + knowledge + "\nToday Date: " + today + "\n\n" + trim(system) + "<|eot_id|>";
 }
 
-}  // namespace
+}  // namespace chat_detail
+
+using namespace chat_detail;
 
 std::string chat_format_name(ChatFormat f) {
   switch (f) {
@@ -200,6 +208,7 @@ ChatFormat detect_chat_format(const Tokenizer& tok) {
 
 std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                         const Tokenizer& tok, const ChatOptions& opts) {
+  if (!opts.tools.empty() || has_tool_turns(messages)) return render_chat_tools(f, messages, add_generation_prompt, tok, opts);
   const VocabSpec& spec = tok.spec();
   std::string out;
   switch (f) {

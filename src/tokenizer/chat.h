@@ -13,9 +13,18 @@ enum class ChatFormat {
   MistralV1, MistralV3, MistralV3Tekken, MistralV7, MistralV7Tekken,  // Mistral's [INST] formats by version
 };
 
+// An assistant's call of a tool (OpenAI's tool_calls[i]): `arguments` is the text of a JSON object.
+struct ChatToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;
+};
+
 struct ChatMessage {
-  std::string role;  // "system", "user", "assistant"
+  std::string role;  // "system", "user", "assistant", "tool" (a tool's result)
   std::string content;
+  std::vector<ChatToolCall> tool_calls = {};  // an assistant's calls (chat_tools.h)
+  std::string tool_call_id = {};              // a tool message: the call it answers
 };
 
 std::string chat_format_name(ChatFormat f);
@@ -28,9 +37,14 @@ struct ChatOptions {
   // false: a template with an enable_thinking switch (Qwen3) opens the reply with an empty <think></think>
   // block, so the model answers without reasoning first.
   bool enable_thinking = true;
+  // The JSON text of an array of OpenAI tools ({"type": "function", "function": {...}}), written into the prompt
+  // as the format's template writes them (chat_tools.h); empty: no tools.
+  std::string tools;
 };
 
 // Prompt text ready for encode(..., add_special=false, parse_special=true); BOS included when the format has it.
+// With tools, tool calls or tool messages: render_chat_tools (chat_tools.h), which throws for a format without
+// a tool syntax.
 std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                         const Tokenizer& tok, const ChatOptions& opts = {});
 

@@ -263,7 +263,7 @@ test('bad requests: 400 naming the problem, 404, 405, 413', async () => {
     [{ prompt: 'x', temperature: 9 }, 'temperature', /between/],
     [{ prompt: 'x', n: 30 }, 'n', /between/],
     [{ prompt: 'x', logprobs: 99 }, 'logprobs', /between/],
-    [{ prompt: 'x', tools: [{ type: 'function' }] }, 'tools', /not supported/],
+    [{ prompt: 'x', functions: [{ name: 'f' }] }, 'functions', /not supported/],
     [{ prompt: 'x', decoder: 'nope' }, 'decoder', /unknown decoder/],
     [{ prompt: 'x '.repeat(9000) }, 'prompt', /more than the context size/],
   ];
