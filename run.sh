@@ -19,6 +19,14 @@ echo "   (sampled with the usual chat settings; prompt lookup decoding gives exa
 build/bin/jf generate -m "$model" -f bench/prompts/demo_prompt.txt -n 64 --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05 \
   --seed 4 --decoder pld "$@"
 echo
+echo "== Structured output: JSON under a schema (bench/schemas/function_record.json), ar and then pld =="
+echo "   (the same text; the keys and punctuation the schema forces go in as drafts: fewer forwards)"
+json_prompt=$'def area(r):\n    return 3.14 * r * r\n\n# the function above, described as JSON\nrecord = '
+for d in ar pld; do
+  build/bin/jf generate -m "$model" -p "$json_prompt" -n 96 --no-echo --json-schema bench/schemas/function_record.json \
+    --json-compact --decoder "$d"
+done
+echo
 echo "== jf bench: decoders vs ar on bench/prompts/code_demo.jsonl (same outputs, measured in one run) =="
 build/bin/jf bench -m "$model" --prompts bench/prompts/code_demo.jsonl -n 96 -t 1 \
   --decoders ar,pld,pld:draft-max=2:draft-policy=fixed,jacobi:block=8,multiblock:block=8,lookahead,jacobi:block=8:draft-policy=fixed,jacobi:tree=16:draft-policy=fixed
