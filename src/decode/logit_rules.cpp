@@ -24,34 +24,28 @@ RuleState::RuleState(const LogitRulesSpec* spec, std::span<const int32_t> histor
   if (spec_->grammar) grammar_ = spec_->grammar->start();
   const size_t from = std::min(n_prompt, history.size());
   for (size_t i = 0; i < history.size(); i++) {
-    if (i >= from) {
-      if (spec_->grammar && (grammar_ = spec_->grammar->advance(grammar_, history[i])).dead())
-        throw Error("grammar: the text already generated does not follow the grammar");
-      generated_[history[i]]++;
-    }
-    if (spec_->repeat_last_n > 0) {
-      if (static_cast<int>(recent_.size()) < spec_->repeat_last_n) {
-        recent_.push_back(history[i]);
-      } else {
-        recent_[recent_next_] = history[i];
-        recent_next_ = (recent_next_ + 1) % recent_.size();
-      }
-    }
+    if (i >= from && spec_->grammar && (grammar_ = spec_->grammar->advance(grammar_, history[i])).dead())
+      throw Error("grammar: the text already generated does not follow the grammar");
+    remember(history[i], i >= from);
+  }
+}
+
+// The penalties' memory of a token, kept only where a penalty reads it (a walk copies the state every forward).
+void RuleState::remember(int32_t token, bool generated) {
+  if (generated && (spec_->presence_penalty != 0.0f || spec_->frequency_penalty != 0.0f)) generated_[token]++;
+  if (spec_->repeat_penalty == 1.0f || spec_->repeat_last_n <= 0) return;
+  if (static_cast<int>(recent_.size()) < spec_->repeat_last_n) {
+    recent_.push_back(token);
+  } else {
+    recent_[recent_next_] = token;
+    recent_next_ = (recent_next_ + 1) % recent_.size();
   }
 }
 
 void RuleState::advance(int32_t token) {
   if (!active()) return;
   if (spec_->grammar) grammar_ = spec_->grammar->advance(grammar_, token);
-  generated_[token]++;
-  if (spec_->repeat_last_n > 0) {
-    if (static_cast<int>(recent_.size()) < spec_->repeat_last_n) {
-      recent_.push_back(token);
-    } else {
-      recent_[recent_next_] = token;
-      recent_next_ = (recent_next_ + 1) % recent_.size();
-    }
-  }
+  remember(token, true);
 }
 
 void RuleState::apply(const float* logits, int vocab, float* out) const {

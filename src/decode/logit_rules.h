@@ -58,6 +58,7 @@ class RuleState {
   std::unordered_map<int32_t, int> generated_;  // token -> times generated
   std::vector<int32_t> recent_;                 // the last repeat_last_n tokens, a ring
   size_t recent_next_ = 0;
+  void remember(int32_t token, bool generated);
 };
 
 // Row r's token: its greedy token, or a draw from its distribution (`sampler`), after the rules of `walk`

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "grammar/grammar.h"
+#include "tokenizer/utf8.h"
 
 namespace jf {
 
@@ -274,17 +275,9 @@ class Parser {
   }
 
   uint32_t read_utf8() {
-    const unsigned char c = static_cast<unsigned char>(peek());
-    const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || pos_ + n > s_.size()) fail("invalid UTF-8");
-    uint32_t v = n == 1 ? c : c & (0x7F >> n);
-    for (int i = 1; i < n; i++) {
-      const unsigned char k = static_cast<unsigned char>(s_[pos_ + i]);
-      if ((k & 0xC0) != 0x80) fail("invalid UTF-8");
-      v = (v << 6) | (k & 0x3F);
-    }
-    pos_ += n;
-    return v;
+    uint32_t cp = 0;
+    if (!tok::utf8_next(s_, pos_, cp)) fail("invalid UTF-8");
+    return cp;
   }
 
   int read_int() {

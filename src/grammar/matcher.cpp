@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tokenizer/utf8.h"
+
 namespace jf {
 
 std::string GrammarState::key() const {
@@ -130,24 +132,6 @@ bool GrammarMatcher::finished(const GrammarState& s) const {
   return complete(s) && s.stacks.size() == 1;
 }
 
-static void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 std::string GrammarMatcher::forced_text(const GrammarState& from, size_t max_bytes) const {
   std::string out;
   if (from.partial_left != 0) return out;
@@ -165,7 +149,7 @@ std::string GrammarMatcher::forced_text(const GrammarState& from, size_t max_byt
     }
     step(s, static_cast<uint32_t>(only), next);
     std::swap(s, next);
-    append_utf8(out, static_cast<uint32_t>(only));
+    tok::utf8_append(out, static_cast<uint32_t>(only));
   }
   return out;
 }

@@ -102,13 +102,13 @@ void TokenGrammar::compute(State s, TokenMask& out) {
   nodes_.clear();
   nodes_.push_back(0);
   while (!nodes_.empty()) {
-    const VocabIndex::Node& node = v.trie[static_cast<size_t>(nodes_.back())];
+    const size_t n = static_cast<size_t>(nodes_.back());
+    const VocabIndex::Node& node = v.trie[n];
     const State from = walk_.back();
     nodes_.pop_back();
     walk_.pop_back();
     // A subtree spelled only with bytes that lead the state back to itself (a string's ordinary characters):
     // every token in it is allowed, without walking it.
-    const size_t n = static_cast<size_t>(&node - v.trie.data());
     const bool loops = node.first_child >= 0 && !node.below_high && from.left == 0 &&
                        node.subtree_end - static_cast<int32_t>(n) > kLoopCheckNodes && loops_on(from.state, node.below);
     const int32_t last = loops ? v.trie[static_cast<size_t>(node.subtree_end - 1)].end_end : node.end_end;
@@ -162,8 +162,18 @@ const TokenMask& TokenGrammar::allowed(State s) {
 }
 
 std::vector<int32_t> TokenGrammar::forced_tokens(State s, int max_tokens) {
+  if (s.dead() || s.left > 0 || max_tokens <= 0) return {};
+  auto it = forced_.find(s.key());
+  if (it == forced_.end()) {
+    if (forced_.size() >= kMaskCacheEntries) forced_.clear();
+    it = forced_.emplace(s.key(), compute_forced(s)).first;
+  }
+  const std::vector<int32_t>& all = it->second;
+  return std::vector<int32_t>(all.begin(), all.begin() + std::min<ptrdiff_t>(max_tokens, static_cast<ptrdiff_t>(all.size())));
+}
+
+std::vector<int32_t> TokenGrammar::compute_forced(State s) {
   std::vector<int32_t> out;
-  if (s.dead() || s.left > 0 || max_tokens <= 0) return out;
   const std::string text = matcher_.forced_text(states_[static_cast<size_t>(s.state)]);
   if (text.empty()) return out;
   std::vector<int32_t> ids = tok_.encode(text, false, false);
@@ -178,7 +188,6 @@ std::vector<int32_t> TokenGrammar::forced_tokens(State s, int max_tokens) {
     }
   }
   for (int32_t t : ids) {
-    if (static_cast<int>(out.size()) >= max_tokens) break;
     s = advance(s, t);
     if (s.dead()) break;
     out.push_back(t);

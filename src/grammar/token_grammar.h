@@ -5,9 +5,10 @@
 // tokens when the text is a whole sentence; control tokens never. Grammar states at code point boundaries are
 // interned as they are met, each with a table of its successor per byte (and a cache for the bytes inside a
 // multi-byte code point), so the matcher's stack work is done once per (state, byte) and the grammar behaves
-// as a lazily built automaton. A state's mask walks the vocabulary in byte order
-// (vocab_index.h) through those tables: tokens sharing a prefix share its steps, and a dead prefix skips every
-// token under it. Masks are cached per state, and a structured text revisits few states (every character
+// as a lazily built automaton. A state's mask walks the vocabulary's prefix tree (vocab_index.h) through
+// those tables: tokens sharing a prefix share its steps, a dead prefix skips every token under it, and a
+// subtree whose bytes lead the state back to itself is taken whole. Masks (and forced tokens) are cached per
+// state, and a structured text revisits few states (every character
 // inside a JSON string leaves the same one), so most steps are a lookup.
 #pragma once
 #include <array>
@@ -83,6 +84,7 @@ class TokenGrammar {
   std::unordered_map<uint64_t, State> inside_;  // steps from inside a code point, by cursor key and byte
   std::unordered_map<std::string, int32_t> ids_;
   std::unordered_map<uint64_t, TokenMask> masks_;
+  std::unordered_map<uint64_t, std::vector<int32_t>> forced_;  // forced_tokens per state, uncut
   std::vector<State> walk_;     // (compute's stack: states, and their nodes of the vocabulary's tree)
   std::vector<int32_t> nodes_;
   std::unordered_map<int32_t, std::array<uint64_t, 4>> self_loops_;  // per state: ASCII bytes leading back to it
@@ -93,6 +95,7 @@ class TokenGrammar {
   State step_computed(State s, uint8_t byte);
   bool loops_on(int32_t s, const uint64_t bytes[2]);
   void compute(State s, TokenMask& out);
+  std::vector<int32_t> compute_forced(State s);
 };
 
 // Parses GBNF and compiles it against `tok` (jf::Error for a bad grammar).

@@ -8,35 +8,33 @@
 
 namespace jf {
 
+namespace {
+// Bytes a and b have in common at their start.
+size_t common_prefix(const std::string& a, const std::string& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) n++;
+  return n;
+}
+}  // namespace
+
+// The tokens in byte order build the tree: the path to the previous token is kept, and each token's new
+// nodes hang below the depth of the prefix it shares with that one.
 VocabIndex::VocabIndex(const Tokenizer& tok) : n_vocab(tok.n_vocab()) {
   bytes.resize(static_cast<size_t>(n_vocab));
   eog.resize(static_cast<size_t>(n_vocab));
+  std::vector<int32_t> sorted;
   for (int32_t t = 0; t < n_vocab; t++) {
     eog[t] = tok.is_eog(t);
     if (!eog[t] && !tok.is_control(t)) bytes[t] = tok.token_bytes(t);
     if (!bytes[t].empty()) sorted.push_back(t);
-    longest = std::max(longest, bytes[t].size());
   }
   std::sort(sorted.begin(), sorted.end(), [&](int32_t a, int32_t b) { return bytes[a] < bytes[b]; });
-  shared.resize(sorted.size());
-  for (size_t i = 1; i < sorted.size(); i++) {
-    const std::string &a = bytes[sorted[i - 1]], &b = bytes[sorted[i]];
-    size_t n = 0;
-    while (n < a.size() && n < b.size() && a[n] == b[n]) n++;
-    shared[i] = static_cast<uint16_t>(std::min<size_t>(n, 0xFFFF));
-  }
-  build_trie();
-}
-
-// From the sorted tokens: the path to the previous token is kept; each token shares its first `shared` bytes
-// with it, so its nodes hang below that depth of the path.
-void VocabIndex::build_trie() {
   trie.assign(1, Node{});
   std::vector<int32_t> path(1, 0), last_child(1, -1);  // per depth: the node, and its last child so far
   std::vector<std::vector<int32_t>> node_ends(1);
   for (size_t i = 0; i < sorted.size(); i++) {
     const std::string& b = bytes[sorted[i]];
-    size_t depth = std::min<size_t>(i ? shared[i] : 0, path.size() - 1);
+    size_t depth = i ? std::min(common_prefix(bytes[sorted[i - 1]], b), path.size() - 1) : 0;
     path.resize(depth + 1);
     last_child.resize(depth + 1);
     for (; depth < b.size(); depth++) {

@@ -1,5 +1,4 @@
-// A vocabulary as grammars see it: each token's bytes, in byte order with the prefix each shares with the
-// one before, built once per tokenizer and shared by every grammar compiled against it (sorting 150k
+// A vocabulary as grammars see it: each token's bytes, as a prefix tree, built once per tokenizer and shared by every grammar compiled against it (sorting 150k
 // strings costs more than compiling a schema).
 #pragma once
 #include <cstdint>
@@ -15,9 +14,6 @@ struct VocabIndex {
   int n_vocab = 0;
   std::vector<std::string> bytes;  // each token's text (empty: never allowed: control tokens)
   std::vector<bool> eog;           // end-of-generation tokens
-  std::vector<int32_t> sorted;     // tokens with text, in byte order
-  std::vector<uint16_t> shared;    // bytes sorted[i] shares with sorted[i - 1]
-  size_t longest = 0;              // bytes of the longest token
   // The tokens as a prefix tree: node 0 is the empty prefix; a node's children are its one-byte extensions,
   // and the tokens spelled by a node are ends[end_begin .. end_end). A mask walks it, and a prefix the
   // grammar refuses skips every token under it at once.
@@ -33,7 +29,6 @@ struct VocabIndex {
   std::vector<int32_t> ends;
 
   explicit VocabIndex(const Tokenizer& tok);
-  void build_trie();
   // The index of this tokenizer's vocabulary, built on first use and kept while a grammar uses it (the last
   // one asked for is kept in any case).
   static std::shared_ptr<const VocabIndex> of(const Tokenizer& tok);

@@ -47,9 +47,8 @@ json error_body(int status, const std::string& message, const std::string& param
 
 namespace {
 
-[[noreturn]] void bad(const std::string& param, const std::string& message, const std::string& code = {}) {
-  throw ApiError(400, message, param, {}, code);
-}
+using api::bad;
+using api::present;
 
 void check_prompt_bytes(size_t bytes, const ApiContext& ctx, const char* param) {
   if (bytes > ctx.max_prompt_bytes)
@@ -63,7 +62,6 @@ uint64_t fresh_seed() {
   return rng() >> 11;  // 53 bits: exact as a JavaScript number, so any client can send it back
 }
 
-bool present(const json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
 
 double number_in(const json& body, const char* key, double lo, double hi, double fallback) {
   if (!present(body, key)) return fallback;

@@ -27,6 +27,17 @@ struct ApiError : Error {
   std::string code;  // OpenAI's string code ("context_length_exceeded"); empty: derived from the status
 };
 
+// Reading a request body (request.cpp, tools.cpp): a 400 naming the field, and whether a field is given.
+namespace api {
+[[noreturn]] inline void bad(const std::string& param, const std::string& message, const std::string& code = {}) {
+  throw ApiError(400, message, param, {}, code);
+}
+template <class J>
+bool present(const J& j, const char* key) {
+  return j.is_object() && j.contains(key) && !j[key].is_null();
+}
+}  // namespace api
+
 nlohmann::json error_body(int status, const std::string& message, const std::string& param = {}, std::string type = {},
                           std::string code = {});
 

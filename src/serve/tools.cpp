@@ -16,14 +16,8 @@ using OJson = nlohmann::ordered_json;  // the tools as the client wrote them (ke
 
 namespace {
 
-[[noreturn]] void bad(const std::string& param, const std::string& message, const std::string& code = {}) {
-  throw ApiError(400, message, param, {}, code);
-}
-
-template <class J>
-bool present(const J& j, const char* key) {
-  return j.is_object() && j.contains(key) && !j[key].is_null();
-}
+using api::bad;
+using api::present;
 
 // OpenAI's function names: 1 to 64 of a-z, A-Z, 0-9, '_' and '-' (so a name needs no escaping anywhere).
 template <class J>

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
 
 namespace jf {
 
@@ -26,12 +27,7 @@ using TokenMap = std::unordered_map<std::string, int32_t, StringHash, std::equal
 // ---- UTF-8 helpers (unicode.cpp) ----
 // Length of the UTF-8 sequence announced by a lead byte (1 for stray continuation bytes), as llama.cpp counts.
 size_t utf8_len(unsigned char lead);
-// Decodes one code point at s[i]; on malformed input returns false and consumes one byte.
-// Length of the complete valid character at s[i], 0 for a valid but unfinished prefix (the string ends
-// first), -1 when s[i] cannot start a valid character.
-int utf8_classify(std::string_view s, size_t i);
-bool utf8_next(std::string_view s, size_t& i, uint32_t& cp);
-void utf8_append(std::string& out, uint32_t cp);
+// utf8_classify, utf8_next, utf8_append: tokenizer/utf8.h.
 // Replaces every malformed byte with U+FFFD (what llama.cpp's BPE path does before splitting).
 std::string utf8_sanitize(std::string_view s);
 bool utf8_valid(std::string_view s);
