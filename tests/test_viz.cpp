@@ -1,6 +1,6 @@
 // Forward traces (every decoder reports its rows; committed tokens rebuild the output; tracing changes
 // nothing), the trajectory page (one row per forward, escaped text, atomic write) and the SVG charts
-// (well-formed, one mark per data point).
+// (well-formed, one mark per data point), and the image gallery (one rect per pixel, the forward map, a real PNG).
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -13,6 +13,8 @@
 #include "decode/options.h"
 #include "model/loader.h"
 #include "test_support.h"
+#include "formats/image.h"
+#include "viz/image_page.h"
 #include "viz/svg.h"
 #include "viz/trace_doc.h"
 #include "viz/trajectory_page.h"
@@ -300,6 +302,150 @@ TEST(Svg, LongLegendsFitTheCanvas) {
   EXPECT_LT(std::stod(svg.substr(y + 4)), height - 4);
   c.series.resize(3);  // a short legend keeps the usual size
   EXPECT_NE(viz::line_chart_svg(c).find("height=\"440.0\""), std::string::npos);
+}
+
+// ---- the image gallery ----
+
+// A 4x3 image committed by four forwards of 3, 3, 2 and 4 pixels.
+viz::ImageRun small_run(const std::string& group, const std::string& caption, const std::string& decoder) {
+  viz::ImageRun r;
+  r.group = group;
+  r.caption = caption;
+  r.decoder = decoder;
+  r.seed = 7;
+  r.width = 4;
+  r.height = 3;
+  for (int i = 0; i < 12; i++) r.pixels.push_back({static_cast<uint8_t>(20 * i), 0, static_cast<uint8_t>(255 - i)});
+  r.forward_of_pixel = {0, 0, 0, 1, 1, 1, 2, 2, 3, 3, 3, 3};
+  return r;
+}
+
+std::vector<uint8_t> unbase64(const std::string& s) {
+  const std::string k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::vector<uint8_t> out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : s) {
+    if (c == '=') break;
+    const size_t v = k.find(c);
+    if (v == std::string::npos) return {};  // not base64: the caller sees an empty result
+    acc = acc << 6 | static_cast<uint32_t>(v);
+    if ((bits += 6) >= 8) out.push_back(static_cast<uint8_t>(acc >> (bits -= 8)));
+  }
+  return out;
+}
+
+TEST(ImageGallery, MapHasOneRectPerPixelWithItsForward) {
+  const std::string html = viz::image_gallery_html("gallery <1>", {small_run("a <red> & blue square", "a <red> & blue square", "sjd:block=32,pac")});
+  std::string why;
+  EXPECT_TRUE(well_formed(html.substr(html.find("<html>")), &why)) << why;
+  EXPECT_EQ(html.find("http"), std::string::npos) << "the page must not load anything";
+  EXPECT_EQ(count(html, "class=\"px\""), 12);
+  EXPECT_EQ(count(html, "class=\"ip\""), 12);
+  std::vector<int> forwards;
+  const std::regex px("class=\"px\" data-forward=\"(\\d+)\" x=\"(\\d+)\" y=\"(\\d+)\"");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), px); it != std::sregex_iterator(); ++it) {
+    forwards.push_back(std::stoi((*it)[1]));
+    EXPECT_EQ(std::stoi((*it)[2]) + 4 * std::stoi((*it)[3]), static_cast<int>(forwards.size()) - 1) << "raster order";
+  }
+  EXPECT_EQ(forwards, (std::vector<int>{0, 0, 0, 1, 1, 1, 2, 2, 3, 3, 3, 3}));
+  EXPECT_NE(html.find("<title>pixel (3, 0): forward 1, 3 tokens in that forward</title>"), std::string::npos);
+  EXPECT_NE(html.find("<title>pixel (1, 1): forward 1, 3 tokens in that forward</title>"), std::string::npos);
+  EXPECT_NE(html.find("a &lt;red&gt; &amp; blue square"), std::string::npos);
+  EXPECT_EQ(html.find("<red>"), std::string::npos);
+  EXPECT_NE(html.find("gallery &lt;1&gt;"), std::string::npos);
+  EXPECT_NE(html.find("sjd:block=32,pac"), std::string::npos);
+  EXPECT_NE(html.find("seed 7"), std::string::npos);
+  EXPECT_NE(html.find("4 forwards &middot; 12 tokens &middot; 3.00 tokens/forward"), std::string::npos);
+  EXPECT_NE(html.find("max=\"3\" value=\"3\""), std::string::npos) << "the slider spans forwards 0..3";
+  // Histogram: one forward of 2 pixels, two of 3, one of 4; none of 0 or 1.
+  EXPECT_EQ(count(html, "class=\"hbar\""), 3);
+  EXPECT_NE(html.find("data-tokens=\"2\" data-forwards=\"1\""), std::string::npos);
+  EXPECT_NE(html.find("data-tokens=\"3\" data-forwards=\"2\""), std::string::npos);
+  EXPECT_NE(html.find("data-tokens=\"4\" data-forwards=\"1\""), std::string::npos);
+}
+
+TEST(ImageGallery, EmbedsTheImageAsAnUpscaledPng) {
+  const viz::ImageRun r = small_run("g", "c", "ar");
+  const std::string html = viz::image_gallery_html("t", {r});
+  const std::string tag = "data:image/png;base64,";
+  const size_t at = html.find(tag);
+  ASSERT_NE(at, std::string::npos);
+  const size_t from = at + tag.size();
+  const std::vector<uint8_t> png = unbase64(html.substr(from, html.find('"', from) - from));
+  const uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  ASSERT_GE(png.size(), 8u);
+  EXPECT_TRUE(std::equal(signature, signature + 8, png.begin()));
+  // Decoded, it is the run's pixels, each a 32x32 block (128 px across).
+  const std::string path = test::temp_path("gallery.png");
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(png.data()), static_cast<std::streamsize>(png.size()));
+  const Image img = read_png(path);
+  std::filesystem::remove(path);
+  ASSERT_EQ(img.width, 128);
+  ASSERT_EQ(img.height, 96);
+  for (int i = 0; i < 12; i++) {
+    const uint8_t* p = img.at(i % 4 * 32 + 31, i / 4 * 32 + 5);
+    EXPECT_EQ(p[0], r.pixels[i][0]);
+    EXPECT_EQ(p[2], r.pixels[i][2]);
+    EXPECT_EQ(p[3], 255);
+  }
+}
+
+// Entries of one group share a row in order of the group's first entry, even when not adjacent.
+TEST(ImageGallery, GroupsShareARow) {
+  const std::string html = viz::image_gallery_html(
+      "t", {small_run("cat", "cat-ar", "ar"), small_run("dog", "dog-ar", "ar"), small_run("cat", "cat-sjd", "sjd")});
+  EXPECT_EQ(count(html, "<div class=\"row\">"), 2);
+  EXPECT_EQ(count(html, "<h2>"), 2);
+  const size_t cat = html.find("<h2>cat</h2>"), dog = html.find("<h2>dog</h2>");
+  ASSERT_LT(cat, dog);
+  EXPECT_LT(html.find("cat-ar"), html.find("cat-sjd"));
+  EXPECT_LT(html.find("cat-sjd"), dog);
+  EXPECT_GT(html.find("dog-ar"), dog);
+}
+
+// A forward that committed no pixel (here forward 1) shows as a bar at 0 and keeps the forward count honest.
+TEST(ImageGallery, ForwardsWithoutPixelsCount) {
+  viz::ImageRun r;
+  r.width = 2;
+  r.height = 1;
+  r.pixels = {{0, 0, 0}, {255, 255, 255}};
+  r.forward_of_pixel = {0, 2};
+  const std::string html = viz::image_gallery_html("t", {r});
+  EXPECT_NE(html.find("data-forwards=\"3\""), std::string::npos);
+  EXPECT_NE(html.find("data-tokens=\"0\" data-forwards=\"1\""), std::string::npos);
+  EXPECT_NE(html.find("data-tokens=\"1\" data-forwards=\"2\""), std::string::npos);
+}
+
+TEST(ImageGallery, MismatchedRunsAreErrors) {
+  auto r = small_run("g", "c", "ar");
+  r.pixels.pop_back();
+  EXPECT_THROW(viz::image_gallery_html("t", {r}), Error);
+  r = small_run("g", "c", "ar");
+  r.forward_of_pixel.push_back(4);
+  EXPECT_THROW(viz::image_gallery_html("t", {r}), Error);
+  r = small_run("g", "c", "ar");
+  r.forward_of_pixel[5] = -1;
+  EXPECT_THROW(viz::image_gallery_html("t", {r}), Error);
+  r = small_run("g", "c", "ar");
+  r.width = 0;
+  EXPECT_THROW(viz::image_gallery_html("t", {r}), Error);
+  try {
+    viz::write_image_gallery("/nonexistent-dir/gallery.html", "t", {small_run("g", "c", "ar")});
+    FAIL() << "writing into a missing directory must throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/gallery.html"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ImageGallery, WritesTheFileAtomically) {
+  test::TempDir dir("gallery");
+  const std::string path = dir.path + "/g.html";
+  viz::write_image_gallery(path, "t", {small_run("g", "c", "ar")});
+  EXPECT_EQ(test::read_file(path), viz::image_gallery_html("t", {small_run("g", "c", "ar")}));
+  int files = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir.path)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
 }
 
 }  // namespace

@@ -27,5 +27,8 @@ Command add_frontier_command(CLI::App& app);
 Command add_sample_command(CLI::App& app);
 Command add_tokenize_command(CLI::App& app);
 Command add_devices_command(CLI::App& app);
+Command add_image_data_command(CLI::App& app);
+Command add_imagine_command(CLI::App& app);
+Command add_image_bench_command(CLI::App& app);
 
 }  // namespace jf::cli

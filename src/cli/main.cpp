@@ -35,6 +35,9 @@ int main(int argc, char** argv) {
   add(jf::cli::add_frontier_command(app));
   add(jf::cli::add_tokenize_command(app));
   add(jf::cli::add_devices_command(app));
+  add(jf::cli::add_image_data_command(app));
+  add(jf::cli::add_imagine_command(app));
+  add(jf::cli::add_image_bench_command(app));
   if (argc == 1) {  // no arguments: what jf can do, not an error
     std::fputs(app.help().c_str(), stdout);
     return 0;

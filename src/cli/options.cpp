@@ -166,13 +166,15 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
   app->add_option("--pool", d.pool, "multiblock: rejection-recycling pool size, 0 = off (default 4)");
 }
 
-std::string default_model_path() {
+std::string default_model_path() { return bundled_model_path(kDefaultModel); }
+
+std::string bundled_model_path(const std::string& file) {
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return {};
   // build/bin/jf in a checkout; bin/jf with share/jf/models in an installation.
   for (const char* rel : {"../../models/", "../share/jf/models/", "../models/"}) {
-    const std::filesystem::path p = exe.parent_path() / rel / kDefaultModel;
+    const std::filesystem::path p = exe.parent_path() / rel / file;
     if (std::filesystem::exists(p, ec)) return std::filesystem::weakly_canonical(p, ec).string();
   }
   return {};

@@ -74,6 +74,8 @@ void check_output_path(const std::string& path, const std::string& flag);
 inline constexpr const char* kDefaultModel = "pycode-ar-q8_0.gguf";  // its draft file is found beside it
 // Its path found relative to the running executable, or "" when it is not there.
 std::string default_model_path();
+// A file of the checkout's models/ (or an installation's share/jf/models/), found the same way; "" if absent.
+std::string bundled_model_path(const std::string& file);
 // Loads the model and applies the thread count; errors name the path (or that none was given).
 LoadedModel open_model(const ModelOptions& o);
 // The forward pass on --device (a note goes to stderr when --device auto falls back to the CPU).

@@ -77,7 +77,7 @@ float to_float(const std::string& key, const std::string& v) {
 
 void parse_pac_tree(const std::string& v, int* depth, int* width) {
   const size_t sep = v.find_first_of(",x");
-  if (sep == std::string::npos) throw Error("pac-tree must be D,K (depth, width; e.g. 3,4), got '" + v + "'");
+  if (sep == std::string::npos) throw Error("pac-tree must be D,K or DxK (depth, width; e.g. 3x4), got '" + v + "'");
   *depth = to_int("pac-tree", v.substr(0, sep));
   *width = to_int("pac-tree", v.substr(sep + 1));
 }

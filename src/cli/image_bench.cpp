@@ -1,0 +1,177 @@
+// `jf image-bench`: SJD and SJD-PAC on a text-to-image model, measured as the SJD-PAC paper does (docs/IMAGES.md):
+// step compression and wall-clock speedup over `ar` for SJD, SJD + proactive drafting, SJD + adaptive
+// continuation and SJD-PAC at each block length; the skew of SJD's acceptance lengths (share of forwards that
+// commit one token); the held-out image-token perplexity against a unigram baseline; and the locality curve
+// (image_locality.cpp).
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+#include "cli/commands.h"
+#include "cli/image_bench.h"
+#include "cli/image_common.h"
+#include "viz/svg.h"
+
+namespace jf::cli {
+
+namespace {
+
+struct ImageBenchArgs {
+  ModelOptions model;
+  std::string captions_file, data_dir, text_model, out_dir;
+  std::vector<int> blocks = {32, 64};
+  int images = 16;
+  int locality_images = 8;
+  SamplingParams sampling;
+  ImageBenchArgs() {
+    sampling.temperature = 1.0f;
+    sampling.seed = 1;
+  }
+};
+
+struct Config {
+  std::string label, spec;
+};
+
+std::vector<Config> configs(const std::vector<int>& blocks) {
+  std::vector<Config> out = {{"ar", "ar"}};
+  for (int L : blocks) {
+    const std::string sjd = "sjd:block=" + std::to_string(L) + ":draft-policy=fixed";
+    const std::string at = " L=" + std::to_string(L);
+    out.push_back({"SJD" + at, sjd});
+    out.push_back({"SJD + PD" + at, sjd + ":pac-tree=3x4"});
+    out.push_back({"SJD + AC" + at, sjd + ":pac-continue=1"});
+    out.push_back({"SJD-PAC" + at, sjd + ":pac-continue=1:pac-tree=3x4"});
+  }
+  return out;
+}
+
+struct Totals {
+  int64_t tokens = 0, forwards = 0;
+  double seconds = 0;
+  std::vector<int64_t> histogram;  // [k]: forwards that committed k tokens
+  std::map<std::string, int64_t> counters;
+  void add(const GenerationStats& s) {
+    tokens += s.n_tokens;
+    forwards += s.n_forwards;
+    seconds += s.gen_seconds;
+    if (histogram.size() < s.accepted_histogram.size()) histogram.resize(s.accepted_histogram.size());
+    for (size_t k = 0; k < s.accepted_histogram.size(); k++) histogram[k] += s.accepted_histogram[k];
+    for (const auto& [name, v] : s.counters) counters[name] += v;
+  }
+  double tpf() const { return forwards ? static_cast<double>(tokens) / forwards : 0; }
+  double single_share() const { return forwards && histogram.size() > 1 ? static_cast<double>(histogram[1]) / forwards : 0; }
+};
+
+std::vector<std::string> read_lines(const std::string& path, size_t max) {
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot read");
+  std::vector<std::string> out;
+  for (std::string line; out.size() < max && std::getline(in, line);)
+    if (!line.empty()) out.push_back(line);
+  if (out.empty()) throw Error(path + ": empty");
+  return out;
+}
+
+// Acceptance lengths as bars 1 .. 15 and "16+", each the share of forwards.
+std::string histogram_svg(const std::string& title, const Totals& t) {
+  std::vector<viz::Bar> bars;
+  for (int k = 1; k <= 16; k++) {
+    int64_t n = 0;
+    for (size_t j = static_cast<size_t>(k); j < t.histogram.size() && (k == 16 || j == static_cast<size_t>(k)); j++) n += t.histogram[j];
+    bars.push_back({k == 16 ? "16+" : std::to_string(k), t.forwards ? static_cast<double>(n) / t.forwards : 0});
+  }
+  return viz::bar_chart_svg(title, "share of forwards (tokens committed: 1, 2, ...)", bars, NAN);
+}
+
+nlohmann::json speed_table(ImageModel& m, const ImageBenchArgs& a, const std::vector<std::string>& captions) {
+  nlohmann::json rows = nlohmann::json::array();
+  std::vector<Config> cs = configs(a.blocks);
+  double ar_seconds_per_token = 0;
+  std::printf("| decoder | step compression | single-token forwards | wall-clock speedup | tokens/s | pac kept | branch wins |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
+  for (const Config& c : cs) {
+    std::unique_ptr<Decoder> dec = make_decoder(parse_decoder_spec(c.spec, DecoderOptions{}));
+    Totals t;
+    for (size_t i = 0; i < captions.size(); i++) {
+      SamplingParams sp = a.sampling;
+      sp.seed = a.sampling.seed + i;
+      t.add(sample_image(m, *dec, captions[i], image_generation(m.vocab, m.lm.tokenizer->n_vocab(), sp)).stats);
+    }
+    const double spt = t.seconds / static_cast<double>(t.tokens);
+    if (c.spec == "ar") ar_seconds_per_token = spt;
+    const double speedup = ar_seconds_per_token / spt;
+    std::printf("| %s | %.2fx | %.0f%% | %.2fx | %.0f | %lld | %lld |\n", c.label.c_str(), t.tpf(), 100 * t.single_share(), speedup,
+                1.0 / spt, static_cast<long long>(t.counters["pac_kept"]), static_cast<long long>(t.counters["pac_branch_wins"]));
+    std::fflush(stdout);
+    rows.push_back({{"decoder", c.label}, {"spec", c.spec}, {"step_compression", t.tpf()}, {"single_token_share", t.single_share()},
+                    {"speedup", speedup}, {"tokens_per_second", 1.0 / spt}, {"tokens", t.tokens}, {"forwards", t.forwards},
+                    {"histogram", t.histogram}, {"counters", t.counters}});
+    if (!a.out_dir.empty() && c.spec != "ar") {
+      std::string name = c.label;
+      for (char& ch : name) ch = std::isalnum(static_cast<unsigned char>(ch)) ? static_cast<char>(std::tolower(ch)) : '-';
+      viz::write_svg(a.out_dir + "/accept-" + name + ".svg", histogram_svg(c.label + ": tokens committed per forward", t));
+    }
+  }
+  return rows;
+}
+
+int run_image_bench(ImageBenchArgs& a) {
+  a.sampling.validate();
+  if (a.sampling.greedy()) throw Error("image-bench measures sampling: --temp must be > 0");
+  if (!a.out_dir.empty()) std::filesystem::create_directories(a.out_dir);
+  if (a.captions_file.empty() && a.data_dir.empty()) throw Error("give --captions FILE or --data DIR (scripts/image_data.sh's output)");
+  const std::string captions_path = a.captions_file.empty() ? a.data_dir + "/heldout_captions.txt" : a.captions_file;
+  const std::vector<std::string> captions = read_lines(captions_path, static_cast<size_t>(a.images));
+  ImageModel m = open_image_model(a.model);
+  nlohmann::json report;
+  report["model"] = a.model.path;
+  report["images"] = captions.size();
+  report["sampling"] = {{"temperature", a.sampling.temperature}, {"top_k", a.sampling.top_k}, {"seed", a.sampling.seed}};
+  std::printf("## %zu held-out captions, one image each (seeds %llu..), %s\n\n", captions.size(),
+              static_cast<unsigned long long>(a.sampling.seed), a.model.path.c_str());
+  report["decoders"] = speed_table(m, a, captions);
+  if (!a.data_dir.empty()) report["perplexity"] = image_perplexity(m, a.data_dir);
+  if (a.locality_images > 0) {
+    ModelOptions text = a.model;
+    text.path = a.text_model.empty() ? default_model_path() : a.text_model;
+    report["locality"] = locality_curves(m, captions, text, a.locality_images, a.sampling, a.out_dir);
+  }
+  if (!a.out_dir.empty()) {
+    const std::string s = report.dump(1);
+    write_file_atomic(a.out_dir + "/image-bench.json", s.data(), s.size());
+    std::fprintf(stderr, "jf: wrote %s/image-bench.json and the charts\n", a.out_dir.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_image_bench_command(CLI::App& app) {
+  auto a = std::make_shared<ImageBenchArgs>();
+  CLI::App* cmd = app.add_subcommand("image-bench", "SJD and SJD-PAC on a text-to-image model: step compression, acceptance skew, perplexity, locality");
+  cmd->add_option("-m,--model", a->model.path, "Text-to-image model (default: models/" + std::string(kImageModel) + ")");
+  cmd->add_option("-t,--threads", a->model.threads, "Threads (default: all cores)")->check(CLI::Range(0, 1024));
+  cmd->add_option("--device", a->model.device, "cpu, vulkan, vulkan:N or auto (default cpu)");
+  cmd->add_option("--captions", a->captions_file, "Captions, one a line (default: DATA/heldout_captions.txt)");
+  cmd->add_option("--data", a->data_dir, "scripts/image_data.sh's output: held-out captions and images, for the perplexity");
+  cmd->add_option("--images", a->images, "Captions used, one image each per decoder (default 16)")->check(CLI::Range(1, 100000));
+  cmd->add_option("--blocks", a->blocks, "Block lengths L for SJD (default 32 64)")->check(CLI::Range(2, 256));
+  cmd->add_option("--locality-images", a->locality_images, "Images (and text samples) for the locality curve, 0 = skip (default 8)")
+      ->check(CLI::Range(0, 10000));
+  cmd->add_option("--text-model", a->text_model, "Text model for the locality curve's text side (default: the default model)");
+  cmd->add_option("-o,--output", a->out_dir, "Directory for image-bench.json and the SVG charts");
+  add_sampling_options(cmd, a->sampling);
+  cmd->parse_complete_callback([a] {
+    if (a->model.path.empty()) a->model.path = bundled_model_path(kImageModel);
+  });
+  return [a] {
+    if (a->model.path.empty()) throw Error(std::string("no model given: pass -m MODEL (models/") + kImageModel + " was not found)");
+    return run_image_bench(*a);
+  };
+}
+
+}  // namespace jf::cli

@@ -1,0 +1,22 @@
+// Parts of `jf image-bench` (image_bench.cpp) kept apart: the held-out perplexity and the locality curve.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/image_common.h"
+
+namespace jf::cli {
+
+// Image-token perplexity of DATA/heldout.txt under the model, beside a unigram model of DATA/train.txt's
+// colour tokens (add-one smoothed): how much the model knows beyond the colours' frequencies.
+nlohmann::json image_perplexity(ImageModel& m, const std::string& data_dir);
+
+// The SJD-PAC paper's locality measurement: change one token of a sampled sequence (to another draw from its
+// position's distribution) and measure the total-variation distance of each later position's distribution,
+// by distance from the change; for images of this model and for text of `text_model`. Writes
+// OUT/locality.svg when out_dir is given.
+nlohmann::json locality_curves(ImageModel& m, const std::vector<std::string>& captions, const ModelOptions& text_model,
+                               int samples, const SamplingParams& sampling, const std::string& out_dir);
+
+}  // namespace jf::cli

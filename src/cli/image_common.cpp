@@ -1,0 +1,50 @@
+#include "cli/image_common.h"
+
+#include "base/error.h"
+
+namespace jf::cli {
+
+ImageModel open_image_model(const ModelOptions& o) {
+  ImageModel m;
+  m.lm = open_model(o);
+  if (!m.lm.tokenizer) throw Error(o.path + ": the model has no tokenizer");
+  std::optional<ImageVocab> iv = ImageVocab::find(*m.lm.tokenizer);
+  if (!iv) throw Error(o.path + ": not a text-to-image model (its vocabulary has no '<image WxH>' token)");
+  m.vocab = std::move(*iv);
+  m.forward = open_forward(o, *m.lm.model);
+  const int ctx = context_size(o, *m.lm.model);
+  if (ctx < m.vocab.pixels() + 64)
+    throw Error("a context of " + std::to_string(ctx) + " tokens cannot hold a caption and " + std::to_string(m.vocab.pixels()) +
+                " pixels (-c)");
+  m.session = std::make_unique<Session>(*m.forward, ctx, kv_type(o, *m.forward));
+  return m;
+}
+
+GenerationConfig image_generation(const ImageVocab& iv, int n_vocab, const SamplingParams& sampling) {
+  GenerationConfig g;
+  g.max_new_tokens = iv.pixels();
+  g.sampling = sampling;
+  for (int32_t t : iv.other_tokens(n_vocab)) g.rules.bias[t] = -100.0f;  // -100: banned (LogitRulesSpec)
+  g.eos_ids.clear();
+  return g;
+}
+
+ImageSample sample_image(ImageModel& m, Decoder& decoder, const std::string& caption, const GenerationConfig& cfg) {
+  const std::vector<int32_t> prompt = m.vocab.prompt(*m.lm.tokenizer, caption);
+  if (static_cast<int>(prompt.size()) + m.vocab.pixels() > m.session->context_size())
+    throw Error("the caption is too long: " + std::to_string(prompt.size()) + " tokens and " + std::to_string(m.vocab.pixels()) +
+                " pixels exceed the context of " + std::to_string(m.session->context_size()));
+  ImageSample s;
+  int forward = 0;
+  TokenSink sink = [&](std::span<const int32_t> toks) {
+    for (size_t i = 0; i < toks.size(); i++) s.forward_of_token.push_back(forward);
+    forward++;
+  };
+  GenerationResult r = decoder.generate(*m.session, prompt, cfg, sink);
+  s.tokens = std::move(r.tokens);
+  s.forward_of_token.resize(s.tokens.size());
+  s.stats = r.stats;
+  return s;
+}
+
+}  // namespace jf::cli

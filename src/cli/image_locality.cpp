@@ -1,0 +1,177 @@
+// Held-out perplexity and the locality curve of `jf image-bench` (see image_bench.h).
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "base/error.h"
+#include "base/rng.h"
+#include "cli/image_bench.h"
+#include "decode/options.h"
+#include "sample/sampler.h"
+#include "viz/svg.h"
+
+namespace jf::cli {
+
+namespace {
+
+constexpr int kReach = 48;  // distances measured after the changed token
+
+// Logits of rows [first, first + n) of `seq` run from an empty cache; out[r] is the row's logits.
+std::vector<std::vector<float>> row_logits(Session& s, std::span<const int32_t> seq, int first, int n) {
+  s.cache().truncate(0);
+  SequenceInput in;
+  std::vector<int32_t> rows;
+  for (int r = first; r < first + n; r++) rows.push_back(r);
+  in.set_causal(&s.cache(), seq, rows);
+  const ForwardResult out = s.forward(in);
+  std::vector<std::vector<float>> logits;
+  for (int r = 0; r < n; r++) logits.emplace_back(out.logits(r), out.logits(r) + s.vocab_size());
+  s.cache().truncate(0);
+  return logits;
+}
+
+// The sampling distribution of a row (temperature, top-k, ...) over `allowed` tokens (empty: all), dense.
+std::vector<float> distribution(const std::vector<float>& logits, const SamplingParams& sp, const std::vector<bool>& allowed) {
+  std::vector<float> l = logits;
+  for (size_t t = 0; t < l.size() && !allowed.empty(); t++)
+    if (!allowed[t]) l[t] = -INFINITY;
+  Sampler sampler(sp, static_cast<int>(l.size()));
+  Distribution d;
+  sampler.distribution(l.data(), d);
+  std::vector<float> p;
+  d.to_dense(static_cast<int>(l.size()), p);
+  return p;
+}
+
+double total_variation(const std::vector<float>& p, const std::vector<float>& q) {
+  double s = 0;
+  for (size_t i = 0; i < p.size(); i++) s += std::fabs(static_cast<double>(p[i]) - q[i]);
+  return 0.5 * s;
+}
+
+// Adds, for each change point in `at` (indices into seq), TV(distance d) to sum[d - 1]; returns the count.
+int add_locality(Session& s, const std::vector<int32_t>& seq, const std::vector<int>& at, const SamplingParams& sp,
+                 const std::vector<bool>& allowed, Rng& rng, std::vector<double>& sum) {
+  int n = 0;
+  for (int i : at) {
+    if (i + kReach >= static_cast<int>(seq.size())) continue;
+    // the changed token: another draw from position i's distribution
+    std::vector<float> p = distribution(row_logits(s, seq, i - 1, 1)[0], sp, allowed);
+    p[seq[i]] = 0;
+    double mass = 0;
+    for (float w : p) mass += w;
+    if (mass <= 0) continue;
+    double r = rng.uniform() * mass;
+    int32_t other = seq[i];
+    for (size_t t = 0; t < p.size(); t++)
+      if (p[t] > 0 && (r -= p[t]) < 0) {
+        other = static_cast<int32_t>(t);
+        break;
+      }
+    std::vector<int32_t> changed = seq;
+    changed[i] = other;
+    const auto a = row_logits(s, seq, i, kReach), b = row_logits(s, changed, i, kReach);
+    for (int d = 0; d < kReach; d++) sum[d] += total_variation(distribution(a[d], sp, allowed), distribution(b[d], sp, allowed));
+    n++;
+  }
+  return n;
+}
+
+std::vector<int32_t> sample_sequence(Session& s, std::span<const int32_t> prompt, const GenerationConfig& cfg) {
+  std::unique_ptr<Decoder> ar = make_decoder(parse_decoder_spec("ar", DecoderOptions{}));
+  std::vector<int32_t> seq(prompt.begin(), prompt.end());
+  const GenerationResult r = ar->generate(s, prompt, cfg);
+  seq.insert(seq.end(), r.tokens.begin(), r.tokens.end());
+  return seq;
+}
+
+}  // namespace
+
+nlohmann::json image_perplexity(ImageModel& m, const std::string& data_dir) {
+  const Tokenizer& tok = *m.lm.tokenizer;
+  auto docs = [&](const std::string& name) {
+    std::ifstream in(data_dir + "/" + name);
+    if (!in) throw Error(data_dir + "/" + name + ": cannot read (scripts/image_data.sh writes it)");
+    std::vector<std::vector<int32_t>> out;
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) out.push_back(tok.encode(line, true, false));
+    return out;
+  };
+  std::vector<double> unigram(m.vocab.palette().size(), 1.0);  // add-one
+  double total = static_cast<double>(unigram.size());
+  for (const auto& d : docs("train.txt"))
+    for (int32_t t : d)
+      if (m.vocab.is_colour(t)) unigram[m.vocab.index_of(t)] += 1, total += 1;
+  double nll = 0, nll_unigram = 0;
+  int64_t n = 0;
+  for (const auto& d : docs("heldout.txt")) {
+    const int first = static_cast<int>(std::find(d.begin(), d.end(), m.vocab.marker()) - d.begin());
+    if (first + 1 >= static_cast<int>(d.size())) continue;
+    const auto logits = row_logits(*m.session, d, first, static_cast<int>(d.size()) - first - 1);
+    for (size_t r = 0; r < logits.size(); r++) {
+      const int32_t t = d[first + 1 + r];
+      if (!m.vocab.is_colour(t)) continue;
+      double mx = -INFINITY, z = 0;
+      for (float v : logits[r]) mx = std::max<double>(mx, v);
+      for (float v : logits[r]) z += std::exp(v - mx);
+      nll += -(logits[r][t] - mx - std::log(z));
+      nll_unigram += -std::log(unigram[m.vocab.index_of(t)] / total);
+      n++;
+    }
+  }
+  if (n == 0) throw Error(data_dir + "/heldout.txt: no image tokens");
+  const double ppl = std::exp(nll / n), ppl_unigram = std::exp(nll_unigram / n);
+  std::printf("\n## Held-out image tokens: %lld; perplexity %.2f (unigram baseline %.2f; %.2f bits a pixel vs %.2f)\n",
+              static_cast<long long>(n), ppl, ppl_unigram, nll / n / std::log(2.0), nll_unigram / n / std::log(2.0));
+  return {{"tokens", n}, {"perplexity", ppl}, {"unigram_perplexity", ppl_unigram}};
+}
+
+nlohmann::json locality_curves(ImageModel& m, const std::vector<std::string>& captions, const ModelOptions& text_model,
+                               int samples, const SamplingParams& sampling, const std::string& out_dir) {
+  Rng rng(sampling.seed + 7);
+  std::vector<double> image(kReach, 0.0), text(kReach, 0.0);
+  std::vector<bool> colours(static_cast<size_t>(m.lm.tokenizer->n_vocab()));
+  for (int32_t t : m.vocab.colour_tokens()) colours[t] = true;
+  int n_image = 0, n_text = 0;
+  for (int k = 0; k < samples; k++) {
+    SamplingParams sp = sampling;
+    sp.seed = sampling.seed + static_cast<uint64_t>(k);
+    const std::vector<int32_t> prompt = m.vocab.prompt(*m.lm.tokenizer, captions[static_cast<size_t>(k) % captions.size()]);
+    const auto seq = sample_sequence(*m.session, prompt, image_generation(m.vocab, m.lm.tokenizer->n_vocab(), sp));
+    std::vector<int> at;
+    for (int px : {40, 72, 104, 136, 168}) at.push_back(static_cast<int>(prompt.size()) + px);
+    n_image += add_locality(*m.session, seq, at, sp, colours, rng, image);
+  }
+  ImageModel t;  // the text side: samples of the text model from its BOS
+  t.lm = open_model(text_model);
+  if (!t.lm.tokenizer) throw Error(text_model.path + ": the text model has no tokenizer");
+  t.forward = open_forward(text_model, *t.lm.model);
+  t.session = std::make_unique<Session>(*t.forward, 512, DType::F32);
+  for (int k = 0; k < samples; k++) {
+    GenerationConfig g;
+    g.max_new_tokens = 240;
+    g.ignore_eos = true;
+    g.sampling = sampling;
+    g.sampling.seed = sampling.seed + static_cast<uint64_t>(k);
+    const std::vector<int32_t> bos = {t.lm.tokenizer->bos() >= 0 ? t.lm.tokenizer->bos() : 0};
+    const auto seq = sample_sequence(*t.session, bos, g);
+    n_text += add_locality(*t.session, seq, {40, 72, 104, 136, 168}, g.sampling, {}, rng, text);
+  }
+  viz::LineChart c;
+  c.title = "Locality: how far a changed token moves later distributions";
+  c.x_label = "distance from the changed token (tokens; an image row is " + std::to_string(m.vocab.width()) + ")";
+  c.y_label = "mean total-variation distance";
+  viz::Series si{"image tokens (" + std::to_string(n_image) + " changes)", {}, {}}, st{"text tokens (" + std::to_string(n_text) + " changes)", {}, {}};
+  std::printf("\n## Locality (mean TV distance by distance from a changed token)\n\n| distance | image | text |\n|---|---|---|\n");
+  for (int d = 0; d < kReach; d++) {
+    si.x.push_back(d + 1), st.x.push_back(d + 1);
+    si.y.push_back(n_image ? image[d] / n_image : 0), st.y.push_back(n_text ? text[d] / n_text : 0);
+    if (d < 4 || (d + 1) % 8 == 0 || d + 1 == m.vocab.width()) std::printf("| %d | %.3f | %.3f |\n", d + 1, si.y.back(), st.y.back());
+  }
+  c.series = {si, st};
+  c.x_from = 0;
+  if (!out_dir.empty()) viz::write_svg(out_dir + "/locality.svg", viz::line_chart_svg(c));
+  return {{"distance", si.x}, {"image_tv", si.y}, {"text_tv", st.y}, {"image_changes", n_image}, {"text_changes", n_text}};
+}
+
+}  // namespace jf::cli
