@@ -6,7 +6,9 @@ namespace jf::cli {
 
 ImageModel open_image_model(const ModelOptions& o) {
   ImageModel m;
-  m.lm = open_model(o);
+  ModelOptions plain = o;
+  plain.no_draft = true;  // the decoders of images draft from their own sampling, not from a draft head
+  m.lm = open_model(plain);
   if (!m.lm.tokenizer) throw Error(o.path + ": the model has no tokenizer");
   std::optional<ImageVocab> iv = ImageVocab::find(*m.lm.tokenizer);
   if (!iv) throw Error(o.path + ": not a text-to-image model (its vocabulary has no '<image WxH>' token)");

@@ -143,7 +143,9 @@ nlohmann::json locality_curves(ImageModel& m, const std::vector<std::string>& ca
     n_image += add_locality(*m.session, seq, at, sp, colours, rng, image);
   }
   ImageModel t;  // the text side: samples of the text model from its BOS
-  t.lm = open_model(text_model);
+  ModelOptions plain = text_model;
+  plain.no_draft = true;
+  t.lm = open_model(plain);
   if (!t.lm.tokenizer) throw Error(text_model.path + ": the text model has no tokenizer");
   t.forward = open_forward(text_model, *t.lm.model);
   t.session = std::make_unique<Session>(*t.forward, 512, DType::F32);

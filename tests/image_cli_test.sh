@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Text-to-image commands: jf image-data on a synthetic emoji package, jf imagine and jf image-bench on the
+# shipped model (models/emoji16-q8_0.gguf), and one-line errors for bad input.
+# Usage: image_cli_test.sh JF_BINARY
+set -u
+jf="$1"
+model="$(dirname "$0")/../models/emoji16-q8_0.gguf"
+fails=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+ok() { echo "ok   $1"; }
+fail() { echo "FAIL $1"; fails=$((fails + 1)); }
+
+check_error() {  # name, command... (exit 1, nothing on stdout, one "jf: error:" line on stderr)
+  local name="$1"
+  shift
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne 1 ] || [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -q "^jf: error: " "$tmp/err" || [ -s "$tmp/out" ]; then
+    fail "$name: exit $rc, stderr: $(cat "$tmp/err")"
+  else
+    ok "$name: $(cat "$tmp/err")"
+  fi
+}
+
+# A synthetic emoji package: 24 images of 64x64 (a coloured disc, or a square, on transparency) with names.
+python3 - "$tmp/emoji" <<'PY'
+import json, os, struct, sys, zlib
+root = sys.argv[1]
+os.makedirs(root + "/img/google/64")
+def png(path, pixels):
+    raw = b"".join(b"\0" + bytes(row) for row in pixels)
+    chunk = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 64, 64, 8, 6, 0, 0, 0))
+                + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+colours = {"red": (220, 30, 30), "green": (30, 200, 60), "blue": (30, 60, 220), "yellow": (250, 210, 40)}
+entries = []
+for i, (name, c) in enumerate(sorted(colours.items()) * 6):
+    disc = i % 2 == 0
+    rows = []
+    for y in range(64):
+        row = []
+        for x in range(64):
+            inside = (x - 32) ** 2 + (y - 32) ** 2 < 400 if disc else 16 <= x < 48 and 16 <= y < 48
+            row += list(c) + [255] if inside else [0, 0, 0, 0]
+        rows.append(row)
+    png(f"{root}/img/google/64/e{i}.png", rows)
+    entries.append({"name": f"{name.upper()} {'CIRCLE' if disc else 'SQUARE'} {i}", "image": f"e{i}.png",
+                    "has_img_google": True, "sort_order": i})
+entries.append({"name": "NO PICTURE", "image": "missing.png", "has_img_google": False, "sort_order": 99})
+json.dump(entries, open(root + "/emoji.json", "w"))
+PY
+if "$jf" image-data --emoji "$tmp/emoji" -o "$tmp/data" --colours 8 --text-vocab 300 --heldout-every 6 2>"$tmp/err" &&
+   python3 - "$tmp/data" <<'PY'
+import re, sys
+d = sys.argv[1]
+train = open(d + "/train.txt").read().splitlines()
+held = open(d + "/heldout.txt").read().splitlines()
+assert len(train) == 20 and len(held) == 4, (len(train), len(held))
+for line in train + held:
+    m = re.fullmatch(r"([a-z0-9 ]+)<image 16x16>((?:<#[0-9a-f]{6}>){256})", line)
+    assert m, line[:80]
+    assert len(set(re.findall(r"<#[0-9a-f]{6}>", m.group(2)))) >= 2, "an image of one colour"
+# the corner pixel is the white background, the centre the disc's or square's colour
+red = [l for l in train if l.startswith("red")][0]
+px = re.findall(r"<#([0-9a-f]{6})>", red)
+assert px[0] == "ffffff" or int(px[0][:2], 16) > 240, px[0]
+assert int(px[8 * 16 + 8][:2], 16) > 180 and int(px[8 * 16 + 8][2:4], 16) < 90, px[8 * 16 + 8]
+assert open(d + "/heldout_tokenized.png", "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+PY
+then ok "image-data: 20 training and 4 held-out documents of 256 colour tokens, colours where they belong"
+else fail "image-data: $(cat "$tmp/err")"; fi
+"$jf" inspect -m "$tmp/data/vocab.gguf" >/dev/null 2>&1 || true
+
+check_error "image-data: missing package" "$jf" image-data --emoji "$tmp/nothing" -o "$tmp/d2"
+echo '[{"name":"X","image":"x.png","has_img_google":true}]' > "$tmp/emoji/emoji.json.bad" && mkdir -p "$tmp/bad/img/google/64" &&
+  cp "$tmp/emoji/emoji.json.bad" "$tmp/bad/emoji.json" && echo "not a png" > "$tmp/bad/img/google/64/x.png"
+check_error "image-data: a malformed PNG" "$jf" image-data --emoji "$tmp/bad" -o "$tmp/d3"
+check_error "imagine: a text model" "$jf" imagine -m "$(dirname "$0")/../models/pycode-ar-q8_0.gguf" "red heart" -o "$tmp/x.png"
+check_error "imagine: no caption" "$jf" imagine -m "$model" -o "$tmp/x.png"
+check_error "imagine: greedy" "$jf" imagine -m "$model" "red heart" --temp 0 -o "$tmp/x.png"
+check_error "imagine: output directory missing" "$jf" imagine -m "$model" "red heart" -o "$tmp/no/x.png"
+check_error "imagine: bad decoder" "$jf" imagine -m "$model" "red heart" --decoder sjd:pac-tree=3 -o "$tmp/x.png"
+check_error "imagine: caption longer than the context" "$jf" imagine -m "$model" "$(printf 'red heart %.0s' {1..400})" -o "$tmp/x.png"
+
+# Two captions x two decoders (ar beside SJD-PAC, the same seeds): a grid of 2 rows and 2 columns at scale 4
+# (64-pixel tiles, 4-pixel gaps), and a gallery page with every pixel of the four images on its forward map.
+if "$jf" imagine -m "$model" "red heart" "dog face" --decoder ar,sjd:block=32:draft-policy=fixed:pac-continue=1:pac-tree=3x4 \
+     --scale 4 -t 2 -o "$tmp/grid.png" --viz "$tmp/gallery.html" 2>"$tmp/err" &&
+   python3 - "$tmp" <<'PY'
+import re, struct, sys
+d = sys.argv[1]
+head = open(d + "/grid.png", "rb").read(24)
+w, h = struct.unpack(">II", head[16:24])
+assert (w, h) == (4 + 2 * 68, 4 + 2 * 68), (w, h)
+page = open(d + "/gallery.html").read()
+assert page.count('class="px"') == 4 * 256, page.count('class="px"')
+err = open(d + "/err").read()
+tpf = [float(x) for x in re.findall(r"\(([0-9.]+) tokens/forward\)", err)]
+assert len(tpf) == 4 and tpf[0] == tpf[2] == 1.0 and tpf[1] > 1.5 and tpf[3] > 1.5, tpf
+PY
+then ok "imagine: a 2x2 grid (ar beside SJD-PAC), the gallery's forward maps, SJD-PAC > 1.5 tokens a forward"
+else fail "imagine grid: $(tail -3 "$tmp/err")"; fi
+
+if "$jf" image-bench -m "$model" --captions <(printf 'red heart\ndog face\n') --images 2 --blocks 32 --locality-images 1 -t 2 \
+     -o "$tmp/bench" >"$tmp/bench.md" 2>"$tmp/err" && python3 - "$tmp/bench" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+r = json.load(open(d + "/image-bench.json"))
+names = [x["decoder"] for x in r["decoders"]]
+assert names == ["ar", "SJD L=32", "SJD + PD L=32", "SJD + AC L=32", "SJD-PAC L=32"], names
+for x in r["decoders"]:
+    assert x["tokens"] == 512 and sum(k * n for k, n in enumerate(x["histogram"])) == 512, x
+pac = r["decoders"][-1]
+assert pac["step_compression"] > 1.5 and pac["counters"]["pac_kept"] > 0, pac
+loc = r["locality"]
+assert len(loc["image_tv"]) == 48 and loc["image_changes"] > 0 and loc["text_changes"] > 0, loc
+assert all(0 <= v <= 1 for v in loc["image_tv"] + loc["text_tv"])
+for f in ["locality.svg", "accept-sjd-l-32.svg", "accept-sjd-pac-l-32.svg"]:
+    assert open(os.path.join(d, f)).read().startswith("<svg"), f
+PY
+then ok "image-bench: five decoders' histograms add up to the 512 tokens, locality curves, charts"
+else fail "image-bench: $(tail -3 "$tmp/err")"; fi
+
+[ "$fails" -eq 0 ] && echo "all image CLI checks passed" || { echo "$fails image CLI checks failed"; exit 1; }
