@@ -31,6 +31,7 @@ done
 cp -L "$(ldconfig -p | awk '/libvulkan.so.1 /{print $NF; exit}')" "$out/lib/libvulkan.so.1"
 cp models/pycode-ar-q8_0.gguf "$out/models/"
 [ -e models/pycode-ar-q8_0.draft.gguf ] && cp models/pycode-ar-q8_0.draft.gguf "$out/models/"
+cp models/emoji16-q8_0.gguf bench/prompts/emoji_heldout.txt "$out/models/"
 shared=../shared
 cp "$shared/models/stories260K/stories260K.gguf" "$out/models/stories260K/"
 cp "$shared/models/tokenizers/ggml-vocab-llama-spm.gguf" "$out/models/"

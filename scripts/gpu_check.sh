@@ -55,6 +55,7 @@ reps=10
 if [ "$local" = 1 ]; then
   bin=build/bin
   models=models
+  image_captions=bench/prompts/emoji_heldout.txt image_args="--images 1 --blocks 32"
   stories=../shared/models/stories260K/stories260K.gguf
   vocab=../shared/models/tokenizers/ggml-vocab-llama-spm.gguf
   text=../shared/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt
@@ -68,6 +69,7 @@ else
   [ -x "$bundle/bin/jf" ] || [ ! -e "$bundle/jf.tar.xz" ] || tar -C "$bundle" -xJf "$bundle/jf.tar.xz"
   bin="$bundle/bin"
   models="$bundle/models"
+  image_captions="$bundle/models/emoji_heldout.txt" image_args="--images 8"
   stories="$bundle/models/stories260K/stories260K.gguf"
   vocab="$bundle/models/ggml-vocab-llama-spm.gguf"
   text="$bundle/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt"
@@ -202,6 +204,9 @@ run "decoders code model" sh -c "'$jf' bench -m '$models/pycode-ar-q8_0.gguf' --
   -n $tokens --decoders $decoders,jacobi:tree=16,jacobi:tree=64 --plot '$out/decoders_code.svg' > '$out/decoders_code.txt'"
 run "decoders stories260K" sh -c "'$jf' bench -m '$stories' --device $device --prompts '$out/prompts.jsonl' -n $tokens \
   --decoders $decoders --plot '$out/decoders_stories.svg' > '$out/decoders_stories.txt'"
+# text-to-image: SJD and SJD-PAC's step compression and wall-clock speedup where rows are (nearly) free
+run "images SJD-PAC" sh -c "'$jf' image-bench -m '$models/emoji16-q8_0.gguf' --device $device \
+  --captions '$image_captions' $image_args --locality-images 0 -o '$out/images' > '$out/images.txt'"
 run "tune $(basename "$tune_model" .gguf)" sh -c "'$jf' tune -m '$tune_model' --device $device --budget $tune_budget -n 24 --no-cache --no-kernels --plot '$out/tune.svg' \
   -o '$out/tune.json' > '$out/tune.txt'"
 # the tuned choice (--config) beside the other configurations tune timed, in one run: auto within 3% of the best?

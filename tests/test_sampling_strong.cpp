@@ -266,6 +266,48 @@ TEST(VerifyCandidates, WithoutReplacementCandidatesGiveTheTarget) {
   }
 }
 
+// The same with a point-mass guess tried first (SjdOptions::pac_repeat_guess): the guess g, then K - 1
+// candidates drawn without replacement from q without g. A likely guess and an unlikely one; and, as a check
+// that the test sees the difference, treating the guess as if it had been drawn from q is caught.
+TEST(VerifyCandidates, AGuessFirstThenCandidatesWithoutItGiveTheTarget) {
+  const std::vector<float> p = {0.05f, 0.4f, 0.1f, 0.3f, 0.1f, 0.05f}, q = {0.3f, 0.05f, 0.3f, 0.05f, 0.2f, 0.1f};
+  Rng rng(6);
+  for (int32_t g : {1, 0}) {
+    for (int K = 1; K <= 3; K++) {
+      for (bool broken : {false, true}) {
+        if (broken && K != 2) continue;
+        std::map<std::vector<int32_t>, int> counts;
+        std::map<std::vector<int32_t>, double> exact;
+        for (int v = 0; v < V; v++) exact[{v}] = p[v];
+        constexpr int kDraws = 60000;
+        for (int i = 0; i < kDraws; i++) {
+          std::vector<float> left = q;
+          left[g] = 0;
+          std::vector<int32_t> xs = {g};
+          for (int k = 1; k < K; k++) {
+            float total = 0;
+            for (float w : left) total += w;
+            float r = rng.uniform() * total, cdf = 0;
+            int x = 0;
+            for (; x < V - 1; x++)
+              if (r < (cdf += left[x])) break;
+            xs.push_back(x);
+            left[x] = 0;
+          }
+          int which = 0;
+          counts[{verify_candidates(p, q, xs, rng, &which, /*first_is_guess=*/!broken)}]++;
+        }
+        const double pv = joint_p_value(counts, exact, kDraws);
+        if (broken) {
+          EXPECT_LT(pv, kAlpha) << "a guess verified as a draw from q was not caught, g=" << g;
+        } else {
+          EXPECT_GT(pv, kAlpha) << "g=" << g << " K=" << K;
+        }
+      }
+    }
+  }
+}
+
 class SjdDeep : public ::testing::TestWithParam<float> {};
 
 TEST_P(SjdDeep, EveryPositionOfASixTokenGenerationHasTheModelsConditional) {
@@ -304,19 +346,23 @@ TEST_P(SjdDeep, EveryPositionOfASixTokenGenerationHasTheModelsConditional) {
       const char* name;
       bool cont;
       int depth, width;
+      bool guess = false;
     };
     for (const Variant& v : {Variant{"sjd", false, 0, 1}, Variant{"sjd --pac-continue", true, 0, 1},
-                             Variant{"sjd --pac-tree 3,4", false, 3, 4}, Variant{"sjd --pac-tree 3,4 --pac-continue", true, 3, 4}}) {
+                             Variant{"sjd --pac-tree 3,4", false, 3, 4}, Variant{"sjd --pac-tree 3,4 --pac-continue", true, 3, 4},
+                             Variant{"sjd pac-tree 3x4 pac-continue pac-guess", true, 3, 4, true},
+                             Variant{"sjd pac-tree 3x1 pac-guess", false, 3, 1, true}}) {
       SjdOptions o;
       o.adaptive = false;  // every draft token verified: the statistics need drafts
       o.block = 4, o.pac_continue = v.cont, o.pac_tree_depth = v.depth, o.pac_tree_width = v.width;
+      o.pac_repeat_guess = v.guess;
       SjdDecoder d(o);
       const Positions got = sample_positions(d, fake, sp);
       const double p = worst_position(got, expect);
       std::printf("  %-34s TV %.4f, p = %.4f, %.2f forwards per run, %lld tree-branch wins\n", v.name,
                   worst_tv(got, expect), p, double(got.forwards) / kRuns, static_cast<long long>(got.branch_wins));
       EXPECT_GT(p, kAlpha) << v.name;
-      if (v.width > 1) {
+      if (v.width > 1 || v.guess) {
         EXPECT_GT(got.branch_wins, kRuns / 10) << v.name << ": the tree's extra candidates never won";
       }
     }

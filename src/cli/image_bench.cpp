@@ -45,6 +45,7 @@ std::vector<Config> configs(const std::vector<int>& blocks) {
     out.push_back({"SJD + PD" + at, sjd + ":pac-tree=3x4"});
     out.push_back({"SJD + AC" + at, sjd + ":pac-continue=1"});
     out.push_back({"SJD-PAC" + at, sjd + ":pac-continue=1:pac-tree=3x4"});
+    out.push_back({"SJD-PAC + repeat guess" + at, sjd + ":pac-continue=1:pac-tree=3x4:pac-guess=1"});
   }
   return out;
 }

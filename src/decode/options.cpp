@@ -48,6 +48,7 @@ void DecoderOptions::validate(bool greedy) const {
            std::to_string(pac_tree_width));
   need(pac_tree_depth == 0 || name == "sjd", "--pac-tree applies to the sjd decoder only, not '" + name + "'");
   need(!pac_continue || name == "sjd", "--pac-continue applies to the sjd decoder only, not '" + name + "'");
+  need(!pac_repeat_guess || pac_tree_depth > 0, "pac-guess adds to the proactive tree: it needs pac-tree D,K");
   if (name == "sjd") need(!greedy, "decoder 'sjd' is for sampling: give --temp > 0 (for greedy use jacobi)");
 }
 
@@ -123,6 +124,9 @@ DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions&
     else if (k == "pac-continue") {
       if (v != "0" && v != "1") throw Error("pac-continue must be 0 or 1, got '" + v + "'");
       o.pac_continue = v == "1";
+    } else if (k == "pac-guess") {
+      if (v != "0" && v != "1") throw Error("pac-guess must be 0 or 1, got '" + v + "'");
+      o.pac_repeat_guess = v == "1";
     } else if (k == "pac-tree") {
       parse_pac_tree(v, &o.pac_tree_depth, &o.pac_tree_width);
     } else if (k == "draft-head") {
@@ -157,7 +161,8 @@ std::unique_ptr<Decoder> make_decoder(const DecoderOptions& o) {
         MultiblockOptions{o.block, o.max_blocks, o.spawn_ratio, o.pool, o.init, o.draft_seed, o.spawn_copy, o.draft_adaptive, o.draft_head,
                           o.draft_chain, TreeShape{o.tree_nodes, o.tree_depth, o.tree_width, o.tree_beam}});
   if (o.name == "sjd") return std::make_unique<SjdDecoder>(SjdOptions{o.block, o.init, o.draft_seed, false, false, o.pac_continue,
-                                                                o.pac_tree_depth, o.pac_tree_width, o.draft_adaptive});
+                                                                o.pac_tree_depth, o.pac_tree_width, o.draft_adaptive,
+                                                                o.pac_repeat_guess});
   if (o.name == "fastcot")
     return std::make_unique<FastCotDecoder>(FastCotOptions{o.block, o.fastcot_iterations, o.trigger_tokens, o.init, o.draft_seed});
   if (o.name == "ar") return std::make_unique<ArDecoder>();

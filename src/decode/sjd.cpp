@@ -26,6 +26,28 @@ int32_t draw_dense(const std::vector<float>& w, float coin) {
   return last;
 }
 
+// jf's repeat guess (SjdOptions::pac_repeat_guess): the draft's first token becomes g, the replacement token
+// repeated, ahead of the rest of the draft (later tokens depend little on it where tokens are local); the
+// sampled first token moves to a branch of the tree's depth. That token is redrawn without g when it is g, so
+// that it and the other sampled branches all come from q without g, as verify_candidates assumes; `left`
+// (q's copy for those branches) loses g and it.
+void add_repeat_guess(int32_t g, const std::vector<std::vector<float>>& next_q, int depth, std::vector<float>& left,
+                      std::vector<int32_t>& next_draft, std::vector<std::vector<int32_t>>& branches, bool* led, Sampler& sampler) {
+  left[g] = 0.0f;
+  double mass = 0;
+  for (float w : left) mass += w;
+  if (mass <= 0) {  // q is the point mass at g: the draft already guesses it
+    left[g] = next_q[0][g];
+    return;
+  }
+  std::vector<int32_t> b = {next_draft[0] == g ? draw_dense(left, sampler.coin()) : next_draft[0]};
+  left[b[0]] = 0.0f;
+  for (size_t dd = 1; dd < next_q.size() && static_cast<int>(dd) < depth; dd++) b.push_back(draw_dense(next_q[dd], sampler.coin()));
+  branches.insert(branches.begin(), std::move(b));
+  next_draft[0] = g;
+  *led = true;
+}
+
 }  // namespace
 
 int32_t speculative_verify(const std::vector<float>& p, const float* q, int32_t x, Rng& rng, bool* accepted) {
@@ -56,11 +78,27 @@ int32_t speculative_verify(const std::vector<float>& p, const float* q, int32_t 
 }
 
 int32_t verify_candidates(const std::vector<float>& p, const std::vector<float>& q, std::span<const int32_t> xs, Rng& rng,
-                          int* which) {
+                          int* which, bool first_is_guess) {
   std::vector<float> pr = p, qr = q;
   for (size_t i = 0; i < xs.size(); i++) {
     const int32_t x = xs[i];
     const float u = rng.uniform();
+    if (i == 0 && first_is_guess) {  // proposal: the point mass at x
+      if (u < pr[x]) {
+        *which = 0;
+        return x;
+      }
+      const double rest = 1.0 - pr[x];
+      pr[x] = 0.0f;
+      if (rest <= 0) break;
+      for (float& w : pr) w = static_cast<float>(w / rest);
+      double qs = 0;
+      qr[x] = 0.0f;
+      for (float w : qr) qs += w;
+      if (qs <= 0) break;
+      for (float& w : qr) w = static_cast<float>(w / qs);
+      continue;
+    }
     if (qr[x] > 0.0f && u < std::min(1.0f, pr[x] / qr[x])) {
       *which = static_cast<int>(i);
       return x;
@@ -97,6 +135,7 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
   // PAC tree: extra paths from the pending token (their depth-1 tokens drawn without replacement after the
   // draft's first one, deeper tokens from q[d] independently); paths[0] is the draft's chain.
   std::vector<std::vector<int32_t>> branches, next_branches;
+  bool draft_guess_led = false, next_guess_led = false;  // the draft's first token is the repeat guess
   std::vector<std::vector<int>> paths;
   std::vector<int> cand_nodes;
   std::vector<float> left, ruled;
@@ -126,6 +165,8 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
     const int S = s.cache().size();
     tree.reset(ctx.pending());
     paths.assign(1, tree.add_chain(0, std::span<const int32_t>(draft).first(static_cast<size_t>(sent))));
+    // the draft's first token is the repeat guess (verified first, as a point mass)
+    const bool guess_led = draft_guess_led && forced == 0 && !paths[0].empty();
     for (auto& b : branches) {
       if (static_cast<int>(b.size()) > sent) b.resize(static_cast<size_t>(sent));
       if (!b.empty() && tree.size() + static_cast<int>(b.size()) <= ctx.room()) paths.push_back(tree.add_chain(0, b));
@@ -173,14 +214,14 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
       if (!opt_.accept_all_for_testing) {
         const std::vector<float>& pn = prob(node, walk);
         const int qi = opt_.wrong_q_row_for_testing ? (d + 1 < m ? d + 1 : (d > 0 ? d - 1 : d)) : d;
-        if (cand_nodes.size() == 1 || q[qi].empty()) {
+        if ((d > 0 || !guess_led) && (cand_nodes.size() == 1 || q[qi].empty())) {
           bool ok = true;
           t = speculative_verify(pn, q[qi].empty() ? nullptr : q[qi].data(), t, sampler.rng(), &ok);
           which = ok ? 0 : -1;
         } else {
           cand_tokens.clear();
           for (int c : cand_nodes) cand_tokens.push_back(tree.token(c));
-          t = verify_candidates(pn, q[qi], cand_tokens, sampler.rng(), &which);
+          t = verify_candidates(pn, q[qi], cand_tokens, sampler.rng(), &which, d == 0 && guess_led);
         }
       }
       acc.tokens.push_back(t);
@@ -231,8 +272,9 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
         }
       }
       // PAC tree: width - 1 more first tokens, without replacement after the draft's, each continued to the depth
-      if (opt_.pac_tree_width > 1 && opt_.pac_tree_depth > 0 && !next_q.empty()) {
+      if ((opt_.pac_tree_width > 1 || opt_.pac_repeat_guess) && opt_.pac_tree_depth > 0 && !next_q.empty()) {
         left = next_q[0];
+        if (opt_.pac_repeat_guess) add_repeat_guess(acc.tokens.back(), next_q, opt_.pac_tree_depth, left, next_draft, next_branches, &next_guess_led, sampler);
         left[next_draft[0]] = 0.0f;
         for (int k = 1; k < opt_.pac_tree_width; k++) {
           double mass = 0;
@@ -255,6 +297,8 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
     draft.swap(next_draft);
     q.swap(next_q);
     branches.swap(next_branches);
+    draft_guess_led = next_guess_led;
+    next_guess_led = false;
     ctx.commit(acc.tokens);
   }
 }

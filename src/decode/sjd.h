@@ -28,6 +28,11 @@ struct SjdOptions {
   // Send only the prefix of the draft that pays (decode/row_cost.h); the unsent rest, with the distributions
   // it was drawn from, stays the draft. false: every forward carries the whole draft.
   bool adaptive = true;
+  // jf's addition to proactive drafting: the tree's first candidate is the rejected position's replacement
+  // token repeated (a point-mass guess, tried first; the sampled candidates are then drawn without it). Where a
+  // token tends to repeat its neighbour (a pixel its left neighbour's colour) this is the continuation the
+  // stale distribution, conditioned on the rejected token, misses. Needs pac_tree_depth > 0.
+  bool pac_repeat_guess = false;
 };
 
 // One speculative-sampling decision for draft token x: p and q are normalised dense distributions
@@ -37,9 +42,10 @@ int32_t speculative_verify(const std::vector<float>& p, const float* q, int32_t 
 // Recursive rejection sampling over candidates xs drawn without replacement from q (dense, normalised):
 // each in turn is accepted with min(1, p'(x)/q'(x)), where after every rejection p' is the normalised
 // residual max(0, p' - q') and q' loses the rejected token. Sets *which to the accepted index, or -1 when the
-// returned token is a draw from the final residual.
+// returned token is a draw from the final residual. `first_is_guess`: xs[0] was not drawn but chosen (a point
+// mass: accepted with p(x), its rejection leaves p without x), and the others were drawn from q without it.
 int32_t verify_candidates(const std::vector<float>& p, const std::vector<float>& q, std::span<const int32_t> xs, Rng& rng,
-                          int* which);
+                          int* which, bool first_is_guess = false);
 
 // Kept across generations: the acceptance statistics of its drafts, by kind (guesses, sampled tokens).
 class SjdDecoder : public Decoder {
