@@ -14,8 +14,9 @@ namespace jf::cli {
 
 namespace {
 
-// SJD-PAC (decode/sjd.h): 32 rows a forward, adaptive continuation, a proactive-drafting tree of depth 3, width 4.
-constexpr const char* kImageDecoder = "sjd:block=32:draft-policy=fixed:pac-continue=1:pac-tree=3x4";
+// SJD-PAC (decode/sjd.h): 32 rows a forward, adaptive continuation, a proactive-drafting tree of depth 3, width
+// 4, and jf's repeat guess (the fewest forwards on the emoji model, docs/IMAGES.md).
+constexpr const char* kImageDecoder = "sjd:block=32:draft-policy=fixed:pac-continue=1:pac-tree=3x4:pac-guess=1";
 
 struct ImagineArgs {
   ModelOptions model;
@@ -71,7 +72,7 @@ int run_imagine(ImagineArgs& a) {
     const std::vector<std::string> more = read_captions(a.captions_file);
     a.captions.insert(a.captions.end(), more.begin(), more.end());
   }
-  if (a.captions.empty()) throw Error("no caption: give one (jf imagine \"red heart\") or --captions FILE");
+  if (a.captions.empty()) throw Error("no caption: give one (jf imagine \"green heart\") or --captions FILE");
   std::vector<std::unique_ptr<Decoder>> decoders;
   std::vector<std::string> specs = split_list(a.decoders);
   for (const std::string& spec : specs) {
@@ -113,14 +114,15 @@ int run_imagine(ImagineArgs& a) {
 Command add_imagine_command(CLI::App& app) {
   auto a = std::make_shared<ImagineArgs>();
   CLI::App* cmd = app.add_subcommand("imagine", "Images from captions with a text-to-image model (default: models/emoji16-q8_0.gguf)");
-  cmd->add_option("captions", a->captions, "Captions, e.g. \"red heart\" (the model knows emoji names)");
+  cmd->add_option("captions", a->captions, "Captions: emoji names, e.g. \"green heart\", \"dog face\"");
   cmd->add_option("--captions", a->captions_file, "More captions from a file, one a line");
   cmd->add_option("-m,--model", a->model.path, "Text-to-image model (default: models/" + std::string(kImageModel) + ")");
   cmd->add_option("-t,--threads", a->model.threads, "Threads for the forward pass (default: all cores)")->check(CLI::Range(0, 1024));
   cmd->add_option("--device", a->model.device, "cpu, vulkan, vulkan:N or auto (default cpu)");
   cmd->add_option("-o,--output", a->output, "PNG to write: the image, or a grid (a row a caption) (default image.png)");
   cmd->add_option("--decoder", a->decoders,
-                  "Decoder spec, or several comma-separated for columns side by side (default SJD-PAC: " + std::string(kImageDecoder) + ")");
+                  "Decoder spec, or several comma-separated for columns side by side (default SJD-PAC: " + std::string(kImageDecoder) +
+                      "; on a CPU, where rows are not free, ar takes less time for this small model)");
   cmd->add_option("--samples", a->samples, "Images a caption and decoder, seeds --seed, --seed+1, ... (default 1)")->check(CLI::Range(1, 1000));
   cmd->add_option("--scale", a->scale, "Pixels a token in the PNG (default 8)")->check(CLI::Range(1, 64));
   cmd->add_option("--viz", a->viz_path, "Also write a page showing which forward committed each pixel (HTML)");
