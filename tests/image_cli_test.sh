@@ -109,7 +109,7 @@ import json, os, sys
 d = sys.argv[1]
 r = json.load(open(d + "/image-bench.json"))
 names = [x["decoder"] for x in r["decoders"]]
-assert names == ["ar", "SJD L=32", "SJD + PD L=32", "SJD + AC L=32", "SJD-PAC L=32"], names
+assert names == ["ar", "SJD L=32", "SJD + PD L=32", "SJD + AC L=32", "SJD-PAC L=32", "SJD-PAC + repeat guess L=32"], names
 for x in r["decoders"]:
     assert x["tokens"] == 512 and sum(k * n for k, n in enumerate(x["histogram"])) == 512, x
 pac = r["decoders"][-1]
@@ -117,7 +117,7 @@ assert pac["step_compression"] > 1.5 and pac["counters"]["pac_kept"] > 0, pac
 loc = r["locality"]
 assert len(loc["image_tv"]) == 48 and loc["image_changes"] > 0 and loc["text_changes"] > 0, loc
 assert all(0 <= v <= 1 for v in loc["image_tv"] + loc["text_tv"])
-for f in ["locality.svg", "accept-sjd-l-32.svg", "accept-sjd-pac-l-32.svg"]:
+for f in ["locality.svg", "accept-sjd-l-32.svg", "accept-sjd-pac-l-32.svg", "accept-sjd-pac-repeat-guess-l-32.svg"]:
     assert open(os.path.join(d, f)).read().startswith("<svg"), f
 PY
 then ok "image-bench: five decoders' histograms add up to the 512 tokens, locality curves, charts"

@@ -83,9 +83,9 @@ std::string histogram_svg(const std::string& title, const Totals& t) {
   for (int k = 1; k <= 16; k++) {
     int64_t n = 0;
     for (size_t j = static_cast<size_t>(k); j < t.histogram.size() && (k == 16 || j == static_cast<size_t>(k)); j++) n += t.histogram[j];
-    bars.push_back({k == 16 ? "16+" : std::to_string(k), t.forwards ? static_cast<double>(n) / t.forwards : 0});
+    bars.push_back({k == 16 ? "16+" : std::to_string(k), t.forwards ? std::round(1000.0 * n / t.forwards) / 10 : 0});
   }
-  return viz::bar_chart_svg(title, "share of forwards (tokens committed: 1, 2, ...)", bars, NAN);
+  return viz::bar_chart_svg(title, "% of forwards committing 1, 2, ... tokens", bars, NAN);
 }
 
 nlohmann::json speed_table(ImageModel& m, const ImageBenchArgs& a, const std::vector<std::string>& captions) {
@@ -112,8 +112,11 @@ nlohmann::json speed_table(ImageModel& m, const ImageBenchArgs& a, const std::ve
                     {"speedup", speedup}, {"tokens_per_second", 1.0 / spt}, {"tokens", t.tokens}, {"forwards", t.forwards},
                     {"histogram", t.histogram}, {"counters", t.counters}});
     if (!a.out_dir.empty() && c.spec != "ar") {
-      std::string name = c.label;
-      for (char& ch : name) ch = std::isalnum(static_cast<unsigned char>(ch)) ? static_cast<char>(std::tolower(ch)) : '-';
+      std::string name;  // "SJD + AC L=32" -> "sjd-ac-l-32"
+      for (char ch : c.label) {
+        if (std::isalnum(static_cast<unsigned char>(ch))) name += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        else if (!name.empty() && name.back() != '-') name += '-';
+      }
       viz::write_svg(a.out_dir + "/accept-" + name + ".svg", histogram_svg(c.label + ": tokens committed per forward", t));
     }
   }
