@@ -5,7 +5,9 @@
 // (image_locality.cpp).
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"

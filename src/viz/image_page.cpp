@@ -26,7 +26,7 @@ constexpr int kNumForwardColours = sizeof kForwardColours / sizeof kForwardColou
 
 const char* kStyle = R"(body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}h1{font-size:1.3em}
 h2{font-size:1.05em;margin:1.4em 0 .4em}.row{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}
-.run{border:1px solid #ddd;border-radius:6px;padding:8px 10px}.cap{font-weight:600}.meta{color:#555;font-size:12px}
+.run{border:1px solid #ddd;border-radius:6px;padding:8px 10px;max-width:440px}.cap{font-weight:600}.meta{color:#555;font-size:12px;overflow-wrap:anywhere}
 .pics{display:flex;gap:10px;margin:6px 0}figure{margin:0;text-align:center}figcaption{font-size:11px;color:#777}
 .pics img,.pics svg{image-rendering:pixelated;display:block;border:1px solid #ccc}.bg{fill:#f0f0f0}
 .map .cur{stroke:#000;stroke-width:.12}.ctl{display:flex;gap:6px;align-items:center;font-size:12px}
