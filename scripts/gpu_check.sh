@@ -55,7 +55,8 @@ reps=10
 if [ "$local" = 1 ]; then
   bin=build/bin
   models=models
-  image_captions=bench/prompts/emoji_heldout.txt image_args="--images 1 --blocks 32"
+  # lavapipe runs SJD's 32-row forwards of the image model at ~1 token/s: the rehearsal checks the step on the CPU
+  image_captions=bench/prompts/emoji_heldout.txt image_args="--images 1 --blocks 32" image_device=cpu
   stories=../shared/models/stories260K/stories260K.gguf
   vocab=../shared/models/tokenizers/ggml-vocab-llama-spm.gguf
   text=../shared/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt
@@ -69,7 +70,7 @@ else
   [ -x "$bundle/bin/jf" ] || [ ! -e "$bundle/jf.tar.xz" ] || tar -C "$bundle" -xJf "$bundle/jf.tar.xz"
   bin="$bundle/bin"
   models="$bundle/models"
-  image_captions="$bundle/models/emoji_heldout.txt" image_args="--images 8"
+  image_captions="$bundle/models/emoji_heldout.txt" image_args="--images 8" image_device=
   stories="$bundle/models/stories260K/stories260K.gguf"
   vocab="$bundle/models/ggml-vocab-llama-spm.gguf"
   text="$bundle/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt"
@@ -205,7 +206,7 @@ run "decoders code model" sh -c "'$jf' bench -m '$models/pycode-ar-q8_0.gguf' --
 run "decoders stories260K" sh -c "'$jf' bench -m '$stories' --device $device --prompts '$out/prompts.jsonl' -n $tokens \
   --decoders $decoders --plot '$out/decoders_stories.svg' > '$out/decoders_stories.txt'"
 # text-to-image: SJD and SJD-PAC's step compression and wall-clock speedup where rows are (nearly) free
-run "images SJD-PAC" sh -c "'$jf' image-bench -m '$models/emoji16-q8_0.gguf' --device $device \
+run "images SJD-PAC" sh -c "'$jf' image-bench -m '$models/emoji16-q8_0.gguf' --device ${image_device:-$device} \
   --captions '$image_captions' $image_args --locality-images 0 -o '$out/images' > '$out/images.txt'"
 run "tune $(basename "$tune_model" .gguf)" sh -c "'$jf' tune -m '$tune_model' --device $device --budget $tune_budget -n 24 --no-cache --no-kernels --plot '$out/tune.svg' \
   -o '$out/tune.json' > '$out/tune.txt'"
