@@ -235,6 +235,18 @@ double joint_p_value(const std::map<std::vector<int32_t>, int>& counts, const st
   return test::chi2_sf(chi2, cells - 1);
 }
 
+// A draw from `left` (unnormalised weights), which then loses the drawn token: draws without replacement.
+int32_t draw_and_remove(std::vector<float>& left, Rng& rng) {
+  float total = 0;
+  for (float w : left) total += w;
+  float r = rng.uniform() * total, cdf = 0;
+  int x = 0;
+  for (; x < V - 1; x++)
+    if (r < (cdf += left[x])) break;
+  left[x] = 0;
+  return x;
+}
+
 // Recursive rejection sampling over K candidates drawn without replacement from q returns exactly p: the
 // output law of many simulated decisions against p (chi-square), for K = 1..4 and a q far from p.
 TEST(VerifyCandidates, WithoutReplacementCandidatesGiveTheTarget) {
@@ -248,16 +260,7 @@ TEST(VerifyCandidates, WithoutReplacementCandidatesGiveTheTarget) {
     for (int i = 0; i < kDraws; i++) {
       std::vector<float> left = q;
       std::vector<int32_t> xs;
-      for (int k = 0; k < K; k++) {  // K draws without replacement from q
-        float total = 0;
-        for (float w : left) total += w;
-        float r = rng.uniform() * total, cdf = 0;
-        int x = 0;
-        for (; x < V - 1; x++)
-          if (r < (cdf += left[x])) break;
-        xs.push_back(x);
-        left[x] = 0;
-      }
+      for (int k = 0; k < K; k++) xs.push_back(draw_and_remove(left, rng));  // K draws without replacement from q
       int which = 0;
       counts[{verify_candidates(p, q, xs, rng, &which)}]++;
     }
@@ -284,16 +287,7 @@ TEST(VerifyCandidates, AGuessFirstThenCandidatesWithoutItGiveTheTarget) {
           std::vector<float> left = q;
           left[g] = 0;
           std::vector<int32_t> xs = {g};
-          for (int k = 1; k < K; k++) {
-            float total = 0;
-            for (float w : left) total += w;
-            float r = rng.uniform() * total, cdf = 0;
-            int x = 0;
-            for (; x < V - 1; x++)
-              if (r < (cdf += left[x])) break;
-            xs.push_back(x);
-            left[x] = 0;
-          }
+          for (int k = 1; k < K; k++) xs.push_back(draw_and_remove(left, rng));
           int which = 0;
           counts[{verify_candidates(p, q, xs, rng, &which, /*first_is_guess=*/!broken)}]++;
         }

@@ -69,16 +69,6 @@ struct Totals {
   double single_share() const { return forwards && histogram.size() > 1 ? static_cast<double>(histogram[1]) / forwards : 0; }
 };
 
-std::vector<std::string> read_lines(const std::string& path, size_t max) {
-  std::ifstream in(path);
-  if (!in) throw Error(path + ": cannot read");
-  std::vector<std::string> out;
-  for (std::string line; out.size() < max && std::getline(in, line);)
-    if (!line.empty()) out.push_back(line);
-  if (out.empty()) throw Error(path + ": empty");
-  return out;
-}
-
 // Acceptance lengths as bars 1 .. 15 and "16+", each the share of forwards.
 std::string histogram_svg(const std::string& title, const Totals& t) {
   std::vector<viz::Bar> bars;
@@ -131,7 +121,7 @@ int run_image_bench(ImageBenchArgs& a) {
   if (!a.out_dir.empty()) std::filesystem::create_directories(a.out_dir);
   if (a.captions_file.empty() && a.data_dir.empty()) throw Error("give --captions FILE or --data DIR (scripts/image_data.sh's output)");
   const std::string captions_path = a.captions_file.empty() ? a.data_dir + "/heldout_captions.txt" : a.captions_file;
-  const std::vector<std::string> captions = read_lines(captions_path, static_cast<size_t>(a.images));
+  const std::vector<std::string> captions = read_captions(captions_path, static_cast<size_t>(a.images));
   ImageModel m = open_image_model(a.model);
   nlohmann::json report;
   report["model"] = a.model.path;
@@ -159,9 +149,7 @@ int run_image_bench(ImageBenchArgs& a) {
 Command add_image_bench_command(CLI::App& app) {
   auto a = std::make_shared<ImageBenchArgs>();
   CLI::App* cmd = app.add_subcommand("image-bench", "SJD and SJD-PAC on a text-to-image model: step compression, acceptance skew, perplexity, locality");
-  cmd->add_option("-m,--model", a->model.path, "Text-to-image model (default: models/" + std::string(kImageModel) + ")");
-  cmd->add_option("-t,--threads", a->model.threads, "Threads (default: all cores)")->check(CLI::Range(0, 1024));
-  cmd->add_option("--device", a->model.device, "cpu, vulkan, vulkan:N or auto (default cpu)");
+  add_image_model_options(cmd, a->model);
   cmd->add_option("--captions", a->captions_file, "Captions, one a line (default: DATA/heldout_captions.txt)");
   cmd->add_option("--data", a->data_dir, "scripts/image_data.sh's output: held-out captions and images, for the perplexity");
   cmd->add_option("--images", a->images, "Captions used, one image each per decoder (default 16)")->check(CLI::Range(1, 100000));
@@ -171,13 +159,7 @@ Command add_image_bench_command(CLI::App& app) {
   cmd->add_option("--text-model", a->text_model, "Text model for the locality curve's text side (default: the default model)");
   cmd->add_option("-o,--output", a->out_dir, "Directory for image-bench.json and the SVG charts");
   add_sampling_options(cmd, a->sampling);
-  cmd->parse_complete_callback([a] {
-    if (a->model.path.empty()) a->model.path = bundled_model_path(kImageModel);
-  });
-  return [a] {
-    if (a->model.path.empty()) throw Error(std::string("no model given: pass -m MODEL (models/") + kImageModel + " was not found)");
-    return run_image_bench(*a);
-  };
+  return [a] { return run_image_bench(*a); };
 }
 
 }  // namespace jf::cli

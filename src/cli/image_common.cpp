@@ -1,10 +1,34 @@
 #include "cli/image_common.h"
 
+#include <cstdint>
+#include <fstream>
+
 #include "base/error.h"
 
 namespace jf::cli {
 
+void add_image_model_options(CLI::App* cmd, ModelOptions& o) {
+  cmd->add_option("-m,--model", o.path, "Text-to-image model (default: models/" + std::string(kImageModel) + ")");
+  cmd->add_option("-t,--threads", o.threads, "Threads for the forward pass (default: all cores)")->check(CLI::Range(0, 1024));
+  cmd->add_option("--device", o.device, "cpu, vulkan, vulkan:N or auto (default cpu)");
+  cmd->parse_complete_callback([&o] {
+    if (o.path.empty()) o.path = bundled_model_path(kImageModel);
+  });
+}
+
+std::vector<std::string> read_captions(const std::string& path, size_t max) {
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot read the captions file");
+  std::vector<std::string> out;
+  for (std::string line; out.size() < max && std::getline(in, line);)
+    if (!line.empty()) out.push_back(line);
+  if (out.empty()) throw Error(path + ": no captions (one a line)");
+  return out;
+}
+
 ImageModel open_image_model(const ModelOptions& o) {
+  if (o.path.empty())
+    throw Error(std::string("no model given: pass -m MODEL (models/") + kImageModel + " was not found; scripts/train_image_model.sh makes it)");
   ImageModel m;
   ModelOptions plain = o;
   plain.no_draft = true;  // the decoders of images draft from their own sampling, not from a draft head

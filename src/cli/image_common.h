@@ -21,8 +21,12 @@ struct ImageModel {
   std::unique_ptr<Session> session;
 };
 
-// Throws jf::Error when the model cannot be loaded or its vocabulary has no image tokens.
+// -m (default: the shipped image model), -t and --device, for the image commands.
+void add_image_model_options(CLI::App* cmd, ModelOptions& o);
+// Throws jf::Error when no model was given or found, it cannot be loaded, or its vocabulary has no image tokens.
 ImageModel open_image_model(const ModelOptions& o);
+// Non-empty lines of a captions file, at most `max`; throws jf::Error when unreadable or empty.
+std::vector<std::string> read_captions(const std::string& path, size_t max = SIZE_MAX);
 
 // Sampling for images: colour tokens only (every other token banned), exactly one image's worth of them.
 GenerationConfig image_generation(const ImageVocab& iv, int n_vocab, const SamplingParams& sampling);

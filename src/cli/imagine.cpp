@@ -35,16 +35,6 @@ struct ImagineArgs {
   }
 };
 
-std::vector<std::string> read_captions(const std::string& path) {
-  std::vector<std::string> out;
-  std::ifstream in(path);
-  if (!in) throw Error(path + ": cannot read the captions file");
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) out.push_back(line);
-  if (out.empty()) throw Error(path + ": no captions (one a line)");
-  return out;
-}
-
 viz::ImageRun gallery_entry(const ImageVocab& iv, const std::string& caption, const std::string& decoder, uint64_t seed,
                             const ImageSample& s) {
   viz::ImageRun run;
@@ -116,9 +106,7 @@ Command add_imagine_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("imagine", "Images from captions with a text-to-image model (default: models/emoji16-q8_0.gguf)");
   cmd->add_option("captions", a->captions, "Captions: emoji names, e.g. \"green heart\", \"dog face\"");
   cmd->add_option("--captions", a->captions_file, "More captions from a file, one a line");
-  cmd->add_option("-m,--model", a->model.path, "Text-to-image model (default: models/" + std::string(kImageModel) + ")");
-  cmd->add_option("-t,--threads", a->model.threads, "Threads for the forward pass (default: all cores)")->check(CLI::Range(0, 1024));
-  cmd->add_option("--device", a->model.device, "cpu, vulkan, vulkan:N or auto (default cpu)");
+  add_image_model_options(cmd, a->model);
   cmd->add_option("-o,--output", a->output, "PNG to write: the image, or a grid (a row a caption) (default image.png)");
   cmd->add_option("--decoder", a->decoders,
                   "Decoder spec, or several comma-separated for columns side by side (default SJD-PAC: " + std::string(kImageDecoder) +
@@ -127,14 +115,7 @@ Command add_imagine_command(CLI::App& app) {
   cmd->add_option("--scale", a->scale, "Pixels a token in the PNG (default 8)")->check(CLI::Range(1, 64));
   cmd->add_option("--viz", a->viz_path, "Also write a page showing which forward committed each pixel (HTML)");
   add_sampling_options(cmd, a->sampling);
-  cmd->parse_complete_callback([a] {
-    if (a->model.path.empty()) a->model.path = bundled_model_path(kImageModel);
-  });
-  return [a] {
-    if (a->model.path.empty())
-      throw Error(std::string("no model given: pass -m MODEL (models/") + kImageModel + " was not found; scripts/train_image_model.sh makes it)");
-    return run_imagine(*a);
-  };
+  return [a] { return run_imagine(*a); };
 }
 
 }  // namespace jf::cli
