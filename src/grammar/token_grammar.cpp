@@ -1,8 +1,10 @@
 #include "grammar/token_grammar.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "base/error.h"
+#include "tokenizer/utf8.h"
 #include "tokenizer/tokenizer.h"
 
 namespace jf {
@@ -18,6 +20,8 @@ constexpr size_t kMaskCacheEntries = 1024;
 constexpr size_t kMaxStates = 1 << 16;
 // Subtrees smaller than this are walked rather than checked for a self-loop.
 constexpr int32_t kLoopCheckNodes = 16;
+// Character sets smaller than this are walked (a digit's state: few tokens start with one).
+constexpr uint64_t kMinRunSet = 256;
 }  // namespace
 
 TokenGrammar::TokenGrammar(const Grammar& grammar, const Tokenizer& tok)
@@ -40,11 +44,37 @@ int32_t TokenGrammar::intern(GrammarState&& s) {
     throw Error("grammar: more than " + std::to_string(kMaxStates) + " states (the text nests too deeply for this grammar)");
   const int32_t id = static_cast<int32_t>(states_.size());
   complete_.push_back(matcher_.complete(s));
+  // Bytes no class on top of a stack can start are dead now: a walk skips them without the matcher's step.
+  std::array<uint64_t, 4> starts{};
+  for (const GrammarStack& st : s.stacks)
+    if (!st.empty()) {
+      const std::array<uint64_t, 4>& c = class_first_bytes(grammar_.elements[st.back()].value);
+      for (int w = 0; w < 4; w++) starts[w] |= c[w];
+    }
   states_.push_back(std::move(s));
   next_.emplace_back();
-  next_.back().fill(kUnknown);
+  for (int b = 0; b < 256; b++) next_.back()[b] = (starts[b >> 6] >> (b & 63)) & 1 ? kUnknown : -1;
   ids_.emplace(std::move(key), id);
   return id;
+}
+
+// The first bytes of the UTF-8 encodings of a class's code points.
+const std::array<uint64_t, 4>& TokenGrammar::class_first_bytes(uint32_t cls) {
+  if (first_bytes_.size() <= cls) first_bytes_.resize(grammar_.classes.size());
+  std::optional<std::array<uint64_t, 4>>& known = first_bytes_[cls];
+  if (known) return *known;
+  std::array<uint64_t, 4> bits{};
+  const CharClass& c = grammar_.classes[cls];
+  for (uint32_t b = 0; b < 256; b++) {
+    // The code points a sequence led by b encodes (0xC0, 0xC1 and 0xF5.. lead only overlong or invalid ones).
+    uint32_t lo = b, hi = b;
+    if (b >= 0xC2 && b <= 0xDF) lo = (b & 0x1F) << 6, hi = lo | 0x3F;
+    else if (b >= 0xE0 && b <= 0xEF) lo = std::max((b & 0x0Fu) << 12, 0x800u), hi = ((b & 0x0Fu) << 12) | 0xFFF;
+    else if (b >= 0xF0 && b <= 0xF4) lo = std::max((b & 0x07u) << 18, 0x10000u), hi = std::min(((b & 0x07u) << 18) | 0x3FFFF, 0x10FFFFu);
+    else if (b >= 0x80) continue;
+    if (b < 0x80 ? c.matches(b) : c.matches_any(lo, hi)) bits[b >> 6] |= uint64_t{1} << (b & 63);
+  }
+  return *(known = bits);
 }
 
 // The matcher's step, from the state's stacks (once per state and byte: step() caches it).
@@ -92,18 +122,24 @@ TokenGrammar::State TokenGrammar::advance(State s, int32_t token) {
   return b.empty() ? kDead : advance(s, b);
 }
 
-// The vocabulary's prefix tree, depth first, with the state after each node's bytes: a node the grammar
-// refuses is not entered, so every token under it is skipped at once.
 void TokenGrammar::compute(State s, TokenMask& out) {
-  const VocabIndex& v = *vocab_;
-  out.assign(static_cast<size_t>((v.n_vocab + 63) / 64), 0);
+  out.assign(static_cast<size_t>((vocab_->n_vocab + 63) / 64), 0);
+  if (s.left > 0 || !compute_by_runs(s, out)) walk(vocab_->tree, s, out);
+  if (complete(s))
+    for (int32_t t : vocab_->eog_tokens) mask_set(out, t);
+}
+
+// A prefix tree, depth first, with the state after each node's bytes: a node the grammar refuses is not
+// entered, so every token under it is skipped at once.
+void TokenGrammar::walk(const PrefixTree& tree, State s, TokenMask& out) {
+  const std::vector<PrefixTree::Node>& nodes = tree.nodes;
   walk_.clear();
   walk_.push_back(s);
   nodes_.clear();
   nodes_.push_back(0);
   while (!nodes_.empty()) {
     const size_t n = static_cast<size_t>(nodes_.back());
-    const VocabIndex::Node& node = v.trie[n];
+    const PrefixTree::Node& node = nodes[n];
     const State from = walk_.back();
     nodes_.pop_back();
     walk_.pop_back();
@@ -111,14 +147,11 @@ void TokenGrammar::compute(State s, TokenMask& out) {
     // every token in it is allowed, without walking it.
     const bool loops = node.first_child >= 0 && !node.below_high && from.left == 0 &&
                        node.subtree_end - static_cast<int32_t>(n) > kLoopCheckNodes && loops_on(from.state, node.below);
-    const int32_t last = loops ? v.trie[static_cast<size_t>(node.subtree_end - 1)].end_end : node.end_end;
-    for (int32_t e = node.end_begin; e < last; e++) {
-      const int32_t t = v.ends[static_cast<size_t>(e)];
-      out[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
-    }
+    const int32_t last = loops ? nodes[static_cast<size_t>(node.subtree_end - 1)].end_end : node.end_end;
+    for (int32_t e = node.end_begin; e < last; e++) mask_set(out, tree.ends[static_cast<size_t>(e)]);
     if (loops) continue;
-    for (int32_t c = node.first_child; c >= 0; c = v.trie[static_cast<size_t>(c)].next_sibling) {
-      const uint8_t byte = v.trie[static_cast<size_t>(c)].byte;
+    for (int32_t c = node.first_child; c >= 0; c = nodes[static_cast<size_t>(c)].next_sibling) {
+      const uint8_t byte = nodes[static_cast<size_t>(c)].byte;
       // (The common step inline: an ASCII byte at a code point boundary whose successor is known.)
       const int32_t known = from.left == 0 && byte < 0x80 ? next_[static_cast<size_t>(from.state)][byte] : kUnknown;
       const State to = known >= 0 ? State{known} : known == -1 ? kDead : step(from, byte);
@@ -127,9 +160,77 @@ void TokenGrammar::compute(State s, TokenMask& out) {
       walk_.push_back(to);
     }
   }
-  if (complete(s))
-    for (int32_t t = 0; t < v.n_vocab; t++)
-      if (v.eog[t]) out[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
+}
+
+const CodeSet& TokenGrammar::class_set(uint32_t cls) {
+  if (class_sets_.size() <= cls) class_sets_.resize(grammar_.classes.size());
+  if (!class_sets_[cls]) class_sets_[cls] = std::make_unique<CodeSet>(CodeSet::of(grammar_.classes[cls]));
+  return *class_sets_[cls];
+}
+
+// 1 if every character of `set` takes state s to one same state, 2 if none is allowed there, 0 if some are:
+// each stack's class holds the whole set or none of it.
+int TokenGrammar::takes_set(int32_t s, const CodeSet& set) {
+  bool takes = false;
+  for (const GrammarStack& st : states_[static_cast<size_t>(s)].stacks) {
+    if (st.empty()) continue;
+    const CodeSet& c = class_set(grammar_.elements[st.back()].value);
+    if (set.subset_of(c)) takes = true;
+    else if (!set.disjoint(c)) return 0;
+  }
+  return takes ? 1 : 2;
+}
+
+// The runs of the largest class a stack of s expects next, if it is large enough to be worth it.
+const ClassRuns* TokenGrammar::runs_at(int32_t s) {
+  uint32_t best = 0;
+  uint64_t best_size = 0;
+  for (const GrammarStack& st : states_[static_cast<size_t>(s)].stacks) {
+    if (st.empty()) continue;
+    const uint32_t cls = grammar_.elements[st.back()].value;
+    const uint64_t n = class_set(cls).size();
+    if (n > best_size) best = cls, best_size = n;
+  }
+  if (best_size < kMinRunSet) return nullptr;
+  auto it = runs_.find(best);
+  if (it == runs_.end()) it = runs_.emplace(best, vocab_->runs_of(class_set(best))).first;
+  return it->second.get();
+}
+
+// The mask of s from the runs of a character set every character of which takes s (and the states after it)
+// one same step: tokens made of the set by length, the others walked from where their run leads. False
+// (nothing written) where s is not such a state.
+bool TokenGrammar::compute_by_runs(State s, TokenMask& out) {
+  const ClassRuns* runs = runs_at(s.state);
+  if (!runs) return false;
+  const size_t longest = std::max(runs->up_to.size(), runs->rest.size()) - 1;  // the longest run in the vocabulary
+  std::string step_bytes;
+  tok::utf8_append(step_bytes, runs->representative);
+  chain_.assign(1, s);
+  size_t reach = 0, loop_from = SIZE_MAX;  // the longest run the chain allows; where it starts repeating
+  for (;;) {
+    const int takes = takes_set(chain_.back().state, runs->set);
+    if (takes == 0) return false;
+    reach = chain_.size() - 1;
+    if (takes == 2 || reach == longest) break;
+    const State next = advance(chain_.back(), step_bytes);
+    const auto seen = std::find(chain_.begin(), chain_.end(), next);
+    if (seen != chain_.end()) {
+      loop_from = static_cast<size_t>(seen - chain_.begin()), reach = longest;
+      break;
+    }
+    chain_.push_back(next);
+  }
+  by_runs_++;
+  const size_t period = chain_.size() - std::min(loop_from, chain_.size());
+  auto state_after = [&](size_t r) { return r < chain_.size() ? chain_[r] : chain_[loop_from + (r - loop_from) % period]; };
+  if (!runs->up_to.empty()) {
+    const TokenMask& pure = runs->up_to[std::min(reach, runs->up_to.size() - 1)];
+    for (size_t w = 0; w < out.size(); w++) out[w] |= pure[w];
+  }
+  for (size_t r = 0; r <= reach && r < runs->rest.size(); r++)
+    if (!runs->rest[r].nodes.empty()) walk(runs->rest[r], state_after(r), out);
+  return true;
 }
 
 // Whether every ASCII byte of `bytes` leads state s (at a code point boundary) back to s.

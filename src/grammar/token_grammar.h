@@ -7,13 +7,15 @@
 // multi-byte code point), so the matcher's stack work is done once per (state, byte) and the grammar behaves
 // as a lazily built automaton. A state's mask walks the vocabulary's prefix tree (vocab_index.h) through
 // those tables: tokens sharing a prefix share its steps, a dead prefix skips every token under it, and a
-// subtree whose bytes lead the state back to itself is taken whole. Masks (and forced tokens) are cached per
-// state, and a structured text revisits few states (every character
-// inside a JSON string leaves the same one), so most steps are a lookup.
+// subtree whose bytes lead the state back to itself is taken whole. A state where every character of a large
+// set takes one same step (inside a string) skips the walk: its tokens are taken by their runs of that set
+// (class_runs.h). Masks (and forced tokens) are cached per state, and a structured text revisits few states
+// (every character inside a JSON string leaves the same one), so most steps are a lookup.
 #pragma once
 #include <array>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "grammar/class_runs.h"
 #include "grammar/grammar.h"
 #include "grammar/matcher.h"
 #include "grammar/vocab_index.h"
@@ -28,9 +31,6 @@
 namespace jf {
 
 class Tokenizer;
-
-using TokenMask = std::vector<uint64_t>;  // bit t set: token t allowed
-inline bool mask_has(const TokenMask& m, int32_t t) { return (m[static_cast<size_t>(t) >> 6] >> (t & 63)) & 1; }
 
 // Where a text stands: an interned state at a code point boundary, and the bytes of a code point read since.
 struct GrammarCursor {
@@ -71,6 +71,7 @@ class TokenGrammar {
   int n_vocab() const { return vocab_->n_vocab; }
   int64_t mask_hits() const { return hits_; }
   int64_t mask_misses() const { return misses_; }
+  int64_t masks_by_runs() const { return by_runs_; }  // misses computed from a character set's runs
   size_t states() const { return states_.size(); }
 
  private:
@@ -88,13 +89,23 @@ class TokenGrammar {
   std::vector<State> walk_;     // (compute's stack: states, and their nodes of the vocabulary's tree)
   std::vector<int32_t> nodes_;
   std::unordered_map<int32_t, std::array<uint64_t, 4>> self_loops_;  // per state: ASCII bytes leading back to it
+  std::vector<std::unique_ptr<CodeSet>> class_sets_;                  // per class of the grammar, made on use
+  std::vector<std::optional<std::array<uint64_t, 4>>> first_bytes_;   // per class: class_first_bytes
+  std::unordered_map<uint32_t, std::shared_ptr<const ClassRuns>> runs_;  // per class, where it has runs
+  std::vector<State> chain_;  // (compute_by_runs: the states after 0, 1, 2, ... characters of the set)
   State start_ = kDead;
-  int64_t hits_ = 0, misses_ = 0;
+  int64_t hits_ = 0, misses_ = 0, by_runs_ = 0;
   int32_t intern(GrammarState&& s);
   State step(State s, uint8_t byte);
   State step_computed(State s, uint8_t byte);
   bool loops_on(int32_t s, const uint64_t bytes[2]);
   void compute(State s, TokenMask& out);
+  void walk(const PrefixTree& tree, State s, TokenMask& out);
+  bool compute_by_runs(State s, TokenMask& out);
+  const CodeSet& class_set(uint32_t cls);
+  const std::array<uint64_t, 4>& class_first_bytes(uint32_t cls);
+  const ClassRuns* runs_at(int32_t s);
+  int takes_set(int32_t s, const CodeSet& set);
   std::vector<int32_t> compute_forced(State s);
 };
 
