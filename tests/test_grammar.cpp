@@ -2,6 +2,7 @@
 // greedy or sampled, under a grammar, logit biases and penalties, gives exactly constrained `ar`'s tokens,
 // while jump-forward sends the grammar's forced text as drafts that are accepted (more tokens a forward).
 #include <cstdio>
+#include <map>
 
 #include "base/error.h"
 #include "base/rng.h"
@@ -254,6 +255,7 @@ TEST(ConstrainedDecoding, GreedyDecodersGiveConstrainedArsTokens) {
   const char* decoders[] = {"jacobi:block=8", "jacobi:block=4:window-mode=running", "pld", "lookahead:W=4:N=3:G=4",
                             "multiblock:block=8", "jacobi:tree=16"};
   int64_t ar_forwards = 0, jf_forwards = 0, pld_forwards = 0, tokens = 0;
+  std::map<std::string, int64_t> refused;  // per decoder: draft tokens the grammar refused, not sent
   for (const char* p : kPrompts) {
     const std::vector<int32_t> prompt = m.lm.tokenizer->encode(p, true, false);
     const GenerationResult ar = run(s, "ar", prompt, cfg, 60);
@@ -265,6 +267,7 @@ TEST(ConstrainedDecoding, GreedyDecodersGiveConstrainedArsTokens) {
       const GenerationResult r = run(s, d, prompt, cfg, 60);
       ASSERT_EQ(r.tokens, ar.tokens) << d << " on " << p;
       EXPECT_EQ(r.stop, ar.stop) << d;
+      refused[d] += r.stats.counter("draft_tokens_refused");
       if (std::string(d) == "jacobi:block=8") {
         jf_forwards += r.stats.n_forwards;
         EXPECT_GT(r.stats.counter("jump_forward_tokens"), 0);
@@ -283,6 +286,11 @@ TEST(ConstrainedDecoding, GreedyDecodersGiveConstrainedArsTokens) {
               double(tokens) / ar_forwards, double(tokens) / jf_forwards, double(tokens) / no_jump, double(tokens) / pld_forwards);
   EXPECT_GE(double(ar_forwards) / jf_forwards, 1.5);
   EXPECT_LT(jf_forwards, no_jump);
+  // Drafts are masked before they are sent: every decoder met tokens the grammar refuses and left them out.
+  for (const auto& [d, n] : refused) {
+    std::printf("  %s: %lld draft tokens refused by the grammar, not sent\n", d.c_str(), static_cast<long long>(n));
+    EXPECT_GT(n, 0) << d;
+  }
 }
 
 // Sampling: a grammar, biases and penalties shape the distribution every decoder draws from, so sample then

@@ -60,6 +60,18 @@ int DecodeContext::lead_with_forced(std::vector<int32_t>& draft, int max) {
   return static_cast<int>(forced.size());
 }
 
+int DecodeContext::allowed_draft(std::span<const int32_t> chain) {
+  if (!rules_.active()) return static_cast<int>(chain.size());
+  TokenGrammar::State at = rules_.draft_start();
+  int n = 0;
+  draft_work([&] {
+    while (n < static_cast<int>(chain.size()) && rules_.draft_step(at, chain[static_cast<size_t>(n)])) n++;
+    return 0;
+  });
+  count("draft_tokens_refused", static_cast<int64_t>(chain.size()) - n);
+  return n;
+}
+
 int DecodeContext::commit_unforwarded(std::span<const int32_t> tokens) { return append(tokens, false); }
 
 int DecodeContext::append(std::span<const int32_t> tokens, bool record) {

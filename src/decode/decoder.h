@@ -108,6 +108,11 @@ class DecodeContext {
   // Jump-forward: the tokens the grammar forces after the pending token lead the draft (overwriting its first
   // ones; a draft that disagrees with them is cut after them); at most `max`. Returns how many.
   int lead_with_forced(std::vector<int32_t>& draft, int max);
+  // Drafts the rules refuse are never accepted, so they are not worth rows: how many leading tokens of
+  // `chain` (after the committed text) the rules allow (counted as draft_tokens_refused past them).
+  int allowed_draft(std::span<const int32_t> chain);
+  // The rules at the committed text (a tree's drafts walk them: RuleState::draft_step); null without rules.
+  const RuleState* rules() const { return rules_.active() ? &rules_ : nullptr; }
   ForwardSlot& slot() { return slot_; }
   // After a forward whose input set draft_logits: whether the model gave drafts, and the greedy token of the
   // draft logits of its logit row r (-1 without). A backend may compute a row only when asked

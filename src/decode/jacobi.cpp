@@ -112,6 +112,8 @@ DecodeLoop JacobiDecoder::decode_chain(DecodeContext& ctx) {
       kinds.resize(draft.size(), kPredicted);
     }
     for (int i = std::max(drafted_upto, 1 + chained); i < drafted; i++) kinds[static_cast<size_t>(i)] = i < guessed_from ? kPredicted : kGuess;
+    // Under a grammar, guesses it refuses are not worth rows.
+    sent = ctx.allowed_draft(std::span<const int32_t>(draft).first(std::min(static_cast<size_t>(sent), draft.size())));
     ctx.count("draft_tokens_cut", static_cast<int64_t>(draft.size()) - sent);
     if (opt_.observer && !opt_.running) {  // (the state this forward sends)
       state.assign(ctx.history().begin() + block_start, ctx.history().end());

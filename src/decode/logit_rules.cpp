@@ -111,6 +111,14 @@ std::vector<int32_t> RuleState::forced(int max) const {
   return spec_->grammar->forced_tokens(grammar_, max);
 }
 
+bool RuleState::draft_step(TokenGrammar::State& at, int32_t token) const {
+  if (!active()) return true;
+  const auto ban = spec_->bias.find(token);
+  if (ban != spec_->bias.end() && ban->second <= -100.0f) return false;
+  if (!spec_->grammar) return true;
+  return !(at = spec_->grammar->advance(at, token)).dead();
+}
+
 bool RuleState::allows(int32_t token) const {
   if (!active() || !spec_->grammar) return true;
   if (grammar_.dead()) return false;

@@ -51,6 +51,10 @@ class RuleState {
   std::vector<int32_t> forced(int max) const;
   // Whether the grammar allows `token` next (true without a grammar).
   bool allows(int32_t token) const;
+  // Drafts walked without masks: `at` (from draft_start) advanced past `token`; false where the rules refuse
+  // it there (its bytes leave the grammar, or a bias of -100 bans it), so it can never be accepted.
+  TokenGrammar::State draft_start() const { return grammar_; }
+  bool draft_step(TokenGrammar::State& at, int32_t token) const;
 
  private:
   const LogitRulesSpec* spec_ = nullptr;

@@ -111,12 +111,15 @@ DecodeLoop LookaheadDecoder::decode(DecodeContext& ctx) {
     added.assign(cands.size(), 0);
     for (size_t j = 0; j < cands.size(); j++) {
       if (maxd <= 0 || tree.size() + maxd > ctx.room()) break;
-      int len = maxd;
-      const std::span<const int32_t> c = cands[j].first(static_cast<size_t>(maxd));
+      // (Under a grammar, a candidate is cut where it refuses a token: the rest is never accepted.)
+      const int fit = ctx.allowed_draft(cands[j].first(static_cast<size_t>(maxd)));
+      if (fit <= 0) continue;
+      int len = fit;
+      const std::span<const int32_t> c = cands[j].first(static_cast<size_t>(fit));
       int shared = 0;  // tokens already in the tree (an earlier candidate's prefix)
       for (int node = 0; shared < len && (node = tree.child(node, c[shared])) >= 0;) shared++;
       if (opt_.adaptive && j == 0) {
-        len = first_.choose(1, maxd, price);
+        len = first_.choose(1, fit, price);
         expect += first_.expected(1, len);
       } else if (opt_.adaptive) {
         const double gain = later_[j].per_row() * (len - shared);

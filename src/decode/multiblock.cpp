@@ -152,9 +152,12 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
         with_pseudo = false, sent = cut, expect = e_cut;
       }
     }
+    const int chained = chain.fill(ctx, opt_.draft_chain, sent, draft);
+    // Under a grammar, what it refuses is not worth rows (nor are the pseudo-active blocks placed after it).
+    if (const int ok = ctx.allowed_draft(std::span<const int32_t>(draft).first(static_cast<size_t>(sent))); ok < sent)
+      sent = ok, with_pseudo = false;
     const int extra_rows = with_pseudo ? pseudo_n : 0;
     ctx.count("draft_tokens_cut", d - sent);
-    const int chained = chain.fill(ctx, opt_.draft_chain, sent, draft);
     for (int i = 1 + chained; i < chain_upto; i++) kinds[static_cast<size_t>(i)] = chain_was[static_cast<size_t>(i - 1)];
 
     // ---- real-active draft plus recycled candidates that continue the pending token, as one tree

@@ -137,6 +137,7 @@ DecodeLoop PldDecoder::decode(DecodeContext& ctx) {
       draft.resize(static_cast<size_t>(k));
     }
     ctx.lead_with_forced(draft, max_draft(ctx, kMaxForcedDraft));  // jump-forward: what a grammar forces
+    draft.resize(static_cast<size_t>(ctx.allowed_draft(draft)));     // what it refuses is not worth rows
     // ---- verify
     const int S = s.cache().size();
     prepare_chain(ctx, draft, tree, in);

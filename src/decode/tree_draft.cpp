@@ -71,14 +71,26 @@ double TreeDrafter::build(DecodeContext& ctx, int r, int max_nodes, const RowPri
     return x.score != y.score ? x.score > y.score : x.depth < y.depth;
   });
   std::vector<int> node_of(cands_.size(), -1);
-  size_t kept = 0;
+  // Under a grammar, a candidate it refuses (and so everything below it) is never accepted: not placed.
+  const RuleState* rules = ctx.rules();
+  if (rules) grammar_at_.assign(cands_.size(), rules->draft_start());
+  size_t kept = 0, refused = 0;
   for (int c : order_) {
     if (static_cast<int>(kept) == max_nodes) break;
-    const int parent = cands_[static_cast<size_t>(c)].parent;
-    if (parent >= 0 && node_of[static_cast<size_t>(parent)] < 0) continue;
+    const Candidate& cand = cands_[static_cast<size_t>(c)];
+    if (cand.parent >= 0 && node_of[static_cast<size_t>(cand.parent)] < 0) continue;
+    if (rules) {
+      TokenGrammar::State& at = grammar_at_[static_cast<size_t>(c)];
+      if (cand.parent >= 0) at = grammar_at_[static_cast<size_t>(cand.parent)];
+      if (!rules->draft_step(at, cand.token)) {
+        refused++;
+        continue;
+      }
+    }
     node_of[static_cast<size_t>(c)] = 0;  // (placed below)
     order_[kept++] = c;
   }
+  if (refused) ctx.count("draft_tokens_refused", static_cast<int64_t>(refused));
   order_.resize(kept);
   order_.resize(static_cast<size_t>(choose_count(price, static_cast<int>(kept))));
   double expected = 0.0;

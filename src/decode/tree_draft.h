@@ -80,6 +80,7 @@ class TreeDrafter {
   AcceptanceCalibration calibration_;
   std::vector<Candidate> cands_;
   std::vector<int> order_;               // candidates in the order sent
+  std::vector<TokenGrammar::State> grammar_at_;  // (build: the grammar after each candidate's path)
   std::vector<float> node_prob_;         // [tree node] of the tree last built: its draft probability
   std::vector<int> node_rank_;           // [tree node]: Candidate::rank
   std::vector<DraftNode> nodes_;
