@@ -15,37 +15,14 @@
 #include "serve/request.h"
 #include "serve/tools.h"
 #include "test_support.h"
+#include "tools_test_support.h"
 #include "tokenizer/chat_tools.h"
 #include "tokenizer/tokenizer.h"
 
 namespace jf {
 namespace {
 
-
-// A small vocabulary with the special tokens of ChatML and Llama 3.
-VocabSpec chat_vocab(const std::string& chat_template) {
-  VocabSpec s;
-  s.kind = VocabKind::Spm;
-  s.tokens = {"<unk>", "<s>", "</s>", "\xE2\x96\x81", "<|im_start|>", "<|im_end|>", "<|begin_of_text|>",
-              "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
-  s.types = {TokenKind::Unknown, TokenKind::Control, TokenKind::Control, TokenKind::Normal, TokenKind::Control,
-             TokenKind::Control, TokenKind::Control, TokenKind::Control, TokenKind::Control, TokenKind::Control};
-  s.unk = 0, s.bos = 1, s.eos = 2;
-  s.chat_template = chat_template;
-  return s;
-}
-
-const char* const kTools =
-    R"([{"type": "function", "function": {"name": "get_weather", "description": "Météo d'une ville", "parameters":)"
-    R"( {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},)"
-    R"( "required": ["city"]}}}, {"type": "function", "function": {"name": "now", "parameters": {"type": "object",)"
-    R"( "properties": {}}}}])";
-const char* const kNowTool = R"([{"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}}])";
-
-ChatMessage assistant_calls(std::string content, std::vector<ChatToolCall> calls) {
-  return {"assistant", std::move(content), std::move(calls)};
-}
-ChatMessage tool_result(std::string id, std::string content) { return {"tool", std::move(content), {}, std::move(id)}; }
+using namespace tools_test;
 
 // Tools and calls in Qwen2.5's template (its rendering with jinja2 of the same conversation).
 TEST(ToolsRender, Qwen25Template) {
@@ -164,13 +141,13 @@ TEST(ToolsRender, FormatsWithoutToolSyntaxRefuse) {
   Tokenizer tok(chat_vocab(""));
   ChatOptions opts;
   opts.tools = kNowTool;
-  for (ChatFormat f : {ChatFormat::Gemma, ChatFormat::Llama2, ChatFormat::Phi3, ChatFormat::MistralV7}) {
+  for (ChatFormat f : {ChatFormat::Gemma, ChatFormat::Llama2, ChatFormat::Phi3, ChatFormat::DeepSeekR1, ChatFormat::MistralV1}) {
     EXPECT_FALSE(chat_format_has_tools(f));
     try {
       render_chat(f, {{"user", "x"}}, true, tok, opts);
       ADD_FAILURE() << chat_format_name(f);
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("has no tool calls"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("has no tool syntax"), std::string::npos) << e.what();
     }
   }
   EXPECT_NO_THROW(render_chat(ChatFormat::Gemma, {{"user", "x"}}, true, tok));  // no tools: as before
@@ -343,7 +320,9 @@ TEST_F(ToolsRequests, ChoicesSetTheGrammarAndTheParsing) {
   EXPECT_EQ(automatic.tools.choice, ToolsRequest::Choice::Auto);
   EXPECT_EQ(automatic.tools.names, (std::vector<std::string>{"get_weather", "now"}));
   EXPECT_TRUE(automatic.tools.parse());
-  EXPECT_FALSE(automatic.gen.rules.grammar);
+  EXPECT_TRUE(automatic.gen.rules.grammar);  // text, then optionally calls by their schemas
+  // "auto" with the client's response_format: either its JSON or calls; "required" takes none.
+  EXPECT_TRUE(parse("{" + kHi + ", " + kWeather + R"(, "response_format": {"type": "json_object"}})").gen.rules.grammar);
   const CompletionRequest required = parse("{" + kHi + ", " + kWeather + R"(, "tool_choice": "required", "parallel_tool_calls": false})");
   EXPECT_TRUE(required.gen.rules.grammar);
   EXPECT_FALSE(required.tools.parallel);
@@ -389,8 +368,8 @@ TEST_F(ToolsRequests, BadFieldsAreNamed) {
   refused(R"({"messages": [{"role": "assistant", "content": null}]})", "messages[0].content", "required");
   // A format without tool syntax.
   ctx.chat_format = ChatFormat::Gemma;
-  refused(head + kWeather + "}", "tools", "has no tool calls");
-  refused(R"({"messages": [{"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": "{}"}}]}]})", "messages[0]", "has no tool calls");
+  refused(head + kWeather + "}", "tools", "has no tool syntax");
+  refused(R"({"messages": [{"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": "{}"}}]}]})", "messages[0]", "has no tool syntax");
   EXPECT_FALSE(parse(head + kWeather + R"(, "tool_choice": "none"})").tools.parse());
 }
 

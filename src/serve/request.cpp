@@ -186,8 +186,7 @@ ChatMessage read_message(const json& m, const std::string& param, const ApiConte
   ChatMessage msg{role, ""};
   parse_message_tools(m, param, msg);
   if ((role == "tool" || !msg.tool_calls.empty()) && !chat_format_has_tools(ctx.chat_format))
-    bad(param, "the chat format '" + chat_format_name(ctx.chat_format) + "' has no tool calls in jf (tools work with " +
-                   tool_chat_format_names() + ")");
+    bad(param, no_tool_syntax_message(ctx.chat_format));
   if (present(m, "content")) msg.content = content_text(m["content"], param + ".content");
   else if (msg.tool_calls.empty()) bad(param + ".content", "'" + param + ".content' is required");
   return msg;
@@ -320,11 +319,20 @@ JsonWhitespace json_whitespace(const json& body) {
   return w == "compact" ? JsonWhitespace::Compact : JsonWhitespace::Flexible;
 }
 
-// response_format (json_object, json_schema), llama-server's grammar, the grammar of tool calls (`tools_gbnf`),
+// The reply's grammar from the tools' and the client's (response_format or grammar): "required" / a named
+// tool takes none of the client's; "auto" with one is either the client's text or calls.
+std::string with_tools_gbnf(const json& body, const ToolReplyGrammar& tools, const std::string& gbnf) {
+  if (tools.reply.empty() || gbnf.empty()) return tools.reply.empty() ? gbnf : tools.reply;
+  if (tools.calls.empty())
+    bad("tool_choice", "'tool_choice' " + body["tool_choice"].dump() + " makes the reply tool calls: leave out 'response_format' and 'grammar'");
+  return either_gbnf(gbnf, tools.calls);
+}
+
+// response_format (json_object, json_schema), llama-server's grammar, the grammar of tool calls (`tools`),
 // logit_bias and the penalties into the generation's logit rules. `raw`: the body's text, read again for a
 // schema's property order (json sorts keys).
 void parse_output_rules(const json& body, const std::string* raw, CompletionRequest& r, const ApiContext& ctx,
-                        const std::string& tools_gbnf) {
+                        const ToolReplyGrammar& tools) {
   LogitRulesSpec& rules = r.gen.rules;
   rules.presence_penalty = static_cast<float>(number_in(body, "presence_penalty", -2, 2, 0));
   rules.frequency_penalty = static_cast<float>(number_in(body, "frequency_penalty", -2, 2, 0));
@@ -371,17 +379,14 @@ void parse_output_rules(const json& body, const std::string* raw, CompletionRequ
     }
     if (type != "text" && present(body, "grammar")) bad("grammar", "give 'grammar' or 'response_format', not both");
   }
-  if (!tools_gbnf.empty()) {
-    if (!gbnf.empty())
-      bad("tool_choice", "'tool_choice' " + body["tool_choice"].dump() + " makes the reply tool calls: leave out 'response_format' and 'grammar'");
-    gbnf = tools_gbnf;
-  }
+  const bool client_grammar = !gbnf.empty();
+  gbnf = with_tools_gbnf(body, tools, gbnf);
   if (!gbnf.empty()) {
     if (!ctx.tokenizer) bad("response_format", "the model has no tokenizer to constrain its output with");
     try {
       rules.grammar = ctx.grammars ? ctx.grammars->get(gbnf, *ctx.tokenizer) : compile_grammar(gbnf, *ctx.tokenizer);
     } catch (const Error& e) {
-      bad(present(body, "grammar") ? "grammar" : tools_gbnf.empty() ? "response_format" : "tools", e.what(), "invalid_grammar");
+      bad(present(body, "grammar") ? "grammar" : client_grammar ? "response_format" : "tools", e.what(), "invalid_grammar");
     }
   }
   if (rules.active() && r.decoder.name == "fastcot")
@@ -399,12 +404,16 @@ CompletionRequest parse_completion_request(const json& body, bool chat, const Ap
   CompletionRequest r;
   r.chat = chat;
   ChatOptions chat_opts;
-  std::string tools_gbnf;  // "required" or a named tool: the grammar of the calls
+  ToolReplyGrammar tools_grammar;  // the reply's grammar from the tools
   if (chat) {
     chat_opts = chat_options(body);
-    r.tools = parse_tools(body, raw, ctx, json_whitespace(body), chat_opts.tools, tools_gbnf);
+    r.tools = parse_tools(body, raw, ctx, json_whitespace(body), chat_opts.tools, tools_grammar);
   }
   r.prompt = chat ? encode_messages(body, ctx, chat_opts) : encode_prompt(body, ctx);
+  if (!r.tools.prompt_suffix.empty()) {  // a required call's opening control token (tools.h)
+    const std::vector<int32_t> suffix = ctx.tokenizer->encode(r.tools.prompt_suffix, false, true);
+    r.prompt.insert(r.prompt.end(), suffix.begin(), suffix.end());
+  }
   if (static_cast<int>(r.prompt.size()) > ctx.context)
     throw ApiError(400, "the prompt has " + std::to_string(r.prompt.size()) + " tokens, more than the context size " +
                             std::to_string(ctx.context), chat ? "messages" : "prompt", {}, "context_length_exceeded");
@@ -438,7 +447,7 @@ CompletionRequest parse_completion_request(const json& body, bool chat, const Ap
   r.decoder = choose_decoder(body, s.greedy(), ctx);
   apply_prediction(body, r, ctx);
   parse_logprobs(body, r, ctx);
-  parse_output_rules(body, raw, r, ctx, tools_gbnf);
+  parse_output_rules(body, raw, r, ctx, tools_grammar);
   r.n = static_cast<int>(integer_in(body, "n", 1, 16, 1));
   return r;
 }

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "base/error.h"
-#include "grammar/gbnf_compose.h"
+#include "grammar/matcher.h"
 #include "serve/request.h"
 
 namespace jf {
@@ -76,21 +76,55 @@ ToolsRequest::Choice read_choice(const json& body, bool tools, const std::vector
   return Choice::Named;
 }
 
-// The grammar of a reply that calls the chosen tools (all of them, or the named one).
-std::string choice_gbnf(const OJson& tools, const ToolsRequest& t, const std::string& named, JsonWhitespace ws) {
-  std::vector<std::pair<std::string, std::string>> chosen;
+// Each chosen tool's name and the grammar of its arguments (all tools, or the named one).
+ToolGrammars argument_grammars(const OJson& tools, const std::string& named, JsonWhitespace ws) {
+  ToolGrammars chosen;
   for (size_t i = 0; i < tools.size(); i++) {
     const OJson& f = tools[i]["function"];
     const std::string name = f["name"].get<std::string>();
-    if (t.choice == ToolsRequest::Choice::Named && name != named) continue;
+    if (!named.empty() && name != named) continue;
     try {
       chosen.emplace_back(name, json_schema_to_gbnf(parameters_schema(f), ws));
     } catch (const Error& e) {
       bad("tools[" + std::to_string(i) + "].function.parameters", e.what(), "unsupported_schema");
     }
   }
-  const ToolCallSyntax syntax = tool_call_syntax(t.format);
-  return tool_calls_gbnf(syntax, chosen, t.parallel && syntax.several);
+  return chosen;
+}
+
+// "auto" where the marker is a control token: no grammar (it would never let the model call), so each call
+// read is checked against its tool's grammar instead.
+void check_calls_after(ToolsRequest& t, const ToolGrammars& tools) {
+  for (const auto& [name, gbnf] : tools) t.checks.emplace_back(name, std::make_shared<const Grammar>(Grammar::parse(gbnf)));
+}
+
+// The reply's grammars for the choice; the prompt's end where a required call's marker is a control token.
+ToolReplyGrammar reply_grammar(ToolsRequest& t, const OJson& tools, const std::string& named, JsonWhitespace ws) {
+  const ToolCallSyntax& syntax = *t.syntax;
+  const bool several = t.parallel && syntax.several;
+  const ToolGrammars chosen = argument_grammars(tools, named, ws);
+  ToolReplyGrammar g;
+  if (t.choice == ToolsRequest::Choice::Auto) {
+    if (!syntax.hidden_marker.empty()) {
+      check_calls_after(t, chosen);
+      return g;
+    }
+    g.reply = auto_tool_calls_gbnf(syntax, chosen, several);
+    g.calls = tool_calls_gbnf(syntax, chosen, several);
+    return g;
+  }
+  t.prompt_suffix = syntax.hidden_marker;
+  g.reply = tool_calls_gbnf(syntax, chosen, several);
+  return g;
+}
+
+ToolCallSyntax syntax_of(const ToolsRequest& t) { return t.syntax ? *t.syntax : tool_call_syntax(t.format); }
+
+// Whether a call's arguments match its tool's grammar, where the request checks them after the reply.
+bool arguments_match(const ToolsRequest& t, const ChatToolCall& call) {
+  for (const auto& [name, grammar] : t.checks)
+    if (name == call.name) return GrammarMatcher(*grammar).accepts(call.arguments);
+  return true;
 }
 
 std::string new_tool_call_id() {
@@ -104,7 +138,7 @@ std::string new_tool_call_id() {
 }  // namespace
 
 ToolsRequest parse_tools(const json& body, const std::string* raw, const ApiContext& ctx, JsonWhitespace ws,
-                         std::string& prompt_tools, std::string& gbnf) {
+                         std::string& prompt_tools, ToolReplyGrammar& grammar) {
   ToolsRequest t;
   t.format = ctx.chat_format;
   if (present(body, "tools") && !body["tools"].is_array())
@@ -124,10 +158,10 @@ ToolsRequest parse_tools(const json& body, const std::string* raw, const ApiCont
   t.choice = read_choice(body, !tools.empty(), t.names, named);
   if (t.choice == ToolsRequest::Choice::None) return t;
   if (!chat_format_has_tools(t.format))
-    bad("tools", "the chat format '" + chat_format_name(t.format) + "' has no tool calls in jf (tools work with " +
-                     tool_chat_format_names() + "; start the server with --chat-format)");
+    bad("tools", no_tool_syntax_message(t.format) + " (start the server with --chat-format)");
   prompt_tools = tools.dump(-1, ' ', false, OJson::error_handler_t::replace);
-  if (t.choice == ToolsRequest::Choice::Required || t.choice == ToolsRequest::Choice::Named) gbnf = choice_gbnf(tools, t, named, ws);
+  t.syntax = ctx.tokenizer ? tool_call_syntax(t.format, *ctx.tokenizer) : tool_call_syntax(t.format);
+  grammar = reply_grammar(t, tools, named, ws);
   return t;
 }
 
@@ -157,23 +191,12 @@ void parse_message_tools(const json& m, const std::string& param, ChatMessage& o
   }
 }
 
-std::string tool_calls_gbnf(const ToolCallSyntax& syntax, const std::vector<std::pair<std::string, std::string>>& tools,
-                            bool several) {
-  std::string g = several ? "root ::= call ( " + gbnf_literal(syntax.separator) + " call )*\n" : "root ::= call\n";
-  std::string alts;
-  for (size_t i = 0; i < tools.size(); i++) alts += (i ? " | t" : "t") + std::to_string(i);
-  g += "call ::= " + gbnf_literal(syntax.open + "{\"name\": ") + " ( " + alts + " ) " + gbnf_literal("}" + syntax.close) + "\n";
-  for (size_t i = 0; i < tools.size(); i++) {  // each tool's own rules under the prefix "t<i>-"
-    const std::string t = std::string("t").append(std::to_string(i));
-    g += t + " ::= " + gbnf_literal("\"" + tools[i].first + "\", \"" + syntax.args_key + "\": ") + " " + t + "-root\n";
-    g += prefix_gbnf_rules(tools[i].second, t + "-");
-  }
-  return g;
-}
-
 ParsedReply read_tool_calls(const ToolsRequest& tools, const std::string& reply) {
-  ParsedReply p = parse_tool_calls(tools.format, reply, tools.names);
-  for (ChatToolCall& c : p.calls) c.id = new_tool_call_id();
+  ParsedReply p = parse_tool_calls(syntax_of(tools), reply, tools.names);
+  for (ChatToolCall& c : p.calls) {
+    if (!arguments_match(tools, c)) return {reply, {}};
+    c.id = new_tool_call_id();
+  }
   return p;
 }
 
@@ -190,7 +213,7 @@ json tool_calls_json(const std::vector<ChatToolCall>& calls, bool streamed) {
 ToolCallFilter::Out ToolCallFilter::feed(const std::string& piece, int tokens) {
   reply_ += piece;
   held_tokens_ += tokens;
-  const size_t free = tool_call_free_length(tools_.format, reply_);
+  const size_t free = tool_call_free_length(syntax_of(tools_), reply_);
   if (free <= sent_) return {};
   Out out{reply_.substr(sent_, free - sent_), held_tokens_};
   sent_ = free;

@@ -1,36 +1,33 @@
-// Tool calls in chat prompts (rendered as Qwen2.5's and Llama 3.1's Jinja templates render them through
-// Hugging Face's tojson filter) and read back out of replies.
+// Tool calls in chat prompts (chatml and llama3 rendered as Qwen2.5's and Llama 3.1's Jinja templates render
+// them through Hugging Face's tojson filter; Mistral and Phi-4-mini in chat_tools_mistral.cpp) and read back
+// out of replies.
 #include "tokenizer/chat_tools.h"
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <ctime>
 
 #include "base/error.h"
 #include "tokenizer/chat_internal.h"
+#include "tokenizer/chat_tools_internal.h"
 #include "tokenizer/tokenizer.h"
 
 namespace jf {
 
 using namespace chat_detail;
+using namespace chat_tools_detail;
 
-namespace {
+namespace chat_tools_detail {
 
-using OJson = nlohmann::ordered_json;  // keeps the client's key order, as a template renders it
+std::string dump(const OJson& v, int indent) { return v.dump(indent, ' ', false, OJson::error_handler_t::replace); }
 
-std::string dump(const OJson& v, int indent = -1) { return v.dump(indent, ' ', false, OJson::error_handler_t::replace); }
-
-// Python's json.dumps(v, ensure_ascii=False), which the tojson filter runs: ", " and ": " between items.
-// (With indent=4 Python writes what nlohmann's dump(4) writes.)
-std::string py_json(const OJson& v) {
-  if (!v.is_structured()) return dump(v);
+std::string py_json(const OJson& v, bool ascii) {
+  if (!v.is_structured()) return v.dump(-1, ' ', ascii, OJson::error_handler_t::replace);
   std::string s(1, v.is_object() ? '{' : '[');
   bool first = true;
   for (auto it = v.begin(); it != v.end(); ++it, first = false) {
     if (!first) s += ", ";
-    if (v.is_object()) s += dump(OJson(it.key())) + ": ";
-    s += py_json(it.value());
+    if (v.is_object()) s += py_json(OJson(it.key()), ascii) + ": ";
+    s += py_json(it.value(), ascii);
   }
   return s + (v.is_object() ? '}' : ']');
 }
@@ -47,6 +44,10 @@ OJson arguments_object(const ChatToolCall& c) {
   if (!a.is_object()) throw Error("the arguments of tool call '" + c.id + "' are not a JSON object");
   return a;
 }
+
+}  // namespace chat_tools_detail
+
+namespace {
 
 constexpr const char* kHermesTools =
     "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
@@ -146,48 +147,38 @@ std::string render_llama3(const std::vector<ChatMessage>& messages, bool add_gen
   return out;
 }
 
-[[noreturn]] void no_tools(ChatFormat f) {
-  throw Error("the chat format '" + chat_format_name(f) + "' has no tool calls in jf (tools work with " +
-              tool_chat_format_names() + ")");
+bool is_mistral_with_tools(ChatFormat f) {
+  return f == ChatFormat::MistralV3 || f == ChatFormat::MistralV3Tekken || f == ChatFormat::MistralV7 ||
+         f == ChatFormat::MistralV7Tekken;
 }
 
-// One call's JSON ({"name": ..., "arguments" or "parameters": {...}}, nothing else) of a known tool.
-bool read_call(const std::string& text, const std::vector<std::string>& names, ChatToolCall& call) {
-  const OJson j = OJson::parse(text, nullptr, false);
-  if (!j.is_object() || j.size() != 2 || !j.contains("name") || !j["name"].is_string()) return false;
-  const OJson* args = j.contains("arguments") ? &j["arguments"] : j.contains("parameters") ? &j["parameters"] : nullptr;
-  if (!args || !args->is_object()) return false;
-  call.name = j["name"].get<std::string>();
-  call.arguments = dump(*args);
-  return std::find(names.begin(), names.end(), call.name) != names.end();
-}
+[[noreturn]] void no_tools(ChatFormat f) { throw Error(no_tool_syntax_message(f)); }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-size_t skip_space(const std::string& s, size_t at) {
-  while (at < s.size() && is_space(s[at])) at++;
-  return at;
-}
-
-size_t trim_end(const std::string& s, size_t end) {
-  while (end > 0 && is_space(s[end - 1])) end--;
-  return end;
-}
-
-// Llama 3.1: the reply is one call (after <|python_tag|>, which the model may write first).
-ParsedReply parse_whole_reply(const std::string& reply, const std::vector<std::string>& names) {
-  std::string text = trim(reply);
-  if (text.rfind("<|python_tag|>", 0) == 0) text = text.substr(14);
-  ChatToolCall call;
-  if (!read_call(text, names, call)) return {reply, {}};
-  return {"", {call}};
+// Whether `text` is one control token of the vocabulary (what decoding drops and grammars never allow).
+bool is_control_token(const Tokenizer& tok, const std::string& text) {
+  if (text.empty()) return false;
+  const std::vector<int32_t> ids = tok.encode(text, false, true);
+  return ids.size() == 1 && tok.is_control(ids[0]) && tok.token_text(ids[0]) == text;
 }
 
 }  // namespace
 
-bool chat_format_has_tools(ChatFormat f) { return f == ChatFormat::ChatML || f == ChatFormat::Llama3; }
+bool chat_format_has_tools(ChatFormat f) {
+  return f == ChatFormat::ChatML || f == ChatFormat::Llama3 || f == ChatFormat::Phi4Mini || is_mistral_with_tools(f);
+}
 
-std::string tool_chat_format_names() { return chat_format_name(ChatFormat::ChatML) + ", " + chat_format_name(ChatFormat::Llama3); }
+std::string tool_chat_format_names() {
+  std::string s;
+  for (ChatFormat f : {ChatFormat::ChatML, ChatFormat::Llama3, ChatFormat::Phi4Mini, ChatFormat::MistralV3,
+                       ChatFormat::MistralV3Tekken, ChatFormat::MistralV7, ChatFormat::MistralV7Tekken})
+    s += (s.empty() ? "" : ", ") + chat_format_name(f);
+  return s;
+}
+
+std::string no_tool_syntax_message(ChatFormat f) {
+  return "the chat format '" + chat_format_name(f) + "' has no tool syntax (its template defines none; tools work with " +
+         tool_chat_format_names() + ")";
+}
 
 bool has_tool_turns(const std::vector<ChatMessage>& messages) {
   return std::any_of(messages.begin(), messages.end(), [](const ChatMessage& m) { return m.role == "tool" || !m.tool_calls.empty(); });
@@ -197,53 +188,31 @@ std::string render_chat_tools(ChatFormat f, const std::vector<ChatMessage>& mess
                               const Tokenizer& tok, const ChatOptions& opts) {
   if (f == ChatFormat::ChatML) return render_chatml(messages, add_generation_prompt, tok, opts);
   if (f == ChatFormat::Llama3) return render_llama3(messages, add_generation_prompt, tok, opts);
+  if (f == ChatFormat::Phi4Mini) return render_phi4_mini_tools(messages, add_generation_prompt, tok, tools_array(opts.tools));
+  if (is_mistral_with_tools(f)) return render_mistral_tools(f, messages, tok, tools_array(opts.tools));
   no_tools(f);
 }
 
 ToolCallSyntax tool_call_syntax(ChatFormat f) {
-  if (f == ChatFormat::ChatML) return {"<tool_call>\n", "\n</tool_call>", "\n", "arguments", true, false};
-  if (f == ChatFormat::Llama3) return {"", "", "", "parameters", false, true};
+  if (f == ChatFormat::ChatML) return {"<tool_call>\n", "\n</tool_call>", "\n", "arguments", true, false, false, false, "<tool_call>", ""};
+  if (f == ChatFormat::Llama3) return {"", "", "", "parameters", false, true, false, false, "", ""};
+  if (f == ChatFormat::Phi4Mini) return {"<|tool_call|>", "<|/tool_call|>", ", ", "arguments", true, false, true, false, "<|tool_call|>", ""};
+  // (the templates: "[TOOL_CALLS] [" but Nemo's "[TOOL_CALLS][")
+  if (is_mistral_with_tools(f))
+    return {f == ChatFormat::MistralV3Tekken ? "[TOOL_CALLS]" : "[TOOL_CALLS] ", "", ", ", "arguments", true, false, true, true, "[TOOL_CALLS]", ""};
   no_tools(f);
 }
 
-ParsedReply parse_tool_calls(ChatFormat f, const std::string& reply, const std::vector<std::string>& names) {
-  const ToolCallSyntax syn = tool_call_syntax(f);
-  if (syn.whole_reply) return parse_whole_reply(reply, names);
-  const std::string open = trim(syn.open), close = trim(syn.close);  // (the blocks' own whitespace is optional)
-  const size_t first = reply.find(open);
-  if (first == std::string::npos) return {reply, {}};
-  ParsedReply out{reply.substr(0, trim_end(reply, first)), {}};
-  for (size_t at = first; at < reply.size(); at = skip_space(reply, at)) {
-    if (reply.compare(at, open.size(), open) != 0) return {reply, {}};
-    const size_t end = reply.find(close, at + open.size());
-    if (end == std::string::npos) return {reply, {}};
-    ChatToolCall call;
-    if (!read_call(reply.substr(at + open.size(), end - at - open.size()), names, call)) return {reply, {}};
-    out.calls.push_back(std::move(call));
-    at = end + close.size();
+ToolCallSyntax tool_call_syntax(ChatFormat f, const Tokenizer& tok) {
+  ToolCallSyntax s = tool_call_syntax(f);
+  if (!s.array) return s;
+  if (is_control_token(tok, s.marker)) {
+    s.open.erase(0, s.marker.size());
+    s.hidden_marker = s.marker;
   }
-  return out;
-}
-
-size_t tool_call_free_length(ChatFormat f, const std::string& reply) {
-  const ToolCallSyntax syn = tool_call_syntax(f);
-  if (syn.whole_reply) {  // text, unless it starts (after whitespace) like a call
-    const std::string rest = reply.substr(skip_space(reply, 0));
-    const std::string tag = "<|python_tag|>";
-    const bool maybe_call = rest.empty() || rest[0] == '{' || rest.rfind(tag, 0) == 0 || tag.rfind(rest, 0) == 0;
-    return maybe_call ? 0 : reply.size();
-  }
-  const std::string open = trim(syn.open);
-  size_t end = reply.find(open);
-  if (end == std::string::npos) {  // hold back an end that may be the beginning of the marker
-    end = reply.size();
-    for (size_t k = std::min(open.size() - 1, reply.size()); k > 0; k--)
-      if (reply.compare(reply.size() - k, k, open, 0, k) == 0) {
-        end = reply.size() - k;
-        break;
-      }
-  }
-  return trim_end(reply, end);
+  const std::string end = trim(s.close);
+  if (is_control_token(tok, end)) s.close.erase(s.close.rfind(end), end.size());
+  return s;
 }
 
 }  // namespace jf
