@@ -98,8 +98,8 @@ TEST(VulkanDecoders, CodeModelEveryGreedyDecoderEqualsAr) {
   EXPECT_EQ(run(s, dec("pld"), prompt, cfg).tokens, run(s, dec("ar"), prompt, cfg).tokens);
 }
 
-// Draft trees on the device, from the code model's draft file: here the layer's first guesses with its chain
-// under each (the device grows no tree of its own yet), `ar`'s tokens greedy and sampled.
+// Draft trees on the device, from the code model's draft file: grown by the device (a level a pass,
+// VulkanForward::row_tree; not the chain fallback of a backend without trees), `ar`'s tokens greedy and sampled.
 TEST(VulkanDecoders, CodeModelsDraftTreesGiveArsTokens) {
   const std::string path = code_model();
   if (!test::path_exists(path)) GTEST_FAIL() << path << " is missing";
@@ -117,6 +117,7 @@ TEST(VulkanDecoders, CodeModelsDraftTreesGiveArsTokens) {
   const GenerationResult tree = run(s, dec("jacobi:tree=16"), prompt, cfg);
   EXPECT_EQ(tree.tokens, ar.tokens);
   EXPECT_GT(tree.stats.counter("tree_nodes"), 8 * (tree.stats.n_forwards - 1)) << "the trees were not sent";
+  EXPECT_EQ(tree.stats.counter("tree_chain_fallbacks"), 0) << "the device grew no tree";
   cfg.sampling.temperature = 0.8f, cfg.sampling.top_k = 40, cfg.sampling.seed = 7;
   EXPECT_EQ(run(s, dec("jacobi:tree=16"), prompt, cfg).tokens, run(s, dec("ar"), prompt, cfg).tokens);
 }

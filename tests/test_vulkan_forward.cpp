@@ -20,6 +20,7 @@
 namespace jf {
 namespace {
 
+using test::DraftModel;
 using test::Logits;
 using test::expect_bits;
 using test::make_model;
@@ -159,21 +160,6 @@ TEST(VulkanForward, ReplaysRecordedShapesWithTheSameBits) {
   const Logits again = stepwise(replayed, toks);  // a fresh cache of the same shape: not the old one's recording
   for (size_t r = 0; r < toks.size(); r++) expect_bits(again[r], want[r], "decode again, step " + std::to_string(r));
 }
-
-// A tiny model with a draft head and layer, its forward on the device and on the CPU.
-struct DraftModel {
-  static ModelConfig config() {
-    ModelConfig c = preset_config("tiny");
-    c.draft_head = c.draft_layer = true;
-    return c;
-  }
-  DraftModel(int device, uint64_t seed, vulkan::MatrixMath math = vulkan::MatrixMath::Fma)
-      : cfg(config()), m(make_model(cfg, DType::F32, seed)), fwd(device, m->config(), m->weights(), {}, math), cpu(m->config(), m->weights()) {}
-  ModelConfig cfg;
-  std::unique_ptr<Model> m;
-  vulkan::VulkanForward fwd;
-  Transformer cpu;
-};
 
 // A draft head and layer: the device's draft logits agree with the CPU's, and both heads stay batch-invariant,
 // with every way of computing matrix products.

@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 
 #include "model/random_model.h"
+#include "model/transformer.h"
 #include "model_helpers.h"
+#include "vulkan/vulkan_forward.h"
 
 namespace jf::test {
 
@@ -37,5 +39,20 @@ inline void expect_bits(const std::vector<float>& got, const std::vector<float>&
   ASSERT_EQ(got.size(), want.size()) << what;
   ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4)) << what << ": not bit-identical";
 }
+
+// A tiny model with a draft head and layer, its forward on the device and on the CPU.
+struct DraftModel {
+  static ModelConfig config() {
+    ModelConfig c = preset_config("tiny");
+    c.draft_head = c.draft_layer = true;
+    return c;
+  }
+  DraftModel(int device, uint64_t seed, vulkan::MatrixMath math = vulkan::MatrixMath::Fma)
+      : cfg(config()), m(make_model(cfg, DType::F32, seed)), fwd(device, m->config(), m->weights(), {}, math), cpu(m->config(), m->weights()) {}
+  ModelConfig cfg;
+  std::unique_ptr<Model> m;
+  vulkan::VulkanForward fwd;
+  Transformer cpu;
+};
 
 }  // namespace jf::test

@@ -169,6 +169,7 @@ void TreeDrafter::grow(DecodeContext& ctx, int r, int max_nodes, const RowPricer
 // No trees on this backend: the layer's chain under each of the `beam` likeliest first guesses (a chain each,
 // its drafts' probabilities unknown; on a GPU each but the one asked for up front is a submission of its own).
 int TreeDrafter::chain_fallback(DecodeContext& ctx, int r) {
+  ctx.count("tree_chain_fallbacks");
   std::vector<int32_t> chain(static_cast<size_t>(std::max(0, shape_.depth - 1)));
   const int firsts = std::min<int>(shape_.beam, static_cast<int>(cands_.size()));
   int total = 0;

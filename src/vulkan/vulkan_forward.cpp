@@ -38,6 +38,8 @@ VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const Mod
       chain_act_(std::make_unique<Activations>()),
       main_in_(std::make_unique<Inputs>()),
       chain_meta_(std::make_unique<Inputs>()),
+      tree_act_(std::make_unique<Activations>()),
+      tree_in_(std::make_unique<Inputs>()),
       draft_act_(std::make_unique<Activations>()),
       draft_in_(std::make_unique<Inputs>()),
       rec_(*ctx_),
@@ -398,6 +400,7 @@ void VulkanForward::grow_activations(Activations& a, int64_t n, bool draft_layer
 }
 
 void VulkanForward::run(std::span<SequenceInput* const> seqs) {
+  JF_CHECK(!tree_.cache, "a forward before the last draft tree's end_tree()");
   rows_ = &plan_, a_ = act_.get(), in_ = main_in_.get();
   plan_.build(cfg_, seqs);
   for (size_t s = 0; s + 1 < plan_.seq_first.size(); s++)  // every sequence's cache is this device's

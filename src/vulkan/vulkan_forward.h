@@ -83,6 +83,8 @@ class VulkanForward : public ForwardPass {
   const float* row_draft_logits(int r) override;
   int32_t row_draft_greedy(int r) override;
   int row_chain(int r, int32_t first, int count, int32_t* out) override;  // draft_chain.cpp
+  int row_tree(int r, std::span<const DraftNode> nodes, int k, DraftGuess* out) override;  // draft_tree.cpp
+  void end_row_tree() override;
 
  private:
   struct Activations;
@@ -109,6 +111,8 @@ class VulkanForward : public ForwardPass {
   void read_planned_chains();
   int planned_chain(int logit_row, int32_t first, int count, int32_t* out);
   void record_chain_steps(int steps);
+  void expand_tree_rows(std::span<const DraftNode> nodes, int k, DraftGuess* out);  // draft_tree.cpp
+  void plan_tree_rows(std::span<const DraftNode> nodes);
   void record_forward(bool draft_layer, bool drafts, bool chains);
   void submit(ReplayCache& kept, bool profile, std::span<DeviceKvStore* const> stores, const std::function<void()>& record);
   void collect_stores(const RowPlan& plan);  // into stores_
@@ -144,6 +148,20 @@ class VulkanForward : public ForwardPass {
   Buffer chain_source_;
   std::vector<int32_t> chain_of_logit_, chain_tokens_, chain_end_;
   int chain_rows_ = 0, chain_steps_ = 0;
+  // An open draft tree (draft_tree.cpp): its sequence's cache and size before it, its source row's place in the
+  // draft layer's pass and position, and per node its position and parent; the nodes' layer outputs (tree_x_,
+  // row 0 the source's); a level's pass.
+  struct OpenTree {
+    KvCache* cache = nullptr;
+    int past = 0, logit_row = -1;
+    int32_t layer_row = -1, source_pos = 0;
+    std::vector<int32_t> pos, parent;
+  };
+  OpenTree tree_;
+  Buffer tree_x_;
+  RowPlan tree_plan_;
+  std::unique_ptr<Activations> tree_act_;
+  std::unique_ptr<Inputs> tree_in_;
   // The draft layer's rows (model/draft_rows.h) and their pass (draft_rows.cpp): those rows alone, in order.
   DraftRows draft_rows_;
   RowPlan draft_plan_;
