@@ -110,6 +110,45 @@ TEST(VulkanOps, SoftcapAndArgmax) {
   EXPECT_EQ(got[2], 0);
 }
 
+// Top k with softmax probabilities (a draft tree's guesses on the device) against the CPU's softmax_top_k, for
+// k = 1, 4, 16: rows with ties (the lower index first), NaN and -inf (nothing), a row of equals, a row shorter
+// than k's finite values, and a length that is not a multiple of the workgroup.
+TEST(VulkanOps, TopKIsTheCpusSoftmaxTopK) {
+  JF_VULKAN_DEVICE(device);
+  Ops o(device);
+  const uint32_t n = 1003, R = 5;
+  std::vector<float> rows = random_floats(R * n, 9, 6.0f);
+  rows[n + 700] = rows[n + 100] = rows[n + 40] = 9.0f;  // a three-way tie at the top
+  rows[n + 5] = NAN, rows[n + 6] = -INFINITY;
+  std::fill(rows.begin() + 2 * n, rows.begin() + 3 * n, 1.0f);
+  std::fill(rows.begin() + 3 * n, rows.begin() + 4 * n, -INFINITY);
+  rows[3 * n + 500] = 2.0f, rows[3 * n + 3] = 1.0f;
+  for (uint32_t k : {1u, 4u, 16u}) {
+    Buffer br = o.buffer(rows), out = o.buffer(std::vector<uint32_t>(2 * k * R, 7));
+    struct {
+      uint32_t n_rows, n, k, x_off, out_off;
+    } p{R, n, k, 0, 0};
+    o.run("top_k", {br.view(), out.view()}, p, R);
+    const std::vector<uint32_t> got = Ops::read<uint32_t>(out, 2 * k * R);
+    for (uint32_t r = 0; r < R; r++) {
+      std::vector<int32_t> ids(k);
+      std::vector<float> probs(k);
+      softmax_top_k(&rows[r * n], n, static_cast<int>(k), ids.data(), probs.data());
+      for (uint32_t j = 0; j < k; j++) {
+        const uint32_t* row = &got[r * 2 * k];
+        float prob;
+        std::memcpy(&prob, &row[k + j], 4);
+        if (r == 3 && j >= 2) {  // (past the finite values: the CPU's -inf entries have probability 0 too)
+          EXPECT_EQ(prob, 0.0f) << "k " << k << " row " << r << " guess " << j;
+          continue;
+        }
+        EXPECT_EQ(static_cast<int32_t>(row[j]), ids[j]) << "k " << k << " row " << r << " guess " << j;
+        EXPECT_NEAR(prob, probs[j], 1e-6f + 1e-5f * probs[j]) << "k " << k << " row " << r << " guess " << j;
+      }
+    }
+  }
+}
+
 // Attention of 2 rows over a slot list against a double-precision softmax, for f32 and f16 caches.
 TEST(VulkanOps, AttentionOverASlotList) {
   JF_VULKAN_DEVICE(device);

@@ -53,6 +53,29 @@ TEST(VulkanTree, APathOfTheTreeIsTheDevicesChainAndTheCpus) {
   EXPECT_EQ(device_path, path(m.cpu));
 }
 
+// Up to 16 guesses a node are taken on the device (shaders/top_k.comp), more from its logits on the host: the
+// same guesses in the same order.
+TEST(VulkanTree, GuessesOnTheDeviceAreTheHostsOnTheSameLogits) {
+  JF_VULKAN_DEVICE(device);
+  DraftModel m(device, 9);
+  const std::vector<int32_t> toks = test::random_tokens(7, m.cfg.vocab_size, 10);
+  auto guesses = [&](int k) {
+    KvCache cache = m.fwd.make_cache(64);
+    const ForwardResult res = drafted_forward(m.fwd, cache, toks);
+    const DraftNode nodes[3] = {{-1, 1}, {-1, 2}, {-1, 3}};
+    std::vector<DraftGuess> g(3 * static_cast<size_t>(k));
+    EXPECT_EQ(res.expand_tree(0, nodes, k, g.data()), 3);
+    res.end_tree();
+    return g;
+  };
+  const std::vector<DraftGuess> on_device = guesses(16), host = guesses(20);
+  for (int node = 0; node < 3; node++)
+    for (int j = 0; j < 16; j++) {
+      EXPECT_EQ(on_device[node * 16 + j].token, host[node * 20 + j].token) << "node " << node << " guess " << j;
+      EXPECT_NEAR(on_device[node * 16 + j].prob, host[node * 20 + j].prob, 1e-6f + 1e-5f * host[node * 20 + j].prob);
+    }
+}
+
 // Every node's guesses, bit for bit: its siblings (70: two passes of rows) change nothing, and a child reads its
 // own parent, whichever pass that parent had.
 TEST(VulkanTree, ANodesGuessesDoNotDependOnItsSiblingsOrItsPass) {

@@ -3,8 +3,9 @@
 // its parent's layer output (kept on the device: tree_x_, row 0 the source row's, node i's at row i + 1),
 // gathered by index, plus its token's embedding, and attends to the cache and its ancestors, whose keys and
 // values sit in the cache slots past the sequence's own until end_row_tree(). The draft head's logits come
-// back for the nodes' top-k (on the host, as the CPU takes them).
+// back as each node's top k (taken on the device: shaders/top_k.comp; a wider k reads the logits back).
 #include <algorithm>
+#include <cstring>
 
 #include "base/error.h"
 #include "kernels/ops.h"
@@ -17,6 +18,7 @@ namespace jf::vulkan {
 namespace {
 constexpr int kTreeRows = 64;     // nodes a pass (the head's rows a product: kHeadRows); a wider level takes several
 constexpr int kTreeNodes = 1024;  // nodes a tree (tree_x_ is sized for them when the tree opens)
+constexpr int kDeviceTopK = 16;   // MAX_K in shaders/top_k.comp
 }
 
 int VulkanForward::row_tree(int logit_row, std::span<const DraftNode> nodes, int k, DraftGuess* out) {
@@ -67,7 +69,8 @@ void VulkanForward::expand_tree_rows(std::span<const DraftNode> nodes, int k, Dr
   upload_inputs();
   Activations& a = *a_;
   grow_activations(a, m, true);
-  ensure_size(*ctx_, a.logits, static_cast<size_t>(m) * static_cast<size_t>(V) * 4, Buffer::Kind::Host);
+  const bool on_device = k <= kDeviceTopK;  // (else the logits come back, for the host's top k)
+  ensure_size(*ctx_, a.logits, (on_device ? size_t{2} * static_cast<size_t>(k) : static_cast<size_t>(V)) * m * 4, Buffer::Kind::Host);
   ensure_size(*ctx_, a.tokens, static_cast<size_t>(m) * 4, Buffer::Kind::Host);
   auto* parents = static_cast<int32_t*>(a.tokens.mapped());  // each node's parent's row of tree_x_
   for (uint32_t j = 0; j < m; j++) parents[j] = nodes[j].parent + 1;
@@ -84,10 +87,28 @@ void VulkanForward::expand_tree_rows(std::span<const DraftNode> nodes, int k, Dr
     rmsnorm(a.x.view(), a.xb.view(), weights_->draft_output_norm, m, dim, false);
     matmul(weights_->draft_output, a.xb.view(), m, a.head.view(), false);
     softcap(a.head.view(), uint64_t{m} * static_cast<uint64_t>(V));
-    rec_.copy(a.head.view(0, uint64_t{m} * static_cast<uint64_t>(V) * 4), a.logits.view(0, uint64_t{m} * static_cast<uint64_t>(V) * 4));
+    if (on_device) {
+      struct {
+        uint32_t n_rows, n, k, x_off, out_off;
+      } p{m, static_cast<uint32_t>(V), static_cast<uint32_t>(k), 0, 0};
+      rec_.dispatch(kernels_->get("top_k", 2), {a.head.view(), a.logits.view()}, p, m);
+    } else {
+      rec_.copy(a.head.view(0, uint64_t{m} * static_cast<uint64_t>(V) * 4), a.logits.view(0, uint64_t{m} * static_cast<uint64_t>(V) * 4));
+    }
   });
   extra_fetches_++;
-  bytes_to_host_ += uint64_t{m} * static_cast<uint64_t>(V) * 4;
+  bytes_to_host_ += uint64_t{m} * (on_device ? 2 * static_cast<uint64_t>(k) : static_cast<uint64_t>(V)) * 4;
+  if (on_device) {
+    const auto* words = static_cast<const uint32_t*>(a.logits.mapped());
+    for (uint32_t j = 0; j < m; j++)
+      for (int g = 0; g < k; g++) {
+        const uint32_t* row = words + size_t{j} * 2 * static_cast<size_t>(k);
+        float prob;
+        std::memcpy(&prob, &row[k + g], 4);
+        out[int64_t{j} * k + g] = {static_cast<int32_t>(row[g]), prob};
+      }
+    return;
+  }
   const auto* logits = static_cast<const float*>(a.logits.mapped());
   std::vector<int32_t> ids(static_cast<size_t>(k));
   std::vector<float> probs(static_cast<size_t>(k));
