@@ -52,6 +52,7 @@ log="$out/log.txt"
 ms=1,2,4,8,16,32,64,128  # rows per forward for the cost curves
 prefill=512
 reps=10
+long_context=4096  # attention's cost at a long context: the whole-row kernel against chunks (JF_VULKAN_ATTENTION)
 if [ "$local" = 1 ]; then
   bin=build/bin
   models=models
@@ -63,7 +64,7 @@ if [ "$local" = 1 ]; then
   shapes=(tiny:q4_k_m tiny:q8_0)  # jf random preset:type files to benchmark
   tokens=16                  # tokens per bench prompt
   threads=(1 2)
-  ms=1,4,16 prefill=64 reps=2 tune_budget=5 tune_model=$stories clients=1,4
+  ms=1,4,16 prefill=64 reps=2 tune_budget=5 tune_model=$stories clients=1,4 long_context=192
   sweep_shapes=(tiny:q4_k_m) sweep_args=(--members serial,split-wg64-o4-r8,split-wg128-o2-r4-pair --kernel-rows 1,4 --budget 20)
   gtest_filter='*Stories260K*:*q8_0_K256*:*Presets/VulkanArch.BatchInvariantAndCloseToTheCpu/tiny'
 else
@@ -186,6 +187,14 @@ for entry in "${shapes[@]}"; do
     > '$out/profile_${shape}_${type}.txt'"
   [ "$entry" = "${shapes[0]}" ] && run "forward cost $shape $type, recorded every time" sh -c "JF_VULKAN_REPLAY=0 '$bin/forward_cost' \
     -m '$file' --device $device --ms 1,16 --reps $reps --context 64 > '$out/cost_${shape}_${type}_no_replay.txt'"
+  # attention at a long context: a workgroup per row and query head over all its slots, or chunks of slots
+  # with a key-value head's query group together (flash-decoding): which one the device is faster with
+  if [ "$entry" = "${shapes[0]}" ]; then
+    for attention in whole split-256 split-1024; do
+      run "attention $attention, $shape $type, context $long_context" sh -c "JF_VULKAN_ATTENTION=$attention '$bin/forward_cost' \
+        -m '$file' --device $device --ms 1,16 --reps $reps --context $long_context > '$out/attention_${attention}_${shape}_${type}.txt'"
+    done
+  fi
   # the tiles on matrix units for the first two shapes (llama-1b and llama-8b Q4_K_M): rows up to the knee,
   # the prompt and one decode, each beside the FMA kernels' above
   # (--local: the first shape only, its tiles being FMAs on lavapipe: slow)

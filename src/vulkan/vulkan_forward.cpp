@@ -17,6 +17,16 @@
 namespace jf::vulkan {
 
 namespace {
+// JF_VULKAN_ATTENTION: "whole" (a workgroup per row and query head over all its slots) or "split-C" (chunks
+// of C slots, C a multiple of 64).
+uint32_t parse_attention(const std::string& s) {
+  if (s == "whole") return 0;
+  char* end = nullptr;
+  const unsigned long c = s.rfind("split-", 0) == 0 ? std::strtoul(s.c_str() + 6, &end, 10) : 0;
+  if (!end || *end || c < 64 || c > 65536 || c % 64)
+    throw Error("JF_VULKAN_ATTENTION must be 'whole' or 'split-C' with C a multiple of 64 up to 65536 (slots a chunk), got '" + s + "'");
+  return static_cast<uint32_t>(c);
+}
 constexpr uint32_t kHeadRows = 64;  // rows per output-head product over every row (a draft layer's greedy tokens)
 
 uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
@@ -53,6 +63,7 @@ VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const Mod
       throw Error("JF_VULKAN_FAULT must be FIRST:COUNT (forwards that fail as a device error would), got '" + std::string(f) + "'");
   }
   if (const char* r = std::getenv("JF_VULKAN_REPLAY")) replay_on_ = std::strcmp(r, "0") != 0;
+  if (const char* at = std::getenv("JF_VULKAN_ATTENTION"); at && *at) set_attention_chunk(parse_attention(at));
   if (const char* prof = std::getenv("JF_VULKAN_PROFILE"); prof && std::strcmp(prof, "0") != 0) {
     profiler_ = std::make_unique<Profiler>(*ctx_);
     rec_.set_profiler(profiler_.get());
@@ -291,6 +302,10 @@ void VulkanForward::record_attention(int l, bool local) {
   for (size_t s = 0; s < n_seqs; s++) live += rows_->seq_first[s + 1] > rows_->seq_first[s] ? 1 : 0;
   if (live > 1) rec_.skip_barriers(static_cast<int>(live) - 1);  // (each sequence its own cache)
   const bool local_rope = cfg_.rope_theta_local > 0.0f && local;
+  if (split_attention()) {
+    record_split_attention(l, local);
+    return;
+  }
   for (size_t s = 0; s < n_seqs; s++) {
     const uint32_t r0 = u32(rows_->seq_first[s]), rows = u32(rows_->seq_first[s + 1]) - r0;
     if (rows == 0) continue;
@@ -304,6 +319,60 @@ void VulkanForward::record_attention(int l, bool local) {
     rec_.dispatch(kernels_->get(kv.f16() ? "attention_f16" : "attention_f32", 8),
                   {a.q.view(), kv.keys(l), kv.values(l), arena(), arena(), a.att.view(), a.k.view(), a.v.view()}, pa, rows, u32(cfg_.n_heads));
   }
+}
+
+// Attention in fixed chunks of visible slots (shaders/attention_split.comp, then attention_combine.comp): a
+// workgroup per (row, key-value head, chunk), all query heads of the group together, then the chunks folded.
+void VulkanForward::record_split_attention(int l, bool local) {
+  Activations& a = *a_;
+  const uint32_t hd = u32(cfg_.head_dim), H = u32(cfg_.n_heads), chunk = attention_chunk_;
+  const bool local_rope = cfg_.rope_theta_local > 0.0f && local;
+  const size_t n_seqs = rows_->seq_first.size() - 1;
+  std::vector<uint32_t> chunks(n_seqs, 0);  // per sequence: its longest row's chunks
+  uint32_t most = 1;
+  for (size_t s = 0; s < n_seqs; s++) {
+    for (int32_t r = rows_->seq_first[s]; r < rows_->seq_first[s + 1]; r++) {
+      const PlannedRow& row = rows_->rows[static_cast<size_t>(r)];
+      const uint32_t nv = u32(local ? row.local_end - row.local_begin : row.slots_end - row.slots_begin);
+      chunks[s] = std::max(chunks[s], (nv + chunk - 1) / chunk);
+    }
+    most = std::max(most, chunks[s]);
+  }
+  const uint64_t part_floats = uint64_t{u32(rows_->rows.size())} * H * most * (hd + 2);
+  ensure_size(*ctx_, attention_part_, static_cast<size_t>(part_floats) * 4, Buffer::Kind::Device);
+  size_t live = 0;
+  for (size_t s = 0; s < n_seqs; s++) live += chunks[s] > 0 ? 1 : 0;
+  for (int pass = 0; pass < 2; pass++) {
+    if (live > 1) rec_.skip_barriers(static_cast<int>(live) - 1);  // (each sequence its own rows and cache)
+    for (size_t s = 0; s < n_seqs; s++) {
+      const uint32_t r0 = u32(rows_->seq_first[s]), rows = u32(rows_->seq_first[s + 1]) - r0;
+      if (rows == 0) continue;
+      const DeviceKvStore& kv = device_store(*rows_->rows[r0].cache, ctx_.get());
+      if (pass == 0) {
+        struct {
+          uint32_t row0, n_heads, n_kv_heads, head_dim, capacity, info_off, slots_off, local;
+          float scale, cap;
+          uint32_t half_dim, neox, cos_off, sin_off, chunk, max_chunks;
+        } pa{r0, H, u32(cfg_.n_kv_heads), hd, u32(kv.capacity()), in_->info, in_->slots, local ? 1u : 0u, cfg_.attention_scale(),
+             cfg_.attn_softcap, u32(cfg_.rope_dim / 2), cfg_.rope_style == RopeStyle::Neox ? 1u : 0u, local_rope ? in_->lcos : in_->cos,
+             local_rope ? in_->lsin : in_->sin, chunk, most};
+        rec_.dispatch(kernels_->get(kv.f16() ? "attention_split_f16" : "attention_split_f32", 8),
+                      {a.q.view(), kv.keys(l), kv.values(l), arena(), arena(), attention_part_.view(), a.k.view(), a.v.view()}, pa, rows,
+                      u32(cfg_.n_kv_heads), chunks[s]);
+      } else {
+        struct {
+          uint32_t row0, n_heads, head_dim, info_off, local, chunk, max_chunks;
+        } pc{r0, H, hd, in_->info, local ? 1u : 0u, chunk, most};
+        rec_.dispatch(kernels_->get("attention_combine", 3), {attention_part_.view(), arena(), a.att.view()}, pc, rows, H);
+      }
+    }
+  }
+}
+
+// Whether attention runs in chunks: set (set_attention_chunk, JF_VULKAN_ATTENTION=split-C) and the model's
+// query groups fit the kernel (at most 8 query heads a key-value head).
+bool VulkanForward::split_attention() const {
+  return attention_chunk_ > 0 && cfg_.n_heads / cfg_.n_kv_heads <= 8;
 }
 
 // The requested rows' logits: the output head into device memory, each row's greedy token there

@@ -60,6 +60,10 @@ class VulkanForward : public ForwardPass {
   // Whether forwards of a shape seen before submit its kept command buffer (replay_cache.h) instead of
   // recording again; on by default (JF_VULKAN_REPLAY=0 turns it off, to compare).
   void set_replay(bool on) { replay_on_ = on; }
+  // Attention in chunks of `slots` visible slots (shaders/attention_split.comp; a multiple of 64), or 0: a
+  // workgroup per row and query head over all its slots (the default; JF_VULKAN_ATTENTION=whole|split-C).
+  void set_attention_chunk(uint32_t slots) { attention_chunk_ = slots; }
+  uint32_t attention_chunk() const { return split_attention() ? attention_chunk_ : 0; }
   uint64_t replayed_forwards() const { return replay_.replays(); }
   uint64_t replayed_chains() const { return chain_replay_.replays(); }  // draft chains, likewise
   // Rows the draft layer ran on, over every forward (the rows of the sequences that draft from it).
@@ -95,6 +99,8 @@ class VulkanForward : public ForwardPass {
   void record_layer(int l);  // (and its dispatches and barriers into layer_counts_, for layer 0)
   void record_layer_body(int l);
   void record_attention(int l, bool local);
+  void record_split_attention(int l, bool local);
+  bool split_attention() const;
   void record_output();
   void record_head(const DeviceMatrix& head, View in, uint32_t rows, const Buffer& dev, const Buffer& host, const Buffer& picks,
                    const std::vector<char>& to_host);
@@ -158,6 +164,8 @@ class VulkanForward : public ForwardPass {
     std::vector<int32_t> pos, parent;
   };
   OpenTree tree_;
+  uint32_t attention_chunk_ = 0;
+  Buffer attention_part_;  // split attention's per-chunk results
   Buffer tree_x_;
   RowPlan tree_plan_;
   std::unique_ptr<Activations> tree_act_;

@@ -1,0 +1,142 @@
+#version 450
+// Attention in fixed context chunks (flash-decoding), pass 1: one workgroup per (row, key-value head, chunk of
+// CHUNK visible slots) computes every query head of the group at once, so a key and a value are read once for
+// the group, and a decode step's few rows still fill the device. Each writes, per query head, the chunk's
+// running max, sum of exponentials and unnormalized output to PART; attention_combine.comp folds the chunks in
+// order. Chunk c holds the row's visible slots c*CHUNK .. (c+1)*CHUNK-1 whatever the other rows, so the sums'
+// order is a function of the row's own slots (batch invariance). RoPE, own rows' keys and the KV store as in
+// attention.comp (chunk 0's workgroup stores).
+#include "common.glsl"
+#include "kv.glsl"
+layout(local_size_x = WG) in;
+layout(std430, binding = 0) readonly buffer Query { float Q[]; };
+layout(std430, binding = 1) buffer CacheK { KV_T CK[]; };
+layout(std430, binding = 2) buffer CacheV { KV_T CV[]; };
+layout(std430, binding = 3) readonly buffer Info { int INFO[]; };
+layout(std430, binding = 3) readonly buffer Angles { float A[]; };
+layout(std430, binding = 4) readonly buffer Slots { int SLOTS[]; };
+layout(std430, binding = 5) writeonly buffer Part { float PART[]; };  // [row][head][chunk]: max, sum, out[hd]
+layout(std430, binding = 6) readonly buffer Keys { float K[]; };
+layout(std430, binding = 7) readonly buffer Values { float V[]; };
+layout(push_constant) uniform Params {
+  uint row0, n_heads, n_kv_heads, head_dim, capacity;
+  uint info_off, slots_off, local;
+  float scale, cap;
+  uint half_dim, neox, cos_off, sin_off;
+  uint chunk, max_chunks;
+} p;
+
+const uint MAX_DIMS = 256, PER_THREAD = MAX_DIMS / WG, MAX_GROUP = 8;
+shared float q[MAX_GROUP * MAX_DIMS];
+shared float prob[MAX_GROUP * WG];
+shared float red[MAX_GROUP * WG];
+shared int slot_of[WG];
+
+#define ROPED(buf, x, d, r)                                                                                  \
+  {                                                                                                          \
+    if (d >= 2 * p.half_dim) return buf[x + d];                                                             \
+    const bool second = p.neox != 0 ? d >= p.half_dim : (d & 1u) != 0;                                      \
+    const uint j = p.neox != 0 ? d % p.half_dim : d / 2;                                                    \
+    const uint partner = p.neox != 0 ? (second ? d - p.half_dim : d + p.half_dim) : (d ^ 1u);              \
+    const float c = A[p.cos_off + r * p.half_dim + j], s = A[p.sin_off + r * p.half_dim + j];               \
+    const vec2 v = second ? rope_pair(buf[x + partner], buf[x + d], c, s) : rope_pair(buf[x + d], buf[x + partner], c, s); \
+    return second ? v.y : v.x;                                                                               \
+  }
+float query_at(uint x, uint d, uint r) ROPED(Q, x, d, r)
+float key_rotated(uint x, uint d, uint r) ROPED(K, x, d, r)
+float key_now(uint r, uint kvh, uint d) { return float(KV_T(key_rotated((r * p.n_kv_heads + kvh) * p.head_dim, d, r))); }
+float value_now(uint r, uint kvh, uint d) { return float(KV_T(V[(r * p.n_kv_heads + kvh) * p.head_dim + d])); }
+
+// Per head g < n: the max (or sum) of red[g * WG ..] over the WG threads, in one fixed tree for all heads.
+void reduce_heads(uint n, bool take_max) {
+  const uint t = gl_LocalInvocationID.x;
+  barrier();
+  for (uint s = WG / 2; s > 0; s >>= 1) {
+    if (t < s)
+      for (uint g = 0; g < n; g++) {
+        const float a = red[g * WG + t], b = red[g * WG + t + s];
+        red[g * WG + t] = take_max ? max(a, b) : a + b;
+      }
+    barrier();
+  }
+}
+
+void main() {
+  const uint r = p.row0 + gl_WorkGroupID.x, kvh = gl_WorkGroupID.y, c = gl_WorkGroupID.z, t = gl_LocalInvocationID.x;
+  const uint hd = p.head_dim, group = p.n_heads / p.n_kv_heads, qd = p.n_heads * hd;
+  const uint info = p.info_off + r * ROW_INFO;
+  const uint first = uint(INFO[info + (p.local != 0 ? 3 : 1)]), end = uint(INFO[info + (p.local != 0 ? 4 : 2)]);
+  const uint nv = end - first, c0 = c * p.chunk;
+  if (c == 0) {  // the row's key and value, for later forwards (this one reads them from K and V)
+    const uint at = (kvh * p.capacity + uint(INFO[info])) * hd;
+    for (uint d = t; d < hd; d += WG) CK[at + d] = KV_T(key_now(r, kvh, d)), CV[at + d] = KV_T(value_now(r, kvh, d));
+  }
+  if (c0 >= nv) return;  // (past the row's slots: a longer row's chunk)
+  for (uint g = 0; g < group; g++)
+    for (uint d = t; d < hd; d += WG) q[g * MAX_DIMS + d] = query_at(r * qd + (kvh * group + g) * hd, d, r);
+  barrier();
+  const uint head = kvh * p.capacity * hd, stop = min(nv, c0 + p.chunk);
+  float m[MAX_GROUP], l[MAX_GROUP], acc[MAX_GROUP][PER_THREAD];
+  for (uint g = 0; g < MAX_GROUP; g++) {
+    m[g] = -1.0 / 0.0, l[g] = 0.0;
+    for (uint i = 0; i < PER_THREAD; i++) acc[g][i] = 0.0;
+  }
+  for (uint b0 = c0; b0 < stop; b0 += WG) {
+    const uint j = b0 + t;
+    int e = 0;
+    float s[MAX_GROUP];
+    for (uint g = 0; g < group; g++) s[g] = -1.0 / 0.0;
+    if (j < stop) {
+      e = SLOTS[p.slots_off + first + j];
+      float dot[MAX_GROUP];
+      for (uint g = 0; g < group; g++) dot[g] = 0.0;
+      for (uint d = 0; d < hd; d++) {
+        const float kd = e >= 0 ? float(CK[head + uint(e) * hd + d]) : key_now(uint(-e - 2), kvh, d);
+        for (uint g = 0; g < group; g++) dot[g] = fma(q[g * MAX_DIMS + d], kd, dot[g]);
+      }
+      for (uint g = 0; g < group; g++) {
+        s[g] = dot[g] * p.scale;
+        if (p.cap > 0.0) s[g] = p.cap * tanh(s[g] / p.cap);
+      }
+    }
+    for (uint g = 0; g < group; g++) red[g * WG + t] = s[g];
+    reduce_heads(group, true);
+    float m_new[MAX_GROUP];
+    for (uint g = 0; g < group; g++) {
+      m_new[g] = max(m[g], red[g * WG]);
+      prob[g * WG + t] = j < stop ? exp(s[g] - m_new[g]) : 0.0;
+    }
+    barrier();
+    for (uint g = 0; g < group; g++) red[g * WG + t] = prob[g * WG + t];
+    slot_of[t] = e;
+    reduce_heads(group, false);  // (its barriers publish prob and slot_of too)
+    const uint n = min(WG, stop - b0);
+    for (uint g = 0; g < group; g++) {
+      const float alpha = exp(m[g] - m_new[g]);
+      l[g] = l[g] * alpha + red[g * WG];
+      for (uint i = 0; i < PER_THREAD; i++) acc[g][i] *= alpha;
+      m[g] = m_new[g];
+    }
+    for (uint i = 0; i < PER_THREAD; i++) {
+      const uint d = t + i * WG;
+      if (d >= hd) break;
+      float a[MAX_GROUP];
+      for (uint g = 0; g < group; g++) a[g] = 0.0;
+      for (uint k = 0; k < n; k++) {
+        const int ek = slot_of[k];
+        const float vd = ek >= 0 ? float(CV[head + uint(ek) * hd + d]) : value_now(uint(-ek - 2), kvh, d);
+        for (uint g = 0; g < group; g++) a[g] = fma(prob[g * WG + k], vd, a[g]);
+      }
+      for (uint g = 0; g < group; g++) acc[g][i] += a[g];
+    }
+    barrier();
+  }
+  for (uint g = 0; g < group; g++) {
+    const uint o = ((r * p.n_heads + kvh * group + g) * p.max_chunks + c) * (hd + 2);
+    if (t == 0) PART[o] = m[g], PART[o + 1] = l[g];
+    for (uint i = 0; i < PER_THREAD; i++) {
+      const uint d = t + i * WG;
+      if (d < hd) PART[o + 2 + d] = acc[g][i];
+    }
+  }
+}

@@ -1,0 +1,86 @@
+// Attention in fixed chunks of visible slots on the device (JF_VULKAN_ATTENTION=split-C,
+// shaders/attention_split.comp + attention_combine.comp), over contexts of several chunks: the same bits
+// whatever the batch (all rows at once, row by row, beside another sequence, a tree), close to the whole-row
+// kernel and the CPU, for f32 and f16 caches and query groups of 1, 2 and 4; and a bad setting refused. (Every
+// architecture with one chunk: test_vulkan_forward.cpp's VulkanArch.)
+#include <cmath>
+#include <cstdlib>
+
+#include "base/error.h"
+#include "vulkan/vulkan_forward.h"
+#include "vulkan_forward_support.h"
+#include "vulkan_support.h"
+
+namespace jf {
+namespace {
+
+using test::expect_bits;
+using test::row_of;
+
+constexpr int kTokens = 150;  // three chunks of 64 (the last one short)
+
+float relative_error(const std::vector<float>& want, const std::vector<float>& got) {
+  float scale = 1.0f, worst = 0.0f;
+  for (size_t i = 0; i < want.size(); i++) scale = std::max(scale, std::fabs(want[i])), worst = std::max(worst, std::fabs(want[i] - got[i]));
+  return worst / scale;
+}
+
+// The logits of rows 140..149 of `toks`: the prefix in one forward, then those rows (a) together, (b) one by
+// one, (c) beside another sequence's prefill.
+std::vector<std::vector<float>> last_rows(ForwardPass& f, const std::vector<int32_t>& toks, DType kv, int how) {
+  KvCache c = f.make_cache(256, kv), other = f.make_cache(256, kv);
+  SequenceInput in, io;
+  in.set_causal(&c, std::vector<int32_t>(toks.begin(), toks.begin() + 140), SequenceInput::Logits::None);
+  f.forward(in);
+  std::vector<std::vector<float>> out;
+  if (how == 1) {
+    for (int r = 140; r < kTokens; r++) {
+      in.set_causal(&c, std::vector<int32_t>{toks[static_cast<size_t>(r)]}, SequenceInput::Logits::Last);
+      out.push_back(row_of(f.forward(in), 0));
+    }
+    return out;
+  }
+  in.set_causal(&c, std::vector<int32_t>(toks.begin() + 140, toks.end()), SequenceInput::Logits::All);
+  io.set_causal(&other, std::vector<int32_t>(toks.begin(), toks.begin() + 100), SequenceInput::Logits::Last);
+  SequenceInput* both[] = {&io, &in};
+  const ForwardResult l = how == 2 ? f.forward(std::span<SequenceInput* const>(both, 2)) : f.forward(in);
+  for (int r = 0; r < 10; r++) out.push_back(row_of(l, r + (how == 2 ? 1 : 0)));
+  return out;
+}
+
+TEST(VulkanAttention, ChunksGiveTheSameBitsInEveryBatchAndCloseToTheWholeRow) {
+  JF_VULKAN_DEVICE(device);
+  for (const char* preset : {"tiny", "llama3-tiny", "phi3-tiny"}) {  // query groups of 2, 4 and 1
+    ModelConfig cfg = preset_config(preset);
+    const std::unique_ptr<Model> m = test::make_model(cfg, DType::F32, 17);
+    const std::vector<int32_t> toks = test::random_tokens(kTokens, cfg.vocab_size, 3);
+    vulkan::VulkanForward whole(device, m->config(), m->weights()), split(device, m->config(), m->weights());
+    split.set_attention_chunk(64);
+    ASSERT_EQ(split.attention_chunk(), 64u);
+    for (DType kv : {DType::F32, DType::F16}) {
+      const std::string what = std::string(preset) + " kv " + dtype_name(kv);
+      const auto ref = last_rows(split, toks, kv, 0);
+      for (int how : {1, 2}) {
+        const auto got = last_rows(split, toks, kv, how);
+        for (size_t r = 0; r < ref.size(); r++) expect_bits(got[r], ref[r], what + " way " + std::to_string(how) + " row " + std::to_string(140 + r));
+      }
+      const auto want = last_rows(whole, toks, kv, 0);
+      for (size_t r = 0; r < ref.size(); r++) EXPECT_LE(relative_error(want[r], ref[r]), 1e-4f) << what << " row " << 140 + r;
+    }
+  }
+}
+
+TEST(VulkanAttention, BadSettingsAreRefused) {
+  JF_VULKAN_DEVICE(device);
+  const std::unique_ptr<Model> m = test::make_model(preset_config("tiny"), DType::F32, 1);
+  for (const char* bad : {"split-100", "split-", "split-0", "halves", "split-64x"}) {
+    setenv("JF_VULKAN_ATTENTION", bad, 1);
+    EXPECT_THROW(vulkan::VulkanForward(device, m->config(), m->weights()), Error) << bad;
+  }
+  setenv("JF_VULKAN_ATTENTION", "split-128", 1);
+  EXPECT_EQ(vulkan::VulkanForward(device, m->config(), m->weights()).attention_chunk(), 128u);
+  unsetenv("JF_VULKAN_ATTENTION");
+}
+
+}  // namespace
+}  // namespace jf
