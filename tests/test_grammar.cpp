@@ -92,6 +92,21 @@ TEST(Gbnf, ClassesMatchRangesOfCodePoints) {
   EXPECT_TRUE(n.matches_any('z', 'z' + 1));
 }
 
+// A grammar so ambiguous that a text keeps thousands of ways to continue (a counted repetition inside another,
+// as a JSON Schema pattern like ^(.{1,100}){1,100}$ makes) is an error, not a matcher stalling on each character.
+TEST(Gbnf, AnAmbiguousGrammarIsRefusedWhereItBlowsUp) {
+  const Grammar g = Grammar::parse("root ::= ([a-z]{1,100}){1,100}");
+  const GrammarMatcher m(g);
+  GrammarState s = m.start();
+  try {
+    m.advance(s, std::string(300, 'a'));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ways to continue"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(accepts("root ::= [a-z]{1,100}", std::string(100, 'a')));  // (one count alone: fine)
+}
+
 TEST(Gbnf, BadGrammarsAreOneLineErrors) {
   EXPECT_NE(parse_error("root ::= \"a").find("line 1: unterminated string"), std::string::npos);
   EXPECT_NE(parse_error("root ::= a\n").find("rule 'a' is used but never defined"), std::string::npos);

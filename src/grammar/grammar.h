@@ -46,5 +46,8 @@ struct Grammar {
 
 // Most elements a grammar may have (a bound on compile time and memory for text from a request).
 inline constexpr size_t kMaxGrammarElements = 1 << 20;
+// Most ways a text may continue at once (stacks of a matcher's state): a bound on the matcher's work a
+// character (grammar/matcher.h).
+inline constexpr size_t kMaxGrammarStacks = 2048;
 
 }  // namespace jf

@@ -13,7 +13,10 @@
 
 #include "base/error.h"
 #include "grammar/grammar.h"
+#include "grammar/json_schema_number.h"
+#include "grammar/json_schema_object.h"
 #include "grammar/json_schema_text.h"
+#include "grammar/regex_gbnf.h"
 
 namespace jf {
 
@@ -26,7 +29,6 @@ using Expr = std::optional<std::string>;  // a GBNF sequence; nullopt: no text a
 constexpr int kMaxDepth = 64;
 constexpr size_t kMaxElements = 200000;
 constexpr size_t kMaxText = 8 << 20;  // stops the text growing long before the element count is known
-constexpr int64_t kMaxCount = 10000;  // the most a GBNF {m,n} repeats
 constexpr size_t kMaxName = 2000;     // a property name's code points (one rule each when keys are excluded)
 
 // The whitespace policies of the header: bounded, so a model cannot loop on it; or none at all.
@@ -67,17 +69,7 @@ const std::set<std::string> kKeywords = {
     "type",     "enum",          "const",         "properties", "required", "additionalProperties", "items",
     "prefixItems", "additionalItems", "minItems", "maxItems",   "minLength",         "maxLength",
     "format",   "minimum",       "maximum",       "exclusiveMinimum", "exclusiveMaximum", "allOf", "anyOf",
-    "oneOf",    "$ref"};
-
-std::string where(const std::string& ptr) { return ptr.empty() ? "/" : ptr; }
-
-[[noreturn]] void unsupported(const std::string& kw, const std::string& ptr, const std::string& why = "") {
-  throw Error("json schema: unsupported keyword '" + kw + "' at " + where(ptr) + (why.empty() ? "" : " (" + why + ")"));
-}
-
-[[noreturn]] void malformed(const std::string& kw, const std::string& ptr, const std::string& what) {
-  throw Error("json schema: '" + kw + "' at " + where(ptr) + " " + what);
-}
+    "oneOf",    "$ref",          "pattern",       "multipleOf", "minProperties", "maxProperties"};
 
 [[noreturn]] void too_large(const std::string& what) {
   throw Error("json schema: the grammar would be too large (" + what + ", at most " + std::to_string(kMaxElements) + " elements)");
@@ -88,14 +80,6 @@ std::string child(const std::string& ptr, const std::string& key) {
   std::string out = ptr + "/";
   for (char c : key) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
   return out;
-}
-
-// The GBNF repetition suffix for m..n times (n < 0: unbounded); "" for exactly once.
-std::string rep(int64_t m, int64_t n, const std::string& kw, const std::string& ptr) {
-  if (m > kMaxCount || n > kMaxCount) unsupported(kw, ptr, "counts above " + std::to_string(kMaxCount));
-  if (n < 0) return m == 0 ? "*" : m == 1 ? "+" : "{" + std::to_string(m) + ",}";
-  if (m == n) return m == 1 ? "" : "{" + std::to_string(m) + "}";
-  return m == 0 && n == 1 ? "?" : "{" + std::to_string(m) + "," + std::to_string(n) + "}";
 }
 
 unsigned type_bits(const Json& t, const std::string& ptr) {
@@ -434,32 +418,11 @@ class Converter {
     return open + " ws " + join(items, " \",\" ws ") + " " + close;
   }
 
-  Expr number(const Json& s, unsigned t, const std::string& ptr) {
-    if (s.contains("multipleOf")) unsupported("multipleOf", ptr);
-    const char* bounds[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
-    const auto bound = std::find_if(std::begin(bounds), std::end(bounds), [&](const char* k) { return s.contains(k); });
-    if (bound == std::end(bounds)) return Expr(t & kFrac ? "number" : "integer");
-    if (t & kFrac) unsupported(*bound, ptr, "on non-integer numbers");
-    std::optional<int64_t> lo, hi;
-    const auto value = [&](const char* kw) {
-      if (!s[kw].is_number()) malformed(kw, ptr, "must be a number");
-      const double v = s[kw].get<double>();
-      if (std::fabs(v) > 9e15) unsupported(kw, ptr, "beyond 9e15");
-      return v;
-    };
-    const auto exclusive = [&](const char* kw) { return s.contains(kw) && s[kw].is_boolean() && s[kw].get<bool>(); };  // draft 4
-    const auto raise = [&](int64_t v) { lo = lo ? std::max(*lo, v) : v; };
-    const auto lower = [&](int64_t v) { hi = hi ? std::min(*hi, v) : v; };
-    if (s.contains("minimum")) raise(int64_t(std::ceil(value("minimum"))) + (exclusive("exclusiveMinimum") && std::floor(value("minimum")) == value("minimum")));
-    if (s.contains("maximum")) lower(int64_t(std::floor(value("maximum"))) - (exclusive("exclusiveMaximum") && std::floor(value("maximum")) == value("maximum")));
-    if (s.contains("exclusiveMinimum") && !s["exclusiveMinimum"].is_boolean()) raise(int64_t(std::floor(value("exclusiveMinimum"))) + 1);
-    if (s.contains("exclusiveMaximum") && !s["exclusiveMaximum"].is_boolean()) lower(int64_t(std::ceil(value("exclusiveMaximum"))) - 1);
-    if (lo && hi && *lo > *hi) return std::nullopt;
-    return integers(lo, hi);
-  }
+  Expr number(const Json& s, unsigned t, const std::string& ptr) { return json_schema_number::numbers(s, t & kFrac, ptr, adder()); }
 
   Expr string(const Json& s, const std::string& ptr) {
     const bool lengths = s.contains("minLength") || s.contains("maxLength");
+    if (s.contains("pattern")) return pattern(s, lengths, ptr);
     if (s.contains("format")) {
       const Json& f = s["format"];
       if (!f.is_string()) malformed("format", ptr, "must be a string");
@@ -475,6 +438,20 @@ class Converter {
     if (hi >= 0 && lo > hi) return std::nullopt;
     if (hi == 0) return Expr("\"\\\"\\\"\"");
     return "\"\\\"\" char" + rep(lo, hi, lo > kMaxCount ? "minLength" : "maxLength", ptr) + " \"\\\"\"";
+  }
+
+  // A pattern's strings, alone: next to a length or a format it would need the two languages' intersection.
+  Expr pattern(const Json& s, bool lengths, const std::string& ptr) {
+    if (!s["pattern"].is_string()) malformed("pattern", ptr, "must be a string");
+    if (lengths || s.contains("format")) unsupported("pattern", ptr, std::string("next to ") + (lengths ? "minLength / maxLength" : "format"));
+    try {
+      const Expr e = regex_to_gbnf(s["pattern"].get<std::string>(), adder());
+      return e ? Expr("\"\\\"\" " + *e + " \"\\\"\"") : std::nullopt;
+    } catch (const RegexUnsupported& e) {
+      unsupported("pattern", ptr, e.what());
+    } catch (const RegexInvalid& e) {
+      malformed("pattern", ptr, std::string("is not a valid regular expression (") + e.what() + ")");
+    }
   }
 
   Expr array(const Json& s, const std::string& ptr, int depth) {
@@ -520,7 +497,7 @@ class Converter {
   }
 
   Expr object(const Json& s, const std::string& ptr, int depth) {
-    if (!has_any(s, {"properties", "required", "additionalProperties"})) return Expr("object");
+    if (!has_any(s, {"properties", "required", "additionalProperties", "minProperties", "maxProperties"})) return Expr("object");
     struct Prop {
       std::string name;
       Expr value;
@@ -548,21 +525,16 @@ class Converter {
       if (!p.value && p.required) return std::nullopt;
       if (p.value) kept.push_back(p);
     }
-    // after: the members that may follow once one is written (each after a comma); first: before any.
-    std::string after, first;
-    if (extra) {
-      const std::string member = add("member", key_except(names) + " ws \":\" ws " + *extra + " ws");
-      after = "( \",\" ws " + member + " )*";
-      first = "( " + member + " " + after + " )?";
-    }
-    for (size_t i = kept.size(); i-- > 0;) {
-      const std::string m = named(lit(Json(kept[i].name).dump()) + " ws \":\" ws " + *kept[i].value + " ws");  // used twice
-      const std::string a = kept[i].required ? "\",\" ws " + m + " " + after : "( \",\" ws " + m + " )? " + after;
-      const std::string f = kept[i].required ? m + " " + after : "( " + m + " " + after + " | " + first + " )";
-      after = add("obj", a);
-      first = add("obj", f);
-    }
-    return "\"{\" ws " + first + " \"}\"";
+    const int64_t min = count_of(s, "minProperties", 0, ptr), max = count_of(s, "maxProperties", -1, ptr);
+    // Other keys are not kept distinct: a count that needs two of them could be met by one written twice.
+    const auto required = std::count_if(kept.begin(), kept.end(), [](const Prop& p) { return p.required; });
+    if (extra && min > required + 1) unsupported("minProperties", ptr, "needs two or more keys beyond the required ones, which may repeat");
+    std::vector<json_schema_object::Member> members;
+    for (const Prop& p : kept) members.push_back({lit(Json(p.name).dump()) + " ws \":\" ws " + *p.value + " ws", p.required});
+    std::optional<std::string> member;  // another key, where allowed
+    if (extra) member = add("member", key_except(names) + " ws \":\" ws " + *extra + " ws");
+    const Expr inside = json_schema_object::members(members, member, min, max, ptr, adder());
+    return inside ? Expr("\"{\" ws " + (inside->empty() ? "" : *inside + " ") + "\"}\"") : std::nullopt;
   }
 
   // A key other than `names`: canonical text (see the header), as a tree over the names' code points where

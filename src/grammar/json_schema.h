@@ -13,18 +13,27 @@
 //    a lone surrogate is refused). Duplicate keys are not prevented.
 //  - Numbers: at most 20 integer digits, 20 fraction digits, 3 exponent digits; an integer has neither
 //    fraction nor exponent (1.0 is a number, not an integer, as in draft 4). An enum / const number is its
-//    dump(), an integral one also as N.0 where non-integers are allowed.
+//    dump(), an integral one also as N.0 where non-integers are allowed. A number under minimum / maximum /
+//    exclusive* or multipleOf has no exponent; bounds compare exactly with the decimal the schema writes (its
+//    shortest form: 0.1 is 1/10), and under multipleOf a number is integral (N, N.0, N.00, ...).
 //  - Formats (no escapes inside them): date (leap years exact), time (seconds 00-59: no leap second; at most 9
 //    fraction digits; Z or an offset required), date-time, uuid.
+//  - pattern: an ECMAScript regular expression over code points (the `u` flag), matching anywhere unless `^` /
+//    `$` anchor it (grammar/regex_gbnf.h); the string may use every JSON escape.
+//  - minProperties / maxProperties count the members written (a repeated other key counts each time).
 //
 // Keywords: type, enum, const, properties, required, additionalProperties, items (a schema, or draft 4's
 // array), prefixItems, additionalItems, minItems, maxItems, uniqueItems: false, minLength, maxLength, format,
-// minimum / maximum / exclusiveMinimum / exclusiveMaximum (integers only; draft 4's boolean exclusive* too),
-// $ref (#, #/$defs/..., any JSON pointer into the schema; recursion allowed), allOf, anyOf and oneOf (merged
-// with the schema they sit in where the merge is exact; oneOf only with provably disjoint branches: types,
-// const / enum values, or a required property with disjoint schemas). Annotations are ignored (title,
-// description, $schema, $id at the root, $comment, examples, default, deprecated, readOnly, writeOnly,
-// definitions, $defs). Every other keyword, an unknown one included, is "unsupported keyword 'K' at /pointer".
+// pattern (not next to minLength / maxLength / format; no lookaround, backreference, \b or inner anchor),
+// minimum / maximum / exclusiveMinimum / exclusiveMaximum (draft 4's boolean exclusive* too), multipleOf (a
+// positive integer up to 100000 whose remainder automaton has at most 200 states), minProperties /
+// maxProperties (minProperties only where at most one key beyond the required ones is needed, or no other key
+// is allowed: other keys are not kept distinct), $ref (#, #/$defs/..., any JSON pointer into the schema;
+// recursion allowed), allOf, anyOf and oneOf (merged with the schema they sit in where the merge is exact; oneOf
+// only with provably disjoint branches: types, const / enum values, or a required property with disjoint
+// schemas). Annotations are ignored (title, description, $schema, $id at the root, $comment, examples, default,
+// deprecated, readOnly, writeOnly, definitions, $defs). Every other keyword, an unknown one included, is
+// "unsupported keyword 'K' at /pointer".
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>

@@ -1,6 +1,6 @@
-// GBNF text pieces the JSON Schema converter (grammar/json_schema.cpp) builds from: literals, code points,
-// alternatives, exact decimal grammars of integer ranges, prefix trees of literal sets, and JSON keys other
-// than a set of names. Internal to that converter.
+// GBNF text pieces the JSON Schema converter (grammar/json_schema*.cpp) builds from: its errors, literals, code
+// points, alternatives, repetition counts, prefix trees of literal sets, and JSON keys other than a set of
+// names. Internal to that converter.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -11,10 +11,34 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+
 namespace jf::json_schema_text {
 
 using Texts = std::vector<std::vector<std::string>>;  // texts as code points (each its UTF-8 bytes)
 using AddRule = std::function<std::string(const std::string& kind, const std::string& body)>;  // -> the rule's name
+
+constexpr int64_t kMaxCount = 10000;  // the most a GBNF {m,n} repeats
+
+inline std::string where(const std::string& ptr) { return ptr.empty() ? "/" : ptr; }
+
+[[noreturn]] inline void unsupported(const std::string& kw, const std::string& ptr, const std::string& why = "") {
+  throw Error("json schema: unsupported keyword '" + kw + "' at " + where(ptr) + (why.empty() ? "" : " (" + why + ")"));
+}
+
+[[noreturn]] inline void malformed(const std::string& kw, const std::string& ptr, const std::string& what) {
+  throw Error("json schema: '" + kw + "' at " + where(ptr) + " " + what);
+}
+
+// The GBNF repetition suffix for m..n times (n < 0: unbounded); "" for exactly once. `kw` names the keyword
+// whose counts they are.
+inline std::string rep(int64_t m, int64_t n, const std::string& kw, const std::string& ptr) {
+  if (m > kMaxCount || n > kMaxCount) unsupported(kw, ptr, "counts above " + std::to_string(kMaxCount));
+  const std::string lo = std::to_string(m), hi = std::to_string(n);  // (named: GCC 12 warns wrongly on "{" + string&&)
+  if (n < 0) return m == 0 ? "*" : m == 1 ? "+" : "{" + lo + ",}";
+  if (m == n) return m == 1 ? "" : "{" + lo + "}";
+  return m == 0 && n == 1 ? "?" : "{" + lo + "," + hi + "}";
+}
 
 inline std::string join(const std::vector<std::string>& parts, const std::string& sep) {
   std::string out;
@@ -55,57 +79,6 @@ inline std::vector<std::string> code_points(const std::string& s) {
     else out.emplace_back(1, s[i]);
   }
   return out;
-}
-
-// Decimal texts of equal length: those >= `a`, those <= `b`, those in [a, b].
-inline std::string digits(size_t n) { return n == 0 ? "" : n == 1 ? "[0-9]" : "[0-9]{" + std::to_string(n) + "}"; }
-inline std::string span(int lo, int hi) { return lo == hi ? lit(std::string(1, char(lo))) : "[" + std::string(1, char(lo)) + "-" + char(hi) + "]"; }
-
-inline std::string at_least(const std::string& a) {
-  if (a.find_first_not_of('0') == std::string::npos) return digits(a.size());
-  const std::string more = a[0] < '9' ? " | " + span(a[0] + 1, '9') + " " + digits(a.size() - 1) : "";
-  return "( " + lit(a.substr(0, 1)) + " " + at_least(a.substr(1)) + more + " )";
-}
-
-inline std::string at_most(const std::string& b) {
-  if (b.find_first_not_of('9') == std::string::npos) return digits(b.size());
-  const std::string less = b[0] > '0' ? " | " + span('0', b[0] - 1) + " " + digits(b.size() - 1) : "";
-  return "( " + lit(b.substr(0, 1)) + " " + at_most(b.substr(1)) + less + " )";
-}
-
-inline std::string between(const std::string& a, const std::string& b) {
-  if (a.empty()) return "";
-  if (a[0] == b[0]) return lit(a.substr(0, 1)) + " " + between(a.substr(1), b.substr(1));
-  std::vector<std::string> alts = {lit(a.substr(0, 1)) + " " + at_least(a.substr(1))};
-  if (a[0] + 1 < b[0]) alts.push_back(span(a[0] + 1, b[0] - 1) + " " + digits(a.size() - 1));
-  alts.push_back(lit(b.substr(0, 1)) + " " + at_most(b.substr(1)));
-  return alt(alts);
-}
-
-// The naturals in [a, b] without leading zeros (no b: up to 20 digits, as the JSON rule `integer` allows).
-inline std::string naturals(uint64_t a, std::optional<uint64_t> b) {
-  const std::string sa = std::to_string(a);
-  const size_t top = b ? std::to_string(*b).size() : sa.size();
-  std::vector<std::string> alts;
-  for (size_t len = sa.size(); len <= top; len++) {
-    std::string lo = sa;
-    if (len > sa.size()) lo = std::string(len, '0'), lo[0] = '1';
-    alts.push_back(between(lo, b && len == top ? std::to_string(*b) : std::string(len, '9')));
-  }
-  if (!b && sa.size() < 20) alts.push_back("[1-9] [0-9]{" + std::to_string(sa.size()) + ",19}");
-  return alt(alts);
-}
-
-// Integers in [lo, hi] (either may be open; "-0" is 0); nullopt when none.
-inline std::optional<std::string> integers(std::optional<int64_t> lo, std::optional<int64_t> hi) {
-  std::vector<std::string> alts;
-  const int64_t neg_top = hi ? std::min<int64_t>(*hi, -1) : -1;
-  if (!lo || *lo <= neg_top) alts.push_back("\"-\" " + naturals(uint64_t(-neg_top), lo ? std::optional<uint64_t>(uint64_t(-*lo)) : std::nullopt));
-  const int64_t pos_low = lo ? std::max<int64_t>(*lo, 0) : 0;
-  if (!hi || *hi >= pos_low) alts.push_back(naturals(uint64_t(pos_low), hi ? std::optional<uint64_t>(uint64_t(*hi)) : std::nullopt));
-  if (pos_low == 0 && (!hi || *hi >= 0)) alts.push_back("\"-0\"");
-  if (alts.empty()) return std::nullopt;
-  return alt(alts);
 }
 
 // The JSON text of a code point (its UTF-8 bytes) inside a string, as nlohmann's dump writes it.

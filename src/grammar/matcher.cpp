@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/error.h"
 #include "tokenizer/utf8.h"
 
 namespace jf {
@@ -66,6 +67,11 @@ void GrammarMatcher::step(const GrammarState& from, uint32_t cp, GrammarState& t
     expand(std::move(next), to.stacks, 0);
   }
   normalize(to.stacks);
+  // A grammar this ambiguous (a nested counted repetition: `(.{1,100}){1,100}`) costs its matcher more per
+  // character than a text can afford: refused rather than left to stall a server's model thread.
+  if (to.stacks.size() > kMaxGrammarStacks)
+    throw Error("grammar: more than " + std::to_string(kMaxGrammarStacks) +
+                " ways to continue the text at once (an ambiguous grammar, e.g. a counted repetition inside another)");
 }
 
 bool GrammarMatcher::advance(GrammarState& s, uint8_t b) const {
