@@ -6,7 +6,11 @@
 #include <cmath>
 #include <cstdlib>
 
+#include <fstream>
+
 #include "base/error.h"
+#include "vulkan/attention_sweep.h"
+#include "vulkan/matmul_family.h"
 #include "vulkan/vulkan_forward.h"
 #include "vulkan_forward_support.h"
 #include "vulkan_support.h"
@@ -68,6 +72,45 @@ TEST(VulkanAttention, ChunksGiveTheSameBitsInEveryBatchAndCloseToTheWholeRow) {
       for (size_t r = 0; r < ref.size(); r++) EXPECT_LE(relative_error(want[r], ref[r]), 1e-4f) << what << " row " << 140 + r;
     }
   }
+}
+
+// jf tune --kernels times attention too: every choice at a context on the device, one chosen by the least time
+// at one row (within 3%, the least at 16 rows), kept in the device's choices file, which every forward then
+// reads (JF_VULKAN_ATTENTION overrides it); a bad value in the file names the file.
+TEST(VulkanAttention, TuningChoosesAndEveryForwardRunsTheChoice) {
+  using vulkan::AttentionTimes;
+  EXPECT_EQ(vulkan::choose_attention({AttentionTimes{0, 1.00, 5.0}, AttentionTimes{256, 1.01, 2.0}, AttentionTimes{1024, 0.99, 4.0}}), 1u);
+  EXPECT_EQ(vulkan::choose_attention({AttentionTimes{0, 1.00, 5.0}, AttentionTimes{256, 1.10, 2.0}}), 0u);
+  JF_VULKAN_DEVICE(device);
+  const std::unique_ptr<Model> m = test::make_model(preset_config("tiny"), DType::F32, 2);
+  vulkan::VulkanForward fwd(device, m->config(), m->weights());
+  fwd.set_attention_chunk(64);
+  const vulkan::AttentionSweep s = vulkan::sweep_attention(fwd, 150, 1);
+  EXPECT_EQ(s.context, 150);
+  ASSERT_EQ(s.options.size(), 4u);  // whole, 64, 256, 1024
+  for (const AttentionTimes& t : s.options) EXPECT_GT(t.one_row, 0.0) << vulkan::attention_name(t.chunk);
+  EXPECT_EQ(s.chosen, vulkan::choose_attention(s.options));
+  EXPECT_EQ(fwd.attention_chunk(), 64u);  // (left as it was)
+  EXPECT_NE(vulkan::attention_table(s).find("chosen"), std::string::npos);
+
+  vulkan::KernelChoices c;
+  c.device = fwd.device().name, c.driver = fwd.device().driver, c.attention_chunk = 256;
+  const std::string path = ::testing::TempDir() + "jf_attention_choices.json";
+  c.write(path);
+  EXPECT_EQ(vulkan::KernelChoices::read(path, fwd.device()).attention_chunk, std::optional<uint32_t>(256));
+  setenv("JF_VULKAN_KERNELS", path.c_str(), 1);
+  EXPECT_EQ(vulkan::VulkanForward(device, m->config(), m->weights()).attention_chunk(), 256u);
+  setenv("JF_VULKAN_ATTENTION", "whole", 1);
+  EXPECT_EQ(vulkan::VulkanForward(device, m->config(), m->weights()).attention_chunk(), 0u);
+  unsetenv("JF_VULKAN_ATTENTION");
+  { std::ofstream(path) << R"({"device": "x", "driver": "y", "matrices": [], "attention": "split-7"})"; }
+  try {
+    vulkan::VulkanForward bad(device, m->config(), m->weights());
+    ADD_FAILURE() << "a bad attention choice was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+  unsetenv("JF_VULKAN_KERNELS");
 }
 
 TEST(VulkanAttention, BadSettingsAreRefused) {

@@ -119,16 +119,21 @@ same_text "$work/good.json" "Once upon a time" || fail "after a device error the
 stop_server
 
 # jf tune --kernels: members timed on the model's shapes, each shape's choice kept in the cache for the device,
-# named by jf devices, and the same text generated with it; bad member names and flags refused in one line.
+# attention's kernels timed at a context and one kept, named by jf devices, and the same text generated with
+# them; bad member names and flags refused in one line.
 export XDG_CACHE_HOME="$work/cache"
 "$jf" tune --kernels -m "$model" --device "$dev" --members serial,split-wg64-o2-r4,split-wg128-o1-r8-pair --kernel-rows 1,4 \
-  > "$work/kernels.txt" 2>&1 || { cat "$work/kernels.txt"; fail "jf tune --kernels failed"; }
+  --attention-context 100 > "$work/kernels.txt" 2>&1 || { cat "$work/kernels.txt"; fail "jf tune --kernels failed"; }
+grep -q "attention at a context of 100 tokens" "$work/kernels.txt" || { cat "$work/kernels.txt"; fail "tune --kernels timed no attention"; }
+grep -q '"attention"' "$work/cache/jf/vulkan-kernels/"*.json || fail "tune --kernels kept no attention choice"
+"$jf" devices | grep -q "attention: .*chosen by jf tune --kernels" || { "$jf" devices; fail "jf devices does not name the attention choice"; }
 grep -q "512 x 64 f32 chosen" "$work/kernels.txt" || { cat "$work/kernels.txt"; fail "tune --kernels printed no choice for the output head"; }
 ls "$work/cache/jf/vulkan-kernels/"*.json > /dev/null 2>&1 || fail "tune --kernels kept no choices"
 "$jf" devices | grep -q "matrix kernels: tuned for 5 matrix shapes" || { "$jf" devices; fail "jf devices does not name the tuned kernels"; }
 "$jf" "${gen[@]}" --device "$dev" > "$work/tuned.txt" 2>/dev/null
 cmp -s "$work/cpu.txt" "$work/tuned.txt" || fail "generate with the tuned kernels differs from the CPU"
-for bad in "--kernels --members split-wg64-o3-r8" "--kernels --kernel-rows 4,0" "--members serial" "--kernels --device cpu"; do
+for bad in "--kernels --members split-wg64-o3-r8" "--kernels --kernel-rows 4,0" "--members serial" "--kernels --device cpu" \
+  "--kernels --attention-context -1"; do
   # shellcheck disable=SC2086
   if "$jf" tune -m "$model" --device "$dev" $bad > "$work/bad.txt" 2>&1; then fail "jf tune $bad was accepted"; fi
   [ "$(wc -l < "$work/bad.txt")" -le 2 ] || { cat "$work/bad.txt"; fail "jf tune $bad: not a short error"; }

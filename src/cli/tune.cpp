@@ -32,6 +32,7 @@ struct TuneArgs {
   int limit = 4;
   bool no_cache = false, kernels = false, no_kernels = false;
   std::string grid, members, kernel_rows;
+  int attention_context = 4096;
   tune::TuneOptions opt;
 };
 
@@ -66,6 +67,7 @@ void tune_kernels(TuneArgs& a, Model& model, bool software_too) {
   o.budget_seconds = a.kernels ? a.opt.budget_seconds : std::min(a.opt.budget_seconds / 2, 120.0);
   o.cache = !a.no_cache;
   o.software_too = software_too;
+  o.attention_context = a.attention_context;
   const std::string table = tune_gpu_kernels(model, a.model.device, o);
   if (!table.empty()) std::printf("matrix kernels on %s\n%s\n", a.model.device.c_str(), table.c_str());
   std::fflush(stdout);
@@ -74,6 +76,7 @@ void tune_kernels(TuneArgs& a, Model& model, bool software_too) {
 int run_tune(TuneArgs& a) {
   if (!(a.opt.budget_seconds > 0)) throw Error("--budget must be > 0 seconds");
   if ((!a.members.empty() || !a.kernel_rows.empty()) && !a.kernels) throw Error("--members and --kernel-rows go with --kernels");
+  if (a.attention_context < 0) throw Error("--attention-context must be >= 0 (0: attention not timed)");
   if (a.kernels && a.no_kernels) throw Error("--kernels and --no-kernels contradict each other");
   if (a.kernels) {
     if (!a.out.empty() || !a.plot.empty()) throw Error("--kernels tunes the GPU's matrix kernels only: -o and --plot do not apply");
@@ -185,6 +188,8 @@ Command add_tune_command(CLI::App& app) {
   cmd->add_flag("--no-kernels", a->no_kernels, "On a GPU, tune the decoders without timing the matrix kernels first");
   cmd->add_option("--members", a->members, "With --kernels: only these family members (e.g. serial,split-wg128-o2-r8-pair-sg)");
   cmd->add_option("--kernel-rows", a->kernel_rows, "With --kernels: row counts to time (default 1,4,16,64,512; the first must be 1)");
+  cmd->add_option("--attention-context", a->attention_context,
+                  "Tokens in the cache when attention's kernels are timed (whole rows or chunks of slots; default 4096, 0: not timed)");
   return [a] { return run_tune(*a); };
 }
 

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 
 #include "base/error.h"
 #include "kernels/cpu.h"
 #include "kernels/parallel.h"
 #ifdef JF_WITH_VULKAN
+#include "vulkan/attention_sweep.h"
 #include "vulkan/bandwidth.h"
 #include "vulkan/context.h"
 #include "vulkan/kernel_sweep.h"
@@ -122,6 +124,10 @@ std::string describe_devices() {
                                                                       : "tuned for " + std::to_string(c.by_shape.size()) +
                                                                             " matrix shapes (" + vulkan::KernelChoices::cache_path(d) + ")")
             << "\n";
+        if (d.missing.empty())
+          o << "           attention: " << (c.attention_chunk ? vulkan::attention_name(*c.attention_chunk) + " (chosen by jf tune --kernels)"
+                                                              : std::string("whole rows (untuned)"))
+            << "\n";
       } catch (const Error& e) {
         o << "           matrix kernels: " << e.what() << "\n";
       }
@@ -178,10 +184,16 @@ std::string tune_gpu_kernels(Model& model, const std::string& device, const Kern
   const vulkan::SweepResult r = vulkan::sweep_matmul_family(fwd, so);
   std::string out = "vulkan:" + std::to_string(chosen) + " " + fwd.device().name + ", driver " + fwd.device().driver + "\n" +
                     vulkan::sweep_table(r);
+  std::optional<vulkan::AttentionSweep> attention;
+  if (o.attention_context > 0) {
+    attention = vulkan::sweep_attention(fwd, o.attention_context, o.reps);
+    out += "\n" + vulkan::attention_table(*attention);
+  }
   if (o.cache) {
     const std::string path = vulkan::KernelChoices::cache_path(fwd.device());
     vulkan::KernelChoices c = vulkan::KernelChoices::load(fwd.device());
     vulkan::record_choices(r, c);
+    if (attention) c.attention_chunk = attention->options[attention->chosen].chunk;
     c.write(path);
     out += "kept for every forward on this device and driver: " + path + "\n";
   }

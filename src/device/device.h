@@ -37,6 +37,7 @@ struct KernelTuneOptions {
   double budget_seconds = 120;
   bool cache = true;  // false: time and print, keep nothing
   bool software_too = true;  // false: a software device (lavapipe) is not timed ("" returned)
+  int attention_context = 4096;  // attention's kernels timed at this many tokens of context (0: not timed)
 };
 std::string tune_gpu_kernels(Model& model, const std::string& device, const KernelTuneOptions& o);
 

@@ -8,6 +8,7 @@
 #include "base/cache_dir.h"
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "vulkan/attention_sweep.h"
 
 namespace jf::vulkan {
 
@@ -130,6 +131,7 @@ KernelChoices KernelChoices::read(const std::string& path, const DeviceInfo& d) 
       for (const auto& t : e.at("seconds")) ch.seconds.emplace_back(t.at(0).get<int>(), t.at(1).get<double>());
       c.by_shape[s] = ch;
     }
+    if (j.contains("attention")) c.attention_chunk = parse_attention_name(j.at("attention").get<std::string>());
   } catch (const std::exception& e) {
     throw Error("the kernel choices " + path + " are malformed (" + e.what() + "); delete the file or run jf tune --kernels again");
   }
@@ -147,6 +149,7 @@ void KernelChoices::write(const std::string& path) const {
     for (const auto& [rows, sec] : ch.seconds) e["seconds"].push_back({rows, sec});
     j["matrices"].push_back(e);
   }
+  if (attention_chunk) j["attention"] = attention_name(*attention_chunk);
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   const std::string text = j.dump(1) + "\n";
   write_file_atomic(path, text.data(), text.size());

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,7 @@ struct KernelChoices {
   };
   std::string device, driver;
   std::map<MatmulShape, Choice> by_shape;
+  std::optional<uint32_t> attention_chunk;  // attention_sweep.h's choice (0: whole rows), if timed
 
   // $XDG_CACHE_HOME/jf/vulkan-kernels/<device and driver>.json (base/cache_dir.h).
   static std::string cache_path(const DeviceInfo& d);

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "vulkan/attention_sweep.h"
 #include "vulkan/kv_storage.h"
 #include "vulkan/matmul_grid.h"
 #include "vulkan/tile_probe.h"
@@ -17,16 +18,6 @@
 namespace jf::vulkan {
 
 namespace {
-// JF_VULKAN_ATTENTION: "whole" (a workgroup per row and query head over all its slots) or "split-C" (chunks
-// of C slots, C a multiple of 64).
-uint32_t parse_attention(const std::string& s) {
-  if (s == "whole") return 0;
-  char* end = nullptr;
-  const unsigned long c = s.rfind("split-", 0) == 0 ? std::strtoul(s.c_str() + 6, &end, 10) : 0;
-  if (!end || *end || c < 64 || c > 65536 || c % 64)
-    throw Error("JF_VULKAN_ATTENTION must be 'whole' or 'split-C' with C a multiple of 64 up to 65536 (slots a chunk), got '" + s + "'");
-  return static_cast<uint32_t>(c);
-}
 constexpr uint32_t kHeadRows = 64;  // rows per output-head product over every row (a draft layer's greedy tokens)
 
 uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
@@ -63,7 +54,7 @@ VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const Mod
       throw Error("JF_VULKAN_FAULT must be FIRST:COUNT (forwards that fail as a device error would), got '" + std::string(f) + "'");
   }
   if (const char* r = std::getenv("JF_VULKAN_REPLAY")) replay_on_ = std::strcmp(r, "0") != 0;
-  if (const char* at = std::getenv("JF_VULKAN_ATTENTION"); at && *at) set_attention_chunk(parse_attention(at));
+  const char* attention = std::getenv("JF_VULKAN_ATTENTION");
   if (const char* prof = std::getenv("JF_VULKAN_PROFILE"); prof && std::strcmp(prof, "0") != 0) {
     profiler_ = std::make_unique<Profiler>(*ctx_);
     rec_.set_profiler(profiler_.get());
@@ -83,6 +74,9 @@ VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const Mod
   }
   if (cfg.head_dim > 256) throw Error("Vulkan: head_dim " + std::to_string(cfg.head_dim) + " is above the backend's 256");
   choose_kernels();
+  // Attention: JF_VULKAN_ATTENTION, else what jf tune --kernels chose for this device, else the whole-row kernel.
+  if (attention && *attention) attention_chunk_ = parse_attention_name(attention);
+  else if (choices_.attention_chunk) attention_chunk_ = *choices_.attention_chunk;
   weights_ = std::make_unique<DeviceWeights>(*ctx_, cfg, w);
   matrix_kernels_.resize(weights_->matrix_count());
   if (ctx_->timestamps()) {

@@ -1,0 +1,99 @@
+#include "vulkan/attention_sweep.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "base/error.h"
+#include "base/rng.h"
+#include "vulkan/vulkan_forward.h"
+
+namespace jf::vulkan {
+
+namespace {
+constexpr int kDraftRows = 16;
+constexpr double kWithin = 1.03;  // times at one row this close count as equal (the 16-row time decides)
+
+// The least device time of `reps` forwards of `m` rows after the cache's `context` tokens.
+double time_forward(VulkanForward& fwd, KvCache& cache, int context, int m, int reps, Rng& rng) {
+  double best = 1e30;
+  SequenceInput in;
+  for (int r = 0; r < reps; r++) {
+    std::vector<int32_t> toks(static_cast<size_t>(m));
+    for (int32_t& t : toks) t = static_cast<int32_t>(rng.below(static_cast<uint32_t>(fwd.config().vocab_size)));
+    in.set_causal(&cache, toks, SequenceInput::Logits::Last);
+    fwd.forward(in);
+    best = std::min(best, fwd.last_device_seconds());
+    cache.truncate(context);
+  }
+  return best;
+}
+}  // namespace
+
+std::string attention_name(uint32_t chunk) { return chunk == 0 ? "whole" : "split-" + std::to_string(chunk); }
+
+uint32_t parse_attention_name(const std::string& s) {
+  if (s == "whole") return 0;
+  char* end = nullptr;
+  const unsigned long c = s.rfind("split-", 0) == 0 ? std::strtoul(s.c_str() + 6, &end, 10) : 0;
+  if (!end || *end || c < 64 || c > 65536 || c % 64)
+    throw Error("attention must be 'whole' or 'split-C' with C a multiple of 64 up to 65536 (slots a chunk), got '" + s + "'");
+  return static_cast<uint32_t>(c);
+}
+
+size_t choose_attention(const std::vector<AttentionTimes>& options) {
+  JF_CHECK(!options.empty(), "no attention options timed");
+  size_t fastest = 0;
+  for (size_t i = 1; i < options.size(); i++)
+    if (options[i].one_row < options[fastest].one_row) fastest = i;
+  size_t best = fastest;
+  for (size_t i = 0; i < options.size(); i++)
+    if (options[i].one_row <= options[fastest].one_row * kWithin && options[i].rows < options[best].rows) best = i;
+  return best;
+}
+
+AttentionSweep sweep_attention(VulkanForward& fwd, int context, int reps) {
+  if (!fwd.context().timestamps()) throw Error("Vulkan: " + fwd.device().name + " has no timestamps to time attention with");
+  AttentionSweep s;
+  const int longest = fwd.config().context_length > 0 ? fwd.config().context_length - kDraftRows : context;
+  s.context = std::max(1, std::min(context, longest));
+  KvCache cache = fwd.make_cache(s.context + kDraftRows);
+  Rng rng(7);
+  for (int done = 0; done < s.context;) {  // the context, in prompt-sized forwards
+    const int n = std::min(512, s.context - done);
+    std::vector<int32_t> toks(static_cast<size_t>(n));
+    for (int32_t& t : toks) t = static_cast<int32_t>(rng.below(static_cast<uint32_t>(fwd.config().vocab_size)));
+    SequenceInput in;
+    in.set_causal(&cache, toks, SequenceInput::Logits::None);
+    fwd.forward(in);
+    done += n;
+  }
+  const uint32_t before = fwd.attention_chunk();
+  for (uint32_t chunk : {0u, 64u, 256u, 1024u}) {
+    fwd.set_attention_chunk(chunk);
+    if (chunk != 0 && fwd.attention_chunk() == 0) continue;  // (this model's query groups: whole rows only)
+    AttentionTimes t;
+    t.chunk = chunk;
+    t.one_row = time_forward(fwd, cache, s.context, 1, reps, rng);
+    t.rows = time_forward(fwd, cache, s.context, kDraftRows, reps, rng);
+    s.options.push_back(t);
+  }
+  fwd.set_attention_chunk(before);
+  s.chosen = choose_attention(s.options);
+  return s;
+}
+
+std::string attention_table(const AttentionSweep& s) {
+  std::string out = "attention at a context of " + std::to_string(s.context) + " tokens (a forward's device ms)\n";
+  out += "| kernel | 1 row | " + std::to_string(kDraftRows) + " rows | |\n|---|---|---|---|\n";
+  char line[160];
+  for (size_t i = 0; i < s.options.size(); i++) {
+    const AttentionTimes& t = s.options[i];
+    std::snprintf(line, sizeof line, "| %s | %.3f | %.3f | %s |\n", attention_name(t.chunk).c_str(), t.one_row * 1e3, t.rows * 1e3,
+                  i == s.chosen ? "chosen" : "");
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace jf::vulkan
