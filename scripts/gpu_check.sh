@@ -169,7 +169,7 @@ run "kernel sweep $(basename "$tune_model" .gguf)" sh -c "'$jf' tune --kernels -
 cp "$out"/cache/jf/vulkan-kernels/*.json "$out/" 2>/dev/null
 
 step "tests on $device"
-for t in test_vulkan_kernels test_vulkan_ops test_vulkan_forward test_vulkan_decoders; do
+for t in test_vulkan_kernels test_vulkan_ops test_vulkan_forward test_vulkan_tree test_vulkan_attention test_vulkan_decoders; do
   run "$t" "$bin/$t" --gtest_filter="$gtest_filter" --gtest_brief=1
 done
 
