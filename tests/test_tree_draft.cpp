@@ -261,8 +261,9 @@ TEST(JacobiTree, SamplingGivesArsTokensForTheSameSeed) {
     const GenerationResult ar = run(s, "ar", prompt, 64, sp);
     const GenerationResult tree = run(s, "jacobi:draft-policy=fixed:tree=16", prompt, 64, sp);
     ASSERT_EQ(tree.tokens, ar.tokens) << "seed " << seed;
-    if (seed == 1)  // without the layer (no drafts): still ar's draws, never a greedy text
+    if (seed == 1) {  // without the layer (no drafts): still ar's draws, never a greedy text
       EXPECT_EQ(run(s, "jacobi:tree=16:draft-head=0", prompt, 64, sp).tokens, ar.tokens);
+    }
     accepted += tree.stats.counter("accepted_draft_tokens"), tokens += static_cast<int64_t>(ar.tokens.size());
   }
   EXPECT_GT(accepted, tokens / 3) << "too few drafts accepted for the equality to say anything";

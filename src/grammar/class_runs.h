@@ -15,21 +15,10 @@
 #include <utility>
 #include <vector>
 
-#include "grammar/grammar.h"
+#include "grammar/code_set.h"
 #include "grammar/vocab_index.h"
 
 namespace jf {
-
-// A set of code points (0 .. 0x10FFFF) as sorted, disjoint, non-adjacent inclusive ranges.
-struct CodeSet {
-  std::vector<std::pair<uint32_t, uint32_t>> ranges;
-  static CodeSet of(const CharClass& c);
-  bool contains(uint32_t c) const;
-  bool subset_of(const CodeSet& o) const;
-  bool disjoint(const CodeSet& o) const;
-  uint64_t size() const;
-  std::string key() const;
-};
 
 struct ClassRuns {
   CodeSet set;

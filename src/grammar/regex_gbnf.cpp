@@ -10,6 +10,7 @@
 #include <map>
 #include <vector>
 
+#include "grammar/code_set.h"
 #include "grammar/json_schema_text.h"
 #include "tokenizer/utf8.h"
 
@@ -20,47 +21,14 @@ namespace {
 using json_schema_text::alt;
 using json_schema_text::join;
 using json_schema_text::lit;
-using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;  // code points: sorted, disjoint, inclusive
+using Ranges = CodeRanges;  // code points: sorted, disjoint, inclusive (code_set.h)
 
-constexpr uint32_t kMaxCp = 0x10FFFF;
+constexpr uint32_t kMaxCp = kMaxCodePoint;
 constexpr uint32_t kNone = 0xFFFFFFFF;  // past the end of the pattern
 constexpr int kMaxRepeat = 10000;       // GBNF's most in {m,n}
 constexpr int kMaxNesting = 100;        // groups in groups: the parser and the writer recurse on them
 
 // ---- Code point sets ------------------------------------------------------------------------------------
-
-Ranges normalized(Ranges r) {
-  std::sort(r.begin(), r.end());
-  Ranges out;
-  for (const auto& [a, b] : r) {
-    if (!out.empty() && a <= out.back().second + 1) out.back().second = std::max(out.back().second, b);
-    else out.emplace_back(a, b);
-  }
-  return out;
-}
-
-Ranges complement(const Ranges& r) {
-  Ranges out;
-  uint32_t next = 0;
-  for (const auto& [a, b] : r) {
-    if (a > next) out.emplace_back(next, a - 1);
-    next = b + 1;
-  }
-  if (next <= kMaxCp) out.emplace_back(next, kMaxCp);
-  return out;
-}
-
-Ranges intersect(const Ranges& x, const Ranges& y) {
-  Ranges out;
-  for (const auto& [a, b] : x)
-    for (const auto& [c, d] : y)
-      if (std::max(a, c) <= std::min(b, d)) out.emplace_back(std::max(a, c), std::min(b, d));
-  return normalized(out);
-}
-
-bool contains(const Ranges& r, uint32_t cp) {
-  return std::any_of(r.begin(), r.end(), [&](const auto& ab) { return ab.first <= cp && cp <= ab.second; });
-}
 
 // ECMAScript's sets (\d \w \s, and what `.` leaves out), and what a JSON string may hold.
 const Ranges kDigit = {{'0', '9'}};

@@ -130,7 +130,7 @@ void Transformer::out_ffn_rows(int l, int64_t r0, int64_t r1, bool threads) {
 }
 
 void Transformer::run(std::span<SequenceInput* const> seqs) {
-  JF_CHECK(!tree_.cache, "a forward before the last draft tree's end_tree()");
+  JF_CHECK(!tree_.open(), "a forward before the last draft tree's end_tree()");
   plan_.build(cfg_, seqs);
   const int64_t n = static_cast<int64_t>(plan_.rows.size());
   const int64_t nl = static_cast<int64_t>(plan_.logit_src.size());

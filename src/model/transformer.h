@@ -11,6 +11,7 @@
 #include "model/batch.h"
 #include "model/config.h"
 #include "model/draft_rows.h"
+#include "model/draft_tree_plan.h"
 #include "model/forward_pass.h"
 #include "kernels/ops.h"
 #include "model/kv_cache.h"
@@ -82,14 +83,9 @@ class Transformer : public ForwardPass {
   aligned_vector<float> head_rows_;         // (a model with a draft layer) and their greedy tokens
   std::vector<int32_t> greedy_, head_out_row_;
   aligned_vector<float> chain_logits_;  // a draft chain's draft logits, one row
-  // A draft tree's virtual rows after a forward (row_tree): their cache slots follow the cache's `past` ones.
-  struct TreeRows {
-    KvCache* cache = nullptr;  // null: no tree
-    int past = 0, logit_row = -1;
-    int64_t source = -1;                // the forward row it grows from
-    std::vector<int32_t> pos, parent;   // [node]
-  };
-  TreeRows tree_;
+  // A draft tree's virtual rows after a forward (row_tree), and the forward row it grows from.
+  DraftTreePlan tree_;
+  int64_t tree_source_ = -1;
   aligned_vector<float> tree_x_, tree_logits_;  // [node] layer outputs; a pass's draft logits
   void expand_tree_rows(std::span<const DraftNode> nodes, int k, DraftGuess* out);
   void virtual_draft_rows(int64_t r0, int64_t m, float* logits, bool threads);  // model/draft_chain.cpp

@@ -8,36 +8,25 @@
 
 #include "base/error.h"
 #include "grammar/gbnf_compose.h"
+#include "tokenizer/utf8.h"
 
 namespace jf {
 
 namespace {
 
+// A marker's code points, and one as UTF-8 (the tokenizer's reader and writer).
 std::vector<uint32_t> code_points(const std::string& s) {
   std::vector<uint32_t> out;
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    const int len = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-    uint32_t cp = len == 1 ? c : c & (0x7F >> len);
-    for (int k = 1; k < len && i + k < s.size(); k++) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-    out.push_back(cp);
-    i += static_cast<size_t>(len);
-  }
+  uint32_t cp = 0;
+  for (size_t i = 0; i < s.size();)
+    if (tok::utf8_next(s, i, cp)) out.push_back(cp);
   return out;
 }
 
 std::string utf8(uint32_t cp) {
   std::string s;
-  if (cp < 0x80) return s += static_cast<char>(cp), s;
-  if (cp < 0x800) return s += static_cast<char>(0xC0 | (cp >> 6)), s += static_cast<char>(0x80 | (cp & 0x3F)), s;
-  if (cp < 0x10000) {
-    s += static_cast<char>(0xE0 | (cp >> 12));
-  } else {
-    s += static_cast<char>(0xF0 | (cp >> 18));
-    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-  }
-  s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-  return s += static_cast<char>(0x80 | (cp & 0x3F)), s;
+  tok::utf8_append(s, cp);
+  return s;
 }
 
 // [^...] of the code points, each escaped (so none is read as class syntax).

@@ -23,25 +23,18 @@ constexpr int kDeviceTopK = 16;   // MAX_K in shaders/top_k.comp
 
 int VulkanForward::row_tree(int logit_row, std::span<const DraftNode> nodes, int k, DraftGuess* out) {
   if (!cfg_.draft_layer) return 0;
-  const int first = tree_.cache ? static_cast<int>(tree_.pos.size()) : 0;
-  for (const DraftNode& n : nodes) {
-    JF_CHECK(n.parent >= -1 && n.parent < first, "a draft tree node's parent must be expanded in an earlier call");
-    JF_CHECK(n.token >= 0 && n.token < cfg_.vocab_size, "a draft tree node's token is outside the vocabulary");
-  }
-  if (!tree_.cache) {
+  tree_.check(nodes, cfg_.vocab_size);
+  if (!tree_.open()) {
     JF_CHECK(layer_ran_, "a draft tree after a forward that did not run the draft layer (no draft_logits asked for)");
     const int64_t source = plan_.chain_source(logit_row, nodes[0].token, cfg_.vocab_size);
-    tree_.layer_row = draft_rows_.place[static_cast<size_t>(source)];  // its row in the draft layer's pass
-    JF_CHECK(tree_.layer_row >= 0, "a draft tree from a sequence that did not draft in the last forward");
-    tree_.cache = plan_.rows[static_cast<size_t>(source)].cache;
-    tree_.source_pos = plan_.rows[static_cast<size_t>(source)].pos;
-    tree_.past = tree_.cache->size();
-    tree_.logit_row = logit_row;
-    tree_.pos.clear(), tree_.parent.clear();
+    tree_layer_row_ = draft_rows_.place[static_cast<size_t>(source)];  // its row in the draft layer's pass
+    JF_CHECK(tree_layer_row_ >= 0, "a draft tree from a sequence that did not draft in the last forward");
+    const PlannedRow& row = plan_.rows[static_cast<size_t>(source)];
+    tree_.start(row.cache, row.pos, logit_row);
     ensure_size(*ctx_, tree_x_, static_cast<size_t>(kTreeNodes + 1) * static_cast<size_t>(cfg_.dim) * 4, Buffer::Kind::Device);
   }
-  JF_CHECK(tree_.logit_row == logit_row, "a draft tree from another row before end_tree()");
-  const int count = std::min({static_cast<int>(nodes.size()), tree_.cache->capacity() - tree_.cache->size(), kTreeNodes - first});
+  tree_.check_row(logit_row);
+  const int count = tree_.room(static_cast<int>(nodes.size()), kTreeNodes);
   for (int i = 0; i < count; i += kTreeRows) {
     const int m = std::min(count - i, kTreeRows);
     expand_tree_rows(nodes.subspan(static_cast<size_t>(i), static_cast<size_t>(m)), k, out + static_cast<int64_t>(i) * k);
@@ -49,18 +42,17 @@ int VulkanForward::row_tree(int logit_row, std::span<const DraftNode> nodes, int
   return count;
 }
 
-void VulkanForward::end_row_tree() {
-  if (tree_.cache) tree_.cache->truncate(tree_.past);
-  tree_.cache = nullptr;
-}
+void VulkanForward::end_row_tree() { tree_.close(); }
 
 // One pass of up to kTreeRows nodes whose parents are all expanded: planned, uploaded, run in one submission.
 void VulkanForward::expand_tree_rows(std::span<const DraftNode> nodes, int k, DraftGuess* out) {
   const uint32_t m = static_cast<uint32_t>(nodes.size()), dim = static_cast<uint32_t>(cfg_.dim);
   const int64_t V = cfg_.vocab_size;
-  KvCache& cache = *tree_.cache;
-  const int first = static_cast<int>(tree_.pos.size());
-  plan_tree_rows(nodes);
+  const int first = tree_.nodes();
+  RowPlan& p = tree_plan_;
+  p.rows.clear(), p.slot_list.clear(), p.logit_src.clear();
+  p.seq_first = {0, static_cast<int32_t>(m)};
+  tree_.add_rows(nodes, p);
   rows_ = &tree_plan_, a_ = tree_act_.get(), in_ = tree_in_.get();
   struct Restore {  // the forward's pass again, also when a step throws
     VulkanForward* f;
@@ -74,10 +66,10 @@ void VulkanForward::expand_tree_rows(std::span<const DraftNode> nodes, int k, Dr
   ensure_size(*ctx_, a.tokens, static_cast<size_t>(m) * 4, Buffer::Kind::Host);
   auto* parents = static_cast<int32_t*>(a.tokens.mapped());  // each node's parent's row of tree_x_
   for (uint32_t j = 0; j < m; j++) parents[j] = nodes[j].parent + 1;
-  DeviceKvStore* store = const_cast<DeviceKvStore*>(&dynamic_cast<const DeviceKvStore&>(*cache.device_store()));
+  DeviceKvStore* store = const_cast<DeviceKvStore*>(&dynamic_cast<const DeviceKvStore&>(*p.rows[0].cache->device_store()));
   submit(chain_replay_, false, std::span<DeviceKvStore* const>(&store, 1), [&] {
     stage_inputs(*in_);
-    if (first == 0) rec_.copy(draft_act_->x.view(static_cast<size_t>(tree_.layer_row) * dim * 4, dim * 4), tree_x_.view(0, dim * 4));
+    if (first == 0) rec_.copy(draft_act_->x.view(static_cast<size_t>(tree_layer_row_) * dim * 4, dim * 4), tree_x_.view(0, dim * 4));
     const DeviceMatrix outputs{tree_x_.view(), DType::F32, static_cast<uint32_t>(first + 1), dim};
     get_rows(outputs, a.tokens.view(), 0, m, a.x.view(), 1.0f);
     get_rows(weights_->tok_embd, arena(), 0, m, a.emb.view(), 1.0f);  // (the nodes' tokens lead the arena)
@@ -115,32 +107,6 @@ void VulkanForward::expand_tree_rows(std::span<const DraftNode> nodes, int k, Dr
   for (uint32_t j = 0; j < m; j++) {
     softmax_top_k(logits + int64_t{j} * V, V, k, ids.data(), probs.data());
     for (int g = 0; g < k; g++) out[int64_t{j} * k + g] = {ids[static_cast<size_t>(g)], probs[static_cast<size_t>(g)]};
-  }
-}
-
-// tree_plan_: a row per node, one position past its parent, in the cache slot after the tree's earlier nodes,
-// seeing the sequence's slots, its ancestors' (root-most first) and its own.
-void VulkanForward::plan_tree_rows(std::span<const DraftNode> nodes) {
-  KvCache& cache = *tree_.cache;
-  RowPlan& p = tree_plan_;
-  p.rows.clear(), p.slot_list.clear(), p.logit_src.clear();
-  p.seq_first = {0, static_cast<int32_t>(nodes.size())};
-  const int first = static_cast<int>(tree_.pos.size());
-  cache.append(static_cast<int>(nodes.size()));
-  for (size_t j = 0; j < nodes.size(); j++) {
-    const DraftNode& n = nodes[j];
-    const int slot = tree_.past + first + static_cast<int>(j);
-    const int32_t pos = (n.parent < 0 ? tree_.source_pos : tree_.pos[static_cast<size_t>(n.parent)]) + 1;
-    tree_.pos.push_back(pos), tree_.parent.push_back(n.parent);
-    cache.set_position(slot, pos);
-    const int32_t begin = static_cast<int32_t>(p.slot_list.size());
-    for (int s = 0; s < tree_.past; s++) p.slot_list.push_back(s);
-    const size_t own = p.slot_list.size();
-    for (int a = n.parent; a >= 0; a = tree_.parent[static_cast<size_t>(a)]) p.slot_list.push_back(tree_.past + a);
-    std::reverse(p.slot_list.begin() + static_cast<std::ptrdiff_t>(own), p.slot_list.end());
-    p.slot_list.push_back(slot);
-    const int32_t end = static_cast<int32_t>(p.slot_list.size());
-    p.rows.push_back(PlannedRow{&cache, n.token, pos, slot, begin, end, begin, end});
   }
 }
 

@@ -463,7 +463,7 @@ void VulkanForward::grow_activations(Activations& a, int64_t n, bool draft_layer
 }
 
 void VulkanForward::run(std::span<SequenceInput* const> seqs) {
-  JF_CHECK(!tree_.cache, "a forward before the last draft tree's end_tree()");
+  JF_CHECK(!tree_.open(), "a forward before the last draft tree's end_tree()");
   rows_ = &plan_, a_ = act_.get(), in_ = main_in_.get();
   plan_.build(cfg_, seqs);
   for (size_t s = 0; s + 1 < plan_.seq_first.size(); s++)  // every sequence's cache is this device's

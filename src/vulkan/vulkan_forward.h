@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "model/draft_tree_plan.h"
 #include "model/row_plan.h"
 #include "model/transformer.h"
 #include "vulkan/device_weights.h"
@@ -118,7 +119,6 @@ class VulkanForward : public ForwardPass {
   int planned_chain(int logit_row, int32_t first, int count, int32_t* out);
   void record_chain_steps(int steps);
   void expand_tree_rows(std::span<const DraftNode> nodes, int k, DraftGuess* out);  // draft_tree.cpp
-  void plan_tree_rows(std::span<const DraftNode> nodes);
   void record_forward(bool draft_layer, bool drafts, bool chains);
   void submit(ReplayCache& kept, bool profile, std::span<DeviceKvStore* const> stores, const std::function<void()>& record);
   void collect_stores(const RowPlan& plan);  // into stores_
@@ -154,18 +154,12 @@ class VulkanForward : public ForwardPass {
   Buffer chain_source_;
   std::vector<int32_t> chain_of_logit_, chain_tokens_, chain_end_;
   int chain_rows_ = 0, chain_steps_ = 0;
-  // An open draft tree (draft_tree.cpp): its sequence's cache and size before it, its source row's place in the
-  // draft layer's pass and position, and per node its position and parent; the nodes' layer outputs (tree_x_,
-  // row 0 the source's); a level's pass.
-  struct OpenTree {
-    KvCache* cache = nullptr;
-    int past = 0, logit_row = -1;
-    int32_t layer_row = -1, source_pos = 0;
-    std::vector<int32_t> pos, parent;
-  };
-  OpenTree tree_;
   uint32_t attention_chunk_ = 0;
   Buffer attention_part_;  // split attention's per-chunk results
+  // An open draft tree (draft_tree.cpp): its nodes' rows, its source row's place in the draft layer's pass, the
+  // nodes' layer outputs (tree_x_, row 0 the source's); a level's pass.
+  DraftTreePlan tree_;
+  int32_t tree_layer_row_ = -1;
   Buffer tree_x_;
   RowPlan tree_plan_;
   std::unique_ptr<Activations> tree_act_;
