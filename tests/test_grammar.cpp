@@ -176,6 +176,53 @@ TEST(TokenGrammar, MasksEqualTryingEveryToken) {
   EXPECT_GT(checked, 100000);
 }
 
+// A grammar state's step is the matcher's, taken once per state and signature (which of its top classes
+// take the code point): classes that overlap, multi-byte and partial code points, stepped byte by byte,
+// leave the same stacks as the matcher alone; and a long text inside one class costs a few matcher steps.
+TEST(TokenGrammar, StepsBySignatureAreTheMatchers) {
+  const char* gbnf = R"(root ::= [a-mα-ω]+ "x" | [h-zα日-本]+ "y" | "é" [^"]* "\"")";
+  const Grammar grammar = Grammar::parse(gbnf);
+  GrammarMatcher matcher(grammar);
+  JF_SHARED_PATH(path, "models/tokenizers/ggml-vocab-gpt-2.gguf");
+  const std::unique_ptr<Tokenizer> tok = Tokenizer::from_gguf(GgufFile::open(path)->meta());
+  const std::vector<std::string> pieces = {"a", "h", "n", "z", "α", "β", "ω", "日", "本", "é", "x", "y", "\"", "q", "\xce", "\x80",
+                                           "\xe3\x81", "\xe6\x9c", "\xe6\x97", "\xe6\x80", "\xa5"};
+  Rng rng(5);
+  int compared = 0;
+  for (int text = 0; text < 200; text++) {
+    TokenGrammar g(grammar, *tok);
+    TokenGrammar::State s = g.start();
+    GrammarState m = matcher.start();
+    for (int i = 0; i < 12 && !s.dead(); i++) {
+      // Mostly a piece the grammar takes (so texts grow), sometimes any (so they also die).
+      std::string piece = pieces[rng.below(static_cast<uint32_t>(pieces.size()))];
+      for (int tries = 0; tries < 20 && rng.below(5) > 0; tries++) {
+        GrammarState probe = m;
+        if (matcher.advance(probe, piece)) break;
+        piece = pieces[rng.below(static_cast<uint32_t>(pieces.size()))];
+      }
+      for (char c : piece) {
+        s = g.advance(s, std::string_view(&c, 1));
+        const bool alive = matcher.advance(m, static_cast<uint8_t>(c));
+        ASSERT_EQ(s.dead(), !alive) << "text " << text << " byte " << int(static_cast<uint8_t>(c));
+        if (!alive) break;
+        const GrammarState got = g.state(s);
+        ASSERT_EQ(got.stacks, m.stacks);
+        ASSERT_EQ(std::make_tuple(got.partial, got.partial_left), std::make_tuple(m.partial, m.partial_left));
+        if (m.partial_left > 0) ASSERT_EQ(got.partial_size, m.partial_size);  // (the matcher keeps a stale size after)
+        compared++;
+      }
+    }
+  }
+  EXPECT_GT(compared, 1000);
+  // 2,000 characters of the first class, of 26 kinds: the matcher steps a few, once per signature.
+  TokenGrammar g(grammar, *tok);
+  TokenGrammar::State s = g.start();
+  for (int i = 0; i < 1000; i++) s = g.advance(s, std::string_view(i % 2 ? "\xce\xb1" : "abcdefghijklm") .substr(0, i % 2 ? 2 : 1 + i % 13));
+  ASSERT_FALSE(s.dead());
+  EXPECT_LE(g.matcher_steps(), 12);
+}
+
 TEST(TokenGrammar, CodeSetsOfClasses) {
   const Grammar g = Grammar::parse(R"(root ::= [^"\\\x00-\x1F] [a-cx-z0-9] [^a-z])");
   const CodeSet any_char = CodeSet::of(g.classes[0]), few = CodeSet::of(g.classes[1]), no_lower = CodeSet::of(g.classes[2]);

@@ -51,9 +51,13 @@ int32_t TokenGrammar::intern(GrammarState&& s) {
       const std::array<uint64_t, 4>& c = class_first_bytes(grammar_.elements[st.back()].value);
       for (int w = 0; w < 4; w++) starts[w] |= c[w];
     }
+  profile_of_.push_back(profile(s));
   states_.push_back(std::move(s));
   next_.emplace_back();
-  for (int b = 0; b < 256; b++) next_.back()[b] = (starts[b >> 6] >> (b & 63)) & 1 ? kUnknown : -1;
+  // A lead byte lives exactly where some top class has a code point it can lead (class_first_bytes reads
+  // the same ranges as the matcher's partial step).
+  for (int b = 0; b < 256; b++)
+    next_.back()[b] = !((starts[b >> 6] >> (b & 63)) & 1) ? -1 : b >= 0xC0 ? kPartial : kUnknown;
   ids_.emplace(std::move(key), id);
   return id;
 }
@@ -77,20 +81,48 @@ const std::array<uint64_t, 4>& TokenGrammar::class_first_bytes(uint32_t cls) {
   return *(known = bits);
 }
 
-// The matcher's step, from the state's stacks (once per state and byte: step() caches it).
-TokenGrammar::State TokenGrammar::step_computed(State s, uint8_t byte) {
-  GrammarState after = state(s);
-  if (!matcher_.advance(after, byte)) return kDead;
-  if (after.partial_left == 0) return State{intern(std::move(after))};
-  return State{s.state, after.partial, after.partial_left, after.partial_size};
+int32_t TokenGrammar::profile(const GrammarState& s) {
+  std::vector<uint32_t> classes;
+  for (const GrammarStack& st : s.stacks)
+    if (!st.empty()) classes.push_back(grammar_.elements[st.back()].value);
+  std::sort(classes.begin(), classes.end());
+  classes.erase(std::unique(classes.begin(), classes.end()), classes.end());
+  std::string key(reinterpret_cast<const char*>(classes.data()), classes.size() * sizeof(uint32_t));
+  const auto [it, added] = profile_ids_.emplace(std::move(key), static_cast<int32_t>(profiles_.size()));
+  if (added) profiles_.push_back(std::move(classes));
+  return it->second;
+}
+
+// The state after whole code point cp: the matcher's step once per (state, signature), where the signature
+// is which of the state's top classes take cp (past 47 classes, cp itself).
+TokenGrammar::State TokenGrammar::step_code_point(int32_t s, uint32_t cp) {
+  const std::vector<uint32_t>& classes = profiles_[static_cast<size_t>(profile_of_[static_cast<size_t>(s)])];
+  uint64_t signature = 0;
+  if (classes.size() > 47) {
+    signature = uint64_t{1} << 47 | cp;
+  } else {
+    for (size_t i = 0; i < classes.size(); i++)
+      if (class_set(classes[i]).contains(cp)) signature |= uint64_t{1} << i;
+    if (signature == 0) return kDead;
+  }
+  const uint64_t key = static_cast<uint64_t>(s) << 48 | signature;
+  const auto it = by_signature_.find(key);
+  if (it != by_signature_.end()) return it->second < 0 ? kDead : State{it->second};
+  matcher_steps_++;
+  GrammarState after = states_[static_cast<size_t>(s)];
+  std::string bytes;
+  tok::utf8_append(bytes, cp);
+  const int32_t to = matcher_.advance(after, bytes) ? intern(std::move(after)) : -1;
+  by_signature_.emplace(key, to);
+  return to < 0 ? kDead : State{to};
 }
 
 TokenGrammar::State TokenGrammar::step(State s, uint8_t byte) {
   if (s.left == 0) {  // at a code point boundary: the state's table
     const int32_t known = next_[static_cast<size_t>(s.state)][byte];
-    if (known == kUnknown) {
-      const State to = step_computed(s, byte);
-      next_[static_cast<size_t>(s.state)][byte] = to.dead() ? -1 : to.left > 0 ? kPartial : to.state;  // (intern may have moved next_)
+    if (known == kUnknown) {  // (an ASCII byte: lead bytes are known when the state is interned)
+      const State to = step_code_point(s.state, byte);
+      next_[static_cast<size_t>(s.state)][byte] = to.dead() ? -1 : to.state;  // (intern may have moved next_)
       return to;
     }
     if (known == kPartial) {
@@ -99,12 +131,27 @@ TokenGrammar::State TokenGrammar::step(State s, uint8_t byte) {
     }
     return known < 0 ? kDead : State{known};
   }
-  const uint64_t key = s.key() | (uint64_t{byte} << 24);  // (partial uses bits 8-23 while bytes are left)
-  const auto it = inside_.find(key);
-  if (it != inside_.end()) return it->second;
-  const State to = step_computed(s, byte);
-  inside_.emplace(key, to);
-  return to;
+  if ((byte & 0xC0) != 0x80) return kDead;
+  const uint32_t partial = (s.partial << 6) | (byte & 0x3Fu);
+  const int8_t left = static_cast<int8_t>(s.left - 1);
+  if (left == 0) {
+    const uint32_t lowest = s.size == 2 ? 0x80 : s.size == 3 ? 0x800 : 0x10000;  // (shorter: overlong)
+    return partial < lowest || partial > 0x10FFFF ? kDead : step_code_point(s.state, partial);
+  }
+  // Still inside: alive while a top class takes a code point with these leading bits (the matcher's rule).
+  const State to{s.state, partial, left, s.size};
+  const uint64_t key = (to.key() & 0xFFFFFFFF) | static_cast<uint64_t>(profile_of_[static_cast<size_t>(s.state)]) << 32;
+  auto it = prefix_alive_.find(key);
+  if (it == prefix_alive_.end()) {
+    const int shift = 6 * left;
+    const uint32_t lowest = s.size == 3 ? 0x800 : 0x10000;
+    const uint32_t lo = std::max(partial << shift, lowest), hi = std::min((partial << shift) | ((1u << shift) - 1), 0x10FFFFu);
+    bool alive = false;
+    for (uint32_t c : profiles_[static_cast<size_t>(profile_of_[static_cast<size_t>(s.state)])])
+      alive = alive || (lo <= hi && grammar_.classes[c].matches_any(lo, hi));
+    it = prefix_alive_.emplace(key, alive).first;
+  }
+  return it->second ? to : kDead;
 }
 
 TokenGrammar::State TokenGrammar::advance(State s, std::string_view bytes) {

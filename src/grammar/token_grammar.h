@@ -3,9 +3,9 @@
 //
 // A token is allowed when its bytes keep the text a prefix of some sentence of the grammar; end-of-generation
 // tokens when the text is a whole sentence; control tokens never. Grammar states at code point boundaries are
-// interned as they are met, each with a table of its successor per byte (and a cache for the bytes inside a
-// multi-byte code point), so the matcher's stack work is done once per (state, byte) and the grammar behaves
-// as a lazily built automaton. A state's mask walks the vocabulary's prefix tree (vocab_index.h) through
+// interned as they are met, each with a table of its successor per byte (and caches for the bytes inside a
+// multi-byte code point); the matcher's stack work is done once per state and signature (which of the
+// classes on top of its stacks take the code point), so the grammar behaves as a lazily built automaton. A state's mask walks the vocabulary's prefix tree (vocab_index.h) through
 // those tables: tokens sharing a prefix share its steps, a dead prefix skips every token under it, and a
 // subtree whose bytes lead the state back to itself is taken whole. A state where every character of a large
 // set takes one same step (inside a string) skips the walk: its tokens are taken by their runs of that set
@@ -72,6 +72,7 @@ class TokenGrammar {
   int64_t mask_hits() const { return hits_; }
   int64_t mask_misses() const { return misses_; }
   int64_t masks_by_runs() const { return by_runs_; }  // misses computed from a character set's runs
+  int64_t matcher_steps() const { return matcher_steps_; }  // code points stepped by the matcher itself
   size_t states() const { return states_.size(); }
 
  private:
@@ -82,7 +83,14 @@ class TokenGrammar {
   std::vector<GrammarState> states_;           // interned, at code point boundaries
   std::vector<bool> complete_;
   std::vector<std::array<int32_t, 256>> next_;  // per byte: the next state, kDead, or (a lead byte) kPartial
-  std::unordered_map<uint64_t, State> inside_;  // steps from inside a code point, by cursor key and byte
+  // A step depends only on which of the state's stack-top classes take the code point (its signature), and
+  // whether a partial code point lives only on the classes: both are kept by those classes (the state's
+  // profile), so the matcher runs once per state and signature, not per code point.
+  std::vector<int32_t> profile_of_;                 // per state: its distinct top classes, as a profile id
+  std::vector<std::vector<uint32_t>> profiles_;     // sorted class ids
+  std::unordered_map<std::string, int32_t> profile_ids_;
+  std::unordered_map<uint64_t, bool> prefix_alive_;  // (profile, partial cursor): some class can finish it
+  std::unordered_map<uint64_t, int32_t> by_signature_;  // (state, signature): the next state, or -1
   std::unordered_map<std::string, int32_t> ids_;
   std::unordered_map<uint64_t, TokenMask> masks_;
   std::unordered_map<uint64_t, std::vector<int32_t>> forced_;  // forced_tokens per state, uncut
@@ -94,10 +102,11 @@ class TokenGrammar {
   std::unordered_map<uint32_t, std::shared_ptr<const ClassRuns>> runs_;  // per class, where it has runs
   std::vector<State> chain_;  // (compute_by_runs: the states after 0, 1, 2, ... characters of the set)
   State start_ = kDead;
-  int64_t hits_ = 0, misses_ = 0, by_runs_ = 0;
+  int64_t hits_ = 0, misses_ = 0, by_runs_ = 0, matcher_steps_ = 0;
   int32_t intern(GrammarState&& s);
   State step(State s, uint8_t byte);
-  State step_computed(State s, uint8_t byte);
+  State step_code_point(int32_t s, uint32_t cp);
+  int32_t profile(const GrammarState& s);
   bool loops_on(int32_t s, const uint64_t bytes[2]);
   void compute(State s, TokenMask& out);
   void walk(const PrefixTree& tree, State s, TokenMask& out);
