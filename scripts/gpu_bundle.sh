@@ -15,11 +15,11 @@ build="${BUILD:-build-portable}"
 if [ -z "${BUILD:-}" ]; then
   cmake -S . -B build-portable -DCMAKE_BUILD_TYPE=Release -DJF_NATIVE=OFF -DJF_BUILD_BENCH=ON > /dev/null
   cmake --build build-portable -j "${JF_JOBS:-2}" --target jf forward_cost test_vulkan_kernels test_vulkan_ops \
-    test_vulkan_forward test_vulkan_tree test_vulkan_attention test_vulkan_decoders
+    test_vulkan_forward test_vulkan_tree test_vulkan_attention test_vulkan_tiles test_vulkan_decoders
 fi
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/models/stories260K" "$out/data"
-for b in jf forward_cost test_vulkan_kernels test_vulkan_ops test_vulkan_forward test_vulkan_tree test_vulkan_attention test_vulkan_decoders; do cp "$build/bin/$b" "$out/bin/"; done
+for b in jf forward_cost test_vulkan_kernels test_vulkan_ops test_vulkan_forward test_vulkan_tree test_vulkan_attention test_vulkan_tiles test_vulkan_decoders; do cp "$build/bin/$b" "$out/bin/"; done
 strip "$out"/bin/*
 # Every library the binaries link beyond the C/C++ runtime a bare Debian-like machine has, and the loader.
 for b in "$out"/bin/*; do ldd "$b"; done | awk '/=> \//{print $3}' | sort -u | while read -r lib; do

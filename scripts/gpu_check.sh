@@ -169,7 +169,7 @@ run "kernel sweep $(basename "$tune_model" .gguf)" sh -c "'$jf' tune --kernels -
 cp "$out"/cache/jf/vulkan-kernels/*.json "$out/" 2>/dev/null
 
 step "tests on $device"
-for t in test_vulkan_kernels test_vulkan_ops test_vulkan_forward test_vulkan_tree test_vulkan_attention test_vulkan_decoders; do
+for t in test_vulkan_kernels test_vulkan_ops test_vulkan_forward test_vulkan_tree test_vulkan_attention test_vulkan_tiles test_vulkan_decoders; do
   run "$t" "$bin/$t" --gtest_filter="$gtest_filter" --gtest_brief=1
 done
 
@@ -203,6 +203,10 @@ for entry in "${shapes[@]}"; do
       --reps $reps --context 64 --bandwidth $bandwidth --peak 900000 --prefill $prefill > '$out/cost_${shape}_${type}_$units.txt'"
     run "decode $shape $type, $units" sh -c "JF_VULKAN_MATMUL=$units '$jf' bench -m '$file' --device $device \
       --prompts '$out/prompts.jsonl' -n $tokens --ignore-eos --decoders ar > '$out/decode_${shape}_${type}_$units.txt'"
+    # 64 rows a tiles workgroup: the weights read once for a 64-row forward (which the rows' cost shows)
+    run "forward cost $shape $type, $units, 64-row tiles" sh -c "JF_VULKAN_MATMUL=$units JF_VULKAN_TILE_ROWS=64 '$bin/forward_cost' \
+      -m '$file' --device $device --ms $ms --reps $reps --context 64 --bandwidth $bandwidth --peak 900000 --prefill $prefill \
+      > '$out/cost_${shape}_${type}_${units}_64rows.txt'"
   fi
   run "decode $shape $type" sh -c "'$jf' bench -m '$file' --device $device --prompts '$out/prompts.jsonl' -n $tokens \
     --ignore-eos --decoders ar > '$out/decode_${shape}_${type}.txt'"

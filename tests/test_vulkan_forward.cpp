@@ -145,6 +145,24 @@ TEST(VulkanForward, BatchInvariantForEveryWeightType) {
   }
 }
 
+// The tiles of 32 and 64 rows a workgroup (JF_VULKAN_TILE_ROWS; their kernels: test_vulkan_tiles) in whole
+// forwards: every batch shape the bits of one token a forward.
+TEST(VulkanForward, BatchInvariantWithWiderTiles) {
+  JF_VULKAN_DEVICE(device);
+  const ModelConfig c = preset_config("tiny-256");
+  const std::unique_ptr<Model> m = make_model(c, DType::Q4_K, 3);
+  for (const char* rows : {"32", "64"}) {
+    setenv("JF_VULKAN_TILE_ROWS", rows, 1);
+    for (vulkan::MatrixMath math : test::matrix_maths(device)) {
+      if (math == vulkan::MatrixMath::Fma) continue;
+      vulkan::VulkanForward fwd(device, m->config(), m->weights(), {}, math);
+      EXPECT_NE(fwd.device_name().find(std::string(rows) + "-row tiles"), std::string::npos) << fwd.device_name();
+      expect_batch_invariant(fwd, test::random_tokens(13, c.vocab_size, 8), DType::F32, std::string(rows) + "-row " + vulkan::matrix_math_name(math));
+    }
+    unsetenv("JF_VULKAN_TILE_ROWS");
+  }
+}
+
 // A forward of a shape seen before submits the command buffer recorded for it: a decode (one shape token
 // after token), then the batch shapes of expect_batch_invariant (new caches, trees, two sequences) give the
 // same bits as forwards recorded every time, and most decode steps were replays.

@@ -72,10 +72,10 @@ void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y,
   MatrixKernel& mk = matrix_kernels_[w.id];
   if (!mk.kernel) {
     mk.member = kernel_for({w.rows, w.cols, w.type});
-    mk.kernel = &kernels_->get(matmul_shader(mk.member, math_, w.type), kMatmulBindings, matmul_constants(mk.member, math_),
-                               math_ == MatrixMath::Fma ? mk.member.name() : "");
+    mk.kernel = &kernels_->get(matmul_shader(mk.member, math_, w.type), kMatmulBindings, matmul_constants(mk.member, math_, tile_rows_),
+                               math_ == MatrixMath::Fma ? mk.member.name() : "tiles-r" + std::to_string(tile_rows_));
   }
-  const MatmulGrid g = matmul_grid(mk.member, math_, w.rows, rows);
+  const MatmulGrid g = matmul_grid(mk.member, math_, w.rows, rows, tile_rows_);
   const View y2 = split ? split->y2 : y, y3 = split && split->y3.buffer ? split->y3 : y;
   rec_.dispatch(*mk.kernel, {x, y, w.data, norm_gain.buffer ? norm_gain : x, glu_up.buffer ? glu_up : x, y2, y3}, p, g.x, g.y, g.z);
 }

@@ -17,7 +17,8 @@ struct TileProbe {
   bool ok() const { return invariant && finite; }
 };
 
-// Runs the probe with `math` (Tiles or MatrixUnits) on a 32 x 512 Q8_0 matrix.
-TileProbe probe_tile_positions(Context& ctx, Kernels& kernels, MatrixMath math);
+// Runs the probe with `math` (Tiles or MatrixUnits) on a 32 x 512 Q8_0 matrix, the row at every position of
+// a workgroup's tile_rows rows.
+TileProbe probe_tile_positions(Context& ctx, Kernels& kernels, MatrixMath math, uint32_t tile_rows = kTileRows);
 
 }  // namespace jf::vulkan

@@ -62,12 +62,13 @@ VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const Mod
   }
   const char* m = std::getenv("JF_VULKAN_MATMUL");
   math_ = math ? *math : m && *m ? parse_matrix_math(m) : MatrixMath::Fma;
+  if (const char* rows = std::getenv("JF_VULKAN_TILE_ROWS"); rows && *rows) tile_rows_ = parse_tile_rows(rows);
   if (math_ == MatrixMath::MatrixUnits && !ctx_->info().matrix_units)
     throw Error("Vulkan: device " + std::to_string(device_index) + " (" + ctx_->info().name +
                 ") has no fp16 matrix units jf can use (VK_NV_cooperative_matrix, 16x16x16 on subgroups of 32); "
                 "JF_VULKAN_MATMUL=tiles computes the same tiles with FMAs");
   if (math_ == MatrixMath::MatrixUnits) {
-    const TileProbe probe = probe_tile_positions(*ctx_, *kernels_, math_);
+    const TileProbe probe = probe_tile_positions(*ctx_, *kernels_, math_, tile_rows_);
     if (!probe.ok())
       throw Error("Vulkan: " + ctx_->info().name + "'s matrix units fail jf's tile-position probe (" + probe.detail +
                   "), so jf does not use them: batch invariance would not hold; JF_VULKAN_MATMUL=tiles computes the same tiles with FMAs");

@@ -29,7 +29,7 @@ class VulkanForward : public ForwardPass {
   // family member (matmul_family.h) every matrix runs; unset, JF_VULKAN_KERNELS (a member's name, a choices
   // file, or "default"), else the members `jf tune --kernels` chose for this device (KernelChoices::load), else
   // the default. math: how matrix products are computed (matmul_grid.h); unset, JF_VULKAN_MATMUL (fma, tiles,
-  // matrix-units) or fma.
+  // matrix-units) or fma; the tiles cover JF_VULKAN_TILE_ROWS rows a workgroup (16, 32 or 64; 16 unset).
   VulkanForward(int device_index, const ModelConfig& cfg, const ModelWeights& w, std::optional<MatmulKernel> every_matrix = {},
                 std::optional<MatrixMath> math = std::nullopt);
   ~VulkanForward() override;
@@ -43,10 +43,12 @@ class VulkanForward : public ForwardPass {
   DeviceSyncs device_syncs() const override { return {ctx_->submissions(), ctx_->submissions(), extra_fetches_, bytes_to_host_}; }
   std::string take_profile() override;
   const DeviceInfo& device() const { return ctx_->info(); }
-  // "vulkan:N (NAME)", with ", tiles" / ", matrix-units" when matrix products are not plain FMAs
+  // "vulkan:N (NAME)", with ", tiles" / ", matrix-units" (and ", 64-row tiles" past 16) when matrix products
+  // are not plain FMAs
   std::string device_name() const override {
     return "vulkan:" + std::to_string(ctx_->info().index) + " (" + ctx_->info().name + ")" +
-           (math_ == MatrixMath::Fma ? "" : std::string(", ") + matrix_math_name(math_));
+           (math_ == MatrixMath::Fma ? "" : std::string(", ") + matrix_math_name(math_)) +
+           (math_ == MatrixMath::Fma || tile_rows_ == kTileRows ? "" : ", " + std::to_string(tile_rows_) + "-row tiles");
   }
   size_t weight_bytes() const { return weights_->bytes(); }
   MatrixMath matrix_math() const { return math_; }
@@ -190,6 +192,7 @@ class VulkanForward : public ForwardPass {
   std::string kernel_source_;
   uint32_t split_min_k_ = 0;
   MatrixMath math_ = MatrixMath::Fma;
+  uint32_t tile_rows_ = kTileRows;
   // What the recording helpers work on: the forward's (plan_, act_, main_in_) or a chain step's.
   RowPlan* rows_ = &plan_;
   Activations* a_ = nullptr;
