@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/error.h"
 #include "base/rng.h"
 #include "kernels/dtype.h"
 #include "kernels/ops.h"
@@ -147,8 +148,9 @@ INSTANTIATE_TEST_SUITE_P(Types, VulkanMatmul, ::testing::ValuesIn(matmul_cases()
 // each row the same bits alone and in other batches, plain and with the norm folded in. A GPU compiles a
 // member in milliseconds and runs every member on every weight type; lavapipe takes ~1 s a member (LLVM), so
 // there each member runs on one or two of the sixteen cases below, spread so that every case still meets every
-// value of every shape parameter (pairs or fours, subgroup or tree sums, 64-256 threads, 1-4 outputs, 4 or 8
-// rows; TheSpreadCoversEveryMember checks both).
+// value of every shape parameter (pairs or fours, folded or not, subgroup or tree sums, 64-256 threads, 1-4
+// outputs, 4 or 8 rows; TheSpreadCoversEveryMember checks both). A case of a type with an offset (w = a q - c)
+// also checks that its first folded member's bits are not its unfolded twin's: the fold's code path ran.
 class VulkanMatmulFamily : public ::testing::TestWithParam<std::tuple<DType, int>> {};
 
 const std::vector<std::tuple<DType, int>> kFamilyCases = {
@@ -190,6 +192,8 @@ TEST_P(VulkanMatmulFamily, EveryMemberMatchesTheReferenceAndIsBatchInvariant) {
   ASSERT_GE(family.size(), 40u) << "the family on " << f.ctx.info().name;
   const size_t c = std::find(kFamilyCases.begin(), kFamilyCases.end(), GetParam()) - kFamilyCases.begin();
   int tested = 0;
+  bool twin_compared = false;
+  const bool has_offset = type == DType::Q4_1 || type == DType::Q5_1 || type == DType::Q2_K || type == DType::Q4_K || type == DType::Q5_K;
   for (size_t i = 0; i < family.size(); i++) {
     const vulkan::MatmulKernel& k = family[i];
     if (!member_runs_on_case(i, c, !f.ctx.info().software)) continue;
@@ -206,8 +210,16 @@ TEST_P(VulkanMatmulFamily, EveryMemberMatchesTheReferenceAndIsBatchInvariant) {
     ASSERT_EQ(0, std::memcmp(run(18, 1, false).data(), &y[18 * N], N * 4)) << what << " row 18 alone";
     ASSERT_EQ(0, std::memcmp(run(3, 7, false).data(), &y[3 * N], 7 * N * 4)) << what << " rows 3..9";
     ASSERT_EQ(0, std::memcmp(run(10, 1, true).data(), &yn[10 * N], N * 4)) << what << " normed, row 10 alone";
+    if (k.fold && has_offset && !twin_compared) {
+      vulkan::MatmulKernel twin = k;
+      twin.fold = false;
+      const std::vector<float> yt = device_matmul(f, type, w, N, K, x, 0, M, twin, vulkan::MatrixMath::Fma, nullptr);
+      EXPECT_NE(0, std::memcmp(yt.data(), y.data(), y.size() * 4)) << what << ": the same bits as " << twin.name();
+      twin_compared = true;
+    }
   }
   EXPECT_GE(tested, 6) << dtype_name(type);
+  EXPECT_TRUE(twin_compared || !has_offset) << dtype_name(type) << ": no folded member ran";
 }
 
 // Over the cases, every member runs on lavapipe too (the spread above misses none), and each case meets every
@@ -219,17 +231,21 @@ TEST(VulkanMatmulFamily, TheSpreadCoversEveryMember) {
     bool covered = false;
     for (size_t c = 0; c < kFamilyCases.size(); c++) covered = covered || member_runs_on_case(i, c, false);
     EXPECT_TRUE(covered) << family[i].name();
+    EXPECT_EQ(vulkan::parse_matmul_kernel(family[i].name()), family[i]);  // the name is the member
   }
+  EXPECT_THROW(vulkan::parse_matmul_kernel("split-wg128-o4-r8-fold"), Error);  // fold comes with pair only
+  EXPECT_THROW(vulkan::parse_matmul_kernel("split-wg128-o4-r8-pair-sg-fold"), Error);
   for (size_t c = 0; c < kFamilyCases.size(); c++) {
-    std::set<uint32_t> wg, outputs, rows, pair, sg;
+    std::set<uint32_t> wg, outputs, rows, pair, fold, sg;
     for (size_t i = 0; i < family.size(); i++)
       if (!family[i].serial && member_runs_on_case(i, c, false))
         wg.insert(family[i].wg), outputs.insert(family[i].outputs), rows.insert(family[i].rows), pair.insert(family[i].pair),
-            sg.insert(family[i].subgroup);
+            fold.insert(family[i].fold), sg.insert(family[i].subgroup);
     EXPECT_EQ(wg.size(), 3u) << c;
     EXPECT_EQ(outputs.size(), 3u) << c;
     EXPECT_EQ(rows.size(), 2u) << c;
     EXPECT_EQ(pair.size(), 2u) << c;
+    EXPECT_EQ(fold.size(), 2u) << c;
     EXPECT_EQ(sg.size(), vulkan::Context(device).info().subgroup_shuffle ? 2u : 1u) << c;
   }
 }

@@ -41,12 +41,12 @@ inline std::vector<vulkan::MatrixMath> matrix_maths(int device) {
 }
 
 // Members of the split family a whole forward is tested with (the kernel tests run every member): the
-// untuned default, and one with every option on (pairs, subgroup sums where the device has them) in another
-// shape.
+// untuned default, and one with every option on (pairs, folded, subgroup sums where the device has them) in
+// another shape.
 inline std::vector<vulkan::MatmulKernel> some_split_kernels(int device) {
   std::vector<vulkan::MatmulKernel> k{vulkan::parse_matmul_kernel("split-wg64-o4-r8")};
   for (const vulkan::DeviceInfo& d : vulkan::list_devices())
-    if (d.index == device) k.push_back(vulkan::parse_matmul_kernel(std::string("split-wg128-o2-r4-pair") + (d.subgroup_shuffle ? "-sg" : "")));
+    if (d.index == device) k.push_back(vulkan::parse_matmul_kernel(std::string("split-wg128-o2-r4-pair-fold") + (d.subgroup_shuffle ? "-sg" : "")));
   return k;
 }
 

@@ -16,6 +16,7 @@ std::string MatmulKernel::name() const {
   if (serial) return "serial";
   std::string s = "split-wg" + std::to_string(wg) + "-o" + std::to_string(outputs) + "-r" + std::to_string(rows);
   if (pair) s += "-pair";
+  if (fold) s += "-fold";
   if (subgroup) s += "-sg";
   return s;
 }
@@ -28,7 +29,7 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
   }
   const auto bad = [&] {
     return Error("unknown matrix kernel '" + name +
-                 "' (use serial, or split-wgW-oO-rR[-pair][-sg] with W 64/128/256, O 1/2/4, R 4/8)");
+                 "' (use serial, or split-wgW-oO-rR[-pair[-fold]][-sg] with W 64/128/256, O 1/2/4, R 4/8)");
   };
   std::istringstream in(name);
   std::string part;
@@ -44,6 +45,7 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
     else if (fields == 1 && part[0] == 'o') k.outputs = number(1);
     else if (fields == 2 && part[0] == 'r') k.rows = number(1);
     else if (fields >= 3 && part == "pair" && !k.pair && !k.subgroup) k.pair = true;
+    else if (fields >= 3 && part == "fold" && k.pair && !k.fold && !k.subgroup) k.fold = true;
     else if (fields >= 3 && part == "sg" && !k.subgroup) k.subgroup = true;
     else throw bad();
     fields++;
@@ -74,9 +76,9 @@ std::vector<MatmulKernel> matmul_family(const DeviceInfo& d) {
     for (uint32_t wg : {64u, 128u, 256u})
       for (uint32_t outputs : {1u, 2u, 4u})
         for (uint32_t rows : {4u, 8u})
-          for (bool pair : {false, true}) {
+          for (int variant = 0; variant < 3; variant++) {  // fours, pairs, pairs folded
             MatmulKernel k;
-            k.wg = wg, k.outputs = outputs, k.rows = rows, k.pair = pair, k.subgroup = subgroup;
+            k.wg = wg, k.outputs = outputs, k.rows = rows, k.pair = variant > 0, k.fold = variant == 2, k.subgroup = subgroup;
             if (matmul_shared_bytes(k) <= d.shared_memory) family.push_back(k);
           }
   }

@@ -1,6 +1,8 @@
 // The FMA matrix-product kernels as a family: members differ in shape (threads, outputs and rows a workgroup,
-// two fours of weights a thread whose bytes are read once, the reduction through subgroup shuffles), set as specialization constants of shaders/matmul_split.comp, plus matmul_serial.comp (a thread
-// per output). Every member is batch-invariant by construction: a row's sum depends on K, the member and the
+// two fours of weights a thread whose bytes are read once, the reduction through subgroup shuffles) and in
+// where the weights' scale and offset apply (fold: once a four, not a weight; pair members only, to keep the
+// device sweep short), set as specialization constants of shaders/matmul_split.comp, plus matmul_serial.comp
+// (a thread per output). Every member is batch-invariant by construction: a row's sum depends on K, the member and the
 // device, never on the row count or the row's place in it. Which member each matrix shape runs is chosen by
 // timing them on the device (`jf tune --kernels`, kernel_sweep.h) and kept per device and driver in jf's
 // cache; an untimed shape runs the default.
@@ -19,11 +21,11 @@ namespace jf::vulkan {
 struct MatmulKernel {
   bool serial = false;  // matmul_serial (the shape fields below unused)
   uint32_t wg = 64, outputs = 4, rows = 8;
-  bool pair = false, subgroup = false;
-  // "serial" or e.g. "split-wg128-o4-r8-pair-sg": what the cache, the profile and JF_VULKAN_KERNELS say.
+  bool pair = false, fold = false, subgroup = false;  // fold only with pair
+  // "serial" or e.g. "split-wg128-o4-r8-pair-fold-sg": what the cache, the profile and JF_VULKAN_KERNELS say.
   std::string name() const;
-  // The specialization constants of matmul_split.comp (constant ids 0..3).
-  std::vector<uint32_t> constants() const { return {wg, outputs, rows, pair ? 1u : 0u}; }
+  // The specialization constants of matmul_split.comp (constant ids 0..4).
+  std::vector<uint32_t> constants() const { return {wg, outputs, rows, pair ? 1u : 0u, fold ? 1u : 0u}; }
   uint32_t outputs_per_group() const { return serial ? 64 : outputs;  }
   uint32_t rows_per_group() const { return serial ? 8 : rows; }
   bool operator==(const MatmulKernel& o) const { return name() == o.name(); }

@@ -201,3 +201,158 @@ void load_pair(uint row, uint k, uint K, out vec4 lo, out vec4 hi) {
   hi = load4(row, k + 4, K);
 }
 #endif
+
+// The same weights in parts, for matmul_split's FOLD members: w = a q - c over the four, q small integers as
+// floats (the IQ4 table's values; a float type's weights themselves, a = 1), a the unit's scale and c its
+// offset (the min term of Q4_K / Q5_K / Q2_K, -m of Q4_1 / Q5_1). PARTS_OFFSET says whether the type has one
+// (else c is 0 and the product leaves the c term out). A row's sum is then a dot(q, x) - c sum(x): one multiply
+// by a a four instead of one a weight, and sum(x) is shared by the outputs. load_pair_parts reads the bytes
+// of load_pair once, as load_pair does. load4 and load_pair above stay as they are: other members' bits.
+#if defined(TYPE_Q4_1) || defined(TYPE_Q5_1) || defined(TYPE_Q4_K) || defined(TYPE_Q5_K) || defined(TYPE_Q2_K)
+const bool PARTS_OFFSET = true;
+#else
+const bool PARTS_OFFSET = false;
+#endif
+
+#if defined(TYPE_F32) || defined(TYPE_F16) || defined(TYPE_BF16)
+void load4_parts(uint row, uint k, uint K, out vec4 q, out float a, out float c) { q = load4(row, k, K), a = 1.0, c = 0.0; }
+
+#elif defined(TYPE_Q8_0)
+void load4_parts(uint row, uint k, uint K, out vec4 q, out float a, out float c) {
+  const uint b = (row * (K / 32) + k / 32) * 34;
+  q = vec4(ivec4(bytes4_even(b + 2 + k % 32) << 24) >> 24), a = half_even(b), c = 0.0;
+}
+
+#elif defined(TYPE_Q4_0) || defined(TYPE_Q4_1) || defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
+// Nibbles as load4 reads them into the type's q (Q4_0 / Q5_0: signed, less 8 / 16), and its c.
+void nibble_parts(uint b, uvec4 n, out vec4 q, out float c) {
+#if defined(TYPE_Q4_0)
+  q = vec4(ivec4(n) - 8), c = 0.0;
+#elif defined(TYPE_Q5_0)
+  q = vec4(ivec4(n) - 16), c = 0.0;
+#else
+  q = vec4(n), c = -half_even(b + 2);
+#endif
+}
+void load4_parts(uint row, uint k, uint K, out vec4 q, out float a, out float c) {
+  const uint b = (row * (K / 32) + k / 32) * BLOCK, j = k % 32;
+  uvec4 n = (bytes4_even(b + QS + (j % 16)) >> (j < 16 ? 0 : 4)) & 15;
+#if defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
+  n |= ((uvec4(word_even(b + QH)) >> uvec4(j, j + 1, j + 2, j + 3)) & 1) << 4;
+#endif
+  nibble_parts(b, n, q, c);
+  a = half_even(b);
+}
+
+#elif defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
+void load4_parts(uint row, uint k, uint K, out vec4 q, out float a, out float c) {
+  const uint u = k / 32, b = (row * (K / 256) + u / 8) * BLOCK, j = u % 8, l = k % 32;
+  const vec2 dm = unpackHalf2x16(W32[b / 4]);
+  uint sc, m;
+  kquant_scale_min(b, j, sc, m);
+  uvec4 n = (bytes4(b + QS + 32 * (j / 2) + l) >> (4 * (j % 2))) & 15;
+#if defined(TYPE_Q5_K)
+  n |= ((bytes4(b + 16 + l) >> j) & 1) << 4;
+#endif
+  q = vec4(n), a = dm.x * float(sc), c = dm.y * float(m);
+}
+
+#elif defined(TYPE_Q6_K)
+void load4_parts(uint row, uint k, uint K, out vec4 q, out float a, out float c) {
+  const uint u = k / 32, b = (row * (K / 256) + u / 8) * 210, j = u % 8, h = j / 4, part = j % 4, l = k % 32;
+  const uvec4 lo = (bytes4_even(b + 64 * h + 32 * (part % 2) + l) >> (4 * (part / 2))) & 15;
+  const uvec4 hi = (bytes4_even(b + 128 + 32 * h + l) >> (2 * part)) & 3;
+  q = vec4(ivec4(lo | (hi << 4)) - 32);
+  a = half_even(b + 208) * float(signed_byte_at(b + 192 + 8 * h + 2 * part + (l < 16 ? 0 : 1))), c = 0.0;
+}
+
+#elif defined(TYPE_Q2_K) || defined(TYPE_Q3_K)
+void lowbits4_parts(uint row, uint k, uint K, uint step_delta, out vec4 q, out float a, out float c) {
+  const uint u = k / 32, b = (row * (K / 256) + u / 8) * BLOCK, jb = u % 8 + step_delta, l = k % 32;
+  const uint shift = 2 * (jb % 4), sub = 2 * jb + l / 16;
+#if defined(TYPE_Q2_K)
+  q = vec4((bytes4(b + QS + 32 * (jb / 4) + l) >> shift) & 3);
+  const vec2 dm = unpackHalf2x16(W32[(b + 80) / 4]);
+  const uint s = byte_at(b + sub);
+  a = dm.x * float(s & 15), c = dm.y * float(s >> 4);
+#else
+  const uvec4 low = (bytes4_even(b + QS + 32 * (jb / 4) + l) >> shift) & 3, high = (bytes4_even(b + l) >> jb) & 1;
+  q = vec4(ivec4(low) - 4 * ivec4(1 - high)), a = half_even(b + 108) * float(q3k_scale(b + 96, sub)), c = 0.0;
+#endif
+}
+void load4_parts(uint row, uint k, uint K, out vec4 q, out float a, out float c) { lowbits4_parts(row, k, K, 0, q, a, c); }
+
+#elif defined(TYPE_IQ4_NL) || defined(TYPE_IQ4_XS)
+void load4_parts(uint row, uint k, uint K, out vec4 q, out float a, out float c) {
+  uint qs;
+  iq4_block(row, k, K, qs, a);
+  const uint j = k % 32;
+  q = iq4_values((bytes4_even(qs + j % 16) >> (j < 16 ? 0 : 4)) & 15), c = 0.0;
+}
+#endif
+
+// load_pair's two fours in parts (k as load_pair's).
+#if defined(TYPE_Q4_0) || defined(TYPE_Q4_1) || defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
+void load_pair_parts(uint row, uint k, uint K, out vec4 q0, out float a0, out float c0, out vec4 q1, out float a1, out float c1) {
+  const uint b = (row * (K / 32) + k / 32) * BLOCK, j = k % 32;
+  const uvec4 n = bytes4_even(b + QS + j);
+  uvec4 n0 = n & 15, n1 = n >> 4;
+#if defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
+  const uvec4 qh = uvec4(word_even(b + QH));
+  n0 |= ((qh >> uvec4(j, j + 1, j + 2, j + 3)) & 1) << 4;
+  n1 |= ((qh >> uvec4(j + 16, j + 17, j + 18, j + 19)) & 1) << 4;
+#endif
+  nibble_parts(b, n0, q0, c0);
+  nibble_parts(b, n1, q1, c1);
+  a0 = a1 = half_even(b);
+}
+
+#elif defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
+void load_pair_parts(uint row, uint k, uint K, out vec4 q0, out float a0, out float c0, out vec4 q1, out float a1, out float c1) {
+  const uint u = k / 32, b = (row * (K / 256) + u / 8) * BLOCK, j = u % 8, l = k % 32;
+  const vec2 dm = unpackHalf2x16(W32[b / 4]);
+  uint sc0, m0, sc1, m1;
+  kquant_scale_min(b, j, sc0, m0);
+  kquant_scale_min(b, j + 1, sc1, m1);
+  const uvec4 n = bytes4(b + QS + 32 * (j / 2) + l);
+  uvec4 n0 = n & 15, n1 = n >> 4;
+#if defined(TYPE_Q5_K)
+  const uvec4 qh = bytes4(b + 16 + l);
+  n0 |= ((qh >> j) & 1) << 4;
+  n1 |= ((qh >> (j + 1)) & 1) << 4;
+#endif
+  q0 = vec4(n0), a0 = dm.x * float(sc0), c0 = dm.y * float(m0);
+  q1 = vec4(n1), a1 = dm.x * float(sc1), c1 = dm.y * float(m1);
+}
+
+#elif defined(TYPE_Q6_K)
+void load_pair_parts(uint row, uint k, uint K, out vec4 q0, out float a0, out float c0, out vec4 q1, out float a1, out float c1) {
+  const uint u = k / 32, b = (row * (K / 256) + u / 8) * 210, j = u % 8, h = j / 4, part = j % 4, l = k % 32;
+  const uvec4 ql = bytes4_even(b + 64 * h + 32 * part + l), qh = bytes4_even(b + 128 + 32 * h + l);
+  const float d = half_even(b + 208);
+  const uint s = b + 192 + 8 * h + 2 * part + (l < 16 ? 0 : 1);
+  q0 = vec4(ivec4((ql & 15) | (((qh >> (2 * part)) & 3) << 4)) - 32), a0 = d * float(signed_byte_at(s)), c0 = 0.0;
+  q1 = vec4(ivec4((ql >> 4) | (((qh >> (2 * part + 4)) & 3) << 4)) - 32), a1 = d * float(signed_byte_at(s + 4)), c1 = 0.0;
+}
+
+#elif defined(TYPE_Q2_K) || defined(TYPE_Q3_K)
+void load_pair_parts(uint row, uint k, uint K, out vec4 q0, out float a0, out float c0, out vec4 q1, out float a1, out float c1) {
+  lowbits4_parts(row, k, K, 0, q0, a0, c0);
+  lowbits4_parts(row, k, K, 1, q1, a1, c1);
+}
+
+#elif defined(TYPE_IQ4_NL) || defined(TYPE_IQ4_XS)
+void load_pair_parts(uint row, uint k, uint K, out vec4 q0, out float a0, out float c0, out vec4 q1, out float a1, out float c1) {
+  uint qs;
+  float d;
+  iq4_block(row, k, K, qs, d);
+  const uvec4 n = bytes4_even(qs + k % 32);
+  q0 = iq4_values(n & 15), q1 = iq4_values(n >> 4), a0 = a1 = d, c0 = c1 = 0.0;
+}
+
+#else
+void load_pair_parts(uint row, uint k, uint K, out vec4 q0, out float a0, out float c0, out vec4 q1, out float a1, out float c1) {
+  load4_parts(row, k, K, q0, a0, c0);
+  load4_parts(row, k + 4, K, q1, a1, c1);
+}
+#endif

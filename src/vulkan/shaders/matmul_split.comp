@@ -3,10 +3,12 @@
 // specialization constants (vulkan/matmul_family.h), one workgroup per NO output features and tile of R rows.
 // Step s covers STEP consecutive inputs; thread t takes four of them (or, PAIR, two fours that share their
 // weight bytes: dequant4.glsl's load_pair) for each of the NO outputs, all loaded before any is used (NO x
-// FOURS loads in flight a thread). Each thread adds its fours in input order; then each output's WG partials are added in a fixed order: in runs of eight
-// threads and then the runs in order, or (SUBGROUP, a second build) by an xor butterfly inside each subgroup
-// and then the subgroups in order. A row's sum is a function of K, the family's parameters and the device's
-// subgroup size, never of M or of which tile holds the row (batch invariance).
+// FOURS loads in flight a thread). FOLD takes each four as dequant4.glsl's parts (w = a q - c) and adds
+// a dot(q, x) - c sum(x) for it: a multiply a four for the scale instead of one a weight, sum(x) once a row
+// for all NO outputs. Each thread adds its fours in input order; then each output's WG partials are added in
+// a fixed order: in runs of eight threads and then the runs in order, or (SUBGROUP, a second build) by an xor
+// butterfly inside each subgroup and then the subgroups in order. A row's sum is a function of K, the family's
+// parameters and the device's subgroup size, never of M or of which tile holds the row (batch invariance).
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
@@ -22,6 +24,7 @@ layout(constant_id = 0) const uint WG = 64;     // threads a workgroup (64, 128 
 layout(constant_id = 1) const uint NO = 4;      // outputs a workgroup
 layout(constant_id = 2) const uint R = 8;       // rows a workgroup
 layout(constant_id = 3) const uint PAIR = 0;    // 1: two fours a thread and step, their bytes read once
+layout(constant_id = 4) const uint FOLD = 0;    // 1: the scale and offset applied a four, not a weight
 
 #include "matmul_io.glsl"
 
@@ -60,10 +63,15 @@ void main() {
   for (uint base = 0; base < p.K; base += STEP) {
     const uint k = first_input(base, t);
     if (k >= p.K) continue;  // (only in the last step)
-    vec4 w[NO][FOURS];
+    vec4 w[NO][FOURS];     // the weights, or (FOLD) their q
+    float wa[NO][FOURS], wc[NO][FOURS];  // (FOLD) each four's a and c
     for (uint o = 0; o < NO; o++) {
       if (o >= outs) {
-        for (uint f = 0; f < FOURS; f++) w[o][f] = vec4(0.0);
+        for (uint f = 0; f < FOURS; f++) w[o][f] = vec4(0.0), wa[o][f] = 0.0, wc[o][f] = 0.0;
+      } else if (FOLD != 0 && PAIR != 0) {
+        load_pair_parts(n0 + o, k, p.K, w[o][0], wa[o][0], wc[o][0], w[o][FOURS - 1], wa[o][FOURS - 1], wc[o][FOURS - 1]);
+      } else if (FOLD != 0) {
+        load4_parts(n0 + o, k, p.K, w[o][0], wa[o][0], wc[o][0]);
       } else if (PAIR != 0) {
         load_pair(n0 + o, k, p.K, w[o][0], w[o][FOURS - 1]);
       } else {
@@ -76,6 +84,23 @@ void main() {
       for (uint r = 0; r < R; r++) {
         if (r >= rows) break;
         const vec4 v = inputs4(p.x_off + (m0 + r) * p.x_stride, kf, aligned);
+        if (FOLD != 0) {
+          // In this order and no other (precise: no reassociation or contraction a build could choose):
+          // d = q.x x.x, then fma q.y x.y, q.z x.z, q.w x.w; acc = fma(a, d, acc); acc = fma(-c, s, acc) with
+          // s = ((x.x + x.y) + x.z) + x.w, the c term only for types with an offset.
+          precise float s = 0.0;
+          if (PARTS_OFFSET) s = ((v.x + v.y) + v.z) + v.w;
+          for (uint o = 0; o < NO; o++) {
+            precise float d = w[o][f].x * v.x;
+            d = fma(w[o][f].y, v.y, d);
+            d = fma(w[o][f].z, v.z, d);
+            d = fma(w[o][f].w, v.w, d);
+            precise float a = fma(wa[o][f], d, acc[o][r]);
+            if (PARTS_OFFSET) a = fma(-wc[o][f], s, a);
+            acc[o][r] = a;
+          }
+          continue;
+        }
         for (uint o = 0; o < NO; o++) {
           float a = acc[o][r];
           a = fma(v.x, w[o][f].x, a);
