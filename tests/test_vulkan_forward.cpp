@@ -477,7 +477,13 @@ TEST(VulkanForward, ErrorsNameTheProblem) {
   if (!vulkan::Context(device).info().matrix_units) {
     const std::string units = message([&] { vulkan::VulkanForward f(device, tiny->config(), tiny->weights(), {}, vulkan::MatrixMath::MatrixUnits); });
     EXPECT_NE(units.find("has no fp16 matrix units"), std::string::npos) << units;
+    const std::string member = message([&] { vulkan::VulkanForward f(device, tiny->config(), tiny->weights(), vulkan::parse_matmul_kernel("tiles-r64")); });
+    EXPECT_NE(member.find("cannot run the matrix kernel tiles-r64"), std::string::npos) << member;
   }
+  setenv("JF_VULKAN_TILE_ROWS", "48", 1);
+  EXPECT_NE(message([&] { vulkan::VulkanForward f(device, tiny->config(), tiny->weights()); }).find("unknown tile rows '48' (use 16, 32 or 64)"),
+            std::string::npos);
+  unsetenv("JF_VULKAN_TILE_ROWS");
   EXPECT_NE(message([&] { vulkan::parse_matrix_math("tensor"); }).find("unknown matrix math 'tensor' (use fma, tiles or matrix-units)"),
             std::string::npos);
   // more memory than the device has, and a matrix larger than one binding: refused before any upload (the

@@ -43,13 +43,14 @@ std::vector<float> tiles_product(Fixture& f, MatrixMath math, uint32_t tile_rows
   Buffer wb(f.ctx, (w.size() + 3) / 4 * 4, Buffer::Kind::Host), xb(f.ctx, x.size() * 4, Buffer::Kind::Host), yb(f.ctx, size_t{M} * N * 4, Buffer::Kind::Host);
   std::memcpy(wb.mapped(), w.data(), w.size());
   std::memcpy(xb.mapped(), x.data(), x.size() * 4);
-  const vulkan::MatmulKernel none;
-  const vulkan::MatmulGrid g = vulkan::matmul_grid(none, math, N, M, tile_rows);
+  vulkan::MatmulKernel tiles;  // (the tiles member of that many rows; `math` says on matrix units or with FMAs)
+  tiles.tile_rows = tile_rows;
+  const vulkan::MatmulGrid g = vulkan::matmul_grid(tiles, math, N, M);
   vulkan::MatmulParams p = vulkan::MatmulParams::plain(M, N, K);
   p.x_off = first * K;
   vulkan::Recorder rec(f.ctx);
   rec.begin();
-  rec.dispatch(f.kernels.get(vulkan::matmul_shader(none, math, t), vulkan::kMatmulBindings, vulkan::matmul_constants(none, math, tile_rows)),
+  rec.dispatch(f.kernels.get(vulkan::matmul_shader(tiles, math, t), vulkan::kMatmulBindings, vulkan::matmul_constants(tiles, math)),
                {xb.view(), yb.view(), wb.view(), xb.view(), xb.view(), yb.view(), yb.view()}, p, g.x, g.y, g.z);
   rec.finish();
   const float* y = static_cast<const float*>(yb.mapped());

@@ -10,6 +10,7 @@
 #include "vulkan/kernels.h"
 #include "vulkan/matmul_grid.h"
 #include "vulkan/recorder.h"
+#include "vulkan/tile_probe.h"
 #include "vulkan/vulkan_forward.h"
 
 namespace jf::vulkan {
@@ -113,6 +114,10 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
                     " (too much shared memory, or subgroup shuffles it lacks)");
     family = o.only;
   }
+  // Tiles members only where the matrix units keep a row's bits at every position of their workgroup.
+  std::erase_if(family, [&](const MatmulKernel& k) {
+    return k.tile_rows && !probe_tile_positions(ctx, fwd.kernels(), MatrixMath::MatrixUnits, k.tile_rows).ok();
+  });
   const auto start = std::chrono::steady_clock::now();
   const auto spent = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   const int max_rows = *std::max_element(o.rows.begin(), o.rows.end());

@@ -1,4 +1,5 @@
-// `jf tune --kernels`: every member of the FMA family (matmul_family.h) timed on the device on a model's own
+// `jf tune --kernels`: every member of the matrix family (matmul_family.h: the FMA kernels, and the fp16
+// tiles on matrix units where the device has them and they pass the tile probe) timed on the device on a model's own
 // matrix shapes, at the row counts a decoder sends (1, 4, 16, 64) and a prompt's (512), and one member chosen
 // per shape. The objective: the least time at one row (decode reads the weights once a token); members
 // within 3% of it are told apart by their time at 4-64 rows and at 512 over 8 (rows a forward spends on

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "vulkan/matmul_grid.h"
+#include "vulkan/tile_probe.h"
 #include "vulkan/vulkan_forward.h"
 
 namespace jf::vulkan {
@@ -34,8 +35,18 @@ void VulkanForward::choose_kernels() {
     const std::vector<MatmulKernel> family = matmul_family(ctx_->info());
     if (std::find(family.begin(), family.end(), *every_matrix_) == family.end())
       throw Error("Vulkan: " + ctx_->info().name + " cannot run the matrix kernel " + every_matrix_->name() +
-                  " (too much shared memory, or subgroup shuffles it lacks)");
+                  " (too much shared memory, subgroup shuffles or matrix units it lacks)");
   }
+  // Tiles members run on the matrix units only where those keep a row's bits at every tile position.
+  std::set<uint32_t> tile_rows;
+  if (every_matrix_ && every_matrix_->tile_rows) tile_rows.insert(every_matrix_->tile_rows);
+  for (const auto& [shape, choice] : choices_.by_shape)
+    if (choice.kernel.tile_rows) tile_rows.insert(choice.kernel.tile_rows);
+  for (uint32_t rows : tile_rows)
+    if (const TileProbe probe = probe_tile_positions(*ctx_, *kernels_, MatrixMath::MatrixUnits, rows); !probe.ok())
+      throw Error("Vulkan: " + ctx_->info().name + "'s matrix units fail jf's tile-position probe (" + probe.detail +
+                  "), so the matrix kernel tiles-r" + std::to_string(rows) + " cannot run batch-invariantly; " +
+                  "JF_VULKAN_KERNELS=default runs the FMA kernels (and jf tune --kernels chooses again)");
 }
 
 MatmulKernel VulkanForward::kernel_for(const MatmulShape& s) const {
@@ -71,11 +82,16 @@ void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y,
   if (split) p.n1 = p.y_stride = split->n1, p.n2 = split->n2;
   MatrixKernel& mk = matrix_kernels_[w.id];
   if (!mk.kernel) {
-    mk.member = kernel_for({w.rows, w.cols, w.type});
-    mk.kernel = &kernels_->get(matmul_shader(mk.member, math_, w.type), kMatmulBindings, matmul_constants(mk.member, math_, tile_rows_),
-                               math_ == MatrixMath::Fma ? mk.member.name() : "tiles-r" + std::to_string(tile_rows_));
+    if (math_ == MatrixMath::Fma) {
+      mk.member = kernel_for({w.rows, w.cols, w.type});
+    } else {  // JF_VULKAN_MATMUL: every matrix on the tiles
+      mk.member = MatmulKernel{};
+      mk.member.tile_rows = tile_rows_;
+    }
+    mk.kernel = &kernels_->get(matmul_shader(mk.member, math_, w.type), kMatmulBindings, matmul_constants(mk.member, math_),
+                               mk.member.name());
   }
-  const MatmulGrid g = matmul_grid(mk.member, math_, w.rows, rows, tile_rows_);
+  const MatmulGrid g = matmul_grid(mk.member, math_, w.rows, rows);
   const View y2 = split ? split->y2 : y, y3 = split && split->y3.buffer ? split->y3 : y;
   rec_.dispatch(*mk.kernel, {x, y, w.data, norm_gain.buffer ? norm_gain : x, glu_up.buffer ? glu_up : x, y2, y3}, p, g.x, g.y, g.z);
 }

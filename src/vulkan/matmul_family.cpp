@@ -14,6 +14,7 @@ namespace jf::vulkan {
 
 std::string MatmulKernel::name() const {
   if (serial) return "serial";
+  if (tile_rows) return "tiles-r" + std::to_string(tile_rows);
   std::string s = "split-wg" + std::to_string(wg) + "-o" + std::to_string(outputs) + "-r" + std::to_string(rows);
   if (pair) s += "-pair";
   if (fold) s += "-fold";
@@ -27,9 +28,13 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
     k.serial = true;
     return k;
   }
+  if (name == "tiles-r16" || name == "tiles-r32" || name == "tiles-r64") {
+    k.tile_rows = static_cast<uint32_t>(std::stoul(name.substr(7)));
+    return k;
+  }
   const auto bad = [&] {
     return Error("unknown matrix kernel '" + name +
-                 "' (use serial, or split-wgW-oO-rR[-pair[-fold]][-sg] with W 64/128/256, O 1/2/4, R 4/8)");
+                 "' (use serial, tiles-r16/r32/r64, or split-wgW-oO-rR[-pair[-fold]][-sg] with W 64/128/256, O 1/2/4, R 4/8)");
   };
   std::istringstream in(name);
   std::string part;
@@ -61,6 +66,10 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
 
 uint32_t matmul_shared_bytes(const MatmulKernel& k) {
   if (k.serial) return 4 * (64 + 8);  // norm_fold.glsl's
+  if (k.tile_rows) {  // matmul_tiles.comp: fp16 weights and inputs of a step, a tile's quarter sums, row scales
+    const uint32_t step = k.tile_rows == 64 ? 128 : 256, ld = step + 8;
+    return 2 * (16 + k.tile_rows) * ld + 4 * (4 * 16 * 20) + 4 * (128 + 128 + 2 * k.tile_rows);
+  }
   const uint32_t slots = k.outputs * k.rows, norm = k.wg + k.rows;
   if (k.subgroup) return 4 * (slots * (k.wg / 8) + norm);
   return 4 * (slots * (k.wg + 1) + slots * (k.wg / 8) + norm);
@@ -82,6 +91,12 @@ std::vector<MatmulKernel> matmul_family(const DeviceInfo& d) {
             if (matmul_shared_bytes(k) <= d.shared_memory) family.push_back(k);
           }
   }
+  if (d.matrix_units)
+    for (uint32_t rows : {16u, 32u, 64u}) {
+      MatmulKernel k;
+      k.tile_rows = rows;
+      if (matmul_shared_bytes(k) <= d.shared_memory) family.push_back(k);
+    }
   return family;
 }
 

@@ -20,14 +20,17 @@ namespace jf::vulkan {
 
 struct MatmulKernel {
   bool serial = false;  // matmul_serial (the shape fields below unused)
+  // A tiles member ("tiles-r16", -r32, -r64): matmul_tiles on the device's matrix units, that many rows a
+  // workgroup (matmul_grid.h); 0 for the FMA members. Only on devices whose matrix units pass the probe.
+  uint32_t tile_rows = 0;
   uint32_t wg = 64, outputs = 4, rows = 8;
   bool pair = false, fold = false, subgroup = false;  // fold only with pair
   // "serial" or e.g. "split-wg128-o4-r8-pair-fold-sg": what the cache, the profile and JF_VULKAN_KERNELS say.
   std::string name() const;
   // The specialization constants of matmul_split.comp (constant ids 0..4).
   std::vector<uint32_t> constants() const { return {wg, outputs, rows, pair ? 1u : 0u, fold ? 1u : 0u}; }
-  uint32_t outputs_per_group() const { return serial ? 64 : outputs;  }
-  uint32_t rows_per_group() const { return serial ? 8 : rows; }
+  uint32_t outputs_per_group() const { return tile_rows ? 16 : serial ? 64 : outputs; }
+  uint32_t rows_per_group() const { return tile_rows ? tile_rows : serial ? 8 : rows; }
   bool operator==(const MatmulKernel& o) const { return name() == o.name(); }
 };
 
@@ -35,7 +38,8 @@ struct MatmulKernel {
 MatmulKernel parse_matmul_kernel(const std::string& name);
 
 // Every member `d` can run: its shared memory within the device's, subgroup members only where the device
-// has subgroup shuffles and subgroups of 8 or more.
+// has subgroup shuffles and subgroups of 8 or more, tiles members only where it has matrix units (whether they
+// pass the tile-position probe is checked where they are timed or used: tile_probe.h).
 std::vector<MatmulKernel> matmul_family(const DeviceInfo& d);
 // Shared memory a member uses, in bytes.
 uint32_t matmul_shared_bytes(const MatmulKernel& k);

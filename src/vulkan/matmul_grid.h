@@ -30,11 +30,15 @@ struct MatmulGrid {
 inline constexpr uint32_t kTileOutputs = 16;   // NT in matmul_tiles.comp
 inline constexpr uint32_t kTileRows = 16;      // MT in matmul_tiles.comp
 
-// Rows a tiles workgroup covers: 16, 32 or 64 (matmul_tiles.comp's SUB row tiles of 16), one choice a forward
-// (JF_VULKAN_TILE_ROWS), never by the row count; with 64 a workgroup reads and dequantizes its weights once for
-// up to 64 rows. A row's sums are the same whichever is chosen: only the weights' reads are shared.
+// Rows a tiles workgroup covers: 16, 32 or 64 (matmul_tiles.comp's SUB row tiles of 16; a member's
+// tile_rows, or JF_VULKAN_TILE_ROWS where JF_VULKAN_MATMUL puts every matrix on the tiles), never chosen by
+// the row count; with 64 a workgroup reads and dequantizes its weights once for up to 64 rows. A row's sums
+// are its 16-row tile's whichever is chosen, up to the step (64 rows take 128 inputs a step, the others 256).
 // parse_tile_rows throws jf::Error naming the choices for anything but "16", "32" or "64".
 uint32_t parse_tile_rows(const std::string& s);
+// Whether member k under `math` runs the tiles, and with how many rows a workgroup.
+inline bool runs_tiles(const MatmulKernel& k, MatrixMath math) { return math != MatrixMath::Fma || k.tile_rows; }
+inline uint32_t tile_rows_of(const MatmulKernel& k) { return k.tile_rows ? k.tile_rows : kTileRows; }
 
 // The smallest K that matmul_split takes on `d`. A GPU reads a weight row coalesced only when a workgroup
 // shares it, so from one step of 64 threads x 4 inputs. A software device (lavapipe) runs a workgroup's threads
@@ -58,11 +62,11 @@ struct MatmulParams {
 };
 inline constexpr uint32_t kMatmulBindings = 7;
 
-// The grid for N outputs and M rows with FMA member k (or the tiles of tile_rows): groups of outputs along x
-// (wrapping to z past 65535), groups of rows along y.
-inline MatmulGrid matmul_grid(const MatmulKernel& k, MatrixMath math, uint32_t N, uint32_t M, uint32_t tile_rows = kTileRows) {
-  const bool tiles = math != MatrixMath::Fma;
-  const uint32_t per_group = tiles ? kTileOutputs : k.outputs_per_group(), rows = tiles ? tile_rows : k.rows_per_group();
+// The grid for N outputs and M rows with member k (FMA, or the tiles: a tiles member, or any member under
+// the tiles' math): groups of outputs along x (wrapping to z past 65535), groups of rows along y.
+inline MatmulGrid matmul_grid(const MatmulKernel& k, MatrixMath math, uint32_t N, uint32_t M) {
+  const bool tiles = runs_tiles(k, math);
+  const uint32_t per_group = tiles ? kTileOutputs : k.outputs_per_group(), rows = tiles ? tile_rows_of(k) : k.rows_per_group();
   const uint32_t groups = (N + per_group - 1) / per_group;
   MatmulGrid g;
   g.x = std::min<uint32_t>(groups, 65535);
@@ -74,13 +78,15 @@ inline MatmulGrid matmul_grid(const MatmulKernel& k, MatrixMath math, uint32_t N
 // The shader of member k (or the tiles) for weights of type t ("matmul_split_sg_q4_k", ...) and its
 // specialization constants.
 inline std::string matmul_shader(const MatmulKernel& k, MatrixMath math, DType t) {
-  if (math != MatrixMath::Fma) return (math == MatrixMath::MatrixUnits ? "matmul_units_" : "matmul_tiles_") + dtype_name(t);
+  if (runs_tiles(k, math)) return (math == MatrixMath::Tiles ? "matmul_tiles_" : "matmul_units_") + dtype_name(t);
   return (k.serial ? "matmul_serial_" : k.subgroup ? "matmul_split_sg_" : "matmul_split_") + dtype_name(t);
 }
 // (the tiles: SUB row tiles, and KS inputs a step: 128 for 64 rows, whose inputs would not fit 48 KB at 256)
-inline std::vector<uint32_t> matmul_constants(const MatmulKernel& k, MatrixMath math, uint32_t tile_rows = kTileRows) {
-  if (math != MatrixMath::Fma)
-    return tile_rows == kTileRows ? std::vector<uint32_t>{} : std::vector<uint32_t>{tile_rows / kTileRows, tile_rows == 64 ? 128u : 256u};
+inline std::vector<uint32_t> matmul_constants(const MatmulKernel& k, MatrixMath math) {
+  if (runs_tiles(k, math)) {
+    const uint32_t rows = tile_rows_of(k);
+    return rows == kTileRows ? std::vector<uint32_t>{} : std::vector<uint32_t>{rows / kTileRows, rows == 64 ? 128u : 256u};
+  }
   return k.serial ? std::vector<uint32_t>{} : k.constants();
 }
 

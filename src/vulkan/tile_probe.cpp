@@ -21,7 +21,9 @@ std::vector<float> tile_product(Context& ctx, const Kernel& k, MatrixMath math, 
   Buffer xb(ctx, x.size() * 4, Buffer::Kind::Host), yb(ctx, size_t{rows} * kN * 4, Buffer::Kind::Host);
   std::memcpy(xb.mapped(), x.data(), x.size() * 4);
   const MatmulParams p = MatmulParams::plain(rows, kN, kK);
-  const MatmulGrid g = matmul_grid(MatmulKernel{}, math, kN, rows, tile_rows);
+  MatmulKernel tiles;
+  tiles.tile_rows = tile_rows;
+  const MatmulGrid g = matmul_grid(tiles, math, kN, rows);
   Recorder rec(ctx);
   rec.begin();
   rec.dispatch(k, {xb.view(), yb.view(), w.view(), xb.view(), xb.view(), yb.view(), yb.view()}, p, g.x, g.y, g.z);
@@ -41,7 +43,9 @@ TileProbe probe_tile_positions(Context& ctx, Kernels& kernels, MatrixMath math, 
   for (uint32_t n = 0; n < kN; n++) quantize_row(DType::Q8_0, &wf[n * kK], &wq[n * row_bytes], kK);
   Buffer w(ctx, (wq.size() + 3) / 4 * 4, Buffer::Kind::Host);
   std::memcpy(w.mapped(), wq.data(), wq.size());
-  const Kernel& k = kernels.get(matmul_shader(MatmulKernel{}, math, DType::Q8_0), kMatmulBindings, matmul_constants(MatmulKernel{}, math, tile_rows));
+  MatmulKernel tiles;
+  tiles.tile_rows = tile_rows;
+  const Kernel& k = kernels.get(matmul_shader(tiles, math, DType::Q8_0), kMatmulBindings, matmul_constants(tiles, math));
   TileProbe probe;
   // Probe rows: ordinary values, and values past fp16's range (which the tiles scale down by a power of two).
   for (float magnitude : {1.0f, 1e6f}) {
