@@ -186,7 +186,7 @@ Command add_tune_command(CLI::App& app) {
                 "Only time the GPU's matrix-kernel family on the model's shapes and keep each shape's fastest for the device "
                 "(also done first by a plain jf tune on a hardware GPU; --budget bounds it)");
   cmd->add_flag("--no-kernels", a->no_kernels, "On a GPU, tune the decoders without timing the matrix kernels first");
-  cmd->add_option("--members", a->members, "With --kernels: only these family members (e.g. serial,split-wg128-o2-r8-pair-sg)");
+  cmd->add_option("--members", a->members, "With --kernels: only these family members (e.g. serial,split-wg128-o2-r8-pair-fold-sg,tiles-r64)");
   cmd->add_option("--kernel-rows", a->kernel_rows, "With --kernels: row counts to time (default 1,4,16,64,512; the first must be 1)");
   cmd->add_option("--attention-context", a->attention_context,
                   "Tokens in the cache when attention's kernels are timed (whole rows or chunks of slots; default 4096, 0: not timed)");
