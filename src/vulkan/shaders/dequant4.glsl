@@ -1,6 +1,10 @@
 // Four consecutive weights of a weight matrix row in its file type (GGML's layouts, read as stored): define
-// one TYPE_* and W_BINDING and include dequant.glsl first. load4(row, k, K) returns weights k .. k + 3 of `row`
-// (k a multiple of 4, so the four lie in one 32-weight unit), zero past K. Quantized blocks (and F16 rows of
+// one TYPE_* and W_BINDING and include dequant.glsl first. Each type is read once, in parts:
+// load4_parts(row, k, K, q, a, c) gives weights k .. k + 3 of `row` (k a multiple of 4, so the four lie in one
+// 32-weight unit; zero past K) as w = a q - c, q small integers as floats (the IQ4 table's values; a float
+// type's weights themselves, a = 1), a the unit's scale and c its offset (the min term of Q4_K / Q5_K / Q2_K,
+// -m of Q4_1 / Q5_1; PARTS_OFFSET says whether the type has one, else c is 0). load4 is the four as weights;
+// matmul_split's FOLD members take the parts and add a dot(q, x) - c sum(x). Quantized blocks (and F16 rows of
 // even K) are read 32 bits at a time through a second view of the same binding: a quarter of the load
 // instructions of byte loads.
 layout(std430, binding = W_BINDING) readonly buffer Weights32 { uint W32[]; };
@@ -30,184 +34,8 @@ vec4 load4(uint row, uint k, uint K) {
   for (uint i = 0; i < 4 && k + i < K; i++) w[i] = float_at(base + i);
   return w;
 }
-
-#elif defined(TYPE_Q8_0)
-vec4 load4(uint row, uint k, uint K) {
-  const uint b = (row * (K / 32) + k / 32) * 34, q = b + 2 + k % 32;
-  return half_even(b) * vec4(ivec4(bytes4_even(q) << 24) >> 24);
-}
-
-#elif defined(TYPE_Q4_0) || defined(TYPE_Q4_1) || defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
-vec4 load4(uint row, uint k, uint K) {
-  const uint b = (row * (K / 32) + k / 32) * BLOCK, j = k % 32;
-  const uint byte0 = b + QS + (j % 16), shift = j < 16 ? 0 : 4;
-  uvec4 q = (bytes4_even(byte0) >> shift) & 15;
-#if defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
-  const uint qh = word_even(b + QH);
-  q |= ((uvec4(qh) >> uvec4(j, j + 1, j + 2, j + 3)) & 1) << 4;
-#endif
-  const float d = half_even(b);
-#if defined(TYPE_Q4_0)
-  return d * (vec4(q) - 8.0);
-#elif defined(TYPE_Q5_0)
-  return d * (vec4(q) - 16.0);
-#else
-  return d * vec4(q) + half_even(b + 2);
-#endif
-}
-
-#elif defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
-vec4 load4(uint row, uint k, uint K) {
-  // Blocks of 144 / 176 bytes start 16-byte aligned: d and dmin are one word, the four nibble bytes (and
-  // Q5_K's four high-bit bytes) one each.
-  const uint u = k / 32, b = (row * (K / 256) + u / 8) * BLOCK, j = u % 8, l = k % 32;
-  const vec2 dm = unpackHalf2x16(W32[b / 4]);
-  uint sc, m;
-  kquant_scale_min(b, j, sc, m);
-  uvec4 q = (bytes4(b + QS + 32 * (j / 2) + l) >> (4 * (j % 2))) & 15;
-#if defined(TYPE_Q5_K)
-  q |= ((bytes4(b + 16 + l) >> j) & 1) << 4;
-#endif
-  return dm.x * float(sc) * vec4(q) - dm.y * float(m);
-}
-
-#elif defined(TYPE_Q6_K)
-vec4 load4(uint row, uint k, uint K) {
-  const uint u = k / 32, b = (row * (K / 256) + u / 8) * 210, j = u % 8, h = j / 4, part = j % 4, l = k % 32;
-  const uint ql = b + 64 * h + 32 * (part % 2) + l, qh = b + 128 + 32 * h + l;
-  const uint lshift = 4 * (part / 2), hshift = 2 * part;
-  const float d = half_even(b + 208) * float(signed_byte_at(b + 192 + 8 * h + 2 * part + (l < 16 ? 0 : 1)));
-  const uvec4 lo = (bytes4_even(ql) >> lshift) & 15;
-  const uvec4 hi = (bytes4_even(qh) >> hshift) & 3;
-  return d * (vec4(lo | (hi << 4)) - 32.0);
-}
-
-#elif defined(TYPE_Q2_K) || defined(TYPE_Q3_K)
-// Step jb's four weights at l: 2 bits at `shift` of the quant bytes, sub-block 2 jb + l / 16's scale.
-vec4 lowbits4(uint row, uint k, uint K, uint step_delta) {
-  const uint u = k / 32, b = (row * (K / 256) + u / 8) * BLOCK, jb = u % 8 + step_delta, l = k % 32;
-  const uint shift = 2 * (jb % 4), sub = 2 * jb + l / 16;
-#if defined(TYPE_Q2_K)
-  const uvec4 q = (bytes4(b + QS + 32 * (jb / 4) + l) >> shift) & 3;
-  const vec2 dm = unpackHalf2x16(W32[(b + 80) / 4]);
-  const uint s = byte_at(b + sub);
-  return dm.x * float(s & 15) * vec4(q) - dm.y * float(s >> 4);
-#else
-  const uvec4 low = (bytes4_even(b + QS + 32 * (jb / 4) + l) >> shift) & 3, high = (bytes4_even(b + l) >> jb) & 1;
-  return half_even(b + 108) * float(q3k_scale(b + 96, sub)) * vec4(ivec4(low) - 4 * ivec4(1 - high));
-#endif
-}
-vec4 load4(uint row, uint k, uint K) { return lowbits4(row, k, K, 0); }
-
-#elif defined(TYPE_IQ4_NL) || defined(TYPE_IQ4_XS)
-vec4 iq4_values(uvec4 q) { return vec4(IQ4[q.x], IQ4[q.y], IQ4[q.z], IQ4[q.w]); }
-// The block's first quant byte and multiplier for weight k.
-void iq4_block(uint row, uint k, uint K, out uint qs, out float d) {
-#if defined(TYPE_IQ4_NL)
-  const uint b = (row * (K / 32) + k / 32) * 18;
-  qs = b + 2, d = half_even(b);
-#else
-  const uint b = (row * (K / 256) + k / 256) * 136, j = (k % 256) / 32;
-  qs = b + 8 + 16 * j, d = unpackHalf2x16(W32[b / 4]).x * iq4_scale(b, j);
-#endif
-}
-vec4 load4(uint row, uint k, uint K) {
-  uint qs;
-  float d;
-  iq4_block(row, k, K, qs, d);
-  const uint j = k % 32;
-  return d * iq4_values((bytes4_even(qs + j % 16) >> (j < 16 ? 0 : 4)) & 15);
-}
 #endif
 
-// load_pair(row, k, K, lo, hi): weights k .. k + 3 and k + PAIR_SPAN .. k + PAIR_SPAN + 3 of `row`, two fours
-// the type keeps in the same bytes (a byte's two nibbles; Q6_K's low-bit bytes and high-bit bytes), so each
-// byte is loaded once and the block's scale and header once for both. k is the first four's first weight:
-// for the nibble types its unit's low half, for Q4_K / Q5_K an even sub-block, for Q6_K quarter 0 or 1.
-// Types with a byte per weight or more take two plain fours (PAIR_SPAN 4: eight consecutive weights).
-#if defined(TYPE_Q4_0) || defined(TYPE_Q4_1) || defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
-const uint PAIR_SPAN = 16;
-void load_pair(uint row, uint k, uint K, out vec4 lo, out vec4 hi) {
-  const uint b = (row * (K / 32) + k / 32) * BLOCK, j = k % 32;
-  const uvec4 q = bytes4_even(b + QS + j);
-  uvec4 q0 = q & 15, q1 = q >> 4;
-#if defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
-  const uvec4 qh = uvec4(word_even(b + QH));
-  q0 |= ((qh >> uvec4(j, j + 1, j + 2, j + 3)) & 1) << 4;
-  q1 |= ((qh >> uvec4(j + 16, j + 17, j + 18, j + 19)) & 1) << 4;
-#endif
-  const float d = half_even(b);
-#if defined(TYPE_Q4_0)
-  lo = d * (vec4(q0) - 8.0), hi = d * (vec4(q1) - 8.0);
-#elif defined(TYPE_Q5_0)
-  lo = d * (vec4(q0) - 16.0), hi = d * (vec4(q1) - 16.0);
-#else
-  const float m = half_even(b + 2);
-  lo = d * vec4(q0) + m, hi = d * vec4(q1) + m;
-#endif
-}
-
-#elif defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
-const uint PAIR_SPAN = 32;
-void load_pair(uint row, uint k, uint K, out vec4 lo, out vec4 hi) {
-  const uint u = k / 32, b = (row * (K / 256) + u / 8) * BLOCK, j = u % 8, l = k % 32;
-  const vec2 dm = unpackHalf2x16(W32[b / 4]);
-  uint sc0, m0, sc1, m1;
-  kquant_scale_min(b, j, sc0, m0);
-  kquant_scale_min(b, j + 1, sc1, m1);
-  const uvec4 q = bytes4(b + QS + 32 * (j / 2) + l);
-  uvec4 q0 = q & 15, q1 = q >> 4;
-#if defined(TYPE_Q5_K)
-  const uvec4 qh = bytes4(b + 16 + l);
-  q0 |= ((qh >> j) & 1) << 4;
-  q1 |= ((qh >> (j + 1)) & 1) << 4;
-#endif
-  lo = dm.x * float(sc0) * vec4(q0) - dm.y * float(m0);
-  hi = dm.x * float(sc1) * vec4(q1) - dm.y * float(m1);
-}
-
-#elif defined(TYPE_Q6_K)
-const uint PAIR_SPAN = 64;
-void load_pair(uint row, uint k, uint K, out vec4 lo, out vec4 hi) {
-  const uint u = k / 32, b = (row * (K / 256) + u / 8) * 210, j = u % 8, h = j / 4, part = j % 4, l = k % 32;
-  const uvec4 ql = bytes4_even(b + 64 * h + 32 * part + l), qh = bytes4_even(b + 128 + 32 * h + l);
-  const float d = half_even(b + 208);
-  const uint s = b + 192 + 8 * h + 2 * part + (l < 16 ? 0 : 1);  // quarter part's scale; part + 2's is 4 on
-  lo = d * float(signed_byte_at(s)) * (vec4((ql & 15) | (((qh >> (2 * part)) & 3) << 4)) - 32.0);
-  hi = d * float(signed_byte_at(s + 4)) * (vec4((ql >> 4) | (((qh >> (2 * part + 4)) & 3) << 4)) - 32.0);
-}
-
-#elif defined(TYPE_Q2_K) || defined(TYPE_Q3_K)
-const uint PAIR_SPAN = 32;  // steps jb and jb + 1 (jb even) are bits 2jb and 2jb + 2 of the same bytes
-void load_pair(uint row, uint k, uint K, out vec4 lo, out vec4 hi) {
-  lo = lowbits4(row, k, K, 0);
-  hi = lowbits4(row, k, K, 1);  // (the same words: the compiler loads them once)
-}
-
-#elif defined(TYPE_IQ4_NL) || defined(TYPE_IQ4_XS)
-const uint PAIR_SPAN = 16;
-void load_pair(uint row, uint k, uint K, out vec4 lo, out vec4 hi) {
-  uint qs;
-  float d;
-  iq4_block(row, k, K, qs, d);
-  const uvec4 q = bytes4_even(qs + k % 32);
-  lo = d * iq4_values(q & 15), hi = d * iq4_values(q >> 4);
-}
-
-#else
-const uint PAIR_SPAN = 4;
-void load_pair(uint row, uint k, uint K, out vec4 lo, out vec4 hi) {
-  lo = load4(row, k, K);
-  hi = load4(row, k + 4, K);
-}
-#endif
-
-// The same weights in parts, for matmul_split's FOLD members: w = a q - c over the four, q small integers as
-// floats (the IQ4 table's values; a float type's weights themselves, a = 1), a the unit's scale and c its
-// offset (the min term of Q4_K / Q5_K / Q2_K, -m of Q4_1 / Q5_1). PARTS_OFFSET says whether the type has one
-// (else c is 0 and the product leaves the c term out). A row's sum is then a dot(q, x) - c sum(x): one multiply
-// by a a four instead of one a weight, and sum(x) is shared by the outputs. load_pair_parts reads the bytes
-// of load_pair once, as load_pair does. load4 and load_pair above stay as they are: other members' bits.
 #if defined(TYPE_Q4_1) || defined(TYPE_Q5_1) || defined(TYPE_Q4_K) || defined(TYPE_Q5_K) || defined(TYPE_Q2_K)
 const bool PARTS_OFFSET = true;
 #else
@@ -283,6 +111,17 @@ void lowbits4_parts(uint row, uint k, uint K, uint step_delta, out vec4 q, out f
 void load4_parts(uint row, uint k, uint K, out vec4 q, out float a, out float c) { lowbits4_parts(row, k, K, 0, q, a, c); }
 
 #elif defined(TYPE_IQ4_NL) || defined(TYPE_IQ4_XS)
+vec4 iq4_values(uvec4 q) { return vec4(IQ4[q.x], IQ4[q.y], IQ4[q.z], IQ4[q.w]); }
+// The block's first quant byte and multiplier for weight k.
+void iq4_block(uint row, uint k, uint K, out uint qs, out float d) {
+#if defined(TYPE_IQ4_NL)
+  const uint b = (row * (K / 32) + k / 32) * 18;
+  qs = b + 2, d = half_even(b);
+#else
+  const uint b = (row * (K / 256) + k / 256) * 136, j = (k % 256) / 32;
+  qs = b + 8 + 16 * j, d = unpackHalf2x16(W32[b / 4]).x * iq4_scale(b, j);
+#endif
+}
 void load4_parts(uint row, uint k, uint K, out vec4 q, out float a, out float c) {
   uint qs;
   iq4_block(row, k, K, qs, a);
@@ -291,8 +130,22 @@ void load4_parts(uint row, uint k, uint K, out vec4 q, out float a, out float c)
 }
 #endif
 
-// load_pair's two fours in parts (k as load_pair's).
+#if !defined(TYPE_F32) && !defined(TYPE_F16) && !defined(TYPE_BF16)
+vec4 load4(uint row, uint k, uint K) {
+  vec4 q;
+  float a, c;
+  load4_parts(row, k, K, q, a, c);
+  return PARTS_OFFSET ? a * q - c : a * q;
+}
+#endif
+
+// load_pair(row, k, K, lo, hi) (load_pair_parts: the same in parts): weights k .. k + 3 and k + PAIR_SPAN .. k + PAIR_SPAN + 3 of `row`, two fours
+// the type keeps in the same bytes (a byte's two nibbles; Q6_K's low-bit bytes and high-bit bytes), so each
+// byte is loaded once and the block's scale and header once for both. k is the first four's first weight:
+// for the nibble types its unit's low half, for Q4_K / Q5_K an even sub-block, for Q6_K quarter 0 or 1.
+// Types with a byte per weight or more take two plain fours (PAIR_SPAN 4: eight consecutive weights).
 #if defined(TYPE_Q4_0) || defined(TYPE_Q4_1) || defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
+const uint PAIR_SPAN = 16;
 void load_pair_parts(uint row, uint k, uint K, out vec4 q0, out float a0, out float c0, out vec4 q1, out float a1, out float c1) {
   const uint b = (row * (K / 32) + k / 32) * BLOCK, j = k % 32;
   const uvec4 n = bytes4_even(b + QS + j);
@@ -308,6 +161,7 @@ void load_pair_parts(uint row, uint k, uint K, out vec4 q0, out float a0, out fl
 }
 
 #elif defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
+const uint PAIR_SPAN = 32;
 void load_pair_parts(uint row, uint k, uint K, out vec4 q0, out float a0, out float c0, out vec4 q1, out float a1, out float c1) {
   const uint u = k / 32, b = (row * (K / 256) + u / 8) * BLOCK, j = u % 8, l = k % 32;
   const vec2 dm = unpackHalf2x16(W32[b / 4]);
@@ -326,6 +180,7 @@ void load_pair_parts(uint row, uint k, uint K, out vec4 q0, out float a0, out fl
 }
 
 #elif defined(TYPE_Q6_K)
+const uint PAIR_SPAN = 64;
 void load_pair_parts(uint row, uint k, uint K, out vec4 q0, out float a0, out float c0, out vec4 q1, out float a1, out float c1) {
   const uint u = k / 32, b = (row * (K / 256) + u / 8) * 210, j = u % 8, h = j / 4, part = j % 4, l = k % 32;
   const uvec4 ql = bytes4_even(b + 64 * h + 32 * part + l), qh = bytes4_even(b + 128 + 32 * h + l);
@@ -336,12 +191,14 @@ void load_pair_parts(uint row, uint k, uint K, out vec4 q0, out float a0, out fl
 }
 
 #elif defined(TYPE_Q2_K) || defined(TYPE_Q3_K)
+const uint PAIR_SPAN = 32;  // steps jb and jb + 1 (jb even) are bits 2jb and 2jb + 2 of the same bytes
 void load_pair_parts(uint row, uint k, uint K, out vec4 q0, out float a0, out float c0, out vec4 q1, out float a1, out float c1) {
   lowbits4_parts(row, k, K, 0, q0, a0, c0);
   lowbits4_parts(row, k, K, 1, q1, a1, c1);
 }
 
 #elif defined(TYPE_IQ4_NL) || defined(TYPE_IQ4_XS)
+const uint PAIR_SPAN = 16;
 void load_pair_parts(uint row, uint k, uint K, out vec4 q0, out float a0, out float c0, out vec4 q1, out float a1, out float c1) {
   uint qs;
   float d;
@@ -351,8 +208,17 @@ void load_pair_parts(uint row, uint k, uint K, out vec4 q0, out float a0, out fl
 }
 
 #else
+const uint PAIR_SPAN = 4;
 void load_pair_parts(uint row, uint k, uint K, out vec4 q0, out float a0, out float c0, out vec4 q1, out float a1, out float c1) {
   load4_parts(row, k, K, q0, a0, c0);
   load4_parts(row, k + 4, K, q1, a1, c1);
 }
 #endif
+
+void load_pair(uint row, uint k, uint K, out vec4 lo, out vec4 hi) {
+  vec4 q0, q1;
+  float a0, c0, a1, c1;
+  load_pair_parts(row, k, K, q0, a0, c0, q1, a1, c1);
+  lo = PARTS_OFFSET ? a0 * q0 - c0 : a0 * q0;
+  hi = PARTS_OFFSET ? a1 * q1 - c1 : a1 * q1;
+}
