@@ -12,6 +12,7 @@
 #include "vulkan/buffer.h"
 #include "vulkan/kernels.h"
 #include "vulkan/recorder.h"
+#include "vulkan_matmul_support.h"
 #include "vulkan_support.h"
 
 namespace jf {
@@ -19,12 +20,7 @@ namespace {
 
 using vulkan::Buffer;
 
-std::vector<float> random_floats(size_t n, uint64_t seed, float scale = 1.0f) {
-  Rng r(seed);
-  std::vector<float> v(n);
-  for (float& x : v) x = (r.uniform() * 2.0f - 1.0f) * scale;
-  return v;
-}
+using test::random_floats;
 
 // Host-visible buffers (the shaders read them directly) and one-dispatch runs.
 struct Ops {

@@ -7,54 +7,28 @@
 #include <cstring>
 #include <vector>
 
-#include "base/rng.h"
 #include "kernels/dtype.h"
-#include "vulkan/buffer.h"
-#include "vulkan/kernels.h"
 #include "vulkan/matmul_grid.h"
-#include "vulkan/recorder.h"
 #include "vulkan/tile_probe.h"
+#include "vulkan_matmul_support.h"
 #include "vulkan_support.h"
 
 namespace jf {
 namespace {
 
-using vulkan::Buffer;
 using vulkan::MatrixMath;
 
-struct Fixture {
-  explicit Fixture(int device) : ctx(device), kernels(ctx) {}
-  vulkan::Context ctx;
-  vulkan::Kernels kernels;
-};
+using test::Fixture;
+using test::random_floats;
+using test::round_f16;
 
-std::vector<float> random_floats(size_t n, uint64_t seed) {
-  Rng r(seed);
-  std::vector<float> v(n);
-  for (float& x : v) x = r.uniform() * 2.0f - 1.0f;
-  return v;
-}
-
-float round_f16(float v) { return f16_to_f32(f32_to_f16(v)); }
-
-// y = x W^T with the tiles of `tile_rows` for the M rows of x from row `first`.
+// y = x W^T with the tiles of `tile_rows` (the tiles member of that many rows; `math` says on matrix units or
+// with FMAs) for the M rows of x from row `first`.
 std::vector<float> tiles_product(Fixture& f, MatrixMath math, uint32_t tile_rows, DType t, const std::vector<uint8_t>& w, uint32_t N,
                                  uint32_t K, const std::vector<float>& x, uint32_t first, uint32_t M) {
-  Buffer wb(f.ctx, (w.size() + 3) / 4 * 4, Buffer::Kind::Host), xb(f.ctx, x.size() * 4, Buffer::Kind::Host), yb(f.ctx, size_t{M} * N * 4, Buffer::Kind::Host);
-  std::memcpy(wb.mapped(), w.data(), w.size());
-  std::memcpy(xb.mapped(), x.data(), x.size() * 4);
-  vulkan::MatmulKernel tiles;  // (the tiles member of that many rows; `math` says on matrix units or with FMAs)
+  vulkan::MatmulKernel tiles;
   tiles.tile_rows = tile_rows;
-  const vulkan::MatmulGrid g = vulkan::matmul_grid(tiles, math, N, M);
-  vulkan::MatmulParams p = vulkan::MatmulParams::plain(M, N, K);
-  p.x_off = first * K;
-  vulkan::Recorder rec(f.ctx);
-  rec.begin();
-  rec.dispatch(f.kernels.get(vulkan::matmul_shader(tiles, math, t), vulkan::kMatmulBindings, vulkan::matmul_constants(tiles, math)),
-               {xb.view(), yb.view(), wb.view(), xb.view(), xb.view(), yb.view(), yb.view()}, p, g.x, g.y, g.z);
-  rec.finish();
-  const float* y = static_cast<const float*>(yb.mapped());
-  return std::vector<float>(y, y + size_t{M} * N);
+  return test::device_matmul(f, t, w, N, K, x, first, M, tiles, math);
 }
 
 std::vector<MatrixMath> tile_maths(int device) {
