@@ -14,6 +14,7 @@
 #include "chi_square.h"
 #include "decode/sjd.h"
 #include "formats/image.h"
+#include "model/guided_forward.h"
 #include "model/loader.h"
 #include "test_support.h"
 #include "tokenizer/image_vocab.h"
@@ -260,10 +261,12 @@ struct Sample {
   int64_t counter(const std::string& name) const { return counters.count(name) ? counters.at(name) : 0; }
 };
 
-Sample sample_runs(Decoder& d, const SamplingParams& sp) {
+// Generations of the model's forward pass, or of `fwd` (a guided one) where given.
+Sample sample_runs(Decoder& d, const SamplingParams& sp, ForwardPass* fwd = nullptr) {
   const ImageModel& m = ImageModel::get();
   Sample out;
-  Session s(*m.lm.model, 256);
+  Transformer tf(m.lm.model->config(), m.lm.model->weights());
+  Session s(fwd ? *fwd : tf, 256);
   GenerationConfig cfg;
   cfg.max_new_tokens = kPositions;
   cfg.ignore_eos = true;
@@ -316,10 +319,12 @@ Conditional conditional_of(const float* logits, const ImageModel& m, const Sampl
 
 // cond[run * kPositions + j]: the conditional of position j of a run, given the prompt and the run's tokens
 // before j, from one forward over the run's text (runs batched; batch invariance makes these the very logits
-// the generation's forwards had).
-std::vector<Conditional> conditionals(const std::vector<std::vector<int32_t>>& runs, const SamplingParams& sp) {
+// the generation's forwards had), through the model or through `fwd` where given.
+std::vector<Conditional> conditionals(const std::vector<std::vector<int32_t>>& runs, const SamplingParams& sp,
+                                      ForwardPass* fwd = nullptr) {
   const ImageModel& m = ImageModel::get();
-  Transformer tf(m.lm.model->config(), m.lm.model->weights());
+  Transformer model(m.lm.model->config(), m.lm.model->weights());
+  ForwardPass& tf = fwd ? *fwd : model;
   std::vector<Conditional> out;
   constexpr size_t kBatch = 16;
   const int P = static_cast<int>(m.prompt.size());
@@ -471,10 +476,11 @@ SjdOptions sjd_options(bool continuation, bool tree, bool repeat_guess = false) 
   return o;
 }
 
+// `fwd`: generate through it (a guided pass) and judge against its conditionals.
 Verdict run_and_report(Decoder& d, const std::string& name, const SamplingParams& sp, Sample* sample = nullptr,
-                       std::vector<Conditional>* cond_out = nullptr) {
-  const Sample s = sample_runs(d, sp);
-  std::vector<Conditional> cond = conditionals(s.runs, sp);
+                       std::vector<Conditional>* cond_out = nullptr, ForwardPass* fwd = nullptr) {
+  const Sample s = sample_runs(d, sp, fwd);
+  std::vector<Conditional> cond = conditionals(s.runs, sp, fwd);
   const Verdict v = verdict(s, cond, 7);
   std::printf("  %-22s chi2 pooled %.1f by id, %.1f by probability; worst %.1f (%s), p = %.3g; %d impossible "
               "tokens; %.2f tokens a forward, %.1f s", name.c_str(), v.pooled_chi2[0], v.pooled_chi2[1], v.worst_chi2,
@@ -555,6 +561,26 @@ TEST(SjdOnImages, BrokenVerifiersFail) {
       EXPECT_GT(v.worst_chi2, 2 * chi2_threshold());
     }
   }
+}
+
+// Classifier-free guidance (model/guided_forward.h, `jf imagine --cfg`): `ar` and SJD-PAC draw every position
+// from the guided conditional; and the guided images are not the model's own (SJD-PAC with guidance judged
+// against the unguided conditional fails: the battery sees the guidance).
+TEST(SjdOnImages, GuidedSjdPacDrawsFromTheGuidedModel) {
+  const ImageModel& m = ImageModel::get();
+  Transformer tf(m.lm.model->config(), m.lm.model->weights());
+  std::vector<int32_t> uncond = m.iv.prompt(*m.lm.tokenizer, "");
+  uncond.pop_back();
+  GuidedForward guided(tf, m.iv.marker(), uncond, 3.0f);
+  ArDecoder ar;
+  SjdDecoder pac(sjd_options(true, true, true));
+  Sample s;
+  EXPECT_GT(run_and_report(ar, "ar, guided", temperature1(0), nullptr, nullptr, &guided).worst_p, kAlpha);
+  EXPECT_GT(run_and_report(pac, "sjd-pac + guess, guided", temperature1(0), &s, nullptr, &guided).worst_p, kAlpha);
+  EXPECT_GT(s.tpf(), 1.1);
+  const Verdict unguided = verdict(s, conditionals(s.runs, temperature1(0), &tf), 7);
+  std::printf("  the same judged against the unguided model: worst chi2 %.1f (%s)\n", unguided.worst_chi2, unguided.where.c_str());
+  EXPECT_LT(unguided.worst_p, kAlpha);
 }
 
 }  // namespace

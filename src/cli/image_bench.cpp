@@ -22,7 +22,7 @@ namespace jf::cli {
 namespace {
 
 struct ImageBenchArgs {
-  ModelOptions model;
+  ImageModelOptions model;
   std::string captions_file, data_dir, text_model, out_dir;
   std::vector<int> blocks = {32, 64};
   int images = 16;
@@ -124,15 +124,17 @@ int run_image_bench(ImageBenchArgs& a) {
   const std::vector<std::string> captions = read_captions(captions_path, static_cast<size_t>(a.images));
   ImageModel m = open_image_model(a.model);
   nlohmann::json report;
-  report["model"] = a.model.path;
+  report["model"] = a.model.model.path;
+  report["guidance"] = a.model.guidance;
   report["images"] = captions.size();
   report["sampling"] = {{"temperature", a.sampling.temperature}, {"top_k", a.sampling.top_k}, {"seed", a.sampling.seed}};
-  std::printf("## %zu held-out captions, one image each (seeds %llu..), %s\n\n", captions.size(),
-              static_cast<unsigned long long>(a.sampling.seed), a.model.path.c_str());
+  std::printf("## %zu held-out captions, one image each (seeds %llu..), %s, guidance %g, temperature %g, top-k %d\n\n",
+              captions.size(), static_cast<unsigned long long>(a.sampling.seed), a.model.model.path.c_str(),
+              static_cast<double>(a.model.guidance), static_cast<double>(a.sampling.temperature), a.sampling.top_k);
   report["decoders"] = speed_table(m, a, captions);
   if (!a.data_dir.empty()) report["perplexity"] = image_perplexity(m, a.data_dir);
   if (a.locality_images > 0) {
-    ModelOptions text = a.model;
+    ModelOptions text = a.model.model;
     text.path = a.text_model.empty() ? default_model_path() : a.text_model;
     report["locality"] = locality_curves(m, captions, text, a.locality_images, a.sampling, a.out_dir);
   }

@@ -14,17 +14,27 @@ namespace jf::cli {
 // The text-to-image model shipped in models/ (scripts/train_image_model.sh makes it).
 inline constexpr const char* kImageModel = "emoji16-q8_0.gguf";
 
+// The classifier-free guidance scale of the image commands where the user gives none (--cfg; 1: off).
+inline constexpr float kImageGuidance = 1.0f;
+
 struct ImageModel {
   LoadedModel lm;
   ImageVocab vocab;
   std::unique_ptr<ForwardPass> forward;
-  std::unique_ptr<Session> session;
+  std::unique_ptr<ForwardPass> guided;  // model/guided_forward.h over `forward`; null without guidance
+  std::unique_ptr<Session> session;     // what images are sampled from: guided where guidance is on
+  std::unique_ptr<Session> plain;       // the model's own distribution (held-out perplexity)
 };
 
-// -m (default: the shipped image model), -t and --device, for the image commands.
-void add_image_model_options(CLI::App* cmd, ModelOptions& o);
+struct ImageModelOptions {
+  ModelOptions model;
+  float guidance = kImageGuidance;  // 1: off
+};
+
+// -m (default: the shipped image model), -t, --device and --cfg, for the image commands.
+void add_image_model_options(CLI::App* cmd, ImageModelOptions& o);
 // Throws jf::Error when no model was given or found, it cannot be loaded, or its vocabulary has no image tokens.
-ImageModel open_image_model(const ModelOptions& o);
+ImageModel open_image_model(const ImageModelOptions& o);
 // Non-empty lines of a captions file, at most `max`; throws jf::Error when unreadable or empty.
 std::vector<std::string> read_captions(const std::string& path, size_t max = SIZE_MAX);
 

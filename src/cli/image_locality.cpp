@@ -107,7 +107,7 @@ nlohmann::json image_perplexity(ImageModel& m, const std::string& data_dir) {
   for (const auto& d : docs("heldout.txt")) {
     const int first = static_cast<int>(std::find(d.begin(), d.end(), m.vocab.marker()) - d.begin());
     if (first + 1 >= static_cast<int>(d.size())) continue;
-    const auto logits = row_logits(*m.session, d, first, static_cast<int>(d.size()) - first - 1);
+    const auto logits = row_logits(*m.plain, d, first, static_cast<int>(d.size()) - first - 1);
     for (size_t r = 0; r < logits.size(); r++) {
       const int32_t t = d[first + 1 + r];
       if (!m.vocab.is_colour(t)) continue;

@@ -19,7 +19,7 @@ namespace {
 constexpr const char* kImageDecoder = "sjd:block=32:draft-policy=fixed:pac-continue=1:pac-tree=3x4:pac-guess=1";
 
 struct ImagineArgs {
-  ModelOptions model;
+  ImageModelOptions model;
   std::vector<std::string> captions;
   std::string captions_file;
   std::string decoders = kImageDecoder;

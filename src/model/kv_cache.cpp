@@ -101,10 +101,27 @@ int KvCache::append(int n) {
 void KvCache::truncate(int n) {
   JF_CHECK(n >= 0 && n <= size_, "truncate beyond size");
   size_ = n;
+  if (follower_ && follower_->from >= 0) {
+    if (n > follower_->from)
+      follower_->cache->truncate(n - follower_->shift);
+    else
+      follower_->reset();
+  }
+}
+
+void KvCache::set_follower(std::unique_ptr<KvCache> follower) {
+  JF_CHECK(!follower_, "a KV cache's follower is set once");
+  JF_CHECK(follower && follower->capacity_ == capacity_ && follower->size_ == 0, "a KV cache's follower must be empty, of its capacity");
+  follower_ = std::make_unique<KvFollower>();
+  follower_->cache = std::move(follower);
 }
 
 void KvCache::keep(int dst, std::span<const int32_t> slots) {
   JF_CHECK(dst >= 0 && dst <= size_, "keep: bad destination");
+  if (follower_ && follower_->from >= 0)  // slots up to the follower's first stay where they are (or go)
+    for (size_t i = 0; i < slots.size() && dst + static_cast<int>(i) <= follower_->from; i++)
+      if (slots[i] != dst + static_cast<int>(i))
+        throw Error("a guided sequence's slots up to its guidance anchor were moved (keep at slot " + std::to_string(dst) + ")");
   int prev = dst - 1;
   moves_.clear();
   for (size_t i = 0; i < slots.size(); i++) {
@@ -122,6 +139,17 @@ void KvCache::keep(int dst, std::span<const int32_t> slots) {
   }
   if (device_ && !moves_.empty()) device_->move_slots(moves_);
   size_ = dst + static_cast<int>(slots.size());
+  if (follower_ && follower_->from >= 0) {
+    const int from = follower_->from;
+    if (size_ <= from) {
+      follower_->reset();
+    } else {
+      const size_t skip = dst < from ? static_cast<size_t>(from - dst) : 0;  // (kept in place, before the anchor)
+      std::vector<int32_t> shifted(slots.begin() + static_cast<std::ptrdiff_t>(skip), slots.end());
+      for (int32_t& s : shifted) s -= follower_->shift;
+      follower_->cache->keep(std::max(dst, from) - follower_->shift, shifted);
+    }
+  }
 }
 
 void KvCache::copy_prefix(const KvCache& other, int n) {
@@ -131,6 +159,17 @@ void KvCache::copy_prefix(const KvCache& other, int n) {
   JF_CHECK(n >= 0 && n <= other.size_, "copy_prefix: beyond source size");
   if (n > capacity_) throw Error("context is full: cannot copy " + std::to_string(n) + " tokens");
   JF_CHECK(!device_ == !other.device_, "copy_prefix: between a device's cache and a host one");
+  if (follower_) {  // the twin takes the source twin's copy of those slots, where it has one
+    const KvFollower* of = other.follower_.get();
+    if (of && of->from >= 0 && n > of->from) {
+      follower_->cache->copy_prefix(*of->cache, n - of->shift);
+      follower_->from = of->from;
+      follower_->shift = of->shift;
+      follower_->pos_shift = of->pos_shift;
+    } else {
+      follower_->reset();
+    }
+  }
   if (device_) {
     device_->copy_prefix(*other.device_, n);
     std::copy_n(other.pos_.begin(), n, pos_.begin());

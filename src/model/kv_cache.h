@@ -16,6 +16,8 @@
 
 namespace jf {
 
+struct KvFollower;
+
 // Keys and values kept in a device's memory (a GPU backend's), not in the KvCache's host arrays: the cache
 // then keeps sizes and positions on the host and hands slot moves and copies to its device store.
 class KvDeviceStore {
@@ -83,6 +85,11 @@ class KvCache {
   // Copies the first n slots of `other` (same model) into this cache and sets size = n.
   void copy_prefix(const KvCache& other, int n);
 
+  // A second cache that follows this one (KvFollower), or null. Set once, by the forward pass that made the
+  // cache (model/guided_forward.h); the follower must have this cache's capacity.
+  void set_follower(std::unique_ptr<KvCache> follower);
+  KvFollower* follower() const { return follower_.get(); }
+
  private:
   size_t key_base(int layer, int kv_head) const {
     return (static_cast<size_t>(layer) * n_kv_heads_ + kv_head) * head_keys_;
@@ -121,6 +128,23 @@ class KvCache {
   std::vector<int32_t> pos_;             // position of each slot
   std::unique_ptr<KvDeviceStore> device_;  // keys and values elsewhere (then the arrays above stay empty)
   std::vector<std::pair<int32_t, int32_t>> moves_;  // keep()'s moves for the device store
+  std::unique_ptr<KvFollower> follower_;
+};
+
+// A cache that follows another from one of its slots on: the unconditional twin of a guided sequence
+// (model/guided_forward.h), which holds its own prefix and then the same tokens. Once `from` >= 0, slot s >=
+// from of the followed cache is slot s - shift here (its position, position - pos_shift), and the followed
+// cache's truncate, keep and copy_prefix are applied here too, so a decoder's rollbacks reach the twin
+// without the decoder knowing of it. Truncating to `from` or below empties the follower (from = -1).
+struct KvFollower {
+  std::unique_ptr<KvCache> cache;
+  int from = -1;
+  int shift = 0;
+  int32_t pos_shift = 0;
+  void reset() {
+    cache->truncate(0);
+    from = -1;
+  }
 };
 
 }  // namespace jf
