@@ -17,3 +17,11 @@ printf '%s\n' "dog face" "green heart" "grinning face" "rainbow" "penguin" "slic
 "$jf" imagine --captions /tmp/jf-train12.txt --decoder "ar,$pac" --samples 2 --scale 4 -o "$out/train-grid.png"
 "$jf" imagine "dog face" "rainbow" "grinning face" --decoder "ar,$pac" --viz "$out/gallery.html" -o /tmp/jf-gallery.png
 "$jf" image-bench --data "$data" --images 32 --blocks 32 64 --locality-images 16 -o "$out" | tee "$out/image-bench.md"
+# Guidance (docs/IMAGES.md "Classifier-free guidance"), where scripts/train_image_model.sh --guidance made its model.
+cfg_model="$(dirname "$data")/emoji16-cfg-q8_0.gguf"
+if [ -f "$cfg_model" ]; then
+  printf '%s\n' "dog face" "green heart" "grinning face" "rainbow" "penguin" "fire" > /tmp/jf-train6.txt
+  for s in 1 1.5 3; do
+    "$jf" imagine -m "$cfg_model" --captions /tmp/jf-train6.txt --decoder ar --samples 4 --cfg "$s" --scale 3 -o "$out/guidance-cfg$s.png"
+  done
+fi

@@ -109,18 +109,32 @@ import json, os, sys
 d = sys.argv[1]
 r = json.load(open(d + "/image-bench.json"))
 names = [x["decoder"] for x in r["decoders"]]
-assert names == ["ar", "SJD L=32", "SJD + PD L=32", "SJD + AC L=32", "SJD-PAC L=32", "SJD-PAC + repeat guess L=32"], names
+assert names == ["ar", "SJD L=32", "SJD + PD L=32", "SJD + AC L=32", "SJD-PAC L=32", "SJD-PAC + repeat guess L=32",
+                 "SJD-PAC + repeat guess, tree 32x8 L=32"], names
 for x in r["decoders"]:
     assert x["tokens"] == 512 and sum(k * n for k, n in enumerate(x["histogram"])) == 512, x
-pac = r["decoders"][-1]
+pac, deep = r["decoders"][-2], r["decoders"][-1]
 assert pac["step_compression"] > 1.5 and pac["counters"]["pac_kept"] > 0, pac
+assert deep["rows_per_forward"] > 3 * pac["rows_per_forward"] and deep["step_compression"] > 1.5, deep
 loc = r["locality"]
 assert len(loc["image_tv"]) == 48 and loc["image_changes"] > 0 and loc["text_changes"] > 0, loc
 assert all(0 <= v <= 1 for v in loc["image_tv"] + loc["text_tv"])
 for f in ["locality.svg", "accept-sjd-l-32.svg", "accept-sjd-pac-l-32.svg", "accept-sjd-pac-repeat-guess-l-32.svg"]:
     assert open(os.path.join(d, f)).read().startswith("<svg"), f
 PY
-then ok "image-bench: five decoders' histograms add up to the 512 tokens, locality curves, charts"
+then ok "image-bench: six decoders' histograms add up to the 512 tokens, the deep tree's rows, locality curves, charts"
 else fail "image-bench: $(tail -3 "$tmp/err")"; fi
+
+# Guidance: the guided image differs from the unguided one of the same seed, and the bench says it ran guided.
+if "$jf" imagine -m "$model" "red heart" --decoder ar -o "$tmp/plain.png" 2>/dev/null &&
+   "$jf" imagine -m "$model" "red heart" --decoder ar --cfg 2 -o "$tmp/guided.png" 2>"$tmp/err" &&
+   ! cmp -s "$tmp/plain.png" "$tmp/guided.png" &&
+   "$jf" image-bench -m "$model" --captions <(printf 'red heart\n') --images 1 --blocks 8 --deep-tree '' --cfg 2 \
+     --locality-images 0 -t 2 >"$tmp/guided.md" 2>"$tmp/err" && grep -q "guidance 2," "$tmp/guided.md" &&
+   [ "$(grep -c '^| SJD' "$tmp/guided.md")" -eq 5 ]
+then ok "guidance: --cfg 2 changes the image; image-bench runs guided, without the deep tree row"
+else fail "guidance: $(tail -3 "$tmp/err")"; fi
+check_error "imagine: negative guidance" "$jf" imagine -m "$model" "red heart" --cfg -1 -o "$tmp/x.png"
+check_error "image-bench: bad --deep-tree" "$jf" image-bench -m "$model" --captions <(printf 'red heart\n') --deep-tree 3y4
 
 [ "$fails" -eq 0 ] && echo "all image CLI checks passed" || { echo "$fails image CLI checks failed"; exit 1; }

@@ -25,6 +25,7 @@ struct ImageBenchArgs {
   ImageModelOptions model;
   std::string captions_file, data_dir, text_model, out_dir;
   std::vector<int> blocks = {32, 64};
+  std::string deep_tree = "32x8";  // one more SJD-PAC row with this PD tree (empty: none)
   int images = 16;
   int locality_images = 8;
   SamplingParams sampling;
@@ -38,7 +39,7 @@ struct Config {
   std::string label, spec;
 };
 
-std::vector<Config> configs(const std::vector<int>& blocks) {
+std::vector<Config> configs(const std::vector<int>& blocks, const std::string& deep_tree) {
   std::vector<Config> out = {{"ar", "ar"}};
   for (int L : blocks) {
     const std::string sjd = "sjd:block=" + std::to_string(L) + ":draft-policy=fixed";
@@ -48,18 +49,21 @@ std::vector<Config> configs(const std::vector<int>& blocks) {
     out.push_back({"SJD + AC" + at, sjd + ":pac-continue=1"});
     out.push_back({"SJD-PAC" + at, sjd + ":pac-continue=1:pac-tree=3x4"});
     out.push_back({"SJD-PAC + repeat guess" + at, sjd + ":pac-continue=1:pac-tree=3x4:pac-guess=1"});
+    if (!deep_tree.empty())
+      out.push_back({"SJD-PAC + repeat guess, tree " + deep_tree + at, sjd + ":pac-continue=1:pac-tree=" + deep_tree + ":pac-guess=1"});
   }
   return out;
 }
 
 struct Totals {
-  int64_t tokens = 0, forwards = 0;
+  int64_t tokens = 0, forwards = 0, rows = 0;
   double seconds = 0;
   std::vector<int64_t> histogram;  // [k]: forwards that committed k tokens
   std::map<std::string, int64_t> counters;
   void add(const GenerationStats& s) {
     tokens += s.n_tokens;
     forwards += s.n_forwards;
+    rows += s.n_forward_rows;
     seconds += s.gen_seconds;
     if (histogram.size() < s.accepted_histogram.size()) histogram.resize(s.accepted_histogram.size());
     for (size_t k = 0; k < s.accepted_histogram.size(); k++) histogram[k] += s.accepted_histogram[k];
@@ -82,10 +86,10 @@ std::string histogram_svg(const std::string& title, const Totals& t) {
 
 nlohmann::json speed_table(ImageModel& m, const ImageBenchArgs& a, const std::vector<std::string>& captions) {
   nlohmann::json rows = nlohmann::json::array();
-  std::vector<Config> cs = configs(a.blocks);
+  std::vector<Config> cs = configs(a.blocks, a.deep_tree);
   double ar_seconds_per_token = 0;
-  std::printf("| decoder | step compression | single-token forwards | wall-clock speedup | tokens/s | pac kept | branch wins |\n");
-  std::printf("|---|---|---|---|---|---|---|\n");
+  std::printf("| decoder | step compression | single-token forwards | rows a forward | wall-clock speedup | tokens/s | pac kept | branch wins |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
   for (const Config& c : cs) {
     std::unique_ptr<Decoder> dec = make_decoder(parse_decoder_spec(c.spec, DecoderOptions{}));
     Totals t;
@@ -97,10 +101,12 @@ nlohmann::json speed_table(ImageModel& m, const ImageBenchArgs& a, const std::ve
     const double spt = t.seconds / static_cast<double>(t.tokens);
     if (c.spec == "ar") ar_seconds_per_token = spt;
     const double speedup = ar_seconds_per_token / spt;
-    std::printf("| %s | %.2fx | %.0f%% | %.2fx | %.0f | %lld | %lld |\n", c.label.c_str(), t.tpf(), 100 * t.single_share(), speedup,
+    const double rows_a_forward = t.forwards ? static_cast<double>(t.rows) / t.forwards : 0;
+    std::printf("| %s | %.2fx | %.0f%% | %.0f | %.2fx | %.0f | %lld | %lld |\n", c.label.c_str(), t.tpf(), 100 * t.single_share(),
+                rows_a_forward, speedup,
                 1.0 / spt, static_cast<long long>(t.counters["pac_kept"]), static_cast<long long>(t.counters["pac_branch_wins"]));
     std::fflush(stdout);
-    rows.push_back({{"decoder", c.label}, {"spec", c.spec}, {"step_compression", t.tpf()}, {"single_token_share", t.single_share()},
+    rows.push_back({{"decoder", c.label}, {"spec", c.spec}, {"step_compression", t.tpf()}, {"single_token_share", t.single_share()}, {"rows_per_forward", rows_a_forward},
                     {"speedup", speedup}, {"tokens_per_second", 1.0 / spt}, {"tokens", t.tokens}, {"forwards", t.forwards},
                     {"histogram", t.histogram}, {"counters", t.counters}});
     if (!a.out_dir.empty() && c.spec != "ar") {
@@ -122,6 +128,7 @@ int run_image_bench(ImageBenchArgs& a) {
   if (a.captions_file.empty() && a.data_dir.empty()) throw Error("give --captions FILE or --data DIR (scripts/image_data.sh's output)");
   const std::string captions_path = a.captions_file.empty() ? a.data_dir + "/heldout_captions.txt" : a.captions_file;
   const std::vector<std::string> captions = read_captions(captions_path, static_cast<size_t>(a.images));
+  for (const Config& c : configs(a.blocks, a.deep_tree)) parse_decoder_spec(c.spec, DecoderOptions{}).validate(false);  // (bad --deep-tree)
   ImageModel m = open_image_model(a.model);
   nlohmann::json report;
   report["model"] = a.model.model.path;
@@ -158,6 +165,9 @@ Command add_image_bench_command(CLI::App& app) {
   cmd->add_option("--blocks", a->blocks, "Block lengths L for SJD (default 32 64)")->check(CLI::Range(2, 256));
   cmd->add_option("--locality-images", a->locality_images, "Images (and text samples) for the locality curve, 0 = skip (default 8)")
       ->check(CLI::Range(0, 10000));
+  cmd->add_option("--deep-tree", a->deep_tree,
+                  "One more row: SJD-PAC with the repeat guess and this proactive-drafting tree, DEPTHxWIDTH (default 32x8; "
+                  "'' = none; the paper's is 3x4)");
   cmd->add_option("--text-model", a->text_model, "Text model for the locality curve's text side (default: the default model)");
   cmd->add_option("-o,--output", a->out_dir, "Directory for image-bench.json and the SVG charts");
   add_sampling_options(cmd, a->sampling);

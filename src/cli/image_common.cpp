@@ -24,8 +24,7 @@ void add_image_model_options(CLI::App* cmd, ImageModelOptions& io) {
   cmd->add_option("--device", o.device, "cpu, vulkan, vulkan:N or auto (default cpu)");
   cmd->add_option("--cfg", io.guidance,
                   "Classifier-free guidance scale: logits u + s(c - u), u without the caption; 1 = off (default " +
-                      guidance_text(kImageGuidance) + "; the model must have been trained with captions dropped)")
-      ->check(CLI::Range(0.0f, 100.0f));
+                      guidance_text(kImageGuidance) + "; the model must have been trained with captions dropped)");
   cmd->parse_complete_callback([&o] {
     if (o.path.empty()) o.path = bundled_model_path(kImageModel);
   });
