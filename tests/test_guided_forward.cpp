@@ -148,6 +148,31 @@ TEST(GuidedForward, GreedyJacobiIsGuidedAr) {
   EXPECT_NE(ar.generate(plain, prompt, cfg).tokens, want);  // (guidance changed the image)
 }
 
+// A cache copied from another (the server's prefix reuse) takes the source twin's slots with it: the copy then
+// continues exactly as the source would; a copy that stops before the anchor leaves an empty twin, primed again
+// when the anchor comes.
+TEST(GuidedForward, CopiedPrefixesCarryTheirTwin) {
+  Fixture& f = fixture();
+  std::vector<int32_t> text = f.iv.prompt(*f.lm.tokenizer, "red heart");
+  const int anchor = static_cast<int>(text.size()) - 1;
+  const std::vector<int32_t> image = f.colours(12, 2);
+  text.insert(text.end(), image.begin(), image.end());
+  const auto want = f.rows(f.guided, text);
+  KvCache source = f.guided.make_cache(256);
+  SequenceInput in;
+  in.set_causal(&source, std::span<const int32_t>(text).first(anchor + 6), SequenceInput::Logits::None);
+  f.guided.forward(in);
+  for (int cut : {anchor + 4, anchor - 1}) {
+    KvCache copy = f.guided.make_cache(256);
+    copy.copy_prefix(source, cut);
+    EXPECT_EQ(copy.follower()->from, cut > anchor ? anchor : -1);
+    in.set_causal(&copy, std::span<const int32_t>(text).subspan(static_cast<size_t>(cut)), SequenceInput::Logits::All);
+    const ForwardResult r = f.guided.forward(in);
+    for (int i = 0; i < r.rows(); i++)
+      for (int v = 0; v < f.vocab; v++) ASSERT_EQ(r.logits(i)[v], want[static_cast<size_t>(cut + i)][v]) << "cut " << cut << ", row " << i;
+  }
+}
+
 TEST(GuidedForward, ErrorsNameTheProblem) {
   Fixture& f = fixture();
   KvCache plain = f.tf.make_cache(64);

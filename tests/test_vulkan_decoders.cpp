@@ -11,10 +11,12 @@
 #include "decode/session.h"
 #include "model/convert.h"
 #include "model/draft_file.h"
+#include "model/guided_forward.h"
 #include "model/hf.h"
 #include "model/loader.h"
 #include "model/quant_mix.h"
 #include "model/perplexity.h"
+#include "tokenizer/image_vocab.h"
 #include "vulkan/vulkan_forward.h"
 #include "vulkan_support.h"
 
@@ -76,6 +78,32 @@ TEST(VulkanDecoders, Stories260KEveryGreedyDecoderEqualsArOnTiles) {
   JF_VULKAN_DEVICE(device);
   for (vulkan::MatrixMath math : test::matrix_maths(device))
     if (math != vulkan::MatrixMath::Fma) expect_decoders_equal_ar("models/stories260K/stories260K.gguf", {"Once upon a time"}, 48, math);
+}
+
+// Classifier-free guidance on the device (model/guided_forward.h): the twins' caches are device caches whose
+// slot moves follow the sequence's; greedy decoders that roll back (lookahead's trees move slots) are guided ar.
+TEST(VulkanDecoders, GuidedDecodersEqualGuidedAr) {
+  JF_VULKAN_DEVICE(device);
+  LoadedModel lm = load_model(JF_SOURCE_DIR "/models/emoji16-q8_0.gguf");
+  lm.model->set_panels(false);
+  const ImageVocab iv = *ImageVocab::find(*lm.tokenizer);
+  vulkan::VulkanForward fwd(device, lm.model->config(), lm.model->weights());
+  std::vector<int32_t> uncond = iv.prompt(*lm.tokenizer, "");
+  uncond.pop_back();
+  GuidedForward guided(fwd, iv.marker(), uncond, 3.0f);
+  Session s(guided, 320), plain(fwd, 320);
+  GenerationConfig cfg;
+  cfg.max_new_tokens = 24;
+  cfg.ignore_eos = true;
+  for (int32_t t : iv.other_tokens(lm.model->config().vocab_size)) cfg.rules.bias[t] = -100.0f;
+  const std::vector<int32_t> prompt = iv.prompt(*lm.tokenizer, "green heart");
+  const GenerationResult ar = run(s, dec("ar"), prompt, cfg);
+  for (const char* spec : {"lookahead", "jacobi:block=8"}) {
+    const GenerationResult r = run(s, dec(spec), prompt, cfg);
+    ASSERT_EQ(r.tokens, ar.tokens) << spec;
+    EXPECT_LT(r.stats.n_forwards, cfg.max_new_tokens) << spec;
+  }
+  EXPECT_NE(run(plain, dec("ar"), prompt, cfg).tokens, ar.tokens);  // (guidance changed the pixels)
 }
 
 TEST(VulkanDecoders, CodeModelEveryGreedyDecoderEqualsAr) {
