@@ -26,15 +26,10 @@ struct Fixture {
   LoadedModel lm = load_model(JF_SOURCE_DIR "/models/emoji16-q8_0.gguf");
   ImageVocab iv = *ImageVocab::find(*lm.tokenizer);
   Transformer tf{lm.model->config(), lm.model->weights()};
-  std::vector<int32_t> uncond = uncond_prefix();
+  std::vector<int32_t> uncond = iv.unconditional_prefix(*lm.tokenizer);
   GuidedForward guided{tf, iv.marker(), uncond, kScale};
   int vocab = lm.model->config().vocab_size;
 
-  std::vector<int32_t> uncond_prefix() const {
-    std::vector<int32_t> p = iv.prompt(*lm.tokenizer, "");
-    p.pop_back();  // (the marker)
-    return p;
-  }
   std::vector<int32_t> colours(int n, uint64_t seed) const {
     Rng rng(seed);
     std::vector<int32_t> out;

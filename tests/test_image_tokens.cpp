@@ -569,9 +569,7 @@ TEST(SjdOnImages, BrokenVerifiersFail) {
 TEST(SjdOnImages, GuidedSjdPacDrawsFromTheGuidedModel) {
   const ImageModel& m = ImageModel::get();
   Transformer tf(m.lm.model->config(), m.lm.model->weights());
-  std::vector<int32_t> uncond = m.iv.prompt(*m.lm.tokenizer, "");
-  uncond.pop_back();
-  GuidedForward guided(tf, m.iv.marker(), uncond, 3.0f);
+  GuidedForward guided(tf, m.iv.marker(), m.iv.unconditional_prefix(*m.lm.tokenizer), 3.0f);
   ArDecoder ar;
   SjdDecoder pac(sjd_options(true, true, true));
   Sample s;

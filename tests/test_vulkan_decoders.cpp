@@ -88,9 +88,7 @@ TEST(VulkanDecoders, GuidedDecodersEqualGuidedAr) {
   lm.model->set_panels(false);
   const ImageVocab iv = *ImageVocab::find(*lm.tokenizer);
   vulkan::VulkanForward fwd(device, lm.model->config(), lm.model->weights());
-  std::vector<int32_t> uncond = iv.prompt(*lm.tokenizer, "");
-  uncond.pop_back();
-  GuidedForward guided(fwd, iv.marker(), uncond, 3.0f);
+  GuidedForward guided(fwd, iv.marker(), iv.unconditional_prefix(*lm.tokenizer), 3.0f);
   Session s(guided, 320), plain(fwd, 320);
   GenerationConfig cfg;
   cfg.max_new_tokens = 24;

@@ -1,7 +1,6 @@
 #include "cli/image_common.h"
 
 #include <cstdint>
-#include <cstdio>
 #include <fstream>
 
 #include "base/error.h"
@@ -9,22 +8,14 @@
 
 namespace jf::cli {
 
-namespace {
-std::string guidance_text(float s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", static_cast<double>(s));
-  return buf;
-}
-}  // namespace
-
 void add_image_model_options(CLI::App* cmd, ImageModelOptions& io) {
   ModelOptions& o = io.model;
   cmd->add_option("-m,--model", o.path, "Text-to-image model (default: models/" + std::string(kImageModel) + ")");
   cmd->add_option("-t,--threads", o.threads, "Threads for the forward pass (default: all cores)")->check(CLI::Range(0, 1024));
   cmd->add_option("--device", o.device, "cpu, vulkan, vulkan:N or auto (default cpu)");
   cmd->add_option("--cfg", io.guidance,
-                  "Classifier-free guidance scale: logits u + s(c - u), u without the caption; 1 = off (default " +
-                      guidance_text(kImageGuidance) + "; the model must have been trained with captions dropped)");
+                  "Classifier-free guidance scale: logits u + s(c - u), u without the caption; 1 = off, the default "
+                  "(guidance needs a model trained with some captions dropped)");
   cmd->parse_complete_callback([&o] {
     if (o.path.empty()) o.path = bundled_model_path(kImageModel);
   });
@@ -57,15 +48,11 @@ ImageModel open_image_model(const ImageModelOptions& io) {
   if (ctx < m.vocab.pixels() + 64)
     throw Error("a context of " + std::to_string(ctx) + " tokens cannot hold a caption and " + std::to_string(m.vocab.pixels()) +
                 " pixels (-c)");
-  m.plain = std::make_unique<Session>(*m.forward, ctx, kv_type(o, *m.forward));
-  if (io.guidance != 1.0f) {  // the twin: no caption, BOS where the vocabulary adds one, then the marker
-    std::vector<int32_t> uncond = m.vocab.prompt(*m.lm.tokenizer, "");
-    uncond.pop_back();
-    m.guided = std::make_unique<GuidedForward>(*m.forward, m.vocab.marker(), uncond, io.guidance);
-    m.session = std::make_unique<Session>(*m.guided, ctx, kv_type(o, *m.forward));
-  } else {
-    m.session = std::make_unique<Session>(*m.forward, ctx, kv_type(o, *m.forward));
-  }
+  const DType kv = kv_type(o, *m.forward);
+  m.plain = std::make_unique<Session>(*m.forward, ctx, kv);
+  if (io.guidance != 1.0f)
+    m.guided = std::make_unique<GuidedForward>(*m.forward, m.vocab.marker(), m.vocab.unconditional_prefix(*m.lm.tokenizer), io.guidance);
+  m.session = std::make_unique<Session>(m.guided ? *m.guided : *m.forward, ctx, kv);
   return m;
 }
 

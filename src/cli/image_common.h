@@ -14,9 +14,6 @@ namespace jf::cli {
 // The text-to-image model shipped in models/ (scripts/train_image_model.sh makes it).
 inline constexpr const char* kImageModel = "emoji16-q8_0.gguf";
 
-// The classifier-free guidance scale of the image commands where the user gives none (--cfg; 1: off).
-inline constexpr float kImageGuidance = 1.0f;
-
 struct ImageModel {
   LoadedModel lm;
   ImageVocab vocab;
@@ -28,7 +25,7 @@ struct ImageModel {
 
 struct ImageModelOptions {
   ModelOptions model;
-  float guidance = kImageGuidance;  // 1: off
+  float guidance = 1.0f;  // classifier-free guidance scale (--cfg); 1: off
 };
 
 // -m (default: the shipped image model), -t, --device and --cfg, for the image commands.

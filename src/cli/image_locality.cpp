@@ -7,6 +7,7 @@
 #include "base/rng.h"
 #include "cli/image_bench.h"
 #include "decode/options.h"
+#include "model/perplexity.h"
 #include "sample/sampler.h"
 #include "viz/svg.h"
 
@@ -85,20 +86,18 @@ std::vector<int32_t> sample_sequence(Session& s, std::span<const int32_t> prompt
   return seq;
 }
 
-// The image part's negative log-likelihood (nats) of `doc`: its colour tokens after the marker.
-double image_nll(ImageModel& m, std::span<const int32_t> doc) {
-  const int first = static_cast<int>(std::find(doc.begin(), doc.end(), m.vocab.marker()) - doc.begin());
-  if (first + 1 >= static_cast<int>(doc.size())) return 0.0;
-  const auto logits = row_logits(*m.plain, doc, first, static_cast<int>(doc.size()) - first - 1);
-  double nll = 0;
-  for (size_t r = 0; r < logits.size(); r++) {
-    const int32_t t = doc[first + 1 + r];
-    double mx = -INFINITY, z = 0;
-    for (float v : logits[r]) mx = std::max<double>(mx, v);
-    for (float v : logits[r]) z += std::exp(v - mx);
-    nll += -(logits[r][t] - mx - std::log(z));
-  }
-  return nll;
+// Where `doc`'s image starts: the index of its marker (doc.size() when it has none).
+size_t marker_at(const ImageModel& m, std::span<const int32_t> doc) {
+  return static_cast<size_t>(std::find(doc.begin(), doc.end(), m.vocab.marker()) - doc.begin());
+}
+
+// The model's negative log-likelihood of `doc`'s image: its tokens after the marker, each given all before it.
+NllSum image_nll(ImageModel& m, std::span<const int32_t> doc) {
+  NllSum sum;
+  const size_t first = marker_at(m, doc);
+  if (first + 1 < doc.size())
+    score_context(m.plain->forward_pass(), m.plain->cache(), {{doc.begin(), doc.end()}, static_cast<int>(first)}, sum);
+  return sum;
 }
 
 // How much a caption tells the model about its image, in nats an image: the mean over 96 of `docs` (evenly
@@ -107,17 +106,14 @@ double image_nll(ImageModel& m, std::span<const int32_t> doc) {
 double caption_information(ImageModel& m, const std::vector<std::vector<int32_t>>& docs) {
   const size_t n = std::min<size_t>(docs.size(), 96);
   if (n < 2) return 0.0;
-  auto split = [&](const std::vector<int32_t>& d) {
-    return static_cast<size_t>(std::find(d.begin(), d.end(), m.vocab.marker()) - d.begin());
-  };
   auto pick = [&](size_t i) -> const std::vector<int32_t>& { return docs[i * docs.size() / n]; };
   double gain = 0;
   for (size_t i = 0; i < n; i++) {
     const std::vector<int32_t>& own = pick(i);
     const std::vector<int32_t>& other = pick((i + n / 2) % n);
-    std::vector<int32_t> swapped(other.begin(), other.begin() + static_cast<std::ptrdiff_t>(split(other)));
-    swapped.insert(swapped.end(), own.begin() + static_cast<std::ptrdiff_t>(split(own)), own.end());
-    gain += image_nll(m, swapped) - image_nll(m, own);
+    std::vector<int32_t> swapped(other.begin(), other.begin() + static_cast<std::ptrdiff_t>(marker_at(m, other)));
+    swapped.insert(swapped.end(), own.begin() + static_cast<std::ptrdiff_t>(marker_at(m, own)), own.end());
+    gain += image_nll(m, swapped).nll - image_nll(m, own).nll;
   }
   return gain / static_cast<double>(n);
 }
@@ -142,19 +138,13 @@ nlohmann::json image_perplexity(ImageModel& m, const std::string& data_dir) {
   double nll = 0, nll_unigram = 0;
   int64_t n = 0;
   for (const auto& d : docs("heldout.txt")) {
-    const int first = static_cast<int>(std::find(d.begin(), d.end(), m.vocab.marker()) - d.begin());
-    if (first + 1 >= static_cast<int>(d.size())) continue;
-    const auto logits = row_logits(*m.plain, d, first, static_cast<int>(d.size()) - first - 1);
-    for (size_t r = 0; r < logits.size(); r++) {
-      const int32_t t = d[first + 1 + r];
-      if (!m.vocab.is_colour(t)) continue;
-      double mx = -INFINITY, z = 0;
-      for (float v : logits[r]) mx = std::max<double>(mx, v);
-      for (float v : logits[r]) z += std::exp(v - mx);
-      nll += -(logits[r][t] - mx - std::log(z));
-      nll_unigram += -std::log(unigram[m.vocab.index_of(t)] / total);
-      n++;
+    for (size_t i = marker_at(m, d) + 1; i < d.size(); i++) {
+      if (!m.vocab.is_colour(d[i])) throw Error(data_dir + "/heldout.txt: a token that is not a colour inside an image");
+      nll_unigram += -std::log(unigram[m.vocab.index_of(d[i])] / total);
     }
+    const NllSum image = image_nll(m, d);
+    nll += image.nll;
+    n += image.count;
   }
   if (n == 0) throw Error(data_dir + "/heldout.txt: no image tokens");
   const double ppl = std::exp(nll / n), ppl_unigram = std::exp(nll_unigram / n);

@@ -71,6 +71,12 @@ std::vector<int32_t> ImageVocab::prompt(const Tokenizer& tok, const std::string&
   return ids;
 }
 
+std::vector<int32_t> ImageVocab::unconditional_prefix(const Tokenizer& tok) const {
+  std::vector<int32_t> ids = prompt(tok, "");
+  ids.pop_back();  // (the marker)
+  return ids;
+}
+
 std::vector<int32_t> ImageVocab::other_tokens(int n_vocab) const {
   std::vector<int32_t> out;
   for (int32_t id = 0; id < n_vocab; id++)

@@ -39,6 +39,9 @@ class ImageVocab {
 
   // A caption as a text-to-image prompt: BOS (when the vocabulary adds one), the caption's tokens, the marker.
   std::vector<int32_t> prompt(const Tokenizer& tok, const std::string& caption) const;
+  // What stands before the marker where the caption was dropped (BOS, or nothing): classifier-free guidance's
+  // unconditional prefix (model/guided_forward.h).
+  std::vector<int32_t> unconditional_prefix(const Tokenizer& tok) const;
   // Every token of a vocabulary of n_vocab that is not a colour: what image sampling bans.
   std::vector<int32_t> other_tokens(int n_vocab) const;
 
