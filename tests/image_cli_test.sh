@@ -125,6 +125,34 @@ PY
 then ok "image-bench: six decoders' histograms add up to the 512 tokens, the deep tree's rows, locality curves, charts"
 else fail "image-bench: $(tail -3 "$tmp/err")"; fi
 
+# Held-out perplexity and what a caption tells about its image, on a data directory of white images (the
+# shipped palette has white); a word inside an image is refused.
+mkdir -p "$tmp/white"
+python3 - "$tmp/white" <<'PY'
+import sys
+d = sys.argv[1]
+caps = ["red heart", "dog face", "green apple", "blue car"]
+line = lambda c: c + "<image 16x16>" + "<#ffffff>" * 256
+open(d + "/train.txt", "w").write("\n".join(line(c) for c in caps) + "\n")
+open(d + "/heldout.txt", "w").write("\n".join(line(c) for c in caps[:2]) + "\n")
+open(d + "/heldout_captions.txt", "w").write("red heart\n")
+PY
+if "$jf" image-bench -m "$model" --data "$tmp/white" --images 1 --blocks 8 --deep-tree '' --locality-images 0 -t 2 \
+     -o "$tmp/wb" >"$tmp/wb.md" 2>"$tmp/err" && python3 - "$tmp/wb" <<'PY'
+import json, math, sys
+p = json.load(open(sys.argv[1] + "/image-bench.json"))["perplexity"]
+assert p["tokens"] == 2 * 256 and 1 <= p["perplexity"] < 50, p
+assert all(math.isfinite(p[k]) for k in ("caption_nats_heldout", "caption_nats_train")), p
+PY
+then ok "image-bench --data: held-out perplexity of 512 pixels, what a caption tells ($(grep -o '[0-9.-]* nats an image held out' "$tmp/wb.md"))"
+else fail "image-bench --data: $(tail -3 "$tmp/err")"; fi
+sed -i '1s/<#ffffff>/word/' "$tmp/white/heldout.txt"
+# (the speed table comes first, so stdout is not empty here: the check is the exit and the one error line)
+"$jf" image-bench -m "$model" --data "$tmp/white" --images 1 --blocks 8 --deep-tree '' --locality-images 0 >/dev/null 2>"$tmp/err"
+if [ $? -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "^jf: error: .*not a colour inside an image" "$tmp/err"
+then ok "image-bench: a word inside a held-out image: $(cat "$tmp/err")"
+else fail "image-bench: a word inside a held-out image: $(cat "$tmp/err")"; fi
+
 # Guidance: the guided image differs from the unguided one of the same seed, and the bench says it ran guided.
 if "$jf" imagine -m "$model" "red heart" --decoder ar -o "$tmp/plain.png" 2>/dev/null &&
    "$jf" imagine -m "$model" "red heart" --decoder ar --cfg 2 -o "$tmp/guided.png" 2>"$tmp/err" &&
