@@ -157,6 +157,32 @@ TEST(AcceptanceCalibration, StartsAtTheDraftsProbabilityAndLearnsTheRate) {
   EXPECT_EQ(c.tried(1, AcceptanceCalibration::bucket(0.95f)), 98);
 }
 
+// The calibration as a grown tree's tables (TreeGrowth: a + prob * b in float) gives the estimate in double to
+// float's precision, prior and learned counts alike.
+TEST(AcceptanceCalibration, TablesForAGrownTreeGiveTheEstimate) {
+  AcceptanceCalibration c;
+  for (int i = 0; i < 40; i++) c.record(1 + i % 3, 0.05f * static_cast<float>(i % 20), i % 3 != 0);
+  TreeGrowth g;
+  c.tables(g);
+  for (int depth : {1, 2, 3, 8, 12})
+    for (float p : {0.0f, 0.04f, 0.31f, 0.5f, 0.77f, 0.99f, 1.0f})
+      EXPECT_NEAR(g.estimate(depth, p), c.estimate(depth, p), 1e-6) << "depth " << depth << ", prob " << p;
+}
+
+// The growth rule's parts: the floor is the max_nodes-th best score (0 while fewer); a level keeps its best
+// `beam` at or above it, the earlier of equal scores first.
+TEST(TreeGrowth, TheFloorAndTheChoiceOfALevel) {
+  const std::vector<float> all = {0.9f, 0.5f, 0.7f, 0.5f, 0.2f, 0.5f};
+  EXPECT_EQ(growth_floor(all, 7), 0.0f);
+  EXPECT_EQ(growth_floor(all, 1), 0.9f);
+  EXPECT_EQ(growth_floor(all, 3), 0.5f);
+  EXPECT_EQ(growth_floor(all, 6), 0.2f);
+  EXPECT_EQ(growth_choice(all, 0.0f, 3), (std::vector<int>{0, 2, 1}));
+  EXPECT_EQ(growth_choice(all, 0.0f, 4), (std::vector<int>{0, 2, 1, 3}));
+  EXPECT_EQ(growth_choice(all, 0.6f, 4), (std::vector<int>{0, 2}));
+  EXPECT_TRUE(growth_choice(all, 0.95f, 4).empty());
+}
+
 struct CodeModel {
   CodeModel() : lm(load_model(JF_SOURCE_DIR "/models/pycode-ar-q8_0.gguf")) {
     attach_draft_file(*lm.model, JF_SOURCE_DIR "/models/pycode-ar-q8_0.draft.gguf");

@@ -124,8 +124,9 @@ TEST(VulkanDecoders, CodeModelEveryGreedyDecoderEqualsAr) {
   EXPECT_EQ(run(s, dec("pld"), prompt, cfg).tokens, run(s, dec("ar"), prompt, cfg).tokens);
 }
 
-// Draft trees on the device, from the code model's draft file: grown by the device (a level a pass,
-// VulkanForward::row_tree; not the chain fallback of a backend without trees), `ar`'s tokens greedy and sampled.
+// Draft trees on the device, from the code model's draft file: grown by the device (greedy: inside each
+// forward, SequenceInput::grow_tree; sampled: a level a pass, VulkanForward::row_tree; never the chain fallback
+// of a backend without trees), `ar`'s tokens greedy and sampled.
 TEST(VulkanDecoders, CodeModelsDraftTreesGiveArsTokens) {
   const std::string path = code_model();
   if (!test::path_exists(path)) GTEST_FAIL() << path << " is missing";
@@ -144,8 +145,13 @@ TEST(VulkanDecoders, CodeModelsDraftTreesGiveArsTokens) {
   EXPECT_EQ(tree.tokens, ar.tokens);
   EXPECT_GT(tree.stats.counter("tree_nodes"), 8 * (tree.stats.n_forwards - 1)) << "the trees were not sent";
   EXPECT_EQ(tree.stats.counter("tree_chain_fallbacks"), 0) << "the device grew no tree";
+  EXPECT_GT(tree.stats.counter("tree_forwards"), 8);
+  EXPECT_EQ(tree.stats.counter("trees_grown_in_forward"), tree.stats.counter("tree_forwards")) << "greedy trees grow inside the forwards";
   cfg.sampling.temperature = 0.8f, cfg.sampling.top_k = 40, cfg.sampling.seed = 7;
-  EXPECT_EQ(run(s, dec("jacobi:tree=16"), prompt, cfg).tokens, run(s, dec("ar"), prompt, cfg).tokens);
+  const GenerationResult sampled = run(s, dec("jacobi:tree=16"), prompt, cfg);
+  EXPECT_EQ(sampled.tokens, run(s, dec("ar"), prompt, cfg).tokens);
+  EXPECT_EQ(sampled.stats.counter("trees_grown_in_forward"), 0);
+  EXPECT_GT(sampled.stats.counter("tree_nodes"), 8 * (sampled.stats.n_forwards - 1)) << "the sampled trees were not sent";
 }
 
 // One decode step, one submission: every decoder's forward, its greedy tokens, the draft chain for its next
@@ -170,10 +176,11 @@ TEST(VulkanDecoders, EveryDecoderMakesOneSubmissionPerDecodeStep) {
     cfg.max_new_tokens = 24;
     cfg.eos_ids = lm.tokenizer->eog_ids();
     const std::vector<int32_t> prompt = lm.tokenizer->encode(drafting ? "def parse_args(argv):\n    parser = argparse.ArgumentParser(" : "Once upon a time", true, false);
-    const uint64_t chains0 = fwd.chains_in_forward();
+    const uint64_t chains0 = fwd.chains_in_forward(), trees0 = fwd.trees_in_forward();
     const int64_t V = lm.model->config().vocab_size;
     for (const DecoderOptions& o : {dec("ar"), dec("jacobi:block=8"), parse_decoder_spec("jacobi:block=8", {}), dec("multiblock:block=8:K=2"),
-                                     dec("lookahead"), dec("pld")}) {
+                                     dec("lookahead"), dec("pld"), dec("jacobi:tree=16"), parse_decoder_spec("jacobi:tree=16", {}),
+                                     dec("multiblock:block=8:K=2:tree=16")}) {
       const GenerationResult r = run(s, o, prompt, cfg);
       const std::string what = path + ", " + o.name + (o.draft_adaptive ? " priced" : "");
       EXPECT_EQ(r.stats.syncs.submissions, static_cast<uint64_t>(r.stats.n_forwards)) << what;
@@ -183,6 +190,7 @@ TEST(VulkanDecoders, EveryDecoderMakesOneSubmissionPerDecodeStep) {
     }
     if (drafting) {
       EXPECT_GT(fwd.chains_in_forward() - chains0, 20u) << "no chain ran inside a forward";
+      EXPECT_GT(fwd.trees_in_forward() - trees0, 20u) << "no tree grew inside a forward";
     }
     GenerationConfig sampled = cfg;  // a sampling decoder reads its rows' logits: copied in the same submission
     sampled.sampling.temperature = 0.8f, sampled.sampling.seed = 5;

@@ -2,9 +2,12 @@
 // device's draft chain (and the CPU's drafts), a node's guesses are the same bits beside any siblings and in any
 // pass, the cache and the next forward are as without the tree, and misuse is an error, as on the CPU
 // (test_tree_draft.cpp).
+#include <algorithm>
 #include <cstring>
+#include <map>
 #include <vector>
 
+#include "kernels/ops.h"
 #include "vulkan/vulkan_forward.h"
 #include "vulkan_forward_support.h"
 #include "vulkan_support.h"
@@ -149,6 +152,127 @@ TEST(VulkanTree, LeavesTheNextForwardAsWithoutItAndMisuseIsAnError) {
   res.end_tree();
   KvCache full = m.fwd.make_cache(static_cast<int>(toks.size()));
   EXPECT_EQ(drafted_forward(m.fwd, full, toks).expand_tree(0, std::span<const DraftNode>(&root, 1), 1, g), 0);  // no free slot
+}
+
+// A tree asked for up front (SequenceInput::grow_tree) grows inside the forward's submission by the rule of
+// model/tree_growth.h: from the row greedy verification ends at; every score is the rule's float arithmetic;
+// each level expands the candidates the floor and the beam choose; and every expanded node's guesses are, bit for
+// bit, what expand_tree gives for the same node after the path is kept (a level a submission). Also with
+// attention in chunks of 64 slots and a context whose rows' slot lists cross a chunk's end.
+void expect_grown_tree_follows_the_rule(int device, int prompt_len, uint32_t chunk) {
+  DraftModel m(device, 11);
+  m.fwd.set_attention_chunk(chunk);
+  const int V = m.cfg.vocab_size;
+  const std::vector<int32_t> prompt = test::random_tokens(prompt_len, V, 12);
+  KvCache cache = m.fwd.make_cache(96);
+  SequenceInput in;
+  in.set_causal(&cache, prompt, SequenceInput::Logits::None);
+  in.draft_context = true;
+  m.fwd.forward(in);
+  // The verified tree: pending token 5, its greedy child (verified), a wrong sibling, and a child under the
+  // greedy one that is wrong too: the path ends at row 1.
+  const int S = cache.size();
+  int32_t greedy_next;
+  {
+    KvCache probe = m.fwd.make_cache(96);
+    SequenceInput p;
+    p.set_causal(&probe, prompt, SequenceInput::Logits::None);
+    m.fwd.forward(p);
+    p.set_causal(&probe, std::vector<int32_t>{5}, SequenceInput::Logits::Last);
+    greedy_next = m.fwd.forward(p).greedy(0);
+  }
+  const std::vector<int32_t> toks = {5, greedy_next, (greedy_next + 1) % V, (greedy_next + 2) % V};
+  const std::vector<int32_t> parent = {-1, 0, 0, 1};
+  in.reset_rows(&cache, 4);
+  for (int i = 0; i < 4; i++) {
+    in.tokens[i] = toks[i];
+    in.positions[i] = S + (i == 0 ? 0 : i == 3 ? 2 : 1);
+    for (int a = i; a >= 0; a = parent[static_cast<size_t>(a)]) in.mask.set(i, a, true);
+    in.logit_rows.push_back(i);
+  }
+  in.verify_parent = parent;
+  in.draft_logits = true;
+  TreeGrowth& g = in.grow_tree;
+  // The estimate: about even at depth 1, then by the draft's probability, so a level's best children come from
+  // different parents (their ancestors' slots are tested); the floor of 10 nodes cuts the third level.
+  g.levels = 3, g.width = 3, g.beam = 2, g.max_nodes = 10, g.depths = 2, g.buckets = 4;
+  g.a = {0.5f, 0.5f, 0.5f, 0.5f, 0.0f, 0.0f, 0.0f, 0.0f};
+  g.b = {0.01f, 0.01f, 0.01f, 0.01f, 4.0f, 4.0f, 4.0f, 4.0f};
+  const uint64_t grown_before = m.fwd.trees_in_forward(), syncs_before = m.fwd.device_syncs().submissions;
+  const ForwardResult res = m.fwd.forward(in);
+  EXPECT_EQ(m.fwd.device_syncs().submissions - syncs_before, 1u);
+  EXPECT_EQ(m.fwd.trees_in_forward() - grown_before, 1u);
+  const int end = toks[3] == res.greedy(1) ? 3 : 1;  // (row 3 is wrong unless the model agrees by chance)
+  ASSERT_EQ(res.grown_tree(end == 3 ? 1 : 3), nullptr);
+  const GrownTree* grown = res.grown_tree(end);
+  ASSERT_NE(grown, nullptr);
+  const std::vector<GrownCandidate>& c = grown->candidates;
+  ASSERT_GE(c.size(), 3u);
+
+  // The rule, replayed: the first level is the verified row's draft guesses; each level's scores and choice.
+  std::vector<int32_t> ids(3);
+  std::vector<float> probs(3);
+  softmax_top_k(res.draft_logits(end), V, 3, ids.data(), probs.data());
+  std::vector<float> scores;
+  for (size_t i = 0; i < c.size(); i++) {
+    const float from = c[i].parent < 0 ? 1.0f : c[static_cast<size_t>(c[i].parent)].score;
+    EXPECT_EQ(c[i].score, growth_score(g, from, c[i].depth, c[i].prob)) << "candidate " << i;
+    if (i < 3) {
+      EXPECT_EQ(c[i].token, ids[i]);
+      EXPECT_NEAR(c[i].prob, probs[i], 1e-6f + 1e-5f * probs[i]);
+    }
+    scores.push_back(c[i].score);
+  }
+  size_t first = 0, next = 3;
+  bool cut = false;  // (by the floor: the table above makes the third level's scores fall below it)
+  for (int level = 1; level <= g.levels; level++) {
+    const float floor = growth_floor(std::span<const float>(scores).first(next), g.max_nodes);
+    const std::vector<int> chosen = growth_choice(std::span<const float>(scores).subspan(first, next - first), floor, g.beam);
+    for (size_t i = first; i < next; i++) {
+      const bool want = std::find(chosen.begin(), chosen.end(), static_cast<int>(i - first)) != chosen.end();
+      EXPECT_EQ(c[i].expanded, want) << "level " << level << " candidate " << i;
+    }
+    cut |= static_cast<int>(chosen.size()) < std::min<int>(g.beam, static_cast<int>(next - first));
+    first = next;
+    next += 3 * chosen.size();
+  }
+  EXPECT_EQ(next, c.size()) << "each expanded candidate's three guesses, and nothing more";
+  if (prompt_len == 9) EXPECT_TRUE(cut) << "the floor never cut a level: the test does not test it";
+
+  // Every expanded node's guesses again, a level a call through expand_tree, after the path is kept.
+  cache.keep(S, end == 3 ? std::vector<int32_t>{S, S + 1, S + 3} : std::vector<int32_t>{S, S + 1});
+  std::map<size_t, int> node_of;  // candidate -> expand_tree's node
+  for (int depth = 1; depth <= g.levels; depth++) {
+    std::vector<DraftNode> nodes;
+    std::vector<size_t> which;
+    for (size_t i = 0; i < c.size(); i++)
+      if (c[i].depth == depth && c[i].expanded) {
+        nodes.push_back({c[i].parent < 0 ? -1 : node_of.at(static_cast<size_t>(c[i].parent)), c[i].token});
+        which.push_back(i);
+      }
+    std::vector<DraftGuess> guesses(nodes.size() * 3);
+    const int base = static_cast<int>(node_of.size());
+    ASSERT_EQ(res.expand_tree(end, nodes, 3, guesses.data()), static_cast<int>(nodes.size()));
+    for (size_t j = 0; j < which.size(); j++) {
+      node_of[which[j]] = base + static_cast<int>(j);
+      size_t rank = 0;
+      for (size_t i = 0; i < c.size(); i++) {
+        if (c[i].parent != static_cast<int32_t>(which[j])) continue;
+        EXPECT_EQ(c[i].token, guesses[j * 3 + rank].token) << "child " << rank << " of candidate " << which[j];
+        EXPECT_EQ(std::memcmp(&c[i].prob, &guesses[j * 3 + rank].prob, 4), 0) << "child " << rank << " of candidate " << which[j];
+        EXPECT_EQ(c[i].rank, static_cast<int32_t>(rank));
+        rank++;
+      }
+      EXPECT_EQ(rank, 3u);
+    }
+  }
+  res.end_tree();
+}
+
+TEST(VulkanTree, ATreeGrownInTheForwardFollowsTheRuleAndMatchesExpandTree) {
+  JF_VULKAN_DEVICE(device);
+  expect_grown_tree_follows_the_rule(device, 9, 0);
+  expect_grown_tree_follows_the_rule(device, 60, 64);
 }
 
 }  // namespace

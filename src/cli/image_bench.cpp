@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "base/error.h"
 #include "base/mapped_file.h"
@@ -130,6 +131,7 @@ int run_image_bench(ImageBenchArgs& a) {
   const std::vector<std::string> captions = read_captions(captions_path, static_cast<size_t>(a.images));
   for (const Config& c : configs(a.blocks, a.deep_tree)) parse_decoder_spec(c.spec, DecoderOptions{}).validate(false);  // (bad --deep-tree)
   ImageModel m = open_image_model(a.model);
+  const std::optional<ImageData> data = a.data_dir.empty() ? std::nullopt : std::optional(read_image_data(m, a.data_dir));
   nlohmann::json report;
   report["model"] = a.model.model.path;
   report["guidance"] = a.model.guidance;
@@ -139,7 +141,7 @@ int run_image_bench(ImageBenchArgs& a) {
               captions.size(), static_cast<unsigned long long>(a.sampling.seed), a.model.model.path.c_str(),
               static_cast<double>(a.model.guidance), static_cast<double>(a.sampling.temperature), a.sampling.top_k);
   report["decoders"] = speed_table(m, a, captions);
-  if (!a.data_dir.empty()) report["perplexity"] = image_perplexity(m, a.data_dir);
+  if (data) report["perplexity"] = image_perplexity(m, *data);
   if (a.locality_images > 0) {
     ModelOptions text = a.model.model;
     text.path = a.text_model.empty() ? default_model_path() : a.text_model;

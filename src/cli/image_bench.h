@@ -8,9 +8,16 @@
 
 namespace jf::cli {
 
-// Image-token perplexity of DATA/heldout.txt under the model, beside a unigram model of DATA/train.txt's
-// colour tokens (add-one smoothed): how much the model knows beyond the colours' frequencies.
-nlohmann::json image_perplexity(ImageModel& m, const std::string& data_dir);
+// scripts/image_data.sh's DATA/train.txt and DATA/heldout.txt, tokenized and checked (read before anything is
+// measured, so bad data fails first).
+struct ImageData {
+  std::vector<std::vector<int32_t>> train, heldout;
+};
+ImageData read_image_data(const ImageModel& m, const std::string& data_dir);
+
+// Image-token perplexity of the held-out documents under the model, beside a unigram model of the training
+// documents' colour tokens (add-one smoothed): how much the model knows beyond the colours' frequencies.
+nlohmann::json image_perplexity(ImageModel& m, const ImageData& data);
 
 // The SJD-PAC paper's locality measurement: change one token of a sampled sequence (to another draw from its
 // position's distribution) and measure the total-variation distance of each later position's distribution,

@@ -120,7 +120,7 @@ double caption_information(ImageModel& m, const std::vector<std::vector<int32_t>
 
 }  // namespace
 
-nlohmann::json image_perplexity(ImageModel& m, const std::string& data_dir) {
+ImageData read_image_data(const ImageModel& m, const std::string& data_dir) {
   const Tokenizer& tok = *m.lm.tokenizer;
   auto docs = [&](const std::string& name) {
     std::ifstream in(data_dir + "/" + name);
@@ -130,27 +130,33 @@ nlohmann::json image_perplexity(ImageModel& m, const std::string& data_dir) {
       if (!line.empty()) out.push_back(tok.encode(line, true, false));
     return out;
   };
+  ImageData data{docs("train.txt"), docs("heldout.txt")};
+  size_t pixels = 0;
+  for (const auto& d : data.heldout)
+    for (size_t i = marker_at(m, d) + 1; i < d.size(); i++, pixels++)
+      if (!m.vocab.is_colour(d[i])) throw Error(data_dir + "/heldout.txt: a token that is not a colour inside an image");
+  if (pixels == 0) throw Error(data_dir + "/heldout.txt: no image tokens");
+  return data;
+}
+
+nlohmann::json image_perplexity(ImageModel& m, const ImageData& data) {
   std::vector<double> unigram(m.vocab.palette().size(), 1.0);  // add-one
   double total = static_cast<double>(unigram.size());
-  for (const auto& d : docs("train.txt"))
+  for (const auto& d : data.train)
     for (int32_t t : d)
       if (m.vocab.is_colour(t)) unigram[m.vocab.index_of(t)] += 1, total += 1;
   double nll = 0, nll_unigram = 0;
   int64_t n = 0;
-  for (const auto& d : docs("heldout.txt")) {
-    for (size_t i = marker_at(m, d) + 1; i < d.size(); i++) {
-      if (!m.vocab.is_colour(d[i])) throw Error(data_dir + "/heldout.txt: a token that is not a colour inside an image");
-      nll_unigram += -std::log(unigram[m.vocab.index_of(d[i])] / total);
-    }
+  for (const auto& d : data.heldout) {
+    for (size_t i = marker_at(m, d) + 1; i < d.size(); i++) nll_unigram += -std::log(unigram[m.vocab.index_of(d[i])] / total);
     const NllSum image = image_nll(m, d);
     nll += image.nll;
     n += image.count;
   }
-  if (n == 0) throw Error(data_dir + "/heldout.txt: no image tokens");
   const double ppl = std::exp(nll / n), ppl_unigram = std::exp(nll_unigram / n);
   std::printf("\n## Held-out image tokens: %lld; perplexity %.2f (unigram baseline %.2f; %.2f bits a pixel vs %.2f)\n",
               static_cast<long long>(n), ppl, ppl_unigram, nll / n / std::log(2.0), nll_unigram / n / std::log(2.0));
-  const double held = caption_information(m, docs("heldout.txt")), trained = caption_information(m, docs("train.txt"));
+  const double held = caption_information(m, data.heldout), trained = caption_information(m, data.train);
   std::printf("\n## What a caption tells about its image: %.1f nats an image held out, %.1f on training images "
               "(image NLL under another image's caption minus under its own)\n", held, trained);
   return {{"tokens", n}, {"perplexity", ppl}, {"unigram_perplexity", ppl_unigram}, {"caption_nats_heldout", held},

@@ -127,6 +127,8 @@ class DecodeContext {
   const float* draft_logits(int r);
   int expand_tree(int r, std::span<const DraftNode> nodes, int k, DraftGuess* out);
   void end_tree() { slot_.result.end_tree(); }
+  // The tree the last forward grew from logit row r when the input asked (ForwardResult::grown_tree).
+  const GrownTree* grown_tree(int r) const { return slot_.result.grown_tree(r); }
   // Seconds of draft work on the host since the last call: priced with the forward it drafted for.
   double take_draft_seconds() { return std::exchange(draft_seconds_, 0.0); }
   // Commits tokens in order, stopping at an end-of-generation token or the length limit; records how

@@ -39,6 +39,7 @@ DecodeLoop JacobiDecoder::decode_tree(DecodeContext& ctx) {
     in.reset_rows(&s.cache(), tree.size());
     tree.emit(in, S);
     in.draft_logits = layer;
+    if (layer && greedy) tree_.ask(in, opt_.tree.nodes);  // (the next tree: a GPU grows it in this forward)
     ctx.tag_rows(1, tree.size() - 1, RowRole::Draft);
     const ForwardResult out = co_await ctx.forward(in);
 

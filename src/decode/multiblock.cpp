@@ -220,6 +220,7 @@ DecodeLoop MultiblockDecoder::decode(DecodeContext& ctx) {
     if (!layer && model_drafts) ctx.count("forwards_without_draft_layer");
     in.draft_logits = layer && (M > 1 || shift > 0);
     in.chain_depth = in.draft_logits ? chain_depth : 0;  // (the next drafts' chain: a GPU runs it in this forward)
+    if (trees && in.draft_logits) tree_.ask(in, opt_.tree.nodes);  // (and the next tree)
     const ForwardResult out = co_await ctx.forward(in);  // (tree nodes' rows first)
     // Next drafts come from the draft head when the model has one; verification always from the model's own
     // rows. A draft layer's drafts are shifted (ForwardPass::draft_shift): the last verified row's replaces the

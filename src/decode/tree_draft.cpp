@@ -19,6 +19,18 @@ double AcceptanceCalibration::estimate(int depth, float prob) const {
   return (static_cast<double>(hit_[c]) + kPrior * prior) / (static_cast<double>(tried_[c]) + kPrior);
 }
 
+void AcceptanceCalibration::tables(TreeGrowth& g) const {
+  g.depths = kDepths, g.buckets = kBuckets;
+  g.a.resize(static_cast<size_t>(kDepths * kBuckets)), g.b.resize(g.a.size());
+  for (int d = 1; d <= kDepths; d++)
+    for (int b = 0; b < kBuckets; b++) {  // (hit + kPrior * prob) / (tried + kPrior)
+      const size_t c = cell(d, b), i = static_cast<size_t>((d - 1) * kBuckets + b);
+      const double n = static_cast<double>(tried_[c]) + kPrior;
+      g.a[i] = static_cast<float>(static_cast<double>(hit_[c]) / n);
+      g.b[i] = static_cast<float>(kPrior / n);
+    }
+}
+
 void AcceptanceCalibration::record(int depth, float prob, bool accepted) {
   const size_t c = cell(depth, bucket(prob));
   tried_[c]++;
@@ -106,8 +118,27 @@ double TreeDrafter::build(DecodeContext& ctx, int r, int max_nodes, const RowPri
   return expected;
 }
 
+void TreeDrafter::ask(SequenceInput& in, int max_nodes) const {
+  TreeGrowth& g = in.grow_tree;
+  g.levels = std::max(0, shape_.depth - 1), g.width = shape_.width, g.beam = shape_.beam, g.max_nodes = max_nodes;
+  calibration_.tables(g);
+}
+
+// The candidates a forward grew (TreeDrafter::ask), scored again in double by the calibration.
+void TreeDrafter::take_grown(const GrownTree& grown) {
+  for (const GrownCandidate& c : grown.candidates) {
+    const double parent = c.parent < 0 ? 1.0 : cands_[static_cast<size_t>(c.parent)].score;
+    cands_.push_back({c.parent, c.token, c.prob, parent * calibration_.estimate(c.depth, c.prob), c.depth, c.rank});
+  }
+}
+
 // Every candidate: the source row's guesses, then level by level the children of the level's best `beam`.
 void TreeDrafter::grow(DecodeContext& ctx, int r, int max_nodes, const RowPricer* price) {
+  if (const GrownTree* grown = ctx.grown_tree(r)) {
+    ctx.count("trees_grown_in_forward");
+    take_grown(*grown);
+    return;
+  }
   const float* lead = ctx.draft_logits(r);
   if (!lead) return;
   const int V = ctx.session().vocab_size(), K = std::min(shape_.width, V);

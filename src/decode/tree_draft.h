@@ -41,6 +41,8 @@ class AcceptanceCalibration {
   int64_t accepted(int depth, int bucket) const { return hit_[cell(depth, bucket)]; }
   static int bucket(float prob);
   static constexpr double kPrior = 2.0;
+  // The estimate as TreeGrowth's tables (a + prob * b per cell, the prior's pull included).
+  void tables(TreeGrowth& g) const;
 
  private:
   static size_t cell(int depth, int bucket) {
@@ -57,6 +59,10 @@ class TreeDrafter {
   // `max_nodes` nodes, cut to those that pay at `price` (null: all). On a backend without trees, the draft's
   // guesses for the first token with the layer's chain under the best. Returns the expected accepted tokens.
   double build(DecodeContext& ctx, int r, int max_nodes, const RowPricer* price, DraftTree& tree);
+  // Asks the forward `in` to grow the next tree up front (SequenceInput::grow_tree: on a GPU, inside the
+  // forward's submission) by this shape and the calibration so far; build() then takes its candidates when
+  // it grew from the row build() is given. Greedy verification only (the backend finds the verified row).
+  void ask(SequenceInput& in, int max_nodes) const;
   // After the tree last built was verified: learns which nodes were accepted, counts the accepted depth.
   void learn(DecodeContext& ctx, const DraftTree& tree, const Acceptance& acc);
   const AcceptanceCalibration& calibration() const { return calibration_; }
@@ -72,6 +78,7 @@ class TreeDrafter {
     int expanded = -1;  // its node in the model's tree (expand_tree's numbering)
   };
   void grow(DecodeContext& ctx, int r, int max_nodes, const RowPricer* price);
+  void take_grown(const GrownTree& grown);
   double least_paying(const RowPricer& price) const;
   int chain_fallback(DecodeContext& ctx, int r);
   int choose_count(const RowPricer* price, int available);

@@ -5,6 +5,8 @@
 #include <span>
 #include <vector>
 
+#include "model/tree_growth.h"
+
 namespace jf {
 
 class KvCache;
@@ -60,6 +62,10 @@ struct SequenceInput {
   // Reset by reset_rows and set_causal; needs draft_logits.
   int chain_depth = 0;
   std::vector<int32_t> verify_parent;
+  // A draft tree asked for up front (ForwardResult::grown_tree, model/tree_growth.h): grown from the same last
+  // verified row by the rule there, in the forward's own submission on a GPU. Reset by reset_rows and
+  // set_causal; needs draft_logits and verify_parent.
+  TreeGrowth grow_tree;
   // Run the model's draft layer on these rows although no draft logits are asked for: the prompt of a
   // decoder that drafts from the layer (its later drafts attend to these rows' keys and values). A forward
   // where no sequence sets this or draft_logits skips the draft layer: `ar` pays nothing for it.
@@ -71,6 +77,7 @@ struct SequenceInput {
     draft_logits = draft_context = false;
     chain_depth = 0;
     verify_parent.clear();
+    grow_tree.width = 0;
     tokens.assign(static_cast<size_t>(m), 0);
     positions.assign(static_cast<size_t>(m), 0);
     logit_rows.clear();
@@ -84,6 +91,7 @@ struct SequenceInput {
     draft_logits = draft_context = false;
     chain_depth = 0;
     verify_parent.clear();
+    grow_tree.width = 0;
     tokens.assign(toks.begin(), toks.end());
     positions.clear();
     mask.clear();

@@ -40,6 +40,8 @@ int ForwardResult::expand_tree(int r, std::span<const DraftNode> nodes, int k, D
   return nodes.empty() ? 0 : pass_->row_tree(at(r), nodes, k, out);
 }
 
+const GrownTree* ForwardResult::grown_tree(int r) const { return pass_->row_grown_tree(at(r)); }
+
 void ForwardResult::end_tree() const {
   if (pass_) pass_->end_row_tree();  // (whatever ran since: an open tree is dropped)
 }

@@ -72,6 +72,10 @@ class ForwardResult {
   // must come from an earlier call. Returns how many of `nodes` it expanded: fewer when the context is full,
   // 0 where the backend or model has no trees (the decoder then drafts a chain).
   int expand_tree(int r, std::span<const DraftNode> nodes, int k, DraftGuess* out) const;
+  // The tree the input asked for up front (SequenceInput::grow_tree) when it grew from row r (the row the
+  // backend found verified); null where none did (a backend that grows trees only when asked: the decoder
+  // then grows it with expand_tree).
+  const GrownTree* grown_tree(int r) const;
   // Drops the tree's virtual rows (their cache slots): before the next forward, which refuses to run with a tree
   // open.
   void end_tree() const;
@@ -148,6 +152,10 @@ class ForwardPass {
     return 0;
   }
   virtual void end_row_tree() {}
+  virtual const GrownTree* row_grown_tree(int r) {
+    (void)r;
+    return nullptr;
+  }
 
  private:
   friend class ForwardResult;

@@ -28,11 +28,7 @@ bool VulkanForward::plan_chains(std::span<SequenceInput* const> seqs) {
     const int nl = static_cast<int>(in.logit_rows.size());
     first_logit += nl;
     if (in.chain_depth <= 0 || !in.draft_logits || nl == 0 || nl > kChainTreeRows || chaining.size() >= kChainRows) continue;
-    JF_CHECK(!in.verify_parent.empty() && in.verify_parent[0] == -1 && in.verify_parent.size() <= static_cast<size_t>(nl),
-             "SequenceInput::verify_parent: logit row 0 must be the root (-1)");
-    for (size_t i = 1; i < in.verify_parent.size(); i++)
-      JF_CHECK(in.verify_parent[i] == -2 || (in.verify_parent[i] >= 0 && in.verify_parent[i] < static_cast<int32_t>(i)),
-               "SequenceInput::verify_parent: a parent must be an earlier logit row (or -2: not verified)");
+    check_verify_parent(in);
     chaining.push_back(s);
     chain_steps_ = std::max(chain_steps_, in.chain_depth);
   }
@@ -41,20 +37,33 @@ bool VulkanForward::plan_chains(std::span<SequenceInput* const> seqs) {
     if (seqs[s]->cache->capacity() - seqs[s]->cache->size() >= chain_steps_) fits.push_back(s);
   if (fits.empty()) return false;
   chain_rows_ = static_cast<int>(fits.size());
-  upload_chain_meta(seqs, fits, logit_first);
+  upload_walk_meta(*chain_meta_, seqs, fits, logit_first, 0, chain_of_logit_);
   upload_chain_steps(seqs, fits, logit_first);
   return true;
 }
 
-// chain_meta_: per chain its first logit row, logit rows, cache size before the forward and first angle-table
-// entry; per logit row its parent, token, slot, draft-layer row and draft-logit row (chain_plan.comp).
-void VulkanForward::upload_chain_meta(std::span<SequenceInput* const> seqs, const std::vector<size_t>& fits,
-                                      const std::vector<int>& logit_first) {
+void VulkanForward::check_verify_parent(const SequenceInput& in) {
+  const size_t nl = in.logit_rows.size();
+  JF_CHECK(!in.verify_parent.empty() && in.verify_parent[0] == -1 && in.verify_parent.size() <= nl,
+           "SequenceInput::verify_parent: logit row 0 must be the root (-1)");
+  for (size_t i = 1; i < in.verify_parent.size(); i++)
+    JF_CHECK(in.verify_parent[i] == -2 || (in.verify_parent[i] >= 0 && in.verify_parent[i] < static_cast<int32_t>(i)),
+             "SequenceInput::verify_parent: a parent must be an earlier logit row (or -2: not verified)");
+}
+
+// The table a plan kernel walks (chain_plan.comp, tree_plan.comp): per sequence its first logit row, logit rows,
+// cache size before the forward and first angle-table entry; then `ext` words per sequence (at meta.extra, for
+// the caller); then per logit row (at meta.info) its parent, token, slot, draft-layer row and draft-logit row.
+// Offsets depend on the sequence count alone (a replayed recording's push constants stay right).
+int32_t* VulkanForward::upload_walk_meta(Inputs& meta, std::span<SequenceInput* const> seqs, const std::vector<size_t>& fits,
+                                         const std::vector<int>& logit_first, uint32_t ext, std::vector<int32_t>& seq_of_logit) {
   const size_t nl = plan_.logit_src.size(), C = fits.size();
-  ensure_size(*ctx_, chain_meta_->arena, (4 * C + 5 * nl) * 4, Buffer::Kind::Host);
-  ensure_size(*ctx_, chain_meta_->device, chain_meta_->arena.size(), Buffer::Kind::Device);
-  chain_meta_->info = static_cast<uint32_t>(4 * C);  // (the per-row table's offset)
-  auto* m = static_cast<int32_t*>(chain_meta_->arena.mapped());
+  ensure_size(*ctx_, meta.arena, ((4 + ext) * C + 5 * nl) * 4, Buffer::Kind::Host);
+  ensure_size(*ctx_, meta.device, meta.arena.size(), Buffer::Kind::Device);
+  meta.extra = static_cast<uint32_t>(4 * C);
+  meta.info = static_cast<uint32_t>((4 + ext) * C);
+  seq_of_logit.assign(nl, -1);
+  auto* m = static_cast<int32_t*>(meta.arena.mapped());
   int table = 0;
   for (size_t c = 0; c < C; c++) {
     const SequenceInput& in = *seqs[fits[c]];
@@ -65,11 +74,27 @@ void VulkanForward::upload_chain_meta(std::span<SequenceInput* const> seqs, cons
     for (int i = 0; i < n; i++) {
       const size_t l = static_cast<size_t>(l0 + i);
       const int32_t src = plan_.logit_src[l], parent = static_cast<size_t>(i) < in.verify_parent.size() ? in.verify_parent[i] : -2;
-      int32_t* row = m + chain_meta_->info + 5 * l;
+      int32_t* row = m + meta.info + 5 * l;
       row[0] = parent >= 0 ? l0 + parent : parent;
       row[1] = plan_.rows[static_cast<size_t>(src)].token, row[2] = plan_.rows[static_cast<size_t>(src)].slot;
       row[3] = draft_rows_.place[static_cast<size_t>(src)], row[4] = draft_rows_.draft_logit[l];
-      chain_of_logit_[l] = static_cast<int32_t>(c);
+      seq_of_logit[l] = static_cast<int32_t>(c);
+    }
+  }
+  return m + meta.extra;
+}
+
+// Angle tables for the plan kernels: for every logit row of the sequences `fits`, in order, the RoPE angles
+// (cos, then sin) of its position + `ahead`.
+void VulkanForward::write_end_angles(std::span<SequenceInput* const> seqs, const std::vector<size_t>& fits,
+                                     const std::vector<int>& logit_first, int ahead, float* table) {
+  const int half = cfg_.rope_dim / 2;
+  for (size_t s : fits) {
+    const SequenceInput& in = *seqs[s];
+    const RopeTable rope = rope_table(cfg_, in.cache->capacity());
+    for (size_t i = 0; i < in.logit_rows.size(); i++, table += 2 * half) {
+      const int32_t src = plan_.logit_src[static_cast<size_t>(logit_first[s]) + i];
+      rope_angles(rope, cfg_.rope_dim, plan_.rows[static_cast<size_t>(src)].pos + ahead, table, table + half);
     }
   }
 }
@@ -95,20 +120,14 @@ void VulkanForward::upload_chain_steps(std::span<SequenceInput* const> seqs, con
       const int32_t begin = static_cast<int32_t>(p.slot_list.size());
       for (int k = 0; k < past; k++) p.slot_list.push_back(k);
       p.slot_list.insert(p.slot_list.end(), static_cast<size_t>(n + j + 1), -1);
-      p.rows.push_back(PlannedRow{cache, 0, 0, cache->size() + j, begin, begin + past, begin, begin + past});
+      // (the list's end is the plan kernel's; the host's row says how far it can reach: split attention's chunks)
+      const int32_t end = static_cast<int32_t>(p.slot_list.size());
+      p.rows.push_back(PlannedRow{cache, 0, 0, cache->size() + j, begin, end, begin, end});
     }
     in_ = chain_in_[static_cast<size_t>(j)].get();
     rows_ = &p;
     upload_inputs(static_cast<uint32_t>(2 * table_rows * half));
-    auto* table = static_cast<float*>(in_->arena.mapped()) + in_->extra;
-    for (size_t s : fits) {
-      const SequenceInput& in = *seqs[s];
-      const RopeTable rope = rope_table(cfg_, in.cache->capacity());
-      for (size_t i = 0; i < in.logit_rows.size(); i++, table += 2 * half) {
-        const int32_t src = plan_.logit_src[static_cast<size_t>(logit_first[s]) + i];
-        rope_angles(rope, cfg_.rope_dim, plan_.rows[static_cast<size_t>(src)].pos + 1 + j, table, table + half);
-      }
-    }
+    write_end_angles(seqs, fits, logit_first, 1 + j, static_cast<float*>(in_->arena.mapped()) + in_->extra);
   }
   rows_ = &plan_, in_ = main_in_.get();
   Activations& a = *chain_act_;

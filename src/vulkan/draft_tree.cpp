@@ -80,10 +80,7 @@ void VulkanForward::expand_tree_rows(std::span<const DraftNode> nodes, int k, Dr
     matmul(weights_->draft_output, a.xb.view(), m, a.head.view(), false);
     softcap(a.head.view(), uint64_t{m} * static_cast<uint64_t>(V));
     if (on_device) {
-      struct {
-        uint32_t n_rows, n, k, x_off, out_off;
-      } p{m, static_cast<uint32_t>(V), static_cast<uint32_t>(k), 0, 0};
-      rec_.dispatch(kernels_->get("top_k", 2), {a.head.view(), a.logits.view()}, p, m);
+      top_k(a.head.view(), m, static_cast<uint32_t>(k), a.logits.view(), 0);
     } else {
       rec_.copy(a.head.view(0, uint64_t{m} * static_cast<uint64_t>(V) * 4), a.logits.view(0, uint64_t{m} * static_cast<uint64_t>(V) * 4));
     }

@@ -41,6 +41,8 @@ VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const Mod
       chain_meta_(std::make_unique<Inputs>()),
       tree_act_(std::make_unique<Activations>()),
       tree_in_(std::make_unique<Inputs>()),
+      grow_meta_(std::make_unique<Inputs>()),
+      grow_act_(std::make_unique<Activations>()),
       draft_act_(std::make_unique<Activations>()),
       draft_in_(std::make_unique<Inputs>()),
       rec_(*ctx_),
@@ -465,6 +467,7 @@ void VulkanForward::grow_activations(Activations& a, int64_t n, bool draft_layer
 
 void VulkanForward::run(std::span<SequenceInput* const> seqs) {
   JF_CHECK(!tree_.open(), "a forward before the last draft tree's end_tree()");
+  grown_.clear();
   rows_ = &plan_, a_ = act_.get(), in_ = main_in_.get();
   plan_.build(cfg_, seqs);
   for (size_t s = 0; s + 1 < plan_.seq_first.size(); s++)  // every sequence's cache is this device's
@@ -502,11 +505,13 @@ void VulkanForward::run(std::span<SequenceInput* const> seqs) {
   }
 
   const bool chains = draft_layer && drafts && plan_chains(seqs);
+  const bool trees = draft_layer && drafts && plan_grown_trees(seqs);
   if (n_forwards_++ - fault_first_ < fault_count_)  // a device error where a submission would report one (tests)
     throw Error("Vulkan: device error (injected by JF_VULKAN_FAULT)");
   collect_stores(plan_);
-  submit(replay_, true, stores_, [&] { record_forward(draft_layer, drafts, chains); });
+  submit(replay_, true, stores_, [&] { record_forward(draft_layer, drafts, chains, trees); });
   if (chains) read_planned_chains();
+  if (trees) read_grown_trees();
   else chain_tokens_.clear(), chain_end_.clear();
   drafted_ = drafts;
   const uint64_t row_bytes = static_cast<uint64_t>(V) * 4;
@@ -519,7 +524,7 @@ void VulkanForward::run(std::span<SequenceInput* const> seqs) {
   }
 }
 
-void VulkanForward::record_forward(bool draft_layer, bool drafts, bool chains) {
+void VulkanForward::record_forward(bool draft_layer, bool drafts, bool chains, bool trees) {
   Activations& a = *a_;
   const int64_t n = static_cast<int64_t>(rows_->rows.size()), nl = static_cast<int64_t>(rows_->logit_src.size());
   Api& vk = api();
@@ -534,6 +539,10 @@ void VulkanForward::record_forward(bool draft_layer, bool drafts, bool chains) {
     stage_inputs(*chain_meta_);
     for (int j = 0; j < chain_steps_; j++) stage_inputs(*chain_in_[static_cast<size_t>(j)]);
   }
+  if (trees) {
+    stage_inputs(*grow_meta_);
+    for (int j = 0; j < growth_.levels; j++) stage_inputs(*grow_in_[static_cast<size_t>(j)]);
+  }
   const float embed_scale = cfg_.gemma() ? std::sqrt(static_cast<float>(cfg_.dim)) : 1.0f;
   get_rows(weights_->tok_embd, arena(), 0, u32(n), a.x.view(), embed_scale);
   for (int l = 0; l < cfg_.n_layers; l++) record_layer(l);
@@ -543,6 +552,7 @@ void VulkanForward::record_forward(bool draft_layer, bool drafts, bool chains) {
     record_head(weights_->draft_output, a.xb.view(), u32(nl), a.draft_logits_dev, a.draft_logits, a.draft_picks, draft_host_);
   }
   if (chains) record_planned_chains();
+  if (trees) record_grown_trees();
   if (timed) vk.vkCmdWriteTimestamp(rec_.cmd(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timer_, 1);
 }
 

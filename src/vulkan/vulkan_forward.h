@@ -75,6 +75,7 @@ class VulkanForward : public ForwardPass {
   // forward's submission (asked for up front), over every forward.
   uint64_t moved_caches() const { return moved_caches_; }
   uint64_t chains_in_forward() const { return chains_in_forward_; }
+  uint64_t trees_in_forward() const { return trees_in_forward_; }  // draft trees grown there (SequenceInput::grow_tree)
   // Dispatches and barriers of the model's first layer in the last forward recorded (a replayed one records
   // nothing): what a layer costs in launches and synchronisation.
   struct LayerCounts {
@@ -92,6 +93,7 @@ class VulkanForward : public ForwardPass {
   int row_chain(int r, int32_t first, int count, int32_t* out) override;  // draft_chain.cpp
   int row_tree(int r, std::span<const DraftNode> nodes, int k, DraftGuess* out) override;  // draft_tree.cpp
   void end_row_tree() override;
+  const GrownTree* row_grown_tree(int r) override;  // grown_trees.cpp
 
  private:
   struct Activations;
@@ -114,14 +116,25 @@ class VulkanForward : public ForwardPass {
   void record_draft_rows(bool drafts);
   // draft_chain.cpp: chains asked for up front, in the forward's submission; chains asked for later
   bool plan_chains(std::span<SequenceInput* const> seqs);
-  void upload_chain_meta(std::span<SequenceInput* const> seqs, const std::vector<size_t>& fits, const std::vector<int>& logit_first);
+  static void check_verify_parent(const SequenceInput& in);
+  int32_t* upload_walk_meta(Inputs& meta, std::span<SequenceInput* const> seqs, const std::vector<size_t>& fits,
+                            const std::vector<int>& logit_first, uint32_t ext, std::vector<int32_t>& seq_of_logit);
+  void write_end_angles(std::span<SequenceInput* const> seqs, const std::vector<size_t>& fits, const std::vector<int>& logit_first, int ahead,
+                        float* table);
   void upload_chain_steps(std::span<SequenceInput* const> seqs, const std::vector<size_t>& fits, const std::vector<int>& logit_first);
   void record_planned_chains();
   void read_planned_chains();
   int planned_chain(int logit_row, int32_t first, int count, int32_t* out);
   void record_chain_steps(int steps);
   void expand_tree_rows(std::span<const DraftNode> nodes, int k, DraftGuess* out);  // draft_tree.cpp
-  void record_forward(bool draft_layer, bool drafts, bool chains);
+  // grown_trees.cpp: trees asked for up front (SequenceInput::grow_tree), grown in the forward's submission
+  bool plan_grown_trees(std::span<SequenceInput* const> seqs);
+  void upload_grow_levels(std::span<SequenceInput* const> seqs, const std::vector<size_t>& fits, const std::vector<int>& logit_first);
+  void record_grown_trees();
+  void read_grown_trees();
+  uint32_t grow_state_stride() const;
+  void top_k(View x, uint32_t rows, uint32_t k, View out, uint32_t out_off);
+  void record_forward(bool draft_layer, bool drafts, bool chains, bool trees);
   void submit(ReplayCache& kept, bool profile, std::span<DeviceKvStore* const> stores, const std::function<void()>& record);
   void collect_stores(const RowPlan& plan);  // into stores_
   void choose_kernels();
@@ -166,6 +179,19 @@ class VulkanForward : public ForwardPass {
   RowPlan tree_plan_;
   std::unique_ptr<Activations> tree_act_;
   std::unique_ptr<Inputs> tree_in_;
+  // Trees asked for up front (grown_trees.cpp): the plan kernel's table, each level's pass (its arena), the
+  // plan's state (read back: the candidates), its gather indices, the first level's logits and every level's
+  // top guesses, the expanded rows' layer outputs; the shape every tree of the forward grows by; the trees.
+  std::unique_ptr<Inputs> grow_meta_;
+  std::vector<std::unique_ptr<Inputs>> grow_in_;
+  std::unique_ptr<Activations> grow_act_;
+  Buffer grow_state_, grow_gather_, grow_lead_, grow_topk_, grow_x_;
+  RowPlan grow_plan_;
+  TreeGrowth growth_;
+  std::vector<int32_t> tree_of_logit_;
+  std::vector<int> grow_first_logit_;  // [tree]
+  std::vector<GrownTree> grown_;
+  uint64_t trees_in_forward_ = 0;
   // The draft layer's rows (model/draft_rows.h) and their pass (draft_rows.cpp): those rows alone, in order.
   DraftRows draft_rows_;
   RowPlan draft_plan_;
