@@ -106,8 +106,10 @@ double TreeDrafter::build(DecodeContext& ctx, int r, int max_nodes, const RowPri
   order_.resize(kept);
   order_.resize(static_cast<size_t>(choose_count(price, static_cast<int>(kept))));
   double expected = 0.0;
+  sent_depth_ = 0;
   for (int c : order_) {
     const Candidate& cand = cands_[static_cast<size_t>(c)];
+    sent_depth_ = std::max(sent_depth_, cand.depth);
     node_of[static_cast<size_t>(c)] = tree.add(cand.parent < 0 ? 0 : node_of[static_cast<size_t>(cand.parent)], cand.token);
     node_prob_.push_back(cand.prob);
     node_rank_.push_back(cand.rank);
@@ -120,7 +122,10 @@ double TreeDrafter::build(DecodeContext& ctx, int r, int max_nodes, const RowPri
 
 void TreeDrafter::ask(SequenceInput& in, int max_nodes) const {
   TreeGrowth& g = in.grow_tree;
-  g.levels = std::max(0, shape_.depth - 1), g.width = shape_.width, g.beam = shape_.beam, g.max_nodes = max_nodes;
+  const int deepest = shape_.depth - 1;
+  g.levels = std::min(deepest, sent_depth_ < 0 ? deepest : std::max(1, sent_depth_));
+  if (g.levels < 1) return;  // (a tree of depth 1: the host takes the first guesses itself)
+  g.width = shape_.width, g.beam = shape_.beam, g.max_nodes = max_nodes;
   calibration_.tables(g);
 }
 

@@ -62,6 +62,8 @@ class TreeDrafter {
   // Asks the forward `in` to grow the next tree up front (SequenceInput::grow_tree: on a GPU, inside the
   // forward's submission) by this shape and the calibration so far; build() then takes its candidates when
   // it grew from the row build() is given. Greedy verification only (the backend finds the verified row).
+  // As deep as the last tree sent reached, plus one level (a backend grows every level it is asked for), and
+  // at least the first two: where the pricing sends nothing, the next tree still costs no submission of its own.
   void ask(SequenceInput& in, int max_nodes) const;
   // After the tree last built was verified: learns which nodes were accepted, counts the accepted depth.
   void learn(DecodeContext& ctx, const DraftTree& tree, const Acceptance& acc);
@@ -88,6 +90,7 @@ class TreeDrafter {
   std::vector<Candidate> cands_;
   std::vector<int> order_;               // candidates in the order sent
   std::vector<TokenGrammar::State> grammar_at_;  // (build: the grammar after each candidate's path)
+  int sent_depth_ = -1;                  // the deepest node of the tree last built (-1: none built yet)
   std::vector<float> node_prob_;         // [tree node] of the tree last built: its draft probability
   std::vector<int> node_rank_;           // [tree node]: Candidate::rank
   std::vector<DraftNode> nodes_;
