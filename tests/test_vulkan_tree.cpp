@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "kernels/ops.h"
@@ -273,6 +274,66 @@ TEST(VulkanTree, ATreeGrownInTheForwardFollowsTheRuleAndMatchesExpandTree) {
   JF_VULKAN_DEVICE(device);
   expect_grown_tree_follows_the_rule(device, 9, 0);
   expect_grown_tree_follows_the_rule(device, 60, 64);
+}
+
+// A server's forward: each sequence's tree grows beside the others' (their rows one pass a level) as it grows
+// alone, bit for bit; a sequence asking for another shape gets none (its decoder grows it level by level).
+TEST(VulkanTree, SequencesGrowTheirTreesInOneForwardAsAlone) {
+  JF_VULKAN_DEVICE(device);
+  DraftModel m(device, 13);
+  const int V = m.cfg.vocab_size;
+  TreeGrowth g;
+  g.levels = 2, g.width = 4, g.beam = 3, g.max_nodes = 12, g.depths = 1, g.buckets = 2;
+  g.a = {0.2f, 0.4f}, g.b = {0.7f, 0.5f};
+  struct Seq {
+    KvCache cache;
+    SequenceInput in;
+  };
+  // Sequences with prompts of 5 + 3i tokens, then one row each asking for a tree (`shape` for the last).
+  auto forward = [&](std::vector<int> which, const TreeGrowth& last_shape) {
+    std::vector<std::unique_ptr<Seq>> seqs;
+    std::vector<SequenceInput*> ins;
+    for (int i : which) {
+      auto s = std::make_unique<Seq>(Seq{m.fwd.make_cache(64), {}});
+      s->in.set_causal(&s->cache, test::random_tokens(5 + 3 * i, V, 20 + i), SequenceInput::Logits::None);
+      s->in.draft_context = true;
+      m.fwd.forward(s->in);
+      s->in.set_causal(&s->cache, std::vector<int32_t>{7 + i}, SequenceInput::Logits::Last);
+      s->in.verify_parent = {-1};
+      s->in.draft_logits = true;
+      ins.push_back(&s->in);
+      seqs.push_back(std::move(s));
+    }
+    for (size_t k = 0; k < ins.size(); k++) ins[k]->grow_tree = k + 1 == ins.size() ? last_shape : g;
+    const ForwardResult res = m.fwd.forward(std::span<SequenceInput* const>(ins));
+    std::vector<std::vector<GrownCandidate>> out;
+    for (size_t k = 0; k < ins.size(); k++) {
+      const GrownTree* t = res.grown_tree(static_cast<int>(k));
+      out.push_back(t ? t->candidates : std::vector<GrownCandidate>{});
+    }
+    return out;
+  };
+  auto same = [](const std::vector<GrownCandidate>& x, const std::vector<GrownCandidate>& y) {
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); i++)
+      if (x[i].token != y[i].token || x[i].parent != y[i].parent || x[i].expanded != y[i].expanded ||
+          std::memcmp(&x[i].prob, &y[i].prob, 4) != 0 || std::memcmp(&x[i].score, &y[i].score, 4) != 0)
+        return false;
+    return true;
+  };
+  const auto together = forward({0, 1, 2}, g);
+  ASSERT_EQ(together.size(), 3u);
+  for (int i = 0; i < 3; i++) {
+    const auto alone = forward({i}, g);
+    EXPECT_EQ(alone[0].size(), static_cast<size_t>(4 + 2 * 3 * 4)) << "sequence " << i;
+    EXPECT_TRUE(same(together[static_cast<size_t>(i)], alone[0])) << "sequence " << i << "'s tree beside the others";
+  }
+  EXPECT_FALSE(same(together[0], together[1]));  // (different prompts: different trees, or the check is empty)
+  TreeGrowth other = g;
+  other.beam = 2;
+  const auto mixed = forward({0, 1}, other);
+  EXPECT_TRUE(same(mixed[0], together[0]));
+  EXPECT_TRUE(mixed[1].empty()) << "a tree of another shape grew beside the first";
 }
 
 }  // namespace
