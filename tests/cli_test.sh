@@ -195,6 +195,22 @@ j, n = json.load(open(sys.argv[1])), int(sys.argv[2]) + 1
 assert j["contexts"] == n // 64 and j["tokens"] == (n // 64) * 31 and 1 < j["perplexity"] < 1000, (j, n)
 ' "$tmp/ppl.json" "$n_tok" && echo "ok   perplexity --llama-cpp chunks and scored tokens" ||
     { echo "FAIL perplexity --llama-cpp: $(cat "$tmp/ppl.json") (text tokens: $n_tok)"; fails=$((fails + 1)); }
+  # --doc-sep: each document scored on its own from BOS: the NLL of the whole is the sum of each line's alone.
+  printf 'Once upon a time, there was a dog.\nLily had a red ball.\nThe end.\n' >"$tmp/doc3.txt"
+  for i in 1 2 3; do printf "%s" "$(sed -n "${i}p" "$tmp/doc3.txt")" >"$tmp/doc_$i.txt"; "$jf" perplexity -m "$m" -f "$tmp/doc_$i.txt" --json >"$tmp/doc_$i.json" 2>/dev/null; done
+  "$jf" perplexity -m "$m" -f "$tmp/doc3.txt" --doc-sep '\n' --json >"$tmp/docs.json" 2>/dev/null &&
+    "$jf" perplexity -m "$m" -f "$tmp/doc3.txt" --json >"$tmp/stream.json" 2>/dev/null && python3 -c '
+import json, sys
+t = sys.argv[1]
+docs, stream = json.load(open(t + "/docs.json")), json.load(open(t + "/stream.json"))
+alone = [json.load(open(t + "/doc_%d.json" % i)) for i in (1, 2, 3)]
+nll = sum(a["mean_nll"] * a["tokens"] for a in alone)
+assert docs["tokens"] == sum(a["tokens"] for a in alone) and docs["contexts"] == 3, (docs, alone)
+assert abs(docs["mean_nll"] * docs["tokens"] - nll) < 1e-3 * nll, (docs, nll)
+assert abs(stream["mean_nll"] - docs["mean_nll"]) > 1e-3, (stream, docs)  # (one stream reads the lines as one text)
+' "$tmp" && echo "ok   perplexity --doc-sep: each document as if alone" ||
+    { echo "FAIL perplexity --doc-sep: $(cat "$tmp/docs.json") vs $(cat "$tmp/doc_1.json")"; fails=$((fails + 1)); }
+  check_error "perplexity --doc-sep with --llama-cpp" 1 "$jf" perplexity -m "$m" -f "$tmp/doc3.txt" --doc-sep '\n' --llama-cpp
   check_error "train bad consistency norm" 1 "$jf" train -m "$m" --consistency-norm sideways -o "$tmp/m.gguf"
   # jf train --doc-sep: a file cut into documents at blank lines.
   printf 'Once upon a time.\n\nLily had a ball.\n\n\n\nThe end.\n' >"$tmp/docs.txt"

@@ -327,6 +327,19 @@ void compile_rules(const RuleOptions& r, const Tokenizer& tok, LogitRulesSpec& s
   spec.validate(tok.n_vocab());
 }
 
+std::vector<std::string> split_documents(const std::vector<std::string>& files, const std::string& sep) {
+  std::vector<std::string> docs;
+  for (const std::string& f : files) {
+    for (size_t s = 0; s < f.size();) {
+      size_t e = f.find(sep, s);
+      if (e == std::string::npos) e = f.size();
+      if (e > s) docs.push_back(f.substr(s, e - s));
+      s = e + sep.size();
+    }
+  }
+  return docs;
+}
+
 std::string unescape_separator(const std::string& s) {
   std::string out;
   for (size_t i = 0; i < s.size(); i++) {

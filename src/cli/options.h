@@ -63,8 +63,10 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name = true
 std::vector<int32_t> read_ngram_corpus(const std::string& path, const Tokenizer& tok);
 
 // Backslash-n, backslash-t and a doubled backslash as the characters: a separator given on the command line
-// (jf train --doc-sep, jf sample --separator).
+// (jf train --doc-sep, jf perplexity --doc-sep, jf sample --separator).
 std::string unescape_separator(const std::string& s);
+// Texts -> documents cut at every occurrence of `sep` (empty pieces dropped).
+std::vector<std::string> split_documents(const std::vector<std::string>& files, const std::string& sep);
 // "a,b,,c" -> {"a", "b", "c"}: a comma-separated list of decoder specs or names.
 std::vector<std::string> split_list(const std::string& list);
 // Throws jf::Error when `path` (given with `flag`) cannot be written because its directory does not exist:

@@ -1,9 +1,11 @@
 // `jf perplexity`: mean next-token negative log-likelihood of a text under a model, in jf's windows (each
 // starts fresh with BOS) or in llama-perplexity's chunks (`--llama-cpp`), whose numbers compare with that
-// tool's. The cutting and the scoring are model/perplexity.h.
+// tool's; with --doc-sep, each document on its own (as jf train --doc-sep trains them). The cutting and the
+// scoring are model/perplexity.h.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -20,7 +22,7 @@ namespace {
 
 struct PplArgs {
   ModelOptions model;
-  std::string file;
+  std::string file, doc_sep;
   int window = 256;
   bool llama_cpp = false;
   bool json = false;
@@ -33,8 +35,14 @@ int run_perplexity(PplArgs& a) {
   const std::string text = read_text_file(a.file);
   const int chunk = a.model.context > 0 ? a.model.context : 512;
   std::vector<ScoredContext> contexts;
+  if (a.llama_cpp && !a.doc_sep.empty()) throw Error("--doc-sep scores documents apart; --llama-cpp scores one stream: give one");
   try {
-    if (a.llama_cpp) {
+    if (!a.doc_sep.empty()) {
+      for (const std::string& doc : split_documents({text}, unescape_separator(a.doc_sep))) {
+        std::vector<ScoredContext> w = jf_windows(tok.encode(doc, false, false), a.window, tok.bos());
+        std::move(w.begin(), w.end(), std::back_inserter(contexts));
+      }
+    } else if (a.llama_cpp) {
       const int32_t bos = tok.spec().add_bos ? tok.bos() : -1;
       contexts = llama_cpp_chunks(tok.encode(text, true, false), chunk, bos);
     } else {
@@ -82,6 +90,9 @@ Command add_perplexity_command(CLI::App& app) {
                 "Score as llama-perplexity does, to compare with its numbers: chunks of -c tokens (as its -c; default "
                 "512), each chunk's first token replaced by BOS, only the second half scored; needs 2 x -c tokens. "
                 "llama.cpp keeps an f16 KV cache by default: add --kv-type f16 for its numbers");
+  cmd->add_option("--doc-sep", a->doc_sep,
+                  "Score each document on its own, from BOS: the text cut at this separator (backslash-n is a newline), "
+                  "as jf train --doc-sep trains them; e.g. '\\n' for a document a line");
   cmd->add_flag("--json", a->json, "Print a JSON object");
   return [a] { return run_perplexity(*a); };
 }

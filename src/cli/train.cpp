@@ -69,20 +69,6 @@ ModelConfig parse_init(const std::string& spec, int vocab) {
 }
 
 
-// Files -> documents cut at every occurrence of `sep` (empty pieces dropped).
-std::vector<std::string> split_documents(const std::vector<std::string>& files, const std::string& sep) {
-  std::vector<std::string> docs;
-  for (const std::string& f : files) {
-    for (size_t s = 0; s < f.size();) {
-      size_t e = f.find(sep, s);
-      if (e == std::string::npos) e = f.size();
-      if (e > s) docs.push_back(f.substr(s, e - s));
-      s = e + sep.size();
-    }
-  }
-  return docs;
-}
-
 // Corpus -> tokens (documents separated by EOS) -> non-overlapping sequences of seq_len tokens.
 std::vector<std::vector<int32_t>> corpus_sequences(const TrainArgs& a, const Tokenizer& tok) {
   CorpusStats stats;
