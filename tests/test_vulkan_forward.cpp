@@ -308,15 +308,17 @@ TEST(VulkanForward, DraftChainMatchesTheCpuAndLeavesTheCacheAsItWas) {
 // verification keeps: in a tree whose second branch is verified two deep, the drafts a chain asked for
 // afterwards (a submission of its own) gives from that row, alone and beside another sequence; a chain from
 // another row is computed apart, and counted.
-TEST(VulkanForward, AChainAskedUpFrontRunsInTheForwardFromTheVerifiedRow) {
-  JF_VULKAN_DEVICE(device);
+// Also with attention in chunks of 64 slots after a prompt of P = 64: the path and chain slots past the chunk.
+void expect_up_front_chain_from_the_verified_row(int device, int P, uint32_t chunk) {
   DraftModel m(device, 3);
   vulkan::VulkanForward& f = m.fwd;
+  f.set_attention_chunk(chunk);
+  const int cap = P + 57;
   const int V = m.cfg.vocab_size;
-  const std::vector<int32_t> toks = test::random_tokens(8, V, 4), other = test::random_tokens(5, V, 6);
+  const std::vector<int32_t> toks = test::random_tokens(P + 1, V, 4), other = test::random_tokens(5, V, 6);
   std::vector<int32_t> greedy;  // the model's next two tokens after toks
   {
-    KvCache c = f.make_cache(64);
+    KvCache c = f.make_cache(cap);
     SequenceInput in;
     in.set_causal(&c, toks, SequenceInput::Logits::Last);
     greedy.push_back(f.forward(in).greedy(0));
@@ -324,17 +326,17 @@ TEST(VulkanForward, AChainAskedUpFrontRunsInTheForwardFromTheVerifiedRow) {
     greedy.push_back(f.forward(in).greedy(0));
   }
   // rows: the pending token, a wrong branch, then greedy[0], greedy[1] and a wrong token
-  const int32_t tree[5] = {toks[7], (greedy[0] + 1) % V, greedy[0], greedy[1], (greedy[1] + 3) % V};
+  const int32_t tree[5] = {toks[P], (greedy[0] + 1) % V, greedy[0], greedy[1], (greedy[1] + 3) % V};
   const int parent[5] = {-1, 0, 0, 2, 3};
   auto chain_on = [&](ForwardPass& f, bool up_front, bool batched, int from, uint64_t* fetches) {
-    KvCache c = f.make_cache(64), o = f.make_cache(64);
+    KvCache c = f.make_cache(cap), o = f.make_cache(cap);
     SequenceInput in, io;
-    in.set_causal(&c, std::span<const int32_t>(toks).first(7), SequenceInput::Logits::None);
+    in.set_causal(&c, std::span<const int32_t>(toks).first(static_cast<size_t>(P)), SequenceInput::Logits::None);
     in.draft_context = true;  // (the draft layer's keys and values of the prompt, which the chain attends to)
     f.forward(in);
     in.reset_rows(&c, 5);
     for (int i = 0; i < 5; i++) {
-      in.tokens[i] = tree[i], in.positions[i] = 7 + (i == 0 ? 0 : i < 3 ? 1 : i - 1);
+      in.tokens[i] = tree[i], in.positions[i] = P + (i == 0 ? 0 : i < 3 ? 1 : i - 1);
       for (int a = i; a >= 0; a = parent[a]) in.mask.set(i, a);
       in.logit_rows.push_back(i);
       in.verify_parent.push_back(parent[i]);
@@ -346,8 +348,8 @@ TEST(VulkanForward, AChainAskedUpFrontRunsInTheForwardFromTheVerifiedRow) {
     SequenceInput* both[] = {&io, &in};
     const ForwardResult all = batched ? f.forward(std::span<SequenceInput* const>(both, 2)) : f.forward(in);
     const ForwardResult res = batched ? all.slice(1, 5) : all;
-    const std::vector<int32_t> kept = from == 3 ? std::vector<int32_t>{7, 9, 10} : std::vector<int32_t>{7};
-    c.keep(7, kept);
+    const std::vector<int32_t> kept = from == 3 ? std::vector<int32_t>{P, P + 2, P + 3} : std::vector<int32_t>{P};
+    c.keep(P, kept);
     const uint64_t before = f.device_syncs().extra_fetches;
     std::vector<int32_t> drafts(3, -1);
     EXPECT_EQ(3, res.chain(from, res.draft_greedy(from), 3, drafts.data()));
@@ -359,7 +361,7 @@ TEST(VulkanForward, AChainAskedUpFrontRunsInTheForwardFromTheVerifiedRow) {
   const std::vector<int32_t> want = chain(false, false, 3, &fetches);
   EXPECT_EQ(fetches, 1u);  // not asked for: a submission of its own
   uint64_t cpu_fetches = 0;
-  EXPECT_EQ(want, chain_on(m.cpu, false, false, 3, &cpu_fetches));  // (the CPU's chain from the same row)
+  if (chunk == 0) EXPECT_EQ(want, chain_on(m.cpu, false, false, 3, &cpu_fetches));  // (the CPU's chain from the same row)
   const uint64_t in_forward = f.chains_in_forward();
   EXPECT_EQ(chain(true, false, 3, &fetches), want);
   EXPECT_EQ(fetches, 0u);
@@ -368,6 +370,12 @@ TEST(VulkanForward, AChainAskedUpFrontRunsInTheForwardFromTheVerifiedRow) {
   EXPECT_EQ(f.chains_in_forward() - in_forward, 2u);
   chain(true, false, 0, &fetches);  // the root is not the verified row: computed apart
   EXPECT_EQ(fetches, 1u);
+}
+
+TEST(VulkanForward, AChainAskedUpFrontRunsInTheForwardFromTheVerifiedRow) {
+  JF_VULKAN_DEVICE(device);
+  expect_up_front_chain_from_the_verified_row(device, 7, 0);
+  expect_up_front_chain_from_the_verified_row(device, 64, 64);
 }
 
 // Draft chains are kept and replayed like forwards: the chains after each step of a decode give the drafts
