@@ -160,6 +160,8 @@ PY
   check_error "bad spawn init" 2 "$jf" generate -m "$m" --decoder multiblock --spawn-init clone
   check_error "pac-tree without K" 2 "$jf" generate -m "$m" --decoder sjd --temp 1 --pac-tree 3
   check_error "pac-tree width 0" 1 "$jf" generate -m "$m" --decoder sjd --temp 1 --pac-tree 3,0
+  check_error "pac-guess without a tree" 1 "$jf" generate -m "$m" --decoder sjd --temp 1 --pac-guess 4
+  check_error "pac-guess run too long" 2 "$jf" generate -m "$m" --decoder sjd --temp 1 --pac-tree 3,4 --pac-guess 65
   check_error "fastcot with sampling" 1 "$jf" generate -m "$m" --decoder fastcot --temp 0.8
   check_error "fastcot negative iterations" 1 "$jf" generate -m "$m" --decoder fastcot --fastcot-iters -1
   check_error "pac-continue on jacobi" 1 "$jf" generate -m "$m" --decoder jacobi --pac-continue

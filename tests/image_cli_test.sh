@@ -110,11 +110,13 @@ d = sys.argv[1]
 r = json.load(open(d + "/image-bench.json"))
 names = [x["decoder"] for x in r["decoders"]]
 assert names == ["ar", "SJD L=32", "SJD + PD L=32", "SJD + AC L=32", "SJD-PAC L=32", "SJD-PAC + repeat guess L=32",
-                 "SJD-PAC + repeat guess, tree 32x8 L=32"], names
+                 "SJD-PAC + repeat run L=32", "SJD-PAC + repeat guess, tree 32x8 L=32", "SJD-PAC + repeat run, tree 32x8 L=32"], names
 for x in r["decoders"]:
     assert x["tokens"] == 512 and sum(k * n for k, n in enumerate(x["histogram"])) == 512, x
-pac, deep = r["decoders"][-2], r["decoders"][-1]
+pac, run, deep, deep_run = r["decoders"][5:]
 assert pac["step_compression"] > 1.5 and pac["counters"]["pac_kept"] > 0, pac
+assert run["counters"]["pac_run_kept"] > 0 and deep_run["counters"]["pac_run_kept"] > 0, run
+assert "pac_run_kept" not in pac["counters"], pac
 assert deep["rows_per_forward"] > 3 * pac["rows_per_forward"] and deep["step_compression"] > 1.5, deep
 loc = r["locality"]
 assert len(loc["image_tv"]) == 48 and loc["image_changes"] > 0 and loc["text_changes"] > 0, loc
@@ -122,8 +124,22 @@ assert all(0 <= v <= 1 for v in loc["image_tv"] + loc["text_tv"])
 for f in ["locality.svg", "accept-sjd-l-32.svg", "accept-sjd-pac-l-32.svg", "accept-sjd-pac-repeat-guess-l-32.svg"]:
     assert open(os.path.join(d, f)).read().startswith("<svg"), f
 PY
-then ok "image-bench: six decoders' histograms add up to the 512 tokens, the deep tree's rows, locality curves, charts"
+then ok "image-bench: eight decoders' histograms add up to the 512 tokens, the runs' guesses kept, the deep tree's rows, locality curves, charts"
 else fail "image-bench: $(tail -3 "$tmp/err")"; fi
+
+specs="sjd:block=8:draft-policy=fixed,sjd:block=8:draft-policy=fixed:pac-tree=3x4:pac-guess=8"
+if "$jf" image-bench -m "$model" --captions <(printf 'red heart\n') --images 1 --decoders "$specs" --locality-images 0 -t 2 \
+     -o "$tmp/bench2" >/dev/null 2>"$tmp/err" && python3 - "$tmp/bench2" "$specs" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1] + "/image-bench.json"))
+assert [x["spec"] for x in r["decoders"]] == ["ar"] + sys.argv[2].split(","), r["decoders"]
+PY
+then ok "image-bench --decoders: ar and the two specs given, nothing else"
+else fail "image-bench --decoders: $(tail -3 "$tmp/err")"; fi
+"$jf" image-bench -m "$model" --captions <(printf 'red heart\n') --decoders "sjd:pac-guess=2" >"$tmp/out" 2>"$tmp/err"
+if [ $? -eq 1 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "^jf: error: pac-guess" "$tmp/err"
+then ok "image-bench --decoders: a bad spec refused before anything is measured: $(cat "$tmp/err")"
+else fail "image-bench --decoders: a bad spec: $(cat "$tmp/err")"; fi
 
 # Held-out perplexity and what a caption tells about its image, on a data directory of white images (the
 # shipped palette has white); a word inside an image is refused.
@@ -159,7 +175,7 @@ if "$jf" imagine -m "$model" "red heart" --decoder ar -o "$tmp/plain.png" 2>/dev
    ! cmp -s "$tmp/plain.png" "$tmp/guided.png" &&
    "$jf" image-bench -m "$model" --captions <(printf 'red heart\n') --images 1 --blocks 8 --deep-tree '' --cfg 2 \
      --locality-images 0 -t 2 >"$tmp/guided.md" 2>"$tmp/err" && grep -q "guidance 2," "$tmp/guided.md" &&
-   [ "$(grep -c '^| SJD' "$tmp/guided.md")" -eq 5 ]
+   [ "$(grep -c '^| SJD' "$tmp/guided.md")" -eq 6 ]
 then ok "guidance: --cfg 2 changes the image; image-bench runs guided, without the deep tree row"
 else fail "guidance: $(tail -3 "$tmp/err")"; fi
 check_error "imagine: negative guidance" "$jf" imagine -m "$model" "red heart" --cfg -1 -o "$tmp/x.png"

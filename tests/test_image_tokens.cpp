@@ -466,7 +466,7 @@ SamplingParams temperature1(int top_k) {
   return sp;
 }
 
-SjdOptions sjd_options(bool continuation, bool tree, bool repeat_guess = false) {
+SjdOptions sjd_options(bool continuation, bool tree, int repeat_guess = 0) {
   SjdOptions o;
   o.block = 32;
   o.adaptive = false;  // the whole draft verified each forward: the statistics need drafts
@@ -485,7 +485,7 @@ Verdict run_and_report(Decoder& d, const std::string& name, const SamplingParams
   std::printf("  %-22s chi2 pooled %.1f by id, %.1f by probability; worst %.1f (%s), p = %.3g; %d impossible "
               "tokens; %.2f tokens a forward, %.1f s", name.c_str(), v.pooled_chi2[0], v.pooled_chi2[1], v.worst_chi2,
               v.where.c_str(), v.worst_p, v.impossible, s.tpf(), s.seconds);
-  for (const char* c : {"pac_kept", "pac_branch_wins"})
+  for (const char* c : {"pac_kept", "pac_branch_wins", "pac_run_kept"})
     if (s.counters.count(c)) std::printf(", %s %lld", c, static_cast<long long>(s.counter(c)));
   std::printf("\n");
   if (sample) *sample = s;
@@ -532,7 +532,8 @@ TEST(SjdOnImages, SjdAndSjdPacDrawEveryPositionFromTheModel) {
                               {"sjd + tree 3,4", sjd_options(false, true), 0},
                               {"sjd-pac", sjd_options(true, true), 0},
                               {"sjd-pac, top-k 32", sjd_options(true, true), 32},
-                              {"sjd-pac + repeat guess", sjd_options(true, true, true), 0}};
+                              {"sjd-pac + repeat guess", sjd_options(true, true, 1), 0},
+                              {"sjd-pac + repeat run 23", sjd_options(true, true, 23), 0}};
   for (const Variant& var : variants) {
     SjdDecoder d(var.o);
     Sample s;
@@ -543,18 +544,22 @@ TEST(SjdOnImages, SjdAndSjdPacDrawEveryPositionFromTheModel) {
       EXPECT_GT(s.counter("pac_kept"), kRuns) << var.name;
       EXPECT_GT(s.counter("pac_branch_wins"), kRuns / 10) << var.name;
     }
+    if (var.o.pac_repeat_guess >= 2) {
+      EXPECT_GT(s.counter("pac_run_kept"), kRuns) << var.name;  // the run's guesses won
+    }
   }
 }
 
-// Both deliberately broken verifiers fail, far past the threshold.
+// The deliberately broken verifiers fail, far past the threshold.
 TEST(SjdOnImages, BrokenVerifiersFail) {
-  for (int mutant = 0; mutant < 2; mutant++) {
-    SjdOptions o = sjd_options(true, true);
-    (mutant == 0 ? o.accept_all_for_testing : o.wrong_q_row_for_testing) = true;
+  const char* names[] = {"accept-all (sjd-pac)", "wrong-q-row (sjd-pac)", "run guess as a draw (run 23)"};
+  for (int mutant = 0; mutant < 3; mutant++) {
+    SjdOptions o = sjd_options(true, true, mutant == 2 ? 23 : 0);
+    (mutant == 0 ? o.accept_all_for_testing : mutant == 1 ? o.wrong_q_row_for_testing : o.run_guess_as_draw_for_testing) = true;
     SjdDecoder d(o);
-    const Verdict v = run_and_report(d, mutant == 0 ? "accept-all (sjd-pac)" : "wrong-q-row (sjd-pac)", temperature1(0));
-    EXPECT_LT(v.worst_p, kAlpha) << "mutant " << mutant << " not detected";
-    // accept-all commits its first draft, context guesses the colour rule bans; wrong-q-row only colours
+    const Verdict v = run_and_report(d, names[mutant], temperature1(0));
+    EXPECT_LT(v.worst_p, kAlpha) << names[mutant] << " not detected";
+    // accept-all commits its first draft, context guesses the colour rule bans; the others only colours
     if (mutant == 0) {
       EXPECT_GT(v.impossible, kRuns);
     } else {

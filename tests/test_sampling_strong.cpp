@@ -340,12 +340,13 @@ TEST_P(SjdDeep, EveryPositionOfASixTokenGenerationHasTheModelsConditional) {
       const char* name;
       bool cont;
       int depth, width;
-      bool guess = false;
+      int guess = 0;  // pac-guess: 1, or a run of N
     };
     for (const Variant& v : {Variant{"sjd", false, 0, 1}, Variant{"sjd --pac-continue", true, 0, 1},
                              Variant{"sjd --pac-tree 3,4", false, 3, 4}, Variant{"sjd --pac-tree 3,4 --pac-continue", true, 3, 4},
-                             Variant{"sjd pac-tree 3x4 pac-continue pac-guess", true, 3, 4, true},
-                             Variant{"sjd pac-tree 3x1 pac-guess", false, 3, 1, true}}) {
+                             Variant{"sjd pac-tree 3x4 pac-continue pac-guess", true, 3, 4, 1},
+                             Variant{"sjd pac-tree 3x1 pac-guess", false, 3, 1, 1},
+                             Variant{"sjd pac-tree 3x4 pac-continue pac-guess=3", true, 3, 4, 3}}) {
       SjdOptions o;
       o.adaptive = false;  // every draft token verified: the statistics need drafts
       o.block = 4, o.pac_continue = v.cont, o.pac_tree_depth = v.depth, o.pac_tree_width = v.width;

@@ -27,6 +27,7 @@ struct ImageBenchArgs {
   std::string captions_file, data_dir, text_model, out_dir;
   std::vector<int> blocks = {32, 64};
   std::string deep_tree = "32x8";  // one more SJD-PAC row with this PD tree (empty: none)
+  std::vector<std::string> decoders;  // measured beside ar instead of the standard rows (empty: those)
   int images = 16;
   int locality_images = 8;
   SamplingParams sampling;
@@ -40,8 +41,10 @@ struct Config {
   std::string label, spec;
 };
 
-std::vector<Config> configs(const std::vector<int>& blocks, const std::string& deep_tree) {
+std::vector<Config> configs(const std::vector<int>& blocks, const std::string& deep_tree, const std::vector<std::string>& decoders) {
   std::vector<Config> out = {{"ar", "ar"}};
+  for (const std::string& spec : decoders) out.push_back({spec, spec});
+  if (!decoders.empty()) return out;
   for (int L : blocks) {
     const std::string sjd = "sjd:block=" + std::to_string(L) + ":draft-policy=fixed";
     const std::string at = " L=" + std::to_string(L);
@@ -50,8 +53,12 @@ std::vector<Config> configs(const std::vector<int>& blocks, const std::string& d
     out.push_back({"SJD + AC" + at, sjd + ":pac-continue=1"});
     out.push_back({"SJD-PAC" + at, sjd + ":pac-continue=1:pac-tree=3x4"});
     out.push_back({"SJD-PAC + repeat guess" + at, sjd + ":pac-continue=1:pac-tree=3x4:pac-guess=1"});
-    if (!deep_tree.empty())
+    const std::string run = ":pac-guess=" + std::to_string(std::min(L, 64));  // the guess repeated as a run, as long as the draft
+    out.push_back({"SJD-PAC + repeat run" + at, sjd + ":pac-continue=1:pac-tree=3x4" + run});
+    if (!deep_tree.empty()) {
       out.push_back({"SJD-PAC + repeat guess, tree " + deep_tree + at, sjd + ":pac-continue=1:pac-tree=" + deep_tree + ":pac-guess=1"});
+      out.push_back({"SJD-PAC + repeat run, tree " + deep_tree + at, sjd + ":pac-continue=1:pac-tree=" + deep_tree + run});
+    }
   }
   return out;
 }
@@ -87,7 +94,7 @@ std::string histogram_svg(const std::string& title, const Totals& t) {
 
 nlohmann::json speed_table(ImageModel& m, const ImageBenchArgs& a, const std::vector<std::string>& captions) {
   nlohmann::json rows = nlohmann::json::array();
-  std::vector<Config> cs = configs(a.blocks, a.deep_tree);
+  std::vector<Config> cs = configs(a.blocks, a.deep_tree, a.decoders);
   double ar_seconds_per_token = 0;
   std::printf("| decoder | step compression | single-token forwards | rows a forward | wall-clock speedup | tokens/s | pac kept | branch wins |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
@@ -129,7 +136,10 @@ int run_image_bench(ImageBenchArgs& a) {
   if (a.captions_file.empty() && a.data_dir.empty()) throw Error("give --captions FILE or --data DIR (scripts/image_data.sh's output)");
   const std::string captions_path = a.captions_file.empty() ? a.data_dir + "/heldout_captions.txt" : a.captions_file;
   const std::vector<std::string> captions = read_captions(captions_path, static_cast<size_t>(a.images));
-  for (const Config& c : configs(a.blocks, a.deep_tree)) parse_decoder_spec(c.spec, DecoderOptions{}).validate(false);  // (bad --deep-tree)
+  for (const Config& c : configs(a.blocks, a.deep_tree, a.decoders)) {  // (a bad --deep-tree or --decoders spec)
+    const DecoderOptions o = parse_decoder_spec(c.spec, DecoderOptions{});
+    o.validate(false);
+  }
   ImageModel m = open_image_model(a.model);
   const std::optional<ImageData> data = a.data_dir.empty() ? std::nullopt : std::optional(read_image_data(m, a.data_dir));
   nlohmann::json report;
@@ -170,6 +180,10 @@ Command add_image_bench_command(CLI::App& app) {
   cmd->add_option("--deep-tree", a->deep_tree,
                   "One more row: SJD-PAC with the repeat guess and this proactive-drafting tree, DEPTHxWIDTH (default 32x8; "
                   "'' = none; the paper's is 3x4)");
+  cmd->add_option("--decoders", a->decoders,
+                  "Measure these decoder specs beside ar instead of the standard rows (e.g. "
+                  "sjd:block=32:draft-policy=fixed:pac-continue=1:pac-tree=32x8:pac-guess=32)")
+      ->delimiter(',');
   cmd->add_option("--text-model", a->text_model, "Text model for the locality curve's text side (default: the default model)");
   cmd->add_option("-o,--output", a->out_dir, "Directory for image-bench.json and the SVG charts");
   add_sampling_options(cmd, a->sampling);

@@ -159,6 +159,11 @@ void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
          "sjd: SJD-PAC proactive drafting: after a rejection, draft a tree of K first tokens (without replacement) "
          "each D deep, verified by recursive rejection sampling (lossless) (D,K; default 3,4 when given bare)")
       ->expected(0, 1);
+  app->add_option("--pac-guess", d.pac_repeat_guess,
+                  "sjd, with --pac-tree: after a rejection, first try its replacement token repeated (1), or repeated as "
+                  "a run of N tokens with a sampled candidate beside each (N >= 2; for images, the draft's length) "
+                  "(lossless; default 0 = off)")
+      ->check(CLI::Range(0, 64));
   app->add_option("--fastcot-iters", d.fastcot_iterations,
                   "fastcot (APPROXIMATE): Jacobi forwards of rationale before the answer trigger (default 32)");
   app->add_option("--answer-trigger", d.answer_trigger,

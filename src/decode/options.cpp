@@ -125,8 +125,8 @@ DecoderOptions parse_decoder_spec(const std::string& spec, const DecoderOptions&
       if (v != "0" && v != "1") throw Error("pac-continue must be 0 or 1, got '" + v + "'");
       o.pac_continue = v == "1";
     } else if (k == "pac-guess") {
-      if (v != "0" && v != "1") throw Error("pac-guess must be 0 or 1, got '" + v + "'");
-      o.pac_repeat_guess = v == "1";
+      o.pac_repeat_guess = to_int(k, v);
+      if (o.pac_repeat_guess < 0 || o.pac_repeat_guess > 64) throw Error("pac-guess must be between 0 and 64, got '" + v + "'");
     } else if (k == "pac-tree") {
       parse_pac_tree(v, &o.pac_tree_depth, &o.pac_tree_width);
     } else if (k == "draft-head") {
@@ -160,7 +160,7 @@ std::unique_ptr<Decoder> make_decoder(const DecoderOptions& o) {
     return std::make_unique<MultiblockDecoder>(
         MultiblockOptions{o.block, o.max_blocks, o.spawn_ratio, o.pool, o.init, o.draft_seed, o.spawn_copy, o.draft_adaptive, o.draft_head,
                           o.draft_chain, TreeShape{o.tree_nodes, o.tree_depth, o.tree_width, o.tree_beam}});
-  if (o.name == "sjd") return std::make_unique<SjdDecoder>(SjdOptions{o.block, o.init, o.draft_seed, false, false, o.pac_continue,
+  if (o.name == "sjd") return std::make_unique<SjdDecoder>(SjdOptions{o.block, o.init, o.draft_seed, false, false, false, o.pac_continue,
                                                                 o.pac_tree_depth, o.pac_tree_width, o.draft_adaptive,
                                                                 o.pac_repeat_guess});
   if (o.name == "fastcot")

@@ -53,8 +53,8 @@ struct DecoderOptions {
   bool spawn_copy = true;
   // sjd: SJD-PAC's adaptive continuation (decode/sjd.h)
   bool pac_continue = false;
-  int pac_tree_depth = 0, pac_tree_width = 1;
-  bool pac_repeat_guess = false;  // sjd: the proactive tree also tries the replacement token repeated (SjdOptions)  // sjd: SJD-PAC's proactive drafting tree, D and K (0 = off)  // multiblock: spawned blocks copy the real-active draft tail (false: predict + guesses)
+  int pac_tree_depth = 0, pac_tree_width = 1;  // sjd: SJD-PAC's proactive drafting tree, D and K (0 = off)
+  int pac_repeat_guess = 0;  // sjd: the tree also tries the replacement token repeated (N >= 2: as a run of N; SjdOptions)
 
   // fastcot (approximate): rationale forwards before the answer trigger; the trigger text (the CLI tokenizes
   // it into trigger_tokens); the window is `block`

@@ -48,6 +48,82 @@ void add_repeat_guess(int32_t g, const std::vector<std::vector<float>>& next_q, 
   *led = true;
 }
 
+// q without g, normalised (empty when q has no mass outside g).
+std::vector<float> without(const std::vector<float>& q, int32_t g) {
+  std::vector<float> r = q;
+  r[g] = 0.0f;
+  double mass = 0;
+  for (float w : r) mass += w;
+  if (mass <= 0) return {};
+  for (float& w : r) w = static_cast<float>(w / mass);
+  return r;
+}
+
+// The run's length: the repeat guess g = draft[0] repeated, up to `limit` tokens and while the draft's tokens
+// have distributions (a sampled candidate from each stands beside the run's g); 0 when under 2. The draft's
+// second token becomes its sibling at position 1: redrawn without g when it is g (it is then only verified
+// beside g, never alone).
+int run_length(int limit, std::vector<int32_t>& draft, const std::vector<std::vector<float>>& q, int sent, Sampler& sampler) {
+  const int32_t g = draft[0];
+  int run = 1;
+  while (run < std::min(limit, sent) && !q[static_cast<size_t>(run)].empty()) run++;
+  if (run < 2) return 0;
+  std::vector<float> rest = without(q[1], g);
+  if (rest.empty()) return 0;
+  if (draft[1] == g) draft[1] = draw_dense(rest, sampler.coin());
+  return run;
+}
+
+// The run as a path (g `run` times, every one a guess) and, beside its token at each position j >= 2, a
+// candidate drawn from q[j] without g (a leaf: the run ending there).
+void add_run(int run, int sent, const std::vector<int32_t>& draft, const std::vector<std::vector<float>>& q, int room, DraftTree& tree,
+             std::vector<std::vector<int>>& paths, std::vector<int>& guesses, std::vector<int>& excluded, Sampler& sampler) {
+  const int32_t g = draft[0];
+  std::vector<int32_t> tokens(static_cast<size_t>(run), g);
+  tokens.insert(tokens.end(), draft.begin() + run, draft.begin() + sent);  // then the draft's own tokens
+  if (tree.size() + sent - 1 > room) return;
+  paths.push_back(tree.add_chain(0, tokens));
+  guesses.push_back(run), excluded.push_back(0);
+  for (int j = 2; j < run && tree.size() < room; j++) {
+    const std::vector<float> rest = without(q[static_cast<size_t>(j)], g);
+    if (rest.empty()) continue;
+    tokens.resize(static_cast<size_t>(j));
+    tokens.push_back(draw_dense(rest, sampler.coin()));
+    paths.push_back(tree.add_chain(0, tokens));
+    guesses.push_back(j), excluded.push_back(1);
+  }
+}
+
+// The children of `node` (at position d) over the paths, into `out`: a guess first (returns whether there is
+// one), then the sampled tokens in the order drawn (the paths' order).
+bool children(const std::vector<std::vector<int>>& paths, const std::vector<int>& guesses, int node, int d, std::vector<int>& out) {
+  out.clear();
+  bool guess = false;
+  for (size_t k = 0; k < paths.size(); k++) {
+    const std::vector<int>& path = paths[k];
+    if (static_cast<int>(path.size()) <= d || (d > 0 && path[static_cast<size_t>(d) - 1] != node)) continue;
+    const int c = path[static_cast<size_t>(d)];
+    if (std::find(out.begin(), out.end(), c) != out.end()) continue;
+    if (d < guesses[k]) {
+      out.insert(out.begin(), c);
+      guess = true;
+    } else {
+      out.push_back(c);
+    }
+  }
+  return guess;
+}
+
+// The longest path through `node` at position d (the first of equals): its rows propose the next draft.
+int path_of(const std::vector<std::vector<int>>& paths, int node, int d) {
+  int best = -1;
+  for (size_t k = 0; k < paths.size(); k++)
+    if (static_cast<int>(paths[k].size()) > d && paths[k][static_cast<size_t>(d)] == node &&
+        (best < 0 || paths[k].size() > paths[static_cast<size_t>(best)].size()))
+      best = static_cast<int>(k);
+  return best;
+}
+
 }  // namespace
 
 int32_t speculative_verify(const std::vector<float>& p, const float* q, int32_t x, Rng& rng, bool* accepted) {
@@ -137,8 +213,11 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
   std::vector<std::vector<int32_t>> branches, next_branches;
   bool draft_guess_led = false, next_guess_led = false;  // the draft's first token is the repeat guess
   std::vector<std::vector<int>> paths;
+  // Per path: its first `guesses` tokens are point-mass guesses; `excluded[k]`: the token after them was drawn
+  // from q without the guess (it is verified beside the guess, never alone).
+  std::vector<int> path_guesses, excluded;
   std::vector<int> cand_nodes;
-  std::vector<float> left, ruled;
+  std::vector<float> left, ruled, scratch;
   std::vector<int> kinds;
   while (!ctx.done()) {
     if (ctx.room() < 1) {
@@ -164,12 +243,20 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
 
     const int S = s.cache().size();
     tree.reset(ctx.pending());
-    paths.assign(1, tree.add_chain(0, std::span<const int32_t>(draft).first(static_cast<size_t>(sent))));
     // the draft's first token is the repeat guess (verified first, as a point mass)
-    const bool guess_led = draft_guess_led && forced == 0 && !paths[0].empty();
+    const bool guess_led = draft_guess_led && forced == 0 && sent > 0;
+    const int run = guess_led ? run_length(opt_.pac_repeat_guess, draft, q, sent, sampler) : 0;
+    paths.assign(1, tree.add_chain(0, std::span<const int32_t>(draft).first(static_cast<size_t>(sent))));
+    path_guesses.assign(1, guess_led ? 1 : 0);
+    excluded.assign(1, run > 0);
+    if (run > 0) add_run(run, sent, draft, q, ctx.room(), tree, paths, path_guesses, excluded, sampler);
     for (auto& b : branches) {
       if (static_cast<int>(b.size()) > sent) b.resize(static_cast<size_t>(sent));
-      if (!b.empty() && tree.size() + static_cast<int>(b.size()) <= ctx.room()) paths.push_back(tree.add_chain(0, b));
+      if (!b.empty() && tree.size() + static_cast<int>(b.size()) <= ctx.room()) {
+        paths.push_back(tree.add_chain(0, b));
+        path_guesses.push_back(0);
+        excluded.push_back(0);
+      }
     }
     in.reset_rows(&s.cache(), tree.size());
     tree.emit(in, S);
@@ -177,6 +264,14 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
     if (static_cast<int>(p.size()) < tree.size()) p.resize(static_cast<size_t>(tree.size()));
     // Processed distribution of a node's row, dense in p[node], after the logit rules `rules` (null: none);
     // `dist` keeps its sparse form for drawing.
+    // The distribution path k's token at position j was drawn from (null: a guess, one-hot), q[qi] for a
+    // sampled one (qi: j, or the broken verifier's neighbour).
+    auto proposal = [&](int k, int j, int qi) -> const float* {
+      if (j < path_guesses[k] || q[qi].empty()) return nullptr;
+      if (!excluded[k] || j != path_guesses[k]) return q[qi].data();
+      scratch = without(q[qi], draft[0]);  // drawn without the run's guess
+      return scratch.empty() ? nullptr : scratch.data();
+    };
     RuleState* walk = ctx.rule_walk();  // the rules along the path being verified
     const std::optional<RuleState> at_commit = walk ? std::optional<RuleState>(*walk) : std::nullopt;
     auto prob = [&](int node, const RuleState* rules = nullptr) -> const std::vector<float>& {
@@ -195,15 +290,9 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
     // the PAC tree's candidates are tried in turn (recursive rejection sampling without replacement).
     acc.path.clear();
     acc.tokens.clear();
-    int node = 0, d = 0, on = 0, rejected = -1;  // on: the path being followed
+    int node = 0, d = 0, rejected = -1;
     for (;;) {
-      cand_nodes.clear();
-      if (d == 0) {
-        for (const auto& path : paths)
-          if (!path.empty()) cand_nodes.push_back(path[0]);
-      } else if (d < static_cast<int>(paths[on].size())) {
-        cand_nodes.push_back(paths[on][d]);
-      }
+      const bool guess_first = children(paths, path_guesses, node, d, cand_nodes);
       if (cand_nodes.empty()) {  // the whole path accepted: one more token from its last row
         prob(node, walk);
         acc.tokens.push_back(dist.draw(sampler.coin()));
@@ -214,14 +303,15 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
       if (!opt_.accept_all_for_testing) {
         const std::vector<float>& pn = prob(node, walk);
         const int qi = opt_.wrong_q_row_for_testing ? (d + 1 < m ? d + 1 : (d > 0 ? d - 1 : d)) : d;
-        if ((d > 0 || !guess_led) && (cand_nodes.size() == 1 || q[qi].empty())) {
+        if (!guess_first && (cand_nodes.size() == 1 || q[qi].empty())) {
           bool ok = true;
-          t = speculative_verify(pn, q[qi].empty() ? nullptr : q[qi].data(), t, sampler.rng(), &ok);
+          t = speculative_verify(pn, proposal(path_of(paths, cand_nodes[0], d), d, qi), t, sampler.rng(), &ok);
           which = ok ? 0 : -1;
         } else {
           cand_tokens.clear();
           for (int c : cand_nodes) cand_tokens.push_back(tree.token(c));
-          t = verify_candidates(pn, q[qi], cand_tokens, sampler.rng(), &which, d == 0 && guess_led);
+          t = verify_candidates(pn, q[qi], cand_tokens, sampler.rng(), &which,
+                                guess_first && !(opt_.run_guess_as_draw_for_testing && d > 0));
         }
       }
       acc.tokens.push_back(t);
@@ -230,11 +320,8 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
         rejected = cand_nodes[0];
         break;
       }
-      if (d == 0) {
-        for (size_t k = 0; k < paths.size(); k++)
-          if (!paths[k].empty() && paths[k][0] == cand_nodes[which]) on = static_cast<int>(k);
-        if (on > 0) ctx.count("pac_branch_wins");
-      }
+      if (d == 0 && cand_nodes[which] != paths[0][0]) ctx.count("pac_branch_wins");
+      if (d > 0 && guess_first && which == 0) ctx.count("pac_run_kept");
       node = cand_nodes[which];
       acc.path.push_back(node);
       d++;
@@ -249,7 +336,8 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
     next_q.clear();
     next_branches.clear();
     if (rejected >= 0) {
-      const std::vector<int>& path = paths[d == 0 ? 0 : on];
+      const int k = path_of(paths, rejected, d);
+      const std::vector<int>& path = paths[static_cast<size_t>(k)];
       // Proposals follow the rules along the draft's own tokens while the grammar allows them (any proposal
       // distribution is exact: verification compares against the one drawn from).
       std::optional<RuleState> along = at_commit;
@@ -263,9 +351,8 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
         next_q.push_back(prob(path[j], along ? &*along : nullptr));
         if (opt_.pac_continue && j + 1 < path.size()) {  // the token after stood at this row's position: keep it if it passes
           bool kept = true;
-          const std::vector<float>& qj = q[j + 1];
-          next_draft.push_back(speculative_verify(p[path[j]], qj.empty() ? nullptr : qj.data(), tree.token(path[j + 1]),
-                                                  sampler.rng(), &kept));
+          const int at = static_cast<int>(j) + 1;
+          next_draft.push_back(speculative_verify(p[path[j]], proposal(k, at, at), tree.token(path[j + 1]), sampler.rng(), &kept));
           ctx.count("pac_kept", kept);
         } else {
           next_draft.push_back(dist.draw(sampler.coin()));
@@ -289,7 +376,7 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
       }
     }
     // The unsent draft tokens after the positions just redrawn keep their places and their distributions.
-    const size_t redrawn_to = rejected >= 0 ? paths[d == 0 ? 0 : on].size() : static_cast<size_t>(d);
+    const size_t redrawn_to = rejected >= 0 ? paths[static_cast<size_t>(path_of(paths, rejected, d))].size() : static_cast<size_t>(d);
     for (size_t i = redrawn_to + 1; i < draft.size(); i++) {
       next_draft.push_back(draft[i]);
       next_q.push_back(std::move(q[i]));

@@ -15,6 +15,7 @@ struct SjdOptions {
   uint64_t seed = 1234;
   bool accept_all_for_testing = false;  // a deliberately broken verifier, for the statistical test only
   bool wrong_q_row_for_testing = false;  // another: verifies a draft token against its neighbour's q
+  bool run_guess_as_draw_for_testing = false;  // another: the run's guesses verified as if drawn from q
   // SJD-PAC's adaptive continuation (Kang et al. 2026): after the first rejection, the later draft tokens
   // are still verified, against this forward's distributions (computed behind the rejected token), and what
   // survives (or its residual redraw) becomes the next draft instead of fresh draws. Only the next draft
@@ -31,8 +32,10 @@ struct SjdOptions {
   // jf's addition to proactive drafting: the tree's first candidate is the rejected position's replacement
   // token repeated (a point-mass guess, tried first; the sampled candidates are then drawn without it). Where a
   // token tends to repeat its neighbour (a pixel its left neighbour's colour) this is the continuation the
-  // stale distribution, conditioned on the rejected token, misses. Needs pac_tree_depth > 0.
-  bool pac_repeat_guess = false;
+  // stale distribution, conditioned on the rejected token, misses. Needs pac_tree_depth > 0. N >= 2: the guess
+  // continued as a run of N (a colour's run along a row of pixels), each a point mass, and beside the run's
+  // token at every position a candidate sampled from that position's draft distribution without the guess.
+  int pac_repeat_guess = 0;
 };
 
 // One speculative-sampling decision for draft token x: p and q are normalised dense distributions
