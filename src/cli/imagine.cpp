@@ -14,9 +14,10 @@ namespace jf::cli {
 
 namespace {
 
-// SJD-PAC (decode/sjd.h): 32 rows a forward, adaptive continuation, a proactive-drafting tree of depth 3, width
-// 4, and jf's repeat guess (the fewest forwards on the emoji model, docs/IMAGES.md).
-constexpr const char* kImageDecoder = "sjd:block=32:draft-policy=fixed:pac-continue=1:pac-tree=3x4:pac-guess=1";
+// SJD-PAC (decode/sjd.h): up to 32 rows a forward, adaptive continuation, a proactive-drafting tree of depth 3,
+// width 4, and jf's repeat run; priced (decode/row_cost.h): it sends the part of the draft that pays on the
+// device, so on a CPU it takes about `ar`'s time and where rows are free it sends them (docs/IMAGES.md).
+constexpr const char* kImageDecoder = "sjd:block=32:pac-continue=1:pac-tree=3x4:pac-guess=32";
 
 struct ImagineArgs {
   ImageModelOptions model;
@@ -91,7 +92,7 @@ int run_imagine(ImagineArgs& a) {
   const int columns = static_cast<int>(decoders.size()) * a.samples;
   write_png(a.output, tiles.size() == 1 ? tiles[0] : grid(tiles, columns, a.scale, 0xffffff));
   std::fprintf(stderr, "jf: wrote %s (%zu image%s%s)\n", a.output.c_str(), tiles.size(), tiles.size() == 1 ? "" : "s",
-               tiles.size() == 1 ? "" : ("; a row a caption, " + std::to_string(columns) + " columns").c_str());
+               tiles.size() == 1 ? "" : ("; a row a caption, " + std::to_string(columns) + (columns == 1 ? " column" : " columns")).c_str());
   if (!a.viz_path.empty()) {
     viz::write_image_gallery(a.viz_path, "jf imagine: which forward committed each pixel", runs);
     std::fprintf(stderr, "jf: wrote %s\n", a.viz_path.c_str());
@@ -109,8 +110,8 @@ Command add_imagine_command(CLI::App& app) {
   add_image_model_options(cmd, a->model);
   cmd->add_option("-o,--output", a->output, "PNG to write: the image, or a grid (a row a caption) (default image.png)");
   cmd->add_option("--decoder", a->decoders,
-                  "Decoder spec, or several comma-separated for columns side by side (default SJD-PAC: " + std::string(kImageDecoder) +
-                      "; on a CPU, where rows are not free, ar takes less time for this small model)");
+                  "Decoder spec, or several comma-separated for columns side by side (default SJD-PAC, priced: " +
+                      std::string(kImageDecoder) + "; add draft-policy=fixed to send every draft row)");
   cmd->add_option("--samples", a->samples, "Images a caption and decoder, seeds --seed, --seed+1, ... (default 1)")->check(CLI::Range(1, 1000));
   cmd->add_option("--scale", a->scale, "Pixels a token in the PNG (default 8)")->check(CLI::Range(1, 64));
   cmd->add_option("--viz", a->viz_path, "Also write a page showing which forward committed each pixel (HTML)");
