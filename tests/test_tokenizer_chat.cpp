@@ -185,6 +185,10 @@ TEST(Chat, MistralFormats) {
   }
   auto detect = [](const std::string& tmpl) { return detect_chat_format(Tokenizer(chat_vocab(tmpl))); };
   EXPECT_EQ(detect("{{ '[SYSTEM_PROMPT]' + m + '[/SYSTEM_PROMPT]' }}{{ '[INST] ' + c + '[/INST]' }}"), ChatFormat::MistralV7);
+  // Mistral-Small-3.1's (llama.cpp's models/templates copy): no space after [INST], and a list's '[INST]' alone
+  EXPECT_EQ(detect("{{- '[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }}{{- '[INST]' + message['content'] + "
+                   "'[/INST]' }}{{- '[INST]' }}"),
+            ChatFormat::MistralV7Tekken);
   EXPECT_EQ(detect("{{ bos_token }}{{ ' [INST] ' + system_message + '\\n\\n' + c + ' [/INST]' }}"), ChatFormat::MistralV1);
   EXPECT_EQ(detect("{{ '[AVAILABLE_TOOLS]' }}{{ '[INST] ' + c + '[/INST]' }}"), ChatFormat::MistralV3);
   EXPECT_EQ(detect("{{ '[AVAILABLE_TOOLS]' }}{{ \"[INST]\" + c + \"[/INST]\" }}"), ChatFormat::MistralV3Tekken);

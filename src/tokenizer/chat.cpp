@@ -186,9 +186,12 @@ ChatFormat detect_chat_format(const Tokenizer& tok) {
   if (t.find("'|>' + message['content']") != std::string::npos && t.find("<|end|>") != std::string::npos)
     return ChatFormat::Phi4Mini;
   if (t.find("[INST]") != std::string::npos) {
-    // Mistral's official templates: v7 has a system-prompt tag; v1 / v3 / v3-tekken join the system message
-    // to the first user turn or list tools, and differ in the spaces around [INST].
-    if (t.find("[SYSTEM_PROMPT]") != std::string::npos) return ChatFormat::MistralV7;
+    // Mistral's official templates: v7 has a system-prompt tag (tekken, Mistral-Small-3.1's: no space after
+    // [INST]); v1 / v3 / v3-tekken join the system message to the first user turn or list tools, and differ in
+    // the spaces around [INST].
+    if (t.find("[SYSTEM_PROMPT]") != std::string::npos)
+      return t.find("[INST] '") != std::string::npos || t.find("[INST] \"") != std::string::npos ? ChatFormat::MistralV7
+                                                                                                : ChatFormat::MistralV7Tekken;
     if (t.find("' [INST] ' + system_message") != std::string::npos || t.find("[AVAILABLE_TOOLS]") != std::string::npos) {
       if (t.find(" [INST]") != std::string::npos) return ChatFormat::MistralV1;
       if (t.find("\"[INST]\"") != std::string::npos) return ChatFormat::MistralV3Tekken;
