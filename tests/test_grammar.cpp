@@ -209,7 +209,9 @@ TEST(TokenGrammar, StepsBySignatureAreTheMatchers) {
         const GrammarState got = g.state(s);
         ASSERT_EQ(got.stacks, m.stacks);
         ASSERT_EQ(std::make_tuple(got.partial, got.partial_left), std::make_tuple(m.partial, m.partial_left));
-        if (m.partial_left > 0) ASSERT_EQ(got.partial_size, m.partial_size);  // (the matcher keeps a stale size after)
+        if (m.partial_left > 0) {  // (the matcher keeps a stale size after)
+          ASSERT_EQ(got.partial_size, m.partial_size);
+        }
         compared++;
       }
     }
