@@ -361,7 +361,9 @@ void expect_up_front_chain_from_the_verified_row(int device, int P, uint32_t chu
   const std::vector<int32_t> want = chain(false, false, 3, &fetches);
   EXPECT_EQ(fetches, 1u);  // not asked for: a submission of its own
   uint64_t cpu_fetches = 0;
-  if (chunk == 0) EXPECT_EQ(want, chain_on(m.cpu, false, false, 3, &cpu_fetches));  // (the CPU's chain from the same row)
+  if (chunk == 0) {
+    EXPECT_EQ(want, chain_on(m.cpu, false, false, 3, &cpu_fetches));  // (the CPU's chain from the same row)
+  }
   const uint64_t in_forward = f.chains_in_forward();
   EXPECT_EQ(chain(true, false, 3, &fetches), want);
   EXPECT_EQ(fetches, 0u);

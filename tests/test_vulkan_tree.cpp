@@ -238,7 +238,9 @@ void expect_grown_tree_follows_the_rule(int device, int prompt_len, uint32_t chu
     next += 3 * chosen.size();
   }
   EXPECT_EQ(next, c.size()) << "each expanded candidate's three guesses, and nothing more";
-  if (prompt_len == 9) EXPECT_TRUE(cut) << "the floor never cut a level: the test does not test it";
+  if (prompt_len == 9) {
+    EXPECT_TRUE(cut) << "the floor never cut a level: the test does not test it";
+  }
 
   // Every expanded node's guesses again, a level a call through expand_tree, after the path is kept.
   cache.keep(S, end == 3 ? std::vector<int32_t>{S, S + 1, S + 3} : std::vector<int32_t>{S, S + 1});

@@ -99,37 +99,48 @@ void VulkanForward::write_end_angles(std::span<SequenceInput* const> seqs, const
   }
 }
 
-// Step j's arena: one row per chain, its slot the chain's j-th free slot, its slot list the cache before the
-// forward followed by room for the path and the chain (the plan kernel writes those, and the row's angles
-// from the table of angles at every candidate end's position + 1 + j).
-void VulkanForward::upload_chain_steps(std::span<SequenceInput* const> seqs, const std::vector<size_t>& fits,
-                                       const std::vector<int>& logit_first) {
-  const int C = static_cast<int>(fits.size()), half = cfg_.rope_dim / 2;
-  while (chain_in_.size() < static_cast<size_t>(chain_steps_)) chain_in_.push_back(std::make_unique<Inputs>());
-  RowPlan& p = chain_plan_;
+// The passes of rows past each sequence's verified path, one arena a step (chains: a row a sequence a step;
+// grown trees: a level's `per_seq` rows): row r of step j at the cache's free slot j * per_seq + r, its slot
+// list the cache before the forward followed by room for the path and the row's ancestors up to step j (the
+// plan kernel writes those, and the row's angles from the table of angles at every candidate end's position
+// + 1 + j).
+void VulkanForward::upload_virtual_steps(std::span<SequenceInput* const> seqs, const std::vector<size_t>& fits,
+                                         const std::vector<int>& logit_first, int steps, int per_seq, RowPlan& p,
+                                         std::vector<std::unique_ptr<Inputs>>& ins) {
+  const int half = cfg_.rope_dim / 2;
+  while (ins.size() < static_cast<size_t>(steps)) ins.push_back(std::make_unique<Inputs>());
   p.logit_src.clear();
-  p.seq_first.resize(static_cast<size_t>(C + 1));
-  for (int c = 0; c <= C; c++) p.seq_first[static_cast<size_t>(c)] = c;
+  p.seq_first.resize(fits.size() + 1);
+  for (size_t t = 0; t <= fits.size(); t++) p.seq_first[t] = static_cast<int>(t) * per_seq;
   int table_rows = 0;
   for (size_t s : fits) table_rows += static_cast<int>(seqs[s]->logit_rows.size());
-  for (int j = 0; j < chain_steps_; j++) {
+  for (int j = 0; j < steps; j++) {
     p.rows.clear(), p.slot_list.clear();
     for (size_t s : fits) {
       KvCache* cache = seqs[s]->cache;
       const int past = plan_.rows[static_cast<size_t>(plan_.seq_first[s])].slot, n = static_cast<int>(seqs[s]->logit_rows.size());
-      const int32_t begin = static_cast<int32_t>(p.slot_list.size());
-      for (int k = 0; k < past; k++) p.slot_list.push_back(k);
-      p.slot_list.insert(p.slot_list.end(), static_cast<size_t>(n + j + 1), -1);
-      // (the list's end is the plan kernel's; the host's row says how far it can reach: split attention's chunks)
-      const int32_t end = static_cast<int32_t>(p.slot_list.size());
-      p.rows.push_back(PlannedRow{cache, 0, 0, cache->size() + j, begin, end, begin, end});
+      for (int r = 0; r < per_seq; r++) {
+        const int32_t begin = static_cast<int32_t>(p.slot_list.size());
+        for (int k = 0; k < past; k++) p.slot_list.push_back(k);
+        p.slot_list.insert(p.slot_list.end(), static_cast<size_t>(n + j + 1), -1);
+        // (the list's end is the plan kernel's; the host's row says how far it can reach: split attention's chunks)
+        const int32_t end = static_cast<int32_t>(p.slot_list.size());
+        p.rows.push_back(PlannedRow{cache, 0, 0, cache->size() + j * per_seq + r, begin, end, begin, end});
+      }
     }
-    in_ = chain_in_[static_cast<size_t>(j)].get();
+    in_ = ins[static_cast<size_t>(j)].get();
     rows_ = &p;
     upload_inputs(static_cast<uint32_t>(2 * table_rows * half));
     write_end_angles(seqs, fits, logit_first, 1 + j, static_cast<float*>(in_->arena.mapped()) + in_->extra);
   }
   rows_ = &plan_, in_ = main_in_.get();
+}
+
+// Each step's arena (a row a chain), the chains' activations and their tokens' and sources' buffers.
+void VulkanForward::upload_chain_steps(std::span<SequenceInput* const> seqs, const std::vector<size_t>& fits,
+                                       const std::vector<int>& logit_first) {
+  const int C = static_cast<int>(fits.size());
+  upload_virtual_steps(seqs, fits, logit_first, chain_steps_, 1, chain_plan_, chain_in_);
   Activations& a = *chain_act_;
   grow_activations(a, C, true);
   ensure_size(*ctx_, a.tokens, static_cast<size_t>((chain_steps_ + 1) * C) * 4, Buffer::Kind::Host);

@@ -76,37 +76,13 @@ bool VulkanForward::plan_grown_trees(std::span<SequenceInput* const> seqs) {
 }
 
 // Level s's pass: beam rows a tree (a sequence of its own), row r at slot base + s * beam + r, its slot list the
-// cache before the forward followed by room for the path, its ancestors and itself (the plan kernel's).
+// cache before the forward followed by room for the path, its ancestors and itself (the plan kernel's); then
+// the levels' activations and the plan's buffers.
 void VulkanForward::upload_grow_levels(std::span<SequenceInput* const> seqs, const std::vector<size_t>& fits,
                                        const std::vector<int>& logit_first) {
-  const int T = static_cast<int>(fits.size()), B = growth_.beam, L = growth_.levels, half = cfg_.rope_dim / 2;
+  const int T = static_cast<int>(fits.size()), B = growth_.beam, L = growth_.levels;
   const int R = T * B, V = cfg_.vocab_size, W = growth_.width;
-  while (grow_in_.size() < static_cast<size_t>(L)) grow_in_.push_back(std::make_unique<Inputs>());
-  RowPlan& p = grow_plan_;
-  p.logit_src.clear();
-  p.seq_first.resize(static_cast<size_t>(T + 1));
-  for (int t = 0; t <= T; t++) p.seq_first[static_cast<size_t>(t)] = t * B;
-  int table_rows = 0;
-  for (size_t s : fits) table_rows += static_cast<int>(seqs[s]->logit_rows.size());
-  for (int level = 0; level < L; level++) {
-    p.rows.clear(), p.slot_list.clear();
-    for (size_t s : fits) {
-      KvCache* cache = seqs[s]->cache;
-      const int past = plan_.rows[static_cast<size_t>(plan_.seq_first[s])].slot, n = static_cast<int>(seqs[s]->logit_rows.size());
-      for (int r = 0; r < B; r++) {
-        const int32_t begin = static_cast<int32_t>(p.slot_list.size());
-        for (int k = 0; k < past; k++) p.slot_list.push_back(k);
-        p.slot_list.insert(p.slot_list.end(), static_cast<size_t>(n + level + 1), -1);
-        const int32_t end = static_cast<int32_t>(p.slot_list.size());
-        p.rows.push_back(PlannedRow{cache, 0, 0, cache->size() + level * B + r, begin, end, begin, end});
-      }
-    }
-    in_ = grow_in_[static_cast<size_t>(level)].get();
-    rows_ = &p;
-    upload_inputs(static_cast<uint32_t>(2 * table_rows * half));
-    write_end_angles(seqs, fits, logit_first, 1 + level, static_cast<float*>(in_->arena.mapped()) + in_->extra);
-  }
-  rows_ = &plan_, in_ = main_in_.get();
+  upload_virtual_steps(seqs, fits, logit_first, L, B, grow_plan_, grow_in_);
   grow_activations(*grow_act_, R, true);
   const auto words = [](int64_t n) { return static_cast<size_t>(std::max<int64_t>(n, 1)) * 4; };
   ensure_size(*ctx_, grow_state_, words(int64_t{T} * grow_state_stride()), Buffer::Kind::Host);

@@ -121,6 +121,8 @@ class VulkanForward : public ForwardPass {
                             const std::vector<int>& logit_first, uint32_t ext, std::vector<int32_t>& seq_of_logit);
   void write_end_angles(std::span<SequenceInput* const> seqs, const std::vector<size_t>& fits, const std::vector<int>& logit_first, int ahead,
                         float* table);
+  void upload_virtual_steps(std::span<SequenceInput* const> seqs, const std::vector<size_t>& fits, const std::vector<int>& logit_first,
+                            int steps, int per_seq, RowPlan& p, std::vector<std::unique_ptr<Inputs>>& ins);
   void upload_chain_steps(std::span<SequenceInput* const> seqs, const std::vector<size_t>& fits, const std::vector<int>& logit_first);
   void record_planned_chains();
   void read_planned_chains();
