@@ -476,6 +476,12 @@ TEST(RowPricer, SendsWhatPays) {
   EXPECT_EQ(RowPricer(knee).best_chain(std::vector<double>{0.1, 0.1, 0.1}), 3);
   EXPECT_NEAR(RowPricer(knee, 8).relative(2), 1.25 / 1.125, 1e-9);  // rows 9 and 10 of a batch of 8 others
   EXPECT_EQ(RowPricer(knee, 8).best_chain(std::vector<double>{0.1, 0.1, 0.1}), 0);
+  // Rows sent beside the first k tokens (a tree around the chain) are priced with them: 8 more beside the
+  // second token make 2.71 / 2.0 < 1.9 / 1.1, so one token; 20 beside any, nothing pays (2.71 / 3.2 < 1);
+  // within the knee they are free.
+  EXPECT_EQ(price.best_chain(p, 1.0, 1, {}, nullptr, std::vector<int>{0, 8, 8}), 1);
+  EXPECT_EQ(price.best_chain(p, 1.0, 1, {}, nullptr, std::vector<int>{20, 20, 20}), 0);
+  EXPECT_EQ(RowPricer(knee).best_chain(std::vector<double>{0.1, 0.1, 0.1}, 1.0, 1, {}, nullptr, std::vector<int>{1, 2, 3}), 3);
 }
 
 // Slow early multi-row forwards (a thread schedule being tried out) neither decide the estimate nor stop

@@ -191,6 +191,22 @@ std::vector<double> reference_distribution(const std::vector<float>& logits, con
 // Random, peaked and flat logits across top-k (off, inside, at and past the vocabulary), top-p (off, usual,
 // below the top probability) and min-p; every case must give the defined distribution, and a draw must
 // only return kept tokens.
+// The rows SJD-PAC's tree adds beside a draft of k tokens, as decode builds the tree: each branch cut to k; a
+// run (after a rejection led by the repeat guess) adds its path less the shared first token and a leaf beside
+// each of its tokens from the third; without the guess, no run.
+TEST(SjdPricing, TheTreesRowsBesideEachDraftLength) {
+  const std::vector<std::vector<int32_t>> branches = {{1, 2, 3}, {4, 5, 6}};
+  std::vector<int> out;
+  pac_rows_beside(branches, 8, true, 5, out);
+  EXPECT_EQ(out, (std::vector<int>{2, 4 + 1, 6 + 2 + 1, 6 + 3 + 2, 6 + 4 + 3}));
+  pac_rows_beside(branches, 3, true, 5, out);  // a run of 3: its path as long as the draft, one leaf
+  EXPECT_EQ(out, (std::vector<int>{2, 4 + 1, 6 + 2 + 1, 6 + 3 + 1, 6 + 4 + 1}));
+  pac_rows_beside(branches, 8, false, 3, out);
+  EXPECT_EQ(out, (std::vector<int>{2, 4, 6}));
+  pac_rows_beside({}, 0, true, 2, out);
+  EXPECT_EQ(out, (std::vector<int>{0, 0}));
+}
+
 TEST(Sampler, TopKTopPMinPFollowTheirDefinitions) {
   constexpr int n = 40;
   Rng rng(7);

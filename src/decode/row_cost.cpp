@@ -117,21 +117,22 @@ double RowPricer::relative(int rows) const {
 }
 
 int RowPricer::best_chain(std::span<const double> p, double tokens, int rows, std::span<const double> bonus,
-                          double* best_rate) const {
+                          double* best_rate, std::span<const int> beside) const {
   thread_local std::vector<double> gains;  // token k's: P(tokens 0..k all accepted) and its bonus
   gains.clear();
   double all_accepted = 1.0;
   for (size_t k = 0; k < p.size(); k++) gains.push_back((all_accepted *= p[k]) + (bonus.empty() ? 0.0 : bonus[k]));
-  return best_count(gains, tokens, rows, kMargin, best_rate);
+  return best_count(gains, tokens, rows, kMargin, best_rate, beside);
 }
 
-int RowPricer::best_count(std::span<const double> gains, double tokens, int rows, double margin, double* best_rate) const {
+int RowPricer::best_count(std::span<const double> gains, double tokens, int rows, double margin, double* best_rate,
+                          std::span<const int> beside) const {
   int best_k = 0;
   const double none = rate(tokens, rows);
   double best = none, expect = tokens;
   for (int k = 1; k <= static_cast<int>(gains.size()); k++) {
     expect += gains[static_cast<size_t>(k - 1)];
-    const double r = rate(expect, rows + k);
+    const double r = rate(expect, rows + k + (static_cast<int>(beside.size()) >= k ? beside[static_cast<size_t>(k - 1)] : 0));
     if (r > best * (1 + 1e-9)) best = r, best_k = k;
   }
   if (best_k > 0 && best <= none * (1 + margin)) best_k = 0, best = none;
@@ -178,10 +179,10 @@ void DraftLengthPolicy::price_tokens(std::span<const int> kinds, int from, int t
 }
 
 int DraftLengthPolicy::choose(std::span<const int> kinds, const RowPricer& price, double tokens, int rows, int from,
-                              int to) {
+                              int to, std::span<const int> beside) {
   if (kinds.empty() || kinds[0] < 1) return 0;
   price_tokens(kinds, from, to);
-  const int k = price.best_chain(p_, tokens, rows, bonus_);
+  const int k = price.best_chain(p_, tokens, rows, bonus_, nullptr, beside);
   if (k > 0) {
     unsent_ = 0;
     retries_left_ = 0;
@@ -194,7 +195,7 @@ int DraftLengthPolicy::choose(std::span<const int> kinds, const RowPricer& price
   // The first token alone, worth what price_tokens found (a guess: also the prediction its row makes), but
   // at least an untried case's 1/2.
   const double worth = p_[0] + (bonus_.empty() ? 0.0 : bonus_[0]);
-  retried_ = price.pays(tokens, rows, std::max(worth, 0.5), 1);
+  retried_ = price.pays(tokens, rows, std::max(worth, 0.5), 1 + (beside.empty() ? 0 : beside[0]));
   return retried_ ? 1 : 0;
 }
 

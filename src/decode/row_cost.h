@@ -92,14 +92,15 @@ class RowPricer {
   // unless that beats sending nothing by kMargin: how many of a chain's draft tokens to send after `rows` rows
   // expected to commit `tokens`. bonus (empty, or
   // one per token): what sending token i is worth beyond its own acceptance (a Jacobi row's prediction for
-  // the next forward). Ties: the shorter. `best_rate`: where to put that k's rate.
+  // the next forward). Ties: the shorter. `best_rate`: where to put that k's rate. `beside` (empty, or one per
+  // token): rows sent along with the first k tokens (a tree around the chain), priced with them.
   int best_chain(std::span<const double> p, double tokens = 1.0, int rows = 1, std::span<const double> bonus = {},
-                 double* best_rate = nullptr) const;
+                 double* best_rate = nullptr, std::span<const int> beside = {}) const;
   // The same over rows that each add their own expected tokens, gains[i] for row i (a draft tree's nodes,
   // likeliest first: each its chance of acceptance): the n that maximises (tokens + sum_{i<n} gains_i) /
-  // relative(rows + n), 0 unless that beats sending nothing by `margin`; ties: the fewer.
+  // relative(rows + n + beside[n - 1]), 0 unless that beats sending nothing by `margin`; ties: the fewer.
   int best_count(std::span<const double> gains, double tokens = 1.0, int rows = 1, double margin = kMargin,
-                 double* best_rate = nullptr) const;
+                 double* best_rate = nullptr, std::span<const int> beside = {}) const;
   // Whether `extra` more rows expected to add `gain` tokens pay: (tokens + gain) / relative(rows + extra)
   // > (1 + kMargin) tokens / relative(rows).
   bool pays(double tokens, int rows, double gain, int extra) const;
@@ -129,7 +130,7 @@ class DraftLengthPolicy {
   // retry whose token is rejected doubles the wait for the next, up to kMaxRetry decisions (where drafting
   // does not pay, fixed retries would cost ~2% of the forwards' time); an accepted one resets it.
   int choose(std::span<const int> kinds, const RowPricer& price, double tokens = 1.0, int rows = 1, int from = 0,
-             int to = 0);
+             int to = 0, std::span<const int> beside = {});
   // Expected accepted tokens of the first `length` tokens of a proposal of this kind.
   double expected(int kind, int length) const;
   // The best expected committed tokens per unit of cost over the prefixes of a draft of these kinds (the

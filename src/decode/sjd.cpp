@@ -126,6 +126,18 @@ int path_of(const std::vector<std::vector<int>>& paths, int node, int d) {
 
 }  // namespace
 
+// (The run's path is as long as the draft and shares its first token; a leaf beside each run token from the 3rd.)
+void pac_rows_beside(const std::vector<std::vector<int32_t>>& branches, int run_limit, bool guess_led, int m, std::vector<int>& out) {
+  out.clear();
+  for (int k = 1; k <= m; k++) {
+    int rows = 0;
+    for (const auto& b : branches) rows += std::min(static_cast<int>(b.size()), k);
+    const int run = guess_led && run_limit >= 2 ? std::min(run_limit, k) : 0;
+    if (run >= 2) rows += (k - 1) + (run - 2);
+    out.push_back(rows);
+  }
+}
+
 int32_t speculative_verify(const std::vector<float>& p, const float* q, int32_t x, Rng& rng, bool* accepted) {
   const float qx = q ? q[x] : 1.0f;
   const float u = rng.uniform();
@@ -218,7 +230,7 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
   std::vector<int> path_guesses, excluded;
   std::vector<int> cand_nodes;
   std::vector<float> left, ruled, scratch;
-  std::vector<int> kinds;
+  std::vector<int> kinds, beside;
   while (!ctx.done()) {
     if (ctx.room() < 1) {
       ctx.stop_context_full();
@@ -238,7 +250,8 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
     q.resize(static_cast<size_t>(m));
     kinds.clear();  // 1: a guess, 2: sampled by an earlier forward
     for (int i = 0; i < m; i++) kinds.push_back(q[i].empty() ? 1 : 2);
-    const int sent = std::max(forced, opt_.adaptive ? policy_.choose(kinds, ctx.pricer(), 1.0, 1, 1, 2) : m);
+    if (opt_.adaptive) pac_rows_beside(branches, opt_.pac_repeat_guess, draft_guess_led && forced == 0, m, beside);
+    const int sent = std::max(forced, opt_.adaptive ? policy_.choose(kinds, ctx.pricer(), 1.0, 1, 1, 2, beside) : m);
     ctx.count("draft_tokens_cut", m - sent);
 
     const int S = s.cache().size();

@@ -50,6 +50,11 @@ int32_t speculative_verify(const std::vector<float>& p, const float* q, int32_t 
 int32_t verify_candidates(const std::vector<float>& p, const std::vector<float>& q, std::span<const int32_t> xs, Rng& rng,
                           int* which, bool first_is_guess = false);
 
+// Rows SJD-PAC's tree adds beside the first k draft tokens, out[k - 1] for k = 1..m: the proactive branches
+// cut to k, and (a draft led by the repeat guess, run_limit >= 2) the run's path and its leaves. The row
+// pricing weighs them with the draft's own rows (RowPricer::best_chain's `beside`).
+void pac_rows_beside(const std::vector<std::vector<int32_t>>& branches, int run_limit, bool guess_led, int m, std::vector<int>& out);
+
 // Kept across generations: the acceptance statistics of its drafts, by kind (guesses, sampled tokens).
 class SjdDecoder : public Decoder {
  public:
