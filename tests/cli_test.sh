@@ -160,6 +160,12 @@ PY
   check_error "bad spawn init" 2 "$jf" generate -m "$m" --decoder multiblock --spawn-init clone
   check_error "pac-tree without K" 2 "$jf" generate -m "$m" --decoder sjd --temp 1 --pac-tree 3
   check_error "pac-tree width 0" 1 "$jf" generate -m "$m" --decoder sjd --temp 1 --pac-tree 3,0
+  check_error "decoder spec with an unknown key" 1 "$jf" generate -m "$m" --decoder jacobi:nope=1
+  # --decoder as a spec, as jf bench prints it: its keys apply as the flags do
+  if "$jf" generate -m "$m" --decoder jacobi:block=6:draft-policy=fixed -p "Once upon" -n 8 --trace "$tmp/spec.json" >/dev/null 2>&1 &&
+     python3 -c "import json, sys; f = json.load(open(sys.argv[1]))['forwards']; assert len(f[0]['rows']) == 6, f[0]" "$tmp/spec.json"
+  then echo "ok   --decoder as a spec: jacobi:block=6:draft-policy=fixed sends 6 rows a forward"
+  else echo "FAIL --decoder as a spec"; fails=$((fails + 1)); fi
   check_error "pac-guess without a tree" 1 "$jf" generate -m "$m" --decoder sjd --temp 1 --pac-guess 4
   check_error "pac-guess run too long" 2 "$jf" generate -m "$m" --decoder sjd --temp 1 --pac-tree 3,4 --pac-guess 65
   check_error "fastcot with sampling" 1 "$jf" generate -m "$m" --decoder fastcot --temp 0.8

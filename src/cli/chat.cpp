@@ -222,6 +222,7 @@ class ChatLoop {
 
 int run_chat(ChatArgs& a) {
   a.gen.sampling.validate();
+  expand_decoder_spec(a.decoder);
   if (a.decoder.name != "auto") a.decoder.validate(a.gen.sampling.greedy());
   LoadedModel lm = open_model(a.model);
   if (!lm.tokenizer) throw Error(a.model.path + ": the model has no tokenizer; chat needs one");

@@ -69,6 +69,7 @@ int run_generate(GenerateArgs& a) {
   a.gen.sampling.validate();  // bad flag values fail before the model is loaded
   check_output_path(a.trace_path, "--trace");
   check_output_path(a.viz_path, "--viz");
+  expand_decoder_spec(a.decoder);
   if (!a.config.empty()) a.decoder = parse_decoder_spec(tune::read_tune_config(a.config).decoder, a.decoder);
   const bool automatic = a.decoder.name == "auto";
   if (!automatic) a.decoder.validate(a.gen.sampling.greedy());

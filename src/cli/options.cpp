@@ -94,9 +94,13 @@ void add_generation_options(CLI::App* app, GenerationConfig& g) {
   app->add_flag("--ignore-eos", g.ignore_eos, "Keep generating after the end-of-generation token");
 }
 
+void expand_decoder_spec(DecoderOptions& d) {
+  if (d.name.find(':') != std::string::npos) d = parse_decoder_spec(d.name, d);
+}
+
 void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name) {
   if (with_name)
-    app->add_option("--decoder", d.name, "Decoding strategy: ar, jacobi, lookahead, pld, multiblock, sjd, fastcot (APPROXIMATE: not ar's output), or auto (generate: the jf tune result cached for this model and machine, else a rule from the measured cost curve) (default ar)");
+    app->add_option("--decoder", d.name, "Decoding strategy: ar, jacobi, lookahead, pld, multiblock, sjd, fastcot (APPROXIMATE: not ar's output), or auto (generate: the jf tune result cached for this model and machine, else a rule from the measured cost curve); or a spec as jf bench prints it, e.g. jacobi:tree=16:draft-policy=fixed (its keys over the flags) (default ar)");
   app->add_option("--block", d.block, "jacobi/multiblock/sjd: block size n, tokens per forward at most (default 4)");
   app->add_option("--window-mode", d.running_window, "jacobi: block (draft shrinks) or running (draft refilled)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"block", false}, {"running", true}}));

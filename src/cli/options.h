@@ -59,6 +59,8 @@ void add_rule_options(CLI::App* app, RuleOptions& r);
 void compile_rules(const RuleOptions& r, const Tokenizer& tok, LogitRulesSpec& spec);
 // --decoder and every strategy's parameters. `with_name`: also declare --decoder (bench declares --decoders).
 void add_decoder_options(CLI::App* app, DecoderOptions& d, bool with_name = true);
+// --decoder given as a spec (name:key=value:..., as jf bench and jf tune print them): its keys over the flags'.
+void expand_decoder_spec(DecoderOptions& d);
 // The tokens of an --ngram-corpus file; throws jf::Error if unreadable or too large.
 std::vector<int32_t> read_ngram_corpus(const std::string& path, const Tokenizer& tok);
 

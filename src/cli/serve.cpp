@@ -55,6 +55,7 @@ void check_args(ServeArgs& a) {
   if (a.max_tokens < 0) throw Error("--max-tokens must be >= 0");
   if (a.drain_timeout < 0) throw Error("--drain-timeout must be >= 0");
   if (!a.decoder.ngram_corpus.empty()) throw Error("--ngram-corpus is not available in the server; requests can send 'prediction'");
+  expand_decoder_spec(a.decoder);
   if (!a.config.empty()) a.decoder = parse_decoder_spec(tune::read_tune_config(a.config).decoder, a.decoder);
   if (a.decoder.name != "auto") a.decoder.validate(/*greedy=*/a.decoder.name != "sjd");
   if (!a.api_key_file.empty()) {
