@@ -221,6 +221,10 @@ run "decoders stories260K" sh -c "'$jf' bench -m '$stories' --device $device --p
 # text-to-image: SJD and SJD-PAC's step compression and wall-clock speedup where rows are (nearly) free
 run "images SJD-PAC" sh -c "'$jf' image-bench -m '$models/emoji16-q8_0.gguf' --device ${image_device:-$device} \
   --captions '$image_captions' $image_args --locality-images 0 -o '$out/images' > '$out/images.txt'"
+# jf imagine's default (priced: does the pricing send the tree where rows are free?)
+run "images priced" sh -c "'$jf' image-bench -m '$models/emoji16-q8_0.gguf' --device ${image_device:-$device} \
+  --captions '$image_captions' $image_args --locality-images 0 --decoders sjd:block=32:pac-continue=1:pac-tree=3x4:pac-guess=32 \
+  > '$out/images_priced.txt'"
 run "tune $(basename "$tune_model" .gguf)" sh -c "'$jf' tune -m '$tune_model' --device $device --budget $tune_budget -n 24 --no-cache --no-kernels --plot '$out/tune.svg' \
   -o '$out/tune.json' > '$out/tune.txt'"
 # the tuned choice (--config) beside the other configurations tune timed, in one run: auto within 3% of the best?
