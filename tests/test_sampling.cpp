@@ -188,9 +188,6 @@ std::vector<double> reference_distribution(const std::vector<float>& logits, con
   return out;
 }
 
-// Random, peaked and flat logits across top-k (off, inside, at and past the vocabulary), top-p (off, usual,
-// below the top probability) and min-p; every case must give the defined distribution, and a draw must
-// only return kept tokens.
 // The rows SJD-PAC's tree adds beside a draft of k tokens, as decode builds the tree: each branch cut to k; a
 // run (after a rejection led by the repeat guess) adds its path less the shared first token and a leaf beside
 // each of its tokens from the third; without the guess, no run.
@@ -207,6 +204,9 @@ TEST(SjdPricing, TheTreesRowsBesideEachDraftLength) {
   EXPECT_EQ(out, (std::vector<int>{0, 0}));
 }
 
+// Random, peaked and flat logits across top-k (off, inside, at and past the vocabulary), top-p (off, usual,
+// below the top probability) and min-p; every case must give the defined distribution, and a draw must
+// only return kept tokens.
 TEST(Sampler, TopKTopPMinPFollowTheirDefinitions) {
   constexpr int n = 40;
   Rng rng(7);

@@ -303,7 +303,7 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
     // the PAC tree's candidates are tried in turn (recursive rejection sampling without replacement).
     acc.path.clear();
     acc.tokens.clear();
-    int node = 0, d = 0, rejected = -1;
+    int node = 0, d = 0, rejected = -1, rejected_path = -1;  // the longest path through the rejected node
     for (;;) {
       const bool guess_first = children(paths, path_guesses, node, d, cand_nodes);
       if (cand_nodes.empty()) {  // the whole path accepted: one more token from its last row
@@ -331,6 +331,7 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
       if (walk) walk->advance(t);
       if (which < 0) {
         rejected = cand_nodes[0];
+        rejected_path = path_of(paths, rejected, d);
         break;
       }
       if (d == 0 && cand_nodes[which] != paths[0][0]) ctx.count("pac_branch_wins");
@@ -349,7 +350,7 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
     next_q.clear();
     next_branches.clear();
     if (rejected >= 0) {
-      const int k = path_of(paths, rejected, d);
+      const int k = rejected_path;
       const std::vector<int>& path = paths[static_cast<size_t>(k)];
       // Proposals follow the rules along the draft's own tokens while the grammar allows them (any proposal
       // distribution is exact: verification compares against the one drawn from).
@@ -389,7 +390,7 @@ DecodeLoop SjdDecoder::decode(DecodeContext& ctx) {
       }
     }
     // The unsent draft tokens after the positions just redrawn keep their places and their distributions.
-    const size_t redrawn_to = rejected >= 0 ? paths[static_cast<size_t>(path_of(paths, rejected, d))].size() : static_cast<size_t>(d);
+    const size_t redrawn_to = rejected >= 0 ? paths[static_cast<size_t>(rejected_path)].size() : static_cast<size_t>(d);
     for (size_t i = redrawn_to + 1; i < draft.size(); i++) {
       next_draft.push_back(draft[i]);
       next_q.push_back(std::move(q[i]));
