@@ -293,6 +293,44 @@ TEST(VulkanOps, AttentionRotatesItsRowsReadsThemAndStoresThem) {
     }
 }
 
+// An fp16 cache holds a row's key and value rounded to the nearest fp16 value, ties to even, as the CPU
+// converts: stored, and read back by this forward's own rows with the very same bits (else a row's output
+// would depend on whether its neighbours came in its forward: an H200's compiler rounded float(float16_t(x))
+// its own way). One row that sees only itself with q = 0: its output is its value as the cache holds it.
+TEST(VulkanOps, Fp16CacheRoundsToNearestEvenBothWays) {
+  JF_VULKAN_DEVICE(device);
+  Ops o(device);
+  const uint32_t heads = 4, kv_heads = 4, hd = 64, n = kv_heads * hd, cap = 2;
+  const float t11 = std::ldexp(1.0f, -11), t24 = std::ldexp(1.0f, -24), t25 = std::ldexp(1.0f, -25);
+  std::vector<float> v{0.0f, -0.0f, 65504.0f, 65505.0f, 65519.0f, 65520.0f, -65520.0f, 1e10f, -3e38f,
+                       std::ldexp(1.0f, -14), std::ldexp(1.0f, -14) * (1 - t11 / 2), t24, t25, -t25, t25 * 1.0001f,
+                       3 * t25, 5 * t25, 1 + t11, 1 + 3 * t11, -(1 + 3 * t11), 1 + t11 * 1.0001f, 1e-40f, -1e-40f,
+                       std::ldexp(1.0f, -15) * 1.5f, std::ldexp(1.0f, -20) * 1.25f, 2047.5f, 4095.0f, 4097.0f};
+  const std::vector<float> spread = random_floats(n, 12);
+  for (size_t i = v.size(); i < n; i++) v.push_back(spread[i] * std::pow(10.0f, static_cast<float>(i % 13) - 8.0f));
+  std::vector<float> k = v;  // the keys too, but finite (q = 0 times an infinite key would give NaN scores)
+  for (float& x : k) x = std::isfinite(f16_to_f32(f32_to_f16(x))) ? x : 1.0f;
+  const std::vector<int32_t> arena{1, 5, 6, 5, 6, -2};  // the row: slot 1, its list [5, 6) = {itself}
+  Buffer bq = o.buffer(std::vector<float>(heads * hd, 0.0f)), bk = o.buffer(k), bv = o.buffer(v), ba = o.buffer(arena);
+  Buffer ck = o.buffer(std::vector<uint16_t>(kv_heads * cap * hd)), cv = o.buffer(std::vector<uint16_t>(kv_heads * cap * hd));
+  Buffer out = o.buffer(std::vector<float>(heads * hd));
+  struct {
+    uint32_t row0, n_heads, n_kv_heads, head_dim, capacity, info_off, slots_off, local;
+    float scale, cap;
+    uint32_t half_dim, neox, cos_off, sin_off;
+  } p{0, heads, kv_heads, hd, cap, 0, 0, 0, 1.0f, 0.0f, 0, 0, 0, 0};  // (no RoPE)
+  o.run("attention_f16", {bq.view(), ck.view(), cv.view(), ba.view(), ba.view(), out.view(), bk.view(), bv.view()}, p, 1, heads);
+  const std::vector<float> got = Ops::read(out, n);
+  const std::vector<uint16_t> got_k = Ops::read<uint16_t>(ck, kv_heads * cap * hd), got_v = Ops::read<uint16_t>(cv, kv_heads * cap * hd);
+  for (uint32_t i = 0; i < n; i++) {
+    const uint32_t at = ((i / hd) * cap + 1) * hd + i % hd;
+    const float want = f16_to_f32(f32_to_f16(v[i]));
+    EXPECT_EQ(got[i], want) << "value " << v[i] << " read back";  // (by value: the softmax's sum makes -0 +0)
+    EXPECT_EQ(got_v[at], f32_to_f16(v[i])) << "value " << v[i] << " stored";
+    EXPECT_EQ(got_k[at], f32_to_f16(k[i])) << "key " << k[i] << " stored";
+  }
+}
+
 // keep()'s slot moves, applied in order (a moved slot may be a later move's source).
 TEST(VulkanOps, KvMovesApplyInOrder) {
   JF_VULKAN_DEVICE(device);

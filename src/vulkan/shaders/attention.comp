@@ -49,8 +49,8 @@ float query_at(uint x, uint d, uint r) ROPED(Q, x, d, r)
 float key_rotated(uint x, uint d, uint r) ROPED(K, x, d, r)
 
 // Row r's key and value element d of key-value head kvh, as the cache holds them.
-float key_now(uint r, uint kvh, uint d) { return float(KV_T(key_rotated((r * p.n_kv_heads + kvh) * p.head_dim, d, r))); }
-float value_now(uint r, uint kvh, uint d) { return float(KV_T(V[(r * p.n_kv_heads + kvh) * p.head_dim + d])); }
+float key_now(uint r, uint kvh, uint d) { return as_cached(key_rotated((r * p.n_kv_heads + kvh) * p.head_dim, d, r)); }
+float value_now(uint r, uint kvh, uint d) { return as_cached(V[(r * p.n_kv_heads + kvh) * p.head_dim + d]); }
 
 void main() {
   const uint r = p.row0 + gl_WorkGroupID.x, h = gl_WorkGroupID.y, t = gl_LocalInvocationID.x;

@@ -44,8 +44,8 @@ shared int slot_of[WG];
   }
 float query_at(uint x, uint d, uint r) ROPED(Q, x, d, r)
 float key_rotated(uint x, uint d, uint r) ROPED(K, x, d, r)
-float key_now(uint r, uint kvh, uint d) { return float(KV_T(key_rotated((r * p.n_kv_heads + kvh) * p.head_dim, d, r))); }
-float value_now(uint r, uint kvh, uint d) { return float(KV_T(V[(r * p.n_kv_heads + kvh) * p.head_dim + d])); }
+float key_now(uint r, uint kvh, uint d) { return as_cached(key_rotated((r * p.n_kv_heads + kvh) * p.head_dim, d, r)); }
+float value_now(uint r, uint kvh, uint d) { return as_cached(V[(r * p.n_kv_heads + kvh) * p.head_dim + d]); }
 
 // Per head g < n: the max (or sum) of red[g * WG ..] over the WG threads, in one fixed tree for all heads.
 void reduce_heads(uint n, bool take_max) {
