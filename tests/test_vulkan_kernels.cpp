@@ -163,6 +163,12 @@ TEST_P(VulkanMatmulFamily, EveryMemberMatchesTheReferenceAndIsBatchInvariant) {
   int tested = 0;
   bool twin_compared = false;
   const bool has_offset = type == DType::Q4_1 || type == DType::Q5_1 || type == DType::Q2_K || type == DType::Q4_K || type == DType::Q5_K;
+  std::vector<vulkan::KernelSpec> specs;  // (compiled several at once: a GPU driver takes its time a pipeline)
+  for (size_t i = 0; i < family.size(); i++)
+    if (member_runs_on_case(i, c, !f.ctx.info().software))
+      specs.push_back({vulkan::matmul_shader(family[i], vulkan::MatrixMath::Fma, type), vulkan::kMatmulBindings,
+                       vulkan::matmul_constants(family[i], vulkan::MatrixMath::Fma), family[i].name()});
+  f.kernels.prepare(specs);
   for (size_t i = 0; i < family.size(); i++) {
     const vulkan::MatmulKernel& k = family[i];
     if (!member_runs_on_case(i, c, !f.ctx.info().software)) continue;
@@ -190,6 +196,24 @@ TEST_P(VulkanMatmulFamily, EveryMemberMatchesTheReferenceAndIsBatchInvariant) {
   }
   EXPECT_GE(tested, 6) << dtype_name(type);
   EXPECT_TRUE(twin_compared || !has_offset) << dtype_name(type) << ": no folded member ran";
+}
+
+// prepare() makes pipelines several at once: get() then returns them (the label kept, a duplicate made once);
+// a shader not in the build is refused after the others are made.
+TEST(VulkanKernels, PrepareMakesThePipelinesGetFinds) {
+  JF_VULKAN_DEVICE(device);
+  Fixture f(device);
+  const vulkan::MatmulKernel a = vulkan::parse_matmul_kernel("split-wg64-o2-r4"), b = vulkan::parse_matmul_kernel("split-wg128-o1-r8-pair");
+  const auto spec = [](const vulkan::MatmulKernel& k) {
+    return vulkan::KernelSpec{vulkan::matmul_shader(k, vulkan::MatrixMath::Fma, DType::Q8_0), vulkan::kMatmulBindings,
+                              vulkan::matmul_constants(k, vulkan::MatrixMath::Fma), k.name()};
+  };
+  f.kernels.prepare({spec(a), spec(b), spec(a)});
+  const vulkan::Kernel& ka = f.kernels.get(spec(a).name, vulkan::kMatmulBindings, spec(a).constants, "other label");
+  EXPECT_NE(ka.pipeline, VK_NULL_HANDLE);
+  EXPECT_NE(ka.name.find("split-wg64-o2-r4"), std::string::npos) << ka.name;  // prepare's, not get's label
+  EXPECT_NE(f.kernels.get(spec(b).name, vulkan::kMatmulBindings, spec(b).constants).pipeline, ka.pipeline);
+  EXPECT_THROW(f.kernels.prepare({{"no_such_shader", 2, {}, ""}, spec(b)}), Error);
 }
 
 // Over the cases, every member runs on lavapipe too (the spread above misses none), and each case meets every

@@ -18,6 +18,7 @@ namespace jf::vulkan {
 namespace {
 
 constexpr size_t kMaxOutputBytes = size_t{256} << 20;  // a row count whose outputs need more is not timed
+constexpr size_t kFullyTimed = 6;  // members of a shape timed at every row count (besides those within 3%)
 
 // One timestamp before the reps of each row count and one after each rep: queries[i * (reps + 1) + j].
 class Timer {
@@ -121,22 +122,47 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   const auto spent = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   const int max_rows = *std::max_element(o.rows.begin(), o.rows.end());
-  for (const DeviceMatrix& m : fwd.distinct_matrices()) {
+  const std::vector<DeviceMatrix> matrices = fwd.distinct_matrices();
+  for (const DeviceMatrix& m : matrices) {
+    if (spent() > o.budget_seconds) {
+      r.skipped += static_cast<int>(family.size());
+      continue;
+    }
+    std::vector<KernelSpec> specs;  // every member's pipeline for the weight type, compiled several at once
+    for (const MatmulKernel& k : family)
+      specs.push_back({matmul_shader(k, MatrixMath::Fma, m.type), kMatmulBindings, matmul_constants(k, MatrixMath::Fma), k.name()});
+    fwd.kernels().prepare(specs);  // (made once a type)
     ShapeSweep s;
     s.shape = {m.rows, m.cols, m.type};
     Buffer x(ctx, size_t(max_rows) * m.cols * 4, Buffer::Kind::Device);
     Buffer y(ctx, std::min(size_t(max_rows) * m.rows * 4, kMaxOutputBytes), Buffer::Kind::Device);
     ctx.run([&](VkCommandBuffer cmd) { api().vkCmdFillBuffer(cmd, x.handle(), 0, VK_WHOLE_SIZE, 0x3c23d70a); });  // 0.01f
+    // Every member at one row first; then the row counts for those the objective could pick (within 3% of the
+    // fastest at one row), the next fastest (up to kFullyTimed) and the default.
     for (const MatmulKernel& k : family) {
       if (spent() > o.budget_seconds) {
         r.skipped++;
         continue;
       }
       if (k == default_matmul_kernel(m.cols, default_split_min_k(ctx.info()))) s.default_member = s.members.size();
-      s.members.push_back({k, time_member(ctx, fwd.kernels(), m, k, o.rows, o.reps, x, y)});
+      std::vector<double> t(o.rows.size(), NAN);
+      t[0] = time_member(ctx, fwd.kernels(), m, k, {1}, o.reps, x, y)[0];
+      s.members.push_back({k, t});
     }
     if (s.members.empty()) continue;
-    s.chosen = choose_member(s.members, o.rows);
+    std::vector<size_t> order(s.members.size());
+    for (size_t i = 0; i < order.size(); i++) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s.members[a].seconds[0] < s.members[b].seconds[0]; });
+    std::vector<size_t> full;
+    for (size_t i : order)
+      if (i == s.default_member || s.members[i].seconds[0] <= s.members[order[0]].seconds[0] * 1.03 || full.size() < kFullyTimed)
+        full.push_back(i);
+    std::vector<MemberTimes> timed;
+    for (size_t i : full) {
+      s.members[i].seconds = time_member(ctx, fwd.kernels(), m, s.members[i].kernel, o.rows, o.reps, x, y);
+      timed.push_back(s.members[i]);
+    }
+    s.chosen = full[choose_member(timed, o.rows)];
     r.shapes.push_back(std::move(s));
   }
   return r;
@@ -180,9 +206,9 @@ std::string sweep_table(const SweepResult& r) {
     if (s.default_member != SIZE_MAX && s.default_member != s.chosen) row("  default", s.members[s.default_member]);
     std::vector<size_t> shown = {s.chosen, s.default_member};
     for (size_t j = 0; j < r.rows.size(); j++) {  // the fastest at each row count, where it is another member
-      size_t f = 0;
+      size_t f = 0;  // (members timed at one row only have NaN elsewhere)
       for (size_t i = 1; i < s.members.size(); i++)
-        if (s.members[i].seconds[j] < s.members[f].seconds[j]) f = i;
+        if (std::isnan(s.members[f].seconds[j]) || s.members[i].seconds[j] < s.members[f].seconds[j]) f = i;
       if (std::isnan(s.members[f].seconds[j]) || std::find(shown.begin(), shown.end(), f) != shown.end()) continue;
       shown.push_back(f);
       row("  fastest at M=" + std::to_string(r.rows[j]), s.members[f]);

@@ -1,7 +1,8 @@
 // `jf tune --kernels`: every member of the matrix family (matmul_family.h: the FMA kernels, and the fp16
 // tiles on matrix units where the device has them and they pass the tile probe) timed on the device on a model's own
 // matrix shapes, at the row counts a decoder sends (1, 4, 16, 64) and a prompt's (512), and one member chosen
-// per shape. The objective: the least time at one row (decode reads the weights once a token); members
+// per shape. Every member is timed at one row, then those the objective could pick and the next fastest at
+// every row count (the pipelines compiled in parallel first). The objective: the least time at one row (decode reads the weights once a token); members
 // within 3% of it are told apart by their time at 4-64 rows and at 512 over 8 (rows a forward spends on
 // drafts and prompts). Every member is batch-invariant, so the choice changes speed, never which tokens a
 // decoder emits (a row's bits can differ between members, as between devices).
@@ -29,7 +30,7 @@ struct MemberTimes {
 
 struct ShapeSweep {
   MatmulShape shape;
-  std::vector<MemberTimes> members;  // the members timed
+  std::vector<MemberTimes> members;  // the members timed (at one row only: NaN at the other row counts)
   size_t chosen = 0;                 // into members (by the objective above)
   size_t default_member = SIZE_MAX;  // the untuned default's index in members (SIZE_MAX: not timed)
 };

@@ -1,5 +1,9 @@
 #include "vulkan/kernels.h"
 
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <thread>
 #include <vector>
 
 #include "base/error.h"
@@ -20,20 +24,64 @@ Kernels::~Kernels() {
   }
 }
 
-const Kernel& Kernels::get(const std::string& name, uint32_t bindings, const std::vector<uint32_t>& constants, const std::string& label) {
+namespace {
+std::string key_of(const std::string& name, const std::vector<uint32_t>& constants) {
   std::string key = name;
   for (uint32_t c : constants) key.append(1, ' ').append(std::to_string(c));
+  return key;
+}
+}  // namespace
+
+const Kernel& Kernels::get(const std::string& name, uint32_t bindings, const std::vector<uint32_t>& constants, const std::string& label) {
+  const std::string key = key_of(name, constants);
   auto it = kernels_.find(key);
   if (it != kernels_.end()) return it->second;
+  return kernels_.emplace(key, make({name, bindings, constants, label}, key)).first->second;
+}
+
+void Kernels::prepare(const std::vector<KernelSpec>& specs) {
+  std::vector<std::pair<const KernelSpec*, std::string>> todo;
+  for (const KernelSpec& s : specs) {
+    std::string key = key_of(s.name, s.constants);
+    if (!kernels_.count(key) && std::none_of(todo.begin(), todo.end(), [&](const auto& t) { return t.second == key; }))
+      todo.emplace_back(&s, std::move(key));
+  }
+  std::vector<Kernel> made(todo.size());
+  std::vector<std::exception_ptr> failed(todo.size());
+  std::atomic<size_t> next{0};
+  const auto work = [&] {  // (making pipelines and modules is thread-safe on one device)
+    for (size_t i; (i = next++) < todo.size();) {
+      try {
+        made[i] = make(*todo[i].first, todo[i].second);
+      } catch (...) {
+        failed[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  const size_t n = std::min<size_t>({todo.size(), std::max(1u, std::thread::hardware_concurrency()), 16});
+  for (size_t t = 1; t < n; t++) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < todo.size(); i++)
+    if (!failed[i]) kernels_.emplace(todo[i].second, made[i]);
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
+}
+
+Kernel Kernels::make(const KernelSpec& s, const std::string& key) const {
   const ShaderBlob* blob = nullptr;
   for (size_t i = 0; i < kShaderCount; i++)
-    if (name == kShaders[i].name) blob = &kShaders[i];
-  if (!blob) throw Error("Vulkan: no shader '" + name + "' in this build");
+    if (s.name == kShaders[i].name) blob = &kShaders[i];
+  if (!blob) throw Error("Vulkan: no shader '" + s.name + "' in this build");
+  const std::string& name = s.name;
+  const uint32_t bindings = s.bindings;
+  const std::vector<uint32_t>& constants = s.constants;
   Api& a = api();
   VkDevice dev = ctx_.device();
   Kernel k;
   k.bindings = bindings;
-  k.name = label.empty() ? key : name + " " + label;
+  k.name = s.label.empty() ? key : name + " " + s.label;
   std::vector<VkDescriptorSetLayoutBinding> b(bindings);
   for (uint32_t i = 0; i < bindings; i++)
     b[i] = VkDescriptorSetLayoutBinding{i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
@@ -67,7 +115,7 @@ const Kernel& Kernels::get(const std::string& name, uint32_t bindings, const std
   const VkResult r = a.vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &ci, nullptr, &k.pipeline);
   a.vkDestroyShaderModule(dev, module, nullptr);
   check(r, ("compiling shader " + name).c_str());
-  return kernels_.emplace(key, k).first->second;
+  return k;
 }
 
 }  // namespace jf::vulkan

@@ -18,6 +18,14 @@ struct Kernel {
   std::string name;  // the shader's, and its constants' (a profile's rows)
 };
 
+// A pipeline to make: Kernels::get's arguments.
+struct KernelSpec {
+  std::string name;
+  uint32_t bindings = 0;
+  std::vector<uint32_t> constants;
+  std::string label;
+};
+
 class Kernels {
  public:
   explicit Kernels(Context& ctx) : ctx_(ctx) {}
@@ -29,6 +37,9 @@ class Kernels {
   // not embedded.
   const Kernel& get(const std::string& name, uint32_t bindings, const std::vector<uint32_t>& constants = {},
                     const std::string& label = "");
+  // Makes the pipelines of `specs` not made yet, several at once (a GPU driver may take a tenth of a second
+  // to compile one: a sweep of the matrix-kernel family makes hundreds), so that get() then finds them.
+  void prepare(const std::vector<KernelSpec>& specs);
   // The same, for a name that is a string literal: found by its address after the first call (recording a
   // forward, or writing its key, looks kernels up hundreds of times).
   const Kernel& get(const char* literal, uint32_t bindings) {
@@ -40,6 +51,8 @@ class Kernels {
   }
 
  private:
+  Kernel make(const KernelSpec& s, const std::string& key) const;
+
   Context& ctx_;
   std::map<std::string, Kernel> kernels_;
   std::vector<std::pair<const char*, const Kernel*>> by_address_;
