@@ -111,6 +111,15 @@ TEST(VulkanForward, RunsTheKernelsTuningChose) {
   ::unsetenv("JF_VULKAN_KERNELS");
 }
 
+// What an untimed matrix runs: a thread per output below the split's K, else the member the H200 measured
+// fastest of the candidates on a hardware GPU, the older one on a software device (lavapipe).
+TEST(KernelSweep, UntimedMatricesRunTheDefaultsForTheirKindOfDevice) {
+  EXPECT_TRUE(vulkan::default_matmul_kernel(128, 256, false).serial);
+  EXPECT_EQ(vulkan::default_matmul_kernel(4096, 256, false).name(), "split-wg64-o2-r4");
+  EXPECT_EQ(vulkan::default_matmul_kernel(4096, 2048, true).name(), "split-wg64-o4-r8");
+  EXPECT_TRUE(vulkan::default_matmul_kernel(1024, 2048, true).serial);
+}
+
 // The sweep's objective: the least time at one row; members within 3% of it told apart by their time at more
 // rows (a prompt's 512 counted an eighth; an untimed row count ignored). The choices merge into those cached
 // for other shapes.

@@ -126,7 +126,7 @@ std::string describe_devices() {
             << "\n";
         if (d.missing.empty())
           o << "           attention: " << (c.attention_chunk ? vulkan::attention_name(*c.attention_chunk) + " (chosen by jf tune --kernels)"
-                                                              : std::string("whole rows (untuned)"))
+                                                              : std::string(d.software ? "whole rows (untuned)" : "split-64 (untuned)"))
             << "\n";
       } catch (const Error& e) {
         o << "           matrix kernels: " << e.what() << "\n";

@@ -144,7 +144,7 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
         r.skipped++;
         continue;
       }
-      if (k == default_matmul_kernel(m.cols, default_split_min_k(ctx.info()))) s.default_member = s.members.size();
+      if (k == default_matmul_kernel(m.cols, default_split_min_k(ctx.info()), ctx.info().software)) s.default_member = s.members.size();
       std::vector<double> t(o.rows.size(), NAN);
       t[0] = time_member(ctx, fwd.kernels(), m, k, {1}, o.reps, x, y)[0];
       s.members.push_back({k, t});

@@ -52,7 +52,7 @@ void VulkanForward::choose_kernels() {
 MatmulKernel VulkanForward::kernel_for(const MatmulShape& s) const {
   if (every_matrix_) return *every_matrix_;
   auto it = choices_.by_shape.find(s);
-  return it != choices_.by_shape.end() ? it->second.kernel : default_matmul_kernel(s.k, split_min_k_);
+  return it != choices_.by_shape.end() ? it->second.kernel : default_matmul_kernel(s.k, split_min_k_, ctx_->info().software);
 }
 
 std::vector<DeviceMatrix> VulkanForward::distinct_matrices() const {

@@ -100,9 +100,10 @@ std::vector<MatmulKernel> matmul_family(const DeviceInfo& d) {
   return family;
 }
 
-MatmulKernel default_matmul_kernel(uint32_t K, uint32_t split_min_k) {
+MatmulKernel default_matmul_kernel(uint32_t K, uint32_t split_min_k, bool software) {
   MatmulKernel k;
   k.serial = K < split_min_k;
+  if (!software) k.outputs = 2, k.rows = 4;
   return k;
 }
 

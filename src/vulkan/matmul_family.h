@@ -44,9 +44,10 @@ std::vector<MatmulKernel> matmul_family(const DeviceInfo& d);
 // Shared memory a member uses, in bytes.
 uint32_t matmul_shared_bytes(const MatmulKernel& k);
 
-// What an untimed matrix of K inputs runs: a thread per output below split_min_k (matmul_grid.h), else
-// 64 threads, 4 outputs, 8 rows.
-MatmulKernel default_matmul_kernel(uint32_t K, uint32_t split_min_k);
+// What an untimed matrix of K inputs runs: a thread per output below split_min_k (matmul_grid.h), else 64
+// threads, 2 outputs, 4 rows on a hardware GPU (at one row 2.5-3.7x faster than 4 outputs, 8 rows on every
+// shape the H200 timed: docs/device-runs/2026-11-29-h200.md), 4 outputs, 8 rows on a software one.
+MatmulKernel default_matmul_kernel(uint32_t K, uint32_t split_min_k, bool software = true);
 
 // A matrix shape the kernels are chosen for.
 struct MatmulShape {
