@@ -156,8 +156,8 @@ TEST(VulkanDecoders, CodeModelsDraftTreesGiveArsTokens) {
 
 // The draft file's drafts are as good on the device as on the CPU: Jacobi with the draft layer's chains
 // (grown inside each forward) accepts as many tokens a forward with the device's fp16 cache (what jf runs on a
-// GPU) as the CPU does. An H200 once gave 1.03 tokens a forward where the CPU gives over 2, its output still
-// `ar`'s: only acceptance shows drafts gone wrong.
+// GPU) as the CPU does: drafts gone wrong on a device would still give `ar`'s output, only fewer tokens a
+// forward (an H200 run gave 1.03 with priced rows, the policy or the drafts: this tells them apart).
 TEST(VulkanDecoders, CodeModelsDraftsAcceptAsOnTheCpu) {
   const std::string path = code_model();
   if (!test::path_exists(path)) GTEST_FAIL() << path << " is missing";
