@@ -38,7 +38,8 @@ mkdir -p "$dest"
 out="$(mktemp -d)"
 deliver() {
   cp "$out/report.md" "$out/log.txt" "$dest/" 2>/dev/null
-  tar -C "$out" -czf "$dest/results.tar.gz" . 2>/dev/null
+  # (not the driver's own shader cache: NVIDIA's held more than a device call brings back)
+  tar -C "$out" --exclude=./cache/nvidia --exclude=./cache/mesa_shader_cache -czf "$dest/results.tar.gz" . 2>/dev/null
   rm -rf "$out"
 }
 trap deliver EXIT
@@ -170,12 +171,26 @@ cp "$out"/cache/jf/vulkan-kernels/*.json "$out/" 2>/dev/null
 
 step "tests on $device"
 for t in test_vulkan_kernels test_vulkan_ops test_vulkan_forward test_vulkan_tree test_vulkan_attention test_vulkan_tiles test_vulkan_decoders; do
-  run "$t" "$bin/$t" --gtest_filter="$gtest_filter" --gtest_brief=1
+  filter="$gtest_filter"
+  [ "$t" = test_vulkan_kernels ] && filter="$filter-$kernel_filter"  # (those ran first)
+  run "$t" "$bin/$t" --gtest_filter="$filter" --gtest_brief=1
 done
 
 step "benchmarks on $device"
 printf '{"prompt": "def quicksort(items):"}\n{"prompt": "class Stack:\\n    def __init__(self):"}\n' > "$out/prompts.jsonl"
 decoders=ar,jacobi:block=16,multiblock:block=16,lookahead,pld
+# the small models first (seconds each): the decoders' and SJD-PAC's speed where rows are nearly free
+run "decoders code model" sh -c "'$jf' bench -m '$models/pycode-ar-q8_0.gguf' --device $device --prompts '$out/prompts.jsonl' \
+  -n $tokens --decoders $decoders,jacobi:block=16:draft-policy=fixed,jacobi:tree=16,jacobi:tree=64 --plot '$out/decoders_code.svg' > '$out/decoders_code.txt'"
+run "decoders stories260K" sh -c "'$jf' bench -m '$stories' --device $device --prompts '$out/prompts.jsonl' -n $tokens \
+  --decoders $decoders --plot '$out/decoders_stories.svg' > '$out/decoders_stories.txt'"
+# text-to-image: SJD and SJD-PAC's step compression and wall-clock speedup where rows are (nearly) free
+run "images SJD-PAC" sh -c "'$jf' image-bench -m '$models/emoji16-q8_0.gguf' --device ${image_device:-$device} \
+  --captions '$image_captions' $image_args --locality-images 0 -o '$out/images' > '$out/images.txt'"
+# jf imagine's default (priced: does the pricing send the tree where rows are free?)
+run "images priced" sh -c "'$jf' image-bench -m '$models/emoji16-q8_0.gguf' --device ${image_device:-$device} \
+  --captions '$image_captions' $image_args --locality-images 0 --decoders sjd:block=32:pac-continue=1:pac-tree=3x4:pac-guess=32 \
+  > '$out/images_priced.txt'"
 for entry in "${shapes[@]}"; do
   shape="${entry%%:*}" type="${entry#*:}" file="$work/$entry.gguf"
   make_file "$entry" || continue
@@ -214,17 +229,6 @@ for entry in "${shapes[@]}"; do
     run "llama.cpp $shape $type" sh -c "'$bin/llamacpp_bench' '$file' 999 16 $tokens $ms $reps $prefill > '$out/llama_${shape}_${type}.json'"
   [ "$entry" = "${shapes[0]}" ] || rm -f "$file"  # the first shape's file stays for the CPU at scale
 done
-run "decoders code model" sh -c "'$jf' bench -m '$models/pycode-ar-q8_0.gguf' --device $device --prompts '$out/prompts.jsonl' \
-  -n $tokens --decoders $decoders,jacobi:tree=16,jacobi:tree=64 --plot '$out/decoders_code.svg' > '$out/decoders_code.txt'"
-run "decoders stories260K" sh -c "'$jf' bench -m '$stories' --device $device --prompts '$out/prompts.jsonl' -n $tokens \
-  --decoders $decoders --plot '$out/decoders_stories.svg' > '$out/decoders_stories.txt'"
-# text-to-image: SJD and SJD-PAC's step compression and wall-clock speedup where rows are (nearly) free
-run "images SJD-PAC" sh -c "'$jf' image-bench -m '$models/emoji16-q8_0.gguf' --device ${image_device:-$device} \
-  --captions '$image_captions' $image_args --locality-images 0 -o '$out/images' > '$out/images.txt'"
-# jf imagine's default (priced: does the pricing send the tree where rows are free?)
-run "images priced" sh -c "'$jf' image-bench -m '$models/emoji16-q8_0.gguf' --device ${image_device:-$device} \
-  --captions '$image_captions' $image_args --locality-images 0 --decoders sjd:block=32:pac-continue=1:pac-tree=3x4:pac-guess=32 \
-  > '$out/images_priced.txt'"
 run "tune $(basename "$tune_model" .gguf)" sh -c "'$jf' tune -m '$tune_model' --device $device --budget $tune_budget -n 24 --no-cache --no-kernels --plot '$out/tune.svg' \
   -o '$out/tune.json' > '$out/tune.txt'"
 # the tuned choice (--config) beside the other configurations tune timed, in one run: auto within 3% of the best?
@@ -274,7 +278,7 @@ rm -rf "$work"
     echo
     grep "time(M) / time(1)" "$out/cost_beside_cpu.txt"
   fi
-  for f in "$out"/kernels_*.txt "$out"/cost_*.txt "$out"/profile_*.txt "$out"/decode_*.txt "$out"/decoders_*.txt "$out"/tune.txt "$out"/cpu_jf_*.txt; do
+  for f in "$out"/kernels_*.txt "$out"/cost_*.txt "$out"/profile_*.txt "$out"/decode_*.txt "$out"/decoders_*.txt "$out"/images*.txt "$out"/tune.txt "$out"/cpu_jf_*.txt; do
     [ -e "$f" ] && [ "$f" != "$out/cost_beside_cpu.txt" ] || continue
     echo
     echo "## $(basename "$f" .txt)"
