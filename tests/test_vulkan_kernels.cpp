@@ -131,6 +131,12 @@ bool member_runs_on_case(size_t member, size_t c, bool every) {
   const size_t n = kFamilyCases.size();
   return every || member % n == c || (member / n + member) % n == c;
 }
+// Whether the family test runs `member` (of `family`) on case c: a vec member on every Q4_K case (its only type).
+bool runs(const std::vector<vulkan::MatmulKernel>& family, size_t member, size_t c, bool every) {
+  const vulkan::MatmulKernel& k = family[member];
+  if (!vulkan::member_runs_type(k, std::get<0>(kFamilyCases[c]))) return false;
+  return k.vec || member_runs_on_case(member, c, every);
+}
 
 TEST_P(VulkanMatmulFamily, EveryMemberMatchesTheReferenceAndIsBatchInvariant) {
   JF_VULKAN_DEVICE(device);
@@ -165,13 +171,13 @@ TEST_P(VulkanMatmulFamily, EveryMemberMatchesTheReferenceAndIsBatchInvariant) {
   const bool has_offset = type == DType::Q4_1 || type == DType::Q5_1 || type == DType::Q2_K || type == DType::Q4_K || type == DType::Q5_K;
   std::vector<vulkan::KernelSpec> specs;  // (compiled several at once: a GPU driver takes its time a pipeline)
   for (size_t i = 0; i < family.size(); i++)
-    if (member_runs_on_case(i, c, !f.ctx.info().software))
+    if (runs(family, i, c, !f.ctx.info().software))
       specs.push_back({vulkan::matmul_shader(family[i], vulkan::MatrixMath::Fma, type), vulkan::kMatmulBindings,
                        vulkan::matmul_constants(family[i], vulkan::MatrixMath::Fma), family[i].name()});
   f.kernels.prepare(specs);
   for (size_t i = 0; i < family.size(); i++) {
     const vulkan::MatmulKernel& k = family[i];
-    if (!member_runs_on_case(i, c, !f.ctx.info().software)) continue;
+    if (!runs(family, i, c, !f.ctx.info().software)) continue;
     tested++;
     const std::string what = dtype_name(type) + " K=" + std::to_string(K) + " " + k.name();
     const auto run = [&](uint32_t first, uint32_t count, bool norm) {
@@ -223,18 +229,23 @@ TEST(VulkanMatmulFamily, TheSpreadCoversEveryMember) {
   const std::vector<vulkan::MatmulKernel> family = vulkan::matmul_family(vulkan::Context(device).info());
   for (size_t i = 0; i < family.size(); i++) {
     bool covered = false;
-    for (size_t c = 0; c < kFamilyCases.size(); c++) covered = covered || member_runs_on_case(i, c, false);
+    for (size_t c = 0; c < kFamilyCases.size(); c++) covered = covered || runs(family, i, c, false);
     EXPECT_TRUE(covered) << family[i].name();
     EXPECT_EQ(vulkan::parse_matmul_kernel(family[i].name()), family[i]);  // the name is the member
   }
   EXPECT_THROW(vulkan::parse_matmul_kernel("split-wg128-o4-r8-fold"), Error);  // fold comes with pair only
   EXPECT_EQ(vulkan::parse_matmul_kernel("tiles-r64").tile_rows, 64u);  // (the tiles members: on matrix units only)
+  EXPECT_TRUE(vulkan::parse_matmul_kernel("vec-wg32-o2-r4").vec);           // (Q4_K only)
+  EXPECT_THROW(vulkan::parse_matmul_kernel("vec-wg256-o2-r4"), Error);
+  EXPECT_THROW(vulkan::parse_matmul_kernel("vec-wg64-o2-r4-sg"), Error);
+  EXPECT_TRUE(vulkan::member_runs_type(vulkan::parse_matmul_kernel("vec-wg64-o1-r8"), DType::Q4_K));
+  EXPECT_FALSE(vulkan::member_runs_type(vulkan::parse_matmul_kernel("vec-wg64-o1-r8"), DType::Q6_K));
   EXPECT_THROW(vulkan::parse_matmul_kernel("tiles-r48"), Error);
   EXPECT_THROW(vulkan::parse_matmul_kernel("split-wg128-o4-r8-pair-sg-fold"), Error);
   for (size_t c = 0; c < kFamilyCases.size(); c++) {
     std::set<uint32_t> wg, outputs, rows, pair, fold, sg;
     for (size_t i = 0; i < family.size(); i++)
-      if (!family[i].serial && !family[i].tile_rows && member_runs_on_case(i, c, false))
+      if (!family[i].serial && !family[i].tile_rows && !family[i].vec && member_runs_on_case(i, c, false))
         wg.insert(family[i].wg), outputs.insert(family[i].outputs), rows.insert(family[i].rows), pair.insert(family[i].pair),
             fold.insert(family[i].fold), sg.insert(family[i].subgroup);
     EXPECT_EQ(wg.size(), 3u) << c;

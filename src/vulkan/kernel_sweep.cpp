@@ -125,12 +125,12 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
   const std::vector<DeviceMatrix> matrices = fwd.distinct_matrices();
   for (const DeviceMatrix& m : matrices) {
     if (spent() > o.budget_seconds) {
-      r.skipped += static_cast<int>(family.size());
+      r.skipped += static_cast<int>(std::count_if(family.begin(), family.end(), [&](const MatmulKernel& k) { return member_runs_type(k, m.type); }));
       continue;
     }
     std::vector<KernelSpec> specs;  // every member's pipeline for the weight type, compiled several at once
     for (const MatmulKernel& k : family)
-      specs.push_back({matmul_shader(k, MatrixMath::Fma, m.type), kMatmulBindings, matmul_constants(k, MatrixMath::Fma), k.name()});
+      if (member_runs_type(k, m.type)) specs.push_back({matmul_shader(k, MatrixMath::Fma, m.type), kMatmulBindings, matmul_constants(k, MatrixMath::Fma), k.name()});
     fwd.kernels().prepare(specs);  // (made once a type)
     ShapeSweep s;
     s.shape = {m.rows, m.cols, m.type};
@@ -140,6 +140,7 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
     // Every member at one row first; then the row counts for those the objective could pick (within 3% of the
     // fastest at one row), the next fastest (up to kFullyTimed) and the default.
     for (const MatmulKernel& k : family) {
+      if (!member_runs_type(k, m.type)) continue;
       if (spent() > o.budget_seconds) {
         r.skipped++;
         continue;

@@ -50,7 +50,7 @@ void VulkanForward::choose_kernels() {
 }
 
 MatmulKernel VulkanForward::kernel_for(const MatmulShape& s) const {
-  if (every_matrix_) return *every_matrix_;
+  if (every_matrix_ && member_runs_type(*every_matrix_, s.type)) return *every_matrix_;  // (else the default)
   auto it = choices_.by_shape.find(s);
   return it != choices_.by_shape.end() ? it->second.kernel : default_matmul_kernel(s.k, split_min_k_, ctx_->info().software);
 }

@@ -15,6 +15,7 @@ namespace jf::vulkan {
 std::string MatmulKernel::name() const {
   if (serial) return "serial";
   if (tile_rows) return "tiles-r" + std::to_string(tile_rows);
+  if (vec) return "vec-wg" + std::to_string(wg) + "-o" + std::to_string(outputs) + "-r" + std::to_string(rows);
   std::string s = "split-wg" + std::to_string(wg) + "-o" + std::to_string(outputs) + "-r" + std::to_string(rows);
   if (pair) s += "-pair";
   if (fold) s += "-fold";
@@ -34,11 +35,13 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
   }
   const auto bad = [&] {
     return Error("unknown matrix kernel '" + name +
-                 "' (use serial, tiles-r16/r32/r64, or split-wgW-oO-rR[-pair[-fold]][-sg] with W 64/128/256, O 1/2/4, R 4/8)");
+                 "' (use serial, tiles-r16/r32/r64, split-wgW-oO-rR[-pair[-fold]][-sg] with W 64/128/256, O 1/2/4, R 4/8, "
+                 "or vec-wgW-oO-rR with W 32/64/128)");
   };
   std::istringstream in(name);
   std::string part;
-  if (!std::getline(in, part, '-') || part != "split") throw bad();
+  if (!std::getline(in, part, '-') || (part != "split" && part != "vec")) throw bad();
+  k.vec = part == "vec";
   int fields = 0;
   while (std::getline(in, part, '-')) {
     const auto number = [&](size_t skip) {
@@ -49,6 +52,7 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
     if (fields == 0 && part.rfind("wg", 0) == 0) k.wg = number(2);
     else if (fields == 1 && part[0] == 'o') k.outputs = number(1);
     else if (fields == 2 && part[0] == 'r') k.rows = number(1);
+    else if (k.vec) throw bad();  // (a vec member has no options)
     else if (fields >= 3 && part == "pair" && !k.pair && !k.subgroup) k.pair = true;
     else if (fields >= 3 && part == "fold" && k.pair && !k.fold && !k.subgroup) k.fold = true;
     else if (fields >= 3 && part == "sg" && !k.subgroup) k.subgroup = true;
@@ -60,7 +64,9 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
       if (v == o) return true;
     return false;
   };
-  if (fields < 3 || !one_of(k.wg, {64, 128, 256}) || !one_of(k.outputs, {1, 2, 4}) || !one_of(k.rows, {4, 8})) throw bad();
+  if (fields < 3 || !one_of(k.wg, k.vec ? std::initializer_list<uint32_t>{32, 64, 128} : std::initializer_list<uint32_t>{64, 128, 256}) ||
+      !one_of(k.outputs, {1, 2, 4}) || !one_of(k.rows, {4, 8}))
+    throw bad();
   return k;
 }
 
@@ -71,7 +77,7 @@ uint32_t matmul_shared_bytes(const MatmulKernel& k) {
     return 2 * (16 + k.tile_rows) * ld + 4 * (4 * 16 * 20) + 4 * (128 + 128 + 2 * k.tile_rows);
   }
   const uint32_t slots = k.outputs * k.rows, norm = k.wg + k.rows;
-  if (k.subgroup) return 4 * (slots * (k.wg / 8) + norm);
+  if (k.subgroup || k.vec) return 4 * (slots * (k.wg / 8) + norm);
   return 4 * (slots * (k.wg + 1) + slots * (k.wg / 8) + norm);
 }
 
@@ -91,6 +97,14 @@ std::vector<MatmulKernel> matmul_family(const DeviceInfo& d) {
             if (matmul_shared_bytes(k) <= d.shared_memory) family.push_back(k);
           }
   }
+  if (d.subgroup_shuffle && d.subgroup_size >= 8)  // (a workgroup at least a subgroup: its butterfly's lanes all run)
+    for (uint32_t wg : {32u, 64u, 128u})
+      for (uint32_t outputs : {1u, 2u, 4u})
+        for (uint32_t rows : {4u, 8u}) {
+          MatmulKernel k;
+          k.vec = true, k.wg = wg, k.outputs = outputs, k.rows = rows;
+          if (wg >= d.subgroup_size && matmul_shared_bytes(k) <= d.shared_memory) family.push_back(k);
+        }
   if (d.matrix_units)
     for (uint32_t rows : {16u, 32u, 64u}) {
       MatmulKernel k;

@@ -23,12 +23,17 @@ struct MatmulKernel {
   // A tiles member ("tiles-r16", -r32, -r64): matmul_tiles on the device's matrix units, that many rows a
   // workgroup (matmul_grid.h); 0 for the FMA members. Only on devices whose matrix units pass the probe.
   uint32_t tile_rows = 0;
+  // A vec member ("vec-wgW-oO-rR"): matmul_vec.comp, Q4_K only (16-byte loads, a weight byte read once; the
+  // shape fields below its wg, outputs and rows; subgroup sums).
+  bool vec = false;
   uint32_t wg = 64, outputs = 4, rows = 8;
   bool pair = false, fold = false, subgroup = false;  // fold only with pair
   // "serial" or e.g. "split-wg128-o4-r8-pair-fold-sg": what the cache, the profile and JF_VULKAN_KERNELS say.
   std::string name() const;
-  // The specialization constants of matmul_split.comp (constant ids 0..4).
-  std::vector<uint32_t> constants() const { return {wg, outputs, rows, pair ? 1u : 0u, fold ? 1u : 0u}; }
+  // The specialization constants of matmul_split.comp (constant ids 0..4), or matmul_vec.comp's (0..2).
+  std::vector<uint32_t> constants() const {
+    return vec ? std::vector<uint32_t>{wg, outputs, rows} : std::vector<uint32_t>{wg, outputs, rows, pair ? 1u : 0u, fold ? 1u : 0u};
+  }
   uint32_t outputs_per_group() const { return tile_rows ? 16 : serial ? 64 : outputs; }
   uint32_t rows_per_group() const { return tile_rows ? tile_rows : serial ? 8 : rows; }
   bool operator==(const MatmulKernel& o) const { return name() == o.name(); }
@@ -36,6 +41,9 @@ struct MatmulKernel {
 
 // Throws jf::Error naming the form for a string that is not a member's name.
 MatmulKernel parse_matmul_kernel(const std::string& name);
+
+// Whether member k has a kernel for weights of type t (a vec member: Q4_K only; every other member: all).
+inline bool member_runs_type(const MatmulKernel& k, DType t) { return !k.vec || t == DType::Q4_K; }
 
 // Every member `d` can run: its shared memory within the device's, subgroup members only where the device
 // has subgroup shuffles and subgroups of 8 or more, tiles members only where it has matrix units (whether they
