@@ -18,7 +18,9 @@ namespace jf::vulkan {
 namespace {
 
 constexpr size_t kMaxOutputBytes = size_t{256} << 20;  // a row count whose outputs need more is not timed
-constexpr size_t kFullyTimed = 6;  // members of a shape timed at every row count (besides those within 3%)
+// Members of a shape timed at every row count: the fastest kFullyTimed at one row, more of those within 3%
+// of the fastest up to kMostFullyTimed (a small matrix, bound by launch latency, has dozens), and the default.
+constexpr size_t kFullyTimed = 6, kMostFullyTimed = 12;
 
 // One timestamp before the reps of each row count and one after each rep: queries[i * (reps + 1) + j].
 class Timer {
@@ -137,8 +139,8 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
     Buffer x(ctx, size_t(max_rows) * m.cols * 4, Buffer::Kind::Device);
     Buffer y(ctx, std::min(size_t(max_rows) * m.rows * 4, kMaxOutputBytes), Buffer::Kind::Device);
     ctx.run([&](VkCommandBuffer cmd) { api().vkCmdFillBuffer(cmd, x.handle(), 0, VK_WHOLE_SIZE, 0x3c23d70a); });  // 0.01f
-    // Every member at one row first; then the row counts for those the objective could pick (within 3% of the
-    // fastest at one row), the next fastest (up to kFullyTimed) and the default.
+    // Every member at one row first; then every row count for the fastest few (those the objective could
+    // pick: within 3% of the fastest at one row) and the default.
     for (const MatmulKernel& k : family) {
       if (!member_runs_type(k, m.type)) continue;
       if (spent() > o.budget_seconds) {
@@ -156,7 +158,8 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s.members[a].seconds[0] < s.members[b].seconds[0]; });
     std::vector<size_t> full;
     for (size_t i : order)
-      if (i == s.default_member || s.members[i].seconds[0] <= s.members[order[0]].seconds[0] * 1.03 || full.size() < kFullyTimed)
+      if (i == s.default_member || full.size() < kFullyTimed ||
+          (full.size() < kMostFullyTimed && s.members[i].seconds[0] <= s.members[order[0]].seconds[0] * 1.03))
         full.push_back(i);
     std::vector<MemberTimes> timed;
     for (size_t i : full) {
