@@ -29,6 +29,15 @@ std::string code_model() {
   return std::string(dir ? dir : JF_SOURCE_DIR "/models") + "/pycode-ar-q8_0.gguf";
 }
 
+// A model loaded for the device (the CPU's panels off: the device reads the file's weights), with the draft
+// file beside it where asked (as the CLI finds it).
+LoadedModel load_for_device(const std::string& path, bool with_draft = false) {
+  LoadedModel lm = load_model(path);
+  if (with_draft) attach_draft_file(*lm.model, path.substr(0, path.size() - 5) + ".draft.gguf");
+  lm.model->set_panels(false);
+  return lm;
+}
+
 DecoderOptions dec(const std::string& spec) {
   DecoderOptions o = parse_decoder_spec(spec, DecoderOptions{});
   o.draft_adaptive = false;  // every row the decoder wants, so the device sees full blocks and trees
@@ -47,8 +56,7 @@ GenerationResult run(Session& s, const DecoderOptions& o, const std::vector<int3
 void expect_decoders_equal_ar(const std::string& rel, const std::vector<std::string>& prompts, int n, vulkan::MatrixMath math) {
   JF_VULKAN_DEVICE(device);
   JF_SHARED_PATH(path, rel);
-  LoadedModel lm = load_model(path);
-  lm.model->set_panels(false);
+  LoadedModel lm = load_for_device(path);
   vulkan::VulkanForward fwd(device, lm.model->config(), lm.model->weights(), {}, math);
   Session s(fwd, 512);
   GenerationConfig cfg;
@@ -84,8 +92,7 @@ TEST(VulkanDecoders, Stories260KEveryGreedyDecoderEqualsArOnTiles) {
 // slot moves follow the sequence's; greedy decoders that roll back (lookahead's trees move slots) are guided ar.
 TEST(VulkanDecoders, GuidedDecodersEqualGuidedAr) {
   JF_VULKAN_DEVICE(device);
-  LoadedModel lm = load_model(JF_SOURCE_DIR "/models/emoji16-q8_0.gguf");
-  lm.model->set_panels(false);
+  LoadedModel lm = load_for_device(JF_SOURCE_DIR "/models/emoji16-q8_0.gguf");
   const ImageVocab iv = *ImageVocab::find(*lm.tokenizer);
   vulkan::VulkanForward fwd(device, lm.model->config(), lm.model->weights());
   GuidedForward guided(fwd, iv.marker(), iv.unconditional_prefix(*lm.tokenizer), 3.0f);
@@ -108,8 +115,7 @@ TEST(VulkanDecoders, CodeModelEveryGreedyDecoderEqualsAr) {
   const std::string path = code_model();
   if (!test::path_exists(path)) GTEST_FAIL() << path << " is missing";
   JF_VULKAN_DEVICE(device);
-  LoadedModel lm = load_model(path);
-  lm.model->set_panels(false);
+  LoadedModel lm = load_for_device(path);
   vulkan::VulkanForward fwd(device, lm.model->config(), lm.model->weights());
   Session s(fwd, 512);
   GenerationConfig cfg;
@@ -131,9 +137,7 @@ TEST(VulkanDecoders, CodeModelsDraftTreesGiveArsTokens) {
   const std::string path = code_model();
   if (!test::path_exists(path)) GTEST_FAIL() << path << " is missing";
   JF_VULKAN_DEVICE(device);
-  LoadedModel lm = load_model(path);
-  attach_draft_file(*lm.model, path.substr(0, path.size() - 5) + ".draft.gguf");
-  lm.model->set_panels(false);
+  LoadedModel lm = load_for_device(path, true);
   vulkan::VulkanForward fwd(device, lm.model->config(), lm.model->weights());
   Session s(fwd, 512);
   GenerationConfig cfg;
@@ -162,9 +166,7 @@ TEST(VulkanDecoders, CodeModelsDraftsAcceptAsOnTheCpu) {
   const std::string path = code_model();
   if (!test::path_exists(path)) GTEST_FAIL() << path << " is missing";
   JF_VULKAN_DEVICE(device);
-  LoadedModel lm = load_model(path);
-  attach_draft_file(*lm.model, path.substr(0, path.size() - 5) + ".draft.gguf");
-  lm.model->set_panels(false);
+  LoadedModel lm = load_for_device(path, true);
   vulkan::VulkanForward fwd(device, lm.model->config(), lm.model->weights());
   GenerationConfig cfg;
   cfg.max_new_tokens = 24;
@@ -192,9 +194,7 @@ TEST(VulkanDecoders, EveryDecoderMakesOneSubmissionPerDecodeStep) {
   const std::string code = code_model();
   if (!test::path_exists(code)) GTEST_FAIL() << code << " is missing";
   for (const std::string& path : {stories, code}) {
-    LoadedModel lm = load_model(path);
-    if (path == code) attach_draft_file(*lm.model, code.substr(0, code.size() - 5) + ".draft.gguf");  // (the CLI finds it)
-    lm.model->set_panels(false);
+    LoadedModel lm = load_for_device(path, path == code);
     const bool drafting = lm.model->config().draft_layer;
     EXPECT_EQ(drafting, path == code);
     vulkan::VulkanForward fwd(device, lm.model->config(), lm.model->weights());
@@ -244,8 +244,7 @@ TEST(VulkanDecoders, PerplexityWithinATenthOfAPercentOfTheCpu) {
   JF_SHARED_PATH(stories, "models/stories260K/stories260K.gguf");
   const std::string code = code_model();
   for (const std::string& path : {stories, code}) {
-    LoadedModel lm = load_model(path);
-    lm.model->set_panels(false);
+    LoadedModel lm = load_for_device(path);
     Transformer cpu(lm.model->config(), lm.model->weights());
     vulkan::VulkanForward gpu(device, lm.model->config(), lm.model->weights());
     const double want = perplexity(cpu, *lm.tokenizer, text, 600), got = perplexity(gpu, *lm.tokenizer, text, 600);
@@ -271,8 +270,7 @@ TEST(VulkanDecoders, LowBitFilesDecodeAsArWithTheCpusPerplexity) {
     WeightScheme ws;
     ASSERT_TRUE(weight_scheme_from_name(scheme, &ws)) << scheme;
     write_model_gguf(path, cfg, convert_tensors(ts, ws, cfg), meta);
-    LoadedModel lm = load_model(path);
-    lm.model->set_panels(false);
+    LoadedModel lm = load_for_device(path);
     vulkan::VulkanForward fwd(device, lm.model->config(), lm.model->weights());
     Session s(fwd, 512);
     GenerationConfig gen;
