@@ -3,6 +3,7 @@
 // slots moved by keep), agreement with the CPU forward within a stated tolerance, draft heads and layers, and
 // the errors a user meets (too little memory, caches of another device). (A layer's shape and its kernels:
 // test_vulkan_layer.cpp.)
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -145,32 +146,36 @@ TEST(VulkanForward, BatchInvariantForEveryWeightType) {
   }
 }
 
-// The vec members (matmul_vec.comp, Q4_K only: its matrices take them, the others the default) in whole
-// forwards, the norm and GLU folded into their loads and q/k/v and gate/up split over their outputs:
-// batch-invariant, the CPU's logits, and not the default kernel's bits (they ran).
-TEST(VulkanForward, VecMembersRunQ4KForwardsAsTheCpu) {
+// The vec members (matmul_vec.comp: Q3_K-Q6_K, IQ4_XS and Q8_0) in whole forwards of each type, the norm and
+// GLU folded into their loads and q/k/v and gate/up split over their outputs: batch-invariant, the CPU's
+// logits, and not the default kernel's bits (they ran).
+TEST(VulkanForward, VecMembersRunForwardsAsTheCpu) {
   JF_VULKAN_DEVICE(device);
-  const std::unique_ptr<Model> m = make_model(preset_config("tiny-256"), DType::Q4_K, 3);
-  const std::vector<int32_t> toks = test::random_tokens(13, m->config().vocab_size, 8);
-  Transformer cpu(m->config(), m->weights());
-  const Logits want = stepwise(cpu, toks);
-  vulkan::VulkanForward plain(device, m->config(), m->weights(), test::some_split_kernels(device)[0], vulkan::MatrixMath::Fma);
-  const Logits split = stepwise(plain, toks);
-  int ran = 0;
-  for (const vulkan::DeviceInfo& d : vulkan::list_devices()) {
-    if (d.index != device) continue;
-    for (const vulkan::MatmulKernel& k : vulkan::matmul_family(d)) {
-      if (!k.vec || (k.name() != "vec-wg32-o1-r8" && k.name() != "vec-wg64-o4-r4")) continue;
-      vulkan::VulkanForward fwd(device, m->config(), m->weights(), k, vulkan::MatrixMath::Fma);
-      for (DType kv : {DType::F32, DType::F16}) expect_batch_invariant(fwd, toks, kv, k.name() + " kv " + dtype_name(kv));
-      const Logits got = stepwise(fwd, toks);
-      for (size_t r = 0; r < toks.size(); r++) EXPECT_LE(relative_error(want[r], got[r]), 1e-4f) << k.name() << " row " << r;
-      EXPECT_NE(got, split) << k.name() << ": the bits of " << test::some_split_kernels(device)[0].name();
-      ran++;
-    }
+  const std::vector<std::pair<DType, std::string>> cases = {{DType::Q4_K, "vec-wg32-o1-r8"},
+                                                            {DType::Q5_K, "vec-wg64-o8-r4"}, {DType::Q6_K, "vec-wg128-o2-r8"},
+                                                            {DType::Q8_0, "vec-wg32-o4-r4"}, {DType::Q3_K, "vec-wg64-o2-r4"},
+                                                            {DType::IQ4_XS, "vec-wg128-o4-r8"}};
+  std::vector<vulkan::MatmulKernel> family;
+  for (const vulkan::DeviceInfo& d : vulkan::list_devices())
+    if (d.index == device) family = vulkan::matmul_family(d);
+  if (std::none_of(family.begin(), family.end(), [](const auto& k) { return k.vec; }))
+    GTEST_SKIP() << "SKIPPED: the device has no subgroup shuffles (no vec members)";
+  for (const auto& [type, name] : cases) {
+    const vulkan::MatmulKernel k = vulkan::parse_matmul_kernel(name);
+    ASSERT_NE(std::find(family.begin(), family.end(), k), family.end()) << name;
+    const std::unique_ptr<Model> m = make_model(preset_config("tiny-256"), type, 3);
+    const std::vector<int32_t> toks = test::random_tokens(13, m->config().vocab_size, 8);
+    Transformer cpu(m->config(), m->weights());
+    const Logits want = stepwise(cpu, toks);
+    vulkan::VulkanForward plain(device, m->config(), m->weights(), test::some_split_kernels(device)[0], vulkan::MatrixMath::Fma);
+    const Logits split = stepwise(plain, toks);
+    const std::string what = dtype_name(type) + " " + name;
+    vulkan::VulkanForward fwd(device, m->config(), m->weights(), k, vulkan::MatrixMath::Fma);
+    for (DType kv : {DType::F32, DType::F16}) expect_batch_invariant(fwd, toks, kv, what + " kv " + dtype_name(kv));
+    const Logits got = stepwise(fwd, toks);
+    for (size_t r = 0; r < toks.size(); r++) EXPECT_LE(relative_error(want[r], got[r]), 1e-4f) << what << " row " << r;
+    EXPECT_NE(got, split) << what << ": the bits of " << test::some_split_kernels(device)[0].name();
   }
-  if (ran == 0) GTEST_SKIP() << "SKIPPED: the device has no subgroup shuffles (no vec members)";
-  EXPECT_EQ(ran, 2);
 }
 
 // The tiles of 32 and 64 rows a workgroup (JF_VULKAN_TILE_ROWS; their kernels: test_vulkan_tiles) in whole

@@ -123,7 +123,7 @@ INSTANTIATE_TEST_SUITE_P(Types, VulkanMatmul, ::testing::ValuesIn(matmul_cases()
 class VulkanMatmulFamily : public ::testing::TestWithParam<std::tuple<DType, int>> {};
 
 const std::vector<std::tuple<DType, int>> kFamilyCases = {
-    {DType::F32, 2304},  {DType::F32, 301},   {DType::F16, 2306},  {DType::BF16, 2304},   {DType::Q8_0, 2304},   {DType::Q4_0, 2304},
+    {DType::F32, 2304},  {DType::F32, 301},   {DType::F16, 2306},  {DType::BF16, 2304},   {DType::Q8_0, 2336},   {DType::Q4_0, 2304},
     {DType::Q4_1, 2304}, {DType::Q5_0, 2304}, {DType::Q5_1, 2304}, {DType::Q2_K, 2304},   {DType::Q3_K, 2304},   {DType::Q4_K, 2304},
     {DType::Q5_K, 2304}, {DType::Q6_K, 2304}, {DType::IQ4_NL, 2304}, {DType::IQ4_XS, 2304}};
 
@@ -131,11 +131,17 @@ bool member_runs_on_case(size_t member, size_t c, bool every) {
   const size_t n = kFamilyCases.size();
   return every || member % n == c || (member / n + member) % n == c;
 }
-// Whether the family test runs `member` (of `family`) on case c: a vec member on every Q4_K case (its only type).
+// The vec members' types, in the order that spreads the members over them.
+const std::vector<DType> kVecTypes = {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_0, DType::Q3_K, DType::IQ4_XS};
+// Whether the family test runs `member` (of `family`) on case c: a vec member on one of its four types in turn
+// (the i-th vec member on kVecTypes[i % 6]: each type meets 2-3 of the output counts, 4 and 8 rows, 32-128 threads).
 bool runs(const std::vector<vulkan::MatmulKernel>& family, size_t member, size_t c, bool every) {
   const vulkan::MatmulKernel& k = family[member];
-  if (!vulkan::member_runs_type(k, std::get<0>(kFamilyCases[c]))) return false;
-  return k.vec || member_runs_on_case(member, c, every);
+  const DType type = std::get<0>(kFamilyCases[c]);
+  if (!vulkan::member_runs_type(k, type)) return false;
+  if (!k.vec) return member_runs_on_case(member, c, every);
+  const size_t vec_index = static_cast<size_t>(std::count_if(family.begin(), family.begin() + member, [](const auto& m) { return m.vec; }));
+  return every || kVecTypes[vec_index % kVecTypes.size()] == type;
 }
 
 TEST_P(VulkanMatmulFamily, EveryMemberMatchesTheReferenceAndIsBatchInvariant) {
@@ -233,13 +239,26 @@ TEST(VulkanMatmulFamily, TheSpreadCoversEveryMember) {
     EXPECT_TRUE(covered) << family[i].name();
     EXPECT_EQ(vulkan::parse_matmul_kernel(family[i].name()), family[i]);  // the name is the member
   }
+  if (std::none_of(family.begin(), family.end(), [](const auto& k) { return k.vec; })) return;  // (no subgroups)
+  for (DType t : kVecTypes) {  // each vec type runs members of most output counts and both row counts
+    std::set<uint32_t> outputs, rows;
+    for (size_t i = 0; i < family.size(); i++)
+      for (size_t c = 0; c < kFamilyCases.size(); c++)
+        if (family[i].vec && std::get<0>(kFamilyCases[c]) == t && runs(family, i, c, false)) outputs.insert(family[i].outputs), rows.insert(family[i].rows);
+    EXPECT_GE(outputs.size(), 2u) << dtype_name(t);
+    EXPECT_EQ(rows.size(), 2u) << dtype_name(t);
+  }
   EXPECT_THROW(vulkan::parse_matmul_kernel("split-wg128-o4-r8-fold"), Error);  // fold comes with pair only
   EXPECT_EQ(vulkan::parse_matmul_kernel("tiles-r64").tile_rows, 64u);  // (the tiles members: on matrix units only)
-  EXPECT_TRUE(vulkan::parse_matmul_kernel("vec-wg32-o2-r4").vec);           // (Q4_K only)
+  EXPECT_TRUE(vulkan::parse_matmul_kernel("vec-wg32-o2-r4").vec);           // (Q3_K-Q6_K, IQ4_XS, Q8_0)
   EXPECT_THROW(vulkan::parse_matmul_kernel("vec-wg256-o2-r4"), Error);
   EXPECT_THROW(vulkan::parse_matmul_kernel("vec-wg64-o2-r4-sg"), Error);
+  EXPECT_TRUE(vulkan::parse_matmul_kernel("vec-wg64-o8-r4").vec);
+  EXPECT_THROW(vulkan::parse_matmul_kernel("vec-wg64-o8-r8"), Error);  // (registers)
+  EXPECT_THROW(vulkan::parse_matmul_kernel("split-wg64-o8-r4"), Error);
   EXPECT_TRUE(vulkan::member_runs_type(vulkan::parse_matmul_kernel("vec-wg64-o1-r8"), DType::Q4_K));
-  EXPECT_FALSE(vulkan::member_runs_type(vulkan::parse_matmul_kernel("vec-wg64-o1-r8"), DType::Q6_K));
+  EXPECT_TRUE(vulkan::member_runs_type(vulkan::parse_matmul_kernel("vec-wg64-o1-r8"), DType::Q6_K));
+  EXPECT_FALSE(vulkan::member_runs_type(vulkan::parse_matmul_kernel("vec-wg64-o1-r8"), DType::Q2_K));
   EXPECT_THROW(vulkan::parse_matmul_kernel("tiles-r48"), Error);
   EXPECT_THROW(vulkan::parse_matmul_kernel("split-wg128-o4-r8-pair-sg-fold"), Error);
   for (size_t c = 0; c < kFamilyCases.size(); c++) {

@@ -36,7 +36,7 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
   const auto bad = [&] {
     return Error("unknown matrix kernel '" + name +
                  "' (use serial, tiles-r16/r32/r64, split-wgW-oO-rR[-pair[-fold]][-sg] with W 64/128/256, O 1/2/4, R 4/8, "
-                 "or vec-wgW-oO-rR with W 32/64/128)");
+                 "or vec-wgW-oO-rR with W 32/64/128, O 1/2/4/8, R 4/8, not o8-r8)");
   };
   std::istringstream in(name);
   std::string part;
@@ -65,7 +65,8 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
     return false;
   };
   if (fields < 3 || !one_of(k.wg, k.vec ? std::initializer_list<uint32_t>{32, 64, 128} : std::initializer_list<uint32_t>{64, 128, 256}) ||
-      !one_of(k.outputs, {1, 2, 4}) || !one_of(k.rows, {4, 8}))
+      !one_of(k.outputs, k.vec ? std::initializer_list<uint32_t>{1, 2, 4, 8} : std::initializer_list<uint32_t>{1, 2, 4}) ||
+      !one_of(k.rows, {4, 8}) || (k.vec && k.outputs == 8 && k.rows == 8))
     throw bad();
   return k;
 }
@@ -76,9 +77,9 @@ uint32_t matmul_shared_bytes(const MatmulKernel& k) {
     const uint32_t step = k.tile_rows == 64 ? 128 : 256, ld = step + 8;
     return 2 * (16 + k.tile_rows) * ld + 4 * (4 * 16 * 20) + 4 * (128 + 128 + 2 * k.tile_rows);
   }
-  const uint32_t slots = k.outputs * k.rows, norm = k.wg + k.rows;
-  if (k.subgroup || k.vec) return 4 * (slots * (k.wg / 8) + norm);
-  return 4 * (slots * (k.wg + 1) + slots * (k.wg / 8) + norm);
+  const uint32_t slots = (k.outputs + 1) * k.rows;  // the outputs and (a folded norm) the rows' sums of squares
+  if (k.subgroup || k.vec) return 4 * slots * (k.wg / 8);
+  return 4 * (slots * (k.wg + 1) + slots * (k.wg / 8));
 }
 
 std::vector<MatmulKernel> matmul_family(const DeviceInfo& d) {
@@ -99,8 +100,9 @@ std::vector<MatmulKernel> matmul_family(const DeviceInfo& d) {
   }
   if (d.subgroup_shuffle && d.subgroup_size >= 8)  // (a workgroup at least a subgroup: its butterfly's lanes all run)
     for (uint32_t wg : {32u, 64u, 128u})
-      for (uint32_t outputs : {1u, 2u, 4u})
+      for (uint32_t outputs : {1u, 2u, 4u, 8u})
         for (uint32_t rows : {4u, 8u}) {
+          if (outputs == 8 && rows == 8) continue;  // (registers: 8 outputs' loads and 64 sums a thread)
           MatmulKernel k;
           k.vec = true, k.wg = wg, k.outputs = outputs, k.rows = rows;
           if (wg >= d.subgroup_size && matmul_shared_bytes(k) <= d.shared_memory) family.push_back(k);

@@ -23,8 +23,9 @@ struct MatmulKernel {
   // A tiles member ("tiles-r16", -r32, -r64): matmul_tiles on the device's matrix units, that many rows a
   // workgroup (matmul_grid.h); 0 for the FMA members. Only on devices whose matrix units pass the probe.
   uint32_t tile_rows = 0;
-  // A vec member ("vec-wgW-oO-rR"): matmul_vec.comp, Q4_K only (16-byte loads, a weight byte read once; the
-  // shape fields below its wg, outputs and rows; subgroup sums).
+  // A vec member ("vec-wgW-oO-rR"): matmul_vec.comp, Q3_K-Q6_K, IQ4_XS and Q8_0 only (eight threads a group of
+  // 256 weights, each weight byte read once in whole words; the shape fields below its wg, outputs and rows;
+  // subgroup sums).
   bool vec = false;
   uint32_t wg = 64, outputs = 4, rows = 8;
   bool pair = false, fold = false, subgroup = false;  // fold only with pair
@@ -42,8 +43,10 @@ struct MatmulKernel {
 // Throws jf::Error naming the form for a string that is not a member's name.
 MatmulKernel parse_matmul_kernel(const std::string& name);
 
-// Whether member k has a kernel for weights of type t (a vec member: Q4_K only; every other member: all).
-inline bool member_runs_type(const MatmulKernel& k, DType t) { return !k.vec || t == DType::Q4_K; }
+// Whether member k has a kernel for weights of type t (a vec member: Q3_K-Q6_K, IQ4_XS, Q8_0; the others: all).
+inline bool member_runs_type(const MatmulKernel& k, DType t) {
+  return !k.vec || t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K || t == DType::IQ4_XS || t == DType::Q8_0;
+}
 
 // Every member `d` can run: its shared memory within the device's, subgroup members only where the device
 // has subgroup shuffles and subgroups of 8 or more, tiles members only where it has matrix units (whether they

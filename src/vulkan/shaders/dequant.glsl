@@ -155,7 +155,7 @@ void load_unit(uint row, uint u, uint K, out float w[32]) {
 // 4-bit indices into a table of 16 int8 values, nibbles as Q4_0 (byte i: weight i low, i + 16 high).
 // IQ4_NL: blocks of 32 (18 bytes: d, qs[16]), d v. IQ4_XS: 256 (136 bytes: d, scales_h, scales_l[4],
 // qs[128]), sub-block j scaled by d (ls - 32), ls 6 bits: scales_l[j / 2] at 4 (j % 2), scales_h at 2j.
-const float IQ4[16] = float[16](-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0, 1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
+#include "iq4.glsl"
 float iq4_scale(uint b, uint j) {  // IQ4_XS sub-block j's multiplier of d
   const uint h = byte_at(b + 2) | (byte_at(b + 3) << 8);
   const uint ls = ((byte_at(b + 4 + j / 2) >> (4 * (j % 2))) & 15) | (((h >> (2 * j)) & 3) << 4);

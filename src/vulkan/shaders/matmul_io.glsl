@@ -7,6 +7,7 @@ layout(std430, binding = 0) readonly buffer Input { float X[]; };
 layout(std430, binding = 0) readonly buffer Input4 { vec4 X4[]; };  // the same buffer, 16 bytes a load
 layout(std430, binding = 1) buffer Output { float Y[]; };
 layout(std430, binding = 3) readonly buffer Gain { float G[]; };  // the folded norm's gain (norm_fold.glsl)
+layout(std430, binding = 3) readonly buffer Gain4 { vec4 G4[]; };
 layout(std430, binding = 4) readonly buffer Up { float U[]; };    // the GLU's up values, laid out as X
 layout(std430, binding = 4) readonly buffer Up4 { vec4 U4[]; };
 layout(std430, binding = 5) buffer Output2 { float Y2[]; };      // outputs n1 .. n2 - 1

@@ -9,6 +9,7 @@
 // a fixed order: in runs of eight threads and then the runs in order, or (SUBGROUP, a second build) by an xor
 // butterfly inside each subgroup and then the subgroups in order. A row's sum is a function of K, the family's
 // parameters and the device's subgroup size, never of M or of which tile holds the row (batch invariance).
+// A folded norm's sums of squares (norm_fold.glsl) are added from the same loads and reduced beside the outputs.
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
@@ -29,19 +30,17 @@ layout(constant_id = 4) const uint FOLD = 0;    // 1: the scale and offset appli
 #include "matmul_io.glsl"
 
 const uint FOURS = PAIR != 0 ? 2 : 1, STEP = 4 * FOURS * WG;
-#define NORM_THREADS WG
-#define NORM_ROWS R
+#define NORM_IN_LOOP
 #include "norm_fold.glsl"
+// Slots: output o of row r at o R + r, row r's sum of squares (a folded norm) at NO R + r.
+const uint SLOTS = (NO + 1) * R;
 #ifdef SUBGROUP
-shared float sums[NO * R][WG / 8];  // a subgroup's sum of each output and row (subgroups of 8 or more)
+shared float sums[SLOTS][WG / 8];  // a subgroup's sum of each slot (subgroups of 8 or more)
 #else
 const uint RUNS = WG / 8;
-shared float partial[NO * R][WG + 1];  // +1: threads reading a column hit different banks
-shared float sums[NO * R][RUNS];
+shared float partial[SLOTS][WG + 1];  // +1: threads reading a column hit different banks
+shared float sums[SLOTS][RUNS];
 #endif
-
-// Inputs k .. k + 3 of X's row starting at x, zero past K, times the folded norm's gain.
-vec4 inputs4(uint x, uint k, bool aligned) { return inputs4_at(x, k, aligned) * gain4(k); }
 
 // Thread t's first four of the step starting at `base`; the second (PAIR) is PAIR_SPAN on.
 uint first_input(uint base, uint t) {
@@ -56,9 +55,8 @@ void main() {
   if (n0 >= p.N) return;  // uniform for the whole workgroup
   const uint rows = min(R, p.M - m0), outs = min(NO, p.N - n0);
   const bool aligned = p.x_off % 4 == 0 && p.x_stride % 4 == 0;
-  norm_scales(m0, rows);
-  float acc[NO][R];
-  for (uint o = 0; o < NO; o++)
+  float acc[NO + 1][R];  // acc[NO]: the rows' sums of squares
+  for (uint o = 0; o <= NO; o++)
     for (uint r = 0; r < R; r++) acc[o][r] = 0.0;
   for (uint base = 0; base < p.K; base += STEP) {
     const uint k = first_input(base, t);
@@ -81,9 +79,11 @@ void main() {
     for (uint f = 0; f < FOURS; f++) {
       const uint kf = k + f * PAIR_SPAN;
       if (kf >= p.K) break;
+      const vec4 g = gain4(kf);
       for (uint r = 0; r < R; r++) {
         if (r >= rows) break;
-        const vec4 v = inputs4(p.x_off + (m0 + r) * p.x_stride, kf, aligned);
+        const vec4 raw = inputs4_at(p.x_off + (m0 + r) * p.x_stride, kf, aligned), v = raw * g;
+        if (p.norm != 0) acc[NO][r] = add_squares(acc[NO][r], raw);
         if (FOLD != 0) {
           // In this order and no other (precise: no reassociation or contraction a build could choose):
           // d = q.x x.x, then fma q.y x.y, q.z x.z, q.w x.w; acc = fma(a, d, acc); acc = fma(-c, s, acc) with
@@ -113,9 +113,9 @@ void main() {
     }
   }
 #ifdef SUBGROUP
-  for (uint o = 0; o < NO; o++)
+  for (uint o = 0; o <= NO; o++)
     for (uint r = 0; r < R; r++) {
-      if (o >= outs || r >= rows) continue;  // (uniform: the whole subgroup skips together)
+      if ((o >= outs && o < NO) || (o == NO && p.norm == 0) || r >= rows) continue;  // (uniform: the whole subgroup)
       precise float s = acc[o][r];
       for (uint lane = gl_SubgroupSize / 2; lane > 0; lane >>= 1) s += subgroupShuffleXor(s, lane);
       if (gl_SubgroupInvocationID == 0) sums[o * R + r][gl_SubgroupID] = s;
@@ -123,13 +123,14 @@ void main() {
   barrier();
   const uint n_sums = gl_NumSubgroups;
 #else
-  for (uint o = 0; o < NO; o++)
+  for (uint o = 0; o <= NO; o++)
     for (uint r = 0; r < R; r++) partial[o * R + r][t] = acc[o][r];
   barrier();
-  // Tasks (output, run): a run is eight consecutive threads' partials, added in thread order.
-  for (uint task = t; task < NO * R * RUNS; task += WG) {
+  // Tasks (slot, run): a run is eight consecutive threads' partials, added in thread order.
+  for (uint task = t; task < SLOTS * RUNS; task += WG) {
     const uint slot = task / RUNS, run = task % RUNS;
-    if (slot % R >= rows || slot / R >= outs) continue;
+    const uint o = slot / R;
+    if (slot % R >= rows || (o >= outs && o < NO) || (o == NO && p.norm == 0)) continue;
     precise float s = partial[slot][run * 8];
     for (uint i = 1; i < 8; i++) s += partial[slot][run * 8 + i];
     sums[slot][run] = s;
@@ -140,8 +141,8 @@ void main() {
   for (uint slot = t; slot < NO * R; slot += WG) {
     const uint o = slot / R, r = slot % R;
     if (r >= rows || o >= outs) continue;
-    precise float s = sums[slot][0];
-    for (uint i = 1; i < n_sums; i++) s += sums[slot][i];
-    store_output(m0 + r, n0 + o, s, norm_scale[r]);
+    precise float s = sums[slot][0], ss = sums[NO * R + r][0];
+    for (uint i = 1; i < n_sums; i++) s += sums[slot][i], ss += sums[NO * R + r][i];
+    store_output(m0 + r, n0 + o, s, norm_scale_of(ss));
   }
 }

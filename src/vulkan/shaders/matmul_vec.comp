@@ -1,14 +1,15 @@
 #version 450
-// Y[m][n] (+)= sum_k X[m][k] W[n][k] for Q4_K weights, laid out for the read bandwidth: the `vec` members of the
-// family (vulkan/matmul_family.h). Eight threads share a 256-weight super-block: thread i takes 16 bytes of its
-// nibbles in one 16-byte load (bytes 16 (i % 2) .. + 15 of 32-byte chunk i / 2: 16 weights of sub-block
-// 2 (i / 2) in the low nibbles, 16 of sub-block 2 (i / 2) + 1 in the high ones), and the block's 16-byte head
-// (d, dmin, the 12 bytes of scales) in a second, a load the eight share; so a weight byte is read once, 16 at a
-// time, and each thread decodes the two scales and mins it needs once a block. A step takes WG / 8 blocks; a
-// thread's loads for all NO outputs are issued before any is used. The min term is folded (d sc q.x - dmin m
-// sum(x), for 16 weights at a time). Each thread adds its blocks in order; a workgroup's partials are added
-// by an xor butterfly inside each subgroup, then the subgroups in order: a row's sum is a function of K, the
-// member and the device's subgroup size, never of M or of the row's place (batch invariance).
+// Y[m][n] (+)= sum_k X[m][k] W[n][k], laid out for the read bandwidth: the `vec` members of the family
+// (vulkan/matmul_family.h) for Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS and Q8_0. Eight threads share a group of 256
+// weights (a super-block; for Q8_0 eight blocks): thread i takes a piece of 32 of them whose bytes no other
+// thread reads (but a block's few scale bytes), in as few loads as the layout allows (16-byte loads for the
+// 16-byte aligned Q4_K and Q5_K blocks; whole words for the others, Q3_K's, Q6_K's and Q8_0's starting every
+// other block half-way through a word), and decodes its scales once a group for all rows. A step takes WG / 8 groups; a thread's loads for all NO outputs are issued
+// before any is used. Each thread adds its pieces in order; a workgroup's partials are added by an xor
+// butterfly inside each subgroup, then the subgroups in order: a row's sum is a function of K, the member and
+// the device's subgroup size, never of M or of the row's place (batch invariance). A folded norm's sums of
+// squares come from the same input loads and go through the same reduction (norm_fold.glsl), and the gain is
+// read once a group for all rows.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #include "common.glsl"
@@ -19,21 +20,53 @@ layout(constant_id = 0) const uint WG = 64;  // threads a workgroup (32, 64 or 1
 layout(constant_id = 1) const uint NO = 2;   // outputs a workgroup
 layout(constant_id = 2) const uint R = 4;    // rows a workgroup
 
-layout(std430, binding = 2) readonly buffer Weights { uvec4 W4[]; };  // 144-byte blocks: 9 loads each
+layout(std430, binding = 2) readonly buffer Weights4 { uvec4 W4[]; };
+layout(std430, binding = 2) readonly buffer Weights32 { uint W32[]; };  // (the device copy: whole words)
 #include "matmul_io.glsl"
-#define NORM_THREADS WG
-#define NORM_ROWS R
+#define NORM_IN_LOOP
 #include "norm_fold.glsl"
-shared float sums[NO * R][WG / 8];  // a subgroup's sum of each output and row (subgroups of 8 or more)
+// Slots: output o of row r at o R + r, row r's sum of squares (a folded norm) at NO R + r.
+shared float sums[(NO + 1) * R][WG / 8];  // a subgroup's sum of each slot (subgroups of 8 or more)
 
-const uint BLOCK_LOADS = 9, STEP_BLOCKS = WG / 8;
+const uint STEP_GROUPS = WG / 8;
 
-vec4 inputs4(uint x, uint k, bool aligned) { return inputs4_at(x, k, aligned) * gain4(k); }
+// Byte j of a piece of bytes.
+uint byte_of(uvec4 v, uint j) { return (v[j / 4] >> (8 * (j % 4))) & 255u; }
+uint byte_of(uvec2 v, uint j) { return (v[j / 4] >> (8 * (j % 4))) & 255u; }
+uint byte_of(uint v, uint j) { return (v >> (8 * j)) & 255u; }
+// Bytes at .. at + 3 (at even): one load where at is a whole word, else two.
+uint word_even(uint at) {
+  const uint w = at / 4;
+  return at % 4 == 0 ? W32[w] : (W32[w] >> 16) | (W32[w + 1] << 16);
+}
+float half_even(uint at) { return unpackHalf2x16(W32[at / 4] >> (8 * (at % 4))).x; }
 
-// Byte i of the 12 scale bytes in a block's head (its words 1..3).
-uint scale_byte(uvec4 head, uint i) { return (head[1 + i / 4] >> (8 * (i % 4))) & 255u; }
+#if defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
+// A super-block: d, dmin, 12 bytes of 6-bit scales and mins (the 16-byte head), [Q5_K: 32 bytes of fifth bits,]
+// 128 bytes of nibbles. Thread i takes 16 bytes of chunk i / 2: 16 weights of sub-block 2 (i / 2) in the low
+// nibbles (run 0) and 16 of sub-block 2 (i / 2) + 1 in the high ones (run 1); Q5_K adds bits 2 (i / 2) and
+// 2 (i / 2) + 1 of the 16 fifth-bit bytes 16 (i % 2) ...
+const uint RUN = 16;
+#if defined(TYPE_Q4_K)
+const uint GROUP_LOADS = 9, QS_LOAD = 1;
+#else
+const uint GROUP_LOADS = 11, QS_LOAD = 3;
+#endif
+struct Piece { uvec4 head, q, qh; vec4 sc; };  // sc: (scale, min) of run 0, then of run 1
+bool piece_exists(uint g, uint i) { return g < p.K / 256; }
+Piece load_piece(uint n, uint g, uint i) {
+  const uint at = (n * (p.K / 256) + g) * GROUP_LOADS;
+  Piece pc;
+  pc.head = W4[at], pc.q = W4[at + QS_LOAD + i];
+#if defined(TYPE_Q5_K)
+  pc.qh = W4[at + 1 + i % 2];
+#endif
+  return pc;
+}
+uint run_start(uint i, uint run) { return 64 * (i / 2) + 16 * (i % 2) + 32 * run; }
 
-// Sub-block j's scale times d and min times dmin (Q4_K's 6-bit pairs, as dequant.glsl's kquant_scale_min).
+uint scale_byte(uvec4 head, uint j) { return (head[1 + j / 4] >> (8 * (j % 4))) & 255u; }
+// Sub-block j's scale times d and min times dmin (the 6-bit pairs, as dequant.glsl's kquant_scale_min).
 vec2 scale_min(uvec4 head, uint j) {
   uint sc, m;
   if (j < 4) {
@@ -46,20 +79,173 @@ vec2 scale_min(uvec4 head, uint j) {
   precise vec2 r = vec2(dm.x * float(sc), dm.y * float(m));
   return r;
 }
+void decode_scales(inout Piece pc, uint i) { pc.sc = vec4(scale_min(pc.head, 2 * (i / 2)), scale_min(pc.head, 2 * (i / 2) + 1)); }
 
-// The 16 nibbles of `q` at `shift` (0: low, 4: high), in byte order, dotted with x[0..3] in that order.
-float dot16(uvec4 q, uint shift, vec4 x[4]) {
+// Run `run`'s 16 quants (nibbles, Q5_K's fifth bit added) dotted with x[8 run .. 8 run + 3] in byte order.
+float run_dot(Piece pc, uint i, uint run, vec4 x[8]) {
   precise float d = 0.0;
   for (uint w = 0; w < 4; w++)
-    for (uint b = 0; b < 4; b++) d = fma(float((q[w] >> (8 * b + shift)) & 15u), x[w][b], d);
+    for (uint b = 0; b < 4; b++) {
+      uint q = (pc.q[w] >> (8 * b + 4 * run)) & 15u;
+#if defined(TYPE_Q5_K)
+      q |= ((pc.qh[w] >> (8 * b + 2 * (i / 2) + run)) & 1u) << 4;
+#endif
+      d = fma(float(q), x[4 * run + w][b], d);
+    }
   return d;
 }
-
-float sum16(vec4 x[4]) {
+float run_sum(vec4 x[8], uint run) {
   precise float s = 0.0;
-  for (uint w = 0; w < 4; w++) s = (((s + x[w].x) + x[w].y) + x[w].z) + x[w].w;
+  for (uint w = 0; w < 4; w++) s = (((s + x[4 * run + w].x) + x[4 * run + w].y) + x[4 * run + w].z) + x[4 * run + w].w;
   return s;
 }
+// The min term folded: d sc (q.x) - dmin m sum(x), a run at a time.
+float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
+  precise float a = fma(pc.sc.x, run_dot(pc, i, 0, x), acc);
+  a = fma(-pc.sc.y, run_sum(x, 0), a);
+  a = fma(pc.sc.z, run_dot(pc, i, 1, x), a);
+  a = fma(-pc.sc.w, run_sum(x, 1), a);
+  return a;
+}
+
+#elif defined(TYPE_Q6_K)
+// 210-byte super-blocks: 128 bytes of low nibbles, 64 of high bit pairs, 16 int8 scales (one a 16 weights), d.
+// Half h = i / 4 of the block, l0 = 8 (i % 4): thread i takes ql bytes 64 h + l0 .. + 7 and + 32 (their low
+// nibbles weights 128 h + l0 + 0 .. 7 and + 32, their high ones + 64 and + 96: runs 0..3), the qh bytes
+// 128 + 32 h + l0 .. + 7 (the runs' bit pairs 0-1, 2-3, 4-5, 6-7) and the half's scales.
+const uint RUN = 8;
+struct Piece { uvec2 ql0, ql1, qh, scales; float d; vec4 sc; };  // sc: d times each run's scale
+bool piece_exists(uint g, uint i) { return g < p.K / 256; }
+// Bytes at .. at + 7, at even: two loads where at is a whole word, else three.
+uvec2 bytes8(uint at) {
+  const uint w = at / 4, a = W32[w], b = W32[w + 1];
+  if (at % 4 == 0) return uvec2(a, b);
+  const uint c = W32[w + 2];
+  return uvec2((a >> 16) | (b << 16), (b >> 16) | (c << 16));
+}
+Piece load_piece(uint n, uint g, uint i) {
+  const uint B = (n * (p.K / 256) + g) * 210, h = i / 4, l0 = 8 * (i % 4);
+  Piece pc;
+  pc.ql0 = bytes8(B + 64 * h + l0), pc.ql1 = bytes8(B + 64 * h + 32 + l0), pc.qh = bytes8(B + 128 + 32 * h + l0);
+  pc.scales = bytes8(B + 192 + 8 * h), pc.d = half_even(B + 208);
+  return pc;
+}
+uint run_start(uint i, uint run) { return 128 * (i / 4) + 8 * (i % 4) + 32 * run; }
+void decode_scales(inout Piece pc, uint i) {
+  for (uint run = 0; run < 4; run++) pc.sc[run] = pc.d * float(int(byte_of(pc.scales, (i % 4) / 2 + 2 * run) << 24) >> 24);
+}
+float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
+  precise float a = acc;
+  for (uint run = 0; run < 4; run++) {
+    const uvec2 ql = run % 2 == 0 ? pc.ql0 : pc.ql1;
+    precise float d = 0.0;
+    for (uint j = 0; j < 8; j++) {
+      const uint q = ((byte_of(ql, j) >> (4 * (run / 2))) & 15u) | (((byte_of(pc.qh, j) >> (2 * run)) & 3u) << 4);
+      d = fma(float(int(q) - 32), x[2 * run + j / 4][j % 4], d);
+    }
+    a = fma(pc.sc[run], d, a);
+  }
+  return a;
+}
+
+#elif defined(TYPE_Q3_K)
+// 110-byte super-blocks: 32 bytes of high bits (hmask), 64 of 2-bit quants, 12 of 6-bit scales, d. Weight
+// 128 n + 32 j + l (l < 32) is bits 2j of qs byte 32 n + l, less 4 where bit 4n + j of hmask byte l is clear,
+// scaled by d (scale 8n + 2j + l / 16 less 32). Thread i takes l = 4i .. 4i + 3 of both halves: eight runs of
+// four (run 4n + j), hmask and qs bytes read once.
+const uint RUN = 4;
+struct Piece { uint hm, qs0, qs1; uvec3 scales; float d; vec4 sc[2]; };  // sc: d times each run's scale
+bool piece_exists(uint g, uint i) { return g < p.K / 256; }
+Piece load_piece(uint n, uint g, uint i) {
+  const uint B = (n * (p.K / 256) + g) * 110;
+  Piece pc;
+  pc.hm = word_even(B + 4 * i), pc.qs0 = word_even(B + 32 + 4 * i), pc.qs1 = word_even(B + 64 + 4 * i);
+  pc.scales = uvec3(word_even(B + 96), word_even(B + 100), word_even(B + 104)), pc.d = half_even(B + 108);
+  return pc;
+}
+uint run_start(uint i, uint run) { return 128 * (run / 4) + 32 * (run % 4) + 4 * i; }
+uint scale_byte(uvec3 s, uint j) { return (s[j / 4] >> (8 * (j % 4))) & 255u; }
+// Run r's scale is 8 (r / 4) + 2 (r % 4) + i / 4: its low 4 bits in byte s % 8 at 4 (s / 8), the high 2 in
+// byte 8 + s % 4 at 2 (s / 4).
+void decode_scales(inout Piece pc, uint i) {
+  for (uint run = 0; run < 8; run++) {
+    const uint s = 8 * (run / 4) + 2 * (run % 4) + i / 4;
+    const uint low = (scale_byte(pc.scales, s % 8) >> (4 * (s / 8))) & 15u, high = (scale_byte(pc.scales, 8 + s % 4) >> (2 * (s / 4))) & 3u;
+    pc.sc[run / 4][run % 4] = pc.d * float(int(low | (high << 4)) - 32);
+  }
+}
+float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
+  precise float a = acc;
+  for (uint run = 0; run < 8; run++) {
+    const uint qs = run < 4 ? pc.qs0 : pc.qs1;
+    precise float d = 0.0;
+    for (uint b = 0; b < 4; b++) {
+      const int q = int((byte_of(qs, b) >> (2 * (run % 4))) & 3u) - (((byte_of(pc.hm, b) >> run) & 1u) != 0 ? 0 : 4);
+      d = fma(float(q), x[run][b], d);
+    }
+    a = fma(pc.sc[run / 4][run % 4], d, a);
+  }
+  return a;
+}
+
+#elif defined(TYPE_IQ4_XS)
+#include "iq4.glsl"
+// 136-byte super-blocks: d, 2 bytes of high scale bits, 4 of low, 128 bytes of nibbles. Thread i takes
+// sub-block i: its 16 bytes (weights 32i + l low, 32i + 16 + l high: runs 0 and 1), its 6-bit scale ls
+// (low bits 4 (i % 2) of scales_l[i / 2], high bits 2i of scales_h), weights d (ls - 32) IQ4[nibble].
+const uint RUN = 16;
+struct Piece { uvec4 q; uvec2 head; float sc; };  // sc: the sub-block's d (ls - 32)
+bool piece_exists(uint g, uint i) { return g < p.K / 256; }
+Piece load_piece(uint n, uint g, uint i) {
+  const uint w = (n * (p.K / 256) + g) * 34;  // (in words: 136-byte blocks are whole words)
+  Piece pc;
+  pc.head = uvec2(W32[w], W32[w + 1]);
+  pc.q = uvec4(W32[w + 2 + 4 * i], W32[w + 3 + 4 * i], W32[w + 4 + 4 * i], W32[w + 5 + 4 * i]);
+  return pc;
+}
+uint run_start(uint i, uint run) { return 32 * i + 16 * run; }
+void decode_scales(inout Piece pc, uint i) {
+  const uint ls = ((byte_of(pc.head.y, i / 2) >> (4 * (i % 2))) & 15u) | (((pc.head.x >> (16 + 2 * i)) & 3u) << 4);
+  pc.sc = unpackHalf2x16(pc.head.x).x * float(int(ls) - 32);
+}
+float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
+  precise float d = 0.0;
+  for (uint run = 0; run < 2; run++)
+    for (uint j = 0; j < 16; j++) d = fma(IQ4[(byte_of(pc.q, j) >> (4 * run)) & 15u], x[4 * run + j / 4][j % 4], d);
+  precise float a = fma(pc.sc, d, acc);
+  return a;
+}
+
+#elif defined(TYPE_Q8_0)
+// 34-byte blocks (d, 32 int8 quants); thread i takes block i of the group's eight: nine whole words from the
+// one holding d, the quants shifted out of them where the block starts half-way through a word.
+const uint RUN = 32;
+struct Piece { uint q[8]; float d; };
+bool piece_exists(uint g, uint i) { return 8 * g + i < p.K / 32; }
+Piece load_piece(uint n, uint g, uint i) {
+  const uint B = (n * (p.K / 32) + 8 * g + i) * 34, w = B / 4;
+  uint words[9];
+  for (uint j = 0; j < 9; j++) words[j] = W32[w + j];  // (B + 34 <= the device copy's whole words)
+  Piece pc;
+  const bool whole = B % 4 == 0;
+  pc.d = unpackHalf2x16(whole ? words[0] : words[0] >> 16).x;
+  for (uint j = 0; j < 8; j++) pc.q[j] = whole ? (words[j] >> 16) | (words[j + 1] << 16) : words[j + 1];
+  return pc;
+}
+uint run_start(uint i, uint run) { return 32 * i; }
+void decode_scales(inout Piece pc, uint i) {}  // (d is the scale)
+float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
+  precise float d = 0.0;
+  for (uint w = 0; w < 8; w++)
+    for (uint b = 0; b < 4; b++) d = fma(float(int(pc.q[w] << (24 - 8 * b)) >> 24), x[w][b], d);
+  precise float a = fma(pc.d, d, acc);
+  return a;
+}
+#endif
+
+const uint RUNS = 32 / RUN, LOADS_A_RUN = RUN / 4;
+// Input slot v (0..7, four inputs each) of thread i's piece of group g.
+uint input_k(uint g, uint i, uint v) { return 256 * g + run_start(i, v / LOADS_A_RUN) + 4 * (v % LOADS_A_RUN); }
 
 void main() {
   const uint n0 = (gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.z) * NO;
@@ -67,43 +253,35 @@ void main() {
   if (n0 >= p.N) return;  // uniform for the whole workgroup
   const uint rows = min(R, p.M - m0), outs = min(NO, p.N - n0);
   const bool aligned = p.x_off % 4 == 0 && p.x_stride % 4 == 0;
-  norm_scales(m0, rows);
-  const uint blocks = p.K / 256, i = t % 8, pair = i / 2, half_ = i % 2;
-  float acc[NO][R];
-  for (uint o = 0; o < NO; o++)
+  const uint groups = (p.K + 255) / 256, i = t % 8;
+  float acc[NO + 1][R];  // acc[NO]: the rows' sums of squares
+  for (uint o = 0; o <= NO; o++)
     for (uint r = 0; r < R; r++) acc[o][r] = 0.0;
-  for (uint b0 = 0; b0 < blocks; b0 += STEP_BLOCKS) {
-    const uint b = b0 + t / 8;
-    if (b >= blocks) continue;  // (only in the last step)
-    uvec4 head[NO], q[NO];
-    for (uint o = 0; o < NO; o++) {
-      if (o >= outs) continue;
-      const uint at = ((n0 + o) * blocks + b) * BLOCK_LOADS;
-      head[o] = W4[at], q[o] = W4[at + 1 + 2 * pair + half_];
-    }
-    vec2 lo[NO], hi[NO];  // the two sub-blocks' scales and mins, decoded once a block for all rows
+  for (uint g0 = 0; g0 < groups; g0 += STEP_GROUPS) {
+    const uint g = g0 + t / 8;
+    if (!piece_exists(g, i)) continue;  // (only in the last step)
+    Piece pc[NO];
     for (uint o = 0; o < NO; o++)
-      if (o < outs) lo[o] = scale_min(head[o], 2 * pair), hi[o] = scale_min(head[o], 2 * pair + 1);
-    const uint k_low = 256 * b + 64 * pair + 16 * half_, k_high = k_low + 32;
+      if (o < outs) pc[o] = load_piece(n0 + o, g, i);
+    for (uint o = 0; o < NO; o++)  // the pieces' scales, decoded once a group for all rows
+      if (o < outs) decode_scales(pc[o], i);
+    vec4 gains[8];
+    for (uint v = 0; v < 8; v++) gains[v] = gain4(input_k(g, i, v));
     for (uint r = 0; r < R; r++) {
       if (r >= rows) break;
       const uint x = p.x_off + (m0 + r) * p.x_stride;
-      vec4 xl[4], xh[4];
-      for (uint w = 0; w < 4; w++) xl[w] = inputs4(x, k_low + 4 * w, aligned), xh[w] = inputs4(x, k_high + 4 * w, aligned);
-      const float sl = sum16(xl), sh = sum16(xh);
-      for (uint o = 0; o < NO; o++) {
-        if (o >= outs) break;
-        precise float a = fma(lo[o].x, dot16(q[o], 0, xl), acc[o][r]);
-        a = fma(-lo[o].y, sl, a);
-        a = fma(hi[o].x, dot16(q[o], 4, xh), a);
-        a = fma(-hi[o].y, sh, a);
-        acc[o][r] = a;
-      }
+      vec4 xs[8];
+      for (uint v = 0; v < 8; v++) xs[v] = inputs4_at(x, input_k(g, i, v), aligned);
+      if (p.norm != 0)
+        for (uint v = 0; v < 8; v++) acc[NO][r] = add_squares(acc[NO][r], xs[v]);
+      for (uint v = 0; v < 8; v++) xs[v] *= gains[v];
+      for (uint o = 0; o < NO; o++)
+        if (o < outs) acc[o][r] = piece_dot(pc[o], i, xs, acc[o][r]);
     }
   }
-  for (uint o = 0; o < NO; o++)
+  for (uint o = 0; o <= NO; o++)
     for (uint r = 0; r < R; r++) {
-      if (o >= outs || r >= rows) continue;  // (uniform: the whole subgroup skips together)
+      if ((o >= outs && o < NO) || (o == NO && p.norm == 0) || r >= rows) continue;  // (uniform: the whole subgroup)
       precise float s = acc[o][r];
       for (uint lane = gl_SubgroupSize / 2; lane > 0; lane >>= 1) s += subgroupShuffleXor(s, lane);
       if (gl_SubgroupInvocationID == 0) sums[o * R + r][gl_SubgroupID] = s;
@@ -112,8 +290,8 @@ void main() {
   for (uint slot = t; slot < NO * R; slot += WG) {
     const uint o = slot / R, r = slot % R;
     if (r >= rows || o >= outs) continue;
-    precise float s = sums[slot][0];
-    for (uint g = 1; g < gl_NumSubgroups; g++) s += sums[slot][g];
-    store_output(m0 + r, n0 + o, s, norm_scale[r]);
+    precise float s = sums[slot][0], ss = sums[NO * R + r][0];
+    for (uint g = 1; g < gl_NumSubgroups; g++) s += sums[slot][g], ss += sums[NO * R + r][g];
+    store_output(m0 + r, n0 + o, s, norm_scale_of(ss));
   }
 }
