@@ -60,6 +60,12 @@ int first_gpu(std::string* why) {
   return -1;
 }
 
+// What `jf devices` says an untuned device's attention is.
+std::string untuned_attention(bool software) {
+  const uint32_t chunk = vulkan::default_attention_chunk(software);
+  return (chunk ? vulkan::attention_name(chunk) : std::string("whole rows")) + " (untuned)";
+}
+
 // Whether jf uses a device's matrix units: they must give a row the same bits at every tile position.
 std::string matrix_units_verdict(int index) {
   try {
@@ -126,7 +132,7 @@ std::string describe_devices() {
             << "\n";
         if (d.missing.empty())
           o << "           attention: " << (c.attention_chunk ? vulkan::attention_name(*c.attention_chunk) + " (chosen by jf tune --kernels)"
-                                                              : std::string(d.software ? "whole rows (untuned)" : "split-64 (untuned)"))
+                                                              : untuned_attention(d.software))
             << "\n";
       } catch (const Error& e) {
         o << "           matrix kernels: " << e.what() << "\n";

@@ -28,6 +28,9 @@ AttentionSweep sweep_attention(VulkanForward& fwd, int context, int reps);
 size_t choose_attention(const std::vector<AttentionTimes>& options);
 std::string attention_table(const AttentionSweep& s);
 std::string attention_name(uint32_t chunk);  // "whole", "split-256"
+// What an untuned device runs: chunks of 64 slots on a hardware GPU (the H200's choice on every model it timed:
+// 4x the whole-row kernel at 2,000 slots), whole rows (0) on a software one.
+inline uint32_t default_attention_chunk(bool software) { return software ? 0 : 64; }
 // The inverse (JF_VULKAN_ATTENTION's values); jf::Error for anything else.
 uint32_t parse_attention_name(const std::string& s);
 

@@ -77,12 +77,10 @@ VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const Mod
   }
   if (cfg.head_dim > 256) throw Error("Vulkan: head_dim " + std::to_string(cfg.head_dim) + " is above the backend's 256");
   choose_kernels();
-  // Attention: JF_VULKAN_ATTENTION, else what jf tune --kernels chose for this device, else chunks of 64 slots
-  // on a hardware GPU (the H200's choice on every model it timed: 4x the whole-row kernel at 2,000 slots) and
-  // the whole-row kernel on a software one.
+  // Attention: JF_VULKAN_ATTENTION, else what jf tune --kernels chose for this device, else the default.
   if (attention && *attention) attention_chunk_ = parse_attention_name(attention);
   else if (choices_.attention_chunk) attention_chunk_ = *choices_.attention_chunk;
-  else if (!ctx_->info().software) attention_chunk_ = 64;
+  else attention_chunk_ = default_attention_chunk(ctx_->info().software);
   weights_ = std::make_unique<DeviceWeights>(*ctx_, cfg, w);
   matrix_kernels_.resize(weights_->matrix_count());
   if (ctx_->timestamps()) {

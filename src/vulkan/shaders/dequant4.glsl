@@ -5,16 +5,11 @@
 // type's weights themselves, a = 1), a the unit's scale and c its offset (the min term of Q4_K / Q5_K / Q2_K,
 // -m of Q4_1 / Q5_1; PARTS_OFFSET says whether the type has one, else c is 0). load4 is the four as weights;
 // matmul_split's FOLD members take the parts and add a dot(q, x) - c sum(x). Quantized blocks (and F16 rows of
-// even K) are read 32 bits at a time through a second view of the same binding: a quarter of the load
-// instructions of byte loads.
-layout(std430, binding = W_BINDING) readonly buffer Weights32 { uint W32[]; };
+// even K) are read 32 bits at a time through a second view of the same binding (weight_words.glsl): a quarter
+// of the load instructions of byte loads.
+#include "weight_words.glsl"
 uvec4 bytes4(uint i) { const uint v = W32[i / 4]; return uvec4(v, v >> 8, v >> 16, v >> 24) & 255; }  // i % 4 == 0
-// Types whose blocks are an odd number of 16-bit words (Q8_0, Q4_0, Q5_0, Q6_K) start every other block
-// half-way through a word: bytes at an even i take one 32-bit load, or two where they straddle words (the
-// device copy is padded to whole words, DeviceWeights::matrix).
-uint word_even(uint i) { return i % 4 == 0 ? W32[i / 4] : (W32[i / 4] >> 16) | (W32[i / 4 + 1] << 16); }
 uvec4 bytes4_even(uint i) { const uint v = word_even(i); return uvec4(v, v >> 8, v >> 16, v >> 24) & 255; }
-float half_even(uint i) { return unpackHalf2x16(W32[i / 4] >> (8 * (i % 4))).x; }
 
 #if defined(TYPE_F32) || defined(TYPE_F16) || defined(TYPE_BF16)
 float float_at(uint i) {

@@ -21,7 +21,8 @@ layout(constant_id = 1) const uint NO = 2;   // outputs a workgroup
 layout(constant_id = 2) const uint R = 4;    // rows a workgroup
 
 layout(std430, binding = 2) readonly buffer Weights4 { uvec4 W4[]; };
-layout(std430, binding = 2) readonly buffer Weights32 { uint W32[]; };  // (the device copy: whole words)
+#define W_BINDING 2
+#include "weight_words.glsl"
 #include "matmul_io.glsl"
 #define NORM_IN_LOOP
 #include "norm_fold.glsl"
@@ -32,14 +33,9 @@ const uint STEP_GROUPS = WG / 8;
 
 // Byte j of a piece of bytes.
 uint byte_of(uvec4 v, uint j) { return (v[j / 4] >> (8 * (j % 4))) & 255u; }
+uint byte_of(uvec3 v, uint j) { return (v[j / 4] >> (8 * (j % 4))) & 255u; }
 uint byte_of(uvec2 v, uint j) { return (v[j / 4] >> (8 * (j % 4))) & 255u; }
 uint byte_of(uint v, uint j) { return (v >> (8 * j)) & 255u; }
-// Bytes at .. at + 3 (at even): one load where at is a whole word, else two.
-uint word_even(uint at) {
-  const uint w = at / 4;
-  return at % 4 == 0 ? W32[w] : (W32[w] >> 16) | (W32[w + 1] << 16);
-}
-float half_even(uint at) { return unpackHalf2x16(W32[at / 4] >> (8 * (at % 4))).x; }
 
 #if defined(TYPE_Q4_K) || defined(TYPE_Q5_K)
 // A super-block: d, dmin, 12 bytes of 6-bit scales and mins (the 16-byte head), [Q5_K: 32 bytes of fifth bits,]
@@ -65,15 +61,15 @@ Piece load_piece(uint n, uint g, uint i) {
 }
 uint run_start(uint i, uint run) { return 64 * (i / 2) + 16 * (i % 2) + 32 * run; }
 
-uint scale_byte(uvec4 head, uint j) { return (head[1 + j / 4] >> (8 * (j % 4))) & 255u; }
 // Sub-block j's scale times d and min times dmin (the 6-bit pairs, as dequant.glsl's kquant_scale_min).
 vec2 scale_min(uvec4 head, uint j) {
+  const uvec3 s = head.yzw;  // the 12 scale bytes
   uint sc, m;
   if (j < 4) {
-    sc = scale_byte(head, j) & 63u, m = scale_byte(head, j + 4) & 63u;
+    sc = byte_of(s, j) & 63u, m = byte_of(s, j + 4) & 63u;
   } else {
-    sc = (scale_byte(head, j + 4) & 15u) | ((scale_byte(head, j - 4) >> 6) << 4);
-    m = (scale_byte(head, j + 4) >> 4) | ((scale_byte(head, j) >> 6) << 4);
+    sc = (byte_of(s, j + 4) & 15u) | ((byte_of(s, j - 4) >> 6) << 4);
+    m = (byte_of(s, j + 4) >> 4) | ((byte_of(s, j) >> 6) << 4);
   }
   const vec2 dm = unpackHalf2x16(head[0]);
   precise vec2 r = vec2(dm.x * float(sc), dm.y * float(m));
@@ -116,13 +112,8 @@ float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
 const uint RUN = 8;
 struct Piece { uvec2 ql0, ql1, qh, scales; float d; vec4 sc; };  // sc: d times each run's scale
 bool piece_exists(uint g, uint i) { return g < p.K / 256; }
-// Bytes at .. at + 7, at even: two loads where at is a whole word, else three.
-uvec2 bytes8(uint at) {
-  const uint w = at / 4, a = W32[w], b = W32[w + 1];
-  if (at % 4 == 0) return uvec2(a, b);
-  const uint c = W32[w + 2];
-  return uvec2((a >> 16) | (b << 16), (b >> 16) | (c << 16));
-}
+// Bytes at .. at + 7, at even (two loads where at is a whole word, else three: the shared word loaded once).
+uvec2 bytes8(uint at) { return uvec2(word_even(at), word_even(at + 4)); }
 Piece load_piece(uint n, uint g, uint i) {
   const uint B = (n * (p.K / 256) + g) * 210, h = i / 4, l0 = 8 * (i % 4);
   Piece pc;
@@ -164,13 +155,12 @@ Piece load_piece(uint n, uint g, uint i) {
   return pc;
 }
 uint run_start(uint i, uint run) { return 128 * (run / 4) + 32 * (run % 4) + 4 * i; }
-uint scale_byte(uvec3 s, uint j) { return (s[j / 4] >> (8 * (j % 4))) & 255u; }
 // Run r's scale is 8 (r / 4) + 2 (r % 4) + i / 4: its low 4 bits in byte s % 8 at 4 (s / 8), the high 2 in
 // byte 8 + s % 4 at 2 (s / 4).
 void decode_scales(inout Piece pc, uint i) {
   for (uint run = 0; run < 8; run++) {
     const uint s = 8 * (run / 4) + 2 * (run % 4) + i / 4;
-    const uint low = (scale_byte(pc.scales, s % 8) >> (4 * (s / 8))) & 15u, high = (scale_byte(pc.scales, 8 + s % 4) >> (2 * (s / 4))) & 3u;
+    const uint low = (byte_of(pc.scales, s % 8) >> (4 * (s / 8))) & 15u, high = (byte_of(pc.scales, 8 + s % 4) >> (2 * (s / 4))) & 3u;
     pc.sc[run / 4][run % 4] = pc.d * float(int(low | (high << 4)) - 32);
   }
 }
@@ -217,19 +207,16 @@ float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
 }
 
 #elif defined(TYPE_Q8_0)
-// 34-byte blocks (d, 32 int8 quants); thread i takes block i of the group's eight: nine whole words from the
-// one holding d, the quants shifted out of them where the block starts half-way through a word.
+// 34-byte blocks (d, 32 int8 quants); thread i takes block i of the group's eight, its quants a word at a
+// time (nine loads in all, the words two quant words share loaded once).
 const uint RUN = 32;
 struct Piece { uint q[8]; float d; };
 bool piece_exists(uint g, uint i) { return 8 * g + i < p.K / 32; }
 Piece load_piece(uint n, uint g, uint i) {
-  const uint B = (n * (p.K / 32) + 8 * g + i) * 34, w = B / 4;
-  uint words[9];
-  for (uint j = 0; j < 9; j++) words[j] = W32[w + j];  // (B + 34 <= the device copy's whole words)
+  const uint B = (n * (p.K / 32) + 8 * g + i) * 34;
   Piece pc;
-  const bool whole = B % 4 == 0;
-  pc.d = unpackHalf2x16(whole ? words[0] : words[0] >> 16).x;
-  for (uint j = 0; j < 8; j++) pc.q[j] = whole ? (words[j] >> 16) | (words[j + 1] << 16) : words[j + 1];
+  pc.d = half_even(B);
+  for (uint j = 0; j < 8; j++) pc.q[j] = word_even(B + 2 + 4 * j);
   return pc;
 }
 uint run_start(uint i, uint run) { return 32 * i; }
@@ -243,7 +230,7 @@ float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
 }
 #endif
 
-const uint RUNS = 32 / RUN, LOADS_A_RUN = RUN / 4;
+const uint LOADS_A_RUN = RUN / 4;
 // Input slot v (0..7, four inputs each) of thread i's piece of group g.
 uint input_k(uint g, uint i, uint v) { return 256 * g + run_start(i, v / LOADS_A_RUN) + 4 * (v % LOADS_A_RUN); }
 
