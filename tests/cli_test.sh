@@ -225,6 +225,26 @@ assert abs(stream["mean_nll"] - docs["mean_nll"]) > 1e-3, (stream, docs)  # (one
   "$jf" train -m "$m" --objective ar --corpus "$tmp/docs.txt" --doc-sep '\n\n' --seq-len 8 --steps 1 -t 1 -o "$tmp/ds.gguf" >/dev/null 2>"$tmp/ds.err" &&
     grep -q "corpus of 3 documents" "$tmp/ds.err" && echo "ok   train --doc-sep cuts documents" ||
     { echo "FAIL train --doc-sep: $(grep corpus "$tmp/ds.err")"; fails=$((fails + 1)); }
+  # --whole-docs: every sequence starts at a document, whole ones packed up to --seq-len, a longer one cut;
+  # the count expected from the documents' token counts (BOS from jf tokenize, and EOS) differs from the stream's.
+  printf 'Once upon a time.\n\nLily had a ball.\n\nThe end.\n\nOnce upon a time there was a big dog who liked to run and play in the park.\n' >"$tmp/wd.txt"
+  for d in "Once upon a time." "Lily had a ball." "The end." "Once upon a time there was a big dog who liked to run and play in the park."; do
+    "$jf" tokenize -m "$m" -p "$d" --ids; done >"$tmp/wd.ids"
+  "$jf" train -m "$m" --objective ar --corpus "$tmp/wd.txt" --doc-sep '\n\n' --seq-len 12 --whole-docs --steps 1 -t 1 \
+    -o "$tmp/wd.gguf" >/dev/null 2>"$tmp/wd.err" && python3 -c '
+import json, re, sys
+lens = [len(json.loads(l)) + 1 for l in open(sys.argv[1] + "/wd.ids")]
+seqs, cur = 0, 0
+for n in lens:
+    if cur + n > 12: seqs, cur = seqs + (cur >= 2), 0
+    while n > 12: seqs, n = seqs + 1, n - 12
+    cur += n
+seqs += cur >= 2
+got = re.search(r"-> (\d+) sequences of whole documents, at most 12", open(sys.argv[1] + "/wd.err").read())
+assert got and int(got.group(1)) == seqs and seqs != sum(lens) // 12, (got and got.group(1), seqs, lens)
+' "$tmp" && echo "ok   train --whole-docs: sequences start at documents" ||
+    { echo "FAIL train --whole-docs: $(grep corpus "$tmp/wd.err")"; fails=$((fails + 1)); }
+  check_error "train --whole-docs without a corpus" 1 "$jf" train -m "$m" --whole-docs --data "$tmp/x.jsonl" -o "$tmp/m.gguf"
   # --matmul bf16 trains (and says so); an unknown precision is refused.
   "$jf" train -m "$m" --objective ar --corpus "$tmp/docs.txt" --doc-sep '\n\n' --seq-len 8 --steps 2 -t 1 --matmul bf16 \
     -o "$tmp/bf.gguf" >/dev/null 2>"$tmp/bf.err" && grep -q "bf16 products" "$tmp/bf.err" && [ -s "$tmp/bf.gguf" ] &&

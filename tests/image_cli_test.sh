@@ -23,11 +23,13 @@ check_error() {  # name, command... (exit 1, nothing on stdout, one "jf: error:"
   fi
 }
 
-# A synthetic emoji package: 24 images of 64x64 (a coloured disc, or a square, on transparency) with names.
-python3 - "$tmp/emoji" <<'PY'
+# A synthetic emoji package: 24 images of 64x64 (a coloured disc, or a square, on transparency) with names;
+# and a second art style of the same emoji ("twitter": the discs and squares swapped).
+for style in google twitter; do
+python3 - "$tmp/emoji-$style" "$style" <<'PY'
 import json, os, struct, sys, zlib
-root = sys.argv[1]
-os.makedirs(root + "/img/google/64")
+root, style = sys.argv[1], sys.argv[2]
+os.makedirs(f"{root}/img/{style}/64")
 def png(path, pixels):
     raw = b"".join(b"\0" + bytes(row) for row in pixels)
     chunk = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
@@ -37,7 +39,7 @@ def png(path, pixels):
 colours = {"red": (220, 30, 30), "green": (30, 200, 60), "blue": (30, 60, 220), "yellow": (250, 210, 40)}
 entries = []
 for i, (name, c) in enumerate(sorted(colours.items()) * 6):
-    disc = i % 2 == 0
+    disc = (i % 2 == 0) == (style == "google")
     rows = []
     for y in range(64):
         row = []
@@ -45,12 +47,14 @@ for i, (name, c) in enumerate(sorted(colours.items()) * 6):
             inside = (x - 32) ** 2 + (y - 32) ** 2 < 400 if disc else 16 <= x < 48 and 16 <= y < 48
             row += list(c) + [255] if inside else [0, 0, 0, 0]
         rows.append(row)
-    png(f"{root}/img/google/64/e{i}.png", rows)
-    entries.append({"name": f"{name.upper()} {'CIRCLE' if disc else 'SQUARE'} {i}", "image": f"e{i}.png",
-                    "has_img_google": True, "sort_order": i})
-entries.append({"name": "NO PICTURE", "image": "missing.png", "has_img_google": False, "sort_order": 99})
+    png(f"{root}/img/{style}/64/e{i}.png", rows)
+    shape = "CIRCLE" if i % 2 == 0 else "SQUARE"
+    entries.append({"name": f"{name.upper()} {shape} {i}", "image": f"e{i}.png", f"has_img_{style}": True, "sort_order": i})
+entries.append({"name": "NO PICTURE", "image": "missing.png", f"has_img_{style}": False, "sort_order": 99})
 json.dump(entries, open(root + "/emoji.json", "w"))
 PY
+done
+mv "$tmp/emoji-google" "$tmp/emoji"
 if "$jf" image-data --emoji "$tmp/emoji" -o "$tmp/data" --colours 8 --text-vocab 300 --heldout-every 6 2>"$tmp/err" &&
    python3 - "$tmp/data" <<'PY'
 import re, sys
@@ -71,6 +75,29 @@ assert open(d + "/heldout_tokenized.png", "rb").read(8) == b"\x89PNG\r\n\x1a\n"
 PY
 then ok "image-data: 20 training and 4 held-out documents of 256 colour tokens, colours where they belong"
 else fail "image-data: $(cat "$tmp/err")"; fi
+
+# Two art styles in the first run's vocabulary: each training caption twice (the second style's picture of it
+# after the first's), the held-out captions and their pictures those of the first style alone.
+if "$jf" image-data --emoji "$tmp/emoji" --emoji "$tmp/emoji-twitter" --vocab-from "$tmp/data/vocab.gguf" -o "$tmp/data2" \
+     --heldout-every 6 2>"$tmp/err" &&
+   cmp -s "$tmp/data/heldout.txt" "$tmp/data2/heldout.txt" && python3 - "$tmp/data" "$tmp/data2" <<'PY'
+import re, sys
+one = open(sys.argv[1] + "/train.txt").read().splitlines()
+two = open(sys.argv[2] + "/train.txt").read().splitlines()
+assert len(two) == 40 and two[:20] == one, len(two)
+caption = lambda l: l.split("<image")[0]
+assert [caption(l) for l in two[20:]] == [caption(l) for l in one], "the second style's captions"
+for a, b in zip(one, two[20:]):
+    pa, pb = re.findall(r"<#[0-9a-f]{6}>", a), re.findall(r"<#[0-9a-f]{6}>", b)
+    assert pa[8 * 16 + 8] == pb[8 * 16 + 8], "the same colour at the centre"
+    assert pa[4 * 16 + 4] != pb[4 * 16 + 4], "a disc and a square differ at the corner of the square"
+PY
+then ok "image-data: two art styles, 40 training documents in the first vocabulary, the same 4 held out"
+else fail "image-data: two art styles: $(cat "$tmp/err")"; fi
+check_error "image-data: --vocab-from a text model" "$jf" image-data --emoji "$tmp/emoji" -o "$tmp/d4" \
+  --vocab-from "$(dirname "$0")/../models/pycode-ar-q8_0.gguf"
+check_error "image-data: --vocab-from another image size" "$jf" image-data --emoji "$tmp/emoji" -o "$tmp/d5" \
+  --vocab-from "$tmp/data/vocab.gguf" --size 8
 "$jf" inspect -m "$tmp/data/vocab.gguf" >/dev/null 2>&1 || true
 
 check_error "image-data: missing package" "$jf" image-data --emoji "$tmp/nothing" -o "$tmp/d2"

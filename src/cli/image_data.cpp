@@ -1,10 +1,15 @@
-// `jf image-data`: captioned emoji images (npm's emoji-datasource-google, fetched by scripts/image_data.sh) as a
-// text-to-image corpus: a caption, the image marker, then the image's colour tokens, one document a line; the
-// vocabulary (a small BPE on the captions plus the palette's tokens) to train a model from scratch with.
+// `jf image-data`: captioned emoji images (npm's emoji-datasource-google and -twitter, fetched by
+// scripts/image_data.sh) as a text-to-image corpus: a caption, the image marker, then the image's colour tokens,
+// one document a line; the vocabulary (a small BPE on the captions plus the palette's tokens) to train a model
+// from scratch with, or an existing model's vocabulary reused. More than one art style gives each caption more
+// than one picture, so a model must learn what the words mean rather than one pixel sequence per caption.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -20,8 +25,8 @@ namespace jf::cli {
 namespace {
 
 struct ImageDataArgs {
-  std::string emoji_dir;
-  std::string out_dir;
+  std::vector<std::string> emoji_dirs;
+  std::string out_dir, vocab_from;
   int size = 16;
   int colours = 256;
   int text_vocab = 512;
@@ -39,10 +44,20 @@ std::string lower(std::string s) {
   return s;
 }
 
-// Every emoji with a Google image, in the package's sort order; every `heldout_every`-th held out.
-std::vector<Captioned> read_emoji(const ImageDataArgs& a) {
+// The art style a package ships: the one folder under img/ ("google", "twitter", ...).
+std::string image_set(const std::string& dir) {
   namespace fs = std::filesystem;
-  const std::string index = a.emoji_dir + "/emoji.json";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir + "/img", ec))
+    if (entry.is_directory() && fs::exists(entry.path() / "64")) return entry.path().filename().string();
+  throw Error(dir + ": no emoji images found (expected emoji.json and img/SET/64/*.png)");
+}
+
+// Every emoji with an image in the package's set, in its sort order; every `heldout_every`-th held out.
+std::vector<Captioned> read_emoji(const ImageDataArgs& a, const std::string& dir) {
+  namespace fs = std::filesystem;
+  const std::string set = image_set(dir);
+  const std::string index = dir + "/emoji.json";
   nlohmann::json entries;
   try {
     entries = nlohmann::json::parse(read_text_file(index));
@@ -52,11 +67,11 @@ std::vector<Captioned> read_emoji(const ImageDataArgs& a) {
   if (!entries.is_array()) throw Error(index + ": expected an array of emoji");
   std::vector<const nlohmann::json*> order;
   for (const auto& e : entries)
-    if (e.is_object() && e.value("has_img_google", false) && e.contains("name") && e["name"].is_string()) order.push_back(&e);
+    if (e.is_object() && e.value("has_img_" + set, false) && e.contains("name") && e["name"].is_string()) order.push_back(&e);
   std::stable_sort(order.begin(), order.end(), [](auto* x, auto* y) { return x->value("sort_order", 0) < y->value("sort_order", 0); });
   std::vector<Captioned> out;
   for (size_t i = 0; i < order.size(); i++) {
-    const std::string file = a.emoji_dir + "/img/google/64/" + order[i]->value("image", "");
+    const std::string file = dir + "/img/" + set + "/64/" + order[i]->value("image", "");
     if (!fs::exists(file)) continue;
     Captioned c;
     c.caption = lower((*order[i])["name"].get<std::string>());
@@ -64,8 +79,50 @@ std::vector<Captioned> read_emoji(const ImageDataArgs& a) {
     c.heldout = a.heldout_every > 0 && i % static_cast<size_t>(a.heldout_every) == static_cast<size_t>(a.heldout_every / 2);
     out.push_back(std::move(c));
   }
-  if (out.empty()) throw Error(a.emoji_dir + ": no emoji images found (expected emoji.json and img/google/64/*.png)");
+  if (out.empty()) throw Error(dir + ": no emoji images found (expected emoji.json and img/" + set + "/64/*.png)");
   return out;
+}
+
+// Every package's emoji; a caption is held out in every style when the first package holds it out, and only
+// the first package's pictures of held-out captions are kept (the held-out set stays one picture a caption).
+std::vector<Captioned> read_all_emoji(const ImageDataArgs& a) {
+  std::vector<Captioned> all = read_emoji(a, a.emoji_dirs[0]);
+  std::set<std::string> heldout;
+  for (const Captioned& c : all)
+    if (c.heldout) heldout.insert(c.caption);
+  for (size_t p = 1; p < a.emoji_dirs.size(); p++)
+    for (Captioned& c : read_emoji(a, a.emoji_dirs[p]))
+      if (!heldout.count(c.caption)) {
+        c.heldout = false;
+        all.push_back(std::move(c));
+      }
+  return all;
+}
+
+// The vocabulary to write the documents in: a BPE fitted on the training captions plus a palette fitted on the
+// training pixels, or (--vocab-from) an existing model's or vocabulary's, so that model can go on training.
+std::unique_ptr<Tokenizer> corpus_vocabulary(const ImageDataArgs& a, const std::vector<Captioned>& data) {
+  if (!a.vocab_from.empty()) {
+    std::unique_ptr<Tokenizer> tok = Tokenizer::from_gguf(GgufFile::open(a.vocab_from)->meta());
+    const std::optional<ImageVocab> iv = ImageVocab::find(*tok);
+    if (!iv) throw Error(a.vocab_from + ": not a text-to-image vocabulary (no image marker)");
+    if (iv->width() != a.size || iv->height() != a.size)
+      throw Error(a.vocab_from + ": its images are " + std::to_string(iv->width()) + "x" + std::to_string(iv->height()) +
+                  ", not --size " + std::to_string(a.size));
+    return tok;
+  }
+  std::vector<Rgb> pixels;
+  std::vector<std::string> train_captions;
+  for (const Captioned& c : data) {
+    if (c.heldout) continue;
+    train_captions.push_back(c.caption);
+    for (size_t i = 0; i < c.image.rgba.size(); i += 4) pixels.push_back({c.image.rgba[i], c.image.rgba[i + 1], c.image.rgba[i + 2]});
+  }
+  const std::vector<Rgb> palette = fit_palette(pixels, a.colours, 12, 1);
+  BpeTrainOptions bo;
+  bo.vocab_size = a.text_vocab;
+  bo.special_tokens = {"<|endoftext|>"};
+  return std::make_unique<Tokenizer>(with_image_tokens(train_bpe(bo, train_captions), palette, a.size, a.size));
 }
 
 std::string document(const Captioned& c, const Tokenizer& tok, const ImageVocab& iv) {
@@ -82,23 +139,12 @@ void write_lines(const std::string& path, const std::vector<std::string>& lines)
 
 int run_image_data(const ImageDataArgs& a) {
   std::filesystem::create_directories(a.out_dir);
-  std::vector<Captioned> data = read_emoji(a);
-  std::vector<Rgb> pixels;
-  std::vector<std::string> train_captions;
-  for (const Captioned& c : data) {
-    if (c.heldout) continue;
-    train_captions.push_back(c.caption);
-    for (size_t i = 0; i < c.image.rgba.size(); i += 4) pixels.push_back({c.image.rgba[i], c.image.rgba[i + 1], c.image.rgba[i + 2]});
-  }
-  const std::vector<Rgb> palette = fit_palette(pixels, a.colours, 12, 1);
-  std::fprintf(stderr, "jf: %zu images (%zu held out), %zu training pixels -> %zu colours\n", data.size(),
-               data.size() - train_captions.size(), pixels.size(), palette.size());
-
-  BpeTrainOptions bo;
-  bo.vocab_size = a.text_vocab;
-  bo.special_tokens = {"<|endoftext|>"};
-  VocabSpec spec = with_image_tokens(train_bpe(bo, train_captions), palette, a.size, a.size);
-  Tokenizer tok(spec);
+  std::vector<Captioned> data = read_all_emoji(a);
+  const size_t n_heldout = static_cast<size_t>(std::count_if(data.begin(), data.end(), [](const Captioned& c) { return c.heldout; }));
+  const std::unique_ptr<Tokenizer> vocab = corpus_vocabulary(a, data);
+  std::fprintf(stderr, "jf: %zu images from %zu art style%s (%zu held out)\n", data.size(), a.emoji_dirs.size(),
+               a.emoji_dirs.size() == 1 ? "" : "s", n_heldout);
+  const Tokenizer& tok = *vocab;
   const ImageVocab iv = *ImageVocab::find(tok);
   GgufWriter w;
   w.meta().set("general.architecture", GgufValue::of_string("llama"));
@@ -120,7 +166,7 @@ int run_image_data(const ImageDataArgs& a) {
   write_png(a.out_dir + "/heldout_tokenized.png", grid(heldout_tiles, 16, 4, 0xe0e0e0));
   std::fprintf(stderr, "jf: wrote %s/{vocab.gguf (%d tokens: %d text, 1 marker, %zu colours), train.txt (%zu), heldout.txt (%zu), "
                "heldout_captions.txt, heldout_tokenized.png}\n", a.out_dir.c_str(), tok.n_vocab(),
-               tok.n_vocab() - 1 - static_cast<int>(palette.size()), palette.size(), train.size(), heldout.size());
+               tok.n_vocab() - 1 - static_cast<int>(iv.palette().size()), iv.palette().size(), train.size(), heldout.size());
   return 0;
 }
 
@@ -129,7 +175,13 @@ int run_image_data(const ImageDataArgs& a) {
 Command add_image_data_command(CLI::App& app) {
   auto a = std::make_shared<ImageDataArgs>();
   CLI::App* cmd = app.add_subcommand("image-data", "Captioned emoji images as a text-to-image corpus and its vocabulary (scripts/image_data.sh)");
-  cmd->add_option("--emoji", a->emoji_dir, "The emoji-datasource-google package directory (emoji.json, img/google/64/)")->required();
+  cmd->add_option("--emoji", a->emoji_dirs,
+                  "An emoji-datasource-SET package directory (emoji.json, img/SET/64/); repeat for more art styles, the "
+                  "first deciding the held-out captions and giving their pictures")
+      ->required();
+  cmd->add_option("--vocab-from", a->vocab_from,
+                  "Write the documents in this model's or vocabulary's tokens (its palette and caption BPE) instead of "
+                  "fitting new ones, so the model can go on training on them");
   cmd->add_option("-o,--output", a->out_dir, "Directory for vocab.gguf, train.txt, heldout.txt, ...")->required();
   cmd->add_option("--size", a->size, "Image side in pixels (tokens a row) (default 16)")->check(CLI::Range(2, 64));
   cmd->add_option("--colours", a->colours, "Palette colours, one token each (default 256)")->check(CLI::Range(2, 4096));

@@ -30,6 +30,7 @@ struct TrainArgs {
   size_t max_bytes = 0;
   int seq_len = 256, threads = 0, log_every = 10;
   bool no_teacher_consistency = false;
+  bool whole_docs = false;   // every --corpus sequence starts at a document (none cut unless longer than seq_len)
   bool draft_layer = false;  // draft-head: add a draft layer under the head
   std::string draft;         // draft-head: a draft file to start from
   int draft_chain = 0;  // draft-head: train the draft layer's chain too, marked for this many drafts
@@ -69,7 +70,29 @@ ModelConfig parse_init(const std::string& spec, int vocab) {
 }
 
 
-// Corpus -> tokens (documents separated by EOS) -> non-overlapping sequences of seq_len tokens.
+// Documents (each BOS, tokens, EOS) packed whole, in order, into sequences of at most seq_len tokens; a document
+// longer than that is cut into seq_len pieces. For corpora whose documents must be seen from their start, as
+// at inference: a text-to-image document cut mid-image would teach pixels without their caption.
+std::vector<std::vector<int32_t>> whole_document_sequences(const std::vector<std::vector<int32_t>>& docs, size_t seq_len) {
+  std::vector<std::vector<int32_t>> seqs;
+  std::vector<int32_t> cur;
+  auto flush = [&] {
+    if (cur.size() >= 2) seqs.push_back(std::move(cur));
+    cur.clear();
+  };
+  for (const std::vector<int32_t>& d : docs) {
+    if (cur.size() + d.size() > seq_len) flush();
+    for (size_t i = 0; i < d.size(); i += seq_len) {
+      if (i > 0) flush();
+      cur.insert(cur.end(), d.begin() + static_cast<std::ptrdiff_t>(i), d.begin() + static_cast<std::ptrdiff_t>(std::min(d.size(), i + seq_len)));
+    }
+  }
+  flush();
+  return seqs;
+}
+
+// Corpus -> tokens (documents separated by EOS) -> non-overlapping sequences of seq_len tokens (--whole-docs:
+// whole documents packed into sequences of at most seq_len).
 std::vector<std::vector<int32_t>> corpus_sequences(const TrainArgs& a, const Tokenizer& tok) {
   CorpusStats stats;
   std::vector<std::string> docs = read_corpus(a.corpus, a.ext, a.max_bytes, &stats);
@@ -81,20 +104,29 @@ std::vector<std::vector<int32_t>> corpus_sequences(const TrainArgs& a, const Tok
                 " unreadable, " + std::to_string(stats.skipped_budget) + " past --max-bytes)");
   }
   if (!a.doc_sep.empty()) docs = split_documents(docs, unescape_separator(a.doc_sep));
-  std::vector<int32_t> all;
+  std::vector<std::vector<int32_t>> encoded;
+  size_t total = 0;
   for (const std::string& d : docs) {
     // Each document as a prompt would be encoded, then EOS. A tokenizer whose BOS is its EOS (GPT-2's
     // convention) already has the previous document's EOS in front.
-    if (tok.spec().add_bos && tok.bos() >= 0 && tok.bos() != tok.eos()) all.push_back(tok.bos());
-    std::vector<int32_t> ids = tok.encode(d, /*add_special=*/false, /*parse_special=*/false);
-    all.insert(all.end(), ids.begin(), ids.end());
-    all.push_back(tok.eos());
+    std::vector<int32_t>& ids = encoded.emplace_back();
+    if (tok.spec().add_bos && tok.bos() >= 0 && tok.bos() != tok.eos()) ids.push_back(tok.bos());
+    std::vector<int32_t> text = tok.encode(d, /*add_special=*/false, /*parse_special=*/false);
+    ids.insert(ids.end(), text.begin(), text.end());
+    ids.push_back(tok.eos());
+    total += ids.size();
   }
   std::vector<std::vector<int32_t>> seqs;
-  for (size_t i = 0; i + a.seq_len <= all.size(); i += a.seq_len)
-    seqs.emplace_back(all.begin() + i, all.begin() + i + a.seq_len);
-  std::fprintf(stderr, "jf train: corpus of %zu documents, %zu tokens -> %zu sequences of %d\n", docs.size(), all.size(),
-               seqs.size(), a.seq_len);
+  if (a.whole_docs) {
+    seqs = whole_document_sequences(encoded, static_cast<size_t>(a.seq_len));
+  } else {
+    std::vector<int32_t> all;
+    for (const auto& ids : encoded) all.insert(all.end(), ids.begin(), ids.end());
+    for (size_t i = 0; i + a.seq_len <= all.size(); i += a.seq_len)
+      seqs.emplace_back(all.begin() + i, all.begin() + i + a.seq_len);
+  }
+  std::fprintf(stderr, "jf train: corpus of %zu documents, %zu tokens -> %zu sequences of %s%d\n", docs.size(), total,
+               seqs.size(), a.whole_docs ? "whole documents, at most " : "", a.seq_len);
   return seqs;
 }
 
@@ -124,6 +156,7 @@ int run_train(TrainArgs& a) {
   if (a.draft_layer && !draft_head) throw Error("--draft-layer applies to the draft-head objective");
   if (a.draft_chain > 0 && !draft_head) throw Error("--draft-chain applies to the draft-head objective");
   if (!a.draft.empty() && !draft_head) throw Error("--draft applies to the draft-head objective");
+  if (a.whole_docs && a.corpus.empty()) throw Error("--whole-docs applies to --corpus sequences");
   if (!consistency_norm_from_name(a.consistency_norm, &a.opt.loss.consistency_norm))
     throw Error("--consistency-norm must be reference or per-block, got '" + a.consistency_norm + "'");
   DType save_type = DType::F32;
@@ -288,6 +321,9 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--doc-sep", a->doc_sep, "Cut each --corpus file into documents at this text (backslash-n is a newline), e.g. '\\n\\n'");
   cmd->add_option("--max-bytes", a->max_bytes, "Read at most this many --corpus bytes (default all)");
   cmd->add_option("--seq-len", a->seq_len, "Tokens per --corpus sequence (default 256)");
+  cmd->add_flag("--whole-docs", a->whole_docs,
+                "Start every --corpus sequence at a document (--doc-sep) and cut none that fits: whole documents "
+                "packed into sequences of at most --seq-len, so each is trained from its start as at inference");
   cmd->add_option("--text-accum", a->opt.text_accum,
                   "jacobi-forcing / cllm: --corpus sequences per step on top of --accum packed ones (default 1 with --corpus)");
   cmd->add_option("--text-weight", a->opt.text_weight,
