@@ -132,7 +132,7 @@ bool member_runs_on_case(size_t member, size_t c, bool every) {
   return every || member % n == c || (member / n + member) % n == c;
 }
 // The vec members' types, in the order that spreads the members over them.
-const std::vector<DType> kVecTypes = {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_0, DType::Q3_K, DType::IQ4_XS};
+const std::vector<DType> kVecTypes(std::begin(vulkan::kVecTypes), std::end(vulkan::kVecTypes));
 // Whether the family test runs `member` (of `family`) on case c: a vec member on one of its four types in turn
 // (the i-th vec member on kVecTypes[i % 6]: each type meets 2-3 of the output counts, 4 and 8 rows, 32-128 threads).
 bool runs(const std::vector<vulkan::MatmulKernel>& family, size_t member, size_t c, bool every) {

@@ -7,7 +7,9 @@
 // timing them on the device (`jf tune --kernels`, kernel_sweep.h) and kept per device and driver in jf's
 // cache; an untimed shape runs the default.
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -43,9 +45,13 @@ struct MatmulKernel {
 // Throws jf::Error naming the form for a string that is not a member's name.
 MatmulKernel parse_matmul_kernel(const std::string& name);
 
-// Whether member k has a kernel for weights of type t (a vec member: Q3_K-Q6_K, IQ4_XS, Q8_0; the others: all).
+// The weight types the vec members have kernels for (src/vulkan/CMakeLists.txt builds matmul_vec_<type> for
+// each; a member on a type without one would fail to find its shader, which the family test would meet).
+inline constexpr DType kVecTypes[] = {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_0, DType::Q3_K, DType::IQ4_XS};
+
+// Whether member k has a kernel for weights of type t (a vec member: kVecTypes; the others: all).
 inline bool member_runs_type(const MatmulKernel& k, DType t) {
-  return !k.vec || t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K || t == DType::IQ4_XS || t == DType::Q8_0;
+  return !k.vec || std::find(std::begin(kVecTypes), std::end(kVecTypes), t) != std::end(kVecTypes);
 }
 
 // Every member `d` can run: its shared memory within the device's, subgroup members only where the device
