@@ -130,6 +130,24 @@ PY
 then ok "imagine: a 2x2 grid (ar beside SJD-PAC), the gallery's forward maps, SJD-PAC > 1.5 tokens a forward"
 else fail "imagine grid: $(tail -3 "$tmp/err")"; fi
 
+# -o NAME.svg: the grid labelled, a caption a row and "seed N" a column, each image the PNG the same draw gives alone.
+if "$jf" imagine -m "$model" "red heart" --decoder ar --scale 4 -t 2 -o "$tmp/one.png" 2>"$tmp/err" &&
+   "$jf" imagine -m "$model" "red heart" 'a <b> & "c"' --decoder ar --samples 2 --scale 4 -t 2 -o "$tmp/grid.svg" 2>>"$tmp/err" &&
+   python3 - "$tmp" <<'PY'
+import base64, sys, xml.etree.ElementTree as ET
+d = sys.argv[1]
+svg = ET.parse(d + "/grid.svg").getroot()
+ns = "{http://www.w3.org/2000/svg}"
+tiles = [e for e in svg.iter(ns + "image") if e.get("class") == "tile"]
+assert len(tiles) == 4, len(tiles)
+first = base64.b64decode(tiles[0].get("href").split(",", 1)[1])
+assert first == open(d + "/one.png", "rb").read(), "the first tile is not the image drawn alone"
+texts = [t.text for t in svg.iter(ns + "text")]
+assert texts == ["seed 1", "seed 2", "red heart", 'a <b> & "c"'], texts
+PY
+then ok "imagine -o grid.svg: labelled rows and columns, each tile the image drawn alone"
+else fail "imagine -o grid.svg: $(tail -3 "$tmp/err")"; fi
+
 if "$jf" image-bench -m "$model" --captions <(printf 'red heart\ndog face\n') --images 2 --blocks 32 --locality-images 1 -t 2 \
      -o "$tmp/bench" >"$tmp/bench.md" 2>"$tmp/err" && python3 - "$tmp/bench" <<'PY'
 import json, os, sys

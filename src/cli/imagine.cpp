@@ -8,7 +8,9 @@
 #include "base/timer.h"
 #include "cli/commands.h"
 #include "cli/image_common.h"
+#include "viz/image_grid.h"
 #include "viz/image_page.h"
+#include "viz/svg.h"
 
 namespace jf::cli {
 
@@ -55,6 +57,13 @@ viz::ImageRun gallery_entry(const ImageVocab& iv, const std::string& caption, co
   return run;
 }
 
+// A decoder's column label in a grid: "ar", "SJD", "SJD-PAC" (with the options that are not the paper's), or its spec.
+std::string column_name(const std::string& spec) {
+  if (!spec.starts_with("sjd")) return spec;
+  const bool pac = spec.find("pac-continue=1") != std::string::npos && spec.find("pac-tree=") != std::string::npos;
+  return pac ? "SJD-PAC" : "SJD";
+}
+
 int run_imagine(ImagineArgs& a) {
   a.sampling.validate();
   if (a.sampling.greedy()) throw Error("--temp 0 makes every image of a caption the same; images are sampled (--temp > 0)");
@@ -91,7 +100,15 @@ int run_imagine(ImagineArgs& a) {
     }
   }
   const int columns = static_cast<int>(decoders.size()) * a.samples;
-  write_png(a.output, tiles.size() == 1 ? tiles[0] : grid(tiles, columns, a.scale, 0xffffff));
+  if (a.output.ends_with(".svg")) {
+    viz::ImageGrid g{a.captions, {}, tiles};
+    for (size_t d = 0; d < decoders.size(); d++)
+      for (int k = 0; k < a.samples; k++)
+        g.column_labels.push_back((decoders.size() > 1 ? column_name(specs[d]) + ", " : "") + "seed " + std::to_string(a.sampling.seed + k));
+    viz::write_svg(a.output, viz::image_grid_svg(g));
+  } else {
+    write_png(a.output, tiles.size() == 1 ? tiles[0] : grid(tiles, columns, a.scale, 0xffffff));
+  }
   std::fprintf(stderr, "jf: wrote %s (%zu image%s%s)\n", a.output.c_str(), tiles.size(), tiles.size() == 1 ? "" : "s",
                tiles.size() == 1 ? "" : ("; a row a caption, " + std::to_string(columns) + (columns == 1 ? " column" : " columns")).c_str());
   if (!a.viz_path.empty()) {
@@ -109,7 +126,9 @@ Command add_imagine_command(CLI::App& app) {
   cmd->add_option("captions", a->captions, "Captions: emoji names, e.g. \"green heart\", \"dog face\"");
   cmd->add_option("--captions", a->captions_file, "More captions from a file, one a line");
   add_image_model_options(cmd, a->model);
-  cmd->add_option("-o,--output", a->output, "PNG to write: the image, or a grid (a row a caption) (default image.png)");
+  cmd->add_option("-o,--output", a->output,
+                  "PNG to write: the image, or a grid (a row a caption); NAME.svg: the grid with its captions and columns "
+                  "labelled (default image.png)");
   cmd->add_option("--decoder", a->decoders,
                   "Decoder spec, or several comma-separated for columns side by side (default SJD-PAC, priced: " +
                       std::string(kImageDecoder) + "; add draft-policy=fixed to send every draft row)");

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "formats/image.h"
+#include "viz/image_grid.h"
 #include "viz/svg.h"
 
 namespace jf::viz {
@@ -65,21 +66,6 @@ const char* kScript = R"(for (const run of document.querySelectorAll('.run')) {
   show();
 })";
 
-std::string base64(const std::vector<uint8_t>& b) {
-  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string o;
-  o.reserve((b.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < b.size(); i += 3) {
-    const bool has1 = i + 1 < b.size(), has2 = i + 2 < b.size();
-    const uint32_t n = uint32_t{b[i]} << 16 | (has1 ? uint32_t{b[i + 1]} << 8 : 0) | (has2 ? uint32_t{b[i + 2]} : 0);
-    o += k[n >> 18 & 63];
-    o += k[n >> 12 & 63];
-    o += has1 ? k[n >> 6 & 63] : '=';
-    o += has2 ? k[n & 63] : '=';
-  }
-  return o;
-}
-
 void check_run(const ImageRun& r, size_t index) {
   const std::string who = "image run " + std::to_string(index) + " ('" + r.caption + "', " + r.decoder + "): ";
   if (r.width < 1 || r.height < 1 || r.width > kMaxSide || r.height > kMaxSide)
@@ -100,10 +86,10 @@ std::vector<int> pixels_per_forward(const ImageRun& r) {
   return n;
 }
 
-std::string png_data_uri(const ImageRun& r, int scale) {
+std::string run_data_uri(const ImageRun& r, int scale) {
   Image img(r.width, r.height);
   for (size_t i = 0; i < r.pixels.size(); i++) std::copy(r.pixels[i].begin(), r.pixels[i].end(), img.rgba.begin() + i * 4);
-  return "data:image/png;base64," + base64(encode_png(upscale(img, scale)));
+  return png_data_uri(upscale(img, scale));
 }
 
 // The image (true colours, class "ip") or its forward map (class "px", with tooltips), one rect per pixel over
@@ -179,7 +165,7 @@ std::string run_html(const ImageRun& r) {
                 static_cast<unsigned long long>(r.seed), forwards, tokens, double(tokens) / forwards);
   std::string h = "<div class=\"run\" data-forwards=\"" + std::to_string(forwards) + "\"><div class=\"cap\">" +
                   xml_escape(r.caption) + "</div><div class=\"meta\"><code>" + xml_escape(r.decoder) + "</code> &middot; " +
-                  buf + "</div>\n<div class=\"pics\"><figure><img src=\"" + png_data_uri(r, scale) + "\" width=\"" +
+                  buf + "</div>\n<div class=\"pics\"><figure><img src=\"" + run_data_uri(r, scale) + "\" width=\"" +
                   std::to_string(r.width * scale) + "\" height=\"" + std::to_string(r.height * scale) + "\" alt=\"" +
                   xml_escape(r.caption) + "\"/><figcaption>image</figcaption></figure>\n<figure>" +
                   pixel_grid_svg(r, scale, per_forward, false) + "<figcaption>replay</figcaption></figure>\n<figure>" +
