@@ -186,7 +186,7 @@ if [ $? -eq 1 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && gr
 then ok "image-bench --decoders: a bad spec refused before anything is measured: $(cat "$tmp/err")"
 else fail "image-bench --decoders: a bad spec: $(cat "$tmp/err")"; fi
 
-# Held-out perplexity and what a caption tells about its image, on a data directory of white images (the
+# Held-out perplexity, what a caption tells about its image and caption retrieval, on a data directory of white images (the
 # shipped palette has white); a word inside an image is refused.
 mkdir -p "$tmp/white"
 python3 - "$tmp/white" <<'PY'
@@ -204,6 +204,8 @@ import json, math, sys
 p = json.load(open(sys.argv[1] + "/image-bench.json"))["perplexity"]
 assert p["tokens"] == 2 * 256 and 1 <= p["perplexity"] < 50, p
 assert all(math.isfinite(p[k]) for k in ("caption_nats_heldout", "caption_nats_train")), p
+# two held-out docs, one white image under two captions: exactly one caption suits it better (or they tie)
+assert p["retrieval_images"] == 2 and p["retrieval_top1_percent"] in (50, 100) and p["retrieval_top5_percent"] == 100, p
 PY
 then ok "image-bench --data: held-out perplexity of 512 pixels, what a caption tells ($(grep -o '[0-9.-]* nats an image held out' "$tmp/wb.md"))"
 else fail "image-bench --data: $(tail -3 "$tmp/err")"; fi

@@ -118,6 +118,34 @@ double caption_information(ImageModel& m, const std::vector<std::vector<int32_t>
   return gain / static_cast<double>(n);
 }
 
+struct Retrieval {
+  size_t images = 0, top1 = 0, top5 = 0;
+};
+
+// Which caption the model finds an image most likely under: for each of (up to 96 of) `docs`, its image's NLL under
+// every one of their captions; how often its own caption ranks first, and among the first five. Held-out pictures
+// the model never saw: a caption-to-image association it learned, measured on real images, not its samples.
+Retrieval caption_retrieval(ImageModel& m, const std::vector<std::vector<int32_t>>& docs) {
+  Retrieval r;
+  r.images = std::min<size_t>(docs.size(), 96);
+  auto pick = [&](size_t i) -> const std::vector<int32_t>& { return docs[i * docs.size() / r.images]; };
+  for (size_t i = 0; i < r.images; i++) {
+    const std::vector<int32_t>& own = pick(i);
+    const double own_nll = image_nll(m, own).nll;
+    size_t better = 0;  // captions under which the image is strictly more likely than under its own
+    for (size_t j = 0; j < r.images; j++) {
+      if (j == i) continue;
+      const std::vector<int32_t>& other = pick(j);
+      std::vector<int32_t> swapped(other.begin(), other.begin() + static_cast<std::ptrdiff_t>(marker_at(m, other)));
+      swapped.insert(swapped.end(), own.begin() + static_cast<std::ptrdiff_t>(marker_at(m, own)), own.end());
+      better += image_nll(m, swapped).nll < own_nll;
+    }
+    r.top1 += better == 0;
+    r.top5 += better < 5;
+  }
+  return r;
+}
+
 }  // namespace
 
 ImageData read_image_data(const ImageModel& m, const std::string& data_dir) {
@@ -159,8 +187,14 @@ nlohmann::json image_perplexity(ImageModel& m, const ImageData& data) {
   const double held = caption_information(m, data.heldout), trained = caption_information(m, data.train);
   std::printf("\n## What a caption tells about its image: %.1f nats an image held out, %.1f on training images "
               "(image NLL under another image's caption minus under its own)\n", held, trained);
+  const Retrieval r = caption_retrieval(m, data.heldout);
+  const double k = static_cast<double>(r.images), top1 = 100.0 * r.top1 / k, top5 = 100.0 * r.top5 / k;
+  std::printf("\n## Caption retrieval on %zu held-out images: the image most likely under its own caption of the %zu for "
+              "%.1f%% (chance %.1f%%), its own among the five likeliest for %.1f%% (chance %.1f%%)\n",
+              r.images, r.images, top1, 100.0 / k, top5, 100.0 * std::min(5.0, k) / k);
   return {{"tokens", n}, {"perplexity", ppl}, {"unigram_perplexity", ppl_unigram}, {"caption_nats_heldout", held},
-          {"caption_nats_train", trained}};
+          {"caption_nats_train", trained}, {"retrieval_images", r.images}, {"retrieval_top1_percent", top1},
+          {"retrieval_top5_percent", top5}};
 }
 
 nlohmann::json locality_curves(ImageModel& m, const std::vector<std::string>& captions, const ModelOptions& text_model,
