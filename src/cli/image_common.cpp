@@ -1,6 +1,7 @@
 #include "cli/image_common.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 
 #include "base/error.h"
@@ -13,9 +14,11 @@ void add_image_model_options(CLI::App* cmd, ImageModelOptions& io) {
   cmd->add_option("-m,--model", o.path, "Text-to-image model (default: models/" + std::string(kImageModel) + ")");
   cmd->add_option("-t,--threads", o.threads, "Threads for the forward pass (default: all cores)")->check(CLI::Range(0, 1024));
   cmd->add_option("--device", o.device, "cpu, vulkan, vulkan:N or auto (default cpu)");
+  char scale[32];
+  std::snprintf(scale, sizeof scale, "%g", io.guidance);
   cmd->add_option("--cfg", io.guidance,
-                  "Classifier-free guidance scale: logits u + s(c - u), u without the caption; 1 = off, the default "
-                  "(guidance needs a model trained with some captions dropped)");
+                  "Classifier-free guidance scale: logits u + s(c - u), u without the caption; 1 = off (needs a model "
+                  "trained with some captions dropped: scripts/train_image_model.sh --guidance or --styles) (default " + std::string(scale) + ")");
   cmd->parse_complete_callback([&o] {
     if (o.path.empty()) o.path = bundled_model_path(kImageModel);
   });
