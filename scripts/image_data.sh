@@ -22,18 +22,10 @@ done
 version=16.0.0
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/jf"
 emoji=()
-tmp=""
-trap '[ -z "$tmp" ] || rm -rf "$tmp"' EXIT
 for set in "${sets[@]}"; do
   pkg="$cache/emoji-datasource-$set-$version"
-  if [ ! -f "$pkg/emoji.json" ]; then
-    command -v npm > /dev/null || { echo "image_data.sh: needs npm (Debian: apt-get install npm)" >&2; exit 1; }
-    mkdir -p "$cache"
-    tmp=$(mktemp -d "$cache/emoji.XXXXXX")
-    (cd "$tmp" && npm pack --silent "emoji-datasource-$set@$version" > /dev/null)
-    tar xzf "$tmp/emoji-datasource-$set-$version.tgz" -C "$tmp" --exclude="package/img/$set/sheets*"
-    rm -rf "$pkg" && mv "$tmp/package" "$pkg" && rm -rf "$tmp"
-  fi
+  [ -f "$pkg/emoji.json" ] ||
+    scripts/npm_unpack.sh "emoji-datasource-$set@$version" "$pkg" package --exclude="package/img/$set/sheets*"
   emoji+=(--emoji "$pkg")
 done
 [ -x build/bin/jf ] || scripts/build.sh

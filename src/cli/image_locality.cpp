@@ -100,6 +100,13 @@ NllSum image_nll(ImageModel& m, std::span<const int32_t> doc) {
   return sum;
 }
 
+// Document `doc`'s image (its marker and pixels) after the caption (and BOS) of document `other`.
+std::vector<int32_t> under_caption_of(const ImageModel& m, const std::vector<int32_t>& doc, const std::vector<int32_t>& other) {
+  std::vector<int32_t> out(other.begin(), other.begin() + static_cast<std::ptrdiff_t>(marker_at(m, other)));
+  out.insert(out.end(), doc.begin() + static_cast<std::ptrdiff_t>(marker_at(m, doc)), doc.end());
+  return out;
+}
+
 // How much a caption tells the model about its image, in nats an image: the mean over 96 of `docs` (evenly
 // spread: neighbours in the emoji order are alike) of the image's NLL under the caption of the document half
 // the sample away minus under its own. 0: the caption is ignored.
@@ -111,9 +118,7 @@ double caption_information(ImageModel& m, const std::vector<std::vector<int32_t>
   for (size_t i = 0; i < n; i++) {
     const std::vector<int32_t>& own = pick(i);
     const std::vector<int32_t>& other = pick((i + n / 2) % n);
-    std::vector<int32_t> swapped(other.begin(), other.begin() + static_cast<std::ptrdiff_t>(marker_at(m, other)));
-    swapped.insert(swapped.end(), own.begin() + static_cast<std::ptrdiff_t>(marker_at(m, own)), own.end());
-    gain += image_nll(m, swapped).nll - image_nll(m, own).nll;
+    gain += image_nll(m, under_caption_of(m, own, other)).nll - image_nll(m, own).nll;
   }
   return gain / static_cast<double>(n);
 }
@@ -135,10 +140,7 @@ Retrieval caption_retrieval(ImageModel& m, const std::vector<std::vector<int32_t
     size_t better = 0;  // captions under which the image is strictly more likely than under its own
     for (size_t j = 0; j < r.images; j++) {
       if (j == i) continue;
-      const std::vector<int32_t>& other = pick(j);
-      std::vector<int32_t> swapped(other.begin(), other.begin() + static_cast<std::ptrdiff_t>(marker_at(m, other)));
-      swapped.insert(swapped.end(), own.begin() + static_cast<std::ptrdiff_t>(marker_at(m, own)), own.end());
-      better += image_nll(m, swapped).nll < own_nll;
+      better += image_nll(m, under_caption_of(m, own, pick(j))).nll < own_nll;
     }
     r.top1 += better == 0;
     r.top5 += better < 5;
