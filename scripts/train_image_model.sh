@@ -8,23 +8,28 @@
 # --styles: then, from models/emoji16-q8_0.gguf, 3,200 steps of 16 whole documents (--whole-docs) on Noto's and
 # Twemoji's pictures (two a training caption, in the same vocabulary), every eighth also without its caption:
 # ~13 passes over 1.07M tokens, ~85 min, into WORKDIR/emoji16-styles-q8_0.gguf (docs/IMAGES.md).
+# --words: instead, a model from scratch in a word-level caption vocabulary (`jf image-data --whole-words`: each
+# word one token wherever it stands), on both art styles, whole documents, every eighth picture also without its
+# caption, weight decay 0.1: 2,600 steps of 16 documents, ~11 passes, ~80 min, into WORKDIR/emoji16-words-q8_0.gguf.
 # Resumable: run it again after an interruption and it continues from the last checkpoint (every 100 steps).
-# Usage: scripts/train_image_model.sh [WORKDIR] [--guidance] [--styles]   (~90 min on 2 cores, + ~40, + ~85)
+# Usage: scripts/train_image_model.sh [WORKDIR] [--guidance] [--styles] [--words]
+#   (~90 min on 2 cores, + ~40, + ~85; --words alone ~80)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=/tmp/jf-image-model
 guidance=0
 styles=0
+words=0
 for arg in "$@"; do
   case "$arg" in
     --guidance) guidance=1 ;;
     --styles) styles=1 ;;
-    -*) echo "usage: scripts/train_image_model.sh [WORKDIR] [--guidance] [--styles]" >&2; exit 2 ;;
+    --words) words=1 ;;
+    -*) echo "usage: scripts/train_image_model.sh [WORKDIR] [--guidance] [--styles] [--words]" >&2; exit 2 ;;
     *) work="$arg" ;;
   esac
 done
 mkdir -p "$work"
-scripts/image_data.sh "$work/data"
 jf=build/bin/jf
 common=(--objective ar --ext .txt --doc-sep '\n' --seq-len 512 --clip 1 --save-every 100 --log-every 20)
 captioned=(--corpus "$work/data/train.txt" --seed 1 --accum 8)
@@ -36,14 +41,26 @@ stage() {  # stage NAME ARGS...: one training run, resumed from its checkpoint w
   [ -f "$work/$name.gguf.ckpt.gguf" ] && resume=(--resume "$work/$name.gguf.ckpt.gguf")
   "$jf" train "${common[@]}" "$@" "${resume[@]}" -o "$work/$name.gguf" 2>&1 | tee -a "$work/$name.log"
 }
-stage emoji16 "${captioned[@]}" --tokenizer-from "$work/data/vocab.gguf" --init dim=256,layers=6,heads=8,kv-heads=4,ffn=768,ctx=512 \
-  --steps 1200 --lr 1.5e-3 --min-lr 1e-4 --warmup 0.03
-stage emoji16-more "${captioned[@]}" -m "$work/emoji16.gguf" --steps 1100 --lr 1e-3 --min-lr 2e-5 --warmup 0.02
-"$jf" convert -m "$work/emoji16-more.gguf" --type q8_0 -o models/emoji16-q8_0.gguf
 drop_captions() {  # drop_captions IN OUT N: every line, then every Nth again without its caption ("<image 16x16>..." after BOS)
   awk -v n="$3" '{ print } NR % n == 0 { s = $0; sub(/^[^<]*/, "", s); drop[++k] = s } END { for (i = 1; i <= k; i++) print drop[i] }' \
     "$1" > "$2"
 }
+if [ "$words" = 1 ]; then
+  scripts/image_data.sh "$work/words" --twitter --whole-words --text-vocab 2048
+  drop_captions "$work/words/train.txt" "$work/words/train_cfg.txt" 8
+  stage emoji16-words --corpus "$work/words/train_cfg.txt" --whole-docs --tokenizer-from "$work/words/vocab.gguf" \
+    --init dim=256,layers=6,heads=8,kv-heads=4,ffn=768,ctx=512 --seed 4 --accum 16 --steps 2600 --lr 1.5e-3 --min-lr 5e-5 \
+    --warmup 0.03 --weight-decay 0.1
+  "$jf" convert -m "$work/emoji16-words.gguf" --type q8_0 -o "$work/emoji16-words-q8_0.gguf"
+  "$jf" image-bench -m "$work/emoji16-words-q8_0.gguf" --data "$work/words" --images 1 --blocks 32 --locality-images 0 2>/dev/null |
+    grep -A1 "Held-out" || true
+  exit 0
+fi
+scripts/image_data.sh "$work/data"
+stage emoji16 "${captioned[@]}" --tokenizer-from "$work/data/vocab.gguf" --init dim=256,layers=6,heads=8,kv-heads=4,ffn=768,ctx=512 \
+  --steps 1200 --lr 1.5e-3 --min-lr 1e-4 --warmup 0.03
+stage emoji16-more "${captioned[@]}" -m "$work/emoji16.gguf" --steps 1100 --lr 1e-3 --min-lr 2e-5 --warmup 0.02
+"$jf" convert -m "$work/emoji16-more.gguf" --type q8_0 -o models/emoji16-q8_0.gguf
 if [ "$guidance" = 1 ]; then
   drop_captions "$work/data/train.txt" "$work/data/train_cfg.txt" 5
   stage emoji16-cfg -m "$work/emoji16-more.gguf" --corpus "$work/data/train_cfg.txt" --seed 2 --accum 8 --steps 1200 --lr 8e-4 \

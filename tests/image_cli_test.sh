@@ -94,6 +94,22 @@ for a, b in zip(one, two[20:]):
 PY
 then ok "image-data: two art styles, 40 training documents in the first vocabulary, the same 4 held out"
 else fail "image-data: two art styles: $(cat "$tmp/err")"; fi
+# A word-level caption vocabulary: each word the same tokens at a caption's start and after a space (a token of
+# its own), where the ordinary BPE (the first run's) spells "red" and " red" differently.
+ids() { "$jf" tokenize -m "$1" -p "$2" --no-bos --ids 2>/dev/null; }
+same_words() {  # VOCAB: "red circle" is "red", " ", "circle"; "circle red" is "circle", " ", "red"
+  local v="$1" red circle space
+  red=$(ids "$v" red | tr -d '[]'); circle=$(ids "$v" circle | tr -d '[]'); space=$(ids "$v" " " | tr -d '[]')
+  [ "$(ids "$v" "red circle")" = "[$red,$space,$circle]" ] && [ "$(ids "$v" "circle red")" = "[$circle,$space,$red]" ]
+}
+if "$jf" image-data --emoji "$tmp/emoji" -o "$tmp/words" --colours 8 --text-vocab 300 --whole-words --heldout-every 6 2>"$tmp/err" &&
+   same_words "$tmp/words/vocab.gguf" && ! same_words "$tmp/data/vocab.gguf" &&
+   [ "$(ids "$tmp/words/vocab.gguf" red | tr -cd ',' | wc -c)" = 0 ]
+then ok "image-data --whole-words: a word is one token wherever it stands, a space its own"
+else fail "image-data --whole-words: $(cat "$tmp/err") red=$(ids "$tmp/words/vocab.gguf" "circle red")"; fi
+if "$jf" image-data --emoji "$tmp/emoji" -o "$tmp/d6" --vocab-from "$tmp/data/vocab.gguf" --whole-words >"$tmp/out" 2>"$tmp/err"
+then fail "image-data: --vocab-from with --whole-words accepted"
+else ok "image-data: --vocab-from refuses the options it would ignore: $(cat "$tmp/err")"; fi
 check_error "image-data: --vocab-from a text model" "$jf" image-data --emoji "$tmp/emoji" -o "$tmp/d4" \
   --vocab-from "$(dirname "$0")/../models/pycode-ar-q8_0.gguf"
 check_error "image-data: --vocab-from another image size" "$jf" image-data --emoji "$tmp/emoji" -o "$tmp/d5" \

@@ -31,6 +31,7 @@ struct ImageDataArgs {
   int colours = 256;
   int text_vocab = 512;
   int heldout_every = 20;
+  bool whole_words = false;
 };
 
 struct Captioned {
@@ -99,6 +100,19 @@ std::vector<Captioned> read_all_emoji(const ImageDataArgs& a) {
   return all;
 }
 
+// The captions' words without their spaces: a BPE fitted on these never merges a space into a word, so a word
+// is the same tokens at a caption's start and inside it ("green" in "green heart" and "large green circle").
+std::vector<std::string> caption_words(const std::vector<std::string>& captions) {
+  std::vector<std::string> words;
+  for (const std::string& c : captions)
+    for (size_t i = 0; i < c.size();) {
+      const size_t end = std::min(c.find(' ', i), c.size());
+      if (end > i) words.push_back(c.substr(i, end - i));
+      i = end + 1;
+    }
+  return words;
+}
+
 // The vocabulary to write the documents in: a BPE fitted on the training captions plus a palette fitted on the
 // training pixels, or (--vocab-from) an existing model's or vocabulary's, so that model can go on training.
 std::unique_ptr<Tokenizer> corpus_vocabulary(const ImageDataArgs& a, const std::vector<Captioned>& data) {
@@ -122,7 +136,8 @@ std::unique_ptr<Tokenizer> corpus_vocabulary(const ImageDataArgs& a, const std::
   BpeTrainOptions bo;
   bo.vocab_size = a.text_vocab;
   bo.special_tokens = {"<|endoftext|>"};
-  return std::make_unique<Tokenizer>(with_image_tokens(train_bpe(bo, train_captions), palette, a.size, a.size));
+  const std::vector<std::string> bpe_text = a.whole_words ? caption_words(train_captions) : train_captions;
+  return std::make_unique<Tokenizer>(with_image_tokens(train_bpe(bo, bpe_text), palette, a.size, a.size));
 }
 
 std::string document(const Captioned& c, const Tokenizer& tok, const ImageVocab& iv) {
@@ -179,14 +194,20 @@ Command add_image_data_command(CLI::App& app) {
                   "An emoji-datasource-SET package directory (emoji.json, img/SET/64/); repeat for more art styles, the "
                   "first deciding the held-out captions and giving their pictures")
       ->required();
-  cmd->add_option("--vocab-from", a->vocab_from,
+  CLI::Option* vocab_from = cmd->add_option("--vocab-from", a->vocab_from,
                   "Write the documents in this model's or vocabulary's tokens (its palette and caption BPE) instead of "
                   "fitting new ones, so the model can go on training on them");
   cmd->add_option("-o,--output", a->out_dir, "Directory for vocab.gguf, train.txt, heldout.txt, ...")->required();
   cmd->add_option("--size", a->size, "Image side in pixels (tokens a row) (default 16)")->check(CLI::Range(2, 64));
-  cmd->add_option("--colours", a->colours, "Palette colours, one token each (default 256)")->check(CLI::Range(2, 4096));
+  // A reused vocabulary brings its own palette and BPE: the options that fit new ones would be ignored.
+  cmd->add_option("--colours", a->colours, "Palette colours, one token each (default 256)")->check(CLI::Range(2, 4096))->excludes(vocab_from);
   cmd->add_option("--text-vocab", a->text_vocab, "BPE vocabulary for the captions, bytes and <|endoftext|> included (default 512)")
-      ->check(CLI::Range(259, 65536));
+      ->check(CLI::Range(259, 65536))
+      ->excludes(vocab_from);
+  cmd->add_flag("--whole-words", a->whole_words,
+               "Fit the caption BPE on the words alone, so a word is the same tokens wherever it stands in a caption "
+               "and a space is a token of its own (with --text-vocab 2048: each word seen twice one token)")
+      ->excludes(vocab_from);
   cmd->add_option("--heldout-every", a->heldout_every, "Hold out every Nth emoji for evaluation, 0 = none (default 20)")
       ->check(CLI::Range(0, 1000000));
   return [a] { return run_image_data(*a); };
