@@ -12,6 +12,9 @@ namespace jf::cli {
 // measured, so bad data fails first).
 struct ImageData {
   std::vector<std::vector<int32_t>> train, heldout;
+  // Per held-out document: every word of its caption is in some training caption. A caption with a word the model
+  // never read ("pear") can name its picture only by chance; one made of known words ("purple heart") can be composed.
+  std::vector<bool> heldout_known;
 };
 ImageData read_image_data(const ImageModel& m, const std::string& data_dir);
 

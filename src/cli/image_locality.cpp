@@ -1,7 +1,10 @@
 // Held-out perplexity and the locality curve of `jf image-bench` (see image_bench.h).
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <set>
 
 #include "base/error.h"
 #include "base/rng.h"
@@ -125,16 +128,18 @@ double caption_information(ImageModel& m, const std::vector<std::vector<int32_t>
 
 struct Retrieval {
   size_t images = 0, top1 = 0, top5 = 0;
+  size_t known = 0, known_top1 = 0, known_top5 = 0;  // the images whose captions are made of words read in training
 };
 
 // Which caption the model finds an image most likely under: for each of (up to 96 of) `docs`, its image's NLL under
 // every one of their captions; how often its own caption ranks first, and among the first five. Held-out pictures
 // the model never saw: a caption-to-image association it learned, measured on real images, not its samples.
-Retrieval caption_retrieval(ImageModel& m, const std::vector<std::vector<int32_t>>& docs) {
+Retrieval caption_retrieval(ImageModel& m, const std::vector<std::vector<int32_t>>& docs, const std::vector<bool>& known) {
   Retrieval r;
   r.images = std::min<size_t>(docs.size(), 96);
   auto pick = [&](size_t i) -> const std::vector<int32_t>& { return docs[i * docs.size() / r.images]; };
   for (size_t i = 0; i < r.images; i++) {
+    const bool k = known[i * docs.size() / r.images];
     const std::vector<int32_t>& own = pick(i);
     const double own_nll = image_nll(m, own).nll;
     size_t better = 0;  // captions under which the image is strictly more likely than under its own
@@ -144,23 +149,53 @@ Retrieval caption_retrieval(ImageModel& m, const std::vector<std::vector<int32_t
     }
     r.top1 += better == 0;
     r.top5 += better < 5;
+    r.known += k;
+    r.known_top1 += k && better == 0;
+    r.known_top5 += k && better < 5;
   }
   return r;
+}
+
+// A caption's words: its runs of letters and digits ("family: woman, girl" -> family, woman, girl).
+std::vector<std::string> words_of(const std::string& caption) {
+  std::vector<std::string> words;
+  std::string w;
+  for (char c : caption + " ") {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      w += c;
+    } else if (!w.empty()) {
+      words.push_back(w);
+      w.clear();
+    }
+  }
+  return words;
 }
 
 }  // namespace
 
 ImageData read_image_data(const ImageModel& m, const std::string& data_dir) {
   const Tokenizer& tok = *m.lm.tokenizer;
-  auto docs = [&](const std::string& name) {
+  const std::string& marker = tok.spec().tokens[m.vocab.marker()];
+  auto docs = [&](const std::string& name, std::vector<std::string>& captions) {
     std::ifstream in(data_dir + "/" + name);
     if (!in) throw Error(data_dir + "/" + name + ": cannot read (scripts/image_data.sh writes it)");
     std::vector<std::vector<int32_t>> out;
-    for (std::string line; std::getline(in, line);)
-      if (!line.empty()) out.push_back(tok.encode(line, true, false));
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty()) continue;
+      out.push_back(tok.encode(line, true, false));
+      captions.push_back(line.substr(0, line.find(marker)));
+    }
     return out;
   };
-  ImageData data{docs("train.txt"), docs("heldout.txt")};
+  std::vector<std::string> train_captions, heldout_captions;
+  ImageData data{docs("train.txt", train_captions), docs("heldout.txt", heldout_captions), {}};
+  std::set<std::string> read;
+  for (const std::string& c : train_captions)
+    for (std::string& w : words_of(c)) read.insert(std::move(w));
+  for (const std::string& c : heldout_captions) {
+    const std::vector<std::string> words = words_of(c);
+    data.heldout_known.push_back(std::all_of(words.begin(), words.end(), [&](const std::string& w) { return read.count(w) > 0; }));
+  }
   size_t pixels = 0;
   for (const auto& d : data.heldout)
     for (size_t i = marker_at(m, d) + 1; i < d.size(); i++, pixels++)
@@ -189,14 +224,20 @@ nlohmann::json image_perplexity(ImageModel& m, const ImageData& data) {
   const double held = caption_information(m, data.heldout), trained = caption_information(m, data.train);
   std::printf("\n## What a caption tells about its image: %.1f nats an image held out, %.1f on training images "
               "(image NLL under another image's caption minus under its own)\n", held, trained);
-  const Retrieval r = caption_retrieval(m, data.heldout);
+  const Retrieval r = caption_retrieval(m, data.heldout, data.heldout_known);
   const double k = static_cast<double>(r.images), top1 = 100.0 * r.top1 / k, top5 = 100.0 * r.top5 / k;
   std::printf("\n## Caption retrieval on %zu held-out images: the image most likely under its own caption of the %zu for "
               "%.1f%% (chance %.1f%%), its own among the five likeliest for %.1f%% (chance %.1f%%)\n",
               r.images, r.images, top1, 100.0 / k, top5, 100.0 * std::min(5.0, k) / k);
+  const double known = static_cast<double>(std::max<size_t>(r.known, 1));
+  std::printf("   %zu of the %zu captions are made of words read in training (the rest name something the model never "
+              "read, e.g. \"pear\"): top 1 %.1f%%, top 5 %.1f%% of those\n",
+              r.known, r.images, 100.0 * r.known_top1 / known, 100.0 * r.known_top5 / known);
   return {{"tokens", n}, {"perplexity", ppl}, {"unigram_perplexity", ppl_unigram}, {"caption_nats_heldout", held},
           {"caption_nats_train", trained}, {"retrieval_images", r.images}, {"retrieval_top1_percent", top1},
-          {"retrieval_top5_percent", top5}};
+          {"retrieval_top5_percent", top5}, {"retrieval_known_images", r.known},
+          {"retrieval_known_top1_percent", 100.0 * r.known_top1 / known},
+          {"retrieval_known_top5_percent", 100.0 * r.known_top5 / known}};
 }
 
 nlohmann::json locality_curves(ImageModel& m, const std::vector<std::string>& captions, const ModelOptions& text_model,
