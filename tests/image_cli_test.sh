@@ -209,9 +209,10 @@ python3 - "$tmp/white" <<'PY'
 import sys
 d = sys.argv[1]
 caps = ["red heart", "dog face", "green apple", "blue car"]
-line = lambda c: c + "<image 16x16>" + "<#ffffff>" * 256
+line = lambda c, colour="ffffff": c + "<image 16x16>" + f"<#{colour}>" * 256
 open(d + "/train.txt", "w").write("\n".join(line(c) for c in caps) + "\n")
-open(d + "/heldout.txt", "w").write("\n".join(line(c) for c in caps[:2] + ["pear tree"]) + "\n")
+held = [line("red heart"), line("dog face", "010101"), line("pear tree")]  # (#010101: the palette's darkest)
+open(d + "/heldout.txt", "w").write("\n".join(held) + "\n")
 open(d + "/heldout_captions.txt", "w").write("red heart\n")
 PY
 if "$jf" image-bench -m "$model" --data "$tmp/white" --images 1 --blocks 8 --deep-tree '' --locality-images 0 -t 2 \
@@ -223,8 +224,13 @@ assert all(math.isfinite(p[k]) for k in ("caption_nats_heldout", "caption_nats_t
 # three held-out docs, one white image under three captions: the caption that suits it best wins for its own (ties win too)
 assert p["retrieval_images"] == 3 and p["retrieval_top1_percent"] >= 33 and p["retrieval_top5_percent"] == 100, p
 assert p["retrieval_known_images"] == 2 and p["retrieval_known_top5_percent"] == 100, p
+# samples (emoji on white) are nearer the white pictures than the black one: "dog face" misses, the others tie their
+# own white picture with the other white one, and a tie is no nearer picture; every white training picture is its own
+m = json.load(open(sys.argv[1] + "/image-bench.json"))["picture_match"]
+assert (m["heldout_samples"], m["heldout_known"], m["train_samples"]) == (3, 2, 4), m
+assert round(m["heldout_top1_percent"]) == 67 and m["heldout_known_top1_percent"] == 50 and m["train_top1_percent"] == 100, m
 PY
-then ok "image-bench --data: held-out perplexity of 768 pixels, 2 of 3 captions known, what a caption tells ($(grep -o '[0-9.-]* nats an image held out' "$tmp/wb.md"))"
+then ok "image-bench --data: held-out perplexity of 768 pixels, 2 of 3 captions known, samples nearest their pictures, what a caption tells ($(grep -o '[0-9.-]* nats an image held out' "$tmp/wb.md"))"
 else fail "image-bench --data: $(tail -3 "$tmp/err")"; fi
 sed -i '1s/<#ffffff>/word/' "$tmp/white/heldout.txt"
 # (refused before anything is measured: nothing on stdout)

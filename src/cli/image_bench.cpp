@@ -152,6 +152,7 @@ int run_image_bench(ImageBenchArgs& a) {
               static_cast<double>(a.model.guidance), static_cast<double>(a.sampling.temperature), a.sampling.top_k);
   report["decoders"] = speed_table(m, a, captions);
   if (data) report["perplexity"] = image_perplexity(m, *data);
+  if (data) report["picture_match"] = picture_match(m, *data, a.sampling);
   if (a.locality_images > 0) {
     ModelOptions text = a.model.model;
     text.path = a.text_model.empty() ? default_model_path() : a.text_model;

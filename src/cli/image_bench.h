@@ -12,6 +12,7 @@ namespace jf::cli {
 // measured, so bad data fails first).
 struct ImageData {
   std::vector<std::vector<int32_t>> train, heldout;
+  std::vector<std::string> train_captions, heldout_captions;  // the documents' captions, as text
   // Per held-out document: every word of its caption is in some training caption. A caption with a word the model
   // never read ("pear") can name its picture only by chance; one made of known words ("purple heart") can be composed.
   std::vector<bool> heldout_known;
@@ -21,6 +22,12 @@ ImageData read_image_data(const ImageModel& m, const std::string& data_dir);
 // Image-token perplexity of the held-out documents under the model, beside a unigram model of the training
 // documents' colour tokens (add-one smoothed): how much the model knows beyond the colours' frequencies.
 nlohmann::json image_perplexity(ImageModel& m, const ImageData& data);
+
+// Whether `ar` samples look like their captions' pictures: for (up to 96) held-out and as many training captions,
+// one image drawn from each caption (the bench's sampling, guidance included) and ranked by its RGB distance to
+// every one of those captions' pictures; how often its own caption's picture is the nearest, and among the five
+// nearest. An objective stand-in for a person judging the grid (chance 1 in 96).
+nlohmann::json picture_match(ImageModel& m, const ImageData& data, const SamplingParams& sampling);
 
 // The SJD-PAC paper's locality measurement: change one token of a sampled sequence (to another draw from its
 // position's distribution) and measure the total-variation distance of each later position's distribution,

@@ -187,12 +187,13 @@ ImageData read_image_data(const ImageModel& m, const std::string& data_dir) {
     }
     return out;
   };
-  std::vector<std::string> train_captions, heldout_captions;
-  ImageData data{docs("train.txt", train_captions), docs("heldout.txt", heldout_captions), {}};
+  ImageData data;
+  data.train = docs("train.txt", data.train_captions);
+  data.heldout = docs("heldout.txt", data.heldout_captions);
   std::set<std::string> read;
-  for (const std::string& c : train_captions)
+  for (const std::string& c : data.train_captions)
     for (std::string& w : words_of(c)) read.insert(std::move(w));
-  for (const std::string& c : heldout_captions) {
+  for (const std::string& c : data.heldout_captions) {
     const std::vector<std::string> words = words_of(c);
     data.heldout_known.push_back(std::all_of(words.begin(), words.end(), [&](const std::string& w) { return read.count(w) > 0; }));
   }
