@@ -10,10 +10,11 @@
 # ~13 passes over 1.07M tokens, ~85 min, into WORKDIR/emoji16-styles-q8_0.gguf (docs/IMAGES.md).
 # --words: instead, a model from scratch in a word-level caption vocabulary (`jf image-data --whole-words`: each
 # word one token wherever it stands), on both art styles, whole documents, every eighth picture also without its
-# caption, weight decay 0.1: 2,600 steps of 16 documents, ~11 passes, ~80 min, into WORKDIR/emoji16-words-q8_0.gguf.
+# caption, weight decay 0.1: 2,600 steps of 16 documents, 10 passes, ~75 min, into WORKDIR/emoji16-words-q8_0.gguf
+# (docs/IMAGES.md "Word-level captions").
 # Resumable: run it again after an interruption and it continues from the last checkpoint (every 100 steps).
 # Usage: scripts/train_image_model.sh [WORKDIR] [--guidance] [--styles] [--words]
-#   (~90 min on 2 cores, + ~40, + ~85; --words alone ~80)
+#   (~90 min on 2 cores, + ~40, + ~85; --words alone ~75)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=/tmp/jf-image-model
