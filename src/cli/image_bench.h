@@ -19,6 +19,19 @@ struct ImageData {
 };
 ImageData read_image_data(const ImageModel& m, const std::string& data_dir);
 
+// Ranks of items against their rivals (caption retrieval, picture match): how often an item's own answer came
+// first and among the first five, counted by the rivals strictly better, over all items and over those whose
+// captions are made of words read in training.
+struct RankCounts {
+  size_t items = 0, top1 = 0, top5 = 0, known = 0, known_top1 = 0, known_top5 = 0;
+  void add(size_t better, bool is_known) {
+    items++, top1 += better == 0, top5 += better < 5;
+    if (is_known) known++, known_top1 += better == 0, known_top5 += better < 5;
+  }
+};
+// 100 k / n, 0 when n is 0.
+inline double percent(size_t k, size_t n) { return n ? 100.0 * static_cast<double>(k) / static_cast<double>(n) : 0.0; }
+
 // Image-token perplexity of the held-out documents under the model, beside a unigram model of the training
 // documents' colour tokens (add-one smoothed): how much the model knows beyond the colours' frequencies.
 nlohmann::json image_perplexity(ImageModel& m, const ImageData& data);

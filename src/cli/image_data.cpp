@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -104,12 +105,10 @@ std::vector<Captioned> read_all_emoji(const ImageDataArgs& a) {
 // is the same tokens at a caption's start and inside it ("green" in "green heart" and "large green circle").
 std::vector<std::string> caption_words(const std::vector<std::string>& captions) {
   std::vector<std::string> words;
-  for (const std::string& c : captions)
-    for (size_t i = 0; i < c.size();) {
-      const size_t end = std::min(c.find(' ', i), c.size());
-      if (end > i) words.push_back(c.substr(i, end - i));
-      i = end + 1;
-    }
+  for (const std::string& c : captions) {
+    std::istringstream in(c);
+    for (std::string w; in >> w;) words.push_back(w);
+  }
   return words;
 }
 

@@ -131,32 +131,20 @@ double caption_information(ImageModel& m, const std::vector<std::vector<int32_t>
   return pairs ? gain / static_cast<double>(pairs) : 0.0;
 }
 
-struct Retrieval {
-  size_t images = 0, top1 = 0, top5 = 0;
-  size_t known = 0, known_top1 = 0, known_top5 = 0;  // the images whose captions are made of words read in training
-};
-
 // Which caption the model finds an image most likely under: for each of (up to 96 of) `docs`, its image's NLL under
 // every one of their captions; how often its own caption ranks first, and among the first five. Held-out pictures
 // the model never saw: a caption-to-image association it learned, measured on real images, not its samples.
-Retrieval caption_retrieval(ImageModel& m, const std::vector<std::vector<int32_t>>& docs, const std::vector<bool>& known) {
-  Retrieval r;
-  r.images = std::min<size_t>(docs.size(), 96);
-  auto pick = [&](size_t i) -> const std::vector<int32_t>& { return docs[i * docs.size() / r.images]; };
-  for (size_t i = 0; i < r.images; i++) {
-    const bool k = known[i * docs.size() / r.images];
-    const std::vector<int32_t>& own = pick(i);
+RankCounts caption_retrieval(ImageModel& m, const std::vector<std::vector<int32_t>>& docs, const std::vector<bool>& known) {
+  RankCounts r;
+  const size_t n = std::min<size_t>(docs.size(), 96);
+  auto at = [&](size_t i) { return i * docs.size() / n; };
+  for (size_t i = 0; i < n; i++) {
+    const std::vector<int32_t>& own = docs[at(i)];
     const double own_nll = image_nll(m, own).nll;
     size_t better = 0;  // captions under which the image is strictly more likely than under its own
-    for (size_t j = 0; j < r.images; j++) {
-      if (j == i) continue;
-      better += image_nll(m, under_caption_of(m, own, pick(j))).nll < own_nll;
-    }
-    r.top1 += better == 0;
-    r.top5 += better < 5;
-    r.known += k;
-    r.known_top1 += k && better == 0;
-    r.known_top5 += k && better < 5;
+    for (size_t j = 0; j < n; j++)
+      better += j != i && image_nll(m, under_caption_of(m, own, docs[at(j)])).nll < own_nll;
+    r.add(better, known[at(i)]);
   }
   return r;
 }
@@ -231,20 +219,19 @@ nlohmann::json image_perplexity(ImageModel& m, const ImageData& data) {
   const double trained = caption_information(m, data.train, data.train_captions);
   std::printf("\n## What a caption tells about its image: %.1f nats an image held out, %.1f on training images "
               "(image NLL under another image's caption minus under its own)\n", held, trained);
-  const Retrieval r = caption_retrieval(m, data.heldout, data.heldout_known);
-  const double k = static_cast<double>(r.images), top1 = 100.0 * r.top1 / k, top5 = 100.0 * r.top5 / k;
+  const RankCounts r = caption_retrieval(m, data.heldout, data.heldout_known);
+  const double top1 = percent(r.top1, r.items), top5 = percent(r.top5, r.items);
   std::printf("\n## Caption retrieval on %zu held-out images: the image most likely under its own caption of the %zu for "
               "%.1f%% (chance %.1f%%), its own among the five likeliest for %.1f%% (chance %.1f%%)\n",
-              r.images, r.images, top1, 100.0 / k, top5, 100.0 * std::min(5.0, k) / k);
-  const double known = static_cast<double>(std::max<size_t>(r.known, 1));
+              r.items, r.items, top1, percent(1, r.items), top5, percent(std::min<size_t>(5, r.items), r.items));
   std::printf("   %zu of the %zu captions are made of words read in training (the rest name something the model never "
               "read, e.g. \"pear\"): top 1 %.1f%%, top 5 %.1f%% of those\n",
-              r.known, r.images, 100.0 * r.known_top1 / known, 100.0 * r.known_top5 / known);
+              r.known, r.items, percent(r.known_top1, r.known), percent(r.known_top5, r.known));
   return {{"tokens", n}, {"perplexity", ppl}, {"unigram_perplexity", ppl_unigram}, {"caption_nats_heldout", held},
-          {"caption_nats_train", trained}, {"retrieval_images", r.images}, {"retrieval_top1_percent", top1},
+          {"caption_nats_train", trained}, {"retrieval_images", r.items}, {"retrieval_top1_percent", top1},
           {"retrieval_top5_percent", top5}, {"retrieval_known_images", r.known},
-          {"retrieval_known_top1_percent", 100.0 * r.known_top1 / known},
-          {"retrieval_known_top5_percent", 100.0 * r.known_top5 / known}};
+          {"retrieval_known_top1_percent", percent(r.known_top1, r.known)},
+          {"retrieval_known_top5_percent", percent(r.known_top5, r.known)}};
 }
 
 nlohmann::json locality_curves(ImageModel& m, const std::vector<std::string>& captions, const ModelOptions& text_model,

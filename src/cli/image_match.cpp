@@ -46,13 +46,9 @@ double distance(const ImageModel& m, const std::vector<int32_t>& a, const std::v
   return d;
 }
 
-struct Match {
-  size_t samples = 0, top1 = 0, top5 = 0, known = 0, known_top1 = 0, known_top5 = 0;
-};
-
-Match match(ImageModel& m, const Pictures& p, const SamplingParams& sampling) {
+RankCounts match(ImageModel& m, const Pictures& p, const SamplingParams& sampling) {
   std::unique_ptr<Decoder> ar = make_decoder(parse_decoder_spec("ar", DecoderOptions{}));
-  Match r;
+  RankCounts r;
   for (size_t i = 0; i < p.captions.size(); i++) {
     SamplingParams sp = sampling;
     sp.seed = sampling.seed + i;
@@ -60,31 +56,27 @@ Match match(ImageModel& m, const Pictures& p, const SamplingParams& sampling) {
     const double own = distance(m, s.tokens, p.images[i]);
     size_t nearer = 0;  // pictures strictly nearer the sample than its own caption's
     for (size_t j = 0; j < p.images.size(); j++) nearer += j != i && distance(m, s.tokens, p.images[j]) < own;
-    r.samples++, r.top1 += nearer == 0, r.top5 += nearer < 5;
-    if (!p.known[i]) continue;
-    r.known++, r.known_top1 += nearer == 0, r.known_top5 += nearer < 5;
+    r.add(nearer, p.known[i]);
   }
   return r;
 }
 
-double percent(size_t k, size_t n) { return n ? 100.0 * static_cast<double>(k) / static_cast<double>(n) : 0.0; }
-
 }  // namespace
 
 nlohmann::json picture_match(ImageModel& m, const ImageData& data, const SamplingParams& sampling) {
-  const Match held = match(m, pick_pictures(m, data.heldout, data.heldout_captions, data.heldout_known), sampling);
-  const Match train = match(m, pick_pictures(m, data.train, data.train_captions, {}), sampling);
+  const RankCounts held = match(m, pick_pictures(m, data.heldout, data.heldout_captions, data.heldout_known), sampling);
+  const RankCounts train = match(m, pick_pictures(m, data.train, data.train_captions, {}), sampling);
   std::printf("\n## Samples against pictures: an `ar` sample for each caption nearest (RGB distance) its own caption's picture "
               "of the %zu: %.1f%% held out (top 5 %.1f%%; of the %zu made of known words %.1f%%, top 5 %.1f%%), %.1f%% of %zu "
               "training captions (top 5 %.1f%%); chance %.1f%%\n",
-              held.samples, percent(held.top1, held.samples), percent(held.top5, held.samples), held.known,
-              percent(held.known_top1, held.known), percent(held.known_top5, held.known), percent(train.top1, train.samples),
-              train.samples, percent(train.top5, train.samples), percent(1, held.samples));
-  return {{"heldout_samples", held.samples}, {"heldout_top1_percent", percent(held.top1, held.samples)},
-          {"heldout_top5_percent", percent(held.top5, held.samples)}, {"heldout_known", held.known},
+              held.items, percent(held.top1, held.items), percent(held.top5, held.items), held.known,
+              percent(held.known_top1, held.known), percent(held.known_top5, held.known), percent(train.top1, train.items),
+              train.items, percent(train.top5, train.items), percent(1, held.items));
+  return {{"heldout_samples", held.items}, {"heldout_top1_percent", percent(held.top1, held.items)},
+          {"heldout_top5_percent", percent(held.top5, held.items)}, {"heldout_known", held.known},
           {"heldout_known_top1_percent", percent(held.known_top1, held.known)},
-          {"heldout_known_top5_percent", percent(held.known_top5, held.known)}, {"train_samples", train.samples},
-          {"train_top1_percent", percent(train.top1, train.samples)}, {"train_top5_percent", percent(train.top5, train.samples)}};
+          {"heldout_known_top5_percent", percent(held.known_top5, held.known)}, {"train_samples", train.items},
+          {"train_top1_percent", percent(train.top1, train.items)}, {"train_top5_percent", percent(train.top5, train.items)}};
 }
 
 }  // namespace jf::cli
