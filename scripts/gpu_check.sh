@@ -68,7 +68,7 @@ if [ "$local" = 1 ]; then
   tokens=16                  # tokens per bench prompt
   threads=(1 2)
   ms=1,4,16 prefill=64 reps=2 tune_budget=5 tune_model=$stories clients=1,4 long_context=192
-  sweep_shapes=(tiny:q4_k_m) sweep_args=(--members serial,split-wg64-o4-r8,split-wg128-o2-r4-pair --kernel-rows 1,4 --budget 20 --attention-context 192)
+  sweep_shapes=(tiny:q4_k_m) sweep_args=(--members serial,split-wg64-o4-r8,split-wg128-o2-r4-pair,vec-wg32-o8-r4-dot --kernel-rows 1,4 --budget 20 --attention-context 192)
   gtest_filter='*Stories260K*:*q8_0_K256*:*Presets/VulkanArch.BatchInvariantAndCloseToTheCpu/tiny'
 else
   [ -x "$bundle/bin/jf" ] || [ ! -e "$bundle/jf.tar.xz" ] || tar -C "$bundle" -xJf "$bundle/jf.tar.xz"

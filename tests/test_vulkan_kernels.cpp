@@ -133,14 +133,16 @@ bool member_runs_on_case(size_t member, size_t c, bool every) {
 }
 // The vec members' types, in the order that spreads the members over them.
 const std::vector<DType> kVecTypes(std::begin(vulkan::kVecTypes), std::end(vulkan::kVecTypes));
-// Whether the family test runs `member` (of `family`) on case c: a vec member on one of its four types in turn
-// (the i-th vec member on kVecTypes[i % 6]: each type meets 2-3 of the output counts, 4 and 8 rows, 32-128 threads).
+// Whether the family test runs `member` (of `family`) on case c: a vec member on one of its six types in turn
+// (the i-th fp32 vec member on kVecTypes[i % 6], and the i-th -dot member likewise: each type meets 2-3 of the
+// output counts, 4 and 8 rows, 32-128 threads, of each kind).
 bool runs(const std::vector<vulkan::MatmulKernel>& family, size_t member, size_t c, bool every) {
   const vulkan::MatmulKernel& k = family[member];
   const DType type = std::get<0>(kFamilyCases[c]);
   if (!vulkan::member_runs_type(k, type)) return false;
   if (!k.vec) return member_runs_on_case(member, c, every);
-  const size_t vec_index = static_cast<size_t>(std::count_if(family.begin(), family.begin() + member, [](const auto& m) { return m.vec; }));
+  const size_t vec_index =
+      static_cast<size_t>(std::count_if(family.begin(), family.begin() + member, [&](const auto& m) { return m.vec && m.dot == k.dot; }));
   return every || kVecTypes[vec_index % kVecTypes.size()] == type;
 }
 
@@ -173,7 +175,7 @@ TEST_P(VulkanMatmulFamily, EveryMemberMatchesTheReferenceAndIsBatchInvariant) {
   ASSERT_GE(family.size(), 40u) << "the family on " << f.ctx.info().name;
   const size_t c = std::find(kFamilyCases.begin(), kFamilyCases.end(), GetParam()) - kFamilyCases.begin();
   int tested = 0;
-  bool twin_compared = false;
+  bool twin_compared = false, dot_compared = false;
   const bool has_offset = type == DType::Q4_1 || type == DType::Q5_1 || type == DType::Q2_K || type == DType::Q4_K || type == DType::Q5_K;
   std::vector<vulkan::KernelSpec> specs;  // (compiled several at once: a GPU driver takes its time a pipeline)
   for (size_t i = 0; i < family.size(); i++)
@@ -190,7 +192,9 @@ TEST_P(VulkanMatmulFamily, EveryMemberMatchesTheReferenceAndIsBatchInvariant) {
       return device_matmul(f, type, w, N, K, x, first, count, k, vulkan::MatrixMath::Fma, norm ? &gain : nullptr);
     };
     const std::vector<float> y = run(0, M, false), yn = run(0, M, true);
-    const double tolerance = k.tile_rows ? 2e-3 : 2e-6;  // (the tiles round weights and inputs to fp16)
+    // (the tiles round weights and inputs to fp16; -dot members round inputs to int8s, 1/254 of a piece's
+    // largest: at most 3.4e-4 of the magnitude here, where 0.8% off the scale misses)
+    const double tolerance = k.tile_rows ? 2e-3 : k.dot ? 1e-3 : 2e-6;
     for (int64_t i = 0; i < M * N; i++) {
       ASSERT_NEAR(y[i], ref[i], tolerance * mag[i] + 1e-6) << what << " row " << i / N << " output " << i % N;
       ASSERT_NEAR(yn[i], ref_n[i], tolerance * mag_n[i] + 1e-6) << what << " normed, row " << i / N << " output " << i % N;
@@ -204,6 +208,13 @@ TEST_P(VulkanMatmulFamily, EveryMemberMatchesTheReferenceAndIsBatchInvariant) {
       const std::vector<float> yt = device_matmul(f, type, w, N, K, x, 0, M, twin, vulkan::MatrixMath::Fma, nullptr);
       EXPECT_NE(0, std::memcmp(yt.data(), y.data(), y.size() * 4)) << what << ": the same bits as " << twin.name();
       twin_compared = true;
+    }
+    if (k.dot && !dot_compared) {  // its int8 path ran: not the bits of its fp32 twin
+      vulkan::MatmulKernel twin = k;
+      twin.dot = false;
+      const std::vector<float> yt = device_matmul(f, type, w, N, K, x, 0, M, twin, vulkan::MatrixMath::Fma, nullptr);
+      EXPECT_NE(0, std::memcmp(yt.data(), y.data(), y.size() * 4)) << what << ": the same bits as " << twin.name();
+      dot_compared = true;
     }
   }
   EXPECT_GE(tested, 6) << dtype_name(type);
@@ -247,12 +258,21 @@ TEST(VulkanMatmulFamily, TheSpreadCoversEveryMember) {
         if (family[i].vec && std::get<0>(kFamilyCases[c]) == t && runs(family, i, c, false)) outputs.insert(family[i].outputs), rows.insert(family[i].rows);
     EXPECT_GE(outputs.size(), 2u) << dtype_name(t);
     EXPECT_EQ(rows.size(), 2u) << dtype_name(t);
+    bool dot_runs = false;  // and, where the device has OpSDot, -dot members
+    for (size_t i = 0; i < family.size(); i++)
+      for (size_t c = 0; c < kFamilyCases.size(); c++) dot_runs = dot_runs || (family[i].dot && std::get<0>(kFamilyCases[c]) == t && runs(family, i, c, false));
+    EXPECT_EQ(dot_runs, vulkan::Context(device).info().int_dot) << dtype_name(t);
   }
+  const vulkan::DeviceInfo info = vulkan::Context(device).info();  // (so the -dot members' tests run in CI)
+  EXPECT_TRUE(info.int_dot || !info.software) << info.name << ": lavapipe (Mesa 22.3) has VK_KHR_shader_integer_dot_product";
   EXPECT_THROW(vulkan::parse_matmul_kernel("split-wg128-o4-r8-fold"), Error);  // fold comes with pair only
   EXPECT_EQ(vulkan::parse_matmul_kernel("tiles-r64").tile_rows, 64u);  // (the tiles members: on matrix units only)
   EXPECT_TRUE(vulkan::parse_matmul_kernel("vec-wg32-o2-r4").vec);           // (Q3_K-Q6_K, IQ4_XS, Q8_0)
   EXPECT_THROW(vulkan::parse_matmul_kernel("vec-wg256-o2-r4"), Error);
   EXPECT_THROW(vulkan::parse_matmul_kernel("vec-wg64-o2-r4-sg"), Error);
+  EXPECT_TRUE(vulkan::parse_matmul_kernel("vec-wg64-o2-r4-dot").dot);  // (OpSDot on int8s)
+  EXPECT_THROW(vulkan::parse_matmul_kernel("vec-wg64-o2-r4-dot-dot"), Error);
+  EXPECT_THROW(vulkan::parse_matmul_kernel("split-wg64-o2-r4-dot"), Error);
   EXPECT_TRUE(vulkan::parse_matmul_kernel("vec-wg64-o8-r4").vec);
   EXPECT_THROW(vulkan::parse_matmul_kernel("vec-wg64-o8-r8"), Error);  // (registers)
   EXPECT_THROW(vulkan::parse_matmul_kernel("split-wg64-o8-r4"), Error);

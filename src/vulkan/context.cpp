@@ -87,6 +87,17 @@ bool has_fp16_matrix_units(VkPhysicalDevice d, uint32_t subgroup_size) {
   });
 }
 
+// Whether `d` runs OpSDot on packed int8s: VK_KHR_shader_integer_dot_product and its feature (the extension
+// enabled even where Vulkan 1.3 made it core: the instance asks for 1.2).
+bool has_integer_dot_product(VkPhysicalDevice d) {
+  if (!has_extension(d, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)) return false;
+  VkPhysicalDeviceShaderIntegerDotProductFeatures dot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+  VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f.pNext = &dot;
+  api().vkGetPhysicalDeviceFeatures2(d, &f);
+  return dot.shaderIntegerDotProduct;
+}
+
 DeviceInfo describe(VkPhysicalDevice d, int index) {
   Api& a = api();
   DeviceInfo info;
@@ -137,7 +148,8 @@ DeviceInfo describe(VkPhysicalDevice d, int index) {
   if (f.v12.vulkanMemoryModel) info.features.push_back("memory model");
   info.matrix_units = f.v12.vulkanMemoryModel && has_fp16_matrix_units(d, info.subgroup_size);
   if (info.matrix_units) info.features.push_back("fp16 matrix units");
-  if (has_extension(d, "VK_KHR_shader_integer_dot_product")) info.features.push_back("integer dot product");
+  info.int_dot = has_integer_dot_product(d);
+  if (info.int_dot) info.features.push_back("integer dot product");
   if (info.subgroup_shuffle) info.features.push_back("subgroup shuffles");
   return info;
 }
@@ -197,6 +209,13 @@ Context::Context(int device_index) {
     f.v12.pNext = &matrix_units;
     f.v12.vulkanMemoryModel = VK_TRUE;  // GL_KHR_memory_scope_semantics, which the cooperative-matrix shader uses
     extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
+  VkPhysicalDeviceShaderIntegerDotProductFeatures int_dot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+  if (info_.int_dot) {  // (the "-dot" members' OpSDot)
+    int_dot.shaderIntegerDotProduct = VK_TRUE;
+    int_dot.pNext = f.v12.pNext;
+    f.v12.pNext = &int_dot;
+    extensions.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
   }
   VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   ci.pNext = &f.base;

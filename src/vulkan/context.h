@@ -22,6 +22,9 @@ struct DeviceInfo {
   // fp16 matrix units jf's tiles can use: VK_NV_cooperative_matrix with 16x16x16 fp16 products into fp32 on
   // subgroups of 32 (matmul_grid.h, MatrixMath::MatrixUnits)
   bool matrix_units = false;
+  // OpSDot on four packed int8s (VK_KHR_shader_integer_dot_product, core in 1.3): matmul_family.h's "-dot"
+  // members, which take their inputs as int8 with a scale a piece of 32
+  bool int_dot = false;
   std::vector<std::string> features;  // what jf uses that the device has
   std::string missing;                // what jf needs that it lacks ("" = usable)
 };

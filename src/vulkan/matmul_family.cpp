@@ -15,7 +15,7 @@ namespace jf::vulkan {
 std::string MatmulKernel::name() const {
   if (serial) return "serial";
   if (tile_rows) return "tiles-r" + std::to_string(tile_rows);
-  if (vec) return "vec-wg" + std::to_string(wg) + "-o" + std::to_string(outputs) + "-r" + std::to_string(rows);
+  if (vec) return "vec-wg" + std::to_string(wg) + "-o" + std::to_string(outputs) + "-r" + std::to_string(rows) + (dot ? "-dot" : "");
   std::string s = "split-wg" + std::to_string(wg) + "-o" + std::to_string(outputs) + "-r" + std::to_string(rows);
   if (pair) s += "-pair";
   if (fold) s += "-fold";
@@ -36,7 +36,7 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
   const auto bad = [&] {
     return Error("unknown matrix kernel '" + name +
                  "' (use serial, tiles-r16/r32/r64, split-wgW-oO-rR[-pair[-fold]][-sg] with W 64/128/256, O 1/2/4, R 4/8, "
-                 "or vec-wgW-oO-rR with W 32/64/128, O 1/2/4/8, R 4/8, not o8-r8)");
+                 "or vec-wgW-oO-rR[-dot] with W 32/64/128, O 1/2/4/8, R 4/8, not o8-r8)");
   };
   std::istringstream in(name);
   std::string part;
@@ -52,7 +52,8 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
     if (fields == 0 && part.rfind("wg", 0) == 0) k.wg = number(2);
     else if (fields == 1 && part[0] == 'o') k.outputs = number(1);
     else if (fields == 2 && part[0] == 'r') k.rows = number(1);
-    else if (k.vec) throw bad();  // (a vec member has no options)
+    else if (k.vec && fields == 3 && part == "dot") k.dot = true;
+    else if (k.vec) throw bad();  // (a vec member's one option)
     else if (fields >= 3 && part == "pair" && !k.pair && !k.subgroup) k.pair = true;
     else if (fields >= 3 && part == "fold" && k.pair && !k.fold && !k.subgroup) k.fold = true;
     else if (fields >= 3 && part == "sg" && !k.subgroup) k.subgroup = true;
@@ -101,12 +102,13 @@ std::vector<MatmulKernel> matmul_family(const DeviceInfo& d) {
   if (d.subgroup_shuffle && d.subgroup_size >= 8)  // (a workgroup at least a subgroup: its butterfly's lanes all run)
     for (uint32_t wg : {32u, 64u, 128u})
       for (uint32_t outputs : {1u, 2u, 4u, 8u})
-        for (uint32_t rows : {4u, 8u}) {
-          if (outputs == 8 && rows == 8) continue;  // (registers: 8 outputs' loads and 64 sums a thread)
-          MatmulKernel k;
-          k.vec = true, k.wg = wg, k.outputs = outputs, k.rows = rows;
-          if (wg >= d.subgroup_size && matmul_shared_bytes(k) <= d.shared_memory) family.push_back(k);
-        }
+        for (uint32_t rows : {4u, 8u})
+          for (bool dot : {false, true}) {
+            if (outputs == 8 && rows == 8) continue;  // (registers: 8 outputs' loads and 64 sums a thread)
+            MatmulKernel k;
+            k.vec = true, k.wg = wg, k.outputs = outputs, k.rows = rows, k.dot = dot;
+            if (wg >= d.subgroup_size && matmul_shared_bytes(k) <= d.shared_memory && (!dot || d.int_dot)) family.push_back(k);
+          }
   if (d.matrix_units)
     for (uint32_t rows : {16u, 32u, 64u}) {
       MatmulKernel k;

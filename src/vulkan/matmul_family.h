@@ -29,9 +29,13 @@ struct MatmulKernel {
   // 256 weights, each weight byte read once in whole words; the shape fields below its wg, outputs and rows;
   // subgroup sums).
   bool vec = false;
+  // A vec member "-dot": the same pieces dotted as packed int8s by OpSDot (DeviceInfo::int_dot), its weights
+  // packed once a group for all rows and each row's piece of 32 inputs quantized to int8 with one scale (as
+  // the CPU's int8 kernels take Q8 inputs): less arithmetic a row than fp32 FMAs, within 4e-4 of the sums' magnitude.
+  bool dot = false;
   uint32_t wg = 64, outputs = 4, rows = 8;
   bool pair = false, fold = false, subgroup = false;  // fold only with pair
-  // "serial" or e.g. "split-wg128-o4-r8-pair-fold-sg": what the cache, the profile and JF_VULKAN_KERNELS say.
+  // "serial", "vec-wg64-o2-r4-dot" or "split-wg128-o4-r8-pair-fold-sg": what the cache, the profile and JF_VULKAN_KERNELS say.
   std::string name() const;
   // The specialization constants of matmul_split.comp (constant ids 0..4), or matmul_vec.comp's (0..2).
   std::vector<uint32_t> constants() const {

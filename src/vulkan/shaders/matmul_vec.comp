@@ -10,6 +10,9 @@
 // the device's subgroup size, never of M or of the row's place (batch invariance). A folded norm's sums of
 // squares come from the same input loads and go through the same reduction (norm_fold.glsl), and the gain is
 // read once a group for all rows.
+// With INT_DOT (the "-dot" members) a piece's weights are also packed as int8s once a group, each row's 32
+// inputs quantized to int8 with one scale (their largest magnitude / 127: a function of the row alone), and
+// each run dotted four at a time by OpSDot, exact in integers, then scaled as the FMA path scales its runs.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #include "common.glsl"
@@ -28,6 +31,19 @@ layout(std430, binding = 2) readonly buffer Weights4 { uvec4 W4[]; };
 #include "norm_fold.glsl"
 // Slots: output o of row r at o R + r, row r's sum of squares (a folded norm) at NO R + r.
 shared float sums[(NO + 1) * R][WG / 8];  // a subgroup's sum of each slot (subgroups of 8 or more)
+
+#ifdef INT_DOT
+#extension GL_EXT_spirv_intrinsics : require
+// OpSDot (SPV_KHR_integer_dot_product) of two words of four signed bytes: PackedVectorFormat4x8Bit is 0.
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
+int sdot4x8(uint a, uint b, spirv_literal int packed_format);
+int sdot(uint a, uint b) { return sdot4x8(a, b, 0); }
+// Bytes of v, each less c (bytes of v and results within a signed byte's range: no borrow between bytes).
+uint bytes_less(uint v, uint c) { return ((v ^ 0x80808080u) - c) ^ 0x80808080u; }
+#define PACKED_WEIGHTS uint qw[8];  // a piece's 32 weights as int8s, in its input slots' order
+#else
+#define PACKED_WEIGHTS
+#endif
 
 const uint STEP_GROUPS = WG / 8;
 
@@ -48,7 +64,7 @@ const uint GROUP_LOADS = 9, QS_LOAD = 1;
 #else
 const uint GROUP_LOADS = 11, QS_LOAD = 3;
 #endif
-struct Piece { uvec4 head, q, qh; vec4 sc; };  // sc: (scale, min) of run 0, then of run 1
+struct Piece { uvec4 head, q, qh; vec4 sc; PACKED_WEIGHTS };  // sc: (scale, min) of run 0, then of run 1
 bool piece_exists(uint g, uint i) { return g < p.K / 256; }
 Piece load_piece(uint n, uint g, uint i) {
   const uint at = (n * (p.K / 256) + g) * GROUP_LOADS;
@@ -103,6 +119,28 @@ float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
   a = fma(-pc.sc.w, run_sum(x, 1), a);
   return a;
 }
+#ifdef INT_DOT
+void pack_weights(inout Piece pc, uint i) {
+  for (uint run = 0; run < 2; run++)
+    for (uint w = 0; w < 4; w++) {
+      uint q = (pc.q[w] >> (4 * run)) & 0x0F0F0F0Fu;
+#if defined(TYPE_Q5_K)
+      q |= ((pc.qh[w] >> (2 * (i / 2) + run)) & 0x01010101u) << 4;
+#endif
+      pc.qw[4 * run + w] = q;
+    }
+}
+// As piece_dot, the runs' quant sums in integers: xd (d sc (q.xq)) - dmin m sum(x).
+float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, vec4 x[8], float acc) {
+  int d0 = 0, d1 = 0;
+  for (uint w = 0; w < 4; w++) d0 += sdot(pc.qw[w], xq[w]), d1 += sdot(pc.qw[4 + w], xq[4 + w]);
+  precise float a = fma(pc.sc.x * xd, float(d0), acc);
+  a = fma(-pc.sc.y, run_sum(x, 0), a);
+  a = fma(pc.sc.z * xd, float(d1), a);
+  a = fma(-pc.sc.w, run_sum(x, 1), a);
+  return a;
+}
+#endif
 
 #elif defined(TYPE_Q6_K)
 // 210-byte super-blocks: 128 bytes of low nibbles, 64 of high bit pairs, 16 int8 scales (one a 16 weights), d.
@@ -110,7 +148,7 @@ float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
 // nibbles weights 128 h + l0 + 0 .. 7 and + 32, their high ones + 64 and + 96: runs 0..3), the qh bytes
 // 128 + 32 h + l0 .. + 7 (the runs' bit pairs 0-1, 2-3, 4-5, 6-7) and the half's scales.
 const uint RUN = 8;
-struct Piece { uvec2 ql0, ql1, qh, scales; float d; vec4 sc; };  // sc: d times each run's scale
+struct Piece { uvec2 ql0, ql1, qh, scales; float d; vec4 sc; PACKED_WEIGHTS };  // sc: d times each run's scale
 bool piece_exists(uint g, uint i) { return g < p.K / 256; }
 // Bytes at .. at + 7, at even (two loads where at is a whole word, else three: the shared word loaded once).
 uvec2 bytes8(uint at) { return uvec2(word_even(at), word_even(at + 4)); }
@@ -138,6 +176,21 @@ float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
   }
   return a;
 }
+#ifdef INT_DOT
+void pack_weights(inout Piece pc, uint i) {
+  for (uint run = 0; run < 4; run++)
+    for (uint w = 0; w < 2; w++) {
+      const uint ql = run % 2 == 0 ? pc.ql0[w] : pc.ql1[w];
+      const uint q = ((ql >> (4 * (run / 2))) & 0x0F0F0F0Fu) | (((pc.qh[w] >> (2 * run)) & 0x03030303u) << 4);
+      pc.qw[2 * run + w] = bytes_less(q, 0x20202020u);
+    }
+}
+float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, vec4 x[8], float acc) {
+  precise float a = acc;
+  for (uint run = 0; run < 4; run++) a = fma(pc.sc[run] * xd, float(sdot(pc.qw[2 * run], xq[2 * run]) + sdot(pc.qw[2 * run + 1], xq[2 * run + 1])), a);
+  return a;
+}
+#endif
 
 #elif defined(TYPE_Q3_K)
 // 110-byte super-blocks: 32 bytes of high bits (hmask), 64 of 2-bit quants, 12 of 6-bit scales, d. Weight
@@ -145,7 +198,7 @@ float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
 // scaled by d (scale 8n + 2j + l / 16 less 32). Thread i takes l = 4i .. 4i + 3 of both halves: eight runs of
 // four (run 4n + j), hmask and qs bytes read once.
 const uint RUN = 4;
-struct Piece { uint hm, qs0, qs1; uvec3 scales; float d; vec4 sc[2]; };  // sc: d times each run's scale
+struct Piece { uint hm, qs0, qs1; uvec3 scales; float d; vec4 sc[2]; PACKED_WEIGHTS };  // sc: d times each run's scale
 bool piece_exists(uint g, uint i) { return g < p.K / 256; }
 Piece load_piece(uint n, uint g, uint i) {
   const uint B = (n * (p.K / 256) + g) * 110;
@@ -177,6 +230,19 @@ float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
   }
   return a;
 }
+#ifdef INT_DOT
+void pack_weights(inout Piece pc, uint i) {
+  for (uint run = 0; run < 8; run++) {
+    const uint low = ((run < 4 ? pc.qs0 : pc.qs1) >> (2 * (run % 4))) & 0x03030303u, high = (pc.hm >> run) & 0x01010101u;
+    pc.qw[run] = bytes_less(low | (high << 2), 0x04040404u);
+  }
+}
+float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, vec4 x[8], float acc) {
+  precise float a = acc;
+  for (uint run = 0; run < 8; run++) a = fma(pc.sc[run / 4][run % 4] * xd, float(sdot(pc.qw[run], xq[run])), a);
+  return a;
+}
+#endif
 
 #elif defined(TYPE_IQ4_XS)
 #include "iq4.glsl"
@@ -184,7 +250,7 @@ float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
 // sub-block i: its 16 bytes (weights 32i + l low, 32i + 16 + l high: runs 0 and 1), its 6-bit scale ls
 // (low bits 4 (i % 2) of scales_l[i / 2], high bits 2i of scales_h), weights d (ls - 32) IQ4[nibble].
 const uint RUN = 16;
-struct Piece { uvec4 q; uvec2 head; float sc; };  // sc: the sub-block's d (ls - 32)
+struct Piece { uvec4 q; uvec2 head; float sc; PACKED_WEIGHTS };  // sc: the sub-block's d (ls - 32)
 bool piece_exists(uint g, uint i) { return g < p.K / 256; }
 Piece load_piece(uint n, uint g, uint i) {
   const uint w = (n * (p.K / 256) + g) * 34;  // (in words: 136-byte blocks are whole words)
@@ -205,6 +271,22 @@ float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
   precise float a = fma(pc.sc, d, acc);
   return a;
 }
+#ifdef INT_DOT
+void pack_weights(inout Piece pc, uint i) {
+  for (uint run = 0; run < 2; run++)
+    for (uint w = 0; w < 4; w++) {
+      uint q = 0;
+      for (uint b = 0; b < 4; b++) q |= (uint(int(IQ4[(byte_of(pc.q[w], b) >> (4 * run)) & 15u])) & 255u) << (8 * b);
+      pc.qw[4 * run + w] = q;
+    }
+}
+float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, vec4 x[8], float acc) {
+  int d = 0;
+  for (uint v = 0; v < 8; v++) d += sdot(pc.qw[v], xq[v]);
+  precise float a = fma(pc.sc * xd, float(d), acc);
+  return a;
+}
+#endif
 
 #elif defined(TYPE_Q8_0)
 // 34-byte blocks (d, 32 int8 quants); thread i takes block i of the group's eight, its quants a word at a
@@ -228,6 +310,27 @@ float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
   precise float a = fma(pc.d, d, acc);
   return a;
 }
+#ifdef INT_DOT
+void pack_weights(inout Piece pc, uint i) {}  // (the quants are int8s already)
+float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, vec4 x[8], float acc) {
+  int d = 0;
+  for (uint w = 0; w < 8; w++) d += sdot(pc.q[w], xq[w]);
+  precise float a = fma(pc.d * xd, float(d), acc);
+  return a;
+}
+#endif
+#endif
+
+#ifdef INT_DOT
+// A row's piece of 32 inputs as int8s, xq * xd ~ x: xd its largest magnitude / 127 (zero, and every xq zero,
+// below 1e-30, where 1 / amax would overflow).
+float quantize_piece(vec4 x[8], out uint xq[8]) {
+  float amax = 0.0;
+  for (uint v = 0; v < 8; v++) amax = max(amax, max(max(abs(x[v].x), abs(x[v].y)), max(abs(x[v].z), abs(x[v].w))));
+  const float inv = amax >= 1e-30 ? 1.0 / amax : 0.0;
+  for (uint v = 0; v < 8; v++) xq[v] = packSnorm4x8(x[v] * inv);
+  return amax >= 1e-30 ? amax / 127.0 : 0.0;
+}
 #endif
 
 const uint LOADS_A_RUN = RUN / 4;
@@ -250,8 +353,13 @@ void main() {
     Piece pc[NO];
     for (uint o = 0; o < NO; o++)
       if (o < outs) pc[o] = load_piece(n0 + o, g, i);
-    for (uint o = 0; o < NO; o++)  // the pieces' scales, decoded once a group for all rows
-      if (o < outs) decode_scales(pc[o], i);
+    for (uint o = 0; o < NO; o++)  // the pieces' scales (and int8 weights), decoded once a group for all rows
+      if (o < outs) {
+        decode_scales(pc[o], i);
+#ifdef INT_DOT
+        pack_weights(pc[o], i);
+#endif
+      }
     vec4 gains[8];
     for (uint v = 0; v < 8; v++) gains[v] = gain4(input_k(g, i, v));
     for (uint r = 0; r < R; r++) {
@@ -262,8 +370,15 @@ void main() {
       if (p.norm != 0)
         for (uint v = 0; v < 8; v++) acc[NO][r] = add_squares(acc[NO][r], xs[v]);
       for (uint v = 0; v < 8; v++) xs[v] *= gains[v];
+#ifdef INT_DOT
+      uint xq[8];
+      const float xd = quantize_piece(xs, xq);
+      for (uint o = 0; o < NO; o++)
+        if (o < outs) acc[o][r] = piece_dot_q8(pc[o], i, xq, xd, xs, acc[o][r]);
+#else
       for (uint o = 0; o < NO; o++)
         if (o < outs) acc[o][r] = piece_dot(pc[o], i, xs, acc[o][r]);
+#endif
     }
   }
   for (uint o = 0; o <= NO; o++)
