@@ -35,7 +35,7 @@ void VulkanForward::choose_kernels() {
     const std::vector<MatmulKernel> family = matmul_family(ctx_->info());
     if (std::find(family.begin(), family.end(), *every_matrix_) == family.end())
       throw Error("Vulkan: " + ctx_->info().name + " cannot run the matrix kernel " + every_matrix_->name() +
-                  " (too much shared memory, subgroup shuffles or matrix units it lacks)");
+                  " (too much shared memory, or subgroup shuffles, integer dot products or matrix units it lacks)");
   }
   // Tiles members run on the matrix units only where those keep a row's bits at every tile position.
   std::set<uint32_t> tile_rows;
