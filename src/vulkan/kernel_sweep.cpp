@@ -114,7 +114,7 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
     for (const MatmulKernel& k : o.only)
       if (std::find(family.begin(), family.end(), k) == family.end())
         throw Error("Vulkan: " + ctx.info().name + " cannot run the matrix kernel " + k.name() +
-                    " (too much shared memory, subgroup shuffles or matrix units it lacks)");
+                    " (too much shared memory, or subgroup shuffles, integer dot products or matrix units it lacks)");
     family = o.only;
   }
   // Tiles members only where the matrix units keep a row's bits at every position of their workgroup.
