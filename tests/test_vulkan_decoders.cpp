@@ -252,6 +252,38 @@ TEST(VulkanDecoders, PerplexityWithinATenthOfAPercentOfTheCpu) {
   }
 }
 
+// The default code model written by jf's converter in other weight schemes, each into a temporary file.
+struct CodeModelConversions {
+  CodeModelConversions() : base(load_model(code_model())) {
+    ts = to_gguf_layout(base.model->config(), base.model->tensors(), &cfg);
+    base.tokenizer->to_gguf(meta);
+  }
+  // The file of `scheme` ("q4_k_m", "iq4_xs", ...), in gtest's temporary directory.
+  std::string write(const std::string& scheme) const {
+    const std::string path = ::testing::TempDir() + "jf_code_" + scheme + ".gguf";
+    WeightScheme ws;
+    if (!weight_scheme_from_name(scheme, &ws)) throw Error("no weight scheme " + scheme);
+    write_model_gguf(path, cfg, convert_tensors(ts, ws, cfg), meta);
+    return path;
+  }
+  LoadedModel base;
+  ModelConfig cfg;
+  TensorSet ts;
+  GgufMetadata meta;
+};
+
+// Greedy Jacobi and multiblock on `fwd` (a device forward of lm) return `ar`'s first n tokens of a code opening.
+void expect_decoders_as_ar(ForwardPass& fwd, const LoadedModel& lm, int n, const std::string& what) {
+  Session s(fwd, 512);
+  GenerationConfig gen;
+  gen.max_new_tokens = n;
+  gen.eos_ids = lm.tokenizer->eog_ids();
+  const std::vector<int32_t> prompt = lm.tokenizer->encode("def parse_args(argv):\n    parser = argparse.ArgumentParser(", true, false);
+  const GenerationResult ar = run(s, dec("ar"), prompt, gen);
+  for (const char* spec : {"jacobi:block=16", "multiblock:block=16:K=3"})
+    ASSERT_EQ(run(s, dec(spec), prompt, gen).tokens, ar.tokens) << what << " " << spec;
+}
+
 // The low-bit files the GPU runs like every other (issue 59): the default code model written by jf's converter
 // (byte-identical to llama.cpp's quantizer) as Q2_K, Q3_K_M (mostly Q3_K), IQ4_NL and IQ4_XS. On
 // each, greedy decoders return `ar`'s tokens on the device, and its perplexity is within 0.1% of the CPU's.
@@ -260,26 +292,13 @@ TEST(VulkanDecoders, LowBitFilesDecodeAsArWithTheCpusPerplexity) {
   JF_SHARED_PATH(text, "data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt");
   const std::string code = code_model();
   if (!test::path_exists(code)) GTEST_FAIL() << code << " is missing";
-  LoadedModel base = load_model(code);
-  ModelConfig cfg;
-  const TensorSet ts = to_gguf_layout(base.model->config(), base.model->tensors(), &cfg);
-  GgufMetadata meta;
-  base.tokenizer->to_gguf(meta);
+  const CodeModelConversions conversions;
   for (const char* scheme : {"q2_k", "q3_k_m", "iq4_nl", "iq4_xs"}) {
-    const std::string path = ::testing::TempDir() + "jf_lowbit_" + scheme + ".gguf";
-    WeightScheme ws;
-    ASSERT_TRUE(weight_scheme_from_name(scheme, &ws)) << scheme;
-    write_model_gguf(path, cfg, convert_tensors(ts, ws, cfg), meta);
+    const std::string path = conversions.write(scheme);
     LoadedModel lm = load_for_device(path);
     vulkan::VulkanForward fwd(device, lm.model->config(), lm.model->weights());
-    Session s(fwd, 512);
-    GenerationConfig gen;
-    gen.max_new_tokens = 16;
-    gen.eos_ids = lm.tokenizer->eog_ids();
-    const std::vector<int32_t> prompt = lm.tokenizer->encode("def parse_args(argv):\n    parser = argparse.ArgumentParser(", true, false);
-    const GenerationResult ar = run(s, dec("ar"), prompt, gen);
-    for (const char* spec : {"jacobi:block=16", "multiblock:block=16:K=3"})
-      ASSERT_EQ(run(s, dec(spec), prompt, gen).tokens, ar.tokens) << scheme << " " << spec;
+    expect_decoders_as_ar(fwd, lm, 16, scheme);
+    if (HasFatalFailure()) return;
     Transformer cpu(lm.model->config(), lm.model->weights());
     const double want = perplexity(cpu, *lm.tokenizer, text, 400), got = perplexity(fwd, *lm.tokenizer, text, 400);
     EXPECT_NEAR(got / want, 1.0, 1e-3) << scheme << ": CPU " << want << ", device " << got;
@@ -297,29 +316,15 @@ TEST(VulkanDecoders, IntDotMembersDecodeAsArWithTheCpusPerplexity) {
   if (!vulkan::Context(device).info().int_dot) GTEST_SKIP() << "no integer dot product on this device";
   const std::string code = code_model();
   if (!test::path_exists(code)) GTEST_FAIL() << code << " is missing";
-  LoadedModel base = load_model(code);
-  ModelConfig cfg;
-  const TensorSet ts = to_gguf_layout(base.model->config(), base.model->tensors(), &cfg);
-  GgufMetadata meta;
-  base.tokenizer->to_gguf(meta);
-  const std::string q4 = ::testing::TempDir() + "jf_dot_q4_k_m.gguf";
-  WeightScheme ws;
-  ASSERT_TRUE(weight_scheme_from_name("q4_k_m", &ws));
-  write_model_gguf(q4, cfg, convert_tensors(ts, ws, cfg), meta);
+  const std::string q4 = CodeModelConversions().write("q4_k_m");
   const vulkan::MatmulKernel dot = vulkan::parse_matmul_kernel("vec-wg32-o8-r4-dot");
   vulkan::MatmulKernel fp32 = dot;
   fp32.dot = false;
   for (const std::string& path : {code, q4}) {
     LoadedModel lm = load_for_device(path);
     vulkan::VulkanForward fwd(device, lm.model->config(), lm.model->weights(), dot);
-    Session s(fwd, 512);
-    GenerationConfig gen;
-    gen.max_new_tokens = 12;
-    gen.eos_ids = lm.tokenizer->eog_ids();
-    const std::vector<int32_t> prompt = lm.tokenizer->encode("def parse_args(argv):\n    parser = argparse.ArgumentParser(", true, false);
-    const GenerationResult ar = run(s, dec("ar"), prompt, gen);
-    for (const char* spec : {"jacobi:block=16", "multiblock:block=16:K=3"})
-      ASSERT_EQ(run(s, dec(spec), prompt, gen).tokens, ar.tokens) << path << " " << spec;
+    expect_decoders_as_ar(fwd, lm, 12, path);
+    if (HasFatalFailure()) return;
     vulkan::VulkanForward fwd32(device, lm.model->config(), lm.model->weights(), fp32);
     EXPECT_NE(perplexity(fwd, *lm.tokenizer, text, 128), perplexity(fwd32, *lm.tokenizer, text, 128)) << path << ": the fp32 twin's bits";
   }

@@ -202,18 +202,20 @@ TEST_P(VulkanMatmulFamily, EveryMemberMatchesTheReferenceAndIsBatchInvariant) {
     ASSERT_EQ(0, std::memcmp(run(18, 1, false).data(), &y[18 * N], N * 4)) << what << " row 18 alone";
     ASSERT_EQ(0, std::memcmp(run(3, 7, false).data(), &y[3 * N], 7 * N * 4)) << what << " rows 3..9";
     ASSERT_EQ(0, std::memcmp(run(10, 1, true).data(), &yn[10 * N], N * 4)) << what << " normed, row 10 alone";
+    const auto expect_other_bits_than = [&](vulkan::MatmulKernel twin) {  // (its own code path ran)
+      const std::vector<float> yt = device_matmul(f, type, w, N, K, x, 0, M, twin, vulkan::MatrixMath::Fma, nullptr);
+      EXPECT_NE(0, std::memcmp(yt.data(), y.data(), y.size() * 4)) << what << ": the same bits as " << twin.name();
+    };
     if (k.fold && has_offset && !twin_compared) {
       vulkan::MatmulKernel twin = k;
       twin.fold = false;
-      const std::vector<float> yt = device_matmul(f, type, w, N, K, x, 0, M, twin, vulkan::MatrixMath::Fma, nullptr);
-      EXPECT_NE(0, std::memcmp(yt.data(), y.data(), y.size() * 4)) << what << ": the same bits as " << twin.name();
+      expect_other_bits_than(twin);
       twin_compared = true;
     }
     if (k.dot && !dot_compared) {  // its int8 path ran: not the bits of its fp32 twin
       vulkan::MatmulKernel twin = k;
       twin.dot = false;
-      const std::vector<float> yt = device_matmul(f, type, w, N, K, x, 0, M, twin, vulkan::MatrixMath::Fma, nullptr);
-      EXPECT_NE(0, std::memcmp(yt.data(), y.data(), y.size() * 4)) << what << ": the same bits as " << twin.name();
+      expect_other_bits_than(twin);
       dot_compared = true;
     }
   }

@@ -111,10 +111,7 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
   r.rows = o.rows;
   std::vector<MatmulKernel> family = matmul_family(ctx.info());
   if (!o.only.empty()) {
-    for (const MatmulKernel& k : o.only)
-      if (std::find(family.begin(), family.end(), k) == family.end())
-        throw Error("Vulkan: " + ctx.info().name + " cannot run the matrix kernel " + k.name() +
-                    " (too much shared memory, or subgroup shuffles, integer dot products or matrix units it lacks)");
+    for (const MatmulKernel& k : o.only) require_member(ctx.info(), k);
     family = o.only;
   }
   // Tiles members only where the matrix units keep a row's bits at every position of their workgroup.

@@ -31,12 +31,7 @@ void VulkanForward::choose_kernels() {
     kernel_source_ = choices_.by_shape.empty() ? "default (no jf tune --kernels for this device)"
                                                : "chosen by jf tune --kernels (" + KernelChoices::cache_path(ctx_->info()) + ")";
   }
-  if (every_matrix_) {
-    const std::vector<MatmulKernel> family = matmul_family(ctx_->info());
-    if (std::find(family.begin(), family.end(), *every_matrix_) == family.end())
-      throw Error("Vulkan: " + ctx_->info().name + " cannot run the matrix kernel " + every_matrix_->name() +
-                  " (too much shared memory, or subgroup shuffles, integer dot products or matrix units it lacks)");
-  }
+  if (every_matrix_) require_member(ctx_->info(), *every_matrix_);
   // Tiles members run on the matrix units only where those keep a row's bits at every tile position.
   std::set<uint32_t> tile_rows;
   if (every_matrix_ && every_matrix_->tile_rows) tile_rows.insert(every_matrix_->tile_rows);

@@ -118,6 +118,13 @@ std::vector<MatmulKernel> matmul_family(const DeviceInfo& d) {
   return family;
 }
 
+void require_member(const DeviceInfo& d, const MatmulKernel& k) {
+  const std::vector<MatmulKernel> family = matmul_family(d);
+  if (std::find(family.begin(), family.end(), k) == family.end())
+    throw Error("Vulkan: " + d.name + " cannot run the matrix kernel " + k.name() +
+                " (too much shared memory, or subgroup shuffles, integer dot products or matrix units it lacks)");
+}
+
 MatmulKernel default_matmul_kernel(uint32_t K, uint32_t split_min_k, bool software) {
   MatmulKernel k;
   k.serial = K < split_min_k;

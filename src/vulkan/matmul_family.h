@@ -62,6 +62,8 @@ inline bool member_runs_type(const MatmulKernel& k, DType t) {
 // has subgroup shuffles and subgroups of 8 or more, tiles members only where it has matrix units (whether they
 // pass the tile-position probe is checked where they are timed or used: tile_probe.h).
 std::vector<MatmulKernel> matmul_family(const DeviceInfo& d);
+// Throws jf::Error, naming what it may lack, where `d` cannot run member k (k is not in matmul_family(d)).
+void require_member(const DeviceInfo& d, const MatmulKernel& k);
 // Shared memory a member uses, in bytes.
 uint32_t matmul_shared_bytes(const MatmulKernel& k);
 
