@@ -2,19 +2,22 @@
 # The device check: run on a lent GPU machine from the repository root with the bundle scripts/gpu_bundle.sh
 # built here (carry gpu-bundle), within BUDGET seconds (default 480; a step that would start past it is skipped
 # and reported). It lists the devices and times the GPU's read bandwidth; runs the kernel tests first (the
-# tiles' row-position invariance, every member of the matrix-kernel family), then `jf tune --kernels` on the
-# benchmark files (the kernels every later step runs), the rest of the Vulkan tests on the real driver, then
-# benchmarks jf beside llama.cpp's Vulkan build on the same files (random-weight files of real
-# shapes made there with jf random: decode tokens/s, the cost of a forward by rows, a 512-token prompt), the
-# decoders on the shipped models, `jf tune` on the GPU, and the CPU at 1-16 threads; writes $OUT/report.md,
-# log.txt and results.tar.gz (every step's output; or --out DIR). STEP_MAX caps one step (default 150 s).
+# tiles' row-position invariance, every member of the matrix-kernel family on the benchmarked weight types),
+# then `jf tune --kernels` on the benchmark files (the kernels every later step runs), the decoders on the
+# shipped models, then benchmarks jf beside llama.cpp's Vulkan build on the same files (random-weight files of
+# real shapes made there with jf random: decode tokens/s, the cost of a forward by rows, a 512-token prompt),
+# the rest of the Vulkan tests on the real driver, `jf tune` on the GPU, and the CPU at 1-16 threads; writes
+# $OUT/report.md, log.txt and results.tar.gz (every step's output; or --out DIR). STEP_MAX caps one step
+# (default 150 s). RESUME=1: a follow-up call on the still-warm machine runs only the steps not done before.
 #   scripts/gpu_check.sh                 on the device machine (bundle in gpu-bundle/)
 #   scripts/gpu_check.sh --local         every jf step here on lavapipe with small files and this build's
 #                                        binaries (run by the tests, so a mistake never costs device time)
 #   SHAPES=tiny:q8_0 TOKENS=8 scripts/gpu_check.sh   a device run's steps on the bundle, here on lavapipe
-#   SKIP='tile*,test_vulkan_*' scripts/gpu_check.sh  steps whose names match a pattern skipped (a follow-up call
-#                                        on a warm machine: the step table names every step)
-# On the device: run(command="scripts/gpu_check.sh", carry=["gpu-bundle"], timeout_s=540);
+#   SKIP='tile*,test_vulkan_*' scripts/gpu_check.sh  steps whose names match a pattern skipped (the step
+#                                        table names every step)
+#   RESUME=1 BUDGET=150 scripts/gpu_check.sh   on the same warm device machine after a first call: the steps
+#                                        its budget left out (the choices, files and driver cache kept)
+# On the device: run(command="BUDGET=500 scripts/gpu_check.sh", carry=["gpu-bundle"], timeout_s=600);
 # where `ldconfig -p | grep libvulkan` finds nothing, the bundle's loader is used; NVIDIA's ICD is looked for in
 # the usual places (VK_DRIVER_FILES overrides).
 set -uo pipefail
@@ -40,8 +43,8 @@ mkdir -p "$dest"
 out="$(mktemp -d)"
 deliver() {
   cp "$out/report.md" "$out/log.txt" "$dest/" 2>/dev/null
-  # (not the driver's own shader cache: NVIDIA's held more than a device call brings back)
-  tar -C "$out" --exclude=./cache/nvidia --exclude=./cache/mesa_shader_cache -czf "$dest/results.tar.gz" . 2>/dev/null
+  # (not the state: the driver's shader cache, NVIDIA's, held more than a device call brings back)
+  tar -C "$out" --exclude=./state -czf "$dest/results.tar.gz" . 2>/dev/null
   rm -rf "$out"
 }
 trap deliver EXIT
@@ -78,12 +81,12 @@ else
   stories="$bundle/models/stories260K/stories260K.gguf"
   vocab="$bundle/models/ggml-vocab-llama-spm.gguf"
   text="$bundle/data/tinystories/TinyStories-valid_sample_Ahmedessaa.txt"
-  read -r -a shapes <<< "${SHAPES:-llama-1b:q4_k_m llama-8b:q4_k_m llama-1b:q8_0 llama-8b:q3_k_m llama-8b:iq4_xs llama-1b:f16}"
+  read -r -a shapes <<< "${SHAPES:-llama-1b:q4_k_m llama-8b:q4_k_m llama-8b:q3_k_m llama-8b:iq4_xs llama-1b:q8_0 llama-1b:f16}"
   tokens="${TOKENS:-64}"
   threads=(1 2 4 8 16)
   tune_budget=40 tune_model="$models/pycode-ar-q8_0.gguf" clients=1,8,32
-  read -r -a sweep_shapes <<< "${SWEEP_SHAPES:-llama-1b:q4_k_m llama-8b:q4_k_m llama-1b:q8_0}"
-  sweep_args=(--budget "${SWEEP_BUDGET:-40}")
+  read -r -a sweep_shapes <<< "${SWEEP_SHAPES:-llama-1b:q4_k_m llama-8b:q4_k_m llama-8b:q3_k_m llama-8b:iq4_xs llama-1b:q8_0}"
+  sweep_args=(--budget "${SWEEP_BUDGET:-30}")
   gtest_filter="${GTEST_FILTER:-*}"
   # A device image without the Vulkan loader or GL dispatch libraries gets Debian's (as root, into /).
   if ! ldconfig -p | grep -q libvulkan.so.1 && [ "$(id -u)" = 0 ] && ls "$bundle"/debs/*.deb > /dev/null 2>&1; then
@@ -107,9 +110,25 @@ step() { echo "== $* ($SECONDS s)" | tee -a "$log"; }
 failures=0
 : > "$out/steps.md"
 IFS=',' read -r -a skip_patterns <<< "${SKIP:-}"
+# What outlives a call on the device machine while it stays warm (CHECK_STATE): the kernels' choices and the
+# driver's compiled shaders (cache/), the random-weight files (work/) and the steps done (done.txt), so that a
+# follow-up call with RESUME=1 runs only the steps the first call's budget left out. Local runs keep nothing
+# (unless CHECK_STATE names a folder).
+state="${CHECK_STATE:-/tmp/jf-gpu-check}"
+[ "$local" = 1 ] && state="${CHECK_STATE:-$out/state}"
+[ "${RESUME:-0}" = 1 ] || rm -rf "$state/work" "$state/done.txt"
+mkdir -p "$state/work" "$state/cache"
+touch "$state/done.txt"
 run() {  # run NAME COMMAND...: logged and timed; a failure is counted, a step past the budget or in SKIP skipped
   local name="$1"; shift
-  local t0=$SECONDS pattern
+  local t0=$SECONDS pattern earlier
+  # (RESUME: a step an earlier call ran is not run again, its result kept; the two cheap first steps always run)
+  earlier=$(awk -F'\t' -v n="$name" '$1 == n {print $2}' "$state/done.txt")
+  if [ -n "$earlier" ] && [ "$name" != "jf devices" ] && [ "$name" != "read bandwidth" ]; then
+    echo "| $name | done in an earlier call ($earlier) | |" >> "$out/steps.md"
+    [ "$earlier" = ok ]
+    return
+  fi
   for pattern in "${skip_patterns[@]}"; do
     # (a pattern, not a string: SKIP's globs match step names; the devices step always runs, later ones need it)
     # shellcheck disable=SC2053
@@ -119,8 +138,16 @@ run() {  # run NAME COMMAND...: logged and timed; a failure is counted, a step p
   echo "-- $name" >> "$log"
   local limit=$((budget - SECONDS + 30))
   [ "$limit" -gt "$step_max" ] && limit=$step_max
-  if timeout "$limit" "$@" >> "$log" 2>&1; then echo "| $name | ok | $((SECONDS - t0)) s |" >> "$out/steps.md"
-  else echo "| $name | FAILED ($?) | $((SECONDS - t0)) s |" >> "$out/steps.md"; failures=$((failures + 1)); return 1; fi
+  if timeout "$limit" "$@" >> "$log" 2>&1; then
+    echo "| $name | ok | $((SECONDS - t0)) s |" >> "$out/steps.md"
+    printf '%s\tok\n' "$name" >> "$state/done.txt"
+  else
+    local rc=$?
+    echo "| $name | FAILED ($rc) | $((SECONDS - t0)) s |" >> "$out/steps.md"
+    printf '%s\tFAILED (%s)\n' "$name" "$rc" >> "$state/done.txt"
+    failures=$((failures + 1))
+    return 1
+  fi
 }
 
 step "devices"
@@ -156,15 +183,23 @@ peak=60000  # GFLOP/s: the roofline's compute side, about an H100/H200's fp32 ra
 
 export JF_SHARED="$bundle" JF_MODELS_DIR="$(cd "$models" && pwd)"
 [ "$local" = 1 ] && export JF_SHARED="$PWD/../shared"
-# The kernels' choices go with the results (and every later step on this machine reads them).
-export XDG_CACHE_HOME="$out/cache"
+# The kernels' choices go with the results (and every later step reads them). On the device they are kept
+# outside the call's folders ($state), so a follow-up call on the warm machine finds them.
+export XDG_CACHE_HOME="$state/cache"
 step "kernel tests on $device"
-kernel_filter='*TilePosition*:*MatmulFamily*'
-[ "$local" = 1 ] && kernel_filter='*TilePosition*:*MatmulFamily*q4_k*'
-run "tile position and family" "$bin/test_vulkan_kernels" --gtest_filter="$kernel_filter" --gtest_brief=1
+# The tiles' row-position invariance, then every family member on the weight types the benchmarks run, a step
+# a type (what the sweep may choose is checked before its speed is believed).
+read -r -a family_types <<< "${FAMILY_TYPES:-q4_k q6_k q8_0 q3_k iq4_xs}"
+[ "$local" = 1 ] && family_types=(q4_k)
+run "tile position" "$bin/test_vulkan_kernels" --gtest_filter='*TilePosition*' --gtest_brief=1
+kernel_filter='*TilePosition*'
+for type in "${family_types[@]}"; do
+  run "family $type" "$bin/test_vulkan_kernels" --gtest_filter="*MatmulFamily*/${type}_K*" --gtest_brief=1
+  kernel_filter="$kernel_filter:*MatmulFamily*/${type}_K*"
+done
 
 step "kernel sweep on $device"
-work="$(mktemp -d)"
+work="$state/work"
 make_file() {  # make_file SHAPE:TYPE: a random-weight file of that shape in $work (once)
   local file="$work/$1.gguf"
   [ -e "$file" ] || run "jf random $1" "$jf" random --preset "${1%%:*}" --type "${1#*:}" --fast --vocab-from "$vocab" -o "$file"
@@ -175,14 +210,7 @@ for entry in "${sweep_shapes[@]}"; do
 done
 run "kernel sweep $(basename "$tune_model" .gguf)" sh -c "'$jf' tune --kernels -m '$tune_model' --device $device ${sweep_args[*]} \
   > '$out/kernels_$(basename "$tune_model" .gguf).txt' 2>&1"
-cp "$out"/cache/jf/vulkan-kernels/*.json "$out/" 2>/dev/null
-
-step "tests on $device"
-for t in test_vulkan_kernels test_vulkan_ops test_vulkan_forward test_vulkan_tree test_vulkan_attention test_vulkan_tiles test_vulkan_decoders; do
-  filter="$gtest_filter"
-  [ "$t" = test_vulkan_kernels ] && filter="$filter-$kernel_filter"  # (those ran first)
-  run "$t" "$bin/$t" --gtest_filter="$filter" --gtest_brief=1
-done
+cp "$XDG_CACHE_HOME"/jf/vulkan-kernels/*.json "$out/" 2>/dev/null
 
 step "benchmarks on $device"
 printf '{"prompt": "def quicksort(items):"}\n{"prompt": "class Stack:\\n    def __init__(self):"}\n' > "$out/prompts.jsonl"
@@ -219,13 +247,11 @@ for entry in "${shapes[@]}"; do
     done
   fi
   # the tiles on matrix units for the first two shapes (llama-1b and llama-8b Q4_K_M): rows up to the knee,
-  # the prompt and one decode, each beside the FMA kernels' above
+  # the prompt and one row, each beside the FMA kernels' above
   # (--local: the first shape only, its tiles being FMAs on lavapipe: slow)
   if [ -n "$units" ] && { [ "$entry" = "${shapes[0]}" ] || { [ "$local" = 0 ] && [ "$entry" = "${shapes[1]:-}" ]; }; }; then
     run "forward cost $shape $type, $units" sh -c "JF_VULKAN_MATMUL=$units '$bin/forward_cost' -m '$file' --device $device --ms $ms \
       --reps $reps --context 64 --bandwidth $bandwidth --peak 900000 --prefill $prefill > '$out/cost_${shape}_${type}_$units.txt'"
-    run "decode $shape $type, $units" sh -c "JF_VULKAN_MATMUL=$units '$jf' bench -m '$file' --device $device \
-      --prompts '$out/prompts.jsonl' -n $tokens --ignore-eos --decoders ar > '$out/decode_${shape}_${type}_$units.txt'"
     # 64 rows a tiles workgroup: the weights read once for a 64-row forward (which the rows' cost shows)
     run "forward cost $shape $type, $units, 64-row tiles" sh -c "JF_VULKAN_MATMUL=$units JF_VULKAN_TILE_ROWS=64 '$bin/forward_cost' \
       -m '$file' --device $device --ms $ms --reps $reps --context 64 --bandwidth $bandwidth --peak 900000 --prefill $prefill \
@@ -235,7 +261,16 @@ for entry in "${shapes[@]}"; do
     --ignore-eos --decoders ar > '$out/decode_${shape}_${type}.txt'"
   [ "$gpu" = 1 ] && [ -x "$bin/llamacpp_bench" ] &&
     run "llama.cpp $shape $type" sh -c "'$bin/llamacpp_bench' '$file' 999 16 $tokens $ms $reps $prefill > '$out/llama_${shape}_${type}.json'"
-  [ "$entry" = "${shapes[0]}" ] || rm -f "$file"  # the first shape's file stays for the CPU at scale
+  # (the first shape's file stays for the CPU at scale; a file whose steps the budget may have cut, for RESUME)
+  [ "$entry" = "${shapes[0]}" ] || [ "$SECONDS" -ge "$budget" ] || rm -f "$file"
+done
+# The rest of the tests on the real driver, after the benchmarks: on a GPU the family test compiles every member
+# for each of 16 weight types (the first step checked the benchmarked types), which can outlast a device call.
+step "tests on $device"
+for t in test_vulkan_kernels test_vulkan_ops test_vulkan_forward test_vulkan_tree test_vulkan_attention test_vulkan_tiles test_vulkan_decoders; do
+  filter="$gtest_filter"
+  [ "$t" = test_vulkan_kernels ] && filter="$filter-$kernel_filter"  # (those ran first)
+  run "$t" "$bin/$t" --gtest_filter="$filter" --gtest_brief=1
 done
 run "tune $(basename "$tune_model" .gguf)" sh -c "'$jf' tune -m '$tune_model' --device $device --budget $tune_budget -n 24 --no-cache --no-kernels --plot '$out/tune.svg' \
   -o '$out/tune.json' > '$out/tune.txt'"
@@ -265,7 +300,6 @@ if [ -e "$cpu_file" ]; then
       run "cpu llama.cpp -t $t $cpu_shape" sh -c "'$bin/llamacpp_bench' '$cpu_file' 0 $t 16 1 3 0 > '$out/cpu_llama_t$t.json'"
   done
 fi
-rm -rf "$work"
 
 {
   echo "# jf device check"
