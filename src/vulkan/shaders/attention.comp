@@ -7,7 +7,9 @@
 // value likewise, so no row waits for another's store; the first query head of each key-value group stores
 // its row's key and value in the cache for later forwards. The order depends only on the row's own visible
 // slots, never on the other rows of the forward (batch invariance), and a key gives the same bits read either
-// way (kv.glsl's rope_pair).
+// way (kv.glsl's rope_pair). Loads come in batches of LOADS independent reads ahead of the FMAs that use them
+// (in the same order), so a thread waits for memory once a batch, not once a key dimension or a value.
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "kv.glsl"
 layout(local_size_x = WG) in;
@@ -27,7 +29,7 @@ layout(push_constant) uniform Params {
   uint half_dim, neox, cos_off, sin_off;
 } p;
 
-const uint MAX_DIMS = 256, PER_THREAD = MAX_DIMS / WG;
+const uint MAX_DIMS = 256, PER_THREAD = MAX_DIMS / WG, LOADS = 8;
 shared float red[WG];
 shared float q[MAX_DIMS];
 shared float prob[WG];
@@ -74,10 +76,13 @@ void main() {
     if (j < nv) {
       e = SLOTS[p.slots_off + first + j];
       float dot = 0.0;
-      if (e >= 0) {
-        for (uint d = 0; d < hd; d++) dot = fma(q[d], float(CK[head + uint(e) * hd + d]), dot);
-      } else {
-        for (uint d = 0; d < hd; d++) dot = fma(q[d], key_now(uint(-e - 2), kvh, d), dot);
+      const uint key = head + uint(max(e, 0)) * hd;
+      for (uint d0 = 0; d0 < hd; d0 += LOADS) {  // (dimensions past head_dim read its last and are not summed)
+        float kd[LOADS];
+        [[unroll]] for (uint u = 0; u < LOADS; u++) kd[u] = float(CK[key + min(d0 + u, hd - 1)]);
+        if (e < 0) [[unroll]] for (uint u = 0; u < LOADS; u++) kd[u] = key_now(uint(-e - 2), kvh, min(d0 + u, hd - 1));
+        [[unroll]] for (uint u = 0; u < LOADS; u++)
+          if (d0 + u < hd) dot = fma(q[d0 + u], kd[u], dot);
       }
       s = dot * p.scale;
       if (p.cap > 0.0) s = p.cap * tanh(s / p.cap);
@@ -89,13 +94,22 @@ void main() {
     const float alpha = exp(m - m_new);
     l = l * alpha + sum;
     const uint n = min(WG, nv - c0);
-    for (uint i = 0; i < PER_THREAD; i++) {
+    [[unroll]] for (uint i = 0; i < PER_THREAD; i++) {
       const uint d = t + i * WG;
       if (d >= hd) break;
       float a = 0.0;
-      for (uint k = 0; k < n; k++) {
-        const int ek = slot_of[k];
-        a = fma(prob[k], ek >= 0 ? float(CV[head + uint(ek) * hd + d]) : value_now(uint(-ek - 2), kvh, d), a);
+      for (uint k0 = 0; k0 < n; k0 += LOADS) {
+        float vd[LOADS];  // (slots past n read slot 0's value and are not summed)
+        [[unroll]] for (uint u = 0; u < LOADS; u++) {
+          const int ek = k0 + u < n ? slot_of[k0 + u] : 0;
+          vd[u] = float(CV[head + uint(max(ek, 0)) * hd + d]);
+        }
+        [[unroll]] for (uint u = 0; u < LOADS; u++) {
+          const int ek = k0 + u < n ? slot_of[k0 + u] : 0;
+          if (ek < 0) vd[u] = value_now(uint(-ek - 2), kvh, d);
+        }
+        [[unroll]] for (uint u = 0; u < LOADS; u++)
+          if (k0 + u < n) a = fma(prob[k0 + u], vd[u], a);
       }
       acc[i] = acc[i] * alpha + a;
     }

@@ -6,6 +6,11 @@
 // order. Chunk c holds the row's visible slots c*CHUNK .. (c+1)*CHUNK-1 whatever the other rows, so the sums'
 // order is a function of the row's own slots (batch invariance). RoPE, own rows' keys and the KV store as in
 // attention.comp (chunk 0's workgroup stores).
+//
+// Loads come in batches of LOADS independent reads ahead of the arithmetic that uses them, so a thread waits for
+// memory once a batch, not once a key dimension or a value (a one-row decode step is latency-bound: an H200
+// spent ~90 us a layer at a 64-token context reading one value at a time); the FMAs keep their order.
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "kv.glsl"
 layout(local_size_x = WG) in;
@@ -26,7 +31,7 @@ layout(push_constant) uniform Params {
   uint chunk, max_chunks;
 } p;
 
-const uint MAX_DIMS = 256, PER_THREAD = MAX_DIMS / WG, MAX_GROUP = 8;
+const uint MAX_DIMS = 256, PER_THREAD = MAX_DIMS / WG, MAX_GROUP = 8, LOADS = 8;
 shared float q[MAX_GROUP * MAX_DIMS];
 shared float prob[MAX_GROUP * WG];
 shared float red[MAX_GROUP * WG];
@@ -76,25 +81,32 @@ void main() {
     for (uint d = t; d < hd; d += WG) q[g * MAX_DIMS + d] = query_at(r * qd + (kvh * group + g) * hd, d, r);
   barrier();
   const uint head = kvh * p.capacity * hd, stop = min(nv, c0 + p.chunk);
+  // (loops over the group run MAX_GROUP times with a guard: constant indices keep these arrays in registers)
   float m[MAX_GROUP], l[MAX_GROUP], acc[MAX_GROUP][PER_THREAD];
-  for (uint g = 0; g < MAX_GROUP; g++) {
+  [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) {
     m[g] = -1.0 / 0.0, l[g] = 0.0;
-    for (uint i = 0; i < PER_THREAD; i++) acc[g][i] = 0.0;
+    [[unroll]] for (uint i = 0; i < PER_THREAD; i++) acc[g][i] = 0.0;
   }
   for (uint b0 = c0; b0 < stop; b0 += WG) {
     const uint j = b0 + t;
     int e = 0;
     float s[MAX_GROUP];
-    for (uint g = 0; g < group; g++) s[g] = -1.0 / 0.0;
+    [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) s[g] = -1.0 / 0.0;
     if (j < stop) {
       e = SLOTS[p.slots_off + first + j];
       float dot[MAX_GROUP];
-      for (uint g = 0; g < group; g++) dot[g] = 0.0;
-      for (uint d = 0; d < hd; d++) {
-        const float kd = e >= 0 ? float(CK[head + uint(e) * hd + d]) : key_now(uint(-e - 2), kvh, d);
-        for (uint g = 0; g < group; g++) dot[g] = fma(q[g * MAX_DIMS + d], kd, dot[g]);
+      [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) dot[g] = 0.0;
+      const uint key = head + uint(max(e, 0)) * hd;
+      for (uint d0 = 0; d0 < hd; d0 += LOADS) {  // (dimensions past head_dim read its last and are not summed)
+        float kd[LOADS];
+        [[unroll]] for (uint u = 0; u < LOADS; u++) kd[u] = float(CK[key + min(d0 + u, hd - 1)]);
+        if (e < 0) [[unroll]] for (uint u = 0; u < LOADS; u++) kd[u] = key_now(uint(-e - 2), kvh, min(d0 + u, hd - 1));
+        [[unroll]] for (uint u = 0; u < LOADS; u++)
+          if (d0 + u < hd)
+            [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
+              if (g < group) dot[g] = fma(q[g * MAX_DIMS + d0 + u], kd[u], dot[g]);
       }
-      for (uint g = 0; g < group; g++) {
+      [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) {
         s[g] = dot[g] * p.scale;
         if (p.cap > 0.0) s[g] = p.cap * tanh(s[g] / p.cap);
       }
@@ -102,7 +114,8 @@ void main() {
     for (uint g = 0; g < group; g++) red[g * WG + t] = s[g];
     reduce_heads(group, true);
     float m_new[MAX_GROUP];
-    for (uint g = 0; g < group; g++) {
+    [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) {
+      if (g >= group) break;
       m_new[g] = max(m[g], red[g * WG]);
       prob[g * WG + t] = j < stop ? exp(s[g] - m_new[g]) : 0.0;
     }
@@ -111,30 +124,43 @@ void main() {
     slot_of[t] = e;
     reduce_heads(group, false);  // (its barriers publish prob and slot_of too)
     const uint n = min(WG, stop - b0);
-    for (uint g = 0; g < group; g++) {
+    [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) {
+      if (g >= group) break;
       const float alpha = exp(m[g] - m_new[g]);
       l[g] = l[g] * alpha + red[g * WG];
-      for (uint i = 0; i < PER_THREAD; i++) acc[g][i] *= alpha;
+      [[unroll]] for (uint i = 0; i < PER_THREAD; i++) acc[g][i] *= alpha;
       m[g] = m_new[g];
     }
-    for (uint i = 0; i < PER_THREAD; i++) {
+    [[unroll]] for (uint i = 0; i < PER_THREAD; i++) {
       const uint d = t + i * WG;
       if (d >= hd) break;
       float a[MAX_GROUP];
-      for (uint g = 0; g < group; g++) a[g] = 0.0;
-      for (uint k = 0; k < n; k++) {
-        const int ek = slot_of[k];
-        const float vd = ek >= 0 ? float(CV[head + uint(ek) * hd + d]) : value_now(uint(-ek - 2), kvh, d);
-        for (uint g = 0; g < group; g++) a[g] = fma(prob[g * WG + k], vd, a[g]);
+      [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) a[g] = 0.0;
+      for (uint k0 = 0; k0 < n; k0 += LOADS) {
+        float vd[LOADS];  // (slots past n read slot 0's value and are not summed)
+        [[unroll]] for (uint u = 0; u < LOADS; u++) {
+          const int ek = k0 + u < n ? slot_of[k0 + u] : 0;
+          vd[u] = float(CV[head + uint(max(ek, 0)) * hd + d]);
+        }
+        [[unroll]] for (uint u = 0; u < LOADS; u++) {
+          const int ek = k0 + u < n ? slot_of[k0 + u] : 0;
+          if (ek < 0) vd[u] = value_now(uint(-ek - 2), kvh, d);
+        }
+        [[unroll]] for (uint u = 0; u < LOADS; u++)
+          if (k0 + u < n)
+            [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
+              if (g < group) a[g] = fma(prob[g * WG + k0 + u], vd[u], a[g]);
       }
-      for (uint g = 0; g < group; g++) acc[g][i] += a[g];
+      [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
+        if (g < group) acc[g][i] += a[g];
     }
     barrier();
   }
-  for (uint g = 0; g < group; g++) {
+  [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) {
+    if (g >= group) break;
     const uint o = ((r * p.n_heads + kvh * group + g) * p.max_chunks + c) * (hd + 2);
     if (t == 0) PART[o] = m[g], PART[o + 1] = l[g];
-    for (uint i = 0; i < PER_THREAD; i++) {
+    [[unroll]] for (uint i = 0; i < PER_THREAD; i++) {
       const uint d = t + i * WG;
       if (d < hd) PART[o + 2 + d] = acc[g][i];
     }
