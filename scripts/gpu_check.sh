@@ -174,6 +174,8 @@ export JF_TEST_VULKAN_DEVICE="${device#vulkan:}"
 run "read bandwidth" sh -c "'$jf' devices --bandwidth $device | tail -1 > '$out/bandwidth.txt'"
 bandwidth=$(awk '{for (i = 1; i < NF; i++) if ($(i + 1) == "GB/s") print $i}' "$out/bandwidth.txt" 2>/dev/null)
 bandwidth=${bandwidth:-1000}
+# one dispatch reading a product's bytes once, by loads a thread: the floor each matrix kernel is judged against
+run "read probe" sh -c "'$jf' devices --read-probe $device | sed -n '/one-shot reads/,\$p' > '$out/read_probe.txt'"
 # the fp16 tiles on the device's matrix units where it has them (JF_VULKAN_MATMUL; lavapipe: the same tiles
 # with FMAs, so --local runs the step)
 units=""
@@ -320,7 +322,7 @@ fi
     echo
     grep "time(M) / time(1)" "$out/cost_beside_cpu.txt"
   fi
-  for f in "$out"/kernels_*.txt "$out"/cost_*.txt "$out"/profile_*.txt "$out"/decode_*.txt "$out"/decoders_*.txt "$out"/images*.txt "$out"/tune.txt "$out"/cpu_jf_*.txt; do
+  for f in "$out"/read_probe.txt "$out"/kernels_*.txt "$out"/cost_*.txt "$out"/profile_*.txt "$out"/decode_*.txt "$out"/decoders_*.txt "$out"/images*.txt "$out"/tune.txt "$out"/cpu_jf_*.txt; do
     [ -e "$f" ] && [ "$f" != "$out/cost_beside_cpu.txt" ] || continue
     echo
     echo "## $(basename "$f" .txt)"

@@ -9,6 +9,7 @@
 #include "base/rng.h"
 #include "kernels/dtype.h"
 #include "kernels/ops.h"
+#include "vulkan/bandwidth.h"
 #include "vulkan/buffer.h"
 #include "vulkan/kernels.h"
 #include "vulkan/recorder.h"
@@ -349,6 +350,25 @@ TEST(VulkanOps, KvMovesApplyInOrder) {
     for (uint32_t h = 0; h < kv_heads; h++)
       for (uint32_t i = 0; i < hd; i++) want[(h * cap + moves[2 * m + 1]) * hd + i] = want[(h * cap + moves[2 * m]) * hd + i];
   EXPECT_EQ(Ops::read(bd, data.size()), want);
+}
+
+
+// The one-shot read probe (`jf devices --read-probe`): every (size, loads) pair timed, sizes rounded to whole
+// 16-byte words, and each dispatch's reads checked inside the probe (the thread laid out to load the last word
+// finds its marker; a probe whose loads were dropped or misplaced throws, which fails this test).
+TEST(VulkanOps, ReadProbeTimesEveryPairAndItsLoadsRun) {
+  JF_VULKAN_DEVICE(device);
+  vulkan::Context ctx(device);
+  if (!ctx.timestamps()) GTEST_SKIP() << ctx.info().name << " has no timestamps";
+  const std::vector<vulkan::OneShotRead> r = vulkan::probe_one_shot_reads(ctx, {1000, 70'000, 16}, {1, 3, 8}, 2);
+  ASSERT_EQ(r.size(), 9u);
+  for (size_t i = 0; i < r.size(); i++) {
+    EXPECT_EQ(r[i].bytes, std::vector<size_t>({992, 70'000, 16})[i / 3]) << i;
+    EXPECT_EQ(r[i].loads, std::vector<int>({1, 3, 8})[i % 3]) << i;
+    EXPECT_TRUE(std::isfinite(r[i].seconds) && r[i].seconds > 0) << i;
+  }
+  EXPECT_THROW(vulkan::probe_one_shot_reads(ctx, {4096}, {9}), Error);
+  EXPECT_THROW(vulkan::probe_one_shot_reads(ctx, {4096}, {0}), Error);
 }
 
 }  // namespace

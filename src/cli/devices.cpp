@@ -15,9 +15,14 @@ Command add_devices_command(CLI::App& app) {
   cmd->add_option("--bandwidth", *bandwidth,
                   "Also time how fast DEVICE (vulkan, vulkan:N or auto) reads its memory: the bound a memory-bound "
                   "forward is compared against");
-  return [bandwidth] {
+  auto probe = std::make_shared<std::string>();
+  cmd->add_option("--read-probe", *probe,
+                  "Also time one-shot reads on DEVICE (vulkan, vulkan:N or auto): one dispatch reading 0.5-66 MB once, "
+                  "1-8 16-byte loads a thread, the floor a matrix product of that size can reach");
+  return [bandwidth, probe] {
     std::fputs(describe_devices().c_str(), stdout);
     if (!bandwidth->empty()) std::fputs(measure_read_bandwidth(*bandwidth).c_str(), stdout);
+    if (!probe->empty()) std::fputs(probe_one_shot_reads(*probe).c_str(), stdout);
     return 0;
   };
 }

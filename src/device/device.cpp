@@ -149,13 +149,27 @@ std::string describe_devices() {
   return o.str();
 }
 
-std::string measure_read_bandwidth(const std::string& device) {
+namespace {
+
+// The Vulkan device a measuring flag names (vulkan, vulkan:N or auto), or a one-line error.
+int measured_device(const std::string& device, const std::string& flag) {
   const int index = device == "auto" ? -2 : vulkan_index(device);
-  if (index == -1) throw Error("--bandwidth measures a Vulkan device (vulkan, vulkan:N or auto), not '" + device + "'");
+  if (index == -1) throw Error(flag + " measures a Vulkan device (vulkan, vulkan:N or auto), not '" + device + "'");
 #ifdef JF_WITH_VULKAN
   std::string why;
   const int chosen = index >= 0 ? index : first_gpu(&why);
-  if (chosen < 0) throw Error("--bandwidth auto: " + why);
+  if (chosen < 0) throw Error(flag + " auto: " + why);
+  return chosen;
+#else
+  throw Error("this jf was built without the Vulkan backend, so it has no device to measure");
+#endif
+}
+
+}  // namespace
+
+std::string measure_read_bandwidth(const std::string& device) {
+  const int chosen = measured_device(device, "--bandwidth");
+#ifdef JF_WITH_VULKAN
   vulkan::Context ctx(chosen);
   // 1 GiB, or what the device can bind and hold: long enough that launch and clock ramp do not count.
   const size_t bytes = std::min<uint64_t>({uint64_t{1} << 30, ctx.info().max_binding_bytes, ctx.free_device_memory() / 4});
@@ -165,7 +179,43 @@ std::string measure_read_bandwidth(const std::string& device) {
                 r.bytes_per_second / 1e9, static_cast<double>(r.bytes) / (1 << 20), r.reads);
   return line;
 #else
-  throw Error("this jf was built without the Vulkan backend, so it has no device to measure");
+  (void)chosen;
+  return "";
+#endif
+}
+
+std::string probe_one_shot_reads(const std::string& device) {
+  const int chosen = measured_device(device, "--read-probe");
+#ifdef JF_WITH_VULKAN
+  vulkan::Context ctx(chosen);
+  // The sizes of products' weights: a small model's smallest, llama-1b's q/k/v and gate/up, llama-8b's gate/up.
+  const std::vector<size_t> sizes = {500'000, 2'950'000, 12'980'000, 66'060'000};
+  const std::vector<int> loads = {1, 2, 4, 8};
+  const std::vector<vulkan::OneShotRead> r = vulkan::probe_one_shot_reads(ctx, sizes, loads);
+  std::string o = "vulkan:" + std::to_string(chosen) +
+                  " one-shot reads: a dispatch reads a buffer once, each thread's 16-byte loads issued before any is "
+                  "used (us a read, GB/s; the floor of a product reading that many bytes)\n| MB |";
+  char cell[64];
+  for (int l : loads) {
+    std::snprintf(cell, sizeof cell, " %d %s |", l, l == 1 ? "load a thread" : "loads");
+    o += cell;
+  }
+  o += "\n|---|";
+  for (size_t i = 0; i < loads.size(); i++) o += "---|";
+  o += "\n";
+  for (size_t i = 0; i < r.size(); i++) {
+    if (i % loads.size() == 0) {
+      std::snprintf(cell, sizeof cell, "| %.1f |", static_cast<double>(r[i].bytes) / 1e6);
+      o += cell;
+    }
+    std::snprintf(cell, sizeof cell, " %.1f us, %.0f GB/s |", r[i].seconds * 1e6, static_cast<double>(r[i].bytes) / r[i].seconds / 1e9);
+    o += cell;
+    if (i % loads.size() == loads.size() - 1) o += "\n";
+  }
+  return o;
+#else
+  (void)chosen;
+  return "";
 #endif
 }
 
@@ -193,7 +243,8 @@ std::string tune_gpu_kernels(Model& model, const std::string& device, const Kern
   std::optional<vulkan::AttentionSweep> attention;
   if (o.attention_context > 0) {
     attention = vulkan::sweep_attention(fwd, o.attention_context, o.reps);
-    out += "\n" + vulkan::attention_table(*attention);
+    out += '\n';
+    out += vulkan::attention_table(*attention);
   }
   if (o.cache) {
     const std::string path = vulkan::KernelChoices::cache_path(fwd.device());

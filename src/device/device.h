@@ -25,6 +25,9 @@ std::string describe_devices();
 // `jf devices --bandwidth DEVICE`: the Vulkan device's read bandwidth, timed on the device (one line).
 // Throws jf::Error for the CPU, a build without Vulkan, or a device that cannot be opened or timed.
 std::string measure_read_bandwidth(const std::string& device);
+// `jf devices --read-probe DEVICE`: the time of one dispatch reading a product's bytes once (0.5-66 MB) with 1-8
+// 16-byte loads a thread issued before use, as a table: the floor a matrix kernel can reach on the device.
+std::string probe_one_shot_reads(const std::string& device);
 
 // `jf tune --kernels`: times the GPU's matrix-kernel family on the model's own matrix shapes
 // (vulkan/kernel_sweep.h), keeps each shape's choice in jf's cache for the device and driver (read by every

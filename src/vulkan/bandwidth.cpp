@@ -1,6 +1,8 @@
 #include "vulkan/bandwidth.h"
 
 #include <algorithm>
+#include <cstring>
+#include <string>
 
 #include "base/error.h"
 #include "vulkan/buffer.h"
@@ -48,6 +50,86 @@ ReadBandwidth measure_read_bandwidth(Context& ctx, size_t bytes, int reads) {
   if (r.reads == 0) throw Error("Vulkan: the read-bandwidth timer returned no result");
   r.bytes_per_second = best;
   return r;
+}
+
+}  // namespace jf::vulkan
+
+namespace jf::vulkan {
+
+namespace {
+
+constexpr uint32_t kMarker = 0x5eed1e55u;
+constexpr uint32_t kMaxGroupsX = 65535;
+
+// Times `reps` dispatches of read_probe over `words` 16-byte words with `loads` a thread (one command buffer,
+// a barrier between them as between a forward's products) and checks the marker's thread found it.
+double time_one_shot(Context& ctx, Kernels& kernels, const Buffer& src, const Buffer& found, uint32_t words, int loads, int reps) {
+  const Kernel& k = kernels.get("read_probe", 2, {static_cast<uint32_t>(loads)}, "read_probe loads " + std::to_string(loads));
+  const uint32_t per_group = kWorkgroup * static_cast<uint32_t>(loads), groups = (words + per_group - 1) / per_group;
+  const uint32_t gx = std::min(groups, kMaxGroupsX), gy = (groups + gx - 1) / gx;
+  struct {
+    uint32_t words, marker;
+  } params{words, kMarker};
+  VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+  qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+  qi.queryCount = static_cast<uint32_t>(reps + 1);
+  Api& vk = api();
+  VkQueryPool pool = VK_NULL_HANDLE;
+  check(vk.vkCreateQueryPool(ctx.device(), &qi, nullptr, &pool), "creating a timer");
+  std::memset(found.mapped(), 0xff, 4);  // (host-coherent: seen by the submission below)
+  Recorder rec(ctx);
+  rec.begin();
+  vk.vkCmdResetQueryPool(rec.cmd(), pool, 0, qi.queryCount);
+  rec.dispatch(k, {src.view(), found.view()}, params, gx, gy);  // (untimed: the pipeline and clocks warm up)
+  vk.vkCmdWriteTimestamp(rec.cmd(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 0);
+  for (int r = 0; r < reps; r++) {
+    rec.dispatch(k, {src.view(), found.view()}, params, gx, gy);
+    vk.vkCmdWriteTimestamp(rec.cmd(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, static_cast<uint32_t>(r + 1));
+  }
+  rec.finish();
+  std::vector<uint64_t> ticks(qi.queryCount);
+  const VkResult got = vk.vkGetQueryPoolResults(ctx.device(), pool, 0, qi.queryCount, ticks.size() * 8, ticks.data(), 8,
+                                                VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+  vk.vkDestroyQueryPool(ctx.device(), pool, nullptr);
+  if (got != VK_SUCCESS) throw Error("Vulkan: the read probe's timer returned no result");
+  // The marker sits in the last word: the thread that loads it, by the shader's layout.
+  const uint32_t last = words - 1, expected = last / per_group * kWorkgroup + last % kWorkgroup;
+  uint32_t thread = 0;
+  std::memcpy(&thread, found.mapped(), 4);
+  if (thread != expected)
+    throw Error("Vulkan: the read probe's loads did not run as laid out (thread " + std::to_string(thread) + " found the marker, not " +
+                std::to_string(expected) + ")");
+  double best = 0;
+  for (int r = 0; r < reps; r++) {
+    const double s = static_cast<double>(ticks[r + 1] - ticks[r]) * ctx.timestamp_period_ns() * 1e-9;
+    if (r == 0 || s < best) best = s;
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<OneShotRead> probe_one_shot_reads(Context& ctx, const std::vector<size_t>& sizes, const std::vector<int>& loads, int reps) {
+  if (!ctx.timestamps()) throw Error("Vulkan: " + ctx.info().name + " has no compute timestamps to time a read with");
+  if (reps < 1) throw Error("the read probe needs at least one timed read");
+  size_t largest = 16;
+  for (size_t s : sizes) largest = std::max(largest, s / 16 * 16);
+  largest = std::min<uint64_t>({largest, ctx.info().max_binding_bytes / 16 * 16, size_t{UINT32_MAX} * 16});
+  Buffer src(ctx, largest, Buffer::Kind::Device), found(ctx, 4, Buffer::Kind::Host);
+  Kernels kernels(ctx);
+  std::vector<OneShotRead> out;
+  for (size_t size : sizes) {
+    const size_t bytes = std::clamp<size_t>(size / 16 * 16, 16, largest);
+    const uint32_t words = static_cast<uint32_t>(bytes / 16);
+    const uint32_t marker[4] = {kMarker, 0, 0, 0};
+    ctx.run([&](VkCommandBuffer cmd) { api().vkCmdFillBuffer(cmd, src.handle(), 0, bytes, 0); });
+    upload(ctx, src, bytes - 16, marker, 16);
+    for (int l : loads) {
+      if (l < 1 || l > 8) throw Error("the read probe takes 1 to 8 loads a thread, not " + std::to_string(l));
+      out.push_back({bytes, l, time_one_shot(ctx, kernels, src, found, words, l, reps)});
+    }
+  }
+  return out;
 }
 
 }  // namespace jf::vulkan

@@ -1,5 +1,7 @@
 // The device's measured read bandwidth: the physical limit a memory-bound forward is compared against.
 #pragma once
+#include <vector>
+
 #include "vulkan/context.h"
 
 namespace jf::vulkan {
@@ -13,5 +15,18 @@ struct ReadBandwidth {
 // Times reads of one device buffer of `bytes` (at most the device's largest binding) with GPU timestamps,
 // after one untimed read; throws jf::Error where the device has no timestamps.
 ReadBandwidth measure_read_bandwidth(Context& ctx, size_t bytes, int reads = 5);
+
+// One-shot reads of a buffer the size of a matrix product's weights (shaders/read_probe.comp): each thread
+// loads `loads` 16-byte words before using any, one dispatch reads the buffer once. The least of `reps`
+// back-to-back dispatches' times, each as a forward's product would see it (launch and ramp included).
+struct OneShotRead {
+  size_t bytes = 0;
+  int loads = 0;       // 16-byte words a thread
+  double seconds = 0;  // one dispatch
+};
+// Every (size, loads) pair; checks that each dispatch's reads happened (a marker word found by the thread
+// that should read it) and throws jf::Error if not, or where the device has no timestamps.
+std::vector<OneShotRead> probe_one_shot_reads(Context& ctx, const std::vector<size_t>& sizes, const std::vector<int>& loads,
+                                              int reps = 5);
 
 }  // namespace jf::vulkan
