@@ -17,7 +17,9 @@
 #                                        table names every step)
 #   RESUME=1 BUDGET=150 scripts/gpu_check.sh   on the same warm device machine after a first call: the steps
 #                                        its budget left out (the choices, files and driver cache kept)
-# On the device: run(command="BUDGET=500 scripts/gpu_check.sh", carry=["gpu-bundle"], timeout_s=600);
+# On the device (15 minutes a lease, a start ~1.5 of them): run(command="BUDGET=480 scripts/gpu_check.sh",
+# carry=["gpu-bundle"], timeout_s=600), then at once (the machine stays warm 30 s) run(command="RESUME=1
+# BUDGET=<device seconds left - 70> scripts/gpu_check.sh", same carry), then give_back;
 # where `ldconfig -p | grep libvulkan` finds nothing, the bundle's loader is used; NVIDIA's ICD is looked for in
 # the usual places (VK_DRIVER_FILES overrides).
 set -uo pipefail
