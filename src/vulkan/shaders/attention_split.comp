@@ -111,7 +111,8 @@ void main() {
         if (p.cap > 0.0) s[g] = p.cap * tanh(s[g] / p.cap);
       }
     }
-    for (uint g = 0; g < group; g++) red[g * WG + t] = s[g];
+    [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
+      if (g < group) red[g * WG + t] = s[g];
     reduce_heads(group, true);
     float m_new[MAX_GROUP];
     [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) {
