@@ -8,6 +8,7 @@
 #include "vulkan/buffer.h"
 #include "vulkan/kernels.h"
 #include "vulkan/recorder.h"
+#include "vulkan/timer.h"
 
 namespace jf::vulkan {
 
@@ -52,10 +53,6 @@ ReadBandwidth measure_read_bandwidth(Context& ctx, size_t bytes, int reads) {
   return r;
 }
 
-}  // namespace jf::vulkan
-
-namespace jf::vulkan {
-
 namespace {
 
 constexpr uint32_t kMarker = 0x5eed1e55u;
@@ -70,28 +67,19 @@ double time_one_shot(Context& ctx, Kernels& kernels, const Buffer& src, const Bu
   struct {
     uint32_t words, marker;
   } params{words, kMarker};
-  VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-  qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
-  qi.queryCount = static_cast<uint32_t>(reps + 1);
-  Api& vk = api();
-  VkQueryPool pool = VK_NULL_HANDLE;
-  check(vk.vkCreateQueryPool(ctx.device(), &qi, nullptr, &pool), "creating a timer");
+  Timer timer(ctx, static_cast<uint32_t>(reps + 1));
   std::memset(found.mapped(), 0xff, 4);  // (host-coherent: seen by the submission below)
   Recorder rec(ctx);
   rec.begin();
-  vk.vkCmdResetQueryPool(rec.cmd(), pool, 0, qi.queryCount);
+  timer.reset(rec.cmd());
   rec.dispatch(k, {src.view(), found.view()}, params, gx, gy);  // (untimed: the pipeline and clocks warm up)
-  vk.vkCmdWriteTimestamp(rec.cmd(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 0);
+  timer.stamp(rec.cmd(), 0);
   for (int r = 0; r < reps; r++) {
     rec.dispatch(k, {src.view(), found.view()}, params, gx, gy);
-    vk.vkCmdWriteTimestamp(rec.cmd(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, static_cast<uint32_t>(r + 1));
+    timer.stamp(rec.cmd(), static_cast<uint32_t>(r + 1));
   }
   rec.finish();
-  std::vector<uint64_t> ticks(qi.queryCount);
-  const VkResult got = vk.vkGetQueryPoolResults(ctx.device(), pool, 0, qi.queryCount, ticks.size() * 8, ticks.data(), 8,
-                                                VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
-  vk.vkDestroyQueryPool(ctx.device(), pool, nullptr);
-  if (got != VK_SUCCESS) throw Error("Vulkan: the read probe's timer returned no result");
+  const std::vector<double> s = timer.seconds();
   // The marker sits in the last word: the thread that loads it, by the shader's layout.
   const uint32_t last = words - 1, expected = last / per_group * kWorkgroup + last % kWorkgroup;
   uint32_t thread = 0;
@@ -99,11 +87,8 @@ double time_one_shot(Context& ctx, Kernels& kernels, const Buffer& src, const Bu
   if (thread != expected)
     throw Error("Vulkan: the read probe's loads did not run as laid out (thread " + std::to_string(thread) + " found the marker, not " +
                 std::to_string(expected) + ")");
-  double best = 0;
-  for (int r = 0; r < reps; r++) {
-    const double s = static_cast<double>(ticks[r + 1] - ticks[r]) * ctx.timestamp_period_ns() * 1e-9;
-    if (r == 0 || s < best) best = s;
-  }
+  double best = s[1];
+  for (int r = 1; r < reps; r++) best = std::min(best, s[r + 1] - s[r]);
   return best;
 }
 

@@ -11,6 +11,7 @@
 #include "vulkan/matmul_grid.h"
 #include "vulkan/recorder.h"
 #include "vulkan/tile_probe.h"
+#include "vulkan/timer.h"
 #include "vulkan/vulkan_forward.h"
 
 namespace jf::vulkan {
@@ -22,38 +23,11 @@ constexpr size_t kMaxOutputBytes = size_t{256} << 20;  // a row count whose outp
 // of the fastest up to kMostFullyTimed (a small matrix, bound by launch latency, has dozens), and the default.
 constexpr size_t kFullyTimed = 6, kMostFullyTimed = 12;
 
-// One timestamp before the reps of each row count and one after each rep: queries[i * (reps + 1) + j].
-class Timer {
- public:
-  Timer(Context& ctx, uint32_t queries) : ctx_(ctx), queries_(queries) {
-    VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    qi.queryCount = queries;
-    check(api().vkCreateQueryPool(ctx.device(), &qi, nullptr, &pool_), "creating a timer");
-  }
-  ~Timer() { api().vkDestroyQueryPool(ctx_.device(), pool_, nullptr); }
-  void reset(VkCommandBuffer cmd) { api().vkCmdResetQueryPool(cmd, pool_, 0, queries_); }
-  void stamp(VkCommandBuffer cmd, uint32_t i) { api().vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool_, i); }
-  std::vector<double> seconds() {  // each query's time since query 0
-    std::vector<uint64_t> ticks(queries_);
-    if (api().vkGetQueryPoolResults(ctx_.device(), pool_, 0, queries_, ticks.size() * 8, ticks.data(), 8,
-                                    VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) != VK_SUCCESS)
-      throw Error("Vulkan: the kernel timer returned no result");
-    std::vector<double> s(queries_);
-    for (uint32_t i = 0; i < queries_; i++) s[i] = static_cast<double>(ticks[i] - ticks[0]) * ctx_.timestamp_period_ns() * 1e-9;
-    return s;
-  }
-
- private:
-  Context& ctx_;
-  uint32_t queries_;
-  VkQueryPool pool_ = VK_NULL_HANDLE;
-};
-
 // A member's least time a product at each row count (NaN where the row count is not timed).
 std::vector<double> time_member(Context& ctx, Kernels& kernels, const DeviceMatrix& m, const MatmulKernel& k, const std::vector<int>& rows,
                                 int reps, const Buffer& x, const Buffer& y) {
   const Kernel& kernel = kernels.get(matmul_shader(k, MatrixMath::Fma, m.type), kMatmulBindings, matmul_constants(k, MatrixMath::Fma), k.name());
+  // One timestamp before the reps of each row count and one after each rep: queries[i * (reps + 1) + j].
   Timer timer(ctx, static_cast<uint32_t>(rows.size() * (reps + 1)));
   Recorder rec(ctx);
   rec.begin();

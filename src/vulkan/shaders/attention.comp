@@ -7,8 +7,8 @@
 // value likewise, so no row waits for another's store; the first query head of each key-value group stores
 // its row's key and value in the cache for later forwards. The order depends only on the row's own visible
 // slots, never on the other rows of the forward (batch invariance), and a key gives the same bits read either
-// way (kv.glsl's rope_pair). Loads come in batches of LOADS independent reads ahead of the FMAs that use them
-// (in the same order), so a thread waits for memory once a batch, not once a key dimension or a value.
+// way (kv.glsl's rope_pair). Keys and values are read in batches ahead of the FMAs (attention_rows.glsl), which
+// keep their order.
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "kv.glsl"
@@ -29,30 +29,14 @@ layout(push_constant) uniform Params {
   uint half_dim, neox, cos_off, sin_off;
 } p;
 
-const uint MAX_DIMS = 256, PER_THREAD = MAX_DIMS / WG, LOADS = 8;
+const uint MAX_DIMS = 256, PER_THREAD = MAX_DIMS / WG;
 shared float red[WG];
 shared float q[MAX_DIMS];
 shared float prob[WG];
 shared int slot_of[WG];
 #include "reduce.glsl"
 
-// Element d of a head vector starting at x in `buf` (Q or K) after RoPE with row r's angles.
-#define ROPED(buf, x, d, r)                                                                                  \
-  {                                                                                                          \
-    if (d >= 2 * p.half_dim) return buf[x + d];                                                             \
-    const bool second = p.neox != 0 ? d >= p.half_dim : (d & 1u) != 0;                                      \
-    const uint j = p.neox != 0 ? d % p.half_dim : d / 2;                                                    \
-    const uint partner = p.neox != 0 ? (second ? d - p.half_dim : d + p.half_dim) : (d ^ 1u);              \
-    const float c = A[p.cos_off + r * p.half_dim + j], s = A[p.sin_off + r * p.half_dim + j];               \
-    const vec2 v = second ? rope_pair(buf[x + partner], buf[x + d], c, s) : rope_pair(buf[x + d], buf[x + partner], c, s); \
-    return second ? v.y : v.x;                                                                               \
-  }
-float query_at(uint x, uint d, uint r) ROPED(Q, x, d, r)
-float key_rotated(uint x, uint d, uint r) ROPED(K, x, d, r)
-
-// Row r's key and value element d of key-value head kvh, as the cache holds them.
-float key_now(uint r, uint kvh, uint d) { return as_cached(key_rotated((r * p.n_kv_heads + kvh) * p.head_dim, d, r)); }
-float value_now(uint r, uint kvh, uint d) { return as_cached(V[(r * p.n_kv_heads + kvh) * p.head_dim + d]); }
+#include "attention_rows.glsl"
 
 void main() {
   const uint r = p.row0 + gl_WorkGroupID.x, h = gl_WorkGroupID.y, t = gl_LocalInvocationID.x;
@@ -76,11 +60,9 @@ void main() {
     if (j < nv) {
       e = SLOTS[p.slots_off + first + j];
       float dot = 0.0;
-      const uint key = head + uint(max(e, 0)) * hd;
-      for (uint d0 = 0; d0 < hd; d0 += LOADS) {  // (dimensions past head_dim read its last and are not summed)
+      for (uint d0 = 0; d0 < hd; d0 += LOADS) {
         float kd[LOADS];
-        [[unroll]] for (uint u = 0; u < LOADS; u++) kd[u] = float(CK[key + min(d0 + u, hd - 1)]);
-        if (e < 0) [[unroll]] for (uint u = 0; u < LOADS; u++) kd[u] = key_now(uint(-e - 2), kvh, min(d0 + u, hd - 1));
+        keys_at(e, head, kvh, d0, kd);
         [[unroll]] for (uint u = 0; u < LOADS; u++)
           if (d0 + u < hd) dot = fma(q[d0 + u], kd[u], dot);
       }
@@ -99,15 +81,8 @@ void main() {
       if (d >= hd) break;
       float a = 0.0;
       for (uint k0 = 0; k0 < n; k0 += LOADS) {
-        float vd[LOADS];  // (slots past n read slot 0's value and are not summed)
-        [[unroll]] for (uint u = 0; u < LOADS; u++) {
-          const int ek = k0 + u < n ? slot_of[k0 + u] : 0;
-          vd[u] = float(CV[head + uint(max(ek, 0)) * hd + d]);
-        }
-        [[unroll]] for (uint u = 0; u < LOADS; u++) {
-          const int ek = k0 + u < n ? slot_of[k0 + u] : 0;
-          if (ek < 0) vd[u] = value_now(uint(-ek - 2), kvh, d);
-        }
+        float vd[LOADS];
+        values_at(k0, n, head, kvh, d, vd);
         [[unroll]] for (uint u = 0; u < LOADS; u++)
           if (k0 + u < n) a = fma(prob[k0 + u], vd[u], a);
       }

@@ -6,10 +6,7 @@
 // order. Chunk c holds the row's visible slots c*CHUNK .. (c+1)*CHUNK-1 whatever the other rows, so the sums'
 // order is a function of the row's own slots (batch invariance). RoPE, own rows' keys and the KV store as in
 // attention.comp (chunk 0's workgroup stores).
-//
-// Loads come in batches of LOADS independent reads ahead of the arithmetic that uses them, so a thread waits for
-// memory once a batch, not once a key dimension or a value (a one-row decode step is latency-bound: an H200
-// spent ~90 us a layer at a 64-token context reading one value at a time); the FMAs keep their order.
+// Keys and values are read in batches ahead of the FMAs (attention_rows.glsl), which keep their order.
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "kv.glsl"
@@ -31,26 +28,13 @@ layout(push_constant) uniform Params {
   uint chunk, max_chunks;
 } p;
 
-const uint MAX_DIMS = 256, PER_THREAD = MAX_DIMS / WG, MAX_GROUP = 8, LOADS = 8;
+const uint MAX_DIMS = 256, PER_THREAD = MAX_DIMS / WG, MAX_GROUP = 8;
 shared float q[MAX_GROUP * MAX_DIMS];
 shared float prob[MAX_GROUP * WG];
 shared float red[MAX_GROUP * WG];
 shared int slot_of[WG];
 
-#define ROPED(buf, x, d, r)                                                                                  \
-  {                                                                                                          \
-    if (d >= 2 * p.half_dim) return buf[x + d];                                                             \
-    const bool second = p.neox != 0 ? d >= p.half_dim : (d & 1u) != 0;                                      \
-    const uint j = p.neox != 0 ? d % p.half_dim : d / 2;                                                    \
-    const uint partner = p.neox != 0 ? (second ? d - p.half_dim : d + p.half_dim) : (d ^ 1u);              \
-    const float c = A[p.cos_off + r * p.half_dim + j], s = A[p.sin_off + r * p.half_dim + j];               \
-    const vec2 v = second ? rope_pair(buf[x + partner], buf[x + d], c, s) : rope_pair(buf[x + d], buf[x + partner], c, s); \
-    return second ? v.y : v.x;                                                                               \
-  }
-float query_at(uint x, uint d, uint r) ROPED(Q, x, d, r)
-float key_rotated(uint x, uint d, uint r) ROPED(K, x, d, r)
-float key_now(uint r, uint kvh, uint d) { return as_cached(key_rotated((r * p.n_kv_heads + kvh) * p.head_dim, d, r)); }
-float value_now(uint r, uint kvh, uint d) { return as_cached(V[(r * p.n_kv_heads + kvh) * p.head_dim + d]); }
+#include "attention_rows.glsl"
 
 // Per head g < n: the max (or sum) of red[g * WG ..] over the WG threads, in one fixed tree for all heads.
 void reduce_heads(uint n, bool take_max) {
@@ -96,11 +80,9 @@ void main() {
       e = SLOTS[p.slots_off + first + j];
       float dot[MAX_GROUP];
       [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) dot[g] = 0.0;
-      const uint key = head + uint(max(e, 0)) * hd;
-      for (uint d0 = 0; d0 < hd; d0 += LOADS) {  // (dimensions past head_dim read its last and are not summed)
+      for (uint d0 = 0; d0 < hd; d0 += LOADS) {
         float kd[LOADS];
-        [[unroll]] for (uint u = 0; u < LOADS; u++) kd[u] = float(CK[key + min(d0 + u, hd - 1)]);
-        if (e < 0) [[unroll]] for (uint u = 0; u < LOADS; u++) kd[u] = key_now(uint(-e - 2), kvh, min(d0 + u, hd - 1));
+        keys_at(e, head, kvh, d0, kd);
         [[unroll]] for (uint u = 0; u < LOADS; u++)
           if (d0 + u < hd)
             [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
@@ -138,15 +120,8 @@ void main() {
       float a[MAX_GROUP];
       [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) a[g] = 0.0;
       for (uint k0 = 0; k0 < n; k0 += LOADS) {
-        float vd[LOADS];  // (slots past n read slot 0's value and are not summed)
-        [[unroll]] for (uint u = 0; u < LOADS; u++) {
-          const int ek = k0 + u < n ? slot_of[k0 + u] : 0;
-          vd[u] = float(CV[head + uint(max(ek, 0)) * hd + d]);
-        }
-        [[unroll]] for (uint u = 0; u < LOADS; u++) {
-          const int ek = k0 + u < n ? slot_of[k0 + u] : 0;
-          if (ek < 0) vd[u] = value_now(uint(-ek - 2), kvh, d);
-        }
+        float vd[LOADS];
+        values_at(k0, n, head, kvh, d, vd);
         [[unroll]] for (uint u = 0; u < LOADS; u++)
           if (k0 + u < n)
             [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
