@@ -330,7 +330,7 @@ fi
     echo
     lines=40
     indented='^  '
-    case "$f" in *profile_*) lines=160 ;; *kernels_*) lines=80 indented='^$' ;; esac  # (the sweep's indented rows kept)
+    case "$f" in *profile_*) lines=160 ;; *kernels_*) lines=200 indented='^$' ;; esac  # (the sweep's indented rows kept: members, what they compiled to)
     grep -v '^$' "$f" | grep -v "$indented" | head -$lines
   done
   for f in "$out"/llama_*.json "$out"/cpu_llama_*.json; do

@@ -223,6 +223,37 @@ TEST_P(VulkanMatmulFamily, EveryMemberMatchesTheReferenceAndIsBatchInvariant) {
   EXPECT_TRUE(twin_compared || !has_offset) << dtype_name(type) << ": no folded member ran";
 }
 
+// The GPUs' shaders, their fixed-count loops unrolled, and the rolled twins a software device runs (common.glsl's
+// UNROLL) give the same bits: the family tests on lavapipe stand for what a GPU runs. (On a GPU both fixtures
+// run the unrolled shaders.)
+TEST(VulkanKernels, UnrolledShadersGiveTheBitsOfTheirRolledTwins) {
+  JF_VULKAN_DEVICE(device);
+  Fixture rolled(device), unrolled(device);
+  unrolled.kernels.run_unrolled();
+  const int64_t N = 12, K = 512, M = 5;
+  for (DType type : {DType::Q4_K, DType::Q8_0}) {
+    const std::vector<float> wf = random_floats(static_cast<size_t>(N * K), 5), x = random_floats(static_cast<size_t>(M * K), 6),
+                             gain = random_floats(static_cast<size_t>(K), 7);
+    const size_t row_bytes = dtype_row_bytes(type, K);
+    std::vector<uint8_t> w(row_bytes * N);
+    for (int64_t n = 0; n < N; n++) quantize_row(type, &wf[n * K], &w[n * row_bytes], K);
+    for (const char* name : {"split-wg64-o2-r4-pair-fold", "vec-wg32-o2-r4"}) {
+      const vulkan::MatmulKernel k = vulkan::parse_matmul_kernel(name);
+      for (const std::vector<float>* g : {static_cast<const std::vector<float>*>(nullptr), &gain}) {
+        const std::vector<float> a = device_matmul(rolled, type, w, N, K, x, 0, M, k, vulkan::MatrixMath::Fma, g),
+                                 b = device_matmul(unrolled, type, w, N, K, x, 0, M, k, vulkan::MatrixMath::Fma, g);
+        EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << dtype_name(type) << " " << name << (g ? " normed" : "");
+      }
+      const auto shader = [&](Fixture& f) {
+        return f.kernels.get(vulkan::matmul_shader(k, vulkan::MatrixMath::Fma, type), vulkan::kMatmulBindings,
+                             vulkan::matmul_constants(k, vulkan::MatrixMath::Fma)).shader;
+      };
+      EXPECT_EQ(shader(rolled), vulkan::matmul_shader(k, vulkan::MatrixMath::Fma, type) + (rolled.ctx.info().software ? "_rolled" : ""));
+      EXPECT_EQ(shader(unrolled), vulkan::matmul_shader(k, vulkan::MatrixMath::Fma, type));
+    }
+  }
+}
+
 // prepare() makes pipelines several at once: get() then returns them (the label kept, a duplicate made once);
 // a shader not in the build is refused after the others are made.
 TEST(VulkanKernels, PrepareMakesThePipelinesGetFinds) {

@@ -45,24 +45,33 @@ TEST(VulkanForward, ProfilesDeviceTimeByKernel) {
 }
 
 // q/k/v and gate/up uploaded concatenated, each one product whose outputs are split over their matrices, give
-// the bits of the products apart (JF_VULKAN_FUSE=0), with the default kernels and with a split member, step
-// by step; and they cut a layer's dispatches by three.
+// the bits of the products apart (JF_VULKAN_FUSE=0), with the default kernels and with split and vec members,
+// step by step; and they cut a layer's dispatches by three. Members with an even number of outputs a workgroup
+// put the GLU in gate/up's epilogue (silu, and gemma's gelu), the others fold it into the down projection's
+// inputs, as the products apart do: the same bits either way.
 TEST(VulkanForward, ConcatenatedMatricesGiveTheBitsOfSeparateOnes) {
   JF_VULKAN_DEVICE(device);
-  for (DType t : {DType::F32, DType::Q8_0}) {
-    const std::unique_ptr<Model> m = make_model(preset_config("tiny"), t, 7);
-    const std::vector<int32_t> toks = test::random_tokens(6, m->config().vocab_size, 3);
-    for (const std::optional<vulkan::MatmulKernel>& k : {std::optional<vulkan::MatmulKernel>{}, std::optional{test::some_split_kernels(device)[1]}}) {
-      const std::string what = dtype_name(t) + (k ? " " + k->name() : std::string(" default"));
-      vulkan::VulkanForward fused(device, m->config(), m->weights(), k);
-      ::setenv("JF_VULKAN_FUSE", "0", 1);
-      vulkan::VulkanForward apart(device, m->config(), m->weights(), k);
-      ::unsetenv("JF_VULKAN_FUSE");
-      const Logits a = stepwise(fused, toks), b = stepwise(apart, toks);
-      for (size_t r = 0; r < toks.size(); r++) expect_bits(a[r], b[r], what + " step " + std::to_string(r));
-      EXPECT_EQ(fused.layer_counts().dispatches + 3, apart.layer_counts().dispatches) << what;
+  for (const char* preset : {"tiny", "gemma2-tiny"})
+    for (DType t : {DType::F32, DType::Q8_0}) {
+      const std::unique_ptr<Model> m = make_model(preset_config(preset), t, 7);
+      const std::vector<int32_t> toks = test::random_tokens(6, m->config().vocab_size, 3);
+      std::vector<std::optional<vulkan::MatmulKernel>> members{std::nullopt, test::some_split_kernels(device)[1],
+                                                               vulkan::parse_matmul_kernel("split-wg64-o1-r4")};
+      if (t == DType::Q8_0) members.push_back(vulkan::parse_matmul_kernel("vec-wg64-o2-r4"));
+      for (const std::optional<vulkan::MatmulKernel>& k : members) {
+        const std::string what = std::string(preset) + " " + dtype_name(t) + (k ? " " + k->name() : std::string(" default"));
+        vulkan::VulkanForward fused(device, m->config(), m->weights(), k);
+        ::setenv("JF_VULKAN_FUSE", "0", 1);
+        vulkan::VulkanForward apart(device, m->config(), m->weights(), k);
+        ::unsetenv("JF_VULKAN_FUSE");
+        const Logits a = stepwise(fused, toks), b = stepwise(apart, toks);
+        for (size_t r = 0; r < toks.size(); r++) expect_bits(a[r], b[r], what + " step " + std::to_string(r));
+        EXPECT_EQ(fused.layer_counts().dispatches + 3, apart.layer_counts().dispatches) << what;
+        const bool pairs = k && k->outputs % 2 == 0;  // (the default here: a thread per output)
+        EXPECT_EQ(fused.glu_epilogues() > 0, pairs) << what;
+        EXPECT_EQ(apart.glu_epilogues(), 0u) << what;
+      }
     }
-  }
 }
 
 // The members `jf tune --kernels` keeps are the ones a forward runs: a choices file naming a split member for
@@ -125,7 +134,7 @@ TEST(KernelSweep, UntimedMatricesRunTheDefaultsForTheirKindOfDevice) {
 // for other shapes.
 TEST(KernelSweep, ChoosesByDecodeTimeThenRowsCost) {
   const std::vector<int> rows = {1, 4, 512};
-  const auto member = [](const char* name, std::vector<double> s) { return vulkan::MemberTimes{vulkan::parse_matmul_kernel(name), std::move(s)}; };
+  const auto member = [](const char* name, std::vector<double> s) { return vulkan::MemberTimes{vulkan::parse_matmul_kernel(name), std::move(s), ""}; };
   std::vector<vulkan::MemberTimes> m = {member("split-wg64-o4-r8", {100, 400, 1600}), member("split-wg128-o2-r8", {102, 200, 800}),
                                         member("serial", {110, 100, 100})};
   EXPECT_EQ(vulkan::choose_member(m, rows), 1u);  // within 3% of the fastest at one row, and cheaper rows

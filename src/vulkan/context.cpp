@@ -87,6 +87,19 @@ bool has_fp16_matrix_units(VkPhysicalDevice d, uint32_t subgroup_size) {
   });
 }
 
+// Whether `d` says what it compiled a pipeline to (VK_KHR_pipeline_executable_properties and its feature).
+bool has_pipeline_statistics(VkPhysicalDevice d) {
+  Api& a = api();
+  if (!has_extension(d, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME) || !a.vkGetPipelineExecutableStatisticsKHR ||
+      !a.vkGetPipelineExecutablePropertiesKHR)
+    return false;
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR has{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f.pNext = &has;
+  a.vkGetPhysicalDeviceFeatures2(d, &f);
+  return has.pipelineExecutableInfo;
+}
+
 // Whether `d` runs OpSDot on packed int8s: VK_KHR_shader_integer_dot_product and its feature (the extension
 // enabled even where Vulkan 1.3 made it core: the instance asks for 1.2).
 bool has_integer_dot_product(VkPhysicalDevice d) {
@@ -151,6 +164,7 @@ DeviceInfo describe(VkPhysicalDevice d, int index) {
   info.int_dot = has_integer_dot_product(d);
   if (info.int_dot) info.features.push_back("integer dot product");
   if (info.subgroup_shuffle) info.features.push_back("subgroup shuffles");
+  if (has_pipeline_statistics(d)) info.features.push_back("pipeline statistics");
   return info;
 }
 
@@ -216,6 +230,14 @@ Context::Context(int device_index) {
     int_dot.pNext = f.v12.pNext;
     f.v12.pNext = &int_dot;
     extensions.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+  }
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executables{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  if (has_pipeline_statistics(physical_)) {  // (read by a kernel sweep only: what each member compiled to)
+    pipeline_statistics_ = true;
+    executables.pipelineExecutableInfo = VK_TRUE;
+    executables.pNext = f.v12.pNext;
+    f.v12.pNext = &executables;
+    extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   }
   VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   ci.pNext = &f.base;

@@ -45,6 +45,9 @@ class Context {
   uint64_t offset_alignment() const { return offset_alignment_; }
   float timestamp_period_ns() const { return timestamp_period_; }
   bool timestamps() const { return timestamps_; }
+  // Whether the driver reports what it compiled a pipeline to (VK_KHR_pipeline_executable_properties:
+  // registers, spills, instructions; Kernels::statistics)
+  bool pipeline_statistics() const { return pipeline_statistics_; }
   // A memory type with `want` (and, where one exists, `prefer` too); throws when none has `want`.
   uint32_t memory_type(uint32_t allowed, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer = 0) const;
   VkMemoryPropertyFlags memory_flags(uint32_t type) const;
@@ -76,7 +79,7 @@ class Context {
   VkPhysicalDeviceMemoryProperties memory_{};
   uint64_t offset_alignment_ = 256;
   float timestamp_period_ = 1.0f;
-  bool timestamps_ = false, memory_budget_ = false;
+  bool timestamps_ = false, memory_budget_ = false, pipeline_statistics_ = false;
   uint64_t submissions_ = 0;
 };
 

@@ -24,9 +24,13 @@ constexpr size_t kMaxOutputBytes = size_t{256} << 20;  // a row count whose outp
 constexpr size_t kFullyTimed = 6, kMostFullyTimed = 12;
 
 // A member's least time a product at each row count (NaN where the row count is not timed).
+const Kernel& member_kernel(Kernels& kernels, const DeviceMatrix& m, const MatmulKernel& k) {
+  return kernels.get(matmul_shader(k, MatrixMath::Fma, m.type), kMatmulBindings, matmul_constants(k, MatrixMath::Fma), k.name());
+}
+
 std::vector<double> time_member(Context& ctx, Kernels& kernels, const DeviceMatrix& m, const MatmulKernel& k, const std::vector<int>& rows,
                                 int reps, const Buffer& x, const Buffer& y) {
-  const Kernel& kernel = kernels.get(matmul_shader(k, MatrixMath::Fma, m.type), kMatmulBindings, matmul_constants(k, MatrixMath::Fma), k.name());
+  const Kernel& kernel = member_kernel(kernels, m, k);
   // One timestamp before the reps of each row count and one after each rep: queries[i * (reps + 1) + j].
   Timer timer(ctx, static_cast<uint32_t>(rows.size() * (reps + 1)));
   Recorder rec(ctx);
@@ -96,6 +100,7 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
   const auto spent = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   const int max_rows = *std::max_element(o.rows.begin(), o.rows.end());
   const std::vector<DeviceMatrix> matrices = fwd.distinct_matrices();
+  Kernels kernels(ctx, /*capture_statistics=*/true);  // the sweep's own pipelines, with the driver's statistics
   for (const DeviceMatrix& m : matrices) {
     if (spent() > o.budget_seconds) {
       r.skipped += static_cast<int>(std::count_if(family.begin(), family.end(), [&](const MatmulKernel& k) { return member_runs_type(k, m.type); }));
@@ -104,7 +109,7 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
     std::vector<KernelSpec> specs;  // every member's pipeline for the weight type, compiled several at once
     for (const MatmulKernel& k : family)
       if (member_runs_type(k, m.type)) specs.push_back({matmul_shader(k, MatrixMath::Fma, m.type), kMatmulBindings, matmul_constants(k, MatrixMath::Fma), k.name()});
-    fwd.kernels().prepare(specs);  // (made once a type)
+    kernels.prepare(specs);  // (made once a type)
     ShapeSweep s;
     s.shape = {m.rows, m.cols, m.type};
     Buffer x(ctx, size_t(max_rows) * m.cols * 4, Buffer::Kind::Device);
@@ -120,8 +125,8 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
       }
       if (k == default_matmul_kernel(m.cols, default_split_min_k(ctx.info()), ctx.info().software)) s.default_member = s.members.size();
       std::vector<double> t(o.rows.size(), NAN);
-      t[0] = time_member(ctx, fwd.kernels(), m, k, {1}, o.reps, x, y)[0];
-      s.members.push_back({k, t});
+      t[0] = time_member(ctx, kernels, m, k, {1}, o.reps, x, y)[0];
+      s.members.push_back({k, t, kernels.statistics(member_kernel(kernels, m, k))});
     }
     if (s.members.empty()) continue;
     std::vector<size_t> order(s.members.size());
@@ -134,7 +139,7 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
         full.push_back(i);
     std::vector<MemberTimes> timed;
     for (size_t i : full) {
-      s.members[i].seconds = time_member(ctx, fwd.kernels(), m, s.members[i].kernel, o.rows, o.reps, x, y);
+      s.members[i].seconds = time_member(ctx, kernels, m, s.members[i].kernel, o.rows, o.reps, x, y);
       timed.push_back(s.members[i]);
     }
     s.chosen = full[choose_member(timed, o.rows)];
@@ -176,6 +181,7 @@ std::string sweep_table(const SweepResult& r) {
       }
       std::snprintf(line, sizeof line, "  %7.1f GB/s\n", m.seconds[0] > 0 ? bytes / m.seconds[0] / 1e9 : 0.0);
       out += line;
+      if (!m.compiled.empty()) out += "      compiled: " + m.compiled + "\n";
     };
     row(shape + " chosen", s.members[s.chosen]);
     if (s.default_member != SIZE_MAX && s.default_member != s.chosen) row("  default", s.members[s.default_member]);

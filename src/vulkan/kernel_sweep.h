@@ -26,6 +26,7 @@ struct SweepOptions {
 struct MemberTimes {
   MatmulKernel kernel;
   std::vector<double> seconds;  // a product's device time, by SweepOptions::rows
+  std::string compiled;  // what the driver says it compiled the member to (Kernels::statistics; "" if it does not)
 };
 
 struct ShapeSweep {
@@ -48,7 +49,8 @@ size_t choose_member(const std::vector<MemberTimes>& members, const std::vector<
 // The choices to cache, merged into `into` (shapes of other models are kept).
 void record_choices(const SweepResult& r, KernelChoices& into);
 // The table `jf tune --kernels` prints: per shape, the chosen member's times beside the default's and the
-// fastest at each row count, each with the weights' read bandwidth at one row.
+// fastest at each row count, each with the weights' read bandwidth at one row and, where the driver says,
+// what it compiled the member to (registers, spills: why a member is slow).
 std::string sweep_table(const SweepResult& r);
 
 }  // namespace jf::vulkan

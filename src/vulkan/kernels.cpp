@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <exception>
 #include <thread>
 #include <vector>
@@ -71,8 +72,12 @@ void Kernels::prepare(const std::vector<KernelSpec>& specs) {
 
 Kernel Kernels::make(const KernelSpec& s, const std::string& key) const {
   const ShaderBlob* blob = nullptr;
+  const std::string rolled = s.name + "_rolled";  // (a software device's twin, where the shader has one)
   for (size_t i = 0; i < kShaderCount; i++)
-    if (s.name == kShaders[i].name) blob = &kShaders[i];
+    if (s.name == kShaders[i].name || (ctx_.info().software && !unrolled_ && rolled == kShaders[i].name)) {
+      blob = &kShaders[i];
+      if (rolled == kShaders[i].name) break;
+    }
   if (!blob) throw Error("Vulkan: no shader '" + s.name + "' in this build");
   const std::string& name = s.name;
   const uint32_t bindings = s.bindings;
@@ -81,6 +86,7 @@ Kernel Kernels::make(const KernelSpec& s, const std::string& key) const {
   VkDevice dev = ctx_.device();
   Kernel k;
   k.bindings = bindings;
+  k.shader = blob->name;
   k.name = s.label.empty() ? key : name + " " + s.label;
   std::vector<VkDescriptorSetLayoutBinding> b(bindings);
   for (uint32_t i = 0; i < bindings; i++)
@@ -112,10 +118,49 @@ Kernel Kernels::make(const KernelSpec& s, const std::string& key) const {
   const VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(), 4 * constants.size(), constants.data()};
   if (!constants.empty()) ci.stage.pSpecializationInfo = &spec;
   ci.layout = k.layout;
+  if (capture_) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
+  k.captured = capture_;
   const VkResult r = a.vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &ci, nullptr, &k.pipeline);
   a.vkDestroyShaderModule(dev, module, nullptr);
   check(r, ("compiling shader " + name).c_str());
   return k;
+}
+
+namespace {
+std::string statistic_value(const VkPipelineExecutableStatisticKHR& s) {
+  switch (s.format) {
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: return s.value.b32 ? "yes" : "no";
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: return std::to_string(s.value.i64);
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: return std::to_string(s.value.u64);
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR: {
+      char v[32];
+      std::snprintf(v, sizeof v, "%g", s.value.f64);
+      return v;
+    }
+    default: return "?";
+  }
+}
+}  // namespace
+
+std::string Kernels::statistics(const Kernel& k) const {
+  if (!k.captured) return "";
+  Api& a = api();
+  VkPipelineInfoKHR pi{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  pi.pipeline = k.pipeline;
+  uint32_t executables = 0;
+  if (a.vkGetPipelineExecutablePropertiesKHR(ctx_.device(), &pi, &executables, nullptr) != VK_SUCCESS) return "";
+  std::string out;
+  for (uint32_t e = 0; e < executables; e++) {  // (a compute pipeline: one, or a driver's few stages)
+    VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    ei.pipeline = k.pipeline;
+    ei.executableIndex = e;
+    uint32_t n = 0;
+    if (a.vkGetPipelineExecutableStatisticsKHR(ctx_.device(), &ei, &n, nullptr) != VK_SUCCESS) continue;
+    std::vector<VkPipelineExecutableStatisticKHR> stats(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    if (a.vkGetPipelineExecutableStatisticsKHR(ctx_.device(), &ei, &n, stats.data()) < 0) continue;
+    for (uint32_t i = 0; i < n; i++) out += (out.empty() ? "" : ", ") + std::string(stats[i].name) + " " + statistic_value(stats[i]);
+  }
+  return out;
 }
 
 }  // namespace jf::vulkan

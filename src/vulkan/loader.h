@@ -21,7 +21,8 @@ namespace jf::vulkan {
   X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkCmdCopyBuffer) X(vkCmdFillBuffer) X(vkQueueSubmit) X(vkCreateFence)                   \
   X(vkDestroyFence) X(vkWaitForFences) X(vkResetFences) X(vkDeviceWaitIdle) X(vkCreateQueryPool)                  \
   X(vkDestroyQueryPool) X(vkCmdWriteTimestamp) X(vkCmdResetQueryPool) X(vkGetQueryPoolResults)                  \
-  X(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) /* null where the loader lacks it */
+  X(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) /* null where the loader lacks it */                       \
+  X(vkGetPipelineExecutablePropertiesKHR) X(vkGetPipelineExecutableStatisticsKHR) /* likewise */
 
 struct Api {
 #define JF_VK_MEMBER(name) PFN_##name name = nullptr;

@@ -69,12 +69,7 @@ std::vector<DeviceMatrix> VulkanForward::distinct_matrices() const {
 // (shaders/norm_fold.glsl: the RMSNorm before q/k/v and gate/up costs no dispatch of its own); with `glu_up`,
 // the inputs are act(x) * glu_up (the GLU before the down projection); with `split`, a concatenated matrix's
 // outputs go to y, split->y2 and split->y3 (shaders/matmul_io.glsl).
-void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, View norm_gain, View glu_up,
-                           const SplitOutputs* split) {
-  MatmulParams p = MatmulParams::plain(rows, w.rows, w.cols);
-  p.accumulate = accumulate ? 1u : 0u, p.norm = norm_gain.buffer ? 1u : 0u, p.eps = cfg_.norm_eps;
-  p.glu = glu_up.buffer ? (cfg_.gemma() ? 2u : 1u) : 0u;
-  if (split) p.n1 = p.y_stride = split->n1, p.n2 = split->n2;
+const VulkanForward::MatrixKernel& VulkanForward::kernel_of(const DeviceMatrix& w) {
   MatrixKernel& mk = matrix_kernels_[w.id];
   if (!mk.kernel) {
     if (math_ == MatrixMath::Fma) {
@@ -86,6 +81,22 @@ void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y,
     mk.kernel = &kernels_->get(matmul_shader(mk.member, math_, w.type), kMatmulBindings, matmul_constants(mk.member, math_),
                                mk.member.name());
   }
+  return mk;
+}
+
+bool VulkanForward::glu_in_epilogue(const DeviceMatrix& w) {
+  const MatmulKernel& k = kernel_of(w).member;
+  return !runs_tiles(k, math_) && !k.serial && k.outputs % 2 == 0 && w.rows % 2 == 0;
+}
+
+void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, View norm_gain, View glu_up,
+                           const SplitOutputs* split, uint32_t glu_out) {
+  MatmulParams p = MatmulParams::plain(rows, w.rows, w.cols);
+  p.accumulate = accumulate ? 1u : 0u, p.norm = norm_gain.buffer ? 1u : 0u, p.eps = cfg_.norm_eps;
+  p.glu = glu_up.buffer ? (cfg_.gemma() ? 2u : 1u) : 0u;
+  if (split) p.n1 = p.y_stride = split->n1, p.n2 = split->n2;
+  if (glu_out) p.glu_out = glu_out, p.y_stride = w.rows / 2, glu_epilogues_++;
+  const MatrixKernel& mk = kernel_of(w);
   const MatmulGrid g = matmul_grid(mk.member, math_, w.rows, rows);
   const View y2 = split ? split->y2 : y, y3 = split && split->y3.buffer ? split->y3 : y;
   rec_.dispatch(*mk.kernel, {x, y, w.data, norm_gain.buffer ? norm_gain : x, glu_up.buffer ? glu_up : x, y2, y3}, p, g.x, g.y, g.z);

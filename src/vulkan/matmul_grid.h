@@ -53,6 +53,7 @@ struct MatmulParams {
   uint32_t M = 0, N = 0, K = 0, x_off = 0, x_stride = 0, y_off = 0, y_stride = 0, accumulate = 0, norm = 0;
   float eps = 1e-5f;
   uint32_t glu = 0, n1 = 0, n2 = 0;
+  uint32_t glu_out = 0;  // 1 or 2: the GLU in the epilogue (matmul_io.glsl's store_glu)
   // M rows of K inputs to N outputs, row-major, all into Y.
   static MatmulParams plain(uint32_t M, uint32_t N, uint32_t K) {
     MatmulParams p;

@@ -270,9 +270,13 @@ void VulkanForward::record_layer_body(int l) {
     matmul(L.wo, a.att.view(), n, a.x.view(), true);
   }
   // gate and up (one product, or two that only read x), each normalising x by ffn_norm itself; the down
-  // projection reads act(gate) * up as it loads its inputs
-  const uint32_t ffn = u32(cfg_.ffn_dim);
-  if (L.w_gate_up) {
+  // projection reads act(gate) * up as it loads its inputs, or (where the product's member pairs gate and up
+  // in a workgroup) reads it from hg, the product's epilogue having stored it there
+  const uint32_t ffn = u32(cfg_.ffn_dim), act = cfg_.gemma() ? 2u : 1u;
+  const bool epilogue = L.w_gate_up && glu_in_epilogue(L.w_gate_up);
+  if (epilogue) {
+    matmul(L.w_gate_up, a.x.view(), n, a.hg.view(), false, L.ffn_norm, {}, nullptr, act);
+  } else if (L.w_gate_up) {
     const SplitOutputs to{a.hu.view(), {}, ffn, 2 * ffn};
     matmul(L.w_gate_up, a.x.view(), n, a.hg.view(), false, L.ffn_norm, {}, &to);
   } else {
@@ -280,11 +284,12 @@ void VulkanForward::record_layer_body(int l) {
     matmul(L.w_gate, a.x.view(), n, a.hg.view(), false, L.ffn_norm);
     matmul(L.w_up, a.x.view(), n, a.hu.view(), false, L.ffn_norm);
   }
+  const View up = epilogue ? View{} : a.hu.view();
   if (L.post_ffn_norm.buffer) {
-    matmul(L.w_down, a.hg.view(), n, a.xb.view(), false, {}, a.hu.view());
+    matmul(L.w_down, a.hg.view(), n, a.xb.view(), false, {}, up);
     rmsnorm(a.xb.view(), a.x.view(), L.post_ffn_norm, n, dim, true);
   } else {
-    matmul(L.w_down, a.hg.view(), n, a.x.view(), true, {}, a.hu.view());
+    matmul(L.w_down, a.hg.view(), n, a.x.view(), true, {}, up);
   }
 }
 

@@ -82,6 +82,8 @@ class VulkanForward : public ForwardPass {
     uint64_t dispatches = 0, barriers = 0;
   };
   LayerCounts layer_counts() const { return layer_counts_; }
+  // Gate/up products recorded with the GLU in their epilogue (matmul_io.glsl's store_glu), since construction.
+  uint64_t glu_epilogues() const { return glu_epilogues_; }
 
  protected:
   void run(std::span<SequenceInput* const> seqs) override;
@@ -144,8 +146,11 @@ class VulkanForward : public ForwardPass {
     View y2, y3;
     uint32_t n1 = 0, n2 = 0;
   };
+  // glu_out (1 silu, 2 gelu): w is gate and up concatenated and y takes act(gate) up (matmul_io.glsl's
+  // store_glu), where glu_in_epilogue(w).
   void matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, View norm_gain = {}, View glu_up = {},
-              const SplitOutputs* split = nullptr);
+              const SplitOutputs* split = nullptr, uint32_t glu_out = 0);
+
   void rmsnorm(View x, View out, View gain, uint32_t rows, uint32_t n, bool accumulate, int gather_at = -1);
   void softcap(View x, uint64_t n);
   void argmax(View x, uint32_t rows, View out, uint32_t out_off);
@@ -215,6 +220,11 @@ class VulkanForward : public ForwardPass {
     MatmulKernel member;
   };
   std::vector<MatrixKernel> matrix_kernels_;
+  const MatrixKernel& kernel_of(const DeviceMatrix& w);
+  // Whether w's member pairs its outputs for the GLU in the epilogue (matmul_split and matmul_vec members with
+  // an even number of outputs a workgroup); the others fold the GLU into the down projection's inputs.
+  bool glu_in_epilogue(const DeviceMatrix& w);
+  uint64_t glu_epilogues_ = 0;  // products recorded with the GLU in their epilogue (glu_epilogues())
   std::optional<MatmulKernel> every_matrix_;
   KernelChoices choices_;
   std::string kernel_source_;

@@ -19,7 +19,7 @@ int signed_byte_at(uint i) { return int(byte_at(i) << 24) >> 24; }
 #if defined(TYPE_F32) || defined(TYPE_F16) || defined(TYPE_BF16)
 void load_unit(uint row, uint u, uint K, out float w[32]) {
   const uint base = row * K;
-  for (uint i = 0; i < 32; i++) {
+  UNROLL for (uint i = 0; i < 32; i++) {
     const uint k = 32 * u + i;
 #if defined(TYPE_BF16)
     w[i] = k < K ? uintBitsToFloat(uint(W[base + k]) << 16) : 0.0;
@@ -33,7 +33,7 @@ void load_unit(uint row, uint u, uint K, out float w[32]) {
 void load_unit(uint row, uint u, uint K, out float w[32]) {
   const uint b = (row * (K / 32) + u) * 34;
   const float d = half_at(b);
-  for (uint i = 0; i < 32; i++) w[i] = d * float(signed_byte_at(b + 2 + i));
+  UNROLL for (uint i = 0; i < 32; i++) w[i] = d * float(signed_byte_at(b + 2 + i));
 }
 
 #elif defined(TYPE_Q4_0) || defined(TYPE_Q4_1) || defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
@@ -54,7 +54,7 @@ void load_unit(uint row, uint u, uint K, out float w[32]) {
 #if defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
   const uint qh = byte_at(b + QH) | (byte_at(b + QH + 1) << 8) | (byte_at(b + QH + 2) << 16) | (byte_at(b + QH + 3) << 24);
 #endif
-  for (uint j = 0; j < 16; j++) {
+  UNROLL for (uint j = 0; j < 16; j++) {
     const uint q = byte_at(b + QS + j);
     uint lo = q & 15, hi = q >> 4;
 #if defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
@@ -97,7 +97,7 @@ void load_unit(uint row, uint u, uint K, out float w[32]) {
   kquant_scale_min(b, j, sc, m);
   const float ds = d * float(sc), dm = dmin * float(m);
   const uint qs = b + QS + 32 * (j / 2), shift = 4 * (j % 2);
-  for (uint l = 0; l < 32; l++) {
+  UNROLL for (uint l = 0; l < 32; l++) {
     uint q = (byte_at(qs + l) >> shift) & 15;
 #if defined(TYPE_Q5_K)
     q |= ((byte_at(b + 16 + l) >> j) & 1) << 4;
@@ -115,7 +115,7 @@ void load_unit(uint row, uint u, uint K, out float w[32]) {
   const float d = half_at(b + 208);
   const float d0 = d * float(signed_byte_at(b + 192 + 8 * h + 2 * part));
   const float d1 = d * float(signed_byte_at(b + 192 + 8 * h + 2 * part + 1));
-  for (uint l = 0; l < 32; l++) {
+  UNROLL for (uint l = 0; l < 32; l++) {
     const int q = int(((byte_at(ql + l) >> lshift) & 15) | (((byte_at(qh + l) >> hshift) & 3) << 4)) - 32;
     w[l] = (l < 16 ? d0 : d1) * float(q);
   }
@@ -140,11 +140,11 @@ void load_unit(uint row, uint u, uint K, out float w[32]) {
   const float d = half_at(b + 80), dmin = half_at(b + 82);
   const uint s0 = byte_at(b + 2 * jb), s1 = byte_at(b + 2 * jb + 1);
   const float d0 = d * float(s0 & 15), m0 = dmin * float(s0 >> 4), d1 = d * float(s1 & 15), m1 = dmin * float(s1 >> 4);
-  for (uint l = 0; l < 32; l++) w[l] = (l < 16 ? d0 : d1) * float((byte_at(qs + l) >> shift) & 3) - (l < 16 ? m0 : m1);
+  UNROLL for (uint l = 0; l < 32; l++) w[l] = (l < 16 ? d0 : d1) * float((byte_at(qs + l) >> shift) & 3) - (l < 16 ? m0 : m1);
 #else
   const float d = half_at(b + 108);
   const float d0 = d * float(q3k_scale(b + 96, 2 * jb)), d1 = d * float(q3k_scale(b + 96, 2 * jb + 1));
-  for (uint l = 0; l < 32; l++) {
+  UNROLL for (uint l = 0; l < 32; l++) {
     const int q = int((byte_at(qs + l) >> shift) & 3) - (((byte_at(b + l) >> jb) & 1) != 0 ? 0 : 4);
     w[l] = (l < 16 ? d0 : d1) * float(q);
   }
@@ -169,7 +169,7 @@ void load_unit(uint row, uint u, uint K, out float w[32]) {
   const uint b = (row * (K / 256) + u / 8) * 136, qs = b + 8 + 16 * (u % 8);
   const float d = half_at(b) * iq4_scale(b, u % 8);
 #endif
-  for (uint i = 0; i < 16; i++) {
+  UNROLL for (uint i = 0; i < 16; i++) {
     const uint q = byte_at(qs + i);
     w[i] = d * IQ4[q & 15], w[i + 16] = d * IQ4[q >> 4];
   }

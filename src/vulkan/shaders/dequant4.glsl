@@ -26,7 +26,7 @@ vec4 load4(uint row, uint k, uint K) {
 #endif
   if (k + 4 <= K) return vec4(float_at(base), float_at(base + 1), float_at(base + 2), float_at(base + 3));
   vec4 w = vec4(0.0);
-  for (uint i = 0; i < 4 && k + i < K; i++) w[i] = float_at(base + i);
+  UNROLL for (uint i = 0; i < 4 && k + i < K; i++) w[i] = float_at(base + i);
   return w;
 }
 #endif

@@ -21,14 +21,17 @@ layout(push_constant) uniform Params {
   float eps;
   uint glu;              // 1: the inputs are silu(X) U; 2: gelu(X) U (gemma)
   uint n1, n2;           // outputs below n1 go to Y, below n2 to Y2 (rows of n2 - n1), the rest to Y3
+  uint glu_out;          // 1 or 2: the GLU in the epilogue (store_glu), silu or gelu
 } p;
 
-float glu(float g, float u) {
+// act(g) u: silu (kind 1) or tanh-gelu (kind 2, gemma).
+float glu_of(uint kind, float g, float u) {
   float a;
-  if (p.glu == 2) a = 0.5 * g * (1.0 + tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
+  if (kind == 2) a = 0.5 * g * (1.0 + tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
   else a = g * (1.0 / (1.0 + exp(-g)));
   return a * u;
 }
+float glu(float g, float u) { return glu_of(p.glu, g, u); }
 
 // Input i of X (an index into X), through the GLU when it is folded in.
 float input_at(uint i) { return p.glu != 0 ? glu(X[i], U[i]) : X[i]; }
@@ -44,6 +47,18 @@ vec4 inputs4_at(uint x, uint k, bool aligned) {
     return vec4(input_at(x + k), input_at(x + k + 1), input_at(x + k + 2), input_at(x + k + 3));
   }
   return vec4(input_at(x + k), k + 1 < p.K ? input_at(x + k + 1) : 0.0, k + 2 < p.K ? input_at(x + k + 2) : 0.0, 0.0);
+}
+
+// The GLU in the epilogue (p.glu_out; matmul_split and matmul_vec members with an even number of outputs a
+// workgroup, on gate and up concatenated): a workgroup's outputs come in pairs, output 2j the gate of feature
+// n0 / 2 + j (weight row n0 / 2 + j) and 2j + 1 its up (row N / 2 + n0 / 2 + j), and it stores act(gate) up once,
+// into Y's rows of N / 2: the down projection then reads plain inputs instead of every one of its workgroups
+// computing the activation of every input again. The values are the ones the down projection would compute
+// from gate and up stored apart (store_output's, then glu()): the same bits either way.
+uint weight_row(uint n0, uint o) { return p.glu_out == 0 ? n0 + o : (o % 2 == 0 ? 0 : p.N / 2) + n0 / 2 + o / 2; }
+void store_glu(uint m, uint n0, uint o, float gate, float up, float scale) {
+  const float g = 0.0 + gate * scale, u = 0.0 + up * scale;  // (as store_output writes each)
+  Y[p.y_off + m * p.y_stride + n0 / 2 + o / 2] = glu_of(p.glu_out, g, u);
 }
 
 // Output n of row m, scaled by `scale` (the folded norm's 1 / rms, or 1), into its matrix.

@@ -21,15 +21,15 @@ void main() {
   norm_scales(m0, min(R, p.M - m0));  // (before any thread leaves: its barriers need them all)
   if (n >= p.N) return;
   float acc[R];
-  for (uint r = 0; r < R; r++) acc[r] = 0.0;
+  UNROLL for (uint r = 0; r < R; r++) acc[r] = 0.0;
   const uint units = (p.K + 31) / 32;
   for (uint u = 0; u < units; u++) {
     float w[32];
     load_unit(n, u, p.K, w);
     const uint k0 = 32 * u, kn = min(32, p.K - k0);
     float g[32];
-    for (uint i = 0; i < 32; i++) g[i] = gain(k0 + i);
-    for (uint r = 0; r < R; r++) {
+    UNROLL for (uint i = 0; i < 32; i++) g[i] = gain(k0 + i);
+    UNROLL for (uint r = 0; r < R; r++) {
       if (m0 + r >= p.M) break;
       const uint x = p.x_off + (m0 + r) * p.x_stride + k0;
       float s = 0.0;
@@ -37,5 +37,5 @@ void main() {
       acc[r] += s;
     }
   }
-  for (uint r = 0; r < R && m0 + r < p.M; r++) store_output(m0 + r, n, acc[r], norm_scale[r]);
+  UNROLL for (uint r = 0; r < R && m0 + r < p.M; r++) store_output(m0 + r, n, acc[r], norm_scale[r]);
 }

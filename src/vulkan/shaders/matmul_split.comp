@@ -56,31 +56,31 @@ void main() {
   const uint rows = min(R, p.M - m0), outs = min(NO, p.N - n0);
   const bool aligned = p.x_off % 4 == 0 && p.x_stride % 4 == 0;
   float acc[NO + 1][R];  // acc[NO]: the rows' sums of squares
-  for (uint o = 0; o <= NO; o++)
-    for (uint r = 0; r < R; r++) acc[o][r] = 0.0;
+  UNROLL for (uint o = 0; o <= NO; o++)
+    UNROLL for (uint r = 0; r < R; r++) acc[o][r] = 0.0;
   for (uint base = 0; base < p.K; base += STEP) {
     const uint k = first_input(base, t);
     if (k >= p.K) continue;  // (only in the last step)
     vec4 w[NO][FOURS];     // the weights, or (FOLD) their q
     float wa[NO][FOURS], wc[NO][FOURS];  // (FOLD) each four's a and c
-    for (uint o = 0; o < NO; o++) {
+    UNROLL for (uint o = 0; o < NO; o++) {
       if (o >= outs) {
-        for (uint f = 0; f < FOURS; f++) w[o][f] = vec4(0.0), wa[o][f] = 0.0, wc[o][f] = 0.0;
+        UNROLL for (uint f = 0; f < FOURS; f++) w[o][f] = vec4(0.0), wa[o][f] = 0.0, wc[o][f] = 0.0;
       } else if (FOLD != 0 && PAIR != 0) {
-        load_pair_parts(n0 + o, k, p.K, w[o][0], wa[o][0], wc[o][0], w[o][FOURS - 1], wa[o][FOURS - 1], wc[o][FOURS - 1]);
+        load_pair_parts(weight_row(n0, o), k, p.K, w[o][0], wa[o][0], wc[o][0], w[o][FOURS - 1], wa[o][FOURS - 1], wc[o][FOURS - 1]);
       } else if (FOLD != 0) {
-        load4_parts(n0 + o, k, p.K, w[o][0], wa[o][0], wc[o][0]);
+        load4_parts(weight_row(n0, o), k, p.K, w[o][0], wa[o][0], wc[o][0]);
       } else if (PAIR != 0) {
-        load_pair(n0 + o, k, p.K, w[o][0], w[o][FOURS - 1]);
+        load_pair(weight_row(n0, o), k, p.K, w[o][0], w[o][FOURS - 1]);
       } else {
-        w[o][0] = load4(n0 + o, k, p.K);
+        w[o][0] = load4(weight_row(n0, o), k, p.K);
       }
     }
-    for (uint f = 0; f < FOURS; f++) {
+    UNROLL for (uint f = 0; f < FOURS; f++) {
       const uint kf = k + f * PAIR_SPAN;
       if (kf >= p.K) break;
       const vec4 g = gain4(kf);
-      for (uint r = 0; r < R; r++) {
+      UNROLL for (uint r = 0; r < R; r++) {
         if (r >= rows) break;
         const vec4 raw = inputs4_at(p.x_off + (m0 + r) * p.x_stride, kf, aligned), v = raw * g;
         if (p.norm != 0) acc[NO][r] = add_squares(acc[NO][r], raw);
@@ -90,7 +90,7 @@ void main() {
           // s = ((x.x + x.y) + x.z) + x.w, the c term only for types with an offset.
           precise float s = 0.0;
           if (PARTS_OFFSET) s = ((v.x + v.y) + v.z) + v.w;
-          for (uint o = 0; o < NO; o++) {
+          UNROLL for (uint o = 0; o < NO; o++) {
             precise float d = w[o][f].x * v.x;
             d = fma(w[o][f].y, v.y, d);
             d = fma(w[o][f].z, v.z, d);
@@ -101,7 +101,7 @@ void main() {
           }
           continue;
         }
-        for (uint o = 0; o < NO; o++) {
+        UNROLL for (uint o = 0; o < NO; o++) {
           float a = acc[o][r];
           a = fma(v.x, w[o][f].x, a);
           a = fma(v.y, w[o][f].y, a);
@@ -113,8 +113,8 @@ void main() {
     }
   }
 #ifdef SUBGROUP
-  for (uint o = 0; o <= NO; o++)
-    for (uint r = 0; r < R; r++) {
+  UNROLL for (uint o = 0; o <= NO; o++)
+    UNROLL for (uint r = 0; r < R; r++) {
       if ((o >= outs && o < NO) || (o == NO && p.norm == 0) || r >= rows) continue;  // (uniform: the whole subgroup)
       precise float s = acc[o][r];
       for (uint lane = gl_SubgroupSize / 2; lane > 0; lane >>= 1) s += subgroupShuffleXor(s, lane);
@@ -123,8 +123,8 @@ void main() {
   barrier();
   const uint n_sums = gl_NumSubgroups;
 #else
-  for (uint o = 0; o <= NO; o++)
-    for (uint r = 0; r < R; r++) partial[o * R + r][t] = acc[o][r];
+  UNROLL for (uint o = 0; o <= NO; o++)
+    UNROLL for (uint r = 0; r < R; r++) partial[o * R + r][t] = acc[o][r];
   barrier();
   // Tasks (slot, run): a run is eight consecutive threads' partials, added in thread order.
   for (uint task = t; task < SLOTS * RUNS; task += WG) {
@@ -141,8 +141,15 @@ void main() {
   for (uint slot = t; slot < NO * R; slot += WG) {
     const uint o = slot / R, r = slot % R;
     if (r >= rows || o >= outs) continue;
+    if (p.glu_out != 0 && o % 2 == 1) continue;  // (its pair's thread stores both)
     precise float s = sums[slot][0], ss = sums[NO * R + r][0];
     for (uint i = 1; i < n_sums; i++) s += sums[slot][i], ss += sums[NO * R + r][i];
-    store_output(m0 + r, n0 + o, s, norm_scale_of(ss));
+    if (p.glu_out == 0) {
+      store_output(m0 + r, n0 + o, s, norm_scale_of(ss));
+    } else {
+      precise float up = sums[slot + R][0];  // (output o + 1, added as its own thread would)
+      for (uint i = 1; i < n_sums; i++) up += sums[slot + R][i];
+      store_glu(m0 + r, n0, o, s, up, norm_scale_of(ss));
+    }
   }
 }

@@ -50,7 +50,7 @@ shared int row_exp[ROWS];  // row r's inputs are scaled by 2^-row_exp[r] before 
 // any order.
 void row_exponents(uint m0, uint rows) {
   const uint t = gl_LocalInvocationID.x;
-  for (uint r = 0; r < ROWS; r++) {
+  UNROLL for (uint r = 0; r < ROWS; r++) {
     if (r >= rows) {
       if (t == 0) row_exp[r] = 0;
       continue;
@@ -85,11 +85,11 @@ const uint WL = NT * KS / 4 / TW, XL = ROWS * KS / 4 / TW;  // vec4 loads a thre
 vec4 wreg[WL], xreg[XL];
 
 void fetch(uint n0, uint m0, uint outs, uint rows, uint k0, uint t, bool aligned) {
-  for (uint i = 0; i < WL; i++) {
+  UNROLL for (uint i = 0; i < WL; i++) {
     const uint g = t + TW * i, o = g / (KS / 4), kk = (g % (KS / 4)) * 4;
     wreg[i] = o < outs && k0 + kk < p.K ? load4(n0 + o, k0 + kk, p.K) : vec4(0.0);
   }
-  for (uint i = 0; i < XL; i++) {
+  UNROLL for (uint i = 0; i < XL; i++) {
     const uint g = t + TW * i, r = g / (KS / 4), kk = (g % (KS / 4)) * 4;
     // (a folded norm scales the inputs before they are rounded to fp16: normalised rows stay in its range)
     xreg[i] = inputs4(m0 + r, k0 + kk, m0 + rows, aligned) * (gain4(k0 + kk) * (norm_scale[r] * exp2(float(-row_exp[r]))));
@@ -97,13 +97,13 @@ void fetch(uint n0, uint m0, uint outs, uint rows, uint k0, uint t, bool aligned
 }
 
 void stage(uint t) {
-  for (uint i = 0; i < WL; i++) {
+  UNROLL for (uint i = 0; i < WL; i++) {
     const uint g = t + TW * i, o = g / (KS / 4), kk = (g % (KS / 4)) * 4;
-    for (uint j = 0; j < 4; j++) Ws[o * LD + kk + j] = float16_t(wreg[i][j]);
+    UNROLL for (uint j = 0; j < 4; j++) Ws[o * LD + kk + j] = float16_t(wreg[i][j]);
   }
-  for (uint i = 0; i < XL; i++) {
+  UNROLL for (uint i = 0; i < XL; i++) {
     const uint g = t + TW * i, r = g / (KS / 4), kk = (g % (KS / 4)) * 4;
-    for (uint j = 0; j < 4; j++) Xs[r * LD + kk + j] = float16_t(xreg[i][j]);
+    UNROLL for (uint j = 0; j < 4; j++) Xs[r * LD + kk + j] = float16_t(xreg[i][j]);
   }
 }
 
@@ -135,7 +135,7 @@ void step_products(uint q, uint tiles, inout TILE_ACC acc0, inout TILE_ACC acc1,
 // Row tile j's partials (a thread's PER of them: partial e = t + TW i is quarter e / 256, row (e / 16) % 16,
 // output e % 16) of this step, with FMAs.
 void tile_products(uint j, uint t, inout float acc[PER]) {
-  for (uint i = 0; i < PER; i++) {
+  UNROLL for (uint i = 0; i < PER; i++) {
     const uint e = t + TW * i, qe = e / (MT * NT), r = j * MT + (e / NT) % MT, o = e % NT;
     float a = acc[i];
     for (uint kk = qe * KQ; kk < qe * KQ + KQ; kk++) a = fma(float(Xs[r * LD + kk]), float(Ws[o * LD + kk]), a);
@@ -171,7 +171,7 @@ void main() {
   TILE_ACC acc0 = TILE_ACC(0.0), acc1 = TILE_ACC(0.0), acc2 = TILE_ACC(0.0), acc3 = TILE_ACC(0.0);
 #else
   float acc0[PER], acc1[PER], acc2[PER], acc3[PER];
-  for (uint i = 0; i < PER; i++) acc0[i] = acc1[i] = acc2[i] = acc3[i] = 0.0;
+  UNROLL for (uint i = 0; i < PER; i++) acc0[i] = acc1[i] = acc2[i] = acc3[i] = 0.0;
 #endif
   fetch(n0, m0, outs, rows, 0, t, aligned);
   for (uint k0 = 0; k0 < p.K; k0 += KS) {
@@ -195,7 +195,7 @@ void main() {
     else if (j == 2) coopMatStoreNV(acc2, Ys, q * MT * LY, LY, false);
     else coopMatStoreNV(acc3, Ys, q * MT * LY, LY, false);
 #else
-    for (uint i = 0; i < PER; i++) {
+    UNROLL for (uint i = 0; i < PER; i++) {
       const uint e = t + TW * i;
       Ys[(e / (MT * NT)) * MT * LY + ((e / NT) % MT) * LY + e % NT] = j == 0 ? acc0[i] : j == 1 ? acc1[i] : j == 2 ? acc2[i] : acc3[i];
     }

@@ -96,8 +96,8 @@ void decode_scales(inout Piece pc, uint i) { pc.sc = vec4(scale_min(pc.head, 2 *
 // Run `run`'s 16 quants (nibbles, Q5_K's fifth bit added) dotted with x[8 run .. 8 run + 3] in byte order.
 float run_dot(Piece pc, uint i, uint run, vec4 x[8]) {
   precise float d = 0.0;
-  for (uint w = 0; w < 4; w++)
-    for (uint b = 0; b < 4; b++) {
+  UNROLL for (uint w = 0; w < 4; w++)
+    UNROLL for (uint b = 0; b < 4; b++) {
       uint q = (pc.q[w] >> (8 * b + 4 * run)) & 15u;
 #if defined(TYPE_Q5_K)
       q |= ((pc.qh[w] >> (8 * b + 2 * (i / 2) + run)) & 1u) << 4;
@@ -108,7 +108,7 @@ float run_dot(Piece pc, uint i, uint run, vec4 x[8]) {
 }
 float run_sum(vec4 x[8], uint run) {
   precise float s = 0.0;
-  for (uint w = 0; w < 4; w++) s = (((s + x[4 * run + w].x) + x[4 * run + w].y) + x[4 * run + w].z) + x[4 * run + w].w;
+  UNROLL for (uint w = 0; w < 4; w++) s = (((s + x[4 * run + w].x) + x[4 * run + w].y) + x[4 * run + w].z) + x[4 * run + w].w;
   return s;
 }
 // The min term folded: d sc (q.x) - dmin m sum(x), a run at a time.
@@ -121,8 +121,8 @@ float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
 }
 #ifdef INT_DOT
 void pack_weights(inout Piece pc, uint i) {
-  for (uint run = 0; run < 2; run++)
-    for (uint w = 0; w < 4; w++) {
+  UNROLL for (uint run = 0; run < 2; run++)
+    UNROLL for (uint w = 0; w < 4; w++) {
       uint q = (pc.q[w] >> (4 * run)) & 0x0F0F0F0Fu;
 #if defined(TYPE_Q5_K)
       q |= ((pc.qh[w] >> (2 * (i / 2) + run)) & 0x01010101u) << 4;
@@ -133,7 +133,7 @@ void pack_weights(inout Piece pc, uint i) {
 // As piece_dot, the runs' quant sums in integers: xd (d sc (q.xq)) - dmin m sum(x).
 float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, vec4 x[8], float acc) {
   int d0 = 0, d1 = 0;
-  for (uint w = 0; w < 4; w++) d0 += sdot(pc.qw[w], xq[w]), d1 += sdot(pc.qw[4 + w], xq[4 + w]);
+  UNROLL for (uint w = 0; w < 4; w++) d0 += sdot(pc.qw[w], xq[w]), d1 += sdot(pc.qw[4 + w], xq[4 + w]);
   precise float a = fma(pc.sc.x * xd, float(d0), acc);
   a = fma(-pc.sc.y, run_sum(x, 0), a);
   a = fma(pc.sc.z * xd, float(d1), a);
@@ -161,14 +161,14 @@ Piece load_piece(uint n, uint g, uint i) {
 }
 uint run_start(uint i, uint run) { return 128 * (i / 4) + 8 * (i % 4) + 32 * run; }
 void decode_scales(inout Piece pc, uint i) {
-  for (uint run = 0; run < 4; run++) pc.sc[run] = pc.d * float(int(byte_of(pc.scales, (i % 4) / 2 + 2 * run) << 24) >> 24);
+  UNROLL for (uint run = 0; run < 4; run++) pc.sc[run] = pc.d * float(int(byte_of(pc.scales, (i % 4) / 2 + 2 * run) << 24) >> 24);
 }
 float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
   precise float a = acc;
-  for (uint run = 0; run < 4; run++) {
+  UNROLL for (uint run = 0; run < 4; run++) {
     const uvec2 ql = run % 2 == 0 ? pc.ql0 : pc.ql1;
     precise float d = 0.0;
-    for (uint j = 0; j < 8; j++) {
+    UNROLL for (uint j = 0; j < 8; j++) {
       const uint q = ((byte_of(ql, j) >> (4 * (run / 2))) & 15u) | (((byte_of(pc.qh, j) >> (2 * run)) & 3u) << 4);
       d = fma(float(int(q) - 32), x[2 * run + j / 4][j % 4], d);
     }
@@ -178,8 +178,8 @@ float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
 }
 #ifdef INT_DOT
 void pack_weights(inout Piece pc, uint i) {
-  for (uint run = 0; run < 4; run++)
-    for (uint w = 0; w < 2; w++) {
+  UNROLL for (uint run = 0; run < 4; run++)
+    UNROLL for (uint w = 0; w < 2; w++) {
       const uint ql = run % 2 == 0 ? pc.ql0[w] : pc.ql1[w];
       const uint q = ((ql >> (4 * (run / 2))) & 0x0F0F0F0Fu) | (((pc.qh[w] >> (2 * run)) & 0x03030303u) << 4);
       pc.qw[2 * run + w] = bytes_less(q, 0x20202020u);
@@ -187,7 +187,7 @@ void pack_weights(inout Piece pc, uint i) {
 }
 float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, vec4 x[8], float acc) {
   precise float a = acc;
-  for (uint run = 0; run < 4; run++) a = fma(pc.sc[run] * xd, float(sdot(pc.qw[2 * run], xq[2 * run]) + sdot(pc.qw[2 * run + 1], xq[2 * run + 1])), a);
+  UNROLL for (uint run = 0; run < 4; run++) a = fma(pc.sc[run] * xd, float(sdot(pc.qw[2 * run], xq[2 * run]) + sdot(pc.qw[2 * run + 1], xq[2 * run + 1])), a);
   return a;
 }
 #endif
@@ -211,7 +211,7 @@ uint run_start(uint i, uint run) { return 128 * (run / 4) + 32 * (run % 4) + 4 *
 // Run r's scale is 8 (r / 4) + 2 (r % 4) + i / 4: its low 4 bits in byte s % 8 at 4 (s / 8), the high 2 in
 // byte 8 + s % 4 at 2 (s / 4).
 void decode_scales(inout Piece pc, uint i) {
-  for (uint run = 0; run < 8; run++) {
+  UNROLL for (uint run = 0; run < 8; run++) {
     const uint s = 8 * (run / 4) + 2 * (run % 4) + i / 4;
     const uint low = (byte_of(pc.scales, s % 8) >> (4 * (s / 8))) & 15u, high = (byte_of(pc.scales, 8 + s % 4) >> (2 * (s / 4))) & 3u;
     pc.sc[run / 4][run % 4] = pc.d * float(int(low | (high << 4)) - 32);
@@ -219,10 +219,10 @@ void decode_scales(inout Piece pc, uint i) {
 }
 float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
   precise float a = acc;
-  for (uint run = 0; run < 8; run++) {
+  UNROLL for (uint run = 0; run < 8; run++) {
     const uint qs = run < 4 ? pc.qs0 : pc.qs1;
     precise float d = 0.0;
-    for (uint b = 0; b < 4; b++) {
+    UNROLL for (uint b = 0; b < 4; b++) {
       const int q = int((byte_of(qs, b) >> (2 * (run % 4))) & 3u) - (((byte_of(pc.hm, b) >> run) & 1u) != 0 ? 0 : 4);
       d = fma(float(q), x[run][b], d);
     }
@@ -232,14 +232,14 @@ float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
 }
 #ifdef INT_DOT
 void pack_weights(inout Piece pc, uint i) {
-  for (uint run = 0; run < 8; run++) {
+  UNROLL for (uint run = 0; run < 8; run++) {
     const uint low = ((run < 4 ? pc.qs0 : pc.qs1) >> (2 * (run % 4))) & 0x03030303u, high = (pc.hm >> run) & 0x01010101u;
     pc.qw[run] = bytes_less(low | (high << 2), 0x04040404u);
   }
 }
 float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, vec4 x[8], float acc) {
   precise float a = acc;
-  for (uint run = 0; run < 8; run++) a = fma(pc.sc[run / 4][run % 4] * xd, float(sdot(pc.qw[run], xq[run])), a);
+  UNROLL for (uint run = 0; run < 8; run++) a = fma(pc.sc[run / 4][run % 4] * xd, float(sdot(pc.qw[run], xq[run])), a);
   return a;
 }
 #endif
@@ -266,23 +266,23 @@ void decode_scales(inout Piece pc, uint i) {
 }
 float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
   precise float d = 0.0;
-  for (uint run = 0; run < 2; run++)
-    for (uint j = 0; j < 16; j++) d = fma(IQ4[(byte_of(pc.q, j) >> (4 * run)) & 15u], x[4 * run + j / 4][j % 4], d);
+  UNROLL for (uint run = 0; run < 2; run++)
+    UNROLL for (uint j = 0; j < 16; j++) d = fma(IQ4[(byte_of(pc.q, j) >> (4 * run)) & 15u], x[4 * run + j / 4][j % 4], d);
   precise float a = fma(pc.sc, d, acc);
   return a;
 }
 #ifdef INT_DOT
 void pack_weights(inout Piece pc, uint i) {
-  for (uint run = 0; run < 2; run++)
-    for (uint w = 0; w < 4; w++) {
+  UNROLL for (uint run = 0; run < 2; run++)
+    UNROLL for (uint w = 0; w < 4; w++) {
       uint q = 0;
-      for (uint b = 0; b < 4; b++) q |= (uint(int(IQ4[(byte_of(pc.q[w], b) >> (4 * run)) & 15u])) & 255u) << (8 * b);
+      UNROLL for (uint b = 0; b < 4; b++) q |= (uint(int(IQ4[(byte_of(pc.q[w], b) >> (4 * run)) & 15u])) & 255u) << (8 * b);
       pc.qw[4 * run + w] = q;
     }
 }
 float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, vec4 x[8], float acc) {
   int d = 0;
-  for (uint v = 0; v < 8; v++) d += sdot(pc.qw[v], xq[v]);
+  UNROLL for (uint v = 0; v < 8; v++) d += sdot(pc.qw[v], xq[v]);
   precise float a = fma(pc.sc * xd, float(d), acc);
   return a;
 }
@@ -298,15 +298,15 @@ Piece load_piece(uint n, uint g, uint i) {
   const uint B = (n * (p.K / 32) + 8 * g + i) * 34;
   Piece pc;
   pc.d = half_even(B);
-  for (uint j = 0; j < 8; j++) pc.q[j] = word_even(B + 2 + 4 * j);
+  UNROLL for (uint j = 0; j < 8; j++) pc.q[j] = word_even(B + 2 + 4 * j);
   return pc;
 }
 uint run_start(uint i, uint run) { return 32 * i; }
 void decode_scales(inout Piece pc, uint i) {}  // (d is the scale)
 float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
   precise float d = 0.0;
-  for (uint w = 0; w < 8; w++)
-    for (uint b = 0; b < 4; b++) d = fma(float(int(pc.q[w] << (24 - 8 * b)) >> 24), x[w][b], d);
+  UNROLL for (uint w = 0; w < 8; w++)
+    UNROLL for (uint b = 0; b < 4; b++) d = fma(float(int(pc.q[w] << (24 - 8 * b)) >> 24), x[w][b], d);
   precise float a = fma(pc.d, d, acc);
   return a;
 }
@@ -314,7 +314,7 @@ float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
 void pack_weights(inout Piece pc, uint i) {}  // (the quants are int8s already)
 float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, vec4 x[8], float acc) {
   int d = 0;
-  for (uint w = 0; w < 8; w++) d += sdot(pc.q[w], xq[w]);
+  UNROLL for (uint w = 0; w < 8; w++) d += sdot(pc.q[w], xq[w]);
   precise float a = fma(pc.d * xd, float(d), acc);
   return a;
 }
@@ -326,9 +326,9 @@ float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, vec4 x[8], float acc)
 // below 1e-30, where 1 / amax would overflow).
 float quantize_piece(vec4 x[8], out uint xq[8]) {
   float amax = 0.0;
-  for (uint v = 0; v < 8; v++) amax = max(amax, max(max(abs(x[v].x), abs(x[v].y)), max(abs(x[v].z), abs(x[v].w))));
+  UNROLL for (uint v = 0; v < 8; v++) amax = max(amax, max(max(abs(x[v].x), abs(x[v].y)), max(abs(x[v].z), abs(x[v].w))));
   const float inv = amax >= 1e-30 ? 1.0 / amax : 0.0;
-  for (uint v = 0; v < 8; v++) xq[v] = packSnorm4x8(x[v] * inv);
+  UNROLL for (uint v = 0; v < 8; v++) xq[v] = packSnorm4x8(x[v] * inv);
   return amax >= 1e-30 ? amax / 127.0 : 0.0;
 }
 #endif
@@ -345,15 +345,15 @@ void main() {
   const bool aligned = p.x_off % 4 == 0 && p.x_stride % 4 == 0;
   const uint groups = (p.K + 255) / 256, i = t % 8;
   float acc[NO + 1][R];  // acc[NO]: the rows' sums of squares
-  for (uint o = 0; o <= NO; o++)
-    for (uint r = 0; r < R; r++) acc[o][r] = 0.0;
+  UNROLL for (uint o = 0; o <= NO; o++)
+    UNROLL for (uint r = 0; r < R; r++) acc[o][r] = 0.0;
   for (uint g0 = 0; g0 < groups; g0 += STEP_GROUPS) {
     const uint g = g0 + t / 8;
     if (!piece_exists(g, i)) continue;  // (only in the last step)
     Piece pc[NO];
-    for (uint o = 0; o < NO; o++)
-      if (o < outs) pc[o] = load_piece(n0 + o, g, i);
-    for (uint o = 0; o < NO; o++)  // the pieces' scales (and int8 weights), decoded once a group for all rows
+    UNROLL for (uint o = 0; o < NO; o++)
+      if (o < outs) pc[o] = load_piece(weight_row(n0, o), g, i);
+    UNROLL for (uint o = 0; o < NO; o++)  // the pieces' scales (and int8 weights), decoded once a group for all rows
       if (o < outs) {
         decode_scales(pc[o], i);
 #ifdef INT_DOT
@@ -361,28 +361,28 @@ void main() {
 #endif
       }
     vec4 gains[8];
-    for (uint v = 0; v < 8; v++) gains[v] = gain4(input_k(g, i, v));
-    for (uint r = 0; r < R; r++) {
+    UNROLL for (uint v = 0; v < 8; v++) gains[v] = gain4(input_k(g, i, v));
+    UNROLL for (uint r = 0; r < R; r++) {
       if (r >= rows) break;
       const uint x = p.x_off + (m0 + r) * p.x_stride;
       vec4 xs[8];
-      for (uint v = 0; v < 8; v++) xs[v] = inputs4_at(x, input_k(g, i, v), aligned);
+      UNROLL for (uint v = 0; v < 8; v++) xs[v] = inputs4_at(x, input_k(g, i, v), aligned);
       if (p.norm != 0)
-        for (uint v = 0; v < 8; v++) acc[NO][r] = add_squares(acc[NO][r], xs[v]);
-      for (uint v = 0; v < 8; v++) xs[v] *= gains[v];
+        UNROLL for (uint v = 0; v < 8; v++) acc[NO][r] = add_squares(acc[NO][r], xs[v]);
+      UNROLL for (uint v = 0; v < 8; v++) xs[v] *= gains[v];
 #ifdef INT_DOT
       uint xq[8];
       const float xd = quantize_piece(xs, xq);
-      for (uint o = 0; o < NO; o++)
+      UNROLL for (uint o = 0; o < NO; o++)
         if (o < outs) acc[o][r] = piece_dot_q8(pc[o], i, xq, xd, xs, acc[o][r]);
 #else
-      for (uint o = 0; o < NO; o++)
+      UNROLL for (uint o = 0; o < NO; o++)
         if (o < outs) acc[o][r] = piece_dot(pc[o], i, xs, acc[o][r]);
 #endif
     }
   }
-  for (uint o = 0; o <= NO; o++)
-    for (uint r = 0; r < R; r++) {
+  UNROLL for (uint o = 0; o <= NO; o++)
+    UNROLL for (uint r = 0; r < R; r++) {
       if ((o >= outs && o < NO) || (o == NO && p.norm == 0) || r >= rows) continue;  // (uniform: the whole subgroup)
       precise float s = acc[o][r];
       for (uint lane = gl_SubgroupSize / 2; lane > 0; lane >>= 1) s += subgroupShuffleXor(s, lane);
@@ -392,8 +392,15 @@ void main() {
   for (uint slot = t; slot < NO * R; slot += WG) {
     const uint o = slot / R, r = slot % R;
     if (r >= rows || o >= outs) continue;
+    if (p.glu_out != 0 && o % 2 == 1) continue;  // (its pair's thread stores both)
     precise float s = sums[slot][0], ss = sums[NO * R + r][0];
     for (uint g = 1; g < gl_NumSubgroups; g++) s += sums[slot][g], ss += sums[NO * R + r][g];
-    store_output(m0 + r, n0 + o, s, norm_scale_of(ss));
+    if (p.glu_out == 0) {
+      store_output(m0 + r, n0 + o, s, norm_scale_of(ss));
+    } else {
+      precise float up = sums[slot + R][0];  // (output o + 1, added as its own thread would)
+      for (uint g = 1; g < gl_NumSubgroups; g++) up += sums[slot + R][g];
+      store_glu(m0 + r, n0, o, s, up, norm_scale_of(ss));
+    }
   }
 }
