@@ -23,10 +23,12 @@ constexpr size_t kMaxOutputBytes = size_t{256} << 20;  // a row count whose outp
 // of the fastest up to kMostFullyTimed (a small matrix, bound by launch latency, has dozens), and the default.
 constexpr size_t kFullyTimed = 6, kMostFullyTimed = 12;
 
-// A member's least time a product at each row count (NaN where the row count is not timed).
+// Member k's pipeline for m's weight type.
 const Kernel& member_kernel(Kernels& kernels, const DeviceMatrix& m, const MatmulKernel& k) {
   return kernels.get(matmul_shader(k, MatrixMath::Fma, m.type), kMatmulBindings, matmul_constants(k, MatrixMath::Fma), k.name());
 }
+
+// A member's least time a product at each row count (NaN where the row count is not timed).
 
 std::vector<double> time_member(Context& ctx, Kernels& kernels, const DeviceMatrix& m, const MatmulKernel& k, const std::vector<int>& rows,
                                 int reps, const Buffer& x, const Buffer& y) {
