@@ -415,6 +415,12 @@ TEST(VulkanTiles, TilePositionInvarianceBesideHugeTinyDenormalAndZeroRows) {
   }
 }
 
+struct GetRowsParams {  // shaders/get_rows.comp's
+  uint32_t n_rows, K, rows_off, out_off;
+  float scale;
+  uint32_t mode, from_off;
+};
+
 // Embedding rows come out as the CPU dequantizes them.
 TEST(VulkanGetRows, MatchesDequantizeRowPerType) {
   JF_VULKAN_DEVICE(device);
@@ -428,13 +434,10 @@ TEST(VulkanGetRows, MatchesDequantizeRowPerType) {
     for (int64_t r = 0; r < rows; r++) quantize_row(t, &wf[r * K], static_cast<uint8_t*>(wb.mapped()) + r * rb, K);
     const int32_t pick[2] = {7, 2};
     std::memcpy(ids.mapped(), pick, sizeof pick);
-    struct {
-      uint32_t n_rows, K, rows_off, out_off;
-      float scale;
-    } p{2, uint32_t(K), 0, 0, 1.0f};
+    const GetRowsParams p{2, uint32_t(K), 0, 0, 1.0f, 0, 0};
     vulkan::Recorder rec(f.ctx);
     rec.begin();
-    rec.dispatch(f.kernels.get("get_rows_" + dtype_name(t), 3), {ids.view(), out.view(), wb.view()}, p, 2);
+    rec.dispatch(f.kernels.get("get_rows_" + dtype_name(t), 6), {ids.view(), out.view(), wb.view(), out.view(), out.view(), ids.view()}, p, 2);
     rec.finish();
     std::vector<float> ref(static_cast<size_t>(K));
     for (int i = 0; i < 2; i++) {
@@ -442,6 +445,46 @@ TEST(VulkanGetRows, MatchesDequantizeRowPerType) {
       const float* got = static_cast<const float*>(out.mapped()) + i * K;
       for (int64_t k = 0; k < K; k++) ASSERT_NEAR(got[k], ref[k], 1e-6f * (1 + std::fabs(ref[k]))) << dtype_name(t) << " k " << k;
     }
+  }
+}
+
+// The draft layer's input in one dispatch: hidden + scale * embedding, added to the rows in place (mode 1) or to
+// rows gathered from another matrix (mode 2), as a product rounded and then a sum rounded (no fused multiply-add:
+// every draft path gets the same bits), the embedding rows as mode 0 reads them.
+TEST(VulkanGetRows, AddsScaledEmbeddingsToHiddenStatesInOneDispatch) {
+  JF_VULKAN_DEVICE(device);
+  Fixture f(device);
+  const uint32_t K = 96, rows = 5, n = 3;
+  for (DType t : {DType::F32, DType::Q8_0, DType::Q4_K}) {
+    const uint32_t k_used = t == DType::Q4_K ? 256 : K;  // (a whole super-block)
+    const size_t rb = dtype_row_bytes(t, k_used);
+    const std::vector<float> wf = random_floats(size_t{rows} * k_used, 8), hidden = random_floats(size_t{rows} * k_used, 9),
+                             scale = random_floats(k_used, 10, 3.0f);
+    Buffer wb(f.ctx, (rb * rows + 3) / 4 * 4, Buffer::Kind::Host), ids(f.ctx, 32, Buffer::Kind::Host);
+    Buffer emb(f.ctx, n * k_used * 4, Buffer::Kind::Host), x(f.ctx, n * k_used * 4, Buffer::Kind::Host), y(f.ctx, n * k_used * 4, Buffer::Kind::Host);
+    Buffer from(f.ctx, rows * k_used * 4, Buffer::Kind::Host), sb(f.ctx, k_used * 4, Buffer::Kind::Host);
+    for (uint32_t r = 0; r < rows; r++) quantize_row(t, &wf[r * k_used], static_cast<uint8_t*>(wb.mapped()) + r * rb, k_used);
+    const int32_t picks[6] = {4, 0, 2, /* from rows: */ 1, 4, 3};
+    std::memcpy(ids.mapped(), picks, sizeof picks);
+    std::memcpy(x.mapped(), hidden.data(), n * k_used * 4);
+    std::memcpy(from.mapped(), hidden.data(), rows * k_used * 4);
+    std::memcpy(sb.mapped(), scale.data(), k_used * 4);
+    vulkan::Recorder rec(f.ctx);
+    rec.begin();
+    const vulkan::Kernel& kernel = f.kernels.get("get_rows_" + dtype_name(t), 6);
+    rec.dispatch(kernel, {ids.view(), emb.view(), wb.view(), sb.view(), from.view(), ids.view()}, GetRowsParams{n, k_used, 0, 0, 1.0f, 0, 0}, n);
+    rec.dispatch(kernel, {ids.view(), x.view(), wb.view(), sb.view(), from.view(), ids.view()}, GetRowsParams{n, k_used, 0, 0, 1.0f, 1, 0}, n);
+    rec.dispatch(kernel, {ids.view(), y.view(), wb.view(), sb.view(), from.view(), ids.view()}, GetRowsParams{n, k_used, 0, 0, 1.0f, 2, 3}, n);
+    rec.finish();
+    const float *e = static_cast<const float*>(emb.mapped()), *in_place = static_cast<const float*>(x.mapped()),
+                *gathered = static_cast<const float*>(y.mapped());
+    for (uint32_t r = 0; r < n; r++)
+      for (uint32_t k = 0; k < k_used; k++) {
+        volatile float product = scale[k] * e[r * k_used + k];  // (volatile: rounded before the sum, never contracted)
+        const float want1 = hidden[r * k_used + k] + product, want2 = hidden[picks[3 + r] * k_used + k] + product;
+        ASSERT_EQ(in_place[r * k_used + k], want1) << dtype_name(t) << " in place, row " << r << " k " << k;
+        ASSERT_EQ(gathered[r * k_used + k], want2) << dtype_name(t) << " gathered, row " << r << " k " << k;
+      }
   }
 }
 

@@ -104,8 +104,8 @@ TEST(VulkanForward, RunsTheKernelsTuningChose) {
     differs = differs || std::memcmp(got[r].data(), other[r].data(), other[r].size() * 4) != 0;
   }
   EXPECT_TRUE(differs) << "the tuned forward has the default kernels' bits: the choices did not run";
-  const std::string report = tuned.take_profile();
-  EXPECT_NE(report.find(member.name()), std::string::npos) << report;
+  const std::string report = tuned.take_profile();  // (one-row steps: the member's one-row twin)
+  EXPECT_NE(report.find(vulkan::dispatched_member(member, vulkan::MatrixMath::Fma, 1).name()), std::string::npos) << report;
   // A member this device cannot run, and a malformed file: one line naming the file.
   { std::ofstream(path) << "{\"device\": \"x\", \"driver\": \"y\", \"matrices\": [{\"n\": 1}]}"; }
   ::setenv("JF_VULKAN_KERNELS", path.c_str(), 1);
@@ -118,6 +118,38 @@ TEST(VulkanForward, RunsTheKernelsTuningChose) {
   ::setenv("JF_VULKAN_KERNELS", "split-wg64-o3-r8", 1);
   EXPECT_THROW(vulkan::VulkanForward(device, m->config(), m->weights()), Error);
   ::unsetenv("JF_VULKAN_KERNELS");
+}
+
+// A one-row product runs its member's one-row twin (the member compiled for R = 1: matmul_grid.h's
+// dispatched_member), and a token decoded alone gets the bits it gets as a row of a prompt, which runs the
+// R-row member: split members (shared-memory and subgroup sums) and a vec member, the profile naming the twin.
+TEST(VulkanForward, OneRowProductsRunTheMembersOneRowTwin) {
+  JF_VULKAN_DEVICE(device);
+  const std::unique_ptr<Model> m = make_model(preset_config("tiny"), DType::Q8_0, 11);
+  const std::vector<int32_t> toks = test::random_tokens(5, m->config().vocab_size, 4);
+  std::vector<std::string> names = {"split-wg128-o2-r4-pair", "split-wg64-o1-r8", "vec-wg64-o2-r4"};
+  if (vulkan::Context(device).info().subgroup_shuffle) names.push_back("split-wg64-o4-r4-sg");
+  for (const std::string& name : names) {
+    const vulkan::MatmulKernel member = vulkan::parse_matmul_kernel(name);
+    ::setenv("JF_VULKAN_PROFILE", "1", 1);
+    vulkan::VulkanForward fwd(device, m->config(), m->weights(), member);
+    ::unsetenv("JF_VULKAN_PROFILE");
+    KvCache cache = fwd.make_cache(64, DType::F32);
+    SequenceInput in;
+    in.set_causal(&cache, toks, SequenceInput::Logits::All);
+    const ForwardResult& prompt = fwd.forward(in);
+    Logits rows;
+    for (size_t r = 0; r < toks.size(); r++) rows.push_back(test::row_of(prompt, static_cast<int>(r)));
+    EXPECT_EQ(fwd.one_row_twins(), 0u) << name << ": a prompt of " << toks.size() << " rows ran a one-row twin";
+    const std::string prompt_report = fwd.take_profile();
+    EXPECT_NE(prompt_report.find(name), std::string::npos) << prompt_report;
+    const Logits steps = stepwise(fwd, toks);
+    EXPECT_GT(fwd.one_row_twins(), 0u) << name;
+    const std::string twin = vulkan::dispatched_member(member, vulkan::MatrixMath::Fma, 1).name(), report = fwd.take_profile();
+    EXPECT_NE(twin.find("-r1"), std::string::npos) << twin;
+    EXPECT_NE(report.find(twin), std::string::npos) << report;
+    for (size_t r = 0; r < toks.size(); r++) expect_bits(steps[r], rows[r], name + " token " + std::to_string(r) + " alone");
+  }
 }
 
 // What an untimed matrix runs: a thread per output below the split's K, else the member the H200 measured
@@ -134,7 +166,7 @@ TEST(KernelSweep, UntimedMatricesRunTheDefaultsForTheirKindOfDevice) {
 // for other shapes.
 TEST(KernelSweep, ChoosesByDecodeTimeThenRowsCost) {
   const std::vector<int> rows = {1, 4, 512};
-  const auto member = [](const char* name, std::vector<double> s) { return vulkan::MemberTimes{vulkan::parse_matmul_kernel(name), std::move(s), ""}; };
+  const auto member = [](const char* name, std::vector<double> s) { return vulkan::MemberTimes{vulkan::parse_matmul_kernel(name), std::move(s), "", ""}; };
   std::vector<vulkan::MemberTimes> m = {member("split-wg64-o4-r8", {100, 400, 1600}), member("split-wg128-o2-r8", {102, 200, 800}),
                                         member("serial", {110, 100, 100})};
   EXPECT_EQ(vulkan::choose_member(m, rows), 1u);  // within 3% of the fastest at one row, and cheaper rows

@@ -203,6 +203,12 @@ void expect_grown_tree_follows_the_rule(int device, int prompt_len, uint32_t chu
   const ForwardResult res = m.fwd.forward(in);
   EXPECT_EQ(m.fwd.device_syncs().submissions - syncs_before, 1u);
   EXPECT_EQ(m.fwd.trees_in_forward() - grown_before, 1u);
+  // A level's launches: its plan step, the draft layer's input (the parents' hidden states plus the tokens'
+  // scaled embeddings: one dispatch), the layer, the head's norm and product, the top guesses.
+  if (m.fwd.tree_level_counts().dispatches > 0) {  // (0: the forward was replayed, nothing recorded)
+    EXPECT_LE(m.fwd.tree_level_counts().dispatches, m.fwd.layer_counts().dispatches + 5);
+    EXPECT_GE(m.fwd.tree_level_counts().dispatches, m.fwd.layer_counts().dispatches + 3);  // (counted at all)
+  }
   const int end = toks[3] == res.greedy(1) ? 3 : 1;  // (row 3 is wrong unless the model agrees by chance)
   ASSERT_EQ(res.grown_tree(end == 3 ? 1 : 3), nullptr);
   const GrownTree* grown = res.grown_tree(end);

@@ -30,7 +30,7 @@ inline std::vector<float> random_floats(size_t n, uint64_t seed, float scale = 1
 inline float round_f16(float v) { return f16_to_f32(f32_to_f16(v)); }
 
 // y = x W^T on the device for the M rows of x starting at row `first` (a Host buffer, so no staging), with
-// member `kernel` under `math`; with a gain, x's rows RMS-normalised by it first (the norm folded in).
+// member `kernel` under `math` (its one-row twin for one row, as a forward runs it); with a gain, x's rows RMS-normalised by it first (the norm folded in).
 inline std::vector<float> device_matmul(Fixture& f, DType t, const std::vector<uint8_t>& w, int64_t N, int64_t K, const std::vector<float>& x,
                                         uint32_t first, uint32_t M, const vulkan::MatmulKernel& kernel, vulkan::MatrixMath math,
                                         const std::vector<float>* gain = nullptr) {
@@ -40,12 +40,13 @@ inline std::vector<float> device_matmul(Fixture& f, DType t, const std::vector<u
   std::memcpy(wb.mapped(), w.data(), w.size());
   std::memcpy(xb.mapped(), x.data(), x.size() * 4);
   if (gain) std::memcpy(gb.mapped(), gain->data(), gain->size() * 4);
-  const vulkan::MatmulGrid g = vulkan::matmul_grid(kernel, math, uint32_t(N), M);
+  const vulkan::MatmulKernel run = vulkan::dispatched_member(kernel, math, M);
+  const vulkan::MatmulGrid g = vulkan::matmul_grid(run, math, uint32_t(N), M);
   vulkan::MatmulParams p = vulkan::MatmulParams::plain(M, uint32_t(N), uint32_t(K));
   p.x_off = uint32_t(first * K), p.norm = gain ? 1u : 0u;
   vulkan::Recorder rec(f.ctx);
   rec.begin();
-  rec.dispatch(f.kernels.get(vulkan::matmul_shader(kernel, math, t), vulkan::kMatmulBindings, vulkan::matmul_constants(kernel, math)),
+  rec.dispatch(f.kernels.get(vulkan::matmul_shader(run, math, t), vulkan::kMatmulBindings, vulkan::matmul_constants(run, math)),
                {xb.view(), yb.view(), wb.view(), gb.view(), xb.view(), yb.view(), yb.view()}, p, g.x, g.y, g.z);
   rec.finish();
   const float* y = static_cast<const float*>(yb.mapped());

@@ -256,8 +256,7 @@ void VulkanForward::record_chain_steps(int steps) {
   const uint32_t dim = static_cast<uint32_t>(cfg_.dim), C = static_cast<uint32_t>(chain_plan_.rows.size());
   for (int j = 0; j < steps; j++) {
     in_ = chain_in_[static_cast<size_t>(j)].get();
-    get_rows(weights_->tok_embd, a.tokens.view(), static_cast<uint32_t>(j) * C, C, a.emb.view(), 1.0f);
-    add_scaled_embedding(a, C);
+    add_token_embeddings(a.tokens.view(), static_cast<uint32_t>(j) * C, C, a.x.view());
     record_layer(cfg_.n_layers);
     rmsnorm(a.x.view(), a.xb.view(), weights_->draft_output_norm, C, dim, false);
     matmul(weights_->draft_output, a.xb.view(), C, a.head.view(), false);

@@ -71,9 +71,7 @@ void VulkanForward::expand_tree_rows(std::span<const DraftNode> nodes, int k, Dr
     stage_inputs(*in_);
     if (first == 0) rec_.copy(draft_act_->x.view(static_cast<size_t>(tree_layer_row_) * dim * 4, dim * 4), tree_x_.view(0, dim * 4));
     const DeviceMatrix outputs{tree_x_.view(), DType::F32, static_cast<uint32_t>(first + 1), dim};
-    get_rows(outputs, a.tokens.view(), 0, m, a.x.view(), 1.0f);
-    get_rows(weights_->tok_embd, arena(), 0, m, a.emb.view(), 1.0f);  // (the nodes' tokens lead the arena)
-    add_scaled_embedding(a, m);
+    add_token_embeddings(arena(), 0, m, a.x.view(), &outputs, a.tokens.view(), 0);  // (the nodes' tokens lead the arena)
     record_layer(cfg_.n_layers);
     rec_.copy(a.x.view(0, uint64_t{m} * dim * 4), tree_x_.view(uint64_t(first + 1) * dim * 4, uint64_t{m} * dim * 4));
     rmsnorm(a.x.view(), a.xb.view(), weights_->draft_output_norm, m, dim, false);

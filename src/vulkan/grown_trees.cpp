@@ -124,20 +124,20 @@ void VulkanForward::record_grown_trees() {
   rows_ = &grow_plan_, a_ = grow_act_.get();
   Activations& a = *a_;
   for (uint32_t s = 0; s < L; s++) {
+    const uint64_t dispatches0 = rec_.dispatches(), barriers0 = rec_.barriers();
     in_ = grow_in_[s].get();
     plan(s + 1, *in_);
     const uint32_t gather = T + s * 2 * R;  // the level's tokens, then the rows their hidden states come from
     const DeviceMatrix from = s == 0 ? DeviceMatrix{da.x.view(), DType::F32, static_cast<uint32_t>(draft_plan_.rows.size()), dim}
                                      : DeviceMatrix{grow_x_.view(), DType::F32, s * R, dim};
-    get_rows(from, grow_gather_.view(), gather + R, R, a.x.view(), 1.0f);
-    get_rows(weights_->tok_embd, grow_gather_.view(), gather, R, a.emb.view(), 1.0f);
-    add_scaled_embedding(a, R);
+    add_token_embeddings(grow_gather_.view(), gather, R, a.x.view(), &from, grow_gather_.view(), gather + R);
     record_layer(cfg_.n_layers);
     rec_.copy(a.x.view(0, uint64_t{R} * dim * 4), grow_x_.view(uint64_t{s} * R * dim * 4, uint64_t{R} * dim * 4));
     rmsnorm(a.x.view(), a.xb.view(), weights_->draft_output_norm, R, dim, false);
     matmul(weights_->draft_output, a.xb.view(), R, a.head.view(), false);
     softcap(a.head.view(), uint64_t{R} * V);
     top_k(a.head.view(), R, W, grow_topk_.view(), (T + s * R) * 2 * W);
+    if (s == 0 && !rec_.keying()) tree_level_counts_ = {rec_.dispatches() - dispatches0, rec_.barriers() - barriers0};
   }
   plan(L + 1, *grow_in_[L - 1]);
   rows_ = &plan_, a_ = act_.get(), in_ = main_in_.get();

@@ -23,16 +23,20 @@ constexpr size_t kMaxOutputBytes = size_t{256} << 20;  // a row count whose outp
 // of the fastest up to kMostFullyTimed (a small matrix, bound by launch latency, has dozens), and the default.
 constexpr size_t kFullyTimed = 6, kMostFullyTimed = 12;
 
-// Member k's pipeline for m's weight type.
-const Kernel& member_kernel(Kernels& kernels, const DeviceMatrix& m, const MatmulKernel& k) {
-  return kernels.get(matmul_shader(k, MatrixMath::Fma, m.type), kMatmulBindings, matmul_constants(k, MatrixMath::Fma), k.name());
+// The pipeline member k runs for M rows of m's weight type (its one-row twin at one row).
+KernelSpec member_spec(const DeviceMatrix& m, const MatmulKernel& member, uint32_t M) {
+  const MatmulKernel k = dispatched_member(member, MatrixMath::Fma, M);
+  return {matmul_shader(k, MatrixMath::Fma, m.type), kMatmulBindings, matmul_constants(k, MatrixMath::Fma), k.name()};
+}
+const Kernel& member_kernel(Kernels& kernels, const DeviceMatrix& m, const MatmulKernel& k, uint32_t M) {
+  const KernelSpec s = member_spec(m, k, M);
+  return kernels.get(s.name, s.bindings, s.constants, s.label);
 }
 
 // A member's least time a product at each row count (NaN where the row count is not timed).
 
 std::vector<double> time_member(Context& ctx, Kernels& kernels, const DeviceMatrix& m, const MatmulKernel& k, const std::vector<int>& rows,
                                 int reps, const Buffer& x, const Buffer& y) {
-  const Kernel& kernel = member_kernel(kernels, m, k);
   // One timestamp before the reps of each row count and one after each rep: queries[i * (reps + 1) + j].
   Timer timer(ctx, static_cast<uint32_t>(rows.size() * (reps + 1)));
   Recorder rec(ctx);
@@ -43,7 +47,8 @@ std::vector<double> time_member(Context& ctx, Kernels& kernels, const DeviceMatr
     timer.stamp(rec.cmd(), first);
     if (size_t{M} * m.rows * 4 > kMaxOutputBytes) continue;
     const MatmulParams p = MatmulParams::plain(M, m.rows, m.cols);
-    const MatmulGrid g = matmul_grid(k, MatrixMath::Fma, m.rows, M);
+    const Kernel& kernel = member_kernel(kernels, m, k, M);
+    const MatmulGrid g = matmul_grid(dispatched_member(k, MatrixMath::Fma, M), MatrixMath::Fma, m.rows, M);
     for (int r = 0; r < reps; r++) {
       rec.dispatch(kernel, {x.view(), y.view(), m.data, x.view(), x.view(), y.view(), y.view()}, p, g.x, g.y, g.z);
       timer.stamp(rec.cmd(), first + 1 + r);
@@ -108,9 +113,9 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
       r.skipped += static_cast<int>(std::count_if(family.begin(), family.end(), [&](const MatmulKernel& k) { return member_runs_type(k, m.type); }));
       continue;
     }
-    std::vector<KernelSpec> specs;  // every member's pipeline for the weight type, compiled several at once
+    std::vector<KernelSpec> specs;  // every member's pipelines for the weight type, compiled several at once
     for (const MatmulKernel& k : family)
-      if (member_runs_type(k, m.type)) specs.push_back({matmul_shader(k, MatrixMath::Fma, m.type), kMatmulBindings, matmul_constants(k, MatrixMath::Fma), k.name()});
+      if (member_runs_type(k, m.type)) specs.push_back(member_spec(m, k, 1)), specs.push_back(member_spec(m, k, 2));
     kernels.prepare(specs);  // (made once a type)
     ShapeSweep s;
     s.shape = {m.rows, m.cols, m.type};
@@ -128,7 +133,8 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
       if (k == default_matmul_kernel(m.cols, default_split_min_k(ctx.info()), ctx.info().software)) s.default_member = s.members.size();
       std::vector<double> t(o.rows.size(), NAN);
       t[0] = time_member(ctx, kernels, m, k, {1}, o.reps, x, y)[0];
-      s.members.push_back({k, t, kernels.statistics(member_kernel(kernels, m, k))});
+      const Kernel &rows_kernel = member_kernel(kernels, m, k, 2), &one_row = member_kernel(kernels, m, k, 1);
+      s.members.push_back({k, t, kernels.statistics(rows_kernel), &one_row == &rows_kernel ? "" : kernels.statistics(one_row)});
     }
     if (s.members.empty()) continue;
     std::vector<size_t> order(s.members.size());
@@ -184,6 +190,7 @@ std::string sweep_table(const SweepResult& r) {
       std::snprintf(line, sizeof line, "  %7.1f GB/s\n", m.seconds[0] > 0 ? bytes / m.seconds[0] / 1e9 : 0.0);
       out += line;
       if (!m.compiled.empty()) out += "      compiled: " + m.compiled + "\n";
+      if (!m.compiled_one_row.empty()) out += "      one row (-r1): " + m.compiled_one_row + "\n";
     };
     row(shape + " chosen", s.members[s.chosen]);
     if (s.default_member != SIZE_MAX && s.default_member != s.chosen) row("  default", s.members[s.default_member]);

@@ -5,7 +5,8 @@
 // every row count (the pipelines compiled in parallel first). The objective: the least time at one row (decode reads the weights once a token); members
 // within 3% of it are told apart by their time at 4-64 rows and at 512 over 8 (rows a forward spends on
 // drafts and prompts). Every member is batch-invariant, so the choice changes speed, never which tokens a
-// decoder emits (a row's bits can differ between members, as between devices).
+// decoder emits (a row's bits can differ between members, as between devices). A member's one-row time is its
+// one-row twin's, as a decode step runs it (matmul_grid.h's dispatched_member).
 #pragma once
 #include <string>
 #include <vector>
@@ -26,7 +27,8 @@ struct SweepOptions {
 struct MemberTimes {
   MatmulKernel kernel;
   std::vector<double> seconds;  // a product's device time, by SweepOptions::rows
-  std::string compiled;  // what the driver says it compiled the member to (Kernels::statistics; "" if it does not)
+  // What the driver says it compiled the member to, and its one-row twin to (Kernels::statistics; "" if it does not).
+  std::string compiled, compiled_one_row;
 };
 
 struct ShapeSweep {

@@ -78,8 +78,12 @@ const VulkanForward::MatrixKernel& VulkanForward::kernel_of(const DeviceMatrix& 
       mk.member = MatmulKernel{};
       mk.member.tile_rows = tile_rows_;
     }
-    mk.kernel = &kernels_->get(matmul_shader(mk.member, math_, w.type), kMatmulBindings, matmul_constants(mk.member, math_),
-                               mk.member.name());
+    const auto pipeline = [&](const MatmulKernel& k) -> const Kernel* {
+      return &kernels_->get(matmul_shader(k, math_, w.type), kMatmulBindings, matmul_constants(k, math_), k.name());
+    };
+    mk.kernel = pipeline(mk.member);
+    const MatmulKernel twin = dispatched_member(mk.member, math_, 1);
+    mk.one_row = twin == mk.member ? mk.kernel : pipeline(twin);
   }
   return mk;
 }
@@ -97,9 +101,11 @@ void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y,
   if (split) p.n1 = p.y_stride = split->n1, p.n2 = split->n2;
   if (glu_out) p.glu_out = glu_out, p.y_stride = w.rows / 2, glu_epilogues_++;
   const MatrixKernel& mk = kernel_of(w);
-  const MatmulGrid g = matmul_grid(mk.member, math_, w.rows, rows);
+  const MatmulGrid g = matmul_grid(dispatched_member(mk.member, math_, rows), math_, w.rows, rows);
+  const Kernel& kernel = rows == 1 ? *mk.one_row : *mk.kernel;
+  if (&kernel != mk.kernel) one_row_twins_++;
   const View y2 = split ? split->y2 : y, y3 = split && split->y3.buffer ? split->y3 : y;
-  rec_.dispatch(*mk.kernel, {x, y, w.data, norm_gain.buffer ? norm_gain : x, glu_up.buffer ? glu_up : x, y2, y3}, p, g.x, g.y, g.z);
+  rec_.dispatch(kernel, {x, y, w.data, norm_gain.buffer ? norm_gain : x, glu_up.buffer ? glu_up : x, y2, y3}, p, g.x, g.y, g.z);
 }
 
 }  // namespace jf::vulkan

@@ -76,6 +76,19 @@ inline MatmulGrid matmul_grid(const MatmulKernel& k, MatrixMath math, uint32_t N
   return g;
 }
 
+// The pipeline a product of M rows runs for member k: k itself, or for one row (a decode step) its one-row
+// twin, k compiled with R = 1 (its name says -r1; llama.cpp likewise builds its matrix-vector shaders per
+// number of columns). matmul_split and matmul_vec keep each row's sums in accumulators of its own and reduce
+// every row's the same way whatever R, so the twin gives the bits k gives that row in any batch (the family
+// test's rows alone run it); a decode step then holds one row's sums and inputs in registers, not R rows'.
+// (The tiles and matmul_serial keep their rows: their row counts are no constant of theirs.)
+inline MatmulKernel dispatched_member(const MatmulKernel& k, MatrixMath math, uint32_t M) {
+  if (M != 1 || runs_tiles(k, math) || k.serial) return k;
+  MatmulKernel twin = k;
+  twin.rows = 1;
+  return twin;
+}
+
 // The shader of member k (or the tiles) for weights of type t ("matmul_split_sg_q4_k", ...) and its
 // specialization constants.
 inline std::string matmul_shader(const MatmulKernel& k, MatrixMath math, DType t) {

@@ -192,12 +192,26 @@ void VulkanForward::softcap(View x, uint64_t n) {
   rec_.dispatch(kernels_->get("softcap", 1), {x}, p, gx, gy);
 }
 
+namespace {
+struct GetRowsParams {
+  uint32_t n_rows, K, rows_off, out_off;
+  float scale;
+  uint32_t mode, from_off;  // 0: rows; 1: out += S rows; 2: out = from's rows + S rows (shaders/get_rows.comp)
+};
+}  // namespace
+
 void VulkanForward::get_rows(const DeviceMatrix& table, View rows, uint32_t rows_off, uint32_t n_rows, View out, float scale) {
-  struct {
-    uint32_t n_rows, K, rows_off, out_off;
-    float scale;
-  } p{n_rows, table.cols, rows_off, 0, scale};
-  rec_.dispatch(typed_kernel(get_rows_, "get_rows_", table.type, 3), {rows, out, table.data}, p, n_rows);
+  const GetRowsParams p{n_rows, table.cols, rows_off, 0, scale, 0, 0};
+  rec_.dispatch(typed_kernel(get_rows_, "get_rows_", table.type, 6), {rows, out, table.data, out, out, rows}, p, n_rows);
+}
+
+void VulkanForward::add_token_embeddings(View tokens, uint32_t tokens_off, uint32_t n_rows, View x, const DeviceMatrix* from,
+                                         View from_rows, uint32_t from_off) {
+  const DeviceMatrix& e = weights_->tok_embd;
+  JF_CHECK(!from || from->cols == e.cols, "Vulkan: hidden states and embeddings of different widths");
+  const GetRowsParams p{n_rows, e.cols, tokens_off, 0, 1.0f, from ? 2u : 1u, from_off};
+  rec_.dispatch(typed_kernel(get_rows_, "get_rows_", e.type, 6),
+                {tokens, x, e.data, weights_->draft_token_scale, from ? from->data : x, from ? from_rows : tokens}, p, n_rows);
 }
 
 void VulkanForward::argmax(View x, uint32_t rows, View out, uint32_t out_off) {
@@ -205,16 +219,6 @@ void VulkanForward::argmax(View x, uint32_t rows, View out, uint32_t out_off) {
     uint32_t n_rows, n, x_off, out_off;
   } p{rows, u32(cfg_.vocab_size), 0, out_off};
   rec_.dispatch(kernels_->get("argmax", 2), {x, out}, p, rows);
-}
-
-// x += draft_token_scale * emb for the first n rows: the draft layer's input.
-void VulkanForward::add_scaled_embedding(Activations& a, uint32_t n) {
-  struct {
-    uint32_t n_rows, n, x_off, e_off;
-  } p{n, u32(cfg_.dim), 0, 0};
-  uint32_t gx, gy;
-  Recorder::flat_grid(uint64_t{n} * p.n, &gx, &gy);
-  rec_.dispatch(kernels_->get("add_scaled", 3), {a.x.view(), a.emb.view(), weights_->draft_token_scale}, p, gx, gy);
 }
 
 // One layer over every row (l == n_layers: the draft layer, global attention): the same steps, in the same
@@ -446,8 +450,7 @@ void VulkanForward::record_draft_layer() {
     softcap(a.head.view(), uint64_t{m} * V);
     argmax(a.head.view(), m, a.greedy.view(), r0);
   }
-  get_rows(weights_->tok_embd, a.greedy.view(), 0, n, a.emb.view(), 1.0f);
-  add_scaled_embedding(a, n);
+  add_token_embeddings(a.greedy.view(), 0, n, a.x.view());
   record_layer(cfg_.n_layers);
   const uint32_t nl = u32(rows_->logit_src.size());
   if (nl > 0) rmsnorm(a.x.view(), a.xb.view(), weights_->draft_output_norm, nl, dim, false, static_cast<int>(in_->logit));

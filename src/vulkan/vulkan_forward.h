@@ -82,8 +82,13 @@ class VulkanForward : public ForwardPass {
     uint64_t dispatches = 0, barriers = 0;
   };
   LayerCounts layer_counts() const { return layer_counts_; }
+  // The same for the first level of the last draft tree grown in a forward (SequenceInput::grow_tree): its plan
+  // step, the draft layer's input, the layer, the draft head and its top guesses.
+  LayerCounts tree_level_counts() const { return tree_level_counts_; }
   // Gate/up products recorded with the GLU in their epilogue (matmul_io.glsl's store_glu), since construction.
   uint64_t glu_epilogues() const { return glu_epilogues_; }
+  // One-row products recorded with their member's one-row twin (matmul_grid.h's dispatched_member).
+  uint64_t one_row_twins() const { return one_row_twins_; }
 
  protected:
   void run(std::span<SequenceInput* const> seqs) override;
@@ -154,8 +159,12 @@ class VulkanForward : public ForwardPass {
   void rmsnorm(View x, View out, View gain, uint32_t rows, uint32_t n, bool accumulate, int gather_at = -1);
   void softcap(View x, uint64_t n);
   void argmax(View x, uint32_t rows, View out, uint32_t out_off);
-  void add_scaled_embedding(Activations& a, uint32_t rows);
+  // Rows rows[rows_off ..] of `table` into out, times scale.
   void get_rows(const DeviceMatrix& table, View rows, uint32_t rows_off, uint32_t n_rows, View out, float scale);
+  // The draft layer's input, one dispatch (shaders/get_rows.comp): x's first n_rows rows += draft_token_scale
+  // times the embeddings of tokens[tokens_off ..]; with `from`, x's rows = its rows from_rows[from_off ..] + that.
+  void add_token_embeddings(View tokens, uint32_t tokens_off, uint32_t n_rows, View x, const DeviceMatrix* from = nullptr,
+                            View from_rows = {}, uint32_t from_off = 0);
   View arena() const;  // the current pass's inputs on the device
   int32_t draft_row(int logit_row) const;  // its row of draft logits, or -1
   void stage_inputs(const Inputs& in);
@@ -217,6 +226,7 @@ class VulkanForward : public ForwardPass {
   // Matrix products: each matrix's kernel (by DeviceMatrix::id, found on first use) and what chooses it.
   struct MatrixKernel {
     const Kernel* kernel = nullptr;
+    const Kernel* one_row = nullptr;  // what a one-row product runs (matmul_grid.h's dispatched_member)
     MatmulKernel member;
   };
   std::vector<MatrixKernel> matrix_kernels_;
@@ -225,6 +235,7 @@ class VulkanForward : public ForwardPass {
   // an even number of outputs a workgroup); the others fold the GLU into the down projection's inputs.
   bool glu_in_epilogue(const DeviceMatrix& w);
   uint64_t glu_epilogues_ = 0;  // products recorded with the GLU in their epilogue (glu_epilogues())
+  uint64_t one_row_twins_ = 0;  // one-row products recorded with their member's one-row twin (one_row_twins())
   std::optional<MatmulKernel> every_matrix_;
   KernelChoices choices_;
   std::string kernel_source_;
@@ -241,7 +252,7 @@ class VulkanForward : public ForwardPass {
   std::vector<char> logit_host_, draft_host_;
   std::vector<int32_t> own_slots_;  // mark_own_slots' table (kept: no allocation per forward)
   uint64_t extra_fetches_ = 0, bytes_to_host_ = 0, moved_caches_ = 0, chains_in_forward_ = 0;
-  LayerCounts layer_counts_;
+  LayerCounts layer_counts_, tree_level_counts_;
   bool layer_ran_ = false;  // the last forward ran the draft layer (a draft chain needs its output)
   double device_seconds_ = -1.0;
   VkQueryPool timer_ = VK_NULL_HANDLE;

@@ -24,9 +24,10 @@ layout(push_constant) uniform Params {
   uint glu_out;          // 1 or 2: the GLU in the epilogue (store_glu), silu or gelu
 } p;
 
-// act(g) u: silu (kind 1) or tanh-gelu (kind 2, gemma).
+// act(g) u: silu (kind 1) or tanh-gelu (kind 2, gemma). (precise: no contraction a build could choose, so every
+// pipeline of a member computes it alike: its one-row twin's too, matmul_grid.h.)
 float glu_of(uint kind, float g, float u) {
-  float a;
+  precise float a;
   if (kind == 2) a = 0.5 * g * (1.0 + tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
   else a = g * (1.0 / (1.0 + exp(-g)));
   return a * u;

@@ -36,7 +36,12 @@ void norm_scales(uint m0, uint rows) {
 #endif
 
 // s from a row's complete sum of squares (NORM_IN_LOOP), or 1 without a norm.
-float norm_scale_of(float ss) { return p.norm != 0 ? 1.0 / sqrt(ss / float(p.K) + p.eps) : 1.0; }
+// (precise: the same operations in every pipeline of a member, its one-row twin's too: matmul_grid.h)
+float norm_scale_of(float ss) {
+  if (p.norm == 0) return 1.0;
+  precise float mean = ss / float(p.K) + p.eps;
+  return 1.0 / sqrt(mean);
+}
 
 // x.x^2 + ... + x.w^2 added to ss in that order (precise: no reassociation a build could choose).
 float add_squares(float ss, vec4 x) {
