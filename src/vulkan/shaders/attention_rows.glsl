@@ -2,7 +2,8 @@
 // constants (p) and `shared int slot_of[WG]`: the rows' RoPE as they are read, a row's own key and value as the
 // cache would hold them, and loads in batches of LOADS independent reads ahead of the FMAs that use them, so a
 // thread waits for memory once a batch, not once a key dimension or a value (a one-row decode step is
-// latency-bound: an H200 spent ~90 us a layer at a 64-token context reading one value at a time).
+// latency-bound: an H200 spent ~90 us a layer at a 64-token context reading one value at a time; 16 a batch:
+// a 64-dimension key in 4 waits, a chunk of 64 values in 4).
 // Element d of a head vector starting at x in `buf` (Q or K) after RoPE with row r's angles.
 #define ROPED(buf, x, d, r)                                                                                  \
   {                                                                                                          \
@@ -21,7 +22,7 @@ float key_rotated(uint x, uint d, uint r) ROPED(K, x, d, r)
 float key_now(uint r, uint kvh, uint d) { return as_cached(key_rotated((r * p.n_kv_heads + kvh) * p.head_dim, d, r)); }
 float value_now(uint r, uint kvh, uint d) { return as_cached(V[(r * p.n_kv_heads + kvh) * p.head_dim + d]); }
 
-const uint LOADS = 8;
+const uint LOADS = 16;
 // Dimensions d0 .. d0 + LOADS - 1 of slot e's key (a cached slot, or -(row + 2): this forward's own row) in the
 // cache layout starting at `head`; dimensions past head_dim read its last, for the caller not to sum.
 void keys_at(int e, uint head, uint kvh, uint d0, out float kd[LOADS]) {
