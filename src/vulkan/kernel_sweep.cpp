@@ -23,7 +23,8 @@ constexpr size_t kMaxOutputBytes = size_t{256} << 20;  // a row count whose outp
 // of the fastest up to kMostFullyTimed (a small matrix, bound by launch latency, has dozens), and the default.
 constexpr size_t kFullyTimed = 6, kMostFullyTimed = 12;
 
-// The pipeline member k runs for M rows of m's weight type (its one-row twin at one row).
+// The pipeline member k runs for M rows of m's weight type (its one-row twin at one row; at 2, or any other
+// row count, the member itself).
 KernelSpec member_spec(const DeviceMatrix& m, const MatmulKernel& member, uint32_t M) {
   const MatmulKernel k = dispatched_member(member, MatrixMath::Fma, M);
   return {matmul_shader(k, MatrixMath::Fma, m.type), kMatmulBindings, matmul_constants(k, MatrixMath::Fma), k.name()};

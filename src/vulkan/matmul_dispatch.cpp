@@ -83,7 +83,7 @@ const VulkanForward::MatrixKernel& VulkanForward::kernel_of(const DeviceMatrix& 
     };
     mk.kernel = pipeline(mk.member);
     const MatmulKernel twin = dispatched_member(mk.member, math_, 1);
-    mk.one_row = twin == mk.member ? mk.kernel : pipeline(twin);
+    mk.one_row = twin.rows == mk.member.rows ? mk.kernel : pipeline(twin);
   }
   return mk;
 }
@@ -101,8 +101,9 @@ void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y,
   if (split) p.n1 = p.y_stride = split->n1, p.n2 = split->n2;
   if (glu_out) p.glu_out = glu_out, p.y_stride = w.rows / 2, glu_epilogues_++;
   const MatrixKernel& mk = kernel_of(w);
-  const MatmulGrid g = matmul_grid(dispatched_member(mk.member, math_, rows), math_, w.rows, rows);
-  const Kernel& kernel = rows == 1 ? *mk.one_row : *mk.kernel;
+  const MatmulKernel run = dispatched_member(mk.member, math_, rows);  // (the rule lives there alone)
+  const MatmulGrid g = matmul_grid(run, math_, w.rows, rows);
+  const Kernel& kernel = run.rows == mk.member.rows ? *mk.kernel : *mk.one_row;
   if (&kernel != mk.kernel) one_row_twins_++;
   const View y2 = split ? split->y2 : y, y3 = split && split->y3.buffer ? split->y3 : y;
   rec_.dispatch(kernel, {x, y, w.data, norm_gain.buffer ? norm_gain : x, glu_up.buffer ? glu_up : x, y2, y3}, p, g.x, g.y, g.z);
