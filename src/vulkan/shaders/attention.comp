@@ -15,6 +15,7 @@
 layout(local_size_x = WG) in;
 layout(std430, binding = 0) readonly buffer Query { float Q[]; };  // as the product left it
 layout(std430, binding = 1) buffer CacheK { KV_T CK[]; };
+layout(std430, binding = 1) readonly buffer CacheK16 { uvec4 CK16[]; };  // the same keys, 16 bytes a load
 layout(std430, binding = 2) buffer CacheV { KV_T CV[]; };
 layout(std430, binding = 3) readonly buffer Info { int INFO[]; };     // the arena: the row table ...
 layout(std430, binding = 3) readonly buffer Angles { float A[]; };    // ... and the RoPE angles
@@ -52,7 +53,7 @@ void main() {
   barrier();
   const uint head = kvh * p.capacity * hd;
   float m = -1.0 / 0.0, l = 0.0, acc[PER_THREAD];
-  for (uint i = 0; i < PER_THREAD; i++) acc[i] = 0.0;
+  [[unroll]] for (uint i = 0; i < PER_THREAD; i++) acc[i] = 0.0;
   for (uint c0 = 0; c0 < nv; c0 += WG) {
     const uint j = c0 + t;
     float s = -1.0 / 0.0;
@@ -76,22 +77,24 @@ void main() {
     const float alpha = exp(m - m_new);
     l = l * alpha + sum;
     const uint n = min(WG, nv - c0);
-    [[unroll]] for (uint i = 0; i < PER_THREAD; i++) {
-      const uint d = t + i * WG;
-      if (d >= hd) break;
-      float a = 0.0;
-      for (uint k0 = 0; k0 < n; k0 += LOADS) {
-        float vd[LOADS];
-        values_at(k0, n, head, kvh, d, vd);
-        [[unroll]] for (uint u = 0; u < LOADS; u++)
-          if (k0 + u < n) a = fma(prob[k0 + u], vd[u], a);
-      }
-      acc[i] = acc[i] * alpha + a;
-    }
+    // Each of the thread's dimensions d = t + i WG sums the chunk's values in slot order into a[i] (the
+    // slots' loop outside the dimensions', so every loop around a register array has a fixed count).
+    float a[PER_THREAD];
+    [[unroll]] for (uint i = 0; i < PER_THREAD; i++) a[i] = 0.0;
+    for (uint k0 = 0; k0 < n; k0 += LOADS)
+      [[unroll]] for (uint i = 0; i < PER_THREAD; i++)
+        if (t + i * WG < hd) {
+          float vd[LOADS];
+          values_at(k0, n, head, kvh, t + i * WG, vd);
+          [[unroll]] for (uint u = 0; u < LOADS; u++)
+            if (k0 + u < n) a[i] = fma(prob[k0 + u], vd[u], a[i]);
+        }
+    [[unroll]] for (uint i = 0; i < PER_THREAD; i++)
+      if (t + i * WG < hd) acc[i] = acc[i] * alpha + a[i];
     m = m_new;
     barrier();
   }
-  for (uint i = 0; i < PER_THREAD; i++) {
+  [[unroll]] for (uint i = 0; i < PER_THREAD; i++) {
     const uint d = t + i * WG;
     if (d < hd) OUT[r * qd + h * hd + d] = acc[i] / l;
   }

@@ -23,11 +23,34 @@ float key_now(uint r, uint kvh, uint d) { return as_cached(key_rotated((r * p.n_
 float value_now(uint r, uint kvh, uint d) { return as_cached(V[(r * p.n_kv_heads + kvh) * p.head_dim + d]); }
 
 const uint LOADS = 16;
+#if defined(KV_F16)
+const uint KEY_WORD = 8;  // a key's dimensions in 16 bytes
+#else
+const uint KEY_WORD = 4;
+#endif
 // Dimensions d0 .. d0 + LOADS - 1 of slot e's key (a cached slot, or -(row + 2): this forward's own row) in the
-// cache layout starting at `head`; dimensions past head_dim read its last, for the caller not to sum.
+// cache layout starting at `head`; dimensions past head_dim read its last, for the caller not to sum. Where
+// head_dim is a multiple of LOADS, a key's dimensions are whole 16-byte words (the layer's binding 16-byte
+// aligned: kv_storage), read 16 bytes a load, the same values as one at a time: a thread's key is its own
+// stretch of memory, so a subgroup's one-element loads touch one line a lane each, and wide loads touch them
+// 4-8 times less often.
 void keys_at(int e, uint head, uint kvh, uint d0, out float kd[LOADS]) {
   const uint key = head + uint(max(e, 0)) * p.head_dim;
-  [[unroll]] for (uint u = 0; u < LOADS; u++) kd[u] = float(CK[key + min(d0 + u, p.head_dim - 1)]);
+  if (p.head_dim % LOADS == 0) {
+    [[unroll]] for (uint j = 0; j < LOADS / KEY_WORD; j++) {
+      const uvec4 v = CK16[(key + d0) / KEY_WORD + j];
+      [[unroll]] for (uint c = 0; c < 4; c++) {
+#if defined(KV_F16)
+        const vec2 h = unpackHalf2x16(v[c]);
+        kd[KEY_WORD * j + 2 * c] = h.x, kd[KEY_WORD * j + 2 * c + 1] = h.y;
+#else
+        kd[KEY_WORD * j + c] = uintBitsToFloat(v[c]);
+#endif
+      }
+    }
+  } else {
+    [[unroll]] for (uint u = 0; u < LOADS; u++) kd[u] = float(CK[key + min(d0 + u, p.head_dim - 1)]);
+  }
   if (e < 0) [[unroll]] for (uint u = 0; u < LOADS; u++) kd[u] = key_now(uint(-e - 2), kvh, min(d0 + u, p.head_dim - 1));
 }
 // Dimension d of the values of slots slot_of[k0 .. k0 + LOADS - 1]; those past n read slot 0's, not to be summed.

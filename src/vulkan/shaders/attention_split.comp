@@ -13,6 +13,7 @@
 layout(local_size_x = WG) in;
 layout(std430, binding = 0) readonly buffer Query { float Q[]; };
 layout(std430, binding = 1) buffer CacheK { KV_T CK[]; };
+layout(std430, binding = 1) readonly buffer CacheK16 { uvec4 CK16[]; };  // the same keys, 16 bytes a load
 layout(std430, binding = 2) buffer CacheV { KV_T CV[]; };
 layout(std430, binding = 3) readonly buffer Info { int INFO[]; };
 layout(std430, binding = 3) readonly buffer Angles { float A[]; };
@@ -97,48 +98,50 @@ void main() {
       if (g < group) red[g * WG + t] = s[g];
     reduce_heads(group, true);
     float m_new[MAX_GROUP];
-    [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) {
-      if (g >= group) break;
-      m_new[g] = max(m[g], red[g * WG]);
-      prob[g * WG + t] = j < stop ? exp(s[g] - m_new[g]) : 0.0;
-    }
+    [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
+      if (g < group) {
+        m_new[g] = max(m[g], red[g * WG]);
+        prob[g * WG + t] = j < stop ? exp(s[g] - m_new[g]) : 0.0;
+      }
     barrier();
     for (uint g = 0; g < group; g++) red[g * WG + t] = prob[g * WG + t];
     slot_of[t] = e;
     reduce_heads(group, false);  // (its barriers publish prob and slot_of too)
     const uint n = min(WG, stop - b0);
-    [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) {
-      if (g >= group) break;
-      const float alpha = exp(m[g] - m_new[g]);
-      l[g] = l[g] * alpha + red[g * WG];
-      [[unroll]] for (uint i = 0; i < PER_THREAD; i++) acc[g][i] *= alpha;
-      m[g] = m_new[g];
-    }
-    [[unroll]] for (uint i = 0; i < PER_THREAD; i++) {
-      const uint d = t + i * WG;
-      if (d >= hd) break;
-      float a[MAX_GROUP];
-      [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) a[g] = 0.0;
-      for (uint k0 = 0; k0 < n; k0 += LOADS) {
-        float vd[LOADS];
-        values_at(k0, n, head, kvh, d, vd);
-        [[unroll]] for (uint u = 0; u < LOADS; u++)
-          if (k0 + u < n)
-            [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
-              if (g < group) a[g] = fma(prob[g * WG + k0 + u], vd[u], a[g]);
+    [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
+      if (g < group) {
+        const float alpha = exp(m[g] - m_new[g]);
+        l[g] = l[g] * alpha + red[g * WG];
+        [[unroll]] for (uint i = 0; i < PER_THREAD; i++) acc[g][i] *= alpha;
+        m[g] = m_new[g];
       }
+    // Each of the thread's dimensions d = t + i WG sums the chunk's values in slot order into a[i][g] (the
+    // slots' loop outside the dimensions', so every loop around a register array has a fixed count).
+    float a[PER_THREAD][MAX_GROUP];
+    [[unroll]] for (uint i = 0; i < PER_THREAD; i++)
+      [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) a[i][g] = 0.0;
+    for (uint k0 = 0; k0 < n; k0 += LOADS)
+      [[unroll]] for (uint i = 0; i < PER_THREAD; i++)
+        if (t + i * WG < hd) {
+          float vd[LOADS];
+          values_at(k0, n, head, kvh, t + i * WG, vd);
+          [[unroll]] for (uint u = 0; u < LOADS; u++)
+            if (k0 + u < n)
+              [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
+                if (g < group) a[i][g] = fma(prob[g * WG + k0 + u], vd[u], a[i][g]);
+        }
+    [[unroll]] for (uint i = 0; i < PER_THREAD; i++)
       [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
-        if (g < group) acc[g][i] += a[g];
-    }
+        if (g < group && t + i * WG < hd) acc[g][i] += a[i][g];
     barrier();
   }
-  [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) {
-    if (g >= group) break;
-    const uint o = ((r * p.n_heads + kvh * group + g) * p.max_chunks + c) * (hd + 2);
-    if (t == 0) PART[o] = m[g], PART[o + 1] = l[g];
-    [[unroll]] for (uint i = 0; i < PER_THREAD; i++) {
-      const uint d = t + i * WG;
-      if (d < hd) PART[o + 2 + d] = acc[g][i];
+  [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
+    if (g < group) {
+      const uint o = ((r * p.n_heads + kvh * group + g) * p.max_chunks + c) * (hd + 2);
+      if (t == 0) PART[o] = m[g], PART[o + 1] = l[g];
+      [[unroll]] for (uint i = 0; i < PER_THREAD; i++) {
+        const uint d = t + i * WG;
+        if (d < hd) PART[o + 2 + d] = acc[g][i];
+      }
     }
-  }
 }

@@ -171,7 +171,7 @@ void load_unit(uint row, uint u, uint K, out float w[32]) {
 #endif
   UNROLL for (uint i = 0; i < 16; i++) {
     const uint q = byte_at(qs + i);
-    w[i] = d * IQ4[q & 15], w[i + 16] = d * IQ4[q >> 4];
+    w[i] = d * iq4_value(q & 15), w[i + 16] = d * iq4_value(q >> 4);
   }
 }
 #else

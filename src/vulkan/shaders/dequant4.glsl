@@ -26,7 +26,8 @@ vec4 load4(uint row, uint k, uint K) {
 #endif
   if (k + 4 <= K) return vec4(float_at(base), float_at(base + 1), float_at(base + 2), float_at(base + 3));
   vec4 w = vec4(0.0);
-  UNROLL for (uint i = 0; i < 4 && k + i < K; i++) w[i] = float_at(base + i);
+  UNROLL for (uint i = 0; i < 4; i++)
+    if (k + i < K) w[i] = float_at(base + i);
   return w;
 }
 #endif
@@ -106,7 +107,7 @@ void lowbits4_parts(uint row, uint k, uint K, uint step_delta, out vec4 q, out f
 void load4_parts(uint row, uint k, uint K, out vec4 q, out float a, out float c) { lowbits4_parts(row, k, K, 0, q, a, c); }
 
 #elif defined(TYPE_IQ4_NL) || defined(TYPE_IQ4_XS)
-vec4 iq4_values(uvec4 q) { return vec4(IQ4[q.x], IQ4[q.y], IQ4[q.z], IQ4[q.w]); }
+vec4 iq4_values(uvec4 q) { return vec4(iq4_value(q.x), iq4_value(q.y), iq4_value(q.z), iq4_value(q.w)); }
 // The block's first quant byte and multiplier for weight k.
 void iq4_block(uint row, uint k, uint K, out uint qs, out float d) {
 #if defined(TYPE_IQ4_NL)

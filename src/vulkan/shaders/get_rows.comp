@@ -28,11 +28,10 @@ void main() {
   for (uint u = gl_LocalInvocationID.x; u < (p.K + 31) / 32; u += WG) {
     float w[32];
     load_unit(row, u, p.K, w);
-    for (uint i = 0; i < 32 && 32 * u + i < p.K; i++) {
+    UNROLL for (uint i = 0; i < 32; i++) {
       const uint k = 32 * u + i, o = p.out_off + r * p.K + k;
-      if (p.mode == 0) {
-        OUT[o] = p.scale == 1.0 ? w[i] : w[i] * p.scale;
-      } else {
+      if (k < p.K && p.mode == 0) OUT[o] = p.scale == 1.0 ? w[i] : w[i] * p.scale;
+      if (k < p.K && p.mode != 0) {
         precise float e = S[k] * w[i];
         precise float x = (p.mode == 1 ? OUT[o] : FROM[from + k]) + e;
         OUT[o] = x;

@@ -15,6 +15,9 @@
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 #include "common.glsl"
+#ifdef SUBGROUP
+#include "subgroup_sum.glsl"
+#endif
 #undef WG
 #define W_BINDING 2
 #include "dequant.glsl"
@@ -76,38 +79,40 @@ void main() {
         w[o][0] = load4(weight_row(n0, o), k, p.K);
       }
     }
+    // (Guards, never break or continue, in loops over register arrays: a loop with an early exit may stay
+    // rolled, its arrays indexed at run time, so in memory; the device check's static test proves none is.)
     UNROLL for (uint f = 0; f < FOURS; f++) {
       const uint kf = k + f * PAIR_SPAN;
-      if (kf >= p.K) break;
       const vec4 g = gain4(kf);
       UNROLL for (uint r = 0; r < R; r++) {
-        if (r >= rows) break;
-        const vec4 raw = inputs4_at(p.x_off + (m0 + r) * p.x_stride, kf, aligned), v = raw * g;
-        if (p.norm != 0) acc[NO][r] = add_squares(acc[NO][r], raw);
-        if (FOLD != 0) {
-          // In this order and no other (precise: no reassociation or contraction a build could choose):
-          // d = q.x x.x, then fma q.y x.y, q.z x.z, q.w x.w; acc = fma(a, d, acc); acc = fma(-c, s, acc) with
-          // s = ((x.x + x.y) + x.z) + x.w, the c term only for types with an offset.
-          precise float s = 0.0;
-          if (PARTS_OFFSET) s = ((v.x + v.y) + v.z) + v.w;
-          UNROLL for (uint o = 0; o < NO; o++) {
-            precise float d = w[o][f].x * v.x;
-            d = fma(w[o][f].y, v.y, d);
-            d = fma(w[o][f].z, v.z, d);
-            d = fma(w[o][f].w, v.w, d);
-            precise float a = fma(wa[o][f], d, acc[o][r]);
-            if (PARTS_OFFSET) a = fma(-wc[o][f], s, a);
-            acc[o][r] = a;
+        if (kf < p.K && r < rows) {
+          const vec4 raw = inputs4_at(p.x_off + (m0 + r) * p.x_stride, kf, aligned), v = raw * g;
+          if (p.norm != 0) acc[NO][r] = add_squares(acc[NO][r], raw);
+          if (FOLD != 0) {
+            // In this order and no other (precise: no reassociation or contraction a build could choose):
+            // d = q.x x.x, then fma q.y x.y, q.z x.z, q.w x.w; acc = fma(a, d, acc); acc = fma(-c, s, acc) with
+            // s = ((x.x + x.y) + x.z) + x.w, the c term only for types with an offset.
+            precise float s = 0.0;
+            if (PARTS_OFFSET) s = ((v.x + v.y) + v.z) + v.w;
+            UNROLL for (uint o = 0; o < NO; o++) {
+              precise float d = w[o][f].x * v.x;
+              d = fma(w[o][f].y, v.y, d);
+              d = fma(w[o][f].z, v.z, d);
+              d = fma(w[o][f].w, v.w, d);
+              precise float a = fma(wa[o][f], d, acc[o][r]);
+              if (PARTS_OFFSET) a = fma(-wc[o][f], s, a);
+              acc[o][r] = a;
+            }
+          } else {
+            UNROLL for (uint o = 0; o < NO; o++) {
+              float a = acc[o][r];
+              a = fma(v.x, w[o][f].x, a);
+              a = fma(v.y, w[o][f].y, a);
+              a = fma(v.z, w[o][f].z, a);
+              a = fma(v.w, w[o][f].w, a);
+              acc[o][r] = a;
+            }
           }
-          continue;
-        }
-        UNROLL for (uint o = 0; o < NO; o++) {
-          float a = acc[o][r];
-          a = fma(v.x, w[o][f].x, a);
-          a = fma(v.y, w[o][f].y, a);
-          a = fma(v.z, w[o][f].z, a);
-          a = fma(v.w, w[o][f].w, a);
-          acc[o][r] = a;
         }
       }
     }
@@ -115,10 +120,10 @@ void main() {
 #ifdef SUBGROUP
   UNROLL for (uint o = 0; o <= NO; o++)
     UNROLL for (uint r = 0; r < R; r++) {
-      if ((o >= outs && o < NO) || (o == NO && p.norm == 0) || r >= rows) continue;  // (uniform: the whole subgroup)
-      precise float s = acc[o][r];
-      for (uint lane = gl_SubgroupSize / 2; lane > 0; lane >>= 1) s += subgroupShuffleXor(s, lane);
-      if (gl_SubgroupInvocationID == 0) sums[o * R + r][gl_SubgroupID] = s;
+      if ((o < outs || o == NO) && (o < NO || p.norm != 0) && r < rows) {  // (uniform: the whole subgroup)
+        const float s = subgroup_sum_xor(acc[o][r]);
+        if (gl_SubgroupInvocationID == 0) sums[o * R + r][gl_SubgroupID] = s;
+      }
     }
   barrier();
   const uint n_sums = gl_NumSubgroups;

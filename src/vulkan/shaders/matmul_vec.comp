@@ -16,6 +16,7 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #include "common.glsl"
+#include "subgroup_sum.glsl"
 #undef WG
 
 layout(local_size_x_id = 0) in;
@@ -248,7 +249,7 @@ float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, vec4 x[8], float acc)
 #include "iq4.glsl"
 // 136-byte super-blocks: d, 2 bytes of high scale bits, 4 of low, 128 bytes of nibbles. Thread i takes
 // sub-block i: its 16 bytes (weights 32i + l low, 32i + 16 + l high: runs 0 and 1), its 6-bit scale ls
-// (low bits 4 (i % 2) of scales_l[i / 2], high bits 2i of scales_h), weights d (ls - 32) IQ4[nibble].
+// (low bits 4 (i % 2) of scales_l[i / 2], high bits 2i of scales_h), weights d (ls - 32) iq4_value(nibble).
 const uint RUN = 16;
 struct Piece { uvec4 q; uvec2 head; float sc; PACKED_WEIGHTS };  // sc: the sub-block's d (ls - 32)
 bool piece_exists(uint g, uint i) { return g < p.K / 256; }
@@ -267,7 +268,7 @@ void decode_scales(inout Piece pc, uint i) {
 float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
   precise float d = 0.0;
   UNROLL for (uint run = 0; run < 2; run++)
-    UNROLL for (uint j = 0; j < 16; j++) d = fma(IQ4[(byte_of(pc.q, j) >> (4 * run)) & 15u], x[4 * run + j / 4][j % 4], d);
+    UNROLL for (uint j = 0; j < 16; j++) d = fma(iq4_value((byte_of(pc.q, j) >> (4 * run)) & 15u), x[4 * run + j / 4][j % 4], d);
   precise float a = fma(pc.sc, d, acc);
   return a;
 }
@@ -276,7 +277,7 @@ void pack_weights(inout Piece pc, uint i) {
   UNROLL for (uint run = 0; run < 2; run++)
     UNROLL for (uint w = 0; w < 4; w++) {
       uint q = 0;
-      UNROLL for (uint b = 0; b < 4; b++) q |= (uint(int(IQ4[(byte_of(pc.q[w], b) >> (4 * run)) & 15u])) & 255u) << (8 * b);
+      UNROLL for (uint b = 0; b < 4; b++) q |= (uint(int(iq4_value((byte_of(pc.q[w], b) >> (4 * run)) & 15u))) & 255u) << (8 * b);
       pc.qw[4 * run + w] = q;
     }
 }
@@ -363,30 +364,31 @@ void main() {
     vec4 gains[8];
     UNROLL for (uint v = 0; v < 8; v++) gains[v] = gain4(input_k(g, i, v));
     UNROLL for (uint r = 0; r < R; r++) {
-      if (r >= rows) break;
-      const uint x = p.x_off + (m0 + r) * p.x_stride;
-      vec4 xs[8];
-      UNROLL for (uint v = 0; v < 8; v++) xs[v] = inputs4_at(x, input_k(g, i, v), aligned);
-      if (p.norm != 0)
-        UNROLL for (uint v = 0; v < 8; v++) acc[NO][r] = add_squares(acc[NO][r], xs[v]);
-      UNROLL for (uint v = 0; v < 8; v++) xs[v] *= gains[v];
+      if (r < rows) {
+        const uint x = p.x_off + (m0 + r) * p.x_stride;
+        vec4 xs[8];
+        UNROLL for (uint v = 0; v < 8; v++) xs[v] = inputs4_at(x, input_k(g, i, v), aligned);
+        if (p.norm != 0)
+          UNROLL for (uint v = 0; v < 8; v++) acc[NO][r] = add_squares(acc[NO][r], xs[v]);
+        UNROLL for (uint v = 0; v < 8; v++) xs[v] *= gains[v];
 #ifdef INT_DOT
-      uint xq[8];
-      const float xd = quantize_piece(xs, xq);
-      UNROLL for (uint o = 0; o < NO; o++)
-        if (o < outs) acc[o][r] = piece_dot_q8(pc[o], i, xq, xd, xs, acc[o][r]);
+        uint xq[8];
+        const float xd = quantize_piece(xs, xq);
+        UNROLL for (uint o = 0; o < NO; o++)
+          if (o < outs) acc[o][r] = piece_dot_q8(pc[o], i, xq, xd, xs, acc[o][r]);
 #else
-      UNROLL for (uint o = 0; o < NO; o++)
-        if (o < outs) acc[o][r] = piece_dot(pc[o], i, xs, acc[o][r]);
+        UNROLL for (uint o = 0; o < NO; o++)
+          if (o < outs) acc[o][r] = piece_dot(pc[o], i, xs, acc[o][r]);
 #endif
+      }
     }
   }
   UNROLL for (uint o = 0; o <= NO; o++)
     UNROLL for (uint r = 0; r < R; r++) {
-      if ((o >= outs && o < NO) || (o == NO && p.norm == 0) || r >= rows) continue;  // (uniform: the whole subgroup)
-      precise float s = acc[o][r];
-      for (uint lane = gl_SubgroupSize / 2; lane > 0; lane >>= 1) s += subgroupShuffleXor(s, lane);
-      if (gl_SubgroupInvocationID == 0) sums[o * R + r][gl_SubgroupID] = s;
+      if ((o < outs || o == NO) && (o < NO || p.norm != 0) && r < rows) {  // (uniform: the whole subgroup)
+        const float s = subgroup_sum_xor(acc[o][r]);
+        if (gl_SubgroupInvocationID == 0) sums[o * R + r][gl_SubgroupID] = s;
+      }
     }
   barrier();
   for (uint slot = t; slot < NO * R; slot += WG) {

@@ -24,34 +24,45 @@ bool before(float va, uint ia, float vb, uint ib) {
 void main() {
   const uint r = gl_WorkGroupID.x, t = gl_LocalInvocationID.x, k = min(p.k, uint(MAX_K));
   if (r >= p.n_rows) return;
+  // (The lists are indexed only by the counters of fixed-count loops, entries past k guarded: an array indexed
+  // at run time would sit in memory on a GPU.)
   float v[MAX_K];
   uint at[MAX_K];
-  for (uint j = 0; j < MAX_K; j++) v[j] = -1.0 / 0.0, at[j] = 0xffffffffu;
-  float m = -1.0 / 0.0, s = 0.0;
+  [[unroll]] for (uint j = 0; j < MAX_K; j++) v[j] = -1.0 / 0.0, at[j] = 0xffffffffu;
+  float m = -1.0 / 0.0, s = 0.0, last_v = -1.0 / 0.0;  // last_v, last_i: the list's k-th entry
+  uint last_i = 0xffffffffu;
   for (uint i = t; i < p.n; i += WG) {
     float x = X[p.x_off + r * p.n + i];
     if (isnan(x)) x = -1.0 / 0.0;
     if (x > m) s = s * exp(m - x) + 1.0, m = x;
     else if (x != -1.0 / 0.0) s += exp(x - m);
-    if (!before(x, i, v[k - 1], at[k - 1])) continue;
-    uint j = k - 1;  // (i rises: an equal value already held stays ahead)
-    while (j > 0 && before(x, i, v[j - 1], at[j - 1])) {
-      v[j] = v[j - 1], at[j] = at[j - 1];
-      j--;
-    }
-    v[j] = x, at[j] = i;
+    if (!before(x, i, last_v, last_i)) continue;
+    // Inserted in order: at each place it goes before, it takes the place and carries the entry on (i rises:
+    // an equal value already held stays ahead); the k-th entry drops out.
+    float cv = x;
+    uint ci = i;
+    [[unroll]] for (uint j = 0; j < MAX_K; j++)
+      if (j < k && before(cv, ci, v[j], at[j])) {
+        const float tv = v[j];
+        const uint ti = at[j];
+        v[j] = cv, at[j] = ci, cv = tv, ci = ti;
+      }
+    [[unroll]] for (uint j = 0; j < MAX_K; j++)
+      if (j + 1 == k) last_v = v[j], last_i = at[j];
   }
-  for (uint j = 0; j < k; j++) top_v[t * MAX_K + j] = v[j], top_i[t * MAX_K + j] = at[j];
+  [[unroll]] for (uint j = 0; j < MAX_K; j++)
+    if (j < k) top_v[t * MAX_K + j] = v[j], top_i[t * MAX_K + j] = at[j];
   row_max[t] = m, row_sum[t] = s;
   barrier();
   for (uint half_ = WG / 2; half_ > 0; half_ >>= 1) {
     if (t < half_) {
       const uint a = t * MAX_K, b = (t + half_) * MAX_K;
       uint ia = 0, ib = 0;
-      for (uint j = 0; j < k; j++) {  // the merge of two sorted lists, cut at k
-        if (before(top_v[b + ib], top_i[b + ib], top_v[a + ia], top_i[a + ia])) v[j] = top_v[b + ib], at[j] = top_i[b + ib], ib++;
-        else v[j] = top_v[a + ia], at[j] = top_i[a + ia], ia++;
-      }
+      [[unroll]] for (uint j = 0; j < MAX_K; j++)  // the merge of two sorted lists, cut at k
+        if (j < k) {
+          if (before(top_v[b + ib], top_i[b + ib], top_v[a + ia], top_i[a + ia])) v[j] = top_v[b + ib], at[j] = top_i[b + ib], ib++;
+          else v[j] = top_v[a + ia], at[j] = top_i[a + ia], ia++;
+        }
       const float mb = row_max[t + half_], sb = row_sum[t + half_], ma = row_max[t];
       const float mm = max(ma, mb);
       const float sa = mm == -1.0 / 0.0 ? 0.0 : row_sum[t] * exp(ma - mm);
@@ -60,7 +71,8 @@ void main() {
     }
     barrier();
     if (t < half_)
-      for (uint j = 0; j < k; j++) top_v[t * MAX_K + j] = v[j], top_i[t * MAX_K + j] = at[j];
+      [[unroll]] for (uint j = 0; j < MAX_K; j++)
+        if (j < k) top_v[t * MAX_K + j] = v[j], top_i[t * MAX_K + j] = at[j];
     barrier();
   }
   if (t == 0) {
