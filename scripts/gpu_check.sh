@@ -52,7 +52,7 @@ deliver() {
 trap deliver EXIT
 # A device's minutes are scarce: 8 minutes, 150 s a step. The local rehearsal shares 2 cores with other tests:
 # it may take longer, its steps are the same.
-if [ "$local" = 1 ]; then budget="${budget:-1200}" step_max="${step_max:-500}"; else budget="${budget:-480}" step_max="${step_max:-150}"; fi
+if [ "$local" = 1 ]; then budget="${budget:-2100}" step_max="${step_max:-500}"; else budget="${budget:-480}" step_max="${step_max:-150}"; fi
 [ "$local" = 1 ] || bundle="$(cd "$bundle" && pwd)" || { echo "gpu_check.sh: no bundle at $bundle (scripts/gpu_bundle.sh)" >&2; exit 1; }
 report="$out/report.md"
 log="$out/log.txt"
