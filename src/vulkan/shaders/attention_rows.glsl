@@ -1,4 +1,4 @@
-// What attention.comp and attention_split.comp share, included after their bindings (Q, K, V, A, CK, CV), push
+// What attention.comp and attention_split.comp share, included after their bindings (Q, K, V, A, CK and its 16-byte view CK16, CV), push
 // constants (p) and `shared int slot_of[WG]`: the rows' RoPE as they are read, a row's own key and value as the
 // cache would hold them, and loads in batches of LOADS independent reads ahead of the FMAs that use them, so a
 // thread waits for memory once a batch, not once a key dimension or a value (a one-row decode step is

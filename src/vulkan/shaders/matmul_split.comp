@@ -80,7 +80,7 @@ void main() {
       }
     }
     // (Guards, never break or continue, in loops over register arrays: a loop with an early exit may stay
-    // rolled, its arrays indexed at run time, so in memory; the device check's static test proves none is.)
+    // rolled, its arrays indexed at run time, so in memory: tests/test_vulkan_registers.cpp checks none is.)
     UNROLL for (uint f = 0; f < FOURS; f++) {
       const uint kf = k + f * PAIR_SPAN;
       const vec4 g = gain4(kf);
