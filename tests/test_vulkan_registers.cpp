@@ -171,7 +171,8 @@ TEST(DynamicLocalArrays, NoneInAnyMatrixMembersKernel) {
 }
 
 // Every other kernel a GPU runs (attention, drafting's top-k and plans, embeddings, norms, ...), with its
-// default constants. (A software device's `_rolled` twins are left rolled on purpose.)
+// default constants, and attention also as models specialize it (a thread's dimensions, the query group).
+// (A software device's `_rolled` twins are left rolled on purpose.)
 TEST(DynamicLocalArrays, NoneInAnyOtherKernel) {
   REQUIRE_SPIRV_OPT();
   std::vector<Case> cases;
@@ -179,6 +180,15 @@ TEST(DynamicLocalArrays, NoneInAnyOtherKernel) {
     const std::string name = kShaders[i].name;
     if (name.rfind("matmul_", 0) == 0 || (name.size() > 7 && name.substr(name.size() - 7) == "_rolled")) continue;
     cases.push_back({name, name, {}});
+    const bool split = name.rfind("attention_split_", 0) == 0;
+    if (split || name.rfind("attention_f", 0) == 0)
+      for (uint32_t dims : {1u, 2u, 3u})
+        for (uint32_t group : {1u, 4u}) {
+          std::vector<uint32_t> c = {dims};
+          if (split) c.push_back(group);
+          else if (group > 1) continue;
+          cases.push_back({name, name + " " + std::to_string(dims) + (split ? " " + std::to_string(group) : ""), c});
+        }
   }
   ASSERT_GT(cases.size(), 20u);
   const std::vector<std::string> bad = offenders(cases);

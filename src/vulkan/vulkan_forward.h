@@ -113,6 +113,7 @@ class VulkanForward : public ForwardPass {
   void record_attention(int l, bool local);
   void record_split_attention(int l, bool local);
   bool split_attention() const;
+  uint32_t attention_dims() const;
   void record_output();
   void record_head(const DeviceMatrix& head, View in, uint32_t rows, const Buffer& dev, const Buffer& host, const Buffer& picks,
                    const std::vector<char>& to_host);

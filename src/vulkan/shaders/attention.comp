@@ -30,7 +30,10 @@ layout(push_constant) uniform Params {
   uint half_dim, neox, cos_off, sin_off;
 } p;
 
-const uint MAX_DIMS = 256, PER_THREAD = MAX_DIMS / WG;
+// A thread's output dimensions d = t + i WG, i < PER_THREAD: ceil(head_dim / WG), set per model (at most 4:
+// head_dim <= 256), so a thread's arrays are no longer than the model needs.
+layout(constant_id = 0) const uint PER_THREAD = 4;
+const uint MAX_DIMS = PER_THREAD * WG;
 shared float red[WG];
 shared float q[MAX_DIMS];
 shared float prob[WG];
@@ -76,12 +79,14 @@ void main() {
     const float sum = workgroup_sum(pj);  // its barriers publish prob and slot_of too
     const float alpha = exp(m - m_new);
     l = l * alpha + sum;
-    const uint n = min(WG, nv - c0);
+    const uint n = min(WG, nv - c0), mine = t < hd ? n : 0;
     // Each of the thread's dimensions d = t + i WG sums the chunk's values in slot order into a[i] (the
-    // slots' loop outside the dimensions', so every loop around a register array has a fixed count).
+    // slots' loop outside the dimensions', so every loop around a register array has a fixed count). A thread
+    // without a dimension (head_dim < WG) leaves the slots' loop at once: a software device runs a branch's
+    // both sides under a mask, but stops a loop no lane is in.
     float a[PER_THREAD];
     [[unroll]] for (uint i = 0; i < PER_THREAD; i++) a[i] = 0.0;
-    for (uint k0 = 0; k0 < n; k0 += LOADS)
+    for (uint k0 = 0; k0 < mine; k0 += LOADS)
       [[unroll]] for (uint i = 0; i < PER_THREAD; i++)
         if (t + i * WG < hd) {
           float vd[LOADS];

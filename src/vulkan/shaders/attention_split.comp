@@ -29,7 +29,11 @@ layout(push_constant) uniform Params {
   uint chunk, max_chunks;
 } p;
 
-const uint MAX_DIMS = 256, PER_THREAD = MAX_DIMS / WG, MAX_GROUP = 8;
+// A thread's output dimensions (ceil(head_dim / WG), at most 4) and the query heads a key-value head serves (at
+// most 8), set per model: a thread's arrays and the shared ones no longer than the model needs.
+layout(constant_id = 0) const uint PER_THREAD = 4;
+layout(constant_id = 1) const uint MAX_GROUP = 8;
+const uint MAX_DIMS = PER_THREAD * WG;
 shared float q[MAX_GROUP * MAX_DIMS];
 shared float prob[MAX_GROUP * WG];
 shared float red[MAX_GROUP * WG];
@@ -107,7 +111,7 @@ void main() {
     for (uint g = 0; g < group; g++) red[g * WG + t] = prob[g * WG + t];
     slot_of[t] = e;
     reduce_heads(group, false);  // (its barriers publish prob and slot_of too)
-    const uint n = min(WG, stop - b0);
+    const uint n = min(WG, stop - b0), mine = t < hd ? n : 0;
     [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
       if (g < group) {
         const float alpha = exp(m[g] - m_new[g]);
@@ -116,11 +120,13 @@ void main() {
         m[g] = m_new[g];
       }
     // Each of the thread's dimensions d = t + i WG sums the chunk's values in slot order into a[i][g] (the
-    // slots' loop outside the dimensions', so every loop around a register array has a fixed count).
+    // slots' loop outside the dimensions', so every loop around a register array has a fixed count). A thread
+    // without a dimension (head_dim < WG) leaves the slots' loop at once: a software device runs a branch's
+    // both sides under a mask, but stops a loop no lane is in.
     float a[PER_THREAD][MAX_GROUP];
     [[unroll]] for (uint i = 0; i < PER_THREAD; i++)
       [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) a[i][g] = 0.0;
-    for (uint k0 = 0; k0 < n; k0 += LOADS)
+    for (uint k0 = 0; k0 < mine; k0 += LOADS)
       [[unroll]] for (uint i = 0; i < PER_THREAD; i++)
         if (t + i * WG < hd) {
           float vd[LOADS];
