@@ -323,7 +323,7 @@ void VulkanForward::record_attention(int l, bool local) {
       uint32_t half_dim, neox, cos_off, sin_off;
     } pa{r0, u32(cfg_.n_heads), u32(cfg_.n_kv_heads), hd, u32(kv.capacity()), in_->info, in_->slots, local ? 1u : 0u, scale, cfg_.attn_softcap,
          u32(cfg_.rope_dim / 2), cfg_.rope_style == RopeStyle::Neox ? 1u : 0u, local_rope ? in_->lcos : in_->cos, local_rope ? in_->lsin : in_->sin};
-    rec_.dispatch(kernels_->get(kv.f16() ? "attention_f16" : "attention_f32", 8, {attention_dims()}),
+    rec_.dispatch(attention_kernel(kv.f16(), false),
                   {a.q.view(), kv.keys(l), kv.values(l), arena(), arena(), a.att.view(), a.k.view(), a.v.view()}, pa, rows, u32(cfg_.n_heads));
   }
 }
@@ -363,7 +363,7 @@ void VulkanForward::record_split_attention(int l, bool local) {
         } pa{r0, H, u32(cfg_.n_kv_heads), hd, u32(kv.capacity()), in_->info, in_->slots, local ? 1u : 0u, cfg_.attention_scale(),
              cfg_.attn_softcap, u32(cfg_.rope_dim / 2), cfg_.rope_style == RopeStyle::Neox ? 1u : 0u, local_rope ? in_->lcos : in_->cos,
              local_rope ? in_->lsin : in_->sin, chunk, most};
-        rec_.dispatch(kernels_->get(kv.f16() ? "attention_split_f16" : "attention_split_f32", 8, {attention_dims(), H / u32(cfg_.n_kv_heads)}),
+        rec_.dispatch(attention_kernel(kv.f16(), true),
                       {a.q.view(), kv.keys(l), kv.values(l), arena(), arena(), attention_part_.view(), a.k.view(), a.v.view()}, pa, rows,
                       u32(cfg_.n_kv_heads), chunks[s]);
       } else {
@@ -376,8 +376,18 @@ void VulkanForward::record_split_attention(int l, bool local) {
   }
 }
 
-// A thread's output dimensions in attention (its shaders' PER_THREAD): its arrays as long as the model needs.
-uint32_t VulkanForward::attention_dims() const { return u32((cfg_.head_dim + 63) / 64); }
+// Attention's kernel, specialized for the model: a thread's output dimensions (PER_THREAD, ceil(head_dim / 64))
+// and, in chunks, the query group (MAX_GROUP), so its arrays are as long as the model needs. Kept, since every
+// layer's recording asks (a lookup by name and constants builds a key).
+const Kernel& VulkanForward::attention_kernel(bool f16, bool split) {
+  const Kernel*& k = attention_kernels_[f16][split];
+  if (!k) {
+    const uint32_t dims = u32((cfg_.head_dim + 63) / 64), group = u32(cfg_.n_heads / cfg_.n_kv_heads);
+    k = split ? &kernels_->get(f16 ? "attention_split_f16" : "attention_split_f32", 8, {dims, group})
+              : &kernels_->get(f16 ? "attention_f16" : "attention_f32", 8, {dims});
+  }
+  return *k;
+}
 
 // Whether attention runs in chunks: set (set_attention_chunk, JF_VULKAN_ATTENTION=split-C) and the model's
 // query groups fit the kernel (at most 8 query heads a key-value head).

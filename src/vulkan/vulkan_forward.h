@@ -113,7 +113,7 @@ class VulkanForward : public ForwardPass {
   void record_attention(int l, bool local);
   void record_split_attention(int l, bool local);
   bool split_attention() const;
-  uint32_t attention_dims() const;
+  const Kernel& attention_kernel(bool f16, bool split);
   void record_output();
   void record_head(const DeviceMatrix& head, View in, uint32_t rows, const Buffer& dev, const Buffer& host, const Buffer& picks,
                    const std::vector<char>& to_host);
@@ -188,6 +188,7 @@ class VulkanForward : public ForwardPass {
   int chain_rows_ = 0, chain_steps_ = 0;
   uint32_t attention_chunk_ = 0;
   Buffer attention_part_;  // split attention's per-chunk results
+  const Kernel* attention_kernels_[2][2] = {};  // [f16][split], specialized for the model (attention_kernel)
   // An open draft tree (draft_tree.cpp): its nodes' rows, its source row's place in the draft layer's pass, the
   // nodes' layer outputs (tree_x_, row 0 the source's); a level's pass.
   DraftTreePlan tree_;

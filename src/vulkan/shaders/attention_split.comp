@@ -120,9 +120,8 @@ void main() {
         m[g] = m_new[g];
       }
     // Each of the thread's dimensions d = t + i WG sums the chunk's values in slot order into a[i][g] (the
-    // slots' loop outside the dimensions', so every loop around a register array has a fixed count). A thread
-    // without a dimension (head_dim < WG) leaves the slots' loop at once: a software device runs a branch's
-    // both sides under a mask, but stops a loop no lane is in.
+    // slots' loop outside the dimensions', so every loop around a register array has a fixed count; a thread
+    // without a dimension leaves it at once, as in attention.comp).
     float a[PER_THREAD][MAX_GROUP];
     [[unroll]] for (uint i = 0; i < PER_THREAD; i++)
       [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) a[i][g] = 0.0;
