@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/rng.h"
 #include "kernels/dtype.h"
+#include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "vulkan/buffer.h"
 #include "vulkan/kernels.h"
@@ -171,6 +172,14 @@ TEST_P(VulkanMatmulFamily, EveryMemberMatchesTheReferenceAndIsBatchInvariant) {
       }
     }
   }
+  // The CPU's int8 path (its quantized inputs and integer block sums, kernels/matmul.h Q8Rows), which the -dot
+  // members follow: the same int8 inputs, so the same result but for fp32 rounding in a different order.
+  std::vector<float> ref8(static_cast<size_t>(M * N));
+  if (vulkan::member_runs_type(vulkan::parse_matmul_kernel("vec-wg64-o2-r4-dot"), type)) {
+    Q8Rows xq;
+    quantize_rows_q8(x.data(), M, K, xq, false, q8_group(type));
+    scalar::matmul_cols_q8(xq, WeightMatrix{type, w.data(), N, K}, ref8.data(), 0, N);
+  }
   const std::vector<vulkan::MatmulKernel> family = vulkan::matmul_family(f.ctx.info());
   ASSERT_GE(family.size(), 40u) << "the family on " << f.ctx.info().name;
   const size_t c = std::find(kFamilyCases.begin(), kFamilyCases.end(), GetParam()) - kFamilyCases.begin();
@@ -192,10 +201,11 @@ TEST_P(VulkanMatmulFamily, EveryMemberMatchesTheReferenceAndIsBatchInvariant) {
       return device_matmul(f, type, w, N, K, x, first, count, k, vulkan::MatrixMath::Fma, norm ? &gain : nullptr);
     };
     const std::vector<float> y = run(0, M, false), yn = run(0, M, true);
-    // (the tiles round weights and inputs to fp16; -dot members round inputs to int8s, 1/254 of a piece's
-    // largest: at most 3.4e-4 of the magnitude here, where 0.8% off the scale misses)
+    // (the tiles round weights and inputs to fp16; -dot members round inputs to int8s, by up to 1/254 of a block's
+    // or super-block's largest; each also within fp32 rounding of the CPU's int8 product, ref8)
     const double tolerance = k.tile_rows ? 2e-3 : k.dot ? 1e-3 : 2e-6;
     for (int64_t i = 0; i < M * N; i++) {
+      if (k.dot) ASSERT_NEAR(y[i], ref8[i], 2e-6 * mag[i] + 1e-6) << what << " row " << i / N << " output " << i % N << ": the CPU's int8 result";
       ASSERT_NEAR(y[i], ref[i], tolerance * mag[i] + 1e-6) << what << " row " << i / N << " output " << i % N;
       ASSERT_NEAR(yn[i], ref_n[i], tolerance * mag_n[i] + 1e-6) << what << " normed, row " << i / N << " output " << i % N;
     }

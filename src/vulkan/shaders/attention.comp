@@ -1,8 +1,8 @@
 #version 450
 // Attention of one sequence's rows, with RoPE and the KV store of those rows folded in: one workgroup per
 // (row, query head). The row's q is rotated as it is read. Its visible slots go in chunks of WG, a score per
-// thread; the softmax runs online across chunks (running max and sum), and each thread accumulates its own
-// output dimensions over a chunk's slots in slot order. A slot the forward's own rows write is -(row + 2) in
+// thread; the softmax runs online across chunks (a running max; each thread sums its own slots' exponentials,
+// those sums added once at the end), and each thread accumulates its own output dimensions over a chunk's slots in slot order. A slot the forward's own rows write is -(row + 2) in
 // the list: its key is read from this forward's keys, rotated and rounded as the cache would hold it, and its
 // value likewise, so no row waits for another's store; the first query head of each key-value group stores
 // its row's key and value in the cache for later forwards. The order depends only on the row's own visible
@@ -35,6 +35,7 @@ layout(push_constant) uniform Params {
 layout(constant_id = 0) const uint PER_THREAD = 4;
 const uint MAX_DIMS = PER_THREAD * WG;
 shared float red[WG];
+shared vec4 score4[WG / 4];  // a chunk's scores, for every thread to take their max
 shared float q[MAX_DIMS];
 shared float prob[WG];
 shared int slot_of[WG];
@@ -55,7 +56,7 @@ void main() {
   }
   barrier();
   const uint head = kvh * p.capacity * hd;
-  float m = -1.0 / 0.0, l = 0.0, acc[PER_THREAD];
+  float m = -1.0 / 0.0, l = 0.0, acc[PER_THREAD];  // (l: the sum of this thread's own slots' exponentials)
   [[unroll]] for (uint i = 0; i < PER_THREAD; i++) acc[i] = 0.0;
   for (uint c0 = 0; c0 < nv; c0 += WG) {
     const uint j = c0 + t;
@@ -73,12 +74,20 @@ void main() {
       s = dot * p.scale;
       if (p.cap > 0.0) s = p.cap * tanh(s / p.cap);
     }
-    const float m_new = max(m, workgroup_max(s));
+    // Two barriers a chunk: every thread takes the max of the chunk's scores itself (a max is exact in any
+    // order), and keeps its own slots' sum of exponentials. The barriers also keep a chunk's writes from the
+    // previous chunk's readers: score4 is written past B of the chunk before, prob and slot_of past A, and
+    // every thread reads them before the next of those barriers.
+    score4[t / 4][t % 4] = s;
+    barrier();  // A
+    vec4 cm = score4[0];
+    [[unroll]] for (uint i = 1; i < WG / 4; i++) cm = max(cm, score4[i]);
+    const float m_new = max(m, max(max(cm.x, cm.y), max(cm.z, cm.w)));
     const float pj = j < nv ? exp(s - m_new) : 0.0;
     prob[t] = pj, slot_of[t] = e;
-    const float sum = workgroup_sum(pj);  // its barriers publish prob and slot_of too
+    barrier();  // B
     const float alpha = exp(m - m_new);
-    l = l * alpha + sum;
+    l = l * alpha + pj;
     const uint n = min(WG, nv - c0), mine = t < hd ? n : 0;
     // Each of the thread's dimensions d = t + i WG sums the chunk's values in slot order into a[i] (the
     // slots' loop outside the dimensions', so every loop around a register array has a fixed count). A thread
@@ -97,10 +106,10 @@ void main() {
     [[unroll]] for (uint i = 0; i < PER_THREAD; i++)
       if (t + i * WG < hd) acc[i] = acc[i] * alpha + a[i];
     m = m_new;
-    barrier();
   }
+  const float total = workgroup_sum(l);
   [[unroll]] for (uint i = 0; i < PER_THREAD; i++) {
     const uint d = t + i * WG;
-    if (d < hd) OUT[r * qd + h * hd + d] = acc[i] / l;
+    if (d < hd) OUT[r * qd + h * hd + d] = acc[i] / total;
   }
 }

@@ -37,20 +37,18 @@ const uint MAX_DIMS = PER_THREAD * WG;
 shared float q[MAX_GROUP * MAX_DIMS];
 shared float prob[MAX_GROUP * WG];
 shared float red[MAX_GROUP * WG];
+shared vec4 score4[MAX_GROUP * WG / 4];  // a chunk's scores per head, for every thread to take their max
 shared int slot_of[WG];
 
 #include "attention_rows.glsl"
 
-// Per head g < n: the max (or sum) of red[g * WG ..] over the WG threads, in one fixed tree for all heads.
-void reduce_heads(uint n, bool take_max) {
+// Per head g < n: the sum of red[g * WG ..] over the WG threads into red[g * WG], in one fixed tree.
+void sum_heads(uint n) {
   const uint t = gl_LocalInvocationID.x;
   barrier();
   for (uint s = WG / 2; s > 0; s >>= 1) {
     if (t < s)
-      for (uint g = 0; g < n; g++) {
-        const float a = red[g * WG + t], b = red[g * WG + t + s];
-        red[g * WG + t] = take_max ? max(a, b) : a + b;
-      }
+      for (uint g = 0; g < n; g++) red[g * WG + t] += red[g * WG + t + s];
     barrier();
   }
 }
@@ -71,7 +69,7 @@ void main() {
   barrier();
   const uint head = kvh * p.capacity * hd, stop = min(nv, c0 + p.chunk);
   // (loops over the group run MAX_GROUP times with a guard: constant indices keep these arrays in registers)
-  float m[MAX_GROUP], l[MAX_GROUP], acc[MAX_GROUP][PER_THREAD];
+  float m[MAX_GROUP], l[MAX_GROUP], acc[MAX_GROUP][PER_THREAD];  // (l: this thread's own slots' sums)
   [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) {
     m[g] = -1.0 / 0.0, l[g] = 0.0;
     [[unroll]] for (uint i = 0; i < PER_THREAD; i++) acc[g][i] = 0.0;
@@ -98,24 +96,27 @@ void main() {
         if (p.cap > 0.0) s[g] = p.cap * tanh(s[g] / p.cap);
       }
     }
+    // Two barriers a chunk, as in attention.comp: every thread takes each head's max of the chunk's scores
+    // itself (exact in any order) and keeps its own slots' sums of exponentials, added at the end.
     [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
-      if (g < group) red[g * WG + t] = s[g];
-    reduce_heads(group, true);
-    float m_new[MAX_GROUP];
+      if (g < group) score4[(g * WG + t) / 4][t % 4] = s[g];
+    barrier();  // A
+    float m_new[MAX_GROUP], pj[MAX_GROUP];
     [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
       if (g < group) {
-        m_new[g] = max(m[g], red[g * WG]);
-        prob[g * WG + t] = j < stop ? exp(s[g] - m_new[g]) : 0.0;
+        vec4 cm = score4[g * WG / 4];
+        [[unroll]] for (uint i = 1; i < WG / 4; i++) cm = max(cm, score4[g * WG / 4 + i]);
+        m_new[g] = max(m[g], max(max(cm.x, cm.y), max(cm.z, cm.w)));
+        pj[g] = j < stop ? exp(s[g] - m_new[g]) : 0.0;
+        prob[g * WG + t] = pj[g];
       }
-    barrier();
-    for (uint g = 0; g < group; g++) red[g * WG + t] = prob[g * WG + t];
     slot_of[t] = e;
-    reduce_heads(group, false);  // (its barriers publish prob and slot_of too)
+    barrier();  // B
     const uint n = min(WG, stop - b0), mine = t < hd ? n : 0;
     [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
       if (g < group) {
         const float alpha = exp(m[g] - m_new[g]);
-        l[g] = l[g] * alpha + red[g * WG];
+        l[g] = l[g] * alpha + pj[g];
         [[unroll]] for (uint i = 0; i < PER_THREAD; i++) acc[g][i] *= alpha;
         m[g] = m_new[g];
       }
@@ -138,12 +139,14 @@ void main() {
     [[unroll]] for (uint i = 0; i < PER_THREAD; i++)
       [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
         if (g < group && t + i * WG < hd) acc[g][i] += a[i][g];
-    barrier();
   }
+  [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
+    if (g < group) red[g * WG + t] = l[g];
+  sum_heads(group);
   [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
     if (g < group) {
       const uint o = ((r * p.n_heads + kvh * group + g) * p.max_chunks + c) * (hd + 2);
-      if (t == 0) PART[o] = m[g], PART[o + 1] = l[g];
+      if (t == 0) PART[o] = m[g], PART[o + 1] = red[g * WG];
       [[unroll]] for (uint i = 0; i < PER_THREAD; i++) {
         const uint d = t + i * WG;
         if (d < hd) PART[o + 2 + d] = acc[g][i];

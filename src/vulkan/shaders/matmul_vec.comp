@@ -10,9 +10,11 @@
 // the device's subgroup size, never of M or of the row's place (batch invariance). A folded norm's sums of
 // squares come from the same input loads and go through the same reduction (norm_fold.glsl), and the gain is
 // read once a group for all rows.
-// With INT_DOT (the "-dot" members) a piece's weights are also packed as int8s once a group, each row's 32
-// inputs quantized to int8 with one scale (their largest magnitude / 127: a function of the row alone), and
-// each run dotted four at a time by OpSDot, exact in integers, then scaled as the FMA path scales its runs.
+// With INT_DOT (the "-dot" members) a piece's weights are also packed as int8s once a group, each row's
+// inputs quantized to int8 as the CPU quantizes them (kernels/matmul.cpp quantize_row_q8: one scale, the largest
+// magnitude / 127, over a K-quant's 256-weight super-block, else over the piece's 32-weight block; values
+// x 127 / max, rounded to nearest even: a function of the row alone), and each run dotted four at a time by
+// OpSDot, exact in integers, then scaled as the FMA path scales its runs.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #include "common.glsl"
@@ -131,14 +133,18 @@ void pack_weights(inout Piece pc, uint i) {
       pc.qw[4 * run + w] = q;
     }
 }
-// As piece_dot, the runs' quant sums in integers: xd (d sc (q.xq)) - dmin m sum(x).
+// As piece_dot, the runs' quant sums and input sums in integers (the min term from the quantized inputs, as
+// the CPU's): xd (d sc (q.xq) - dmin m sum(xq)).
 float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, vec4 x[8], float acc) {
-  int d0 = 0, d1 = 0;
-  UNROLL for (uint w = 0; w < 4; w++) d0 += sdot(pc.qw[w], xq[w]), d1 += sdot(pc.qw[4 + w], xq[4 + w]);
+  int d0 = 0, d1 = 0, s0 = 0, s1 = 0;
+  UNROLL for (uint w = 0; w < 4; w++) {
+    d0 += sdot(pc.qw[w], xq[w]), d1 += sdot(pc.qw[4 + w], xq[4 + w]);
+    s0 += sdot(0x01010101u, xq[w]), s1 += sdot(0x01010101u, xq[4 + w]);
+  }
   precise float a = fma(pc.sc.x * xd, float(d0), acc);
-  a = fma(-pc.sc.y, run_sum(x, 0), a);
+  a = fma(-pc.sc.y * xd, float(s0), a);
   a = fma(pc.sc.z * xd, float(d1), a);
-  a = fma(-pc.sc.w, run_sum(x, 1), a);
+  a = fma(-pc.sc.w * xd, float(s1), a);
   return a;
 }
 #endif
@@ -323,14 +329,25 @@ float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, vec4 x[8], float acc)
 #endif
 
 #ifdef INT_DOT
-// A row's piece of 32 inputs as int8s, xq * xd ~ x: xd its largest magnitude / 127 (zero, and every xq zero,
-// below 1e-30, where 1 / amax would overflow).
+#if defined(TYPE_Q3_K) || defined(TYPE_Q4_K) || defined(TYPE_Q5_K) || defined(TYPE_Q6_K)
+#define SCALE_PER_GROUP  // (the group's eight threads are eight neighbouring lanes of one subgroup)
+#endif
+// A row's piece of 32 inputs as int8s, xq * xd ~ x (zero, and every xq zero, where the largest magnitude is
+// below 1e-30, as 127 / amax would overflow; NaN where it is infinite, as the CPU's).
 float quantize_piece(vec4 x[8], out uint xq[8]) {
   float amax = 0.0;
   UNROLL for (uint v = 0; v < 8; v++) amax = max(amax, max(max(abs(x[v].x), abs(x[v].y)), max(abs(x[v].z), abs(x[v].w))));
-  const float inv = amax >= 1e-30 ? 1.0 / amax : 0.0;
-  UNROLL for (uint v = 0; v < 8; v++) xq[v] = packSnorm4x8(x[v] * inv);
-  return amax >= 1e-30 ? amax / 127.0 : 0.0;
+#ifdef SCALE_PER_GROUP
+  amax = max(amax, subgroupShuffleXor(amax, 1));  // (a max is exact in any order)
+  amax = max(amax, subgroupShuffleXor(amax, 2));
+  amax = max(amax, subgroupShuffleXor(amax, 4));
+#endif
+  const float inv = amax >= 1e-30 ? 127.0 / amax : 0.0;
+  UNROLL for (uint v = 0; v < 8; v++) {
+    const ivec4 q = ivec4(roundEven(clamp(x[v] * inv, -127.0, 127.0)));
+    xq[v] = uint(q.x & 255) | uint(q.y & 255) << 8 | uint(q.z & 255) << 16 | uint(q.w & 255) << 24;
+  }
+  return amax < 1e-30 ? 0.0 : isinf(amax) ? uintBitsToFloat(0x7fc00000u) : amax / 127.0;
 }
 #endif
 

@@ -13,16 +13,3 @@ float workgroup_sum(float v) {
   barrier();
   return total;
 }
-
-float workgroup_max(float v) {
-  const uint t = gl_LocalInvocationID.x;
-  red[t] = v;
-  barrier();
-  for (uint s = WG / 2; s > 0; s >>= 1) {
-    if (t < s) red[t] = max(red[t], red[t + s]);
-    barrier();
-  }
-  const float total = red[0];
-  barrier();
-  return total;
-}
