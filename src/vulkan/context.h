@@ -23,7 +23,7 @@ struct DeviceInfo {
   // subgroups of 32 (matmul_grid.h, MatrixMath::MatrixUnits)
   bool matrix_units = false;
   // OpSDot on four packed int8s (VK_KHR_shader_integer_dot_product, core in 1.3): matmul_family.h's "-dot"
-  // members, which take their inputs as int8 with a scale a piece of 32
+  // members, which take their inputs as int8s as the CPU's int8 panels do
   bool int_dot = false;
   std::vector<std::string> features;  // what jf uses that the device has
   std::string missing;                // what jf needs that it lacks ("" = usable)

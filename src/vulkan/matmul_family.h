@@ -30,8 +30,8 @@ struct MatmulKernel {
   // subgroup sums).
   bool vec = false;
   // A vec member "-dot": the same pieces dotted as packed int8s by OpSDot (DeviceInfo::int_dot), its weights
-  // packed once a group for all rows and each row's piece of 32 inputs quantized to int8 with one scale (as
-  // the CPU's int8 kernels take Q8 inputs): less arithmetic a row than fp32 FMAs, within 4e-4 of the sums' magnitude.
+  // packed once a group for all rows and each row's inputs quantized to int8 as the CPU's int8 kernels quantize
+  // them (Q8Rows): less arithmetic a row than fp32 FMAs, each product the CPU's int8 one but for fp32 rounding.
   bool dot = false;
   uint32_t wg = 64, outputs = 4, rows = 8;
   bool pair = false, fold = false, subgroup = false;  // fold only with pair
