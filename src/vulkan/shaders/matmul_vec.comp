@@ -133,18 +133,15 @@ void pack_weights(inout Piece pc, uint i) {
       pc.qw[4 * run + w] = q;
     }
 }
-// As piece_dot, the runs' quant sums and input sums in integers (the min term from the quantized inputs, as
-// the CPU's): xd (d sc (q.xq) - dmin m sum(xq)).
-float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, vec4 x[8], float acc) {
-  int d0 = 0, d1 = 0, s0 = 0, s1 = 0;
-  UNROLL for (uint w = 0; w < 4; w++) {
-    d0 += sdot(pc.qw[w], xq[w]), d1 += sdot(pc.qw[4 + w], xq[4 + w]);
-    s0 += sdot(0x01010101u, xq[w]), s1 += sdot(0x01010101u, xq[4 + w]);
-  }
+// As piece_dot, the runs' quant sums in integers, the min term from the quantized inputs' sums (xsum, as the
+// CPU's): xd (d sc (q.xq) - dmin m sum(xq)).
+float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, ivec2 xsum, float acc) {
+  int d0 = 0, d1 = 0;
+  UNROLL for (uint w = 0; w < 4; w++) d0 += sdot(pc.qw[w], xq[w]), d1 += sdot(pc.qw[4 + w], xq[4 + w]);
   precise float a = fma(pc.sc.x * xd, float(d0), acc);
-  a = fma(-pc.sc.y * xd, float(s0), a);
+  a = fma(-pc.sc.y * xd, float(xsum.x), a);
   a = fma(pc.sc.z * xd, float(d1), a);
-  a = fma(-pc.sc.w * xd, float(s1), a);
+  a = fma(-pc.sc.w * xd, float(xsum.y), a);
   return a;
 }
 #endif
@@ -192,7 +189,7 @@ void pack_weights(inout Piece pc, uint i) {
       pc.qw[2 * run + w] = bytes_less(q, 0x20202020u);
     }
 }
-float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, vec4 x[8], float acc) {
+float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, ivec2 xsum, float acc) {
   precise float a = acc;
   UNROLL for (uint run = 0; run < 4; run++) a = fma(pc.sc[run] * xd, float(sdot(pc.qw[2 * run], xq[2 * run]) + sdot(pc.qw[2 * run + 1], xq[2 * run + 1])), a);
   return a;
@@ -244,7 +241,7 @@ void pack_weights(inout Piece pc, uint i) {
     pc.qw[run] = bytes_less(low | (high << 2), 0x04040404u);
   }
 }
-float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, vec4 x[8], float acc) {
+float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, ivec2 xsum, float acc) {
   precise float a = acc;
   UNROLL for (uint run = 0; run < 8; run++) a = fma(pc.sc[run / 4][run % 4] * xd, float(sdot(pc.qw[run], xq[run])), a);
   return a;
@@ -287,7 +284,7 @@ void pack_weights(inout Piece pc, uint i) {
       pc.qw[4 * run + w] = q;
     }
 }
-float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, vec4 x[8], float acc) {
+float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, ivec2 xsum, float acc) {
   int d = 0;
   UNROLL for (uint v = 0; v < 8; v++) d += sdot(pc.qw[v], xq[v]);
   precise float a = fma(pc.sc * xd, float(d), acc);
@@ -319,7 +316,7 @@ float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
 }
 #ifdef INT_DOT
 void pack_weights(inout Piece pc, uint i) {}  // (the quants are int8s already)
-float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, vec4 x[8], float acc) {
+float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, ivec2 xsum, float acc) {
   int d = 0;
   UNROLL for (uint w = 0; w < 8; w++) d += sdot(pc.q[w], xq[w]);
   precise float a = fma(pc.d * xd, float(d), acc);
@@ -391,8 +388,10 @@ void main() {
 #ifdef INT_DOT
         uint xq[8];
         const float xd = quantize_piece(xs, xq);
+        ivec2 xsum = ivec2(0);  // the quantized inputs' sums, words 0-3 and 4-7 (Q4_K's, Q5_K's runs; once a row)
+        UNROLL for (uint w = 0; w < 4; w++) xsum += ivec2(sdot(0x01010101u, xq[w]), sdot(0x01010101u, xq[4 + w]));
         UNROLL for (uint o = 0; o < NO; o++)
-          if (o < outs) acc[o][r] = piece_dot_q8(pc[o], i, xq, xd, xs, acc[o][r]);
+          if (o < outs) acc[o][r] = piece_dot_q8(pc[o], i, xq, xd, xsum, acc[o][r]);
 #else
         UNROLL for (uint o = 0; o < NO; o++)
           if (o < outs) acc[o][r] = piece_dot(pc[o], i, xs, acc[o][r]);
