@@ -207,6 +207,9 @@ for type in "${family_types[@]}"; do
   run "family $type" "$bin/test_vulkan_kernels" --gtest_filter="*MatmulFamily*/${type}_K*" --gtest_brief=1
   kernel_filter="$kernel_filter:*MatmulFamily*/${type}_K*"
 done
+# Deeper members (more loads in flight) give their depth-1 twins' bits: the sweep may choose one.
+run "deeper members" "$bin/test_vulkan_kernels" --gtest_filter='*DeeperMembers*' --gtest_brief=1
+kernel_filter="$kernel_filter:*DeeperMembers*"
 
 step "kernel sweep on $device"
 work="$state/work"

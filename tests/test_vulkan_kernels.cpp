@@ -136,14 +136,16 @@ bool member_runs_on_case(size_t member, size_t c, bool every) {
 const std::vector<DType> kVecTypes(std::begin(vulkan::kVecTypes), std::end(vulkan::kVecTypes));
 // Whether the family test runs `member` (of `family`) on case c: a vec member on one of its six types in turn
 // (the i-th fp32 vec member on kVecTypes[i % 6], and the i-th -dot member likewise: each type meets 2-3 of the
-// output counts, 4 and 8 rows, 32-128 threads, of each kind).
+// output counts, 4 and 8 rows, 32-128 threads, of each kind). A deeper member runs here on a GPU only: on
+// lavapipe DeeperMembersGiveTheBitsOfTheirDepthOneTwins holds a spread of them to their depth-1 twins' bits
+// (those twins run here), at a few minutes of LLVM a pipeline fewer.)
 bool runs(const std::vector<vulkan::MatmulKernel>& family, size_t member, size_t c, bool every) {
   const vulkan::MatmulKernel& k = family[member];
   const DType type = std::get<0>(kFamilyCases[c]);
-  if (!vulkan::member_runs_type(k, type)) return false;
+  if (!vulkan::member_runs_type(k, type) || (k.depth > 1 && !every)) return false;
   if (!k.vec) return member_runs_on_case(member, c, every);
   const size_t vec_index =
-      static_cast<size_t>(std::count_if(family.begin(), family.begin() + member, [&](const auto& m) { return m.vec && m.dot == k.dot; }));
+      static_cast<size_t>(std::count_if(family.begin(), family.begin() + member, [&](const auto& m) { return m.vec && m.dot == k.dot && m.depth == 1; }));
   return every || kVecTypes[vec_index % kVecTypes.size()] == type;
 }
 
@@ -233,6 +235,49 @@ TEST_P(VulkanMatmulFamily, EveryMemberMatchesTheReferenceAndIsBatchInvariant) {
   EXPECT_TRUE(twin_compared || !has_offset) << dtype_name(type) << ": no folded member ran";
 }
 
+// A member of depth 2 or 4 issues its loads of several steps before it uses the first, but takes the same
+// weights in the same order: its depth-1 twin's bits, for many rows, one row (its one-row twin) and with the
+// norm folded in, where K leaves the last steps partly empty. Every deeper member on a GPU; on lavapipe a
+// spread over the shaders' paths (vec fp32 and int8, split fours, pairs and folded pairs; odd-aligned blocks).
+TEST(VulkanMatmulFamily, DeeperMembersGiveTheBitsOfTheirDepthOneTwins) {
+  JF_VULKAN_DEVICE(device);
+  Fixture f(device);
+  const std::vector<vulkan::MatmulKernel> family = vulkan::matmul_family(f.ctx.info());
+  std::vector<std::pair<DType, vulkan::MatmulKernel>> cases;
+  if (f.ctx.info().software) {
+    for (const auto& [t, name] : std::vector<std::pair<DType, const char*>>{
+             {DType::Q4_K, "vec-wg32-o2-r4-d4"}, {DType::Q4_K, "split-wg64-o2-r4-d4-sg"}, {DType::Q4_K, "split-wg64-o1-r4-d4-pair-fold-sg"},
+             {DType::Q6_K, "vec-wg64-o4-r4-d2-dot"}, {DType::Q6_K, "split-wg128-o2-r4-d2-pair-sg"}, {DType::Q8_0, "vec-wg32-o1-r4-d4-dot"},
+             {DType::Q8_0, "split-wg64-o4-r4-d2-sg"}, {DType::Q3_K, "vec-wg32-o2-r4-d2"}})
+      cases.emplace_back(t, vulkan::parse_matmul_kernel(name));
+  } else {  // (each on one of the benchmarked types in turn: the family test runs each on every type)
+    const DType types[] = {DType::Q4_K, DType::Q6_K, DType::Q8_0, DType::Q3_K, DType::IQ4_XS};
+    for (const vulkan::MatmulKernel& k : family)
+      if (k.depth > 1) cases.emplace_back(types[cases.size() % std::size(types)], k);
+  }
+  ASSERT_FALSE(cases.empty()) << f.ctx.info().name << " runs no deeper members";
+  const int64_t N = 70, M = 19;
+  for (const auto& [type, k] : cases) {
+    ASSERT_NE(std::find(family.begin(), family.end(), k), family.end()) << k.name() << " is not in the family";
+    const int64_t K = type == DType::Q8_0 ? 2336 : 2304;  // (73 blocks of 32; 9 super-blocks of 256)
+    const std::vector<float> wf = random_floats(static_cast<size_t>(N * K), 31), x = random_floats(static_cast<size_t>(M * K), 32),
+                             gain = random_floats(static_cast<size_t>(K), 33);
+    const size_t row_bytes = dtype_row_bytes(type, K);
+    std::vector<uint8_t> w(row_bytes * N);
+    for (int64_t n = 0; n < N; n++) quantize_row(type, &wf[n * K], &w[n * row_bytes], K);
+    vulkan::MatmulKernel twin = k;
+    twin.depth = 1;
+    const std::string what = dtype_name(type) + " " + k.name();
+    for (const std::vector<float>* g : {static_cast<const std::vector<float>*>(nullptr), &gain})
+      for (const auto& [first, count] : std::vector<std::pair<uint32_t, uint32_t>>{{0, M}, {18, 1}}) {
+        const std::vector<float> deep = device_matmul(f, type, w, N, K, x, first, count, k, vulkan::MatrixMath::Fma, g),
+                                 flat = device_matmul(f, type, w, N, K, x, first, count, twin, vulkan::MatrixMath::Fma, g);
+        EXPECT_EQ(0, std::memcmp(deep.data(), flat.data(), deep.size() * 4))
+            << what << (g ? " normed" : "") << ", rows " << first << ".." << first + count - 1 << ": not the bits of " << twin.name();
+      }
+  }
+}
+
 // The GPUs' shaders, their fixed-count loops unrolled, and the rolled twins a software device runs (common.glsl's
 // UNROLL) give the same bits: the family tests on lavapipe stand for what a GPU runs. (On a GPU both fixtures
 // run the unrolled shaders.)
@@ -290,7 +335,7 @@ TEST(VulkanMatmulFamily, TheSpreadCoversEveryMember) {
   for (size_t i = 0; i < family.size(); i++) {
     bool covered = false;
     for (size_t c = 0; c < kFamilyCases.size(); c++) covered = covered || runs(family, i, c, false);
-    EXPECT_TRUE(covered) << family[i].name();
+    EXPECT_TRUE(covered || family[i].depth > 1) << family[i].name();  // (deeper members: against their twins)
     EXPECT_EQ(vulkan::parse_matmul_kernel(family[i].name()), family[i]);  // the name is the member
   }
   if (std::none_of(family.begin(), family.end(), [](const auto& k) { return k.vec; })) return;  // (no subgroups)
@@ -315,6 +360,13 @@ TEST(VulkanMatmulFamily, TheSpreadCoversEveryMember) {
   EXPECT_THROW(vulkan::parse_matmul_kernel("vec-wg64-o2-r4-sg"), Error);
   EXPECT_TRUE(vulkan::parse_matmul_kernel("vec-wg64-o2-r4-dot").dot);  // (OpSDot on int8s)
   EXPECT_THROW(vulkan::parse_matmul_kernel("vec-wg64-o2-r4-dot-dot"), Error);
+  EXPECT_EQ(vulkan::parse_matmul_kernel("vec-wg64-o2-r4-d4-dot").depth, 4u);  // (loads of 4 steps in flight)
+  EXPECT_EQ(vulkan::parse_matmul_kernel("split-wg64-o1-r4-d4-pair-fold-sg").depth, 4u);
+  EXPECT_THROW(vulkan::parse_matmul_kernel("vec-wg64-o2-r8-d2"), Error);        // (4 rows only)
+  EXPECT_THROW(vulkan::parse_matmul_kernel("vec-wg64-o4-r4-d4"), Error);        // (at most 8 pieces)
+  EXPECT_THROW(vulkan::parse_matmul_kernel("split-wg64-o2-r4-d2-pair"), Error);  // (subgroup members only)
+  EXPECT_THROW(vulkan::parse_matmul_kernel("split-wg64-o2-r4-d3-sg"), Error);
+  EXPECT_THROW(vulkan::parse_matmul_kernel("vec-wg64-o2-r4-dot-d2"), Error);    // (the depth first)
   EXPECT_THROW(vulkan::parse_matmul_kernel("split-wg64-o2-r4-dot"), Error);
   EXPECT_TRUE(vulkan::parse_matmul_kernel("vec-wg64-o8-r4").vec);
   EXPECT_THROW(vulkan::parse_matmul_kernel("vec-wg64-o8-r8"), Error);  // (registers)
@@ -327,7 +379,7 @@ TEST(VulkanMatmulFamily, TheSpreadCoversEveryMember) {
   for (size_t c = 0; c < kFamilyCases.size(); c++) {
     std::set<uint32_t> wg, outputs, rows, pair, fold, sg;
     for (size_t i = 0; i < family.size(); i++)
-      if (!family[i].serial && !family[i].tile_rows && !family[i].vec && member_runs_on_case(i, c, false))
+      if (!family[i].serial && !family[i].tile_rows && !family[i].vec && runs(family, i, c, false))
         wg.insert(family[i].wg), outputs.insert(family[i].outputs), rows.insert(family[i].rows), pair.insert(family[i].pair),
             fold.insert(family[i].fold), sg.insert(family[i].subgroup);
     EXPECT_EQ(wg.size(), 3u) << c;

@@ -22,6 +22,10 @@ constexpr size_t kMaxOutputBytes = size_t{256} << 20;  // a row count whose outp
 // Members of a shape timed at every row count: the fastest kFullyTimed at one row, more of those within 3%
 // of the fastest up to kMostFullyTimed (a small matrix, bound by launch latency, has dozens), and the default.
 constexpr size_t kFullyTimed = 6, kMostFullyTimed = 12;
+// Members of depth 2 and 4 (the same bits as their depth-1 twin, more loads in flight) are timed for the
+// fastest kDeepened depth-1 members at one row only: what a deeper pipeline of loads buys depends on the
+// member it deepens, and timing every depth of every member would double the sweep.
+constexpr size_t kDeepened = 4;
 
 // The pipeline member k runs for M rows of m's weight type (its one-row twin at one row; at 2, or any other
 // row count, the member itself).
@@ -111,36 +115,53 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
   Kernels kernels(ctx, /*capture_statistics=*/true);  // the sweep's own pipelines, with the driver's statistics
   for (const DeviceMatrix& m : matrices) {
     if (spent() > o.budget_seconds) {
-      r.skipped += static_cast<int>(std::count_if(family.begin(), family.end(), [&](const MatmulKernel& k) { return member_runs_type(k, m.type); }));
+      r.skipped += static_cast<int>(std::count_if(family.begin(), family.end(), [&](const MatmulKernel& k) { return member_runs_type(k, m.type) && k.depth == 1; }));
       continue;
     }
     std::vector<KernelSpec> specs;  // every member's pipelines for the weight type, compiled several at once
     for (const MatmulKernel& k : family)
-      if (member_runs_type(k, m.type)) specs.push_back(member_spec(m, k, 1)), specs.push_back(member_spec(m, k, 2));
-    kernels.prepare(specs);  // (made once a type)
+      if (member_runs_type(k, m.type) && k.depth == 1) specs.push_back(member_spec(m, k, 1)), specs.push_back(member_spec(m, k, 2));
+    kernels.prepare(specs);  // (made once a type; the few deeper twins timed are made as they are)
     ShapeSweep s;
     s.shape = {m.rows, m.cols, m.type};
     Buffer x(ctx, size_t(max_rows) * m.cols * 4, Buffer::Kind::Device);
     Buffer y(ctx, std::min(size_t(max_rows) * m.rows * 4, kMaxOutputBytes), Buffer::Kind::Device);
     ctx.run([&](VkCommandBuffer cmd) { api().vkCmdFillBuffer(cmd, x.handle(), 0, VK_WHOLE_SIZE, 0x3c23d70a); });  // 0.01f
-    // Every member at one row first; then every row count for the fastest few (those the objective could
-    // pick: within 3% of the fastest at one row) and the default.
-    for (const MatmulKernel& k : family) {
-      if (!member_runs_type(k, m.type)) continue;
+    // Every member of depth 1 at one row first, then the deeper twins of the fastest few; then every row
+    // count for the fastest few (those the objective could pick: within 3% of the fastest at one row) and the
+    // default.
+    const auto time_one_row = [&](const MatmulKernel& k) {
       if (spent() > o.budget_seconds) {
         r.skipped++;
-        continue;
+        return;
       }
       if (k == default_matmul_kernel(m.cols, default_split_min_k(ctx.info()), ctx.info().software)) s.default_member = s.members.size();
       std::vector<double> t(o.rows.size(), NAN);
       t[0] = time_member(ctx, kernels, m, k, {1}, o.reps, x, y)[0];
       const Kernel &rows_kernel = member_kernel(kernels, m, k, 2), &one_row = member_kernel(kernels, m, k, 1);
       s.members.push_back({k, t, kernels.statistics(rows_kernel), &one_row == &rows_kernel ? "" : kernels.statistics(one_row)});
-    }
+    };
+    const auto fastest_first = [&] {
+      std::vector<size_t> order(s.members.size());
+      for (size_t i = 0; i < order.size(); i++) order[i] = i;
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s.members[a].seconds[0] < s.members[b].seconds[0]; });
+      return order;
+    };
+    for (const MatmulKernel& k : family)
+      if (member_runs_type(k, m.type) && k.depth == 1) time_one_row(k);
     if (s.members.empty()) continue;
-    std::vector<size_t> order(s.members.size());
-    for (size_t i = 0; i < order.size(); i++) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s.members[a].seconds[0] < s.members[b].seconds[0]; });
+    size_t deepened = 0;
+    for (size_t i : fastest_first()) {
+      if (deepened == kDeepened) break;
+      bool any = false;
+      for (const MatmulKernel& k : family) {
+        MatmulKernel twin = k;
+        twin.depth = 1;
+        if (k.depth > 1 && twin == s.members[i].kernel) time_one_row(k), any = true, r.deepened++;
+      }
+      deepened += any;
+    }
+    const std::vector<size_t> order = fastest_first();
     std::vector<size_t> full;
     for (size_t i : order)
       if (i == s.default_member || full.size() < kFullyTimed ||
@@ -205,6 +226,9 @@ std::string sweep_table(const SweepResult& r) {
       row("  fastest at M=" + std::to_string(r.rows[j]), s.members[f]);
     }
   }
+  if (r.deepened)
+    out += std::to_string(r.deepened) + " deeper members timed (-d2, -d4: the twins of each matrix's " + std::to_string(kDeepened) +
+           " fastest members at one row)\n";
   if (r.skipped) out += std::to_string(r.skipped) + " (matrix, member) pairs not timed: the budget ran out\n";
   return out;
 }

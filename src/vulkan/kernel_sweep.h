@@ -1,9 +1,10 @@
 // `jf tune --kernels`: every member of the matrix family (matmul_family.h: the FMA kernels, and the fp16
 // tiles on matrix units where the device has them and they pass the tile probe) timed on the device on a model's own
 // matrix shapes, at the row counts a decoder sends (1, 4, 16, 64) and a prompt's (512), and one member chosen
-// per shape. Every member is timed at one row, then those the objective could pick and the next fastest at
-// every row count (the pipelines compiled in parallel first). The objective: the least time at one row (decode reads the weights once a token); members
-// within 3% of it are told apart by their time at 4-64 rows and at 512 over 8 (rows a forward spends on
+// per shape. Every member of depth 1 is timed at one row (the pipelines compiled in parallel first), then the
+// deeper twins of the fastest four, then those the objective could pick and the next fastest at every row
+// count. The objective: the least time at one row (decode reads the weights once a token); members within 3%
+// of it are told apart by their time at 4-64 rows and at 512 over 8 (rows a forward spends on
 // drafts and prompts). Every member is batch-invariant, so the choice changes speed, never which tokens a
 // decoder emits (a row's bits can differ between members, as between devices). A member's one-row time is its
 // one-row twin's, as a decode step runs it (matmul_grid.h's dispatched_member).
@@ -41,7 +42,8 @@ struct ShapeSweep {
 struct SweepResult {
   std::vector<int> rows;
   std::vector<ShapeSweep> shapes;
-  int skipped = 0;  // (shape, member) pairs left out by the budget
+  int skipped = 0;   // (shape, member) pairs left out by the budget
+  int deepened = 0;  // (shape, member) pairs of depth 2 or 4 timed (twins of a shape's fastest depth-1 members)
 };
 
 // Times the family on each of the forward's distinct matrices. Throws jf::Error without device timestamps.

@@ -15,13 +15,23 @@ namespace jf::vulkan {
 std::string MatmulKernel::name() const {
   if (serial) return "serial";
   if (tile_rows) return "tiles-r" + std::to_string(tile_rows);
-  if (vec) return "vec-wg" + std::to_string(wg) + "-o" + std::to_string(outputs) + "-r" + std::to_string(rows) + (dot ? "-dot" : "");
-  std::string s = "split-wg" + std::to_string(wg) + "-o" + std::to_string(outputs) + "-r" + std::to_string(rows);
+  const std::string d = depth > 1 ? "-d" + std::to_string(depth) : "";
+  if (vec) return "vec-wg" + std::to_string(wg) + "-o" + std::to_string(outputs) + "-r" + std::to_string(rows) + d + (dot ? "-dot" : "");
+  std::string s = "split-wg" + std::to_string(wg) + "-o" + std::to_string(outputs) + "-r" + std::to_string(rows) + d;
   if (pair) s += "-pair";
   if (fold) s += "-fold";
   if (subgroup) s += "-sg";
   return s;
 }
+
+namespace {
+// Depths beyond 1 where a thread's loads in flight stay within 8 fours' or pieces' registers, on the members
+// meant for GPUs (a latency-bound device): 4 rows, subgroup sums.
+bool depth_allowed(const MatmulKernel& k) {
+  if (k.depth == 1) return true;
+  return k.rows == 4 && (k.vec || k.subgroup) && k.depth * k.outputs * (k.pair ? 2 : 1) <= 8;
+}
+}  // namespace
 
 MatmulKernel parse_matmul_kernel(const std::string& name) {
   MatmulKernel k;
@@ -35,8 +45,9 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
   }
   const auto bad = [&] {
     return Error("unknown matrix kernel '" + name +
-                 "' (use serial, tiles-r16/r32/r64, split-wgW-oO-rR[-pair[-fold]][-sg] with W 64/128/256, O 1/2/4, R 4/8, "
-                 "or vec-wgW-oO-rR[-dot] with W 32/64/128, O 1/2/4/8, R 4/8, not o8-r8)");
+                 "' (use serial, tiles-r16/r32/r64, split-wgW-oO-rR[-dD][-pair[-fold]][-sg] with W 64/128/256, O 1/2/4, R 4/8, "
+                 "or vec-wgW-oO-rR[-dD][-dot] with W 32/64/128, O 1/2/4/8, R 4/8, not o8-r8; D 2 or 4, with R 4, "
+                 "D x O (x 2 for pairs) at most 8, a split's with -sg)");
   };
   std::istringstream in(name);
   std::string part;
@@ -52,8 +63,9 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
     if (fields == 0 && part.rfind("wg", 0) == 0) k.wg = number(2);
     else if (fields == 1 && part[0] == 'o') k.outputs = number(1);
     else if (fields == 2 && part[0] == 'r') k.rows = number(1);
-    else if (k.vec && fields == 3 && part == "dot") k.dot = true;
-    else if (k.vec) throw bad();  // (a vec member's one option)
+    else if (fields == 3 && part.size() == 2 && part[0] == 'd' && (part[1] == '2' || part[1] == '4')) k.depth = number(1);
+    else if (k.vec && fields >= 3 && part == "dot" && !k.dot) k.dot = true;
+    else if (k.vec) throw bad();  // (a vec member's options: a depth, -dot)
     else if (fields >= 3 && part == "pair" && !k.pair && !k.subgroup) k.pair = true;
     else if (fields >= 3 && part == "fold" && k.pair && !k.fold && !k.subgroup) k.fold = true;
     else if (fields >= 3 && part == "sg" && !k.subgroup) k.subgroup = true;
@@ -67,7 +79,7 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
   };
   if (fields < 3 || !one_of(k.wg, k.vec ? std::initializer_list<uint32_t>{32, 64, 128} : std::initializer_list<uint32_t>{64, 128, 256}) ||
       !one_of(k.outputs, k.vec ? std::initializer_list<uint32_t>{1, 2, 4, 8} : std::initializer_list<uint32_t>{1, 2, 4}) ||
-      !one_of(k.rows, {4, 8}) || (k.vec && k.outputs == 8 && k.rows == 8))
+      !one_of(k.rows, {4, 8}) || (k.vec && k.outputs == 8 && k.rows == 8) || !depth_allowed(k))
     throw bad();
   return k;
 }
@@ -93,22 +105,26 @@ std::vector<MatmulKernel> matmul_family(const DeviceInfo& d) {
     for (uint32_t wg : {64u, 128u, 256u})
       for (uint32_t outputs : {1u, 2u, 4u})
         for (uint32_t rows : {4u, 8u})
-          for (int variant = 0; variant < 3; variant++) {  // fours, pairs, pairs folded
-            MatmulKernel k;
-            k.wg = wg, k.outputs = outputs, k.rows = rows, k.pair = variant > 0, k.fold = variant == 2, k.subgroup = subgroup;
-            if (matmul_shared_bytes(k) <= d.shared_memory) family.push_back(k);
-          }
+          for (int variant = 0; variant < 3; variant++)  // fours, pairs, pairs folded
+            for (uint32_t depth : {1u, 2u, 4u}) {
+              MatmulKernel k;
+              k.wg = wg, k.outputs = outputs, k.rows = rows, k.pair = variant > 0, k.fold = variant == 2, k.subgroup = subgroup;
+              k.depth = depth;
+              if (depth_allowed(k) && matmul_shared_bytes(k) <= d.shared_memory) family.push_back(k);
+            }
   }
   if (d.subgroup_shuffle && d.subgroup_size >= 8)  // (a workgroup at least a subgroup: its butterfly's lanes all run)
     for (uint32_t wg : {32u, 64u, 128u})
       for (uint32_t outputs : {1u, 2u, 4u, 8u})
         for (uint32_t rows : {4u, 8u})
-          for (bool dot : {false, true}) {
-            if (outputs == 8 && rows == 8) continue;  // (registers: 8 outputs' loads and 64 sums a thread)
-            MatmulKernel k;
-            k.vec = true, k.wg = wg, k.outputs = outputs, k.rows = rows, k.dot = dot;
-            if (wg >= d.subgroup_size && matmul_shared_bytes(k) <= d.shared_memory && (!dot || d.int_dot)) family.push_back(k);
-          }
+          for (bool dot : {false, true})
+            for (uint32_t depth : {1u, 2u, 4u}) {
+              if (outputs == 8 && rows == 8) continue;  // (registers: 8 outputs' loads and 64 sums a thread)
+              MatmulKernel k;
+              k.vec = true, k.wg = wg, k.outputs = outputs, k.rows = rows, k.dot = dot, k.depth = depth;
+              if (depth_allowed(k) && wg >= d.subgroup_size && matmul_shared_bytes(k) <= d.shared_memory && (!dot || d.int_dot))
+                family.push_back(k);
+            }
   if (d.matrix_units)
     for (uint32_t rows : {16u, 32u, 64u}) {
       MatmulKernel k;

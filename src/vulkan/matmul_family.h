@@ -35,11 +35,18 @@ struct MatmulKernel {
   bool dot = false;
   uint32_t wg = 64, outputs = 4, rows = 8;
   bool pair = false, fold = false, subgroup = false;  // fold only with pair
-  // "serial", "vec-wg64-o2-r4-dot" or "split-wg128-o4-r8-pair-fold-sg": what the cache, the profile and JF_VULKAN_KERNELS say.
+  // Steps whose weight loads a thread issues before it uses the first ("-d2", "-d4"; vec and subgroup split
+  // members of 4 rows): more bytes in flight for a latency-bound GPU. A thread takes the same weights in the
+  // same order whatever the depth, so a member gives its depth-1 twin's bits (tested), and the sweep times
+  // the depths of the fastest depth-1 members only (kernel_sweep.h).
+  uint32_t depth = 1;
+  // "serial", "vec-wg64-o2-r4-d2-dot" or "split-wg128-o4-r8-pair-fold-sg": what the cache, the profile and
+  // JF_VULKAN_KERNELS say.
   std::string name() const;
-  // The specialization constants of matmul_split.comp (constant ids 0..4), or matmul_vec.comp's (0..2).
+  // The specialization constants of matmul_split.comp (constant ids 0..5), or matmul_vec.comp's (0..3).
   std::vector<uint32_t> constants() const {
-    return vec ? std::vector<uint32_t>{wg, outputs, rows} : std::vector<uint32_t>{wg, outputs, rows, pair ? 1u : 0u, fold ? 1u : 0u};
+    return vec ? std::vector<uint32_t>{wg, outputs, rows, depth}
+               : std::vector<uint32_t>{wg, outputs, rows, pair ? 1u : 0u, fold ? 1u : 0u, depth};
   }
   uint32_t outputs_per_group() const { return tile_rows ? 16 : serial ? 64 : outputs; }
   uint32_t rows_per_group() const { return tile_rows ? tile_rows : serial ? 8 : rows; }

@@ -2,13 +2,15 @@
 // Y[m][n] (+)= sum_k X[m][k] W[n][k], K split over a workgroup: a family of kernels whose shape is set by
 // specialization constants (vulkan/matmul_family.h), one workgroup per NO output features and tile of R rows.
 // Step s covers STEP consecutive inputs; thread t takes four of them (or, PAIR, two fours that share their
-// weight bytes: dequant4.glsl's load_pair) for each of the NO outputs, all loaded before any is used (NO x
-// FOURS loads in flight a thread). FOLD takes each four as dequant4.glsl's parts (w = a q - c) and adds
-// a dot(q, x) - c sum(x) for it: a multiply a four for the scale instead of one a weight, sum(x) once a row
-// for all NO outputs. Each thread adds its fours in input order; then each output's WG partials are added in
-// a fixed order: in runs of eight threads and then the runs in order, or (SUBGROUP, a second build) by an xor
-// butterfly inside each subgroup and then the subgroups in order. A row's sum is a function of K, the family's
-// parameters and the device's subgroup size, never of M or of which tile holds the row (batch invariance).
+// weight bytes: dequant4.glsl's load_pair) for each of the NO outputs, and those of DEPTH steps, all loaded
+// before any is used (NO x FOURS x DEPTH loads in flight a thread, to cover the memory's latency; a member of
+// DEPTH > 1 takes the same fours in the same order as its DEPTH-1 twin, so gives its bits). FOLD takes each
+// four as dequant4.glsl's parts (w = a q - c) and adds a dot(q, x) - c sum(x) for it: a multiply a four for
+// the scale instead of one a weight, sum(x) once a row for all NO outputs. Each thread adds its fours in input
+// order; then each output's WG partials are added in a fixed order: in runs of eight threads and then the
+// runs in order, or (SUBGROUP, a second build) by an xor butterfly inside each subgroup and then the
+// subgroups in order. A row's sum is a function of K, the family's parameters and the device's subgroup
+// size, never of M or of which tile holds the row (batch invariance).
 // A folded norm's sums of squares (norm_fold.glsl) are added from the same loads and reduced beside the outputs.
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
@@ -29,6 +31,7 @@ layout(constant_id = 1) const uint NO = 4;      // outputs a workgroup
 layout(constant_id = 2) const uint R = 8;       // rows a workgroup
 layout(constant_id = 3) const uint PAIR = 0;    // 1: two fours a thread and step, their bytes read once
 layout(constant_id = 4) const uint FOLD = 0;    // 1: the scale and offset applied a four, not a weight
+layout(constant_id = 5) const uint DEPTH = 1;   // steps whose loads are issued before the first is used
 
 #include "matmul_io.glsl"
 
@@ -61,61 +64,64 @@ void main() {
   float acc[NO + 1][R];  // acc[NO]: the rows' sums of squares
   UNROLL for (uint o = 0; o <= NO; o++)
     UNROLL for (uint r = 0; r < R; r++) acc[o][r] = 0.0;
-  for (uint base = 0; base < p.K; base += STEP) {
-    const uint k = first_input(base, t);
-    if (k >= p.K) continue;  // (only in the last step)
-    vec4 w[NO][FOURS];     // the weights, or (FOLD) their q
-    float wa[NO][FOURS], wc[NO][FOURS];  // (FOLD) each four's a and c
-    UNROLL for (uint o = 0; o < NO; o++) {
-      if (o >= outs) {
-        UNROLL for (uint f = 0; f < FOURS; f++) w[o][f] = vec4(0.0), wa[o][f] = 0.0, wc[o][f] = 0.0;
-      } else if (FOLD != 0 && PAIR != 0) {
-        load_pair_parts(weight_row(n0, o), k, p.K, w[o][0], wa[o][0], wc[o][0], w[o][FOURS - 1], wa[o][FOURS - 1], wc[o][FOURS - 1]);
-      } else if (FOLD != 0) {
-        load4_parts(weight_row(n0, o), k, p.K, w[o][0], wa[o][0], wc[o][0]);
-      } else if (PAIR != 0) {
-        load_pair(weight_row(n0, o), k, p.K, w[o][0], w[o][FOURS - 1]);
-      } else {
-        w[o][0] = load4(weight_row(n0, o), k, p.K);
+  for (uint base = 0; base < p.K; base += STEP * DEPTH) {
+    // The loads of DEPTH steps first (step s's first four at first_input(base + s STEP, t)), then each step's
+    // sums in order. (Guards, never break or continue, in loops over register arrays: a loop with an early exit
+    // may stay rolled, its arrays indexed at run time, so in memory: tests/test_vulkan_registers.cpp checks.)
+    vec4 w[DEPTH][NO][FOURS];     // the weights, or (FOLD) their q
+    float wa[DEPTH][NO][FOURS], wc[DEPTH][NO][FOURS];  // (FOLD) each four's a and c
+    UNROLL for (uint s = 0; s < DEPTH; s++) {
+      const uint k = first_input(base + s * STEP, t);
+      UNROLL for (uint o = 0; o < NO; o++) {
+        UNROLL for (uint f = 0; f < FOURS; f++) w[s][o][f] = vec4(0.0), wa[s][o][f] = 0.0, wc[s][o][f] = 0.0;
+        if (k >= p.K || o >= outs) {  // (zeros: past the row, or an output past the matrix)
+        } else if (FOLD != 0 && PAIR != 0) {
+          load_pair_parts(weight_row(n0, o), k, p.K, w[s][o][0], wa[s][o][0], wc[s][o][0], w[s][o][FOURS - 1], wa[s][o][FOURS - 1], wc[s][o][FOURS - 1]);
+        } else if (FOLD != 0) {
+          load4_parts(weight_row(n0, o), k, p.K, w[s][o][0], wa[s][o][0], wc[s][o][0]);
+        } else if (PAIR != 0) {
+          load_pair(weight_row(n0, o), k, p.K, w[s][o][0], w[s][o][FOURS - 1]);
+        } else {
+          w[s][o][0] = load4(weight_row(n0, o), k, p.K);
+        }
       }
     }
-    // (Guards, never break or continue, in loops over register arrays: a loop with an early exit may stay
-    // rolled, its arrays indexed at run time, so in memory: tests/test_vulkan_registers.cpp checks none is.)
-    UNROLL for (uint f = 0; f < FOURS; f++) {
-      const uint kf = k + f * PAIR_SPAN;
-      const vec4 g = gain4(kf);
-      UNROLL for (uint r = 0; r < R; r++) {
-        if (kf < p.K && r < rows) {
-          const vec4 raw = inputs4_at(p.x_off + (m0 + r) * p.x_stride, kf, aligned), v = raw * g;
-          if (p.norm != 0) acc[NO][r] = add_squares(acc[NO][r], raw);
-          if (FOLD != 0) {
-            // In this order and no other (precise: no reassociation or contraction a build could choose):
-            // d = q.x x.x, then fma q.y x.y, q.z x.z, q.w x.w; acc = fma(a, d, acc); acc = fma(-c, s, acc) with
-            // s = ((x.x + x.y) + x.z) + x.w, the c term only for types with an offset.
-            precise float s = 0.0;
-            if (PARTS_OFFSET) s = ((v.x + v.y) + v.z) + v.w;
-            UNROLL for (uint o = 0; o < NO; o++) {
-              precise float d = w[o][f].x * v.x;
-              d = fma(w[o][f].y, v.y, d);
-              d = fma(w[o][f].z, v.z, d);
-              d = fma(w[o][f].w, v.w, d);
-              precise float a = fma(wa[o][f], d, acc[o][r]);
-              if (PARTS_OFFSET) a = fma(-wc[o][f], s, a);
-              acc[o][r] = a;
-            }
-          } else {
-            UNROLL for (uint o = 0; o < NO; o++) {
-              float a = acc[o][r];
-              a = fma(v.x, w[o][f].x, a);
-              a = fma(v.y, w[o][f].y, a);
-              a = fma(v.z, w[o][f].z, a);
-              a = fma(v.w, w[o][f].w, a);
-              acc[o][r] = a;
+    UNROLL for (uint s = 0; s < DEPTH; s++)
+      UNROLL for (uint f = 0; f < FOURS; f++) {
+        const uint kf = first_input(base + s * STEP, t) + f * PAIR_SPAN;
+        const vec4 g = gain4(kf);
+        UNROLL for (uint r = 0; r < R; r++) {
+          if (kf < p.K && r < rows) {
+            const vec4 raw = inputs4_at(p.x_off + (m0 + r) * p.x_stride, kf, aligned), v = raw * g;
+            if (p.norm != 0) acc[NO][r] = add_squares(acc[NO][r], raw);
+            if (FOLD != 0) {
+              // In this order and no other (precise: no reassociation or contraction a build could choose):
+              // d = q.x x.x, then fma q.y x.y, q.z x.z, q.w x.w; acc = fma(a, d, acc); acc = fma(-c, s, acc)
+              // with s = ((x.x + x.y) + x.z) + x.w, the c term only for types with an offset.
+              precise float xs = 0.0;
+              if (PARTS_OFFSET) xs = ((v.x + v.y) + v.z) + v.w;
+              UNROLL for (uint o = 0; o < NO; o++) {
+                precise float d = w[s][o][f].x * v.x;
+                d = fma(w[s][o][f].y, v.y, d);
+                d = fma(w[s][o][f].z, v.z, d);
+                d = fma(w[s][o][f].w, v.w, d);
+                precise float a = fma(wa[s][o][f], d, acc[o][r]);
+                if (PARTS_OFFSET) a = fma(-wc[s][o][f], xs, a);
+                acc[o][r] = a;
+              }
+            } else {
+              UNROLL for (uint o = 0; o < NO; o++) {
+                float a = acc[o][r];
+                a = fma(v.x, w[s][o][f].x, a);
+                a = fma(v.y, w[s][o][f].y, a);
+                a = fma(v.z, w[s][o][f].z, a);
+                a = fma(v.w, w[s][o][f].w, a);
+                acc[o][r] = a;
+              }
             }
           }
         }
       }
-    }
   }
 #ifdef SUBGROUP
   UNROLL for (uint o = 0; o <= NO; o++)

@@ -4,9 +4,11 @@
 // weights (a super-block; for Q8_0 eight blocks): thread i takes a piece of 32 of them whose bytes no other
 // thread reads (but a block's few scale bytes), in as few loads as the layout allows (16-byte loads for the
 // 16-byte aligned Q4_K and Q5_K blocks; whole words for the others, Q3_K's, Q6_K's and Q8_0's starting every
-// other block half-way through a word), and decodes its scales once a group for all rows. A step takes WG / 8 groups; a thread's loads for all NO outputs are issued
-// before any is used. Each thread adds its pieces in order; a workgroup's partials are added by an xor
-// butterfly inside each subgroup, then the subgroups in order: a row's sum is a function of K, the member and
+// other block half-way through a word), and decodes its scales once a group for all rows. A step takes WG / 8
+// groups; a thread's loads for all NO outputs of DEPTH steps are issued before any is used (the bytes in
+// flight that cover the memory's latency: a member of DEPTH > 1 takes the same pieces in the same order as its
+// DEPTH-1 twin, so gives its bits). Each thread adds its pieces in order; a workgroup's partials are added by
+// an xor butterfly inside each subgroup, then the subgroups in order: a row's sum is a function of K, the member and
 // the device's subgroup size, never of M or of the row's place (batch invariance). A folded norm's sums of
 // squares come from the same input loads and go through the same reduction (norm_fold.glsl), and the gain is
 // read once a group for all rows.
@@ -25,6 +27,7 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;  // threads a workgroup (32, 64 or 128; at least the subgroup)
 layout(constant_id = 1) const uint NO = 2;   // outputs a workgroup
 layout(constant_id = 2) const uint R = 4;    // rows a workgroup
+layout(constant_id = 3) const uint DEPTH = 1;  // steps whose loads are issued before the first is used
 
 layout(std430, binding = 2) readonly buffer Weights4 { uvec4 W4[]; };
 #define W_BINDING 2
@@ -362,40 +365,47 @@ void main() {
   float acc[NO + 1][R];  // acc[NO]: the rows' sums of squares
   UNROLL for (uint o = 0; o <= NO; o++)
     UNROLL for (uint r = 0; r < R; r++) acc[o][r] = 0.0;
-  for (uint g0 = 0; g0 < groups; g0 += STEP_GROUPS) {
-    const uint g = g0 + t / 8;
-    if (!piece_exists(g, i)) continue;  // (only in the last step)
-    Piece pc[NO];
-    UNROLL for (uint o = 0; o < NO; o++)
-      if (o < outs) pc[o] = load_piece(weight_row(n0, o), g, i);
-    UNROLL for (uint o = 0; o < NO; o++)  // the pieces' scales (and int8 weights), decoded once a group for all rows
-      if (o < outs) {
-        decode_scales(pc[o], i);
+  for (uint g0 = 0; g0 < groups; g0 += STEP_GROUPS * DEPTH) {
+    // The loads of DEPTH steps first (step s's group g0 + s STEP_GROUPS + t / 8), then each step's sums in
+    // order. (Guards, never break or continue, in loops over register arrays: a loop with an early exit may
+    // stay rolled and index them in memory; tests/test_vulkan_registers.cpp checks none does.)
+    Piece pc[DEPTH][NO];
+    UNROLL for (uint s = 0; s < DEPTH; s++)
+      UNROLL for (uint o = 0; o < NO; o++)
+        if (o < outs && piece_exists(g0 + s * STEP_GROUPS + t / 8, i)) pc[s][o] = load_piece(weight_row(n0, o), g0 + s * STEP_GROUPS + t / 8, i);
+    UNROLL for (uint s = 0; s < DEPTH; s++) {
+      const uint g = g0 + s * STEP_GROUPS + t / 8;
+      if (piece_exists(g, i)) {  // (all but in the last steps)
+        UNROLL for (uint o = 0; o < NO; o++)  // the pieces' scales (and int8 weights), decoded once a group for all rows
+          if (o < outs) {
+            decode_scales(pc[s][o], i);
 #ifdef INT_DOT
-        pack_weights(pc[o], i);
+            pack_weights(pc[s][o], i);
 #endif
-      }
-    vec4 gains[8];
-    UNROLL for (uint v = 0; v < 8; v++) gains[v] = gain4(input_k(g, i, v));
-    UNROLL for (uint r = 0; r < R; r++) {
-      if (r < rows) {
-        const uint x = p.x_off + (m0 + r) * p.x_stride;
-        vec4 xs[8];
-        UNROLL for (uint v = 0; v < 8; v++) xs[v] = inputs4_at(x, input_k(g, i, v), aligned);
-        if (p.norm != 0)
-          UNROLL for (uint v = 0; v < 8; v++) acc[NO][r] = add_squares(acc[NO][r], xs[v]);
-        UNROLL for (uint v = 0; v < 8; v++) xs[v] *= gains[v];
+          }
+        vec4 gains[8];
+        UNROLL for (uint v = 0; v < 8; v++) gains[v] = gain4(input_k(g, i, v));
+        UNROLL for (uint r = 0; r < R; r++) {
+          if (r < rows) {  // each row's inputs loaded (and quantized) once for all outputs
+            const uint x = p.x_off + (m0 + r) * p.x_stride;
+            vec4 xs[8];
+            UNROLL for (uint v = 0; v < 8; v++) xs[v] = inputs4_at(x, input_k(g, i, v), aligned);
+            if (p.norm != 0)
+              UNROLL for (uint v = 0; v < 8; v++) acc[NO][r] = add_squares(acc[NO][r], xs[v]);
+            UNROLL for (uint v = 0; v < 8; v++) xs[v] *= gains[v];
 #ifdef INT_DOT
-        uint xq[8];
-        const float xd = quantize_piece(xs, xq);
-        ivec2 xsum = ivec2(0);  // the quantized inputs' sums, words 0-3 and 4-7 (Q4_K's, Q5_K's runs; once a row)
-        UNROLL for (uint w = 0; w < 4; w++) xsum += ivec2(sdot(0x01010101u, xq[w]), sdot(0x01010101u, xq[4 + w]));
-        UNROLL for (uint o = 0; o < NO; o++)
-          if (o < outs) acc[o][r] = piece_dot_q8(pc[o], i, xq, xd, xsum, acc[o][r]);
+            uint xq[8];
+            const float xd = quantize_piece(xs, xq);
+            ivec2 xsum = ivec2(0);  // the quantized inputs' sums, words 0-3 and 4-7 (Q4_K's, Q5_K's runs; once a row)
+            UNROLL for (uint w = 0; w < 4; w++) xsum += ivec2(sdot(0x01010101u, xq[w]), sdot(0x01010101u, xq[4 + w]));
+            UNROLL for (uint o = 0; o < NO; o++)
+              if (o < outs) acc[o][r] = piece_dot_q8(pc[s][o], i, xq, xd, xsum, acc[o][r]);
 #else
-        UNROLL for (uint o = 0; o < NO; o++)
-          if (o < outs) acc[o][r] = piece_dot(pc[o], i, xs, acc[o][r]);
+            UNROLL for (uint o = 0; o < NO; o++)
+              if (o < outs) acc[o][r] = piece_dot(pc[s][o], i, xs, acc[o][r]);
 #endif
+          }
+        }
       }
     }
   }
