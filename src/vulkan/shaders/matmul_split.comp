@@ -96,8 +96,8 @@ void main() {
             if (p.norm != 0) acc[NO][r] = add_squares(acc[NO][r], raw);
             if (FOLD != 0) {
               // In this order and no other (precise: no reassociation or contraction a build could choose):
-              // d = q.x x.x, then fma q.y x.y, q.z x.z, q.w x.w; acc = fma(a, d, acc); acc = fma(-c, s, acc)
-              // with s = ((x.x + x.y) + x.z) + x.w, the c term only for types with an offset.
+              // d = q.x x.x, then fma q.y x.y, q.z x.z, q.w x.w; acc = fma(a, d, acc); acc = fma(-c, xs, acc)
+              // with xs = ((x.x + x.y) + x.z) + x.w, the c term only for types with an offset.
               precise float xs = 0.0;
               if (PARTS_OFFSET) xs = ((v.x + v.y) + v.z) + v.w;
               UNROLL for (uint o = 0; o < NO; o++) {
