@@ -1,5 +1,5 @@
 // Attention in fixed chunks of visible slots on the device (JF_VULKAN_ATTENTION=split-C,
-// shaders/attention_split.comp + attention_combine.comp), over contexts of several chunks: the same bits
+// shaders/attention_split.comp: the last chunk to finish folds), over contexts of several chunks: the same bits
 // whatever the batch (all rows at once, row by row, beside another sequence, a tree), close to the whole-row
 // kernel and the CPU, for f32 and f16 caches and query groups of 1, 2 and 4; and a bad setting refused. (Every
 // architecture with one chunk: test_vulkan_forward.cpp's VulkanArch.)

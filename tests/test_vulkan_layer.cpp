@@ -42,6 +42,14 @@ TEST(VulkanForward, ProfilesDeviceTimeByKernel) {
   EXPECT_LE(profiled.layer_counts().dispatches, 5u);
   EXPECT_LE(profiled.layer_counts().barriers, 5u);
   EXPECT_GE(profiled.layer_counts().dispatches, 5u);  // (counted at all)
+  // Attention in chunks (a GPU's default) too: the last chunk to finish folds them, no pass of its own.
+  profiled.set_attention_chunk(64);
+  ASSERT_EQ(profiled.attention_chunk(), 64u);
+  const Logits chunked = stepwise(profiled, toks);
+  EXPECT_LE(profiled.layer_counts().dispatches, 5u);
+  EXPECT_LE(profiled.layer_counts().barriers, 5u);
+  EXPECT_NE(profiled.take_profile().find("attention_split_f32"), std::string::npos);
+  for (size_t r = 0; r < toks.size(); r++) EXPECT_NEAR(chunked[r][0], want[r][0], 1e-3f) << "step " << r;
 }
 
 // q/k/v and gate/up uploaded concatenated, each one product whose outputs are split over their matrices, give

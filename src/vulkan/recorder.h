@@ -71,6 +71,6 @@ class Recorder {
 };
 
 inline constexpr uint32_t kWorkgroup = 64;  // WG in shaders/common.glsl
-inline constexpr size_t kMaxBindings = 8;   // buffers one kernel binds, at most
+inline constexpr size_t kMaxBindings = 10;  // buffers one kernel binds, at most (push descriptors: 32 on any device)
 
 }  // namespace jf::vulkan

@@ -328,8 +328,8 @@ void VulkanForward::record_attention(int l, bool local) {
   }
 }
 
-// Attention in fixed chunks of visible slots (shaders/attention_split.comp, then attention_combine.comp): a
-// workgroup per (row, key-value head, chunk), all query heads of the group together, then the chunks folded.
+// Attention in fixed chunks of visible slots (shaders/attention_split.comp): a workgroup per (row, key-value
+// head, chunk), all query heads of the group together; the last chunk of each to finish folds them.
 void VulkanForward::record_split_attention(int l, bool local) {
   Activations& a = *a_;
   const uint32_t hd = u32(cfg_.head_dim), H = u32(cfg_.n_heads), chunk = attention_chunk_;
@@ -347,32 +347,26 @@ void VulkanForward::record_split_attention(int l, bool local) {
   }
   const uint64_t part_floats = uint64_t{u32(rows_->rows.size())} * H * most * (hd + 2);
   ensure_size(*ctx_, attention_part_, static_cast<size_t>(part_floats) * 4, Buffer::Kind::Device);
+  JF_CHECK(attention_done_.size() >= rows_->rows.size() * static_cast<size_t>(cfg_.n_kv_heads) * 4,
+           "Vulkan: split attention's counters were not grown with the pass's activations");
   size_t live = 0;
   for (size_t s = 0; s < n_seqs; s++) live += chunks[s] > 0 ? 1 : 0;
-  for (int pass = 0; pass < 2; pass++) {
-    if (live > 1) rec_.skip_barriers(static_cast<int>(live) - 1);  // (each sequence its own rows and cache)
-    for (size_t s = 0; s < n_seqs; s++) {
-      const uint32_t r0 = u32(rows_->seq_first[s]), rows = u32(rows_->seq_first[s + 1]) - r0;
-      if (rows == 0) continue;
-      const DeviceKvStore& kv = device_store(*rows_->rows[r0].cache, ctx_.get());
-      if (pass == 0) {
-        struct {
-          uint32_t row0, n_heads, n_kv_heads, head_dim, capacity, info_off, slots_off, local;
-          float scale, cap;
-          uint32_t half_dim, neox, cos_off, sin_off, chunk, max_chunks;
-        } pa{r0, H, u32(cfg_.n_kv_heads), hd, u32(kv.capacity()), in_->info, in_->slots, local ? 1u : 0u, cfg_.attention_scale(),
-             cfg_.attn_softcap, u32(cfg_.rope_dim / 2), cfg_.rope_style == RopeStyle::Neox ? 1u : 0u, local_rope ? in_->lcos : in_->cos,
-             local_rope ? in_->lsin : in_->sin, chunk, most};
-        rec_.dispatch(attention_kernel(kv.f16(), true),
-                      {a.q.view(), kv.keys(l), kv.values(l), arena(), arena(), attention_part_.view(), a.k.view(), a.v.view()}, pa, rows,
-                      u32(cfg_.n_kv_heads), chunks[s]);
-      } else {
-        struct {
-          uint32_t row0, n_heads, head_dim, info_off, local, chunk, max_chunks;
-        } pc{r0, H, hd, in_->info, local ? 1u : 0u, chunk, most};
-        rec_.dispatch(kernels_->get("attention_combine", 3), {attention_part_.view(), arena(), a.att.view()}, pc, rows, H);
-      }
-    }
+  if (live > 1) rec_.skip_barriers(static_cast<int>(live) - 1);  // (each sequence its own rows, cache and counters)
+  for (size_t s = 0; s < n_seqs; s++) {
+    const uint32_t r0 = u32(rows_->seq_first[s]), rows = u32(rows_->seq_first[s + 1]) - r0;
+    if (rows == 0) continue;
+    const DeviceKvStore& kv = device_store(*rows_->rows[r0].cache, ctx_.get());
+    struct {
+      uint32_t row0, n_heads, n_kv_heads, head_dim, capacity, info_off, slots_off, local;
+      float scale, cap;
+      uint32_t half_dim, neox, cos_off, sin_off, chunk, max_chunks;
+    } pa{r0, H, u32(cfg_.n_kv_heads), hd, u32(kv.capacity()), in_->info, in_->slots, local ? 1u : 0u, cfg_.attention_scale(),
+         cfg_.attn_softcap, u32(cfg_.rope_dim / 2), cfg_.rope_style == RopeStyle::Neox ? 1u : 0u, local_rope ? in_->lcos : in_->cos,
+         local_rope ? in_->lsin : in_->sin, chunk, most};
+    rec_.dispatch(attention_kernel(kv.f16(), true),
+                  {a.q.view(), kv.keys(l), kv.values(l), arena(), arena(), attention_part_.view(), a.k.view(), a.v.view(), a.att.view(),
+                   attention_done_.view()},
+                  pa, rows, u32(cfg_.n_kv_heads), chunks[s]);
   }
 }
 
@@ -383,7 +377,7 @@ const Kernel& VulkanForward::attention_kernel(bool f16, bool split) {
   const Kernel*& k = attention_kernels_[f16][split];
   if (!k) {
     const uint32_t dims = u32((cfg_.head_dim + 63) / 64), group = u32(cfg_.n_heads / cfg_.n_kv_heads);
-    k = split ? &kernels_->get(f16 ? "attention_split_f16" : "attention_split_f32", 8, {dims, group})
+    k = split ? &kernels_->get(f16 ? "attention_split_f16" : "attention_split_f32", 10, {dims, group})
               : &kernels_->get(f16 ? "attention_f16" : "attention_f32", 8, {dims});
   }
   return *k;
@@ -480,6 +474,13 @@ void VulkanForward::grow_activations(Activations& a, int64_t n, bool draft_layer
   grow(a.att, n * cfg_.q_dim());
   grow(a.hg, n * cfg_.ffn_dim);
   grow(a.hu, n * cfg_.ffn_dim);
+  // Split attention's counters start at zero (each dispatch leaves them so): zeroed when made, first in the
+  // next submission (every pass grows its activations before it records).
+  const size_t counters = static_cast<size_t>(n) * static_cast<size_t>(cfg_.n_kv_heads) * 4;
+  if (!attention_done_ || attention_done_.size() < counters) {
+    ensure_size(*ctx_, attention_done_, counters, Buffer::Kind::Device);
+    zero_attention_done_ = true;
+  }
   if (draft_layer) {  // the draft layer's input (the greedy tokens' embeddings, from the output head)
     grow(a.emb, n * dim);
     grow(a.head, std::min<int64_t>(n, kHeadRows) * cfg_.vocab_size);
@@ -578,16 +579,19 @@ void VulkanForward::record_forward(bool draft_layer, bool drafts, bool chains, b
   if (timed) vk.vkCmdWriteTimestamp(rec_.cmd(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timer_, 1);
 }
 
-// One submission: the KV moves `stores` keep (KvCache::keep's, since their last submission), then what
+// One submission: the KV moves `stores` keep (KvCache::keep's, since their last submission) and split
+// attention's new counters zeroed, then what
 // `record` records: the recording `kept` holds for the same commands when replay is on (found by the key
 // `record` writes in key mode: every kernel, grid, push constant and buffer it would use), else one recorded
 // now (and kept). `profile`: timed by the profiler, where there is one.
 void VulkanForward::submit(ReplayCache& kept, bool profile, std::span<DeviceKvStore* const> stores, const std::function<void()>& record) {
   std::array<VkCommandBuffer, 2> cmds{};
   size_t n = 0;
-  if (std::any_of(stores.begin(), stores.end(), [](const DeviceKvStore* s) { return s->has_moves(); })) {
+  if (zero_attention_done_ || std::any_of(stores.begin(), stores.end(), [](const DeviceKvStore* s) { return s->has_moves(); })) {
     if (!moves_cmd_) moves_cmd_ = ctx_->new_command_buffer();
     moves_rec_.begin(moves_cmd_);
+    if (zero_attention_done_) api().vkCmdFillBuffer(moves_rec_.cmd(), attention_done_.handle(), 0, VK_WHOLE_SIZE, 0);
+    zero_attention_done_ = false;
     for (DeviceKvStore* s : stores) moved_caches_ += s->record_moves(moves_rec_) ? 1 : 0;
     moves_rec_.barrier();
     cmds[n++] = moves_rec_.end();

@@ -188,6 +188,8 @@ class VulkanForward : public ForwardPass {
   int chain_rows_ = 0, chain_steps_ = 0;
   uint32_t attention_chunk_ = 0;
   Buffer attention_part_;  // split attention's per-chunk results
+  Buffer attention_done_;  // split attention's chunks finished a (row, key-value head): zero between dispatches
+  bool zero_attention_done_ = false;  // made since the last submission: zeroed first in the next
   const Kernel* attention_kernels_[2][2] = {};  // [f16][split], specialized for the model (attention_kernel)
   // An open draft tree (draft_tree.cpp): its nodes' rows, its source row's place in the draft layer's pass, the
   // nodes' layer outputs (tree_x_, row 0 the source's); a level's pass.

@@ -1,10 +1,12 @@
 #version 450
-// Attention in fixed context chunks (flash-decoding), pass 1: one workgroup per (row, key-value head, chunk of
-// CHUNK visible slots) computes every query head of the group at once, so a key and a value are read once for
-// the group, and a decode step's few rows still fill the device. Each writes, per query head, the chunk's
-// running max, sum of exponentials and unnormalized output to PART; attention_combine.comp folds the chunks in
-// order. Chunk c holds the row's visible slots c*CHUNK .. (c+1)*CHUNK-1 whatever the other rows, so the sums'
-// order is a function of the row's own slots (batch invariance). RoPE, own rows' keys and the KV store as in
+// Attention in fixed context chunks (flash-decoding): one workgroup per (row, key-value head, chunk of CHUNK
+// visible slots) computes every query head of the group at once, so a key and a value are read once for the
+// group, and a decode step's few rows still fill the device. Each writes, per query head, the chunk's running
+// max, sum of exponentials and unnormalized output to PART; the last of a (row, key-value head)'s chunks to
+// finish (a counter in DONE says which) folds them in chunk order into OUT, so attention is one dispatch and
+// one barrier (a pass of its own cost the H200 ~5 us a layer). Chunk c holds the row's visible slots
+// c*CHUNK .. (c+1)*CHUNK-1 whatever the other rows, and the fold's order is the chunks', whichever workgroup
+// does it, so the sums' order is a function of the row's own slots (batch invariance). RoPE, own rows' keys and the KV store as in
 // attention.comp (chunk 0's workgroup stores).
 // Keys and values are read in batches ahead of the FMAs (attention_rows.glsl), which keep their order.
 #extension GL_EXT_control_flow_attributes : require
@@ -18,9 +20,13 @@ layout(std430, binding = 2) buffer CacheV { KV_T CV[]; };
 layout(std430, binding = 3) readonly buffer Info { int INFO[]; };
 layout(std430, binding = 3) readonly buffer Angles { float A[]; };
 layout(std430, binding = 4) readonly buffer Slots { int SLOTS[]; };
-layout(std430, binding = 5) writeonly buffer Part { float PART[]; };  // [row][head][chunk]: max, sum, out[hd]
+// (coherent: the chunks' workgroups write PART, the last one reads it back in the same dispatch)
+layout(std430, binding = 5) coherent buffer Part { float PART[]; };  // [row][head][chunk]: max, sum, out[hd]
 layout(std430, binding = 6) readonly buffer Keys { float K[]; };
 layout(std430, binding = 7) readonly buffer Values { float V[]; };
+layout(std430, binding = 8) writeonly buffer Output { float OUT[]; };  // [row][head][hd]
+// Chunks finished a (row, key-value head); the folding workgroup sets it back to 0, as every dispatch finds it.
+layout(std430, binding = 9) coherent buffer Done { uint DONE[]; };
 layout(push_constant) uniform Params {
   uint row0, n_heads, n_kv_heads, head_dim, capacity;
   uint info_off, slots_off, local;
@@ -39,6 +45,7 @@ shared float prob[MAX_GROUP * WG];
 shared float red[MAX_GROUP * WG];
 shared vec4 score4[MAX_GROUP * WG / 4];  // a chunk's scores per head, for every thread to take their max
 shared int slot_of[WG];
+shared bool folds;  // this workgroup finished its row's chunks last
 
 #include "attention_rows.glsl"
 
@@ -152,4 +159,32 @@ void main() {
         if (d < hd) PART[o + 2 + d] = acc[g][i];
       }
     }
+  // Every thread's PART writes made visible before the count (the classic last-block pattern), then the
+  // last chunk's workgroup folds: each query head's maxima first, then the rescaled sums and outputs.
+  memoryBarrierBuffer();
+  barrier();
+  const uint chunks = (nv + p.chunk - 1) / p.chunk, count = r * p.n_kv_heads + kvh;
+  if (t == 0) folds = atomicAdd(DONE[count], 1u) == chunks - 1;
+  barrier();
+  if (!folds) return;
+  memoryBarrierBuffer();
+  for (uint g = 0; g < group; g++) {
+    const uint h = kvh * group + g, base = (r * p.n_heads + h) * p.max_chunks;
+    float mx = -1.0 / 0.0;
+    for (uint cc = 0; cc < chunks; cc++) mx = max(mx, PART[(base + cc) * (hd + 2)]);
+    float sum = 0.0;
+    for (uint cc = 0; cc < chunks; cc++) {
+      const uint o = (base + cc) * (hd + 2);
+      sum += PART[o + 1] * exp(PART[o] - mx);
+    }
+    for (uint d = t; d < hd; d += WG) {
+      float out_d = 0.0;
+      for (uint cc = 0; cc < chunks; cc++) {
+        const uint o = (base + cc) * (hd + 2);
+        out_d += PART[o + 2 + d] * exp(PART[o] - mx);
+      }
+      OUT[(r * p.n_heads + h) * hd + d] = out_d / sum;
+    }
+  }
+  if (t == 0) DONE[count] = 0;
 }
