@@ -125,6 +125,7 @@ export XDG_CACHE_HOME="$work/cache"
 "$jf" tune --kernels -m "$model" --device "$dev" --members serial,split-wg64-o2-r4,split-wg128-o1-r8-pair,split-wg64-o2-r4-sg,split-wg64-o2-r4-d2-sg \
   --kernel-rows 1,4 --attention-context 100 > "$work/kernels.txt" 2>&1 || { cat "$work/kernels.txt"; fail "jf tune --kernels failed"; }
 grep -q "^[1-9][0-9]* deeper members timed" "$work/kernels.txt" || { cat "$work/kernels.txt"; fail "tune --kernels timed no deeper member"; }
+grep -q "^device warmed before each matrix: .* GB/s" "$work/kernels.txt" || { cat "$work/kernels.txt"; fail "tune --kernels did not warm the device"; }
 grep -q "attention at a context of 100 tokens" "$work/kernels.txt" || { cat "$work/kernels.txt"; fail "tune --kernels timed no attention"; }
 grep -q '"attention"' "$work/cache/jf/vulkan-kernels/"*.json || fail "tune --kernels kept no attention choice"
 "$jf" devices | grep -q "attention: .*chosen by jf tune --kernels" || { "$jf" devices; fail "jf devices does not name the attention choice"; }

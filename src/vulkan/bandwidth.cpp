@@ -1,6 +1,8 @@
 #include "vulkan/bandwidth.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -51,6 +53,41 @@ ReadBandwidth measure_read_bandwidth(Context& ctx, size_t bytes, int reads) {
   if (r.reads == 0) throw Error("Vulkan: the read-bandwidth timer returned no result");
   r.bytes_per_second = best;
   return r;
+}
+
+WarmUp warm_up(Context& ctx, double seconds) {
+  if (!ctx.timestamps()) throw Error("Vulkan: " + ctx.info().name + " has no compute timestamps to time a read with");
+  constexpr uint32_t kGroups = 4096;
+  constexpr int kReads = 8;
+  // (64 MB: ~15 us a read on an H200, far past a launch's cost; a software device reads 4 MB)
+  const size_t bytes = std::min<uint64_t>(size_t{ctx.info().software ? 4u : 64u} << 20, ctx.info().max_binding_bytes) / 16 * 16;
+  Buffer src(ctx, bytes, Buffer::Kind::Device), sums(ctx, size_t{kGroups} * kWorkgroup * 4, Buffer::Kind::Device);
+  Kernels kernels(ctx);
+  const Kernel& k = kernels.get("read_sum", 2);
+  const struct {
+    uint32_t words;
+  } params{static_cast<uint32_t>(bytes / 16)};
+  Timer timer(ctx, kReads + 1);
+  WarmUp w;
+  const auto start = std::chrono::steady_clock::now();
+  for (double previous = 0;;) {
+    Recorder rec(ctx);
+    rec.begin();
+    timer.reset(rec.cmd());
+    timer.stamp(rec.cmd(), 0);
+    for (int i = 0; i < kReads; i++) {
+      rec.dispatch(k, {src.view(), sums.view()}, params, kGroups);
+      timer.stamp(rec.cmd(), static_cast<uint32_t>(i + 1));
+    }
+    rec.finish();
+    const double rate = static_cast<double>(bytes) * kReads / timer.seconds()[kReads];
+    if (w.reads == 0) w.first_bytes_per_second = rate;
+    w.reads += kReads, w.last_bytes_per_second = rate;
+    w.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const bool steady = previous > 0 && std::abs(rate - previous) <= 0.02 * previous;
+    if ((w.seconds >= seconds && steady) || w.seconds >= 4 * seconds) return w;
+    previous = rate;
+  }
 }
 
 namespace {

@@ -16,6 +16,18 @@ struct ReadBandwidth {
 // after one untimed read; throws jf::Error where the device has no timestamps.
 ReadBandwidth measure_read_bandwidth(Context& ctx, size_t bytes, int reads = 5);
 
+// A device kept busy reading before kernels are timed: a GPU idle while the host compiled pipelines runs at
+// low clocks, and what is timed then looks slower than it is (the H200's first sweep timed its first two
+// matrices ~2.5x slower than the same shapes later). Reads a buffer back to back, 8 reads a submission, for at
+// least `seconds` and until two submissions in a row read within 2% of each other (at most 4 x `seconds`; one
+// submission where `seconds` is 0). Throws jf::Error where the device has no timestamps.
+struct WarmUp {
+  double seconds = 0;  // spent
+  int reads = 0;
+  double first_bytes_per_second = 0, last_bytes_per_second = 0;  // the first submission's reads, the last's
+};
+WarmUp warm_up(Context& ctx, double seconds);
+
 // One-shot reads of a buffer the size of a matrix product's weights (shaders/read_probe.comp): each thread
 // loads `loads` 16-byte words before using any, one dispatch reads the buffer once. The least of `reps`
 // back-to-back dispatches' times, each as a forward's product would see it (launch and ramp included).

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "vulkan/bandwidth.h"
 #include "vulkan/buffer.h"
 #include "vulkan/kernels.h"
 #include "vulkan/matmul_grid.h"
@@ -26,6 +27,8 @@ constexpr size_t kFullyTimed = 6, kMostFullyTimed = 12;
 // fastest kDeepened depth-1 members at one row only: what a deeper pipeline of loads buys depends on the
 // member it deepens, and timing every depth of every member would double the sweep.
 constexpr size_t kDeepened = 4;
+// Seconds of reads before each shape is timed (a GPU's clocks fall while the host compiles its pipelines).
+constexpr double kWarmSeconds = 0.25;
 
 // The pipeline member k runs for M rows of m's weight type (its one-row twin at one row; at 2, or any other
 // row count, the member itself).
@@ -122,6 +125,9 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
     for (const MatmulKernel& k : family)
       if (member_runs_type(k, m.type) && k.depth == 1) specs.push_back(member_spec(m, k, 1)), specs.push_back(member_spec(m, k, 2));
     kernels.prepare(specs);  // (made once a type; the few deeper twins timed are made as they are)
+    const WarmUp warm = warm_up(ctx, ctx.info().software ? 0.0 : kWarmSeconds);  // (a CPU has no clocks to raise)
+    if (r.warm_seconds == 0) r.warm_first_bytes_per_second = warm.first_bytes_per_second, r.warm_last_bytes_per_second = warm.last_bytes_per_second;
+    r.warm_seconds += warm.seconds;
     ShapeSweep s;
     s.shape = {m.rows, m.cols, m.type};
     Buffer x(ctx, size_t(max_rows) * m.cols * 4, Buffer::Kind::Device);
@@ -225,6 +231,11 @@ std::string sweep_table(const SweepResult& r) {
       shown.push_back(f);
       row("  fastest at M=" + std::to_string(r.rows[j]), s.members[f]);
     }
+  }
+  if (r.warm_seconds > 0) {
+    std::snprintf(line, sizeof line, "device warmed before each matrix: %.1f s of reads in all (the first warm-up read at %.0f GB/s, then %.0f)\n",
+                  r.warm_seconds, r.warm_first_bytes_per_second / 1e9, r.warm_last_bytes_per_second / 1e9);
+    out += line;
   }
   if (r.deepened)
     out += std::to_string(r.deepened) + " deeper members timed (-d2, -d4: the twins of each matrix's " + std::to_string(kDeepened) +

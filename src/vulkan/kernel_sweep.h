@@ -44,6 +44,10 @@ struct SweepResult {
   std::vector<ShapeSweep> shapes;
   int skipped = 0;   // (shape, member) pairs left out by the budget
   int deepened = 0;  // (shape, member) pairs of depth 2 or 4 timed (twins of a shape's fastest depth-1 members)
+  // The device kept reading before each shape was timed (bandwidth.h's warm_up, after its pipelines were
+  // compiled): the time spent, and the read rate of the first warm-up's first and last submissions.
+  double warm_seconds = 0;
+  double warm_first_bytes_per_second = 0, warm_last_bytes_per_second = 0;
 };
 
 // Times the family on each of the forward's distinct matrices. Throws jf::Error without device timestamps.
