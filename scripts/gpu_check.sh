@@ -210,6 +210,9 @@ done
 # Deeper members (more loads in flight) give their depth-1 twins' bits: the sweep may choose one.
 run "deeper members" "$bin/test_vulkan_kernels" --gtest_filter='*DeeperMembers*' --gtest_brief=1
 kernel_filter="$kernel_filter:*DeeperMembers*"
+# Chunked attention (a GPU's default) folds a row's chunks in the last workgroup to finish, trusting the driver
+# with memory made visible across workgroups of one dispatch: its bits checked before a benchmark runs it.
+run "chunked attention" "$bin/test_vulkan_attention" --gtest_filter='*ChunksGiveTheSameBits*' --gtest_brief=1
 
 step "kernel sweep on $device"
 work="$state/work"
@@ -282,6 +285,7 @@ step "tests on $device"
 for t in test_vulkan_kernels test_vulkan_ops test_vulkan_forward test_vulkan_tree test_vulkan_attention test_vulkan_tiles test_vulkan_decoders; do
   filter="$gtest_filter"
   [ "$t" = test_vulkan_kernels ] && filter="$filter-$kernel_filter"  # (those ran first)
+  [ "$t" = test_vulkan_attention ] && filter="$filter-*ChunksGiveTheSameBits*"
   run "$t" "$bin/$t" --gtest_filter="$filter" --gtest_brief=1
 done
 run "tune $(basename "$tune_model" .gguf)" sh -c "'$jf' tune -m '$tune_model' --device $device --budget $tune_budget -n 24 --no-cache --no-kernels --plot '$out/tune.svg' \
