@@ -124,7 +124,7 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
     std::vector<KernelSpec> specs;  // every member's pipelines for the weight type, compiled several at once
     for (const MatmulKernel& k : family)
       if (member_runs_type(k, m.type) && k.depth == 1) specs.push_back(member_spec(m, k, 1)), specs.push_back(member_spec(m, k, 2));
-    kernels.prepare(specs);  // (made once a type; the few deeper twins timed are made as they are)
+    kernels.prepare(specs);  // (made once a type; the few deeper twins timed are made together below)
     const WarmUp warm = warm_up(ctx, ctx.info().software ? 0.0 : kWarmSeconds);  // (a CPU has no clocks to raise)
     if (r.warm_seconds == 0) r.warm_first_bytes_per_second = warm.first_bytes_per_second, r.warm_last_bytes_per_second = warm.last_bytes_per_second;
     r.warm_seconds += warm.seconds;
@@ -156,16 +156,24 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
     for (const MatmulKernel& k : family)
       if (member_runs_type(k, m.type) && k.depth == 1) time_one_row(k);
     if (s.members.empty()) continue;
-    size_t deepened = 0;
+    std::vector<MatmulKernel> deeper;  // the deeper twins of the fastest kDeepened depth-1 members that have any
+    size_t deepened_members = 0;
     for (size_t i : fastest_first()) {
-      if (deepened == kDeepened) break;
+      if (deepened_members == kDeepened) break;
       bool any = false;
       for (const MatmulKernel& k : family) {
         MatmulKernel twin = k;
         twin.depth = 1;
-        if (k.depth > 1 && twin == s.members[i].kernel) time_one_row(k), any = true, r.deepened++;
+        if (k.depth > 1 && twin == s.members[i].kernel) deeper.push_back(k), any = true;
       }
-      deepened += any;
+      deepened_members += any;
+    }
+    if (!deeper.empty()) {  // compiled together, the device warmed again, then timed as their twins were
+      std::vector<KernelSpec> deeper_specs;
+      for (const MatmulKernel& k : deeper) deeper_specs.push_back(member_spec(m, k, 1)), deeper_specs.push_back(member_spec(m, k, 2));
+      kernels.prepare(deeper_specs);
+      r.warm_seconds += warm_up(ctx, ctx.info().software ? 0.0 : kWarmSeconds).seconds;
+      for (const MatmulKernel& k : deeper) time_one_row(k), r.deepened++;
     }
     const std::vector<size_t> order = fastest_first();
     std::vector<size_t> full;
