@@ -298,76 +298,61 @@ void VulkanForward::record_layer_body(int l) {
 }
 
 // Each sequence's attention, with its rows' RoPE and the store of their keys and values folded in
-// (attention.comp: the rows' own slots are read from the activations, mark_own_slots). The sequences write
-// apart (each its own cache and rows of att): one barrier after them all.
+// (attention.comp: the rows' own slots are read from the activations, mark_own_slots): a workgroup per (row,
+// head), or, in chunks of visible slots (attention_split.comp), per (row, key-value head, chunk) with the query
+// group together, the last chunk of each to finish folding them. The sequences write apart (each its own cache,
+// rows of att and counters): one barrier after them all.
 void VulkanForward::record_attention(int l, bool local) {
   Activations& a = *a_;
-  const uint32_t hd = u32(cfg_.head_dim);
-  const float scale = cfg_.attention_scale();
   const size_t n_seqs = rows_->seq_first.size() - 1;
   size_t live = 0;
   for (size_t s = 0; s < n_seqs; s++) live += rows_->seq_first[s + 1] > rows_->seq_first[s] ? 1 : 0;
-  if (live > 1) rec_.skip_barriers(static_cast<int>(live) - 1);  // (each sequence its own cache)
-  const bool local_rope = cfg_.rope_theta_local > 0.0f && local;
-  if (split_attention()) {
-    record_split_attention(l, local);
-    return;
-  }
+  if (live > 1) rec_.skip_barriers(static_cast<int>(live) - 1);
+  const bool split = split_attention(), local_rope = cfg_.rope_theta_local > 0.0f && local;
+  std::vector<uint32_t> chunks;
+  const uint32_t most = split ? plan_attention_chunks(local, chunks) : 0;
   for (size_t s = 0; s < n_seqs; s++) {
     const uint32_t r0 = u32(rows_->seq_first[s]), rows = u32(rows_->seq_first[s + 1]) - r0;
     if (rows == 0) continue;
     const DeviceKvStore& kv = device_store(*rows_->rows[r0].cache, ctx_.get());
-    struct {
+    struct {  // (the whole-row kernel declares all but the last two)
       uint32_t row0, n_heads, n_kv_heads, head_dim, capacity, info_off, slots_off, local;
       float scale, cap;
-      uint32_t half_dim, neox, cos_off, sin_off;
-    } pa{r0, u32(cfg_.n_heads), u32(cfg_.n_kv_heads), hd, u32(kv.capacity()), in_->info, in_->slots, local ? 1u : 0u, scale, cfg_.attn_softcap,
-         u32(cfg_.rope_dim / 2), cfg_.rope_style == RopeStyle::Neox ? 1u : 0u, local_rope ? in_->lcos : in_->cos, local_rope ? in_->lsin : in_->sin};
-    rec_.dispatch(attention_kernel(kv.f16(), false),
-                  {a.q.view(), kv.keys(l), kv.values(l), arena(), arena(), a.att.view(), a.k.view(), a.v.view()}, pa, rows, u32(cfg_.n_heads));
+      uint32_t half_dim, neox, cos_off, sin_off, chunk, max_chunks;
+    } pa{r0, u32(cfg_.n_heads), u32(cfg_.n_kv_heads), u32(cfg_.head_dim), u32(kv.capacity()), in_->info, in_->slots, local ? 1u : 0u,
+         cfg_.attention_scale(), cfg_.attn_softcap, u32(cfg_.rope_dim / 2), cfg_.rope_style == RopeStyle::Neox ? 1u : 0u,
+         local_rope ? in_->lcos : in_->cos, local_rope ? in_->lsin : in_->sin, attention_chunk_, most};
+    if (split)
+      rec_.dispatch(attention_kernel(kv.f16(), true),
+                    {a.q.view(), kv.keys(l), kv.values(l), arena(), arena(), attention_part_.view(), a.k.view(), a.v.view(), a.att.view(),
+                     attention_done_.view()},
+                    pa, rows, u32(cfg_.n_kv_heads), chunks[s]);
+    else
+      rec_.dispatch(attention_kernel(kv.f16(), false),
+                    {a.q.view(), kv.keys(l), kv.values(l), arena(), arena(), a.att.view(), a.k.view(), a.v.view()}, pa, rows,
+                    u32(cfg_.n_heads));
   }
 }
 
-// Attention in fixed chunks of visible slots (shaders/attention_split.comp): a workgroup per (row, key-value
-// head, chunk), all query heads of the group together; the last chunk of each to finish folds them.
-void VulkanForward::record_split_attention(int l, bool local) {
-  Activations& a = *a_;
-  const uint32_t hd = u32(cfg_.head_dim), H = u32(cfg_.n_heads), chunk = attention_chunk_;
-  const bool local_rope = cfg_.rope_theta_local > 0.0f && local;
+// Chunked attention's grid: each sequence's chunks (its longest row's) into `chunks`; returns the most of any,
+// the partial results' buffer sized for them (its counters were grown with the pass's activations).
+uint32_t VulkanForward::plan_attention_chunks(bool local, std::vector<uint32_t>& chunks) {
   const size_t n_seqs = rows_->seq_first.size() - 1;
-  std::vector<uint32_t> chunks(n_seqs, 0);  // per sequence: its longest row's chunks
+  chunks.assign(n_seqs, 0);
   uint32_t most = 1;
   for (size_t s = 0; s < n_seqs; s++) {
     for (int32_t r = rows_->seq_first[s]; r < rows_->seq_first[s + 1]; r++) {
       const PlannedRow& row = rows_->rows[static_cast<size_t>(r)];
       const uint32_t nv = u32(local ? row.local_end - row.local_begin : row.slots_end - row.slots_begin);
-      chunks[s] = std::max(chunks[s], (nv + chunk - 1) / chunk);
+      chunks[s] = std::max(chunks[s], (nv + attention_chunk_ - 1) / attention_chunk_);
     }
     most = std::max(most, chunks[s]);
   }
-  const uint64_t part_floats = uint64_t{u32(rows_->rows.size())} * H * most * (hd + 2);
+  const uint64_t part_floats = uint64_t{u32(rows_->rows.size())} * u32(cfg_.n_heads) * most * u32(cfg_.head_dim + 2);
   ensure_size(*ctx_, attention_part_, static_cast<size_t>(part_floats) * 4, Buffer::Kind::Device);
   JF_CHECK(attention_done_.size() >= rows_->rows.size() * static_cast<size_t>(cfg_.n_kv_heads) * 4,
            "Vulkan: split attention's counters were not grown with the pass's activations");
-  size_t live = 0;
-  for (size_t s = 0; s < n_seqs; s++) live += chunks[s] > 0 ? 1 : 0;
-  if (live > 1) rec_.skip_barriers(static_cast<int>(live) - 1);  // (each sequence its own rows, cache and counters)
-  for (size_t s = 0; s < n_seqs; s++) {
-    const uint32_t r0 = u32(rows_->seq_first[s]), rows = u32(rows_->seq_first[s + 1]) - r0;
-    if (rows == 0) continue;
-    const DeviceKvStore& kv = device_store(*rows_->rows[r0].cache, ctx_.get());
-    struct {
-      uint32_t row0, n_heads, n_kv_heads, head_dim, capacity, info_off, slots_off, local;
-      float scale, cap;
-      uint32_t half_dim, neox, cos_off, sin_off, chunk, max_chunks;
-    } pa{r0, H, u32(cfg_.n_kv_heads), hd, u32(kv.capacity()), in_->info, in_->slots, local ? 1u : 0u, cfg_.attention_scale(),
-         cfg_.attn_softcap, u32(cfg_.rope_dim / 2), cfg_.rope_style == RopeStyle::Neox ? 1u : 0u, local_rope ? in_->lcos : in_->cos,
-         local_rope ? in_->lsin : in_->sin, chunk, most};
-    rec_.dispatch(attention_kernel(kv.f16(), true),
-                  {a.q.view(), kv.keys(l), kv.values(l), arena(), arena(), attention_part_.view(), a.k.view(), a.v.view(), a.att.view(),
-                   attention_done_.view()},
-                  pa, rows, u32(cfg_.n_kv_heads), chunks[s]);
-  }
+  return most;
 }
 
 // Attention's kernel, specialized for the model: a thread's output dimensions (PER_THREAD, ceil(head_dim / 64))

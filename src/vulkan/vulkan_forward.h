@@ -111,7 +111,7 @@ class VulkanForward : public ForwardPass {
   void record_layer(int l);  // (and its dispatches and barriers into layer_counts_, for layer 0)
   void record_layer_body(int l);
   void record_attention(int l, bool local);
-  void record_split_attention(int l, bool local);
+  uint32_t plan_attention_chunks(bool local, std::vector<uint32_t>& chunks);
   bool split_attention() const;
   const Kernel& attention_kernel(bool f16, bool split);
   void record_output();
