@@ -210,6 +210,10 @@ done
 # Deeper members (more loads in flight) give their depth-1 twins' bits: the sweep may choose one.
 run "deeper members" "$bin/test_vulkan_kernels" --gtest_filter='*DeeperMembers*' --gtest_brief=1
 kernel_filter="$kernel_filter:*DeeperMembers*"
+# Q8_0's qmm members (integer sums; on int8 matrix units where the device has them) give each other's bits at
+# every row count: the matrix units' integer products checked against the scalar ones.
+run "qmm members" "$bin/test_vulkan_kernels" --gtest_filter='*QmmMembers*' --gtest_brief=1
+kernel_filter="$kernel_filter:*QmmMembers*"
 # Chunked attention (a GPU's default) folds a row's chunks in the last workgroup to finish, trusting the driver
 # with memory made visible across workgroups of one dispatch: its bits checked before a benchmark runs it.
 run "chunked attention" "$bin/test_vulkan_attention" --gtest_filter='*ChunksGiveTheSameBits*' --gtest_brief=1

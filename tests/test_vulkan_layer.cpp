@@ -160,6 +160,56 @@ TEST(VulkanForward, OneRowProductsRunTheMembersOneRowTwin) {
   }
 }
 
+// A cached choice with twins by row count (qmm members, which give each other's bits) runs, for each product,
+// the twin its row count names: a prompt of 5 rows the 64-row one, a step the 16-row one, both in the
+// profile; the logits are the bits of one qmm member forced on every matrix, prompt and steps alike.
+TEST(VulkanForward, RunsTheQmmTwinChosenForEachRowCount) {
+  JF_VULKAN_DEVICE(device);
+  const std::unique_ptr<Model> m = make_model(preset_config("tiny"), DType::Q8_0, 13);
+  const std::vector<int32_t> toks = test::random_tokens(5, m->config().vocab_size, 6);
+  const vulkan::MatmulKernel one = vulkan::parse_matmul_kernel("qmm-o16-r16"), many = vulkan::parse_matmul_kernel("qmm-o32-r64");
+  vulkan::VulkanForward forced(device, m->config(), m->weights(), vulkan::parse_matmul_kernel("qmm-o64-r32"));
+  vulkan::KernelChoices choices;
+  choices.device = forced.device().name, choices.driver = forced.device().driver;
+  for (const vulkan::DeviceMatrix& w : forced.distinct_matrices())
+    if (w.type == DType::Q8_0) choices.by_shape[{w.rows, w.cols, w.type}] = {one, {{1, 1e-5}}, {{1, one}, {64, many}}};
+  ASSERT_FALSE(choices.by_shape.empty());
+  const std::string dir = ::testing::TempDir() + "jf_qmm_choices", path = dir + "/choices.json";
+  choices.write(path);
+  EXPECT_EQ(vulkan::KernelChoices::read(path, forced.device()).by_shape.begin()->second.by_rows.size(), 2u);  // (written and read)
+  ::setenv("JF_VULKAN_KERNELS", path.c_str(), 1);
+  ::setenv("JF_VULKAN_PROFILE", "1", 1);
+  vulkan::VulkanForward tuned(device, m->config(), m->weights());
+  ::unsetenv("JF_VULKAN_PROFILE");
+  ::unsetenv("JF_VULKAN_KERNELS");
+  KvCache cache = tuned.make_cache(64, DType::F32), forced_cache = forced.make_cache(64, DType::F32);
+  SequenceInput in, forced_in;
+  in.set_causal(&cache, toks, SequenceInput::Logits::All);
+  forced_in.set_causal(&forced_cache, toks, SequenceInput::Logits::All);
+  const ForwardResult& prompt = tuned.forward(in);
+  Logits rows;
+  for (size_t r = 0; r < toks.size(); r++) rows.push_back(test::row_of(prompt, static_cast<int>(r)));
+  const ForwardResult& want = forced.forward(forced_in);
+  for (size_t r = 0; r < toks.size(); r++) expect_bits(rows[r], test::row_of(want, static_cast<int>(r)), "prompt row " + std::to_string(r));
+  EXPECT_GT(tuned.rows_twins(), 0u);
+  const std::string prompt_report = tuned.take_profile();
+  EXPECT_NE(prompt_report.find(many.name()), std::string::npos) << prompt_report;
+  EXPECT_EQ(prompt_report.find(one.name()), std::string::npos) << prompt_report;
+  const Logits steps = stepwise(tuned, toks);
+  const std::string step_report = tuned.take_profile();
+  EXPECT_NE(step_report.find(one.name()), std::string::npos) << step_report;
+  for (size_t r = 0; r < toks.size(); r++) expect_bits(steps[r], rows[r], "token " + std::to_string(r) + " alone");
+  // by_rows naming a member that is not a qmm one: refused with the file named.
+  { std::ofstream(path) << "{\"device\": \"x\", \"driver\": \"y\", \"matrices\": [{\"n\": 64, \"k\": 64, \"type\": \"q8_0\", "
+                           "\"kernel\": \"qmm-o16-r16\", \"seconds\": [], \"by_rows\": [[4, \"split-wg64-o1-r8\"]]}]}"; }
+  try {
+    vulkan::KernelChoices::read(path, forced.device());
+    ADD_FAILURE() << "by_rows with a split member was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("qmm"), std::string::npos) << e.what();
+  }
+}
+
 // What an untimed matrix runs: a thread per output below the split's K, else the member the H200 measured
 // fastest of the candidates on a hardware GPU, the older one on a software device (lavapipe).
 TEST(KernelSweep, UntimedMatricesRunTheDefaultsForTheirKindOfDevice) {
@@ -192,6 +242,38 @@ TEST(KernelSweep, ChoosesByDecodeTimeThenRowsCost) {
   const auto& chosen = c.by_shape.at({64, 256, DType::Q4_K});
   EXPECT_EQ(chosen.kernel.name(), "split-wg128-o2-r8");
   EXPECT_EQ(chosen.seconds.size(), 2u);  // (the untimed 512 left out)
+  EXPECT_TRUE(chosen.by_rows.empty());
+}
+
+// The qmm members give each other's bits, so they compete as one: the fastest of them at one row against the
+// others, and, where that wins, the fastest of them at each row count runs it (recorded as by_rows). Where a
+// member outside them is faster at one row, they are not chosen.
+TEST(KernelSweep, QmmMembersCompeteAsOneWithTheFastestAtEachRowCount) {
+  const std::vector<int> rows = {1, 4, 64};
+  const auto member = [](const char* name, std::vector<double> s) { return vulkan::MemberTimes{vulkan::parse_matmul_kernel(name), std::move(s), "", ""}; };
+  std::vector<vulkan::MemberTimes> m = {member("vec-wg64-o2-r4", {100, 300, 4000}), member("qmm-o16-r16", {101, 150, 900}),
+                                        member("qmm-o64-r64", {130, 140, 200})};
+  const auto twins = vulkan::choose_qmm_by_rows(m, rows);
+  ASSERT_EQ(twins.size(), 3u);
+  EXPECT_EQ(twins[0], (std::pair<int, size_t>{1, 1}));
+  EXPECT_EQ(twins[1], (std::pair<int, size_t>{4, 2}));
+  EXPECT_EQ(twins[2], (std::pair<int, size_t>{64, 2}));
+  vulkan::SweepResult r;
+  r.rows = rows;
+  r.shapes.push_back({{64, 256, DType::Q8_0}, m, 1, SIZE_MAX, twins});
+  vulkan::KernelChoices c;
+  vulkan::record_choices(r, c);
+  const auto& chosen = c.by_shape.at({64, 256, DType::Q8_0});
+  EXPECT_EQ(chosen.kernel.name(), "qmm-o16-r16");
+  ASSERT_EQ(chosen.by_rows.size(), 3u);
+  EXPECT_EQ(chosen.member_for(1).name(), "qmm-o16-r16");
+  EXPECT_EQ(chosen.member_for(2).name(), "qmm-o64-r64");
+  EXPECT_EQ(chosen.member_for(512).name(), "qmm-o64-r64");
+  EXPECT_EQ(chosen.seconds, (std::vector<std::pair<int, double>>{{1, 101}, {4, 140}, {64, 200}}));
+  EXPECT_NE(vulkan::sweep_table(r).find("by rows (the same bits): M<=1 qmm-o16-r16, M<=4 qmm-o64-r64, beyond qmm-o64-r64"), std::string::npos)
+      << vulkan::sweep_table(r);
+  m[1].seconds[0] = 110;  // no qmm member within 3% of the fastest at one row: not chosen
+  EXPECT_TRUE(vulkan::choose_qmm_by_rows(m, rows).empty());
 }
 
 }  // namespace

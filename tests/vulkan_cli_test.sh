@@ -134,6 +134,17 @@ ls "$work/cache/jf/vulkan-kernels/"*.json > /dev/null 2>&1 || fail "tune --kerne
 "$jf" devices | grep -q "matrix kernels: tuned for 5 matrix shapes" || { "$jf" devices; fail "jf devices does not name the tuned kernels"; }
 "$jf" "${gen[@]}" --device "$dev" > "$work/tuned.txt" 2>/dev/null
 cmp -s "$work/cpu.txt" "$work/tuned.txt" || fail "generate with the tuned kernels differs from the CPU"
+# Q8_0's qmm members give each other's bits, so they compete as one candidate: alone on the list they win, the
+# fastest of them at each row count kept as twins by rows, and the text generated with them is the text of one
+# qmm member forced on every Q8_0 matrix.
+"$jf" convert -m "$model" --type q8_0 -o "$work/q8.gguf" > /dev/null 2>&1 || fail "jf convert --type q8_0 failed"
+"$jf" tune --kernels -m "$work/q8.gguf" --device "$dev" --members qmm-o16-r16,qmm-o32-r16 --kernel-rows 1,4 --attention-context 0 \
+  > "$work/qmm.txt" 2>&1 || { cat "$work/qmm.txt"; fail "jf tune --kernels with qmm members failed"; }
+grep -q "by rows (the same bits): M<=1 qmm-o" "$work/qmm.txt" || { cat "$work/qmm.txt"; fail "tune --kernels kept no qmm twins by rows"; }
+grep -q '"by_rows"' "$work/cache/jf/vulkan-kernels/"*.json || fail "the kernel choices keep no twins by rows"
+"$jf" generate -m "$work/q8.gguf" -p "Once upon a time" -n 40 --device "$dev" > "$work/qmm_tuned.txt" 2>/dev/null
+JF_VULKAN_KERNELS=qmm-o32-r16 "$jf" generate -m "$work/q8.gguf" -p "Once upon a time" -n 40 --device "$dev" > "$work/qmm_forced.txt" 2>/dev/null
+[ -s "$work/qmm_tuned.txt" ] && cmp -s "$work/qmm_tuned.txt" "$work/qmm_forced.txt" || fail "the qmm twins by rows generate other text than one qmm member"
 for bad in "--kernels --members split-wg64-o3-r8" "--kernels --kernel-rows 4,0" "--members serial" "--kernels --device cpu" \
   "--kernels --attention-context -1"; do
   # shellcheck disable=SC2086

@@ -123,6 +123,7 @@ std::string describe_devices() {
       o << "           uses: " << features << "\n";
       if (!d.missing.empty()) o << "           cannot run jf: lacks " << d.missing << "\n";
       if (d.matrix_units) o << "           fp16 matrix units: " << matrix_units_verdict(d.index) << "\n";
+      if (d.int8_matrix_units) o << "           int8 matrix units: Q8_0's qmm-...-mu kernels (exact integer sums: no probe needed)\n";
       try {
         const vulkan::KernelChoices c = vulkan::KernelChoices::load(d);
         if (d.missing.empty())

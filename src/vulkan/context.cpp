@@ -64,10 +64,11 @@ struct Features {
   Features(const Features&) = delete;
 };
 
-// Whether matmul_tiles.comp's COOPMAT variant runs on `d`: the extension and its feature, a 16x16x16
-// fp16 x fp16 -> fp32 subgroup product, and subgroups of 32 (the shader's four subgroups per workgroup); the
-// caller checks the memory model feature its SPIR-V declares.
-bool has_fp16_matrix_units(VkPhysicalDevice d, uint32_t subgroup_size) {
+// Whether `d` multiplies 16 x k_size by k_size x 16 matrices of `in` into `out` on its matrix units: the
+// extension and its feature, that subgroup product, and subgroups of 32 (the shaders' four subgroups per
+// workgroup); the caller checks the memory model feature their SPIR-V declares. matmul_tiles.comp's COOPMAT
+// variant takes fp16 x fp16 -> fp32 (k 16), matmul_qmm.comp's INT_UNITS int8 x int8 -> int32 (k 32).
+bool has_matrix_units(VkPhysicalDevice d, uint32_t subgroup_size, uint32_t k_size, VkComponentTypeNV in, VkComponentTypeNV out) {
   Api& a = api();
   if (subgroup_size != 32 || !has_extension(d, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) || !a.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
     return false;
@@ -80,10 +81,9 @@ bool has_fp16_matrix_units(VkPhysicalDevice d, uint32_t subgroup_size) {
   if (a.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(d, &n, nullptr) != VK_SUCCESS) return false;
   std::vector<VkCooperativeMatrixPropertiesNV> props(n, VkCooperativeMatrixPropertiesNV{VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
   if (a.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(d, &n, props.data()) != VK_SUCCESS) return false;
-  return std::any_of(props.begin(), props.begin() + n, [](const VkCooperativeMatrixPropertiesNV& p) {
-    return p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && p.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-           p.BType == VK_COMPONENT_TYPE_FLOAT16_NV && p.CType == VK_COMPONENT_TYPE_FLOAT32_NV && p.DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-           p.scope == VK_SCOPE_SUBGROUP_NV;
+  return std::any_of(props.begin(), props.begin() + n, [&](const VkCooperativeMatrixPropertiesNV& p) {
+    return p.MSize == 16 && p.NSize == 16 && p.KSize == k_size && p.AType == in && p.BType == in && p.CType == out &&
+           p.DType == out && p.scope == VK_SCOPE_SUBGROUP_NV;
   });
 }
 
@@ -159,8 +159,10 @@ DeviceInfo describe(VkPhysicalDevice d, int index) {
   need(has_extension(d, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME), "push descriptors");
   need(p.limits.maxComputeSharedMemorySize >= 16384, "16 KiB shared memory");
   if (f.v12.vulkanMemoryModel) info.features.push_back("memory model");
-  info.matrix_units = f.v12.vulkanMemoryModel && has_fp16_matrix_units(d, info.subgroup_size);
+  info.matrix_units = f.v12.vulkanMemoryModel && has_matrix_units(d, info.subgroup_size, 16, VK_COMPONENT_TYPE_FLOAT16_NV, VK_COMPONENT_TYPE_FLOAT32_NV);
   if (info.matrix_units) info.features.push_back("fp16 matrix units");
+  info.int8_matrix_units = f.v12.vulkanMemoryModel && has_matrix_units(d, info.subgroup_size, 32, VK_COMPONENT_TYPE_SINT8_NV, VK_COMPONENT_TYPE_SINT32_NV);
+  if (info.int8_matrix_units) info.features.push_back("int8 matrix units");
   info.int_dot = has_integer_dot_product(d);
   if (info.int_dot) info.features.push_back("integer dot product");
   if (info.subgroup_shuffle) info.features.push_back("subgroup shuffles");
@@ -218,7 +220,7 @@ Context::Context(int device_index) {
   memory_budget_ = has_extension(physical_, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   if (memory_budget_) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   VkPhysicalDeviceCooperativeMatrixFeaturesNV matrix_units{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
-  if (info_.matrix_units) {  // chained and enabled only where the device has them
+  if (info_.matrix_units || info_.int8_matrix_units) {  // chained and enabled only where the device has them
     matrix_units.cooperativeMatrix = VK_TRUE;
     f.v12.pNext = &matrix_units;
     f.v12.vulkanMemoryModel = VK_TRUE;  // GL_KHR_memory_scope_semantics, which the cooperative-matrix shader uses

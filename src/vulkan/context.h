@@ -22,6 +22,9 @@ struct DeviceInfo {
   // fp16 matrix units jf's tiles can use: VK_NV_cooperative_matrix with 16x16x16 fp16 products into fp32 on
   // subgroups of 32 (matmul_grid.h, MatrixMath::MatrixUnits)
   bool matrix_units = false;
+  // int8 matrix units for the qmm members (matmul_family.h, "-mu"): 16x16x32 int8 products into int32 on
+  // subgroups of 32; exact, so no tile-position probe is needed
+  bool int8_matrix_units = false;
   // OpSDot on four packed int8s (VK_KHR_shader_integer_dot_product, core in 1.3): matmul_family.h's "-dot"
   // members, which take their inputs as int8s as the CPU's int8 panels do
   bool int_dot = false;

@@ -96,6 +96,23 @@ size_t choose_member(const std::vector<MemberTimes>& members, const std::vector<
   return chosen;
 }
 
+std::vector<std::pair<int, size_t>> choose_qmm_by_rows(const std::vector<MemberTimes>& members, const std::vector<int>& rows) {
+  std::vector<size_t> best(rows.size(), SIZE_MAX);  // the fastest qmm member at each row count
+  for (size_t i = 0; i < members.size(); i++)
+    for (size_t j = 0; j < rows.size() && members[i].kernel.qmm; j++)
+      if (!std::isnan(members[i].seconds[j]) && (best[j] == SIZE_MAX || members[i].seconds[j] < members[best[j]].seconds[j])) best[j] = i;
+  if (best[0] == SIZE_MAX) return {};
+  std::vector<MemberTimes> candidates = members;
+  MemberTimes twins = members[best[0]];
+  for (size_t j = 0; j < rows.size(); j++) twins.seconds[j] = best[j] == SIZE_MAX ? NAN : members[best[j]].seconds[j];
+  candidates.push_back(twins);
+  if (choose_member(candidates, rows) != members.size()) return {};
+  std::vector<std::pair<int, size_t>> by_rows;
+  for (size_t j = 0; j < rows.size(); j++)
+    if (best[j] != SIZE_MAX) by_rows.emplace_back(rows[j], best[j]);
+  return by_rows;
+}
+
 SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
   Context& ctx = fwd.context();
   if (!ctx.timestamps()) throw Error("Vulkan: " + ctx.info().name + " has no compute timestamps to time kernels with");
@@ -178,7 +195,7 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
     const std::vector<size_t> order = fastest_first();
     std::vector<size_t> full;
     for (size_t i : order)
-      if (i == s.default_member || full.size() < kFullyTimed ||
+      if (i == s.default_member || full.size() < kFullyTimed || s.members[i].kernel.qmm ||  // (qmm: twins by rows)
           (full.size() < kMostFullyTimed && s.members[i].seconds[0] <= s.members[order[0]].seconds[0] * 1.03))
         full.push_back(i);
     std::vector<MemberTimes> timed;
@@ -187,6 +204,10 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
       timed.push_back(s.members[i]);
     }
     s.chosen = full[choose_member(timed, o.rows)];
+    if (const auto twins = choose_qmm_by_rows(timed, o.rows); !twins.empty()) {
+      s.chosen = full[twins[0].second];
+      for (const auto& [rows, i] : twins) s.by_rows.emplace_back(rows, full[i]);
+    }
     r.shapes.push_back(std::move(s));
   }
   return r;
@@ -196,8 +217,13 @@ void record_choices(const SweepResult& r, KernelChoices& into) {
   for (const ShapeSweep& s : r.shapes) {
     KernelChoices::Choice c;
     c.kernel = s.members[s.chosen].kernel;
-    for (size_t j = 0; j < r.rows.size(); j++)
-      if (!std::isnan(s.members[s.chosen].seconds[j])) c.seconds.emplace_back(r.rows[j], s.members[s.chosen].seconds[j]);
+    for (size_t j = 0; j < r.rows.size(); j++) {
+      size_t member = s.chosen;  // (with twins by rows: the one that runs that row count)
+      for (const auto& [rows, i] : s.by_rows)
+        if (rows == r.rows[j]) member = i;
+      if (!std::isnan(s.members[member].seconds[j])) c.seconds.emplace_back(r.rows[j], s.members[member].seconds[j]);
+    }
+    for (const auto& [rows, i] : s.by_rows) c.by_rows.emplace_back(static_cast<uint32_t>(rows), s.members[i].kernel);
     into.by_shape[s.shape] = c;
   }
 }
@@ -229,6 +255,13 @@ std::string sweep_table(const SweepResult& r) {
       if (!m.compiled_one_row.empty()) out += "      one row (-r1): " + m.compiled_one_row + "\n";
     };
     row(shape + " chosen", s.members[s.chosen]);
+    if (!s.by_rows.empty()) {
+      out += "      by rows (the same bits):";
+      for (size_t t = 0; t < s.by_rows.size(); t++)
+        out += (t ? ", " : " ") + std::string(t + 1 < s.by_rows.size() ? "M<=" + std::to_string(s.by_rows[t].first) : "beyond") + " " +
+               s.members[s.by_rows[t].second].kernel.name();
+      out += "\n";
+    }
     if (s.default_member != SIZE_MAX && s.default_member != s.chosen) row("  default", s.members[s.default_member]);
     std::vector<size_t> shown = {s.chosen, s.default_member};
     for (size_t j = 0; j < r.rows.size(); j++) {  // the fastest at each row count, where it is another member

@@ -5,7 +5,8 @@
 // deeper twins of the fastest four, then those the objective could pick and the next fastest at every row
 // count. The objective: the least time at one row (decode reads the weights once a token); members within 3%
 // of it are told apart by their time at 4-64 rows and at 512 over 8 (rows a forward spends on
-// drafts and prompts). Every member is batch-invariant, so the choice changes speed, never which tokens a
+// drafts and prompts). The qmm members, which give each other's bits, compete as one candidate, the fastest
+// of them at each row count (KernelChoices::Choice::by_rows). Every member is batch-invariant, so the choice changes speed, never which tokens a
 // decoder emits (a row's bits can differ between members, as between devices). A member's one-row time is its
 // one-row twin's, as a decode step runs it (matmul_grid.h's dispatched_member).
 #pragma once
@@ -37,6 +38,8 @@ struct ShapeSweep {
   std::vector<MemberTimes> members;  // the members timed (at one row only: NaN at the other row counts)
   size_t chosen = 0;                 // into members (by the objective above)
   size_t default_member = SIZE_MAX;  // the untuned default's index in members (SIZE_MAX: not timed)
+  // Where the qmm members won as one candidate (choose_qmm_by_rows): (rows, index into members) by row count.
+  std::vector<std::pair<int, size_t>> by_rows;
 };
 
 struct SweepResult {
@@ -54,6 +57,10 @@ struct SweepResult {
 SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o);
 // The member the objective picks among timed ones (rows as in SweepOptions::rows, the first being 1).
 size_t choose_member(const std::vector<MemberTimes>& members, const std::vector<int>& rows);
+// The qmm members among `members` give each other's bits, so they compete as one candidate whose time at each
+// row count is the least of theirs. Where the objective picks that candidate over every member: the fastest
+// qmm member at each timed row count, (rows, index into members); else empty.
+std::vector<std::pair<int, size_t>> choose_qmm_by_rows(const std::vector<MemberTimes>& members, const std::vector<int>& rows);
 // The choices to cache, merged into `into` (shapes of other models are kept).
 void record_choices(const SweepResult& r, KernelChoices& into);
 // The table `jf tune --kernels` prints: per shape, the chosen member's times beside the default's and the

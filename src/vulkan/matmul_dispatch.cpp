@@ -84,13 +84,16 @@ const VulkanForward::MatrixKernel& VulkanForward::kernel_of(const DeviceMatrix& 
     mk.kernel = pipeline(mk.member);
     const MatmulKernel twin = dispatched_member(mk.member, math_, 1);
     mk.one_row = twin.rows == mk.member.rows ? mk.kernel : pipeline(twin);
+    const auto choice = choices_.by_shape.find({w.rows, w.cols, w.type});
+    if (math_ == MatrixMath::Fma && choice != choices_.by_shape.end() && choice->second.kernel == mk.member)
+      for (const auto& [rows, k] : choice->second.by_rows) mk.by_rows.push_back({rows, k, pipeline(k)});
   }
   return mk;
 }
 
 bool VulkanForward::glu_in_epilogue(const DeviceMatrix& w) {
   const MatmulKernel& k = kernel_of(w).member;
-  return !runs_tiles(k, math_) && !k.serial && k.outputs % 2 == 0 && w.rows % 2 == 0;
+  return !runs_tiles(k, math_) && !k.serial && !k.qmm && k.outputs % 2 == 0 && w.rows % 2 == 0;
 }
 
 void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, View norm_gain, View glu_up,
@@ -101,12 +104,22 @@ void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y,
   if (split) p.n1 = p.y_stride = split->n1, p.n2 = split->n2;
   if (glu_out) p.glu_out = glu_out, p.y_stride = w.rows / 2, glu_epilogues_++;
   const MatrixKernel& mk = kernel_of(w);
-  const MatmulKernel run = dispatched_member(mk.member, math_, rows);  // (the rule lives there alone)
+  MatmulKernel run = dispatched_member(mk.member, math_, rows);  // (the rule lives there alone)
+  const Kernel* kernel = run.rows == mk.member.rows ? mk.kernel : mk.one_row;
+  if (kernel != mk.kernel) one_row_twins_++;
+  if (!mk.by_rows.empty()) {  // (twins that give the member's bits, the fastest for this row count)
+    const MatrixKernel::Twin* t = &mk.by_rows.back();
+    for (const MatrixKernel::Twin& c : mk.by_rows)
+      if (rows <= c.rows) {
+        t = &c;
+        break;
+      }
+    run = t->member, kernel = t->kernel;
+    rows_twins_++;
+  }
   const MatmulGrid g = matmul_grid(run, math_, w.rows, rows);
-  const Kernel& kernel = run.rows == mk.member.rows ? *mk.kernel : *mk.one_row;
-  if (&kernel != mk.kernel) one_row_twins_++;
   const View y2 = split ? split->y2 : y, y3 = split && split->y3.buffer ? split->y3 : y;
-  rec_.dispatch(kernel, {x, y, w.data, norm_gain.buffer ? norm_gain : x, glu_up.buffer ? glu_up : x, y2, y3}, p, g.x, g.y, g.z);
+  rec_.dispatch(*kernel, {x, y, w.data, norm_gain.buffer ? norm_gain : x, glu_up.buffer ? glu_up : x, y2, y3}, p, g.x, g.y, g.z);
 }
 
 }  // namespace jf::vulkan

@@ -15,6 +15,7 @@ namespace jf::vulkan {
 std::string MatmulKernel::name() const {
   if (serial) return "serial";
   if (tile_rows) return "tiles-r" + std::to_string(tile_rows);
+  if (qmm) return "qmm-o" + std::to_string(outputs) + "-r" + std::to_string(rows) + (units ? "-mu" : "");
   const std::string d = depth > 1 ? "-d" + std::to_string(depth) : "";
   if (vec) return "vec-wg" + std::to_string(wg) + "-o" + std::to_string(outputs) + "-r" + std::to_string(rows) + d + (dot ? "-dot" : "");
   std::string s = "split-wg" + std::to_string(wg) + "-o" + std::to_string(outputs) + "-r" + std::to_string(rows) + d;
@@ -43,9 +44,17 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
     k.tile_rows = static_cast<uint32_t>(std::stoul(name.substr(7)));
     return k;
   }
+  for (uint32_t o : {16u, 32u, 64u})
+    for (uint32_t r : {16u, 32u, 64u}) {
+      const std::string base = "qmm-o" + std::to_string(o) + "-r" + std::to_string(r);
+      if (name == base || name == base + "-mu") {
+        k.qmm = true, k.units = name != base, k.wg = 128, k.outputs = o, k.rows = r;
+        return k;
+      }
+    }
   const auto bad = [&] {
     return Error("unknown matrix kernel '" + name +
-                 "' (use serial, tiles-r16/r32/r64, split-wgW-oO-rR[-dD][-pair[-fold]][-sg] with W 64/128/256, O 1/2/4, R 4/8, "
+                 "' (use serial, tiles-r16/r32/r64, qmm-oO-rR[-mu] with O and R 16/32/64, split-wgW-oO-rR[-dD][-pair[-fold]][-sg] with W 64/128/256, O 1/2/4, R 4/8, "
                  "or vec-wgW-oO-rR[-dD][-dot] with W 32/64/128, O 1/2/4/8, R 4/8, not o8-r8; D 2 or 4, with R 4, "
                  "D x O (x 2 for pairs) at most 8, a split's with -sg)");
   };
@@ -86,6 +95,10 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
 
 uint32_t matmul_shared_bytes(const MatmulKernel& k) {
   if (k.serial) return 4 * (64 + 8);  // norm_fold.glsl's
+  if (k.qmm) {  // matmul_qmm.comp: a step's int8 weights and inputs, their scales, the blocks' integer sums
+    const uint32_t pairs = k.outputs * k.rows, kb = pairs >= 1024 ? 4 : 8, kbi = pairs >= 2048 ? 1 : pairs >= 1024 ? 2 : pairs >= 512 ? 4 : 8;
+    return (k.outputs + k.rows) * (kb * 32 + 16) + 4 * kb * (k.outputs + 2 * k.rows) + 4 * kbi * pairs + 4 * k.rows;
+  }
   if (k.tile_rows) {  // matmul_tiles.comp: fp16 weights and inputs of a step, a tile's quarter sums, row scales
     const uint32_t step = k.tile_rows == 64 ? 128 : 256, ld = step + 8;
     return 2 * (16 + k.tile_rows) * ld + 4 * (4 * 16 * 20) + 4 * (128 + 128 + 2 * k.tile_rows);
@@ -125,6 +138,13 @@ std::vector<MatmulKernel> matmul_family(const DeviceInfo& d) {
               if (depth_allowed(k) && wg >= d.subgroup_size && matmul_shared_bytes(k) <= d.shared_memory && (!dot || d.int_dot))
                 family.push_back(k);
             }
+  for (bool units : {false, true})  // (qmm: Q8_0's integer members, on the matrix units where they take int8s)
+    for (uint32_t outputs : {16u, 32u, 64u})
+      for (uint32_t rows : {16u, 32u, 64u}) {
+        MatmulKernel k;
+        k.qmm = true, k.units = units, k.wg = 128, k.outputs = outputs, k.rows = rows;
+        if ((!units || d.int8_matrix_units) && matmul_shared_bytes(k) <= d.shared_memory) family.push_back(k);
+      }
   if (d.matrix_units)
     for (uint32_t rows : {16u, 32u, 64u}) {
       MatmulKernel k;
@@ -188,6 +208,13 @@ KernelChoices KernelChoices::read(const std::string& path, const DeviceInfo& d) 
       if (std::find(family.begin(), family.end(), ch.kernel) == family.end())
         throw Error("kernel " + ch.kernel.name() + " is not one " + d.name + " runs");
       for (const auto& t : e.at("seconds")) ch.seconds.emplace_back(t.at(0).get<int>(), t.at(1).get<double>());
+      if (e.contains("by_rows"))
+        for (const auto& t : e.at("by_rows")) {
+          const MatmulKernel twin = parse_matmul_kernel(t.at(1).get<std::string>());
+          if (!twin.qmm || !ch.kernel.qmm || std::find(family.begin(), family.end(), twin) == family.end())
+            throw Error("by_rows names " + twin.name() + ": only qmm members " + d.name + " runs, beside a qmm member, give each other's bits");
+          ch.by_rows.emplace_back(t.at(0).get<uint32_t>(), twin);
+        }
       c.by_shape[s] = ch;
     }
     if (j.contains("attention")) c.attention_chunk = parse_attention_name(j.at("attention").get<std::string>());
@@ -206,6 +233,10 @@ void KernelChoices::write(const std::string& path) const {
     e["n"] = s.n, e["k"] = s.k, e["type"] = dtype_name(s.type), e["kernel"] = ch.kernel.name();
     e["seconds"] = nlohmann::json::array();
     for (const auto& [rows, sec] : ch.seconds) e["seconds"].push_back({rows, sec});
+    if (!ch.by_rows.empty()) {
+      e["by_rows"] = nlohmann::json::array();
+      for (const auto& [rows, k] : ch.by_rows) e["by_rows"].push_back({rows, k.name()});
+    }
     j["matrices"].push_back(e);
   }
   if (attention_chunk) j["attention"] = attention_name(*attention_chunk);

@@ -33,6 +33,11 @@ struct MatmulKernel {
   // packed once a group for all rows and each row's inputs quantized to int8 as the CPU's int8 kernels quantize
   // them (Q8Rows): less arithmetic a row than fp32 FMAs, each product the CPU's int8 one but for fp32 rounding.
   bool dot = false;
+  // A qmm member ("qmm-oO-rR", "-mu" on the matrix units): matmul_qmm.comp, Q8_0 only, O outputs and R rows
+  // (16, 32 or 64) a workgroup of 128 threads, the inputs quantized a block at a time, each block's products
+  // added as integers and the blocks in fp32 in order: every qmm member gives every other's bits, with or
+  // without the matrix units (DeviceInfo::int8_matrix_units), whatever O and R.
+  bool qmm = false, units = false;
   uint32_t wg = 64, outputs = 4, rows = 8;
   bool pair = false, fold = false, subgroup = false;  // fold only with pair
   // Steps whose weight loads a thread issues before it uses the first ("-d2", "-d4"; vec and subgroup split
@@ -60,8 +65,10 @@ MatmulKernel parse_matmul_kernel(const std::string& name);
 // each; a member on a type without one would fail to find its shader, which the family test would meet).
 inline constexpr DType kVecTypes[] = {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_0, DType::Q3_K, DType::IQ4_XS};
 
-// Whether member k has a kernel for weights of type t (a vec member: kVecTypes; the others: all).
+// Whether member k has a kernel for weights of type t (a vec member: kVecTypes; a qmm member: Q8_0; the
+// others: all).
 inline bool member_runs_type(const MatmulKernel& k, DType t) {
+  if (k.qmm) return t == DType::Q8_0;
   return !k.vec || std::find(std::begin(kVecTypes), std::end(kVecTypes), t) != std::end(kVecTypes);
 }
 
@@ -93,6 +100,15 @@ struct KernelChoices {
   struct Choice {
     MatmulKernel kernel;
     std::vector<std::pair<int, double>> seconds;  // (rows, device seconds a product) for the chosen member
+    // Twins by row count, where the chosen member is a qmm one (all qmm members give the same bits): a
+    // product of M rows runs the member of the first entry whose rows are >= M (the last one's beyond them);
+    // empty: `kernel` at every row count.
+    std::vector<std::pair<uint32_t, MatmulKernel>> by_rows;
+    const MatmulKernel& member_for(uint32_t M) const {
+      for (const auto& [rows, k] : by_rows)
+        if (M <= rows) return k;
+      return by_rows.empty() ? kernel : by_rows.back().second;
+    }
   };
   std::string device, driver;
   std::map<MatmulShape, Choice> by_shape;

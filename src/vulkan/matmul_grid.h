@@ -83,7 +83,7 @@ inline MatmulGrid matmul_grid(const MatmulKernel& k, MatrixMath math, uint32_t N
 // test's rows alone run it); a decode step then holds one row's sums and inputs in registers, not R rows'.
 // (The tiles and matmul_serial keep their rows: their row counts are no constant of theirs.)
 inline MatmulKernel dispatched_member(const MatmulKernel& k, MatrixMath math, uint32_t M) {
-  if (M != 1 || runs_tiles(k, math) || k.serial) return k;
+  if (M != 1 || runs_tiles(k, math) || k.serial || k.qmm) return k;
   MatmulKernel twin = k;
   twin.rows = 1;
   return twin;
@@ -93,6 +93,7 @@ inline MatmulKernel dispatched_member(const MatmulKernel& k, MatrixMath math, ui
 // specialization constants.
 inline std::string matmul_shader(const MatmulKernel& k, MatrixMath math, DType t) {
   if (runs_tiles(k, math)) return (math == MatrixMath::Tiles ? "matmul_tiles_" : "matmul_units_") + dtype_name(t);
+  if (k.qmm) return (k.units ? "matmul_qmm_units_" : "matmul_qmm_") + dtype_name(t);
   if (k.vec) return (k.dot ? "matmul_vec_dot_" : "matmul_vec_") + dtype_name(t);
   return (k.serial ? "matmul_serial_" : k.subgroup ? "matmul_split_sg_" : "matmul_split_") + dtype_name(t);
 }
@@ -102,6 +103,7 @@ inline std::vector<uint32_t> matmul_constants(const MatmulKernel& k, MatrixMath 
     const uint32_t rows = tile_rows_of(k);
     return rows == kTileRows ? std::vector<uint32_t>{} : std::vector<uint32_t>{rows / kTileRows, rows == 64 ? 128u : 256u};
   }
+  if (k.qmm) return {k.outputs, k.rows};
   return k.serial ? std::vector<uint32_t>{} : k.constants();
 }
 

@@ -89,6 +89,8 @@ class VulkanForward : public ForwardPass {
   uint64_t glu_epilogues() const { return glu_epilogues_; }
   // One-row products recorded with their member's one-row twin (matmul_grid.h's dispatched_member).
   uint64_t one_row_twins() const { return one_row_twins_; }
+  // Products recorded with a twin chosen for their row count (KernelChoices::Choice::by_rows: qmm members).
+  uint64_t rows_twins() const { return rows_twins_; }
 
  protected:
   void run(std::span<SequenceInput* const> seqs) override;
@@ -232,6 +234,12 @@ class VulkanForward : public ForwardPass {
     const Kernel* kernel = nullptr;
     const Kernel* one_row = nullptr;  // what a one-row product runs (matmul_grid.h's dispatched_member)
     MatmulKernel member;
+    struct Twin {
+      uint32_t rows;  // for products of up to this many rows (the last twin: any more too)
+      MatmulKernel member;
+      const Kernel* kernel;
+    };
+    std::vector<Twin> by_rows;  // the cached choice's twins by row count (empty: member at every count)
   };
   std::vector<MatrixKernel> matrix_kernels_;
   const MatrixKernel& kernel_of(const DeviceMatrix& w);
@@ -239,6 +247,7 @@ class VulkanForward : public ForwardPass {
   // an even number of outputs a workgroup); the others fold the GLU into the down projection's inputs.
   bool glu_in_epilogue(const DeviceMatrix& w);
   uint64_t glu_epilogues_ = 0;  // products recorded with the GLU in their epilogue (glu_epilogues())
+  uint64_t rows_twins_ = 0;     // (rows_twins())
   uint64_t one_row_twins_ = 0;  // one-row products recorded with their member's one-row twin (one_row_twins())
   std::optional<MatmulKernel> every_matrix_;
   KernelChoices choices_;
