@@ -143,7 +143,7 @@ bool runs(const std::vector<vulkan::MatmulKernel>& family, size_t member, size_t
   const vulkan::MatmulKernel& k = family[member];
   const DType type = std::get<0>(kFamilyCases[c]);
   if (!vulkan::member_runs_type(k, type) || (k.depth > 1 && !every)) return false;
-  if (k.qmm) return true;  // (Q8_0's case only: nine members, ~1 s each on lavapipe)
+  if (k.qmm) return true;  // (Q8_0's and Q4_K's cases: eight or nine members, ~1 s each on lavapipe)
   if (!k.vec) return member_runs_on_case(member, c, every);
   const size_t vec_index =
       static_cast<size_t>(std::count_if(family.begin(), family.begin() + member, [&](const auto& m) { return m.vec && m.dot == k.dot && m.depth == 1; }));
@@ -209,7 +209,9 @@ TEST_P(VulkanMatmulFamily, EveryMemberMatchesTheReferenceAndIsBatchInvariant) {
     const bool int8 = k.dot || k.qmm;
     const double tolerance = k.tile_rows ? 2e-3 : int8 ? 1e-3 : 2e-6;
     for (int64_t i = 0; i < M * N; i++) {
-      if (int8) ASSERT_NEAR(y[i], ref8[i], 2e-6 * mag[i] + 1e-6) << what << " row " << i / N << " output " << i % N << ": the CPU's int8 result";
+      if (int8) {
+        ASSERT_NEAR(y[i], ref8[i], 2e-6 * mag[i] + 1e-6) << what << " row " << i / N << " output " << i % N << ": the CPU's int8 result";
+      }
       ASSERT_NEAR(y[i], ref[i], tolerance * mag[i] + 1e-6) << what << " row " << i / N << " output " << i % N;
       ASSERT_NEAR(yn[i], ref_n[i], tolerance * mag_n[i] + 1e-6) << what << " normed, row " << i / N << " output " << i % N;
     }
@@ -280,14 +282,11 @@ TEST(VulkanMatmulFamily, DeeperMembersGiveTheBitsOfTheirDepthOneTwins) {
   }
 }
 
-// The GPUs' shaders, their fixed-count loops unrolled, and the rolled twins a software device runs (common.glsl's
-// UNROLL) give the same bits: the family tests on lavapipe stand for what a GPU runs. (On a GPU both fixtures
-// run the unrolled shaders.)
-// The qmm members add each block's products as integers and the blocks in order, so every member gives every
-// other's bits whatever its outputs and rows a workgroup, on the matrix units or not (-mu, where the device
-// has int8 ones): row r's outputs are the same bits computed alone by one member and among 70 rows (past a
-// workgroup of 64) by another, plain and with the norm folded in. Their own path ran: not the bits of the vec
-// -dot member, which quantizes the inputs alike but adds its blocks in another order.
+// The qmm members add each sub-block's products as integers and the blocks (Q8_0) or super-blocks (Q4_K) in
+// fp32 in order, so every member gives every other's bits whatever its outputs and rows a workgroup, on the
+// matrix units or not (-mu, where the device has int8 ones): row r's outputs are the same bits computed alone by
+// one member and among 70 rows (past a workgroup of 64) by another, plain and with the norm folded in. Their own
+// path ran: not the bits of the vec -dot member, which quantizes the inputs alike but adds in another order.
 TEST(VulkanMatmulFamily, QmmMembersGiveEachOthersBitsAtEveryRowCount) {
   JF_VULKAN_DEVICE(device);
   Fixture f(device);
@@ -295,33 +294,48 @@ TEST(VulkanMatmulFamily, QmmMembersGiveEachOthersBitsAtEveryRowCount) {
   std::vector<vulkan::MatmulKernel> qmm;
   for (const vulkan::MatmulKernel& k : family)
     if (k.qmm) qmm.push_back(k);
-  ASSERT_GE(qmm.size(), 8u) << f.ctx.info().name;  // (o64-r64 takes 38 KB of shared memory: not on lavapipe's 32)
-  EXPECT_EQ(std::count_if(qmm.begin(), qmm.end(), [](const auto& k) { return k.units; }) > 0, f.ctx.info().int8_matrix_units);
-  const DType type = DType::Q8_0;
-  const int64_t N = 70, M = 70, K = 2336;  // (N and M past a workgroup's 64; 73 blocks, a last step part empty)
-  const std::vector<float> wf = random_floats(static_cast<size_t>(N * K), 41), x = random_floats(static_cast<size_t>(M * K), 42),
-                           gain = random_floats(static_cast<size_t>(K), 43);
-  const size_t row_bytes = dtype_row_bytes(type, K);
-  std::vector<uint8_t> w(row_bytes * N);
-  for (int64_t n = 0; n < N; n++) quantize_row(type, &wf[n * K], &w[n * row_bytes], K);
-  for (const std::vector<float>* g : {static_cast<const std::vector<float>*>(nullptr), &gain}) {
-    const std::vector<float> all = device_matmul(f, type, w, N, K, x, 0, M, qmm[0], vulkan::MatrixMath::Fma, g);
-    for (size_t i = 0; i < qmm.size(); i++) {
-      const std::string what = qmm[i].name() + (g ? " normed" : "");
-      const std::vector<float> many = device_matmul(f, type, w, N, K, x, 0, M, qmm[i], vulkan::MatrixMath::Fma, g);
-      EXPECT_EQ(0, std::memcmp(many.data(), all.data(), all.size() * 4)) << what << ": 70 rows, not " << qmm[0].name() << "'s bits";
-      const uint32_t r = static_cast<uint32_t>((i * 23 + 5) % M);
-      const std::vector<float> one = device_matmul(f, type, w, N, K, x, r, 1, qmm[(i + 4) % qmm.size()], vulkan::MatrixMath::Fma, g);
-      EXPECT_EQ(0, std::memcmp(one.data(), &all[r * N], N * 4)) << qmm[(i + 4) % qmm.size()].name() << (g ? " normed" : "") << ": row " << r << " alone";
-    }
-    if (vulkan::member_runs_type(vulkan::parse_matmul_kernel("vec-wg64-o2-r4-dot"), type) && f.ctx.info().int_dot &&
-        f.ctx.info().subgroup_shuffle) {
-      const std::vector<float> dot = device_matmul(f, type, w, N, K, x, 0, M, vulkan::parse_matmul_kernel("vec-wg64-o2-r4-dot"), vulkan::MatrixMath::Fma, g);
-      EXPECT_NE(0, std::memcmp(dot.data(), all.data(), all.size() * 4)) << "the qmm members gave vec-wg64-o2-r4-dot's bits";
+  ASSERT_GE(qmm.size(), 8u) << f.ctx.info().name;  // (o64-r64: 42 KB of shared memory, not on lavapipe's 32)
+  EXPECT_EQ(std::count_if(qmm.begin(), qmm.end(), [](const auto& k) { return k.units; }) > 0,
+            f.ctx.info().int8_matrix_units);
+  for (const DType type : {DType::Q8_0, DType::Q4_K}) {
+    // (N and M past a workgroup's 64; a last step part empty)
+    const int64_t N = 70, M = 70, K = type == DType::Q8_0 ? 2336 : 2304;
+    const std::vector<float> wf = random_floats(static_cast<size_t>(N * K), 41),
+                             x = random_floats(static_cast<size_t>(M * K), 42),
+                             gain = random_floats(static_cast<size_t>(K), 43);
+    const size_t row_bytes = dtype_row_bytes(type, K);
+    std::vector<uint8_t> w(row_bytes * N);
+    for (int64_t n = 0; n < N; n++) quantize_row(type, &wf[n * K], &w[n * row_bytes], K);
+    for (const std::vector<float>* g : {static_cast<const std::vector<float>*>(nullptr), &gain}) {
+      const std::vector<float> all =
+          device_matmul(f, type, w, N, K, x, 0, M, qmm[0], vulkan::MatrixMath::Fma, g);
+      for (size_t i = 0; i < qmm.size(); i++) {
+        const std::string what = qmm[i].name() + (g ? " normed" : "");
+        const std::vector<float> many =
+            device_matmul(f, type, w, N, K, x, 0, M, qmm[i], vulkan::MatrixMath::Fma, g);
+        EXPECT_EQ(0, std::memcmp(many.data(), all.data(), all.size() * 4))
+            << dtype_name(type) << " " << what << ": 70 rows, not " << qmm[0].name() << "'s bits";
+        const uint32_t r = static_cast<uint32_t>((i * 23 + 5) % M);
+        const std::vector<float> one =
+            device_matmul(f, type, w, N, K, x, r, 1, qmm[(i + 4) % qmm.size()], vulkan::MatrixMath::Fma, g);
+        EXPECT_EQ(0, std::memcmp(one.data(), &all[r * N], N * 4))
+            << qmm[(i + 4) % qmm.size()].name() << (g ? " normed" : "") << ": row " << r << " alone";
+      }
+      if (vulkan::member_runs_type(vulkan::parse_matmul_kernel("vec-wg64-o2-r4-dot"), type) &&
+          f.ctx.info().int_dot && f.ctx.info().subgroup_shuffle) {
+        const std::vector<float> dot =
+            device_matmul(f, type, w, N, K, x, 0, M, vulkan::parse_matmul_kernel("vec-wg64-o2-r4-dot"),
+                          vulkan::MatrixMath::Fma, g);
+        EXPECT_NE(0, std::memcmp(dot.data(), all.data(), all.size() * 4))
+            << dtype_name(type) << ": the qmm members gave vec-wg64-o2-r4-dot's bits";
+      }
     }
   }
 }
 
+// The GPUs' shaders, their fixed-count loops unrolled, and the rolled twins a software device runs
+// (common.glsl's UNROLL) give the same bits: the family tests on lavapipe stand for what a GPU runs. (On a
+// GPU both fixtures run the unrolled shaders.)
 TEST(VulkanKernels, UnrolledShadersGiveTheBitsOfTheirRolledTwins) {
   JF_VULKAN_DEVICE(device);
   Fixture rolled(device), unrolled(device);

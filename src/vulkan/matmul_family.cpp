@@ -95,9 +95,12 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
 
 uint32_t matmul_shared_bytes(const MatmulKernel& k) {
   if (k.serial) return 4 * (64 + 8);  // norm_fold.glsl's
-  if (k.qmm) {  // matmul_qmm.comp: a step's int8 weights and inputs, their scales, the blocks' integer sums
-    const uint32_t pairs = k.outputs * k.rows, kb = pairs >= 1024 ? 4 : 8, kbi = pairs >= 2048 ? 1 : pairs >= 1024 ? 2 : pairs >= 512 ? 4 : 8;
-    return (k.outputs + k.rows) * (kb * 32 + 16) + 4 * kb * (k.outputs + 2 * k.rows) + 4 * kbi * pairs + 4 * k.rows;
+  if (k.qmm) {  // matmul_qmm.comp: a step's int8 weights and inputs, their scales, the sub-blocks' integer sums
+    const uint32_t o = k.outputs, r = k.rows, pairs = o * r, kb = pairs >= 1024 ? 4 : 8,
+                   kbi = pairs >= 2048 ? 1 : pairs >= 1024 ? 2 : pairs >= 512 ? 4 : 8;
+    const uint32_t common = (o + r) * (kb * 32 + 16) + 4 * kb * r + 4 * kbi * pairs + 4 * r;
+    const uint32_t q8_0 = 4 * kb * (o + r), q4_k = 8 * o + 8 * kb * o + 4 * r + 32 * r + 4 * kb * r;  // (their scales)
+    return common + std::max(q8_0, q4_k);
   }
   if (k.tile_rows) {  // matmul_tiles.comp: fp16 weights and inputs of a step, a tile's quarter sums, row scales
     const uint32_t step = k.tile_rows == 64 ? 128 : 256, ld = step + 8;
@@ -138,7 +141,7 @@ std::vector<MatmulKernel> matmul_family(const DeviceInfo& d) {
               if (depth_allowed(k) && wg >= d.subgroup_size && matmul_shared_bytes(k) <= d.shared_memory && (!dot || d.int_dot))
                 family.push_back(k);
             }
-  for (bool units : {false, true})  // (qmm: Q8_0's integer members, on the matrix units where they take int8s)
+  for (bool units : {false, true})  // (qmm: Q8_0's and Q4_K's integer members, on matrix units that take int8s)
     for (uint32_t outputs : {16u, 32u, 64u})
       for (uint32_t rows : {16u, 32u, 64u}) {
         MatmulKernel k;

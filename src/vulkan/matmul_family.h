@@ -33,9 +33,9 @@ struct MatmulKernel {
   // packed once a group for all rows and each row's inputs quantized to int8 as the CPU's int8 kernels quantize
   // them (Q8Rows): less arithmetic a row than fp32 FMAs, each product the CPU's int8 one but for fp32 rounding.
   bool dot = false;
-  // A qmm member ("qmm-oO-rR", "-mu" on the matrix units): matmul_qmm.comp, Q8_0 only, O outputs and R rows
-  // (16, 32 or 64) a workgroup of 128 threads, the inputs quantized a block at a time, each block's products
-  // added as integers and the blocks in fp32 in order: every qmm member gives every other's bits, with or
+  // A qmm member ("qmm-oO-rR", "-mu" on the matrix units): matmul_qmm.comp, Q8_0 and Q4_K, O outputs and R rows
+  // (16, 32 or 64) a workgroup of 128 threads, the inputs quantized as the CPU's, each sub-block's products
+  // added as integers and only (super-)blocks in fp32, in order: every qmm member gives every other's bits, with or
   // without the matrix units (DeviceInfo::int8_matrix_units), whatever O and R.
   bool qmm = false, units = false;
   uint32_t wg = 64, outputs = 4, rows = 8;
@@ -65,10 +65,10 @@ MatmulKernel parse_matmul_kernel(const std::string& name);
 // each; a member on a type without one would fail to find its shader, which the family test would meet).
 inline constexpr DType kVecTypes[] = {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_0, DType::Q3_K, DType::IQ4_XS};
 
-// Whether member k has a kernel for weights of type t (a vec member: kVecTypes; a qmm member: Q8_0; the
-// others: all).
+// Whether member k has a kernel for weights of type t (a vec member: kVecTypes; a qmm member: Q8_0 and Q4_K;
+// the others: all).
 inline bool member_runs_type(const MatmulKernel& k, DType t) {
-  if (k.qmm) return t == DType::Q8_0;
+  if (k.qmm) return t == DType::Q8_0 || t == DType::Q4_K;
   return !k.vec || std::find(std::begin(kVecTypes), std::end(kVecTypes), t) != std::end(kVecTypes);
 }
 

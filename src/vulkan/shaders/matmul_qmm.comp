@@ -1,17 +1,20 @@
 #version 450
-// Y[m][n] (+)= sum_k X[m][k] W[n][k] for Q8_0 weights in exact integers: the "qmm" members of the family
-// (vulkan/matmul_family.h). Each row's inputs are quantized a block of 32 at a time as the CPU quantizes them
-// (one scale, the block's largest magnitude / 127, rounded to nearest even), a block's 32 products are added
-// as integers (exact: the same sum in any order, on any unit), and the blocks are added in fp32 one after the
-// other, acc = fma(d_w d_x, isum, acc), block 0 first. So a row's bits depend on K alone: not on the member,
-// the workgroup's shape, the row's place, the rows beside it, or whether the integer sums ran on the matrix
-// units (INT_UNITS: 16x16x32 int8 products, GL_NV_integer_cooperative_matrix) or in scalar code (the same
-// sums, which lavapipe runs). Every qmm member therefore gives every other's bits (tested), and rows cost the
-// matrix units' integer products, not FMAs: the design that makes rows free and batch invariance exact.
-// A workgroup of 128 threads takes NO outputs and R rows; a step stages KB blocks of their weights and of
-// their rows' quantized inputs in shared memory, the integer sums of KBI blocks at a time go to shared
-// memory, and each thread folds its (row, output) pairs' blocks in order into its accumulators. A folded
-// norm's sum of squares is added a block at a time in order too (norm_fold.glsl's scale at the end).
+// Y[m][n] (+)= sum_k X[m][k] W[n][k] in exact integers, for Q8_0 and Q4_K weights: the "qmm" members of the
+// family (vulkan/matmul_family.h). Each row's inputs are quantized to int8s as the CPU quantizes them (one
+// scale, the largest magnitude / 127, over a block of 32 for Q8_0 and over a super-block of 256 for Q4_K;
+// rounded to nearest even), a sub-block's 32 products are added as integers, and so are Q4_K's sub-block
+// scales and mins times those sums (exact: the same sums in any order, on any unit). Only each block (Q8_0) or
+// super-block (Q4_K) is added in fp32, one after the other, block 0 first:
+//   Q8_0: acc = fma(d_w d_x, isum, acc)
+//   Q4_K: acc = fma(d_w d_x, sum_s sc_s isum_s, acc), then acc = fma(-(dmin_w d_x), sum_s m_s xsum_s, acc).
+// So a row's bits depend on K alone: not on the member, the workgroup's shape, the row's place, the rows beside
+// it, or whether the integer sums ran on the matrix units (INT_UNITS: 16x16x32 int8 products,
+// GL_NV_integer_cooperative_matrix) or in scalar code (the same sums, which lavapipe runs). Every qmm member
+// gives every other's bits (tested), and rows cost the matrix units' integer products, not FMAs.
+// A workgroup of 128 threads takes NO outputs and R rows; a step stages KB sub-blocks of 32 of their weights
+// and of their rows' quantized inputs in shared memory, the integer sums of KBI sub-blocks at a time go to
+// shared memory, and each thread folds its (row, output) pairs' sub-blocks in order. A folded norm's sum of
+// squares is added a sub-block at a time in order too (norm_fold.glsl's scale at the end).
 #include "common.glsl"
 #ifdef INT_UNITS
 #extension GL_NV_cooperative_matrix : require
@@ -25,8 +28,8 @@
 layout(constant_id = 0) const uint NO = 16;  // outputs a workgroup: 16, 32 or 64
 layout(constant_id = 1) const uint R = 16;   // rows a workgroup: 16, 32 or 64
 const uint TW = 128;
-const uint KB = R * NO >= 1024 ? 4 : 8;  // blocks of 32 a step (lavapipe's 32 KB of shared memory; 64 x 64: 38 KB)
-const uint KBI = R * NO >= 2048 ? 1 : R * NO >= 1024 ? 2 : R * NO >= 512 ? 4 : 8;  // blocks' sums held at once
+const uint KB = R * NO >= 1024 ? 4 : 8;  // sub-blocks of 32 a step (lavapipe's 32 KB of shared memory; 64 x 64: 41 KB)
+const uint KBI = R * NO >= 2048 ? 1 : R * NO >= 1024 ? 2 : R * NO >= 512 ? 4 : 8;  // sub-blocks' sums held at once
 const uint LB = KB * 32 + 16;                                // bytes a shared row (16-byte aligned rows)
 const uint PAIRS = R * NO / TW;                              // (row, output) pairs a thread folds
 
@@ -37,17 +40,55 @@ layout(local_size_x = TW) in;
 
 shared int8_t Wq[NO * LB];    // the step's quants, output o's at o LB
 shared int8_t Xq[R * LB];     // the step's quantized inputs, row r's at r LB
-shared float Wd[NO * KB];     // block scales of the weights ...
-shared float Xd[R * KB];      // ... and of the inputs
-shared float Xss[R * KB];     // each (row, block)'s sum of squares (a folded norm)
-shared int Is[KBI * R * NO];  // integer sums: block bb, row r, output o at (bb R + r) NO + o
+shared float Xss[R * KB];     // each (row, sub-block)'s sum of squares (a folded norm)
+shared int Is[KBI * R * NO];  // integer sums: sub-block bb, row r, output o at (bb R + r) NO + o
 shared float row_ss[R];
+#ifdef TYPE_Q4_K
+const uint UNIT = 8;         // sub-blocks a scale of the inputs covers (a super-block)
+shared float Wd[NO];         // the current super-block's d and dmin, by output
+shared float Wdm[NO];
+shared int Wsc[NO * KB];     // each sub-block's scale and min, by output
+shared int Wm[NO * KB];
+shared float Xd[R];          // the current super-block's input scale, by row
+shared float Xam[R * 8];     // its sub-blocks' largest magnitudes, by row
+shared int Xbs[R * KB];      // each (row, sub-block)'s quantized inputs' sum
+#else
+const uint UNIT = 1;
+shared float Wd[NO * KB];    // block scales of the weights ...
+shared float Xd[R * KB];     // ... and of the inputs
+#endif
 
-// Block b of output o's weights (34 bytes: d, 32 int8s) into the step's slot j, a word per call.
-void stage_weight_word(uint n0, uint o, uint b, uint j, uint w, uint outs, uint blocks) {
+uint weight_byte(uint i) { return (W32[i / 4] >> (8 * (i % 4))) & 255u; }
+
+#ifdef TYPE_Q4_K
+// Sub-block g's 32 quants of output o (144-byte super-blocks: d, dmin, 12 bytes of 6-bit scales and mins, 128
+// bytes of nibbles, sub-blocks 2c and 2c + 1 the low and high nibbles of bytes 32c .. 32c + 31) into the
+// step's slot j, a word per call; with the word 0 call its scale and min, and at a super-block's start its d, dmin.
+void stage_weight_word(uint n0, uint o, uint g, uint j, uint w, uint outs, uint blocks) {
+  const uint s = g % 8;
   uint v = 0;
-  if (o < outs && b < blocks) {
-    const uint B = (weight_row(n0, o) * blocks + b) * 34;
+  if (o < outs && g < blocks) {
+    const uint B = (weight_row(n0, o) * (blocks / 8) + g / 8) * 144;
+    const uint q = W32[(B + 16 + 32 * (s / 2) + 4 * w) / 4];
+    v = (q >> (4 * (s % 2))) & 0x0f0f0f0fu;
+    if (w == 0) {
+      const uint a = weight_byte(B + 4 + s % 4), b = weight_byte(B + 8 + s % 4), c = weight_byte(B + 12 + s % 4);
+      Wsc[o * KB + j] = int(s < 4 ? a & 63u : (c & 15u) | ((a >> 6) << 4));
+      Wm[o * KB + j] = int(s < 4 ? b & 63u : (c >> 4) | ((b >> 6) << 4));
+      if (s == 0) Wd[o] = half_even(B), Wdm[o] = half_even(B + 2);
+    }
+  } else if (w == 0) {
+    Wsc[o * KB + j] = 0, Wm[o * KB + j] = 0;
+    if (s == 0) Wd[o] = 0.0, Wdm[o] = 0.0;
+  }
+  UNROLL for (uint i = 0; i < 4; i++) Wq[o * LB + 32 * j + 4 * w + i] = int8_t((v >> (8 * i)) & 255u);
+}
+#else
+// Block g of output o's weights (34 bytes: d, 32 int8s) into the step's slot j, a word per call.
+void stage_weight_word(uint n0, uint o, uint g, uint j, uint w, uint outs, uint blocks) {
+  uint v = 0;
+  if (o < outs && g < blocks) {
+    const uint B = (weight_row(n0, o) * blocks + g) * 34;
     v = word_even(B + 2 + 4 * w);
     if (w == 0) Wd[o * KB + j] = half_even(B);
   } else if (w == 0) {
@@ -55,39 +96,79 @@ void stage_weight_word(uint n0, uint o, uint b, uint j, uint w, uint outs, uint 
   }
   UNROLL for (uint i = 0; i < 4; i++) Wq[o * LB + 32 * j + 4 * w + i] = int8_t(int(v << (24 - 8 * i)) >> 24);
 }
+#endif
 
-// Block b of row r's inputs (gain applied; the GLU where folded in) quantized into the step's slot j: its
-// scale, its 32 int8s, and the sum of the raw inputs' squares in order.
-void stage_input_block(uint m0, uint r, uint b, uint j, uint rows, uint blocks, bool aligned) {
-  vec4 x[8];
-  float ss = 0.0;
-  if (r < rows && b < blocks) {
+// Sub-block g of row r's inputs (the GLU where folded in; squares summed raw, in order), then the gain.
+void load_inputs(uint m0, uint r, uint g, uint rows, uint blocks, bool aligned, out vec4 x[8], out float ss) {
+  ss = 0.0;
+  if (r < rows && g < blocks) {
     const uint row = p.x_off + (m0 + r) * p.x_stride;
     UNROLL for (uint v = 0; v < 8; v++) {
-      x[v] = inputs4_at(row, 32 * b + 4 * v, aligned);
+      x[v] = inputs4_at(row, 32 * g + 4 * v, aligned);
       ss = add_squares(ss, x[v]);
-      x[v] *= gain4(32 * b + 4 * v);
+      x[v] *= gain4(32 * g + 4 * v);
     }
   } else {
     UNROLL for (uint v = 0; v < 8; v++) x[v] = vec4(0.0);
   }
-  float amax = 0.0;
+}
+
+float largest_magnitude(vec4 x[8]) {
+  float amax = 0.0;  // (a max is exact in any order)
   UNROLL for (uint v = 0; v < 8; v++) amax = max(amax, max(max(abs(x[v].x), abs(x[v].y)), max(abs(x[v].z), abs(x[v].w))));
+  return amax;
+}
+
+// x as int8s at 127 / amax into the step's slot j of row r (zero where amax is below 1e-30, as 127 / amax
+// would overflow), and their sum; the scale, amax / 127 (NaN where amax is infinite, as the CPU's).
+int quantize_inputs(uint r, uint j, vec4 x[8], float amax) {
   const float inv = amax >= 1e-30 ? 127.0 / amax : 0.0;
+  int sum = 0;
   UNROLL for (uint v = 0; v < 8; v++) {
     const ivec4 q = ivec4(roundEven(clamp(x[v] * inv, -127.0, 127.0)));
+    sum += q.x + q.y + q.z + q.w;
     UNROLL for (uint i = 0; i < 4; i++) Xq[r * LB + 32 * j + 4 * v + i] = int8_t(q[i]);
   }
-  Xd[r * KB + j] = amax < 1e-30 ? 0.0 : isinf(amax) ? uintBitsToFloat(0x7fc00000u) : amax / 127.0;
-  Xss[r * KB + j] = ss;
+  return sum;
+}
+float input_scale(float amax) { return amax < 1e-30 ? 0.0 : isinf(amax) ? uintBitsToFloat(0x7fc00000u) : amax / 127.0; }
+
+// The step's inputs: sub-blocks b0 .. b0 + KB - 1 of the workgroup's rows.
+void stage_inputs(uint m0, uint b0, uint rows, uint blocks, bool aligned) {
+  vec4 x[8];
+  float ss;
+#ifdef TYPE_Q4_K
+  if (b0 % 8 == 0) {  // a super-block starts: its largest magnitude by row, for one input scale over it
+    for (uint e = gl_LocalInvocationID.x; e < R * 8; e += TW) {
+      load_inputs(m0, e / 8, b0 + e % 8, rows, blocks, aligned, x, ss);
+      Xam[e] = largest_magnitude(x);
+    }
+    barrier();
+  }
+#endif
+  for (uint e = gl_LocalInvocationID.x; e < R * KB; e += TW) {
+    const uint r = e / KB, j = e % KB;
+    load_inputs(m0, r, b0 + j, rows, blocks, aligned, x, ss);
+    Xss[e] = ss;
+#ifdef TYPE_Q4_K
+    float amax = 0.0;
+    UNROLL for (uint s = 0; s < 8; s++) amax = max(amax, Xam[r * 8 + s]);
+    Xbs[e] = quantize_inputs(r, j, x, amax);
+    if ((b0 + j) % 8 == 0) Xd[r] = input_scale(amax);
+#else
+    const float amax = largest_magnitude(x);
+    quantize_inputs(r, j, x, amax);
+    Xd[e] = input_scale(amax);
+#endif
+  }
 }
 
 #ifdef INT_UNITS
 #define IMAT_A icoopmatNV<8, gl_ScopeSubgroup, 16, 32>
 #define IMAT_B icoopmatNV<8, gl_ScopeSubgroup, 32, 16>
 #define IMAT_C icoopmatNV<32, gl_ScopeSubgroup, 16, 16>
-// The integer sums of the step's blocks j0 .. j0 + KBI - 1: a 16x16 tile of (rows, outputs) a block a job,
-// the jobs spread over the four subgroups; tiles without rows skipped.
+// The integer sums of the step's sub-blocks j0 .. j0 + KBI - 1: a 16x16 tile of (rows, outputs) a sub-block a
+// job, the jobs spread over the subgroups; tiles without rows skipped.
 void block_sums(uint j0, uint rows) {
   const uint ot = NO / 16, tiles = (rows + 15) / 16 * ot;
   for (uint job = gl_SubgroupID; job < KBI * tiles; job += gl_NumSubgroups) {
@@ -119,25 +200,41 @@ void main() {
   const uint rows = min(R, p.M - m0), outs = min(NO, p.N - n0), blocks = p.K / 32;
   const bool aligned = p.x_off % 4 == 0 && p.x_stride % 4 == 0;
   float acc[PAIRS];  // pair i: e = t + TW i, row e / NO, output e % NO
+#ifdef TYPE_Q4_K
+  int sums[PAIRS], mins[PAIRS];  // the current super-block's sum_s sc_s isum_s and sum_s m_s xsum_s
+  UNROLL for (uint i = 0; i < PAIRS; i++) sums[i] = 0, mins[i] = 0;
+#endif
   UNROLL for (uint i = 0; i < PAIRS; i++) acc[i] = 0.0;
   precise float ss = 0.0;  // thread r < R: row r's sum of squares
   for (uint b0 = 0; b0 < blocks; b0 += KB) {
     for (uint e = t; e < NO * KB * 8; e += TW) stage_weight_word(n0, e / (KB * 8), b0 + (e / 8) % KB, (e / 8) % KB, e % 8, outs, blocks);
-    for (uint e = t; e < R * KB; e += TW) stage_input_block(m0, e / KB, b0 + e % KB, e % KB, rows, blocks, aligned);
+    stage_inputs(m0, b0, rows, blocks, aligned);
     barrier();
-    if (t < R)  // (blocks in order)
+    if (t < R)  // (sub-blocks in order)
       for (uint j = 0; j < KB && b0 + j < blocks; j++) ss += Xss[t * KB + j];
     for (uint j0 = 0; j0 < KB; j0 += KBI) {
       block_sums(j0, rows);
       barrier();
-      for (uint bb = 0; bb < KBI; bb++)  // (each pair's blocks in order; the pairs' loop innermost, unrolled)
+      for (uint bb = 0; bb < KBI; bb++) {  // (each pair's sub-blocks in order; the pairs' loop innermost, unrolled)
+        const uint j = j0 + bb;
         UNROLL for (uint i = 0; i < PAIRS; i++) {
           const uint e = t + TW * i, r = e / NO, o = e % NO;
-          if (b0 + j0 + bb < blocks && r < rows) {
-            precise float a = fma(Wd[o * KB + j0 + bb] * Xd[r * KB + j0 + bb], float(Is[(bb * R + r) * NO + o]), acc[i]);
+          if (b0 + j < blocks && r < rows) {
+#ifdef TYPE_Q4_K
+            sums[i] += Wsc[o * KB + j] * Is[(bb * R + r) * NO + o];
+            mins[i] += Wm[o * KB + j] * Xbs[r * KB + j];
+            if ((b0 + j) % UNIT == UNIT - 1) {  // a super-block's last sub-block: its fp32 terms
+              precise float a = fma(Wd[o] * Xd[r], float(sums[i]), acc[i]);
+              a = fma(-(Wdm[o] * Xd[r]), float(mins[i]), a);
+              acc[i] = a, sums[i] = 0, mins[i] = 0;
+            }
+#else
+            precise float a = fma(Wd[o * KB + j] * Xd[r * KB + j], float(Is[(bb * R + r) * NO + o]), acc[i]);
             acc[i] = a;
+#endif
           }
         }
+      }
       barrier();
     }
   }
