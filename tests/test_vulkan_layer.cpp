@@ -94,7 +94,7 @@ TEST(VulkanForward, RunsTheKernelsTuningChose) {
   vulkan::VulkanForward forced(device, m->config(), m->weights(), member), plain(device, m->config(), m->weights());
   vulkan::KernelChoices choices;
   choices.device = forced.device().name, choices.driver = forced.device().driver;
-  for (const vulkan::DeviceMatrix& w : forced.distinct_matrices()) choices.by_shape[{w.rows, w.cols, w.type}] = {member, {{1, 1e-5}}};
+  for (const vulkan::DeviceMatrix& w : forced.distinct_matrices()) choices.by_shape[{w.rows, w.cols, w.type}] = {member, {{1, 1e-5}}, {}};
   const std::string dir = ::testing::TempDir() + "jf_kernel_choices", path = dir + "/choices.json";
   choices.write(path);
   ::setenv("JF_VULKAN_KERNELS", path.c_str(), 1);
@@ -234,9 +234,9 @@ TEST(KernelSweep, ChoosesByDecodeTimeThenRowsCost) {
   EXPECT_EQ(vulkan::choose_member(m, rows), 1u);
   vulkan::SweepResult r;
   r.rows = rows;
-  r.shapes.push_back({{64, 256, DType::Q4_K}, m, 1, SIZE_MAX});
+  r.shapes.push_back({{64, 256, DType::Q4_K}, m, 1, SIZE_MAX, {}});
   vulkan::KernelChoices c;
-  c.by_shape[{32, 512, DType::Q8_0}] = {vulkan::parse_matmul_kernel("serial"), {{1, 1e-6}}};
+  c.by_shape[{32, 512, DType::Q8_0}] = {vulkan::parse_matmul_kernel("serial"), {{1, 1e-6}}, {}};
   vulkan::record_choices(r, c);
   ASSERT_EQ(c.by_shape.size(), 2u);
   const auto& chosen = c.by_shape.at({64, 256, DType::Q4_K});
@@ -272,6 +272,9 @@ TEST(KernelSweep, QmmMembersCompeteAsOneWithTheFastestAtEachRowCount) {
   EXPECT_EQ(chosen.seconds, (std::vector<std::pair<int, double>>{{1, 101}, {4, 140}, {64, 200}}));
   EXPECT_NE(vulkan::sweep_table(r).find("by rows (the same bits): M<=1 qmm-o16-r16, M<=4 qmm-o64-r64, beyond qmm-o64-r64"), std::string::npos)
       << vulkan::sweep_table(r);
+  m[2].seconds = {130, 160, 1000};  // one qmm member the fastest at every row count: still kept as the twins
+  ASSERT_EQ(vulkan::choose_qmm_by_rows(m, rows).size(), 3u);
+  EXPECT_EQ(vulkan::choose_qmm_by_rows(m, rows)[2], (std::pair<int, size_t>{64, 1}));
   m[1].seconds[0] = 110;  // no qmm member within 3% of the fastest at one row: not chosen
   EXPECT_TRUE(vulkan::choose_qmm_by_rows(m, rows).empty());
 }

@@ -106,7 +106,10 @@ std::vector<std::pair<int, size_t>> choose_qmm_by_rows(const std::vector<MemberT
   MemberTimes twins = members[best[0]];
   for (size_t j = 0; j < rows.size(); j++) twins.seconds[j] = best[j] == SIZE_MAX ? NAN : members[best[j]].seconds[j];
   candidates.push_back(twins);
-  if (choose_member(candidates, rows) != members.size()) return {};
+  // (the candidate is at least as fast as each of its members at every row count: where the objective picks
+  // any qmm member, the twins serve instead)
+  const size_t chosen = choose_member(candidates, rows);
+  if (chosen != members.size() && !members[chosen].kernel.qmm) return {};
   std::vector<std::pair<int, size_t>> by_rows;
   for (size_t j = 0; j < rows.size(); j++)
     if (best[j] != SIZE_MAX) by_rows.emplace_back(rows[j], best[j]);

@@ -58,7 +58,7 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o);
 // The member the objective picks among timed ones (rows as in SweepOptions::rows, the first being 1).
 size_t choose_member(const std::vector<MemberTimes>& members, const std::vector<int>& rows);
 // The qmm members among `members` give each other's bits, so they compete as one candidate whose time at each
-// row count is the least of theirs. Where the objective picks that candidate over every member: the fastest
+// row count is the least of theirs. Where the objective picks that candidate or any qmm member: the fastest
 // qmm member at each timed row count, (rows, index into members); else empty.
 std::vector<std::pair<int, size_t>> choose_qmm_by_rows(const std::vector<MemberTimes>& members, const std::vector<int>& rows);
 // The choices to cache, merged into `into` (shapes of other models are kept).
