@@ -85,8 +85,11 @@ const VulkanForward::MatrixKernel& VulkanForward::kernel_of(const DeviceMatrix& 
     const MatmulKernel twin = dispatched_member(mk.member, math_, 1);
     mk.one_row = twin.rows == mk.member.rows ? mk.kernel : pipeline(twin);
     const auto choice = choices_.by_shape.find({w.rows, w.cols, w.type});
-    if (math_ == MatrixMath::Fma && choice != choices_.by_shape.end() && choice->second.kernel == mk.member)
-      for (const auto& [rows, k] : choice->second.by_rows) mk.by_rows.push_back({rows, k, pipeline(k)});
+    if (math_ == MatrixMath::Fma && choice != choices_.by_shape.end() && choice->second.kernel == mk.member &&
+        !choice->second.by_rows.empty()) {
+      mk.twins = &choice->second;
+      for (const auto& [rows, k] : choice->second.by_rows) mk.twin_kernels.push_back(pipeline(k));
+    }
   }
   return mk;
 }
@@ -107,14 +110,9 @@ void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y,
   MatmulKernel run = dispatched_member(mk.member, math_, rows);  // (the rule lives there alone)
   const Kernel* kernel = run.rows == mk.member.rows ? mk.kernel : mk.one_row;
   if (kernel != mk.kernel) one_row_twins_++;
-  if (!mk.by_rows.empty()) {  // (twins that give the member's bits, the fastest for this row count)
-    const MatrixKernel::Twin* t = &mk.by_rows.back();
-    for (const MatrixKernel::Twin& c : mk.by_rows)
-      if (rows <= c.rows) {
-        t = &c;
-        break;
-      }
-    run = t->member, kernel = t->kernel;
+  if (mk.twins) {  // (twins that give the member's bits, the fastest for this row count)
+    const size_t t = mk.twins->twin_for(rows);
+    run = mk.twins->by_rows[t].second, kernel = mk.twin_kernels[t];
     rows_twins_++;
   }
   const MatmulGrid g = matmul_grid(run, math_, w.rows, rows);

@@ -104,11 +104,13 @@ struct KernelChoices {
     // product of M rows runs the member of the first entry whose rows are >= M (the last one's beyond them);
     // empty: `kernel` at every row count.
     std::vector<std::pair<uint32_t, MatmulKernel>> by_rows;
-    const MatmulKernel& member_for(uint32_t M) const {
-      for (const auto& [rows, k] : by_rows)
-        if (M <= rows) return k;
-      return by_rows.empty() ? kernel : by_rows.back().second;
+    // The twin a product of M rows runs: its index into by_rows (which must not be empty), and the member.
+    size_t twin_for(uint32_t M) const {
+      for (size_t i = 0; i < by_rows.size(); i++)
+        if (M <= by_rows[i].first) return i;
+      return by_rows.size() - 1;
     }
+    const MatmulKernel& member_for(uint32_t M) const { return by_rows.empty() ? kernel : by_rows[twin_for(M)].second; }
   };
   std::string device, driver;
   std::map<MatmulShape, Choice> by_shape;

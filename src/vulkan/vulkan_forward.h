@@ -234,12 +234,10 @@ class VulkanForward : public ForwardPass {
     const Kernel* kernel = nullptr;
     const Kernel* one_row = nullptr;  // what a one-row product runs (matmul_grid.h's dispatched_member)
     MatmulKernel member;
-    struct Twin {
-      uint32_t rows;  // for products of up to this many rows (the last twin: any more too)
-      MatmulKernel member;
-      const Kernel* kernel;
-    };
-    std::vector<Twin> by_rows;  // the cached choice's twins by row count (empty: member at every count)
+    // The cached choice whose twins by row count this matrix runs (null: member at every count), and each
+    // twin's pipeline, in its by_rows order.
+    const KernelChoices::Choice* twins = nullptr;
+    std::vector<const Kernel*> twin_kernels;
   };
   std::vector<MatrixKernel> matrix_kernels_;
   const MatrixKernel& kernel_of(const DeviceMatrix& w);
