@@ -143,7 +143,7 @@ bool runs(const std::vector<vulkan::MatmulKernel>& family, size_t member, size_t
   const vulkan::MatmulKernel& k = family[member];
   const DType type = std::get<0>(kFamilyCases[c]);
   if (!vulkan::member_runs_type(k, type) || (k.depth > 1 && !every)) return false;
-  if (k.qmm) return true;  // (Q8_0's and Q4_K's cases: eight or nine members, ~1 s each on lavapipe)
+  if (k.qmm) return true;  // (Q8_0's, Q4_K's and Q6_K's cases: eight or nine members, ~1 s each on lavapipe)
   if (!k.vec) return member_runs_on_case(member, c, every);
   const size_t vec_index =
       static_cast<size_t>(std::count_if(family.begin(), family.begin() + member, [&](const auto& m) { return m.vec && m.dot == k.dot && m.depth == 1; }));
@@ -282,7 +282,7 @@ TEST(VulkanMatmulFamily, DeeperMembersGiveTheBitsOfTheirDepthOneTwins) {
   }
 }
 
-// The qmm members add each sub-block's products as integers and the blocks (Q8_0) or super-blocks (Q4_K) in
+// The qmm members add each sub-block's products as integers and the blocks (Q8_0) or super-blocks (K-quants) in
 // fp32 in order, so every member gives every other's bits whatever its outputs and rows a workgroup, on the
 // matrix units or not (-mu, where the device has int8 ones): row r's outputs are the same bits computed alone by
 // one member and among 70 rows (past a workgroup of 64) by another, plain and with the norm folded in. Their own
@@ -297,7 +297,7 @@ TEST(VulkanMatmulFamily, QmmMembersGiveEachOthersBitsAtEveryRowCount) {
   ASSERT_GE(qmm.size(), 8u) << f.ctx.info().name;  // (o64-r64: 42 KB of shared memory, not on lavapipe's 32)
   EXPECT_EQ(std::count_if(qmm.begin(), qmm.end(), [](const auto& k) { return k.units; }) > 0,
             f.ctx.info().int8_matrix_units);
-  for (const DType type : {DType::Q8_0, DType::Q4_K}) {
+  for (const DType type : {DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
     // (N and M past a workgroup's 64; a last step part empty)
     const int64_t N = 70, M = 70, K = type == DType::Q8_0 ? 2336 : 2304;
     const std::vector<float> wf = random_floats(static_cast<size_t>(N * K), 41),

@@ -115,7 +115,7 @@ DeviceInfo gpu() {
 // Every FMA member (and its one-row twin) on Q4_K; on every other type, the members of 64 threads and 8 rows
 // (and their twins), which cover each variant of the shader's code (outputs 1 / 4, fours / pairs / folded,
 // shared-memory and subgroup sums, fp32 and int8 vec); the matrix units' tiles members on every type; every
-// qmm member (Q8_0).
+// qmm member on each of its types (Q8_0, Q4_K, Q6_K).
 // (matmul_serial runs only rows shorter than a GPU's split, 256; the FMA tiles stand in for matrix units in tests.)
 std::vector<Case> matmul_cases() {
   const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,

@@ -65,10 +65,10 @@ MatmulKernel parse_matmul_kernel(const std::string& name);
 // each; a member on a type without one would fail to find its shader, which the family test would meet).
 inline constexpr DType kVecTypes[] = {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_0, DType::Q3_K, DType::IQ4_XS};
 
-// Whether member k has a kernel for weights of type t (a vec member: kVecTypes; a qmm member: Q8_0 and Q4_K;
+// Whether member k has a kernel for weights of type t (a vec member: kVecTypes; a qmm member: Q8_0, Q4_K and Q6_K;
 // the others: all).
 inline bool member_runs_type(const MatmulKernel& k, DType t) {
-  if (k.qmm) return t == DType::Q8_0 || t == DType::Q4_K;
+  if (k.qmm) return t == DType::Q8_0 || t == DType::Q4_K || t == DType::Q6_K;
   return !k.vec || std::find(std::begin(kVecTypes), std::end(kVecTypes), t) != std::end(kVecTypes);
 }
 

@@ -1,19 +1,23 @@
 #version 450
-// Y[m][n] (+)= sum_k X[m][k] W[n][k] in exact integers, for Q8_0 and Q4_K weights: the "qmm" members of the
-// family (vulkan/matmul_family.h). Each row's inputs are quantized to int8s as the CPU quantizes them (one
-// scale, the largest magnitude / 127, over a block of 32 for Q8_0 and over a super-block of 256 for Q4_K;
-// rounded to nearest even), a sub-block's 32 products are added as integers, and so are Q4_K's sub-block
-// scales and mins times those sums (exact: the same sums in any order, on any unit). Only each block (Q8_0) or
-// super-block (Q4_K) is added in fp32, one after the other, block 0 first:
+// Y[m][n] (+)= sum_k X[m][k] W[n][k] in exact integers, for Q8_0, Q4_K and Q6_K weights: the "qmm" members of
+// the family (vulkan/matmul_family.h). Each row's inputs are quantized to int8s as the CPU quantizes them (one
+// scale, the largest magnitude / 127, over a block of 32 for Q8_0 and over a super-block of 256 for the
+// K-quants; rounded to nearest even), a sub-block's products are added as integers, and so are the K-quants'
+// sub-block scales (and Q4_K's mins) times those sums (exact: the same sums in any order, on any unit). Only
+// each block (Q8_0) or super-block is added in fp32, one after the other, block 0 first:
 //   Q8_0: acc = fma(d_w d_x, isum, acc)
 //   Q4_K: acc = fma(d_w d_x, sum_s sc_s isum_s, acc), then acc = fma(-(dmin_w d_x), sum_s m_s xsum_s, acc).
+//   Q6_K: acc = fma(d_w d_x, sum_s sc_s isum_s, acc), s its sub-blocks of 16.
 // So a row's bits depend on K alone: not on the member, the workgroup's shape, the row's place, the rows beside
 // it, or whether the integer sums ran on the matrix units (INT_UNITS: 16x16x32 int8 products,
 // GL_NV_integer_cooperative_matrix) or in scalar code (the same sums, which lavapipe runs). Every qmm member
 // gives every other's bits (tested), and rows cost the matrix units' integer products, not FMAs.
-// A workgroup of 128 threads takes NO outputs and R rows; a step stages KB sub-blocks of 32 of their weights
-// and of their rows' quantized inputs in shared memory, the integer sums of KBI sub-blocks at a time go to
-// shared memory, and each thread folds its (row, output) pairs' sub-blocks in order. A folded norm's sum of
+// A workgroup of 128 threads takes NO outputs and R rows; a step stages KBW sub-blocks of 32 of their weights
+// and of their rows' quantized inputs in shared memory, the integer sums of KBI input slots at a time go to
+// shared memory, and each thread folds its (row, output) pairs' slots in order. A slot is a sub-block of 32 of
+// a row's inputs; Q6_K's scales cover 16 weights, so its inputs take two slots a sub-block, the first half
+// and the second (the other half zero): each slot's products with the sub-block's 32 weights are then the
+// sum of one scale's 16, on the matrix units' 32-deep products as in scalar code. A folded norm's sum of
 // squares is added a sub-block at a time in order too (norm_fold.glsl's scale at the end).
 #include "common.glsl"
 #ifdef INT_UNITS
@@ -28,9 +32,16 @@
 layout(constant_id = 0) const uint NO = 16;  // outputs a workgroup: 16, 32 or 64
 layout(constant_id = 1) const uint R = 16;   // rows a workgroup: 16, 32 or 64
 const uint TW = 128;
-const uint KB = R * NO >= 1024 ? 4 : 8;  // sub-blocks of 32 a step (lavapipe's 32 KB of shared memory; 64 x 64: 41 KB)
-const uint KBI = R * NO >= 2048 ? 1 : R * NO >= 1024 ? 2 : R * NO >= 512 ? 4 : 8;  // sub-blocks' sums held at once
-const uint LB = KB * 32 + 16;                                // bytes a shared row (16-byte aligned rows)
+#ifdef TYPE_Q6_K
+const uint SPLIT = 2;  // input slots a sub-block of 32
+#else
+const uint SPLIT = 1;
+#endif
+const uint KB = R * NO >= 1024 ? 4 : 8;  // input slots a step (lavapipe's 32 KB of shared memory; 64 x 64: 41 KB)
+const uint KBW = KB / SPLIT;             // sub-blocks of 32 a step
+const uint KBI = R * NO >= 2048 ? 1 : R * NO >= 1024 ? 2 : R * NO >= 512 ? 4 : 8;  // slots' sums held at once
+const uint LB = KB * 32 + 16;                                // bytes a shared row of inputs (16-byte aligned rows)
+const uint LBW = KBW * 32 + 16;                              // ... and of weights
 const uint PAIRS = R * NO / TW;                              // (row, output) pairs a thread folds
 
 layout(local_size_x = TW) in;
@@ -38,20 +49,24 @@ layout(local_size_x = TW) in;
 #define NORM_IN_LOOP
 #include "norm_fold.glsl"
 
-shared int8_t Wq[NO * LB];    // the step's quants, output o's at o LB
+shared int8_t Wq[NO * LBW];   // the step's quants, output o's at o LBW
 shared int8_t Xq[R * LB];     // the step's quantized inputs, row r's at r LB
-shared float Xss[R * KB];     // each (row, sub-block)'s sum of squares (a folded norm)
-shared int Is[KBI * R * NO];  // integer sums: sub-block bb, row r, output o at (bb R + r) NO + o
+shared float Xss[R * KBW];    // each (row, sub-block)'s sum of squares (a folded norm)
+shared int Is[KBI * R * NO];  // integer sums: slot bb, row r, output o at (bb R + r) NO + o
 shared float row_ss[R];
-#ifdef TYPE_Q4_K
+#if defined(TYPE_Q4_K) || defined(TYPE_Q6_K)
+#define SUPER_BLOCKS
 const uint UNIT = 8;         // sub-blocks a scale of the inputs covers (a super-block)
-shared float Wd[NO];         // the current super-block's d and dmin, by output
-shared float Wdm[NO];
-shared int Wsc[NO * KB];     // each sub-block's scale and min, by output
-shared int Wm[NO * KB];
+shared float Wd[NO];         // the current super-block's d, by output
+shared int Wsc[NO * KB];     // each slot's scale, by output
 shared float Xd[R];          // the current super-block's input scale, by row
 shared float Xam[R * 8];     // its sub-blocks' largest magnitudes, by row
+#endif
+#ifdef TYPE_Q4_K
+shared float Wdm[NO];        // the current super-block's dmin, by output
+shared int Wm[NO * KB];      // each sub-block's min, by output
 shared int Xbs[R * KB];      // each (row, sub-block)'s quantized inputs' sum
+#elif defined(TYPE_Q6_K)
 #else
 const uint UNIT = 1;
 shared float Wd[NO * KB];    // block scales of the weights ...
@@ -81,7 +96,31 @@ void stage_weight_word(uint n0, uint o, uint g, uint j, uint w, uint outs, uint 
     Wsc[o * KB + j] = 0, Wm[o * KB + j] = 0;
     if (s == 0) Wd[o] = 0.0, Wdm[o] = 0.0;
   }
-  UNROLL for (uint i = 0; i < 4; i++) Wq[o * LB + 32 * j + 4 * w + i] = int8_t((v >> (8 * i)) & 255u);
+  UNROLL for (uint i = 0; i < 4; i++) Wq[o * LBW + 32 * j + 4 * w + i] = int8_t((v >> (8 * i)) & 255u);
+}
+#elif defined(TYPE_Q6_K)
+// Sub-block g's 32 quants of output o (210-byte super-blocks: 128 bytes of low nibbles, 64 of high bit pairs,
+// 16 int8 scales of 16 weights each, d; sub-block s's weight l is nibble s / 4 of byte 64 (s / 4) + 32 (s % 2)
+// + l with bits 2 (s % 4) of byte 128 + 32 (s / 4) + l above it, minus 32; its halves' scales bytes
+// 192 + 8 (s / 4) + 2 (s % 4) and the next) into the step's slot j, a word per call; with the word 0 call its
+// halves' scales, and at a super-block's start its d.
+void stage_weight_word(uint n0, uint o, uint g, uint j, uint w, uint outs, uint blocks) {
+  const uint s = g % 8, hb = s / 4, part = s % 4;
+  uint v = 0x20202020u;  // (32 a byte: zero weights)
+  if (o < outs && g < blocks) {
+    const uint B = (weight_row(n0, o) * (blocks / 8) + g / 8) * 210;
+    const uint lo = (word_even(B + 64 * hb + 32 * (part % 2) + 4 * w) >> (4 * (part / 2))) & 0x0f0f0f0fu;
+    const uint hi = (word_even(B + 128 + 32 * hb + 4 * w) >> (2 * part)) & 0x03030303u;
+    v = lo | (hi << 4);
+    if (w == 0) {
+      UNROLL for (uint h = 0; h < 2; h++) Wsc[o * KB + 2 * j + h] = int(weight_byte(B + 192 + 8 * hb + 2 * part + h) << 24) >> 24;
+      if (s == 0) Wd[o] = half_even(B + 208);
+    }
+  } else if (w == 0) {
+    Wsc[o * KB + 2 * j] = 0, Wsc[o * KB + 2 * j + 1] = 0;
+    if (s == 0) Wd[o] = 0.0;
+  }
+  UNROLL for (uint i = 0; i < 4; i++) Wq[o * LBW + 32 * j + 4 * w + i] = int8_t(int((v >> (8 * i)) & 255u) - 32);
 }
 #else
 // Block g of output o's weights (34 bytes: d, 32 int8s) into the step's slot j, a word per call.
@@ -94,7 +133,7 @@ void stage_weight_word(uint n0, uint o, uint g, uint j, uint w, uint outs, uint 
   } else if (w == 0) {
     Wd[o * KB + j] = 0.0;
   }
-  UNROLL for (uint i = 0; i < 4; i++) Wq[o * LB + 32 * j + 4 * w + i] = int8_t(int(v << (24 - 8 * i)) >> 24);
+  UNROLL for (uint i = 0; i < 4; i++) Wq[o * LBW + 32 * j + 4 * w + i] = int8_t(int(v << (24 - 8 * i)) >> 24);
 }
 #endif
 
@@ -119,15 +158,24 @@ float largest_magnitude(vec4 x[8]) {
   return amax;
 }
 
-// x as int8s at 127 / amax into the step's slot j of row r (zero where amax is below 1e-30, as 127 / amax
-// would overflow), and their sum; the scale, amax / 127 (NaN where amax is infinite, as the CPU's).
+// x as int8s at 127 / amax into the step's sub-block j of row r (zero where amax is below 1e-30, as 127 / amax
+// would overflow; Q6_K: its halves into slots 2j and 2j + 1, each the other half zero), and their sum; the
+// scale, amax / 127 (NaN where amax is infinite, as the CPU's).
 int quantize_inputs(uint r, uint j, vec4 x[8], float amax) {
   const float inv = amax >= 1e-30 ? 127.0 / amax : 0.0;
   int sum = 0;
   UNROLL for (uint v = 0; v < 8; v++) {
     const ivec4 q = ivec4(roundEven(clamp(x[v] * inv, -127.0, 127.0)));
     sum += q.x + q.y + q.z + q.w;
-    UNROLL for (uint i = 0; i < 4; i++) Xq[r * LB + 32 * j + 4 * v + i] = int8_t(q[i]);
+    UNROLL for (uint i = 0; i < 4; i++) {
+#ifdef TYPE_Q6_K
+      const uint h = v / 4, slot = r * LB + 32 * (2 * j + h) + 4 * v + i;
+      Xq[slot] = int8_t(q[i]);
+      Xq[h == 0 ? slot + 32 : slot - 32] = int8_t(0);
+#else
+      Xq[r * LB + 32 * j + 4 * v + i] = int8_t(q[i]);
+#endif
+    }
   }
   return sum;
 }
@@ -137,7 +185,7 @@ float input_scale(float amax) { return amax < 1e-30 ? 0.0 : isinf(amax) ? uintBi
 void stage_inputs(uint m0, uint b0, uint rows, uint blocks, bool aligned) {
   vec4 x[8];
   float ss;
-#ifdef TYPE_Q4_K
+#ifdef SUPER_BLOCKS
   if (b0 % 8 == 0) {  // a super-block starts: its largest magnitude by row, for one input scale over it
     for (uint e = gl_LocalInvocationID.x; e < R * 8; e += TW) {
       load_inputs(m0, e / 8, b0 + e % 8, rows, blocks, aligned, x, ss);
@@ -146,14 +194,17 @@ void stage_inputs(uint m0, uint b0, uint rows, uint blocks, bool aligned) {
     barrier();
   }
 #endif
-  for (uint e = gl_LocalInvocationID.x; e < R * KB; e += TW) {
-    const uint r = e / KB, j = e % KB;
+  for (uint e = gl_LocalInvocationID.x; e < R * KBW; e += TW) {
+    const uint r = e / KBW, j = e % KBW;
     load_inputs(m0, r, b0 + j, rows, blocks, aligned, x, ss);
     Xss[e] = ss;
-#ifdef TYPE_Q4_K
+#ifdef SUPER_BLOCKS
     float amax = 0.0;
     UNROLL for (uint s = 0; s < 8; s++) amax = max(amax, Xam[r * 8 + s]);
-    Xbs[e] = quantize_inputs(r, j, x, amax);
+    const int xsum = quantize_inputs(r, j, x, amax);
+#ifdef TYPE_Q4_K
+    Xbs[e] = xsum;
+#endif
     if ((b0 + j) % 8 == 0) Xd[r] = input_scale(amax);
 #else
     const float amax = largest_magnitude(x);
@@ -167,8 +218,8 @@ void stage_inputs(uint m0, uint b0, uint rows, uint blocks, bool aligned) {
 #define IMAT_A icoopmatNV<8, gl_ScopeSubgroup, 16, 32>
 #define IMAT_B icoopmatNV<8, gl_ScopeSubgroup, 32, 16>
 #define IMAT_C icoopmatNV<32, gl_ScopeSubgroup, 16, 16>
-// The integer sums of the step's sub-blocks j0 .. j0 + KBI - 1: a 16x16 tile of (rows, outputs) a sub-block a
-// job, the jobs spread over the subgroups; tiles without rows skipped.
+// The integer sums of the step's slots j0 .. j0 + KBI - 1 (with its sub-block's weights): a 16x16 tile of
+// (rows, outputs) a slot a job, the jobs spread over the subgroups; tiles without rows skipped.
 void block_sums(uint j0, uint rows) {
   const uint ot = NO / 16, tiles = (rows + 15) / 16 * ot;
   for (uint job = gl_SubgroupID; job < KBI * tiles; job += gl_NumSubgroups) {
@@ -176,7 +227,7 @@ void block_sums(uint j0, uint rows) {
     IMAT_A a;
     IMAT_B b;
     coopMatLoadNV(a, Xq, rt * 16 * LB + 32 * (j0 + bb), LB, false);   // 16 rows x 32 inputs
-    coopMatLoadNV(b, Wq, o16 * 16 * LB + 32 * (j0 + bb), LB, true);   // 32 inputs x 16 outputs
+    coopMatLoadNV(b, Wq, o16 * 16 * LBW + 32 * ((j0 + bb) / SPLIT), LBW, true);   // 32 inputs x 16 outputs
     IMAT_C c = coopMatMulAddNV(a, b, IMAT_C(0));
     coopMatStoreNV(c, Is, (bb * R + rt * 16) * NO + o16 * 16, NO, false);
   }
@@ -187,7 +238,7 @@ void block_sums(uint j0, uint rows) {
     const uint bb = e / (R * NO), r = (e / NO) % R, o = e % NO;
     int s = 0;
     if (r < rows)
-      for (uint k = 0; k < 32; k++) s += int(Xq[r * LB + 32 * (j0 + bb) + k]) * int(Wq[o * LB + 32 * (j0 + bb) + k]);
+      for (uint k = 0; k < 32; k++) s += int(Xq[r * LB + 32 * (j0 + bb) + k]) * int(Wq[o * LBW + 32 * ((j0 + bb) / SPLIT) + k]);
     Is[e] = s;
   }
 }
@@ -200,27 +251,33 @@ void main() {
   const uint rows = min(R, p.M - m0), outs = min(NO, p.N - n0), blocks = p.K / 32;
   const bool aligned = p.x_off % 4 == 0 && p.x_stride % 4 == 0;
   float acc[PAIRS];  // pair i: e = t + TW i, row e / NO, output e % NO
-#ifdef TYPE_Q4_K
-  int sums[PAIRS], mins[PAIRS];  // the current super-block's sum_s sc_s isum_s and sum_s m_s xsum_s
+#ifdef SUPER_BLOCKS
+  int sums[PAIRS], mins[PAIRS];  // the current super-block's sum_s sc_s isum_s and (Q4_K) sum_s m_s xsum_s
   UNROLL for (uint i = 0; i < PAIRS; i++) sums[i] = 0, mins[i] = 0;
 #endif
   UNROLL for (uint i = 0; i < PAIRS; i++) acc[i] = 0.0;
   precise float ss = 0.0;  // thread r < R: row r's sum of squares
-  for (uint b0 = 0; b0 < blocks; b0 += KB) {
-    for (uint e = t; e < NO * KB * 8; e += TW) stage_weight_word(n0, e / (KB * 8), b0 + (e / 8) % KB, (e / 8) % KB, e % 8, outs, blocks);
+  for (uint b0 = 0; b0 < blocks; b0 += KBW) {
+    for (uint e = t; e < NO * KBW * 8; e += TW) stage_weight_word(n0, e / (KBW * 8), b0 + (e / 8) % KBW, (e / 8) % KBW, e % 8, outs, blocks);
     stage_inputs(m0, b0, rows, blocks, aligned);
     barrier();
     if (t < R)  // (sub-blocks in order)
-      for (uint j = 0; j < KB && b0 + j < blocks; j++) ss += Xss[t * KB + j];
+      for (uint j = 0; j < KBW && b0 + j < blocks; j++) ss += Xss[t * KBW + j];
     for (uint j0 = 0; j0 < KB; j0 += KBI) {
       block_sums(j0, rows);
       barrier();
-      for (uint bb = 0; bb < KBI; bb++) {  // (each pair's sub-blocks in order; the pairs' loop innermost, unrolled)
-        const uint j = j0 + bb;
+      for (uint bb = 0; bb < KBI; bb++) {  // (each pair's slots in order; the pairs' loop innermost, unrolled)
+        const uint slot = j0 + bb, j = slot / SPLIT;
         UNROLL for (uint i = 0; i < PAIRS; i++) {
           const uint e = t + TW * i, r = e / NO, o = e % NO;
           if (b0 + j < blocks && r < rows) {
-#ifdef TYPE_Q4_K
+#ifdef TYPE_Q6_K
+            sums[i] += Wsc[o * KB + slot] * Is[(bb * R + r) * NO + o];
+            if ((b0 + j) % UNIT == UNIT - 1 && slot % 2 == 1) {  // a super-block's last slot: its fp32 term
+              precise float a = fma(Wd[o] * Xd[r], float(sums[i]), acc[i]);
+              acc[i] = a, sums[i] = 0;
+            }
+#elif defined(TYPE_Q4_K)
             sums[i] += Wsc[o * KB + j] * Is[(bb * R + r) * NO + o];
             mins[i] += Wm[o * KB + j] * Xbs[r * KB + j];
             if ((b0 + j) % UNIT == UNIT - 1) {  // a super-block's last sub-block: its fp32 terms
