@@ -143,10 +143,10 @@ bool runs(const std::vector<vulkan::MatmulKernel>& family, size_t member, size_t
   const vulkan::MatmulKernel& k = family[member];
   const DType type = std::get<0>(kFamilyCases[c]);
   if (!vulkan::member_runs_type(k, type) || (k.depth > 1 && !every)) return false;
-  if (k.qmm) return true;  // (Q8_0's, Q4_K's and Q6_K's cases: eight or nine members, ~1 s each on lavapipe)
+  if (k.qmm || k.qmm_order) return true;  // (their types' cases: 8-9 qmm and 8 -qmm members, ~1 s each on lavapipe)
   if (!k.vec) return member_runs_on_case(member, c, every);
   const size_t vec_index =
-      static_cast<size_t>(std::count_if(family.begin(), family.begin() + member, [&](const auto& m) { return m.vec && m.dot == k.dot && m.depth == 1; }));
+      static_cast<size_t>(std::count_if(family.begin(), family.begin() + member, [&](const auto& m) { return m.vec && m.dot == k.dot && !m.qmm_order && m.depth == 1; }));
   return every || kVecTypes[vec_index % kVecTypes.size()] == type;
 }
 
@@ -206,7 +206,7 @@ TEST_P(VulkanMatmulFamily, EveryMemberMatchesTheReferenceAndIsBatchInvariant) {
     const std::vector<float> y = run(0, M, false), yn = run(0, M, true);
     // (the tiles round weights and inputs to fp16; -dot members round inputs to int8s, by up to 1/254 of a block's
     // or super-block's largest; each also within fp32 rounding of the CPU's int8 product, ref8)
-    const bool int8 = k.dot || k.qmm;
+    const bool int8 = k.dot || k.qmm;  // (-qmm members are -dot ones)
     const double tolerance = k.tile_rows ? 2e-3 : int8 ? 1e-3 : 2e-6;
     for (int64_t i = 0; i < M * N; i++) {
       if (int8) {
@@ -228,7 +228,7 @@ TEST_P(VulkanMatmulFamily, EveryMemberMatchesTheReferenceAndIsBatchInvariant) {
       expect_other_bits_than(twin);
       twin_compared = true;
     }
-    if (k.dot && !dot_compared) {  // its int8 path ran: not the bits of its fp32 twin
+    if (k.dot && !k.qmm_order && !dot_compared) {  // its int8 path ran: not the bits of its fp32 twin
       vulkan::MatmulKernel twin = k;
       twin.dot = false;
       expect_other_bits_than(twin);
@@ -284,20 +284,27 @@ TEST(VulkanMatmulFamily, DeeperMembersGiveTheBitsOfTheirDepthOneTwins) {
 
 // The qmm members add each sub-block's products as integers and the blocks (Q8_0) or super-blocks (K-quants) in
 // fp32 in order, so every member gives every other's bits whatever its outputs and rows a workgroup, on the
-// matrix units or not (-mu, where the device has int8 ones): row r's outputs are the same bits computed alone by
-// one member and among 70 rows (past a workgroup of 64) by another, plain and with the norm folded in. Their own
-// path ran: not the bits of the vec -dot member, which quantizes the inputs alike but adds in another order.
+// matrix units or not (-mu, where the device has int8 ones), and so do the vec -qmm members (Q4_K, Q6_K): row r's
+// outputs are the same bits computed alone by one member and among 70 rows (past a workgroup of 64) by another,
+// plain and with the norm folded in (on lavapipe the -qmm members of depth 1 and those of 2 outputs: every
+// depth). Their own path ran: not the bits of the vec -dot member, which quantizes the inputs alike but adds in
+// another order.
 TEST(VulkanMatmulFamily, QmmMembersGiveEachOthersBitsAtEveryRowCount) {
   JF_VULKAN_DEVICE(device);
   Fixture f(device);
   const std::vector<vulkan::MatmulKernel> family = vulkan::matmul_family(f.ctx.info());
-  std::vector<vulkan::MatmulKernel> qmm;
-  for (const vulkan::MatmulKernel& k : family)
-    if (k.qmm) qmm.push_back(k);
-  ASSERT_GE(qmm.size(), 8u) << f.ctx.info().name;  // (o64-r64: 42 KB of shared memory, not on lavapipe's 32)
-  EXPECT_EQ(std::count_if(qmm.begin(), qmm.end(), [](const auto& k) { return k.units; }) > 0,
+  const bool vec_twins = f.ctx.info().int_dot && f.ctx.info().subgroup_shuffle;  // (the vec -qmm members)
+  ASSERT_GE(std::count_if(family.begin(), family.end(), [](const auto& k) { return k.qmm; }), 8)
+      << f.ctx.info().name;  // (o64-r64: 42 KB of shared memory, not on lavapipe's 32)
+  EXPECT_EQ(std::count_if(family.begin(), family.end(), [](const auto& k) { return k.units; }) > 0,
             f.ctx.info().int8_matrix_units);
+  EXPECT_EQ(std::count_if(family.begin(), family.end(), [](const auto& k) { return k.qmm_order; }), vec_twins ? 24 : 0);
   for (const DType type : {DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
+    std::vector<vulkan::MatmulKernel> qmm;  // (the tiles first: qmm[0] a qmm member)
+    for (const vulkan::MatmulKernel& k : family)
+      if (k.qmm) qmm.push_back(k);
+    for (const vulkan::MatmulKernel& k : family)
+      if (k.qmm_order && vulkan::member_runs_type(k, type) && (k.depth == 1 || !f.ctx.info().software || k.outputs == 2)) qmm.push_back(k);
     // (N and M past a workgroup's 64; a last step part empty)
     const int64_t N = 70, M = 70, K = type == DType::Q8_0 ? 2336 : 2304;
     const std::vector<float> wf = random_floats(static_cast<size_t>(N * K), 41),
@@ -319,7 +326,11 @@ TEST(VulkanMatmulFamily, QmmMembersGiveEachOthersBitsAtEveryRowCount) {
         const std::vector<float> one =
             device_matmul(f, type, w, N, K, x, r, 1, qmm[(i + 4) % qmm.size()], vulkan::MatrixMath::Fma, g);
         EXPECT_EQ(0, std::memcmp(one.data(), &all[r * N], N * 4))
-            << qmm[(i + 4) % qmm.size()].name() << (g ? " normed" : "") << ": row " << r << " alone";
+            << dtype_name(type) << " " << qmm[(i + 4) % qmm.size()].name() << (g ? " normed" : "") << ": row " << r << " alone";
+        if (qmm[i].qmm_order) {  // (3 rows: a workgroup of 4 part empty, a row on its own)
+          const std::vector<float> few = device_matmul(f, type, w, N, K, x, 20, 3, qmm[i], vulkan::MatrixMath::Fma, g);
+          EXPECT_EQ(0, std::memcmp(few.data(), &all[20 * N], 3 * N * 4)) << dtype_name(type) << " " << what << ": rows 20..22";
+        }
       }
       if (vulkan::member_runs_type(vulkan::parse_matmul_kernel("vec-wg64-o2-r4-dot"), type) &&
           f.ctx.info().int_dot && f.ctx.info().subgroup_shuffle) {

@@ -161,18 +161,22 @@ TEST(VulkanForward, OneRowProductsRunTheMembersOneRowTwin) {
 }
 
 // A cached choice with twins by row count (qmm members, which give each other's bits) runs, for each product,
-// the twin its row count names: a prompt of 5 rows the 64-row one, a step the 16-row one, both in the
-// profile; the logits are the bits of one qmm member forced on every matrix, prompt and steps alike.
-TEST(VulkanForward, RunsTheQmmTwinChosenForEachRowCount) {
-  JF_VULKAN_DEVICE(device);
-  const std::unique_ptr<Model> m = make_model(preset_config("tiny"), DType::Q8_0, 13);
+// the twin its row count names: a prompt of 5 rows the 64-row one, a step the one-row one (a 16-row qmm member
+// on Q8_0, a vec -qmm member's one-row twin on Q4_K: the bandwidth-shaped kernel beside the tile), both in
+// the profile; the logits are the bits of one qmm member forced on every matrix, prompt and steps alike.
+void runs_the_twin_chosen_for_each_row_count(int device, const char* preset, DType type, const char* one_name,
+                                             const char* forced_name) {
+  SCOPED_TRACE(dtype_name(type) + " " + one_name);
+  const std::unique_ptr<Model> m = make_model(preset_config(preset), type, 13);
   const std::vector<int32_t> toks = test::random_tokens(5, m->config().vocab_size, 6);
-  const vulkan::MatmulKernel one = vulkan::parse_matmul_kernel("qmm-o16-r16"), many = vulkan::parse_matmul_kernel("qmm-o32-r64");
-  vulkan::VulkanForward forced(device, m->config(), m->weights(), vulkan::parse_matmul_kernel("qmm-o64-r32"));
+  const vulkan::MatmulKernel one = vulkan::parse_matmul_kernel(one_name), many = vulkan::parse_matmul_kernel("qmm-o32-r64");
+  const std::string step_member = vulkan::dispatched_member(one, vulkan::MatrixMath::Fma, 1).name();
+  vulkan::VulkanForward forced(device, m->config(), m->weights(), vulkan::parse_matmul_kernel(forced_name));
+  if (one.qmm_order && !(forced.device().int_dot && forced.device().subgroup_shuffle)) return;  // (no -qmm members there)
   vulkan::KernelChoices choices;
   choices.device = forced.device().name, choices.driver = forced.device().driver;
   for (const vulkan::DeviceMatrix& w : forced.distinct_matrices())
-    if (w.type == DType::Q8_0) choices.by_shape[{w.rows, w.cols, w.type}] = {one, {{1, 1e-5}}, {{1, one}, {64, many}}};
+    if (w.type == type) choices.by_shape[{w.rows, w.cols, w.type}] = {one, {{1, 1e-5}}, {{1, one}, {64, many}}};
   ASSERT_FALSE(choices.by_shape.empty());
   const std::string dir = ::testing::TempDir() + "jf_qmm_choices", path = dir + "/choices.json";
   choices.write(path);
@@ -194,10 +198,10 @@ TEST(VulkanForward, RunsTheQmmTwinChosenForEachRowCount) {
   EXPECT_GT(tuned.rows_twins(), 0u);
   const std::string prompt_report = tuned.take_profile();
   EXPECT_NE(prompt_report.find(many.name()), std::string::npos) << prompt_report;
-  EXPECT_EQ(prompt_report.find(one.name()), std::string::npos) << prompt_report;
+  EXPECT_EQ(prompt_report.find(step_member), std::string::npos) << prompt_report;
   const Logits steps = stepwise(tuned, toks);
   const std::string step_report = tuned.take_profile();
-  EXPECT_NE(step_report.find(one.name()), std::string::npos) << step_report;
+  EXPECT_NE(step_report.find(step_member), std::string::npos) << step_report;
   for (size_t r = 0; r < toks.size(); r++) expect_bits(steps[r], rows[r], "token " + std::to_string(r) + " alone");
   // by_rows naming a member that is not a qmm one: refused with the file named.
   { std::ofstream(path) << "{\"device\": \"x\", \"driver\": \"y\", \"matrices\": [{\"n\": 64, \"k\": 64, \"type\": \"q8_0\", "
@@ -208,6 +212,12 @@ TEST(VulkanForward, RunsTheQmmTwinChosenForEachRowCount) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("qmm"), std::string::npos) << e.what();
   }
+}
+
+TEST(VulkanForward, RunsTheQmmTwinChosenForEachRowCount) {
+  JF_VULKAN_DEVICE(device);
+  runs_the_twin_chosen_for_each_row_count(device, "tiny", DType::Q8_0, "qmm-o16-r16", "qmm-o64-r32");
+  runs_the_twin_chosen_for_each_row_count(device, "tiny-256", DType::Q4_K, "vec-wg64-o2-r4-qmm", "qmm-o16-r16");
 }
 
 // What an untimed matrix runs: a thread per output below the split's K, else the member the H200 measured
@@ -277,6 +287,15 @@ TEST(KernelSweep, QmmMembersCompeteAsOneWithTheFastestAtEachRowCount) {
   EXPECT_EQ(vulkan::choose_qmm_by_rows(m, rows)[2], (std::pair<int, size_t>{64, 1}));
   m[1].seconds[0] = 110;  // no qmm member within 3% of the fastest at one row: not chosen
   EXPECT_TRUE(vulkan::choose_qmm_by_rows(m, rows).empty());
+  // A vec -qmm member gives the qmm members' bits too: the fastest at one row, it serves as their one-row twin
+  // (a plain -dot member, as fast, does not).
+  m.push_back(member("vec-wg64-o2-r4-dot", {95, 300, 4000}));
+  EXPECT_TRUE(vulkan::choose_qmm_by_rows(m, rows).empty());
+  m.push_back(member("vec-wg64-o2-r4-qmm", {95, 320, 4100}));
+  const auto with_vec = vulkan::choose_qmm_by_rows(m, rows);
+  ASSERT_EQ(with_vec.size(), 3u);
+  EXPECT_EQ(with_vec[0], (std::pair<int, size_t>{1, 4}));
+  EXPECT_EQ(with_vec[2], (std::pair<int, size_t>{64, 1}));
 }
 
 }  // namespace

@@ -115,7 +115,7 @@ DeviceInfo gpu() {
 // Every FMA member (and its one-row twin) on Q4_K; on every other type, the members of 64 threads and 8 rows
 // (and their twins), which cover each variant of the shader's code (outputs 1 / 4, fours / pairs / folded,
 // shared-memory and subgroup sums, fp32 and int8 vec); the matrix units' tiles members on every type; every
-// qmm member on each of its types (Q8_0, Q4_K, Q6_K).
+// qmm and vec -qmm member on each of its types.
 // (matmul_serial runs only rows shorter than a GPU's split, 256; the FMA tiles stand in for matrix units in tests.)
 std::vector<Case> matmul_cases() {
   const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
@@ -124,7 +124,7 @@ std::vector<Case> matmul_cases() {
   for (const MatmulKernel& k : matmul_family(gpu())) {
     if (k.serial) continue;
     for (DType t : types) {
-      const bool covering = k.tile_rows || k.qmm || (k.wg == 64 && k.rows == 8 && (k.outputs == 1 || k.outputs == 4));
+      const bool covering = k.tile_rows || k.qmm || k.qmm_order || (k.wg == 64 && k.rows == 8 && (k.outputs == 1 || k.outputs == 4));
       if (!member_runs_type(k, t) || (t != DType::Q4_K && !covering)) continue;
       const MatmulKernel twin = dispatched_member(k, MatrixMath::Fma, 1);
       for (const MatmulKernel& m : twin == k ? std::vector<MatmulKernel>{k} : std::vector<MatmulKernel>{k, twin})

@@ -99,7 +99,7 @@ size_t choose_member(const std::vector<MemberTimes>& members, const std::vector<
 std::vector<std::pair<int, size_t>> choose_qmm_by_rows(const std::vector<MemberTimes>& members, const std::vector<int>& rows) {
   std::vector<size_t> best(rows.size(), SIZE_MAX);  // the fastest qmm member at each row count
   for (size_t i = 0; i < members.size(); i++)
-    for (size_t j = 0; j < rows.size() && members[i].kernel.qmm; j++)
+    for (size_t j = 0; j < rows.size() && members[i].kernel.qmm_bits(); j++)
       if (!std::isnan(members[i].seconds[j]) && (best[j] == SIZE_MAX || members[i].seconds[j] < members[best[j]].seconds[j])) best[j] = i;
   if (best[0] == SIZE_MAX) return {};
   std::vector<MemberTimes> candidates = members;
@@ -109,7 +109,7 @@ std::vector<std::pair<int, size_t>> choose_qmm_by_rows(const std::vector<MemberT
   // (the candidate is at least as fast as each of its members at every row count: where the objective picks
   // any qmm member, the twins serve instead)
   const size_t chosen = choose_member(candidates, rows);
-  if (chosen != members.size() && !members[chosen].kernel.qmm) return {};
+  if (chosen != members.size() && !members[chosen].kernel.qmm_bits()) return {};
   std::vector<std::pair<int, size_t>> by_rows;
   for (size_t j = 0; j < rows.size(); j++)
     if (best[j] != SIZE_MAX) by_rows.emplace_back(rows[j], best[j]);
@@ -197,10 +197,13 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
     }
     const std::vector<size_t> order = fastest_first();
     std::vector<size_t> full;
-    for (size_t i : order)
-      if (i == s.default_member || full.size() < kFullyTimed || s.members[i].kernel.qmm ||  // (qmm: twins by rows)
+    int vec_twins = 0;  // (qmm: twins by rows; the fastest two -qmm vec members at one row, every tile)
+    for (size_t i : order) {
+      const MatmulKernel& k = s.members[i].kernel;
+      if (i == s.default_member || full.size() < kFullyTimed || k.qmm || (k.qmm_order && vec_twins < 2) ||
           (full.size() < kMostFullyTimed && s.members[i].seconds[0] <= s.members[order[0]].seconds[0] * 1.03))
-        full.push_back(i);
+        full.push_back(i), vec_twins += k.qmm_order;
+    }
     std::vector<MemberTimes> timed;
     for (size_t i : full) {
       s.members[i].seconds = time_member(ctx, kernels, m, s.members[i].kernel, o.rows, o.reps, x, y);

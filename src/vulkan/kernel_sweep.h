@@ -5,8 +5,9 @@
 // deeper twins of the fastest four, then those the objective could pick and the next fastest at every row
 // count. The objective: the least time at one row (decode reads the weights once a token); members within 3%
 // of it are told apart by their time at 4-64 rows and at 512 over 8 (rows a forward spends on
-// drafts and prompts). The qmm members, which give each other's bits, compete as one candidate, the fastest
-// of them at each row count (KernelChoices::Choice::by_rows). Every member is batch-invariant, so the choice changes speed, never which tokens a
+// drafts and prompts). The qmm members and the vec -qmm members, which give each other's bits, compete as one
+// candidate, the fastest of them at each row count (KernelChoices::Choice::by_rows; every qmm tile and the two
+// fastest -qmm members at one row timed at every row count). Every member is batch-invariant, so the choice changes speed, never which tokens a
 // decoder emits (a row's bits can differ between members, as between devices). A member's one-row time is its
 // one-row twin's, as a decode step runs it (matmul_grid.h's dispatched_member).
 #pragma once

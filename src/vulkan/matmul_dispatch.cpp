@@ -88,7 +88,11 @@ const VulkanForward::MatrixKernel& VulkanForward::kernel_of(const DeviceMatrix& 
     if (math_ == MatrixMath::Fma && choice != choices_.by_shape.end() && choice->second.kernel == mk.member &&
         !choice->second.by_rows.empty()) {
       mk.twins = &choice->second;
-      for (const auto& [rows, k] : choice->second.by_rows) mk.twin_kernels.push_back(pipeline(k));
+      for (const auto& [rows, k] : choice->second.by_rows) {
+        const MatmulKernel one_row = dispatched_member(k, math_, 1);
+        mk.twin_kernels.push_back(pipeline(k));
+        mk.twin_one_row.push_back(one_row.rows == k.rows ? mk.twin_kernels.back() : pipeline(one_row));
+      }
     }
   }
   return mk;
@@ -96,7 +100,7 @@ const VulkanForward::MatrixKernel& VulkanForward::kernel_of(const DeviceMatrix& 
 
 bool VulkanForward::glu_in_epilogue(const DeviceMatrix& w) {
   const MatmulKernel& k = kernel_of(w).member;
-  return !runs_tiles(k, math_) && !k.serial && !k.qmm && k.outputs % 2 == 0 && w.rows % 2 == 0;
+  return !runs_tiles(k, math_) && !k.serial && !k.qmm_bits() && k.outputs % 2 == 0 && w.rows % 2 == 0;
 }
 
 void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y, bool accumulate, View norm_gain, View glu_up,
@@ -112,7 +116,8 @@ void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y,
   if (kernel != mk.kernel) one_row_twins_++;
   if (mk.twins) {  // (twins that give the member's bits, the fastest for this row count)
     const size_t t = mk.twins->twin_for(rows);
-    run = mk.twins->by_rows[t].second, kernel = mk.twin_kernels[t];
+    run = dispatched_member(mk.twins->by_rows[t].second, math_, rows);
+    kernel = run.rows == mk.twins->by_rows[t].second.rows ? mk.twin_kernels[t] : mk.twin_one_row[t];
     rows_twins_++;
   }
   const MatmulGrid g = matmul_grid(run, math_, w.rows, rows);

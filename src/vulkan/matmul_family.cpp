@@ -17,7 +17,7 @@ std::string MatmulKernel::name() const {
   if (tile_rows) return "tiles-r" + std::to_string(tile_rows);
   if (qmm) return "qmm-o" + std::to_string(outputs) + "-r" + std::to_string(rows) + (units ? "-mu" : "");
   const std::string d = depth > 1 ? "-d" + std::to_string(depth) : "";
-  if (vec) return "vec-wg" + std::to_string(wg) + "-o" + std::to_string(outputs) + "-r" + std::to_string(rows) + d + (dot ? "-dot" : "");
+  if (vec) return "vec-wg" + std::to_string(wg) + "-o" + std::to_string(outputs) + "-r" + std::to_string(rows) + d + (qmm_order ? "-qmm" : dot ? "-dot" : "");
   std::string s = "split-wg" + std::to_string(wg) + "-o" + std::to_string(outputs) + "-r" + std::to_string(rows) + d;
   if (pair) s += "-pair";
   if (fold) s += "-fold";
@@ -55,7 +55,7 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
   const auto bad = [&] {
     return Error("unknown matrix kernel '" + name +
                  "' (use serial, tiles-r16/r32/r64, qmm-oO-rR[-mu] with O and R 16/32/64, split-wgW-oO-rR[-dD][-pair[-fold]][-sg] with W 64/128/256, O 1/2/4, R 4/8, "
-                 "or vec-wgW-oO-rR[-dD][-dot] with W 32/64/128, O 1/2/4/8, R 4/8, not o8-r8; D 2 or 4, with R 4, "
+                 "or vec-wgW-oO-rR[-dD][-dot|-qmm] with W 32/64/128, O 1/2/4/8, R 4/8, not o8-r8, -qmm O 1/2/4 R 4; D 2 or 4, with R 4, "
                  "D x O (x 2 for pairs) at most 8, a split's with -sg)");
   };
   std::istringstream in(name);
@@ -74,6 +74,7 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
     else if (fields == 2 && part[0] == 'r') k.rows = number(1);
     else if (fields == 3 && part.size() == 2 && part[0] == 'd' && (part[1] == '2' || part[1] == '4')) k.depth = number(1);
     else if (k.vec && fields >= 3 && part == "dot" && !k.dot) k.dot = true;
+    else if (k.vec && fields >= 3 && part == "qmm" && !k.dot) k.dot = k.qmm_order = true;
     else if (k.vec) throw bad();  // (a vec member's options: a depth, -dot)
     else if (fields >= 3 && part == "pair" && !k.pair && !k.subgroup) k.pair = true;
     else if (fields >= 3 && part == "fold" && k.pair && !k.fold && !k.subgroup) k.fold = true;
@@ -88,7 +89,8 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
   };
   if (fields < 3 || !one_of(k.wg, k.vec ? std::initializer_list<uint32_t>{32, 64, 128} : std::initializer_list<uint32_t>{64, 128, 256}) ||
       !one_of(k.outputs, k.vec ? std::initializer_list<uint32_t>{1, 2, 4, 8} : std::initializer_list<uint32_t>{1, 2, 4}) ||
-      !one_of(k.rows, {4, 8}) || (k.vec && k.outputs == 8 && k.rows == 8) || !depth_allowed(k))
+      !one_of(k.rows, {4, 8}) || (k.vec && k.outputs == 8 && k.rows == 8) || !depth_allowed(k) ||
+      (k.qmm_order && (k.rows != 4 || k.outputs > 4)))
     throw bad();
   return k;
 }
@@ -99,9 +101,10 @@ uint32_t matmul_shared_bytes(const MatmulKernel& k) {
     const uint32_t o = k.outputs, r = k.rows, pairs = o * r, kb = pairs >= 1024 ? 4 : 8,
                    kbi = pairs >= 2048 ? 1 : pairs >= 1024 ? 2 : pairs >= 512 ? 4 : 8;
     const uint32_t common = r * (kb * 32 + 16) + 4 * kbi * pairs + 4 * r;  // (inputs: kb slots, Q6_K's half-blocks)
-    const auto weights = [&](uint32_t kbw) { return o * (kbw * 32 + 16) + 4 * kbw * r; };  // (and inputs' squares)
-    const uint32_t q8_0 = weights(kb) + 4 * kb * (o + r), q4_k = weights(kb) + 8 * o + 8 * kb * o + 4 * r + 32 * r + 4 * kb * r,
-                   q6_k = weights(kb / 2) + 4 * o + 4 * kb * o + 4 * r + 32 * r;  // (their scales)
+    const auto weights = [&](uint32_t kbw) { return o * (kbw * 32 + 16); };
+    // (their scales; the inputs' squares, a step's or a super-block's)
+    const uint32_t q8_0 = weights(kb) + 4 * kb * (o + r) + 4 * kb * r, q4_k = weights(kb) + 8 * o + 8 * kb * o + 4 * r + 32 * r + 4 * kb * r + 32 * r,
+                   q6_k = weights(kb / 2) + 4 * o + 4 * kb * o + 4 * r + 32 * r + 32 * r;
     return common + std::max({q8_0, q4_k, q6_k});
   }
   if (k.tile_rows) {  // matmul_tiles.comp: fp16 weights and inputs of a step, a tile's quarter sums, row scales
@@ -109,6 +112,8 @@ uint32_t matmul_shared_bytes(const MatmulKernel& k) {
     return 2 * (16 + k.tile_rows) * ld + 4 * (4 * 16 * 20) + 4 * (128 + 128 + 2 * k.tile_rows);
   }
   const uint32_t slots = (k.outputs + 1) * k.rows;  // the outputs and (a folded norm) the rows' sums of squares
+  if (k.qmm_order)  // (and a step's integer sums, scales and squares, matmul_vec.comp's Qsm ... Qrow_ss)
+    return 4 * slots * (k.wg / 8) + (k.wg / 8) * k.depth * (8 * k.outputs * k.rows + 8 * k.outputs + 8 * k.rows) + 4 * k.rows;
   if (k.subgroup || k.vec) return 4 * slots * (k.wg / 8);
   return 4 * (slots * (k.wg + 1) + slots * (k.wg / 8));
 }
@@ -135,11 +140,13 @@ std::vector<MatmulKernel> matmul_family(const DeviceInfo& d) {
     for (uint32_t wg : {32u, 64u, 128u})
       for (uint32_t outputs : {1u, 2u, 4u, 8u})
         for (uint32_t rows : {4u, 8u})
-          for (bool dot : {false, true})
+          for (int variant = 0; variant < 3; variant++)  // fp32, -dot, -qmm
             for (uint32_t depth : {1u, 2u, 4u}) {
               if (outputs == 8 && rows == 8) continue;  // (registers: 8 outputs' loads and 64 sums a thread)
+              if (variant == 2 && (rows != 4 || outputs > 4)) continue;  // (a twin for few rows: the tiles take more)
+              const bool dot = variant > 0;
               MatmulKernel k;
-              k.vec = true, k.wg = wg, k.outputs = outputs, k.rows = rows, k.dot = dot, k.depth = depth;
+              k.vec = true, k.wg = wg, k.outputs = outputs, k.rows = rows, k.dot = dot, k.qmm_order = variant == 2, k.depth = depth;
               if (depth_allowed(k) && wg >= d.subgroup_size && matmul_shared_bytes(k) <= d.shared_memory && (!dot || d.int_dot))
                 family.push_back(k);
             }
@@ -216,7 +223,7 @@ KernelChoices KernelChoices::read(const std::string& path, const DeviceInfo& d) 
       if (e.contains("by_rows"))
         for (const auto& t : e.at("by_rows")) {
           const MatmulKernel twin = parse_matmul_kernel(t.at(1).get<std::string>());
-          if (!twin.qmm || !ch.kernel.qmm || std::find(family.begin(), family.end(), twin) == family.end())
+          if (!twin.qmm_bits() || !ch.kernel.qmm_bits() || std::find(family.begin(), family.end(), twin) == family.end())
             throw Error("by_rows names " + twin.name() + ": only qmm members " + d.name + " runs, beside a qmm member, give each other's bits");
           ch.by_rows.emplace_back(t.at(0).get<uint32_t>(), twin);
         }

@@ -38,6 +38,13 @@ struct MatmulKernel {
   // added as integers and only (super-)blocks in fp32, in order: every qmm member gives every other's bits, with or
   // without the matrix units (DeviceInfo::int8_matrix_units), whatever O and R.
   bool qmm = false, units = false;
+  // A vec member "-qmm" (a -dot member, 4 rows, Q4_K and Q6_K): the integer sums of each super-block over its
+  // eight lanes and the super-blocks added in fp32 in order as a qmm member adds them, so it gives the qmm
+  // members' bits: a bandwidth-shaped twin for one row beside the matrix units' tiles for many.
+  bool qmm_order = false;
+  // Whether the member gives the qmm members' bits (a qmm member or a vec -qmm member): such members compete
+  // as one and serve as twins by row count (KernelChoices::Choice::by_rows).
+  bool qmm_bits() const { return qmm || qmm_order; }
   uint32_t wg = 64, outputs = 4, rows = 8;
   bool pair = false, fold = false, subgroup = false;  // fold only with pair
   // Steps whose weight loads a thread issues before it uses the first ("-d2", "-d4"; vec and subgroup split
@@ -65,10 +72,11 @@ MatmulKernel parse_matmul_kernel(const std::string& name);
 // each; a member on a type without one would fail to find its shader, which the family test would meet).
 inline constexpr DType kVecTypes[] = {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_0, DType::Q3_K, DType::IQ4_XS};
 
-// Whether member k has a kernel for weights of type t (a vec member: kVecTypes; a qmm member: Q8_0, Q4_K and Q6_K;
-// the others: all).
+// Whether member k has a kernel for weights of type t (a vec member: kVecTypes; a qmm member: Q8_0, Q4_K and
+// Q6_K; a vec -qmm member: Q4_K and Q6_K; the others: all).
 inline bool member_runs_type(const MatmulKernel& k, DType t) {
   if (k.qmm) return t == DType::Q8_0 || t == DType::Q4_K || t == DType::Q6_K;
+  if (k.qmm_order) return t == DType::Q4_K || t == DType::Q6_K;
   return !k.vec || std::find(std::begin(kVecTypes), std::end(kVecTypes), t) != std::end(kVecTypes);
 }
 

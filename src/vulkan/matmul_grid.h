@@ -94,7 +94,7 @@ inline MatmulKernel dispatched_member(const MatmulKernel& k, MatrixMath math, ui
 inline std::string matmul_shader(const MatmulKernel& k, MatrixMath math, DType t) {
   if (runs_tiles(k, math)) return (math == MatrixMath::Tiles ? "matmul_tiles_" : "matmul_units_") + dtype_name(t);
   if (k.qmm) return (k.units ? "matmul_qmm_units_" : "matmul_qmm_") + dtype_name(t);
-  if (k.vec) return (k.dot ? "matmul_vec_dot_" : "matmul_vec_") + dtype_name(t);
+  if (k.vec) return (k.qmm_order ? "matmul_vec_qmm_" : k.dot ? "matmul_vec_dot_" : "matmul_vec_") + dtype_name(t);
   return (k.serial ? "matmul_serial_" : k.subgroup ? "matmul_split_sg_" : "matmul_split_") + dtype_name(t);
 }
 // (the tiles: SUB row tiles, and KS inputs a step: 128 for 64 rows, whose inputs would not fit 48 KB at 256)

@@ -237,7 +237,7 @@ class VulkanForward : public ForwardPass {
     // The cached choice whose twins by row count this matrix runs (null: member at every count), and each
     // twin's pipeline, in its by_rows order.
     const KernelChoices::Choice* twins = nullptr;
-    std::vector<const Kernel*> twin_kernels;
+    std::vector<const Kernel*> twin_kernels, twin_one_row;  // (each twin's pipeline, and its one-row twin's)
   };
   std::vector<MatrixKernel> matrix_kernels_;
   const MatrixKernel& kernel_of(const DeviceMatrix& w);

@@ -14,7 +14,8 @@
 // gives every other's bits (tested), and rows cost the matrix units' integer products, not FMAs.
 // A workgroup of 128 threads takes NO outputs and R rows; a step stages KBW sub-blocks of 32 of their weights
 // and of their rows' quantized inputs in shared memory, the integer sums of KBI input slots at a time go to
-// shared memory, and each thread folds its (row, output) pairs' slots in order. A slot is a sub-block of 32 of
+// shared memory, and each thread folds its (row, output) pairs' slots in order (the fp32 arithmetic of
+// matmul_vec.comp's -qmm members, which give these bits at one row). A slot is a sub-block of 32 of
 // a row's inputs; Q6_K's scales cover 16 weights, so its inputs take two slots a sub-block, the first half
 // and the second (the other half zero): each slot's products with the sub-block's 32 weights are then the
 // sum of one scale's 16, on the matrix units' 32-deep products as in scalar code. A folded norm's sum of
@@ -51,7 +52,11 @@ layout(local_size_x = TW) in;
 
 shared int8_t Wq[NO * LBW];   // the step's quants, output o's at o LBW
 shared int8_t Xq[R * LB];     // the step's quantized inputs, row r's at r LB
+#if defined(TYPE_Q4_K) || defined(TYPE_Q6_K)
+shared float Xss[R * 8];      // each (row, sub-block)'s sum of squares (a folded norm), the current super-block's
+#else
 shared float Xss[R * KBW];    // each (row, sub-block)'s sum of squares (a folded norm)
+#endif
 shared int Is[KBI * R * NO];  // integer sums: slot bb, row r, output o at (bb R + r) NO + o
 shared float row_ss[R];
 #if defined(TYPE_Q4_K) || defined(TYPE_Q6_K)
@@ -197,8 +202,8 @@ void stage_inputs(uint m0, uint b0, uint rows, uint blocks, bool aligned) {
   for (uint e = gl_LocalInvocationID.x; e < R * KBW; e += TW) {
     const uint r = e / KBW, j = e % KBW;
     load_inputs(m0, r, b0 + j, rows, blocks, aligned, x, ss);
-    Xss[e] = ss;
 #ifdef SUPER_BLOCKS
+    Xss[r * 8 + (b0 + j) % 8] = ss;
     float amax = 0.0;
     UNROLL for (uint s = 0; s < 8; s++) amax = max(amax, Xam[r * 8 + s]);
     const int xsum = quantize_inputs(r, j, x, amax);
@@ -207,12 +212,23 @@ void stage_inputs(uint m0, uint b0, uint rows, uint blocks, bool aligned) {
 #endif
     if ((b0 + j) % 8 == 0) Xd[r] = input_scale(amax);
 #else
+    Xss[e] = ss;
     const float amax = largest_magnitude(x);
     quantize_inputs(r, j, x, amax);
     Xd[e] = input_scale(amax);
 #endif
   }
 }
+
+#ifdef SUPER_BLOCKS
+// A super-block's sum of squares from its sub-blocks' (each added in order): ((s0 + s1) + (s2 + s3)) + ((s4 + s5)
+// + (s6 + s7)), the tree matmul_vec.comp's -qmm members form from their lanes' (the same bits).
+float super_block_squares(uint r) {
+  const uint b = r * 8;
+  precise float s = ((Xss[b] + Xss[b + 1]) + (Xss[b + 2] + Xss[b + 3])) + ((Xss[b + 4] + Xss[b + 5]) + (Xss[b + 6] + Xss[b + 7]));
+  return s;
+}
+#endif
 
 #ifdef INT_UNITS
 #define IMAT_A icoopmatNV<8, gl_ScopeSubgroup, 16, 32>
@@ -261,8 +277,14 @@ void main() {
     for (uint e = t; e < NO * KBW * 8; e += TW) stage_weight_word(n0, e / (KBW * 8), b0 + (e / 8) % KBW, (e / 8) % KBW, e % 8, outs, blocks);
     stage_inputs(m0, b0, rows, blocks, aligned);
     barrier();
-    if (t < R)  // (sub-blocks in order)
-      for (uint j = 0; j < KBW && b0 + j < blocks; j++) ss += Xss[t * KBW + j];
+    if (t < R)  // (sub-blocks in order; a super-block's as a tree at its end)
+      for (uint j = 0; j < KBW && b0 + j < blocks; j++) {
+#ifdef SUPER_BLOCKS
+        if ((b0 + j) % 8 == 7) ss += super_block_squares(t);
+#else
+        ss += Xss[t * KBW + j];
+#endif
+      }
     for (uint j0 = 0; j0 < KB; j0 += KBI) {
       block_sums(j0, rows);
       barrier();

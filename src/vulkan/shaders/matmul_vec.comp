@@ -17,6 +17,12 @@
 // magnitude / 127, over a K-quant's 256-weight super-block, else over the piece's 32-weight block; values
 // x 127 / max, rounded to nearest even: a function of the row alone), and each run dotted four at a time by
 // OpSDot, exact in integers, then scaled as the FMA path scales its runs.
+// With QMM_ORDER as well (the "-qmm" members, Q4_K and Q6_K) a super-block's products times its integer scales
+// (and Q4_K's mins times the inputs' sums) are added as integers over the group's eight lanes, and each
+// (row, output)'s super-blocks in fp32 in order by one thread, as matmul_qmm.comp adds them: a -qmm member
+// gives the qmm members' bits (tested), so a decode step can run the one-row-fastest of them and a 64-row
+// verification the matrix units' tile with the same bits (kernel_sweep.h's twins by rows). A folded norm's
+// squares likewise: each sub-block's in order (a lane continuing its neighbour's), a super-block's as a tree.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #include "common.glsl"
@@ -84,7 +90,7 @@ Piece load_piece(uint n, uint g, uint i) {
 uint run_start(uint i, uint run) { return 64 * (i / 2) + 16 * (i % 2) + 32 * run; }
 
 // Sub-block j's scale times d and min times dmin (the 6-bit pairs, as dequant.glsl's kquant_scale_min).
-vec2 scale_min(uvec4 head, uint j) {
+ivec2 scale_min_int(uvec4 head, uint j) {
   const uvec3 s = head.yzw;  // the 12 scale bytes
   uint sc, m;
   if (j < 4) {
@@ -93,8 +99,11 @@ vec2 scale_min(uvec4 head, uint j) {
     sc = (byte_of(s, j + 4) & 15u) | ((byte_of(s, j - 4) >> 6) << 4);
     m = (byte_of(s, j + 4) >> 4) | ((byte_of(s, j) >> 6) << 4);
   }
-  const vec2 dm = unpackHalf2x16(head[0]);
-  precise vec2 r = vec2(dm.x * float(sc), dm.y * float(m));
+  return ivec2(sc, m);
+}
+vec2 scale_min(uvec4 head, uint j) {
+  const vec2 dm = unpackHalf2x16(head[0]), sm = vec2(scale_min_int(head, j));
+  precise vec2 r = vec2(dm.x * sm.x, dm.y * sm.y);
   return r;
 }
 void decode_scales(inout Piece pc, uint i) { pc.sc = vec4(scale_min(pc.head, 2 * (i / 2)), scale_min(pc.head, 2 * (i / 2) + 1)); }
@@ -147,6 +156,37 @@ float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, ivec2 xsum, float acc
   a = fma(-pc.sc.w * xd, float(xsum.y), a);
   return a;
 }
+#ifdef QMM_ORDER
+// The piece's part of its super-block's sum_s sc_s isum_s and sum_s m_s xsum_s (exact integers), and the
+// super-block's d and dmin.
+ivec2 piece_isums(Piece pc, uint i, uint xq[8], ivec2 xsum) {
+  int d0 = 0, d1 = 0;
+  UNROLL for (uint w = 0; w < 4; w++) d0 += sdot(pc.qw[w], xq[w]), d1 += sdot(pc.qw[4 + w], xq[4 + w]);
+  const ivec2 s0 = scale_min_int(pc.head, 2 * (i / 2)), s1 = scale_min_int(pc.head, 2 * (i / 2) + 1);
+  return ivec2(s0.x * d0 + s1.x * d1, s0.y * xsum.x + s1.y * xsum.y);
+}
+vec2 piece_d(Piece pc) { return unpackHalf2x16(pc.head[0]); }
+#define HAS_MINS
+// The super-block's sum of squares (in lane 7): each sub-block's 32 values' in order (lane 2c's 16 first, lane
+// 2c + 1 going on from them), then the tree ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)).
+float group_squares(vec4 x[8], uint i) {
+  float s[2];
+  UNROLL for (uint run = 0; run < 2; run++) {
+    precise float c = 0.0;
+    UNROLL for (uint v = 0; v < 4; v++) c = add_squares(c, x[4 * run + v]);
+    const float before = subgroupShuffleXor(c, 1);
+    if (i % 2 == 1) {
+      c = before;
+      UNROLL for (uint v = 0; v < 4; v++) c = add_squares(c, x[4 * run + v]);
+    }
+    s[run] = c;
+  }
+  precise float a = s[0] + s[1];
+  a += subgroupShuffleXor(a, 2);
+  a += subgroupShuffleXor(a, 4);
+  return a;
+}
+#endif
 #endif
 
 #elif defined(TYPE_Q6_K)
@@ -197,6 +237,31 @@ float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, ivec2 xsum, float acc
   UNROLL for (uint run = 0; run < 4; run++) a = fma(pc.sc[run] * xd, float(sdot(pc.qw[2 * run], xq[2 * run]) + sdot(pc.qw[2 * run + 1], xq[2 * run + 1])), a);
   return a;
 }
+#ifdef QMM_ORDER
+ivec2 piece_isums(Piece pc, uint i, uint xq[8], ivec2 xsum) {
+  int s = 0;
+  UNROLL for (uint run = 0; run < 4; run++)
+    s += (int(byte_of(pc.scales, (i % 4) / 2 + 2 * run) << 24) >> 24) * (sdot(pc.qw[2 * run], xq[2 * run]) + sdot(pc.qw[2 * run + 1], xq[2 * run + 1]));
+  return ivec2(s, 0);
+}
+vec2 piece_d(Piece pc) { return vec2(pc.d, 0.0); }
+// The super-block's sum of squares (in lane 7): each sub-block's 32 values' in order (lanes 4h .. 4h + 3 eight
+// each, one going on from the one before), then the tree ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)).
+float group_squares(vec4 x[8], uint i) {
+  float s[4];
+  UNROLL for (uint run = 0; run < 4; run++) {
+    precise float c = add_squares(add_squares(0.0, x[2 * run]), x[2 * run + 1]);
+    UNROLL for (uint lane = 1; lane < 4; lane++) {
+      const float before = subgroupShuffle(c, gl_SubgroupInvocationID - (i % 4 == 0 ? 0 : 1));
+      if (i % 4 == lane) c = add_squares(add_squares(before, x[2 * run]), x[2 * run + 1]);
+    }
+    s[run] = c;
+  }
+  precise float a = (s[0] + s[1]) + (s[2] + s[3]);
+  a += subgroupShuffleXor(a, 4);
+  return a;
+}
+#endif
 #endif
 
 #elif defined(TYPE_Q3_K)
@@ -351,6 +416,41 @@ float quantize_piece(vec4 x[8], out uint xq[8]) {
 }
 #endif
 
+#ifdef QMM_ORDER
+// The DEPTH steps' integer sums by (group, output, row), the groups' d (and dmin) by output and input scales
+// and sums of squares by row: what the chaining threads add in order.
+const uint QG = STEP_GROUPS * DEPTH;
+shared ivec2 Qsm[QG * NO * R];
+shared vec2 Qd[QG * NO];
+shared float Qxd[QG * R], Qss[QG * R];
+shared float Qrow_ss[R];
+// Thread o R + r adds (row r, output o)'s super-blocks g0 .. g0 + QG - 1 to acc, and thread NO R + r row r's
+// sums of squares to ss, in order: acc = fma(d d_x, S, acc) (then, Q4_K, acc = fma(-(dmin d_x), M, acc)).
+// (Called outside the loops over register arrays: a rolled loop inside one would keep it rolled.)
+void add_in_order(uint gs, uint groups, uint rows, uint outs, inout float acc, inout float ss) {
+  const uint t = gl_LocalInvocationID.x;
+  if (t < NO * R) {
+    const uint o = t / R, r = t % R;
+    if (o < outs && r < rows)
+      for (uint j = 0; j < QG && gs + j < groups; j++) {
+        const vec2 d = Qd[j * NO + o];
+        const float xd = Qxd[j * R + r];
+        const ivec2 sm = Qsm[(j * NO + o) * R + r];
+        precise float a = fma(d.x * xd, float(sm.x), acc);
+#ifdef HAS_MINS
+        a = fma(-(d.y * xd), float(sm.y), a);
+#endif
+        acc = a;
+      }
+  } else if (t < NO * R + R && p.norm != 0 && t - NO * R < rows) {
+    for (uint j = 0; j < QG && gs + j < groups; j++) {
+      precise float s = ss + Qss[j * R + t - NO * R];
+      ss = s;
+    }
+  }
+}
+#endif
+
 const uint LOADS_A_RUN = RUN / 4;
 // Input slot v (0..7, four inputs each) of thread i's piece of group g.
 uint input_k(uint g, uint i, uint v) { return 256 * g + run_start(i, v / LOADS_A_RUN) + 4 * (v % LOADS_A_RUN); }
@@ -365,6 +465,7 @@ void main() {
   float acc[NO + 1][R];  // acc[NO]: the rows' sums of squares
   UNROLL for (uint o = 0; o <= NO; o++)
     UNROLL for (uint r = 0; r < R; r++) acc[o][r] = 0.0;
+  float qacc = 0.0, qss = 0.0;  // (-qmm: thread o R + r's sum, thread NO R + r's row's squares)
   for (uint g0 = 0; g0 < groups; g0 += STEP_GROUPS * DEPTH) {
     // The loads of DEPTH steps first (step s's group g0 + s STEP_GROUPS + t / 8), then each step's sums in
     // order. (Guards, never break or continue, in loops over register arrays: a loop with an early exit may
@@ -382,6 +483,9 @@ void main() {
 #ifdef INT_DOT
             pack_weights(pc[s][o], i);
 #endif
+#ifdef QMM_ORDER
+            if (i == 0) Qd[(s * STEP_GROUPS + t / 8) * NO + o] = piece_d(pc[s][o]);
+#endif
           }
         vec4 gains[8];
         UNROLL for (uint v = 0; v < 8; v++) gains[v] = gain4(input_k(g, i, v));
@@ -390,16 +494,37 @@ void main() {
             const uint x = p.x_off + (m0 + r) * p.x_stride;
             vec4 xs[8];
             UNROLL for (uint v = 0; v < 8; v++) xs[v] = inputs4_at(x, input_k(g, i, v), aligned);
+#ifdef QMM_ORDER
+            vec4 raw[8];
+            UNROLL for (uint v = 0; v < 8; v++) raw[v] = xs[v];
+#else
             if (p.norm != 0)
               UNROLL for (uint v = 0; v < 8; v++) acc[NO][r] = add_squares(acc[NO][r], xs[v]);
+#endif
             UNROLL for (uint v = 0; v < 8; v++) xs[v] *= gains[v];
 #ifdef INT_DOT
             uint xq[8];
             const float xd = quantize_piece(xs, xq);
             ivec2 xsum = ivec2(0);  // the quantized inputs' sums, words 0-3 and 4-7 (Q4_K's, Q5_K's runs; once a row)
             UNROLL for (uint w = 0; w < 4; w++) xsum += ivec2(sdot(0x01010101u, xq[w]), sdot(0x01010101u, xq[4 + w]));
+#ifdef QMM_ORDER
+            UNROLL for (uint o = 0; o < NO; o++)
+              if (o < outs) {
+                ivec2 part = piece_isums(pc[s][o], i, xq, xsum);
+                part += subgroupShuffleXor(part, 1);  // (integers: exact in any order)
+                part += subgroupShuffleXor(part, 2);
+                part += subgroupShuffleXor(part, 4);
+                if (i == 0) Qsm[((s * STEP_GROUPS + t / 8) * NO + o) * R + r] = part;
+              }
+            if (i == 0) Qxd[(s * STEP_GROUPS + t / 8) * R + r] = xd;
+            if (p.norm != 0) {
+              const float squares = group_squares(raw, i);
+              if (i == 7) Qss[(s * STEP_GROUPS + t / 8) * R + r] = squares;
+            }
+#else
             UNROLL for (uint o = 0; o < NO; o++)
               if (o < outs) acc[o][r] = piece_dot_q8(pc[s][o], i, xq, xd, xsum, acc[o][r]);
+#endif
 #else
             UNROLL for (uint o = 0; o < NO; o++)
               if (o < outs) acc[o][r] = piece_dot(pc[s][o], i, xs, acc[o][r]);
@@ -408,7 +533,18 @@ void main() {
         }
       }
     }
+#ifdef QMM_ORDER
+    barrier();
+    add_in_order(g0, groups, rows, outs, qacc, qss);
+    barrier();
+#endif
   }
+#ifdef QMM_ORDER
+  if (t >= NO * R && t < NO * R + R) Qrow_ss[t - NO * R] = qss;
+  barrier();
+  if (t < NO * R && t / R < outs && t % R < rows) store_output(m0 + t % R, n0 + t / R, qacc, norm_scale_of(Qrow_ss[t % R]));
+  return;
+#endif
   UNROLL for (uint o = 0; o <= NO; o++)
     UNROLL for (uint r = 0; r < R; r++) {
       if ((o < outs || o == NO) && (o < NO || p.norm != 0) && r < rows) {  // (uniform: the whole subgroup)
