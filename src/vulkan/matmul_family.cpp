@@ -112,8 +112,11 @@ uint32_t matmul_shared_bytes(const MatmulKernel& k) {
     return 2 * (16 + k.tile_rows) * ld + 4 * (4 * 16 * 20) + 4 * (128 + 128 + 2 * k.tile_rows);
   }
   const uint32_t slots = (k.outputs + 1) * k.rows;  // the outputs and (a folded norm) the rows' sums of squares
-  if (k.qmm_order)  // (and a step's integer sums, scales and squares, matmul_vec.comp's Qsm ... Qrow_ss)
-    return 4 * slots * (k.wg / 8) + (k.wg / 8) * k.depth * (8 * k.outputs * k.rows + 8 * k.outputs + 8 * k.rows) + 4 * k.rows;
+  if (k.qmm_order) {  // (and the steps' integer sums, scales and squares, matmul_vec.comp's Qsm ... Qrow_ss)
+    const uint32_t o = k.outputs, r = k.rows, groups = (k.wg / 8) * k.depth;
+    const uint32_t kquants = groups * (8 * o * r + 8 * o + 8 * r), q8_0 = 8 * groups * 4 * (o * r + o + 2 * r);
+    return 4 * slots * (k.wg / 8) + std::max(kquants, q8_0) + 4 * r;
+  }
   if (k.subgroup || k.vec) return 4 * slots * (k.wg / 8);
   return 4 * (slots * (k.wg + 1) + slots * (k.wg / 8));
 }

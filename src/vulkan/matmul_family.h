@@ -38,8 +38,8 @@ struct MatmulKernel {
   // added as integers and only (super-)blocks in fp32, in order: every qmm member gives every other's bits, with or
   // without the matrix units (DeviceInfo::int8_matrix_units), whatever O and R.
   bool qmm = false, units = false;
-  // A vec member "-qmm" (a -dot member, 4 rows, Q4_K and Q6_K): the integer sums of each super-block over its
-  // eight lanes and the super-blocks added in fp32 in order as a qmm member adds them, so it gives the qmm
+  // A vec member "-qmm" (a -dot member, 4 rows, Q4_K, Q6_K, Q8_0): the integer sums of each super-block over its
+  // eight lanes and the super-blocks (blocks) added in fp32 in order as a qmm member adds them, so it gives the qmm
   // members' bits: a bandwidth-shaped twin for one row beside the matrix units' tiles for many.
   bool qmm_order = false;
   // Whether the member gives the qmm members' bits (a qmm member or a vec -qmm member): such members compete
@@ -73,10 +73,10 @@ MatmulKernel parse_matmul_kernel(const std::string& name);
 inline constexpr DType kVecTypes[] = {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_0, DType::Q3_K, DType::IQ4_XS};
 
 // Whether member k has a kernel for weights of type t (a vec member: kVecTypes; a qmm member: Q8_0, Q4_K and
-// Q6_K; a vec -qmm member: Q4_K and Q6_K; the others: all).
+// Q6_K, as a vec -qmm member; the others: all).
 inline bool member_runs_type(const MatmulKernel& k, DType t) {
   if (k.qmm) return t == DType::Q8_0 || t == DType::Q4_K || t == DType::Q6_K;
-  if (k.qmm_order) return t == DType::Q4_K || t == DType::Q6_K;
+  if (k.qmm_order) return t == DType::Q4_K || t == DType::Q6_K || t == DType::Q8_0;
   return !k.vec || std::find(std::begin(kVecTypes), std::end(kVecTypes), t) != std::end(kVecTypes);
 }
 

@@ -17,9 +17,10 @@
 // magnitude / 127, over a K-quant's 256-weight super-block, else over the piece's 32-weight block; values
 // x 127 / max, rounded to nearest even: a function of the row alone), and each run dotted four at a time by
 // OpSDot, exact in integers, then scaled as the FMA path scales its runs.
-// With QMM_ORDER as well (the "-qmm" members, Q4_K and Q6_K) a super-block's products times its integer scales
-// (and Q4_K's mins times the inputs' sums) are added as integers over the group's eight lanes, and each
-// (row, output)'s super-blocks in fp32 in order by one thread, as matmul_qmm.comp adds them: a -qmm member
+// With QMM_ORDER as well (the "-qmm" members, Q4_K, Q6_K and Q8_0) a super-block's products times its integer
+// scales (and Q4_K's mins times the inputs' sums) are added as integers over the group's eight lanes, and each
+// (row, output)'s super-blocks (Q8_0: blocks, a lane's each) in fp32 in order by one thread, as matmul_qmm.comp
+// adds them: a -qmm member
 // gives the qmm members' bits (tested), so a decode step can run the one-row-fastest of them and a 64-row
 // verification the matrix units' tile with the same bits (kernel_sweep.h's twins by rows). A folded norm's
 // squares likewise: each sub-block's in order (a lane continuing its neighbour's), a super-block's as a tree.
@@ -244,7 +245,7 @@ ivec2 piece_isums(Piece pc, uint i, uint xq[8], ivec2 xsum) {
     s += (int(byte_of(pc.scales, (i % 4) / 2 + 2 * run) << 24) >> 24) * (sdot(pc.qw[2 * run], xq[2 * run]) + sdot(pc.qw[2 * run + 1], xq[2 * run + 1]));
   return ivec2(s, 0);
 }
-vec2 piece_d(Piece pc) { return vec2(pc.d, 0.0); }
+float piece_d(Piece pc) { return pc.d; }
 // The super-block's sum of squares (in lane 7): each sub-block's 32 values' in order (lanes 4h .. 4h + 3 eight
 // each, one going on from the one before), then the tree ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)).
 float group_squares(vec4 x[8], uint i) {
@@ -391,6 +392,21 @@ float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, ivec2 xsum, float acc
   return a;
 }
 #endif
+#ifdef QMM_ORDER
+#define ENTRIES_A_GROUP 8  // (a block a lane: its own integer sum, scales and squares)
+ivec2 piece_isums(Piece pc, uint i, uint xq[8], ivec2 xsum) {
+  int d = 0;
+  UNROLL for (uint w = 0; w < 8; w++) d += sdot(pc.q[w], xq[w]);
+  return ivec2(d, 0);
+}
+float piece_d(Piece pc) { return pc.d; }
+// The block's sum of squares, its 32 values in order.
+float group_squares(vec4 x[8], uint i) {
+  precise float c = 0.0;
+  UNROLL for (uint v = 0; v < 8; v++) c = add_squares(c, x[v]);
+  return c;
+}
+#endif
 #endif
 
 #ifdef INT_DOT
@@ -417,38 +433,53 @@ float quantize_piece(vec4 x[8], out uint xq[8]) {
 #endif
 
 #ifdef QMM_ORDER
-// The DEPTH steps' integer sums by (group, output, row), the groups' d (and dmin) by output and input scales
-// and sums of squares by row: what the chaining threads add in order.
-const uint QG = STEP_GROUPS * DEPTH;
-shared ivec2 Qsm[QG * NO * R];
-shared vec2 Qd[QG * NO];
-shared float Qxd[QG * R], Qss[QG * R];
+// The DEPTH steps' entries (super-blocks; Q8_0's blocks): integer sums by (entry, output, row), d (and dmin)
+// by output, input scales and sums of squares by row: what the chaining threads add in order.
+#ifndef ENTRIES_A_GROUP
+#define ENTRIES_A_GROUP 1
+#endif
+const uint QE = STEP_GROUPS * DEPTH * ENTRIES_A_GROUP;
+#ifdef HAS_MINS
+shared ivec2 Qsm[QE * NO * R];
+shared vec2 Qd[QE * NO];
+#else
+shared int Qsm[QE * NO * R];
+shared float Qd[QE * NO];
+#endif
+shared float Qxd[QE * R], Qss[QE * R];
 shared float Qrow_ss[R];
-// Thread o R + r adds (row r, output o)'s super-blocks g0 .. g0 + QG - 1 to acc, and thread NO R + r row r's
-// sums of squares to ss, in order: acc = fma(d d_x, S, acc) (then, Q4_K, acc = fma(-(dmin d_x), M, acc)).
+// Thread o R + r adds (row r, output o)'s entries e0 .. e0 + QE - 1 (of `entries`) to acc, and thread NO R + r
+// row r's sums of squares to ss, in order: acc = fma(d d_x, S, acc) (then, Q4_K, acc = fma(-(dmin d_x), M, acc)).
 // (Called outside the loops over register arrays: a rolled loop inside one would keep it rolled.)
-void add_in_order(uint gs, uint groups, uint rows, uint outs, inout float acc, inout float ss) {
+void add_in_order(uint e0, uint entries, uint rows, uint outs, inout float acc, inout float ss) {
   const uint t = gl_LocalInvocationID.x;
   if (t < NO * R) {
     const uint o = t / R, r = t % R;
     if (o < outs && r < rows)
-      for (uint j = 0; j < QG && gs + j < groups; j++) {
-        const vec2 d = Qd[j * NO + o];
+      for (uint j = 0; j < QE && e0 + j < entries; j++) {
         const float xd = Qxd[j * R + r];
+#ifdef HAS_MINS
+        const vec2 d = Qd[j * NO + o];
         const ivec2 sm = Qsm[(j * NO + o) * R + r];
         precise float a = fma(d.x * xd, float(sm.x), acc);
-#ifdef HAS_MINS
         a = fma(-(d.y * xd), float(sm.y), a);
+#else
+        precise float a = fma(Qd[j * NO + o] * xd, float(Qsm[(j * NO + o) * R + r]), acc);
 #endif
         acc = a;
       }
   } else if (t < NO * R + R && p.norm != 0 && t - NO * R < rows) {
-    for (uint j = 0; j < QG && gs + j < groups; j++) {
+    for (uint j = 0; j < QE && e0 + j < entries; j++) {
       precise float s = ss + Qss[j * R + t - NO * R];
       ss = s;
     }
   }
 }
+#endif
+
+#ifdef QMM_ORDER
+// Thread t's entry in step s: its group's (a K-quant's super-block), or its own block (Q8_0).
+uint entry_of(uint s, uint t) { return ENTRIES_A_GROUP == 1 ? s * STEP_GROUPS + t / 8 : (s * STEP_GROUPS + t / 8) * 8 + t % 8; }
 #endif
 
 const uint LOADS_A_RUN = RUN / 4;
@@ -484,7 +515,7 @@ void main() {
             pack_weights(pc[s][o], i);
 #endif
 #ifdef QMM_ORDER
-            if (i == 0) Qd[(s * STEP_GROUPS + t / 8) * NO + o] = piece_d(pc[s][o]);
+            if (ENTRIES_A_GROUP > 1 || i == 0) Qd[entry_of(s, t) * NO + o] = piece_d(pc[s][o]);
 #endif
           }
         vec4 gains[8];
@@ -511,15 +542,21 @@ void main() {
             UNROLL for (uint o = 0; o < NO; o++)
               if (o < outs) {
                 ivec2 part = piece_isums(pc[s][o], i, xq, xsum);
-                part += subgroupShuffleXor(part, 1);  // (integers: exact in any order)
-                part += subgroupShuffleXor(part, 2);
-                part += subgroupShuffleXor(part, 4);
-                if (i == 0) Qsm[((s * STEP_GROUPS + t / 8) * NO + o) * R + r] = part;
+                if (ENTRIES_A_GROUP == 1) {  // (a super-block's over its lanes; integers: exact in any order)
+                  part += subgroupShuffleXor(part, 1);
+                  part += subgroupShuffleXor(part, 2);
+                  part += subgroupShuffleXor(part, 4);
+                }
+#ifdef HAS_MINS
+                if (i == 0) Qsm[(entry_of(s, t) * NO + o) * R + r] = part;
+#else
+                if (ENTRIES_A_GROUP > 1 || i == 0) Qsm[(entry_of(s, t) * NO + o) * R + r] = part.x;
+#endif
               }
-            if (i == 0) Qxd[(s * STEP_GROUPS + t / 8) * R + r] = xd;
+            if (ENTRIES_A_GROUP > 1 || i == 0) Qxd[entry_of(s, t) * R + r] = xd;
             if (p.norm != 0) {
               const float squares = group_squares(raw, i);
-              if (i == 7) Qss[(s * STEP_GROUPS + t / 8) * R + r] = squares;
+              if (ENTRIES_A_GROUP > 1 || i == 7) Qss[entry_of(s, t) * R + r] = squares;
             }
 #else
             UNROLL for (uint o = 0; o < NO; o++)
@@ -535,7 +572,7 @@ void main() {
     }
 #ifdef QMM_ORDER
     barrier();
-    add_in_order(g0, groups, rows, outs, qacc, qss);
+    add_in_order(g0 * ENTRIES_A_GROUP, ENTRIES_A_GROUP == 1 ? groups : p.K / 32, rows, outs, qacc, qss);
     barrier();
 #endif
   }
