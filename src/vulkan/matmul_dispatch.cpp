@@ -78,21 +78,21 @@ const VulkanForward::MatrixKernel& VulkanForward::kernel_of(const DeviceMatrix& 
       mk.member = MatmulKernel{};
       mk.member.tile_rows = tile_rows_;
     }
-    const auto pipeline = [&](const MatmulKernel& k) -> const Kernel* {
-      return &kernels_->get(matmul_shader(k, math_, w.type), kMatmulBindings, matmul_constants(k, math_), k.name());
+    const auto pipelines = [&](const MatmulKernel& k) {
+      const auto pipeline = [&](const MatmulKernel& m) {
+        return &kernels_->get(matmul_shader(m, math_, w.type), kMatmulBindings, matmul_constants(m, math_), m.name());
+      };
+      MemberPipelines p{pipeline(k), nullptr, k};
+      const MatmulKernel twin = dispatched_member(k, math_, 1);
+      p.one_row = twin.rows == k.rows ? p.kernel : pipeline(twin);
+      return p;
     };
-    mk.kernel = pipeline(mk.member);
-    const MatmulKernel twin = dispatched_member(mk.member, math_, 1);
-    mk.one_row = twin.rows == mk.member.rows ? mk.kernel : pipeline(twin);
+    static_cast<MemberPipelines&>(mk) = pipelines(mk.member);
     const auto choice = choices_.by_shape.find({w.rows, w.cols, w.type});
     if (math_ == MatrixMath::Fma && choice != choices_.by_shape.end() && choice->second.kernel == mk.member &&
         !choice->second.by_rows.empty()) {
       mk.twins = &choice->second;
-      for (const auto& [rows, k] : choice->second.by_rows) {
-        const MatmulKernel one_row = dispatched_member(k, math_, 1);
-        mk.twin_kernels.push_back(pipeline(k));
-        mk.twin_one_row.push_back(one_row.rows == k.rows ? mk.twin_kernels.back() : pipeline(one_row));
-      }
+      for (const auto& [rows, k] : choice->second.by_rows) mk.twin_pipelines.push_back(pipelines(k));
     }
   }
   return mk;
@@ -111,15 +111,12 @@ void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y,
   if (split) p.n1 = p.y_stride = split->n1, p.n2 = split->n2;
   if (glu_out) p.glu_out = glu_out, p.y_stride = w.rows / 2, glu_epilogues_++;
   const MatrixKernel& mk = kernel_of(w);
-  MatmulKernel run = dispatched_member(mk.member, math_, rows);  // (the rule lives there alone)
-  const Kernel* kernel = run.rows == mk.member.rows ? mk.kernel : mk.one_row;
-  if (kernel != mk.kernel) one_row_twins_++;
-  if (mk.twins) {  // (twins that give the member's bits, the fastest for this row count)
-    const size_t t = mk.twins->twin_for(rows);
-    run = dispatched_member(mk.twins->by_rows[t].second, math_, rows);
-    kernel = run.rows == mk.twins->by_rows[t].second.rows ? mk.twin_kernels[t] : mk.twin_one_row[t];
-    rows_twins_++;
-  }
+  // (twins that give the member's bits, the fastest for this row count)
+  const MemberPipelines& chosen = mk.twins ? mk.twin_pipelines[mk.twins->twin_for(rows)] : mk;
+  const MatmulKernel run = dispatched_member(chosen.member, math_, rows);  // (the rule lives there alone)
+  const Kernel* kernel = run.rows == chosen.member.rows ? chosen.kernel : chosen.one_row;
+  if (rows == 1 && mk.one_row != mk.kernel) one_row_twins_++;
+  if (mk.twins) rows_twins_++;
   const MatmulGrid g = matmul_grid(run, math_, w.rows, rows);
   const View y2 = split ? split->y2 : y, y3 = split && split->y3.buffer ? split->y3 : y;
   rec_.dispatch(*kernel, {x, y, w.data, norm_gain.buffer ? norm_gain : x, glu_up.buffer ? glu_up : x, y2, y3}, p, g.x, g.y, g.z);

@@ -230,14 +230,16 @@ class VulkanForward : public ForwardPass {
   RowPlan plan_, chain_plan_;
   TypedKernels get_rows_{};
   // Matrix products: each matrix's kernel (by DeviceMatrix::id, found on first use) and what chooses it.
-  struct MatrixKernel {
+  struct MemberPipelines {
     const Kernel* kernel = nullptr;
     const Kernel* one_row = nullptr;  // what a one-row product runs (matmul_grid.h's dispatched_member)
     MatmulKernel member;
+  };
+  struct MatrixKernel : MemberPipelines {
     // The cached choice whose twins by row count this matrix runs (null: member at every count), and each
-    // twin's pipeline, in its by_rows order.
+    // twin's pipelines, in its by_rows order.
     const KernelChoices::Choice* twins = nullptr;
-    std::vector<const Kernel*> twin_kernels, twin_one_row;  // (each twin's pipeline, and its one-row twin's)
+    std::vector<MemberPipelines> twin_pipelines;
   };
   std::vector<MatrixKernel> matrix_kernels_;
   const MatrixKernel& kernel_of(const DeviceMatrix& w);
