@@ -143,7 +143,12 @@ bool runs(const std::vector<vulkan::MatmulKernel>& family, size_t member, size_t
   const vulkan::MatmulKernel& k = family[member];
   const DType type = std::get<0>(kFamilyCases[c]);
   if (!vulkan::member_runs_type(k, type) || (k.depth > 1 && !every)) return false;
-  if (k.qmm || k.qmm_order) return true;  // (their types' cases: 8-9 qmm and 8 -qmm members, ~1 s each on lavapipe)
+  if (k.qmm || k.qmm_order) {  // (8-9 qmm and 9 -qmm members, ~1 s each on lavapipe, cold seconds: all on Q8_0, Q4_K and
+                               // Q6_K, the tiles' code for each type; spread over Q5_K, Q3_K and IQ4_XS, a third each)
+    if (every || type == DType::Q8_0 || type == DType::Q4_K || type == DType::Q6_K) return true;
+    const DType spread[] = {DType::Q5_K, DType::Q3_K, DType::IQ4_XS};
+    return spread[static_cast<size_t>(std::count_if(family.begin(), family.begin() + member, [](const auto& m) { return m.qmm_bits() && m.depth == 1; })) % 3] == type;
+  }
   if (!k.vec) return member_runs_on_case(member, c, every);
   const size_t vec_index =
       static_cast<size_t>(std::count_if(family.begin(), family.begin() + member, [&](const auto& m) { return m.vec && m.dot == k.dot && !m.qmm_order && m.depth == 1; }));
@@ -287,8 +292,9 @@ TEST(VulkanMatmulFamily, DeeperMembersGiveTheBitsOfTheirDepthOneTwins) {
 // matrix units or not (-mu, where the device has int8 ones), and so do the vec -qmm members: row r's
 // outputs are the same bits computed alone by one member and among 70 rows (past a workgroup of 64) by another,
 // plain and with the norm folded in (on lavapipe the -qmm members of depth 1 and those of 2 outputs: every
-// depth). Their own path ran: not the bits of the vec -dot member, which quantizes the inputs alike but adds in
-// another order.
+// depth; Q5_K, Q3_K and IQ4_XS, whose code differs from the others' only in the weights' staging and the
+// pieces' sums, a quarter of the tiles and of the -qmm members). Their own path ran: not the bits of the vec -dot
+// member, which quantizes the inputs alike but adds in another order.
 TEST(VulkanMatmulFamily, QmmMembersGiveEachOthersBitsAtEveryRowCount) {
   JF_VULKAN_DEVICE(device);
   Fixture f(device);
@@ -300,12 +306,18 @@ TEST(VulkanMatmulFamily, QmmMembersGiveEachOthersBitsAtEveryRowCount) {
             f.ctx.info().int8_matrix_units);
   const auto vec_qmm = std::count_if(family.begin(), family.end(), [](const auto& k) { return k.qmm_order; });
   EXPECT_TRUE(vec_twins ? vec_qmm >= 20 : vec_qmm == 0) << vec_qmm;  // (24; wg128-o2-d4's Q8_0 entries take 37 KB)
-  for (const DType type : {DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
+  for (const DType type : {DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::Q5_K, DType::Q3_K, DType::IQ4_XS}) {
     std::vector<vulkan::MatmulKernel> qmm;  // (the tiles first: qmm[0] a qmm member)
     for (const vulkan::MatmulKernel& k : family)
       if (k.qmm) qmm.push_back(k);
     for (const vulkan::MatmulKernel& k : family)
       if (k.qmm_order && vulkan::member_runs_type(k, type) && (k.depth == 1 || !f.ctx.info().software || k.outputs == 2)) qmm.push_back(k);
+    if (f.ctx.info().software && (type == DType::Q5_K || type == DType::Q3_K || type == DType::IQ4_XS)) {  // (cold pipelines: minutes)
+      std::vector<vulkan::MatmulKernel> some;
+      for (size_t i = 0; i < qmm.size(); i++)
+        if (i % 4 == 0) some.push_back(qmm[i]);
+      qmm = some;
+    }
     // (N and M past a workgroup's 64; a last step part empty)
     const int64_t N = 70, M = 70, K = type == DType::Q8_0 ? 2336 : 2304;
     const std::vector<float> wf = random_floats(static_cast<size_t>(N * K), 41),

@@ -287,6 +287,10 @@ TEST(KernelSweep, QmmMembersCompeteAsOneWithTheFastestAtEachRowCount) {
   EXPECT_EQ(vulkan::choose_qmm_by_rows(m, rows)[2], (std::pair<int, size_t>{64, 1}));
   m[1].seconds[0] = 110;  // no qmm member within 3% of the fastest at one row: not chosen
   EXPECT_TRUE(vulkan::choose_qmm_by_rows(m, rows).empty());
+  r.shapes[0] = {{64, 256, DType::Q8_0}, m, 0, SIZE_MAX, {}};  // (the table says what the twins would have cost)
+  const std::string table = vulkan::sweep_table(r);
+  EXPECT_NE(table.find("  qmm twins (not chosen) qmm-o16-r16"), std::string::npos) << table;
+  EXPECT_NE(table.find("one row: +10.0% against the chosen"), std::string::npos) << table;
   // A vec -qmm member gives the qmm members' bits too: the fastest at one row, it serves as their one-row twin
   // (a plain -dot member, as fast, does not).
   m.push_back(member("vec-wg64-o2-r4-dot", {95, 300, 4000}));

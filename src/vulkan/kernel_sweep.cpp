@@ -269,6 +269,22 @@ std::string sweep_table(const SweepResult& r) {
       out += "\n";
     }
     if (s.default_member != SIZE_MAX && s.default_member != s.chosen) row("  default", s.members[s.default_member]);
+    if (s.by_rows.empty()) {  // what the qmm twins would have cost (the decision a device run is for)
+      MemberTimes twins;
+      twins.seconds.assign(r.rows.size(), NAN);
+      for (const MemberTimes& m : s.members)
+        for (size_t j = 0; j < r.rows.size() && m.kernel.qmm_bits(); j++)
+          if (!std::isnan(m.seconds[j]) && (std::isnan(twins.seconds[j]) || m.seconds[j] < twins.seconds[j])) {
+            twins.seconds[j] = m.seconds[j];
+            if (j == 0) twins.kernel = m.kernel;
+          }
+      if (!std::isnan(twins.seconds[0])) {
+        row("  qmm twins (not chosen)", twins);
+        std::snprintf(line, sizeof line, "      one row: %+.1f%% against the chosen (the objective's window: +3%%)\n",
+                      100.0 * (twins.seconds[0] / s.members[s.chosen].seconds[0] - 1.0));
+        out += line;
+      }
+    }
     std::vector<size_t> shown = {s.chosen, s.default_member};
     for (size_t j = 0; j < r.rows.size(); j++) {  // the fastest at each row count, where it is another member
       size_t f = 0;  // (members timed at one row only have NaN elsewhere)

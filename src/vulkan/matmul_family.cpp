@@ -100,9 +100,9 @@ uint32_t matmul_shared_bytes(const MatmulKernel& k) {
   if (k.qmm) {  // matmul_qmm.comp: a step's int8 weights and inputs, their scales, the sub-blocks' integer sums
     const uint32_t o = k.outputs, r = k.rows, pairs = o * r, kb = pairs >= 1024 ? 4 : 8,
                    kbi = pairs >= 2048 ? 1 : pairs >= 1024 ? 2 : pairs >= 512 ? 4 : 8;
-    const uint32_t common = r * (kb * 32 + 16) + 4 * kbi * pairs + 4 * r;  // (inputs: kb slots, Q6_K's half-blocks)
+    const uint32_t common = r * (kb * 32 + 16) + 4 * kbi * pairs + 4 * r;  // (inputs: kb slots, Q3_K's and Q6_K's half-blocks)
     const auto weights = [&](uint32_t kbw) { return o * (kbw * 32 + 16); };
-    // (their scales; the inputs' squares, a step's or a super-block's)
+    // (their scales; the inputs' squares, a step's or a super-block's; IQ4_XS as Q8_0, Q5_K as Q4_K, Q3_K as Q6_K)
     const uint32_t q8_0 = weights(kb) + 4 * kb * (o + r) + 4 * kb * r, q4_k = weights(kb) + 8 * o + 8 * kb * o + 4 * r + 32 * r + 4 * kb * r + 32 * r,
                    q6_k = weights(kb / 2) + 4 * o + 4 * kb * o + 4 * r + 32 * r + 32 * r;
     return common + std::max({q8_0, q4_k, q6_k});
@@ -153,7 +153,7 @@ std::vector<MatmulKernel> matmul_family(const DeviceInfo& d) {
               if (depth_allowed(k) && wg >= d.subgroup_size && matmul_shared_bytes(k) <= d.shared_memory && (!dot || d.int_dot))
                 family.push_back(k);
             }
-  for (bool units : {false, true})  // (qmm: Q8_0's, Q4_K's and Q6_K's integer members, on matrix units that take int8s)
+  for (bool units : {false, true})  // (qmm: the vec types' integer members, on matrix units that take int8s)
     for (uint32_t outputs : {16u, 32u, 64u})
       for (uint32_t rows : {16u, 32u, 64u}) {
         MatmulKernel k;

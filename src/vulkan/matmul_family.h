@@ -33,12 +33,12 @@ struct MatmulKernel {
   // packed once a group for all rows and each row's inputs quantized to int8 as the CPU's int8 kernels quantize
   // them (Q8Rows): less arithmetic a row than fp32 FMAs, each product the CPU's int8 one but for fp32 rounding.
   bool dot = false;
-  // A qmm member ("qmm-oO-rR", "-mu" on the matrix units): matmul_qmm.comp, Q8_0 and Q4_K, O outputs and R rows
+  // A qmm member ("qmm-oO-rR", "-mu" on the matrix units): matmul_qmm.comp, the vec types, O outputs and R rows
   // (16, 32 or 64) a workgroup of 128 threads, the inputs quantized as the CPU's, each sub-block's products
   // added as integers and only (super-)blocks in fp32, in order: every qmm member gives every other's bits, with or
   // without the matrix units (DeviceInfo::int8_matrix_units), whatever O and R.
   bool qmm = false, units = false;
-  // A vec member "-qmm" (a -dot member, 4 rows, Q4_K, Q6_K, Q8_0): the integer sums of each super-block over its
+  // A vec member "-qmm" (a -dot member, 4 rows, the vec types): the integer sums of each super-block over its
   // eight lanes and the super-blocks (blocks) added in fp32 in order as a qmm member adds them, so it gives the qmm
   // members' bits: a bandwidth-shaped twin for one row beside the matrix units' tiles for many.
   bool qmm_order = false;
@@ -68,16 +68,14 @@ struct MatmulKernel {
 // Throws jf::Error naming the form for a string that is not a member's name.
 MatmulKernel parse_matmul_kernel(const std::string& name);
 
-// The weight types the vec members have kernels for (src/vulkan/CMakeLists.txt builds matmul_vec_<type> for
-// each; a member on a type without one would fail to find its shader, which the family test would meet).
+// The weight types the vec and qmm members have kernels for (src/vulkan/CMakeLists.txt builds matmul_vec_<type>,
+// matmul_vec_qmm_<type> and matmul_qmm_<type> for each; a member on a type without one would fail to find its
+// shader, which the family test would meet).
 inline constexpr DType kVecTypes[] = {DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_0, DType::Q3_K, DType::IQ4_XS};
 
-// Whether member k has a kernel for weights of type t (a vec member: kVecTypes; a qmm member: Q8_0, Q4_K and
-// Q6_K, as a vec -qmm member; the others: all).
+// Whether member k has a kernel for weights of type t (a vec or qmm member: kVecTypes; the others: all).
 inline bool member_runs_type(const MatmulKernel& k, DType t) {
-  if (k.qmm) return t == DType::Q8_0 || t == DType::Q4_K || t == DType::Q6_K;
-  if (k.qmm_order) return t == DType::Q4_K || t == DType::Q6_K || t == DType::Q8_0;
-  return !k.vec || std::find(std::begin(kVecTypes), std::end(kVecTypes), t) != std::end(kVecTypes);
+  return !(k.vec || k.qmm) || std::find(std::begin(kVecTypes), std::end(kVecTypes), t) != std::end(kVecTypes);
 }
 
 // Every member `d` can run: its shared memory within the device's, subgroup members only where the device

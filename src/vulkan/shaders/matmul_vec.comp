@@ -17,9 +17,9 @@
 // magnitude / 127, over a K-quant's 256-weight super-block, else over the piece's 32-weight block; values
 // x 127 / max, rounded to nearest even: a function of the row alone), and each run dotted four at a time by
 // OpSDot, exact in integers, then scaled as the FMA path scales its runs.
-// With QMM_ORDER as well (the "-qmm" members, Q4_K, Q6_K and Q8_0) a super-block's products times its integer
-// scales (and Q4_K's mins times the inputs' sums) are added as integers over the group's eight lanes, and each
-// (row, output)'s super-blocks (Q8_0: blocks, a lane's each) in fp32 in order by one thread, as matmul_qmm.comp
+// With QMM_ORDER as well (the "-qmm" members, every type here) a super-block's products times its integer
+// scales (and Q4_K's, Q5_K's mins times the inputs' sums) are added as integers over the group's eight lanes, and
+// each (row, output)'s super-blocks (Q8_0, IQ4_XS: blocks, a lane's each) in fp32 in order by one thread, as matmul_qmm.comp
 // adds them: a -qmm member
 // gives the qmm members' bits (tested), so a decode step can run the one-row-fastest of them and a 64-row
 // verification the matrix units' tile with the same bits (kernel_sweep.h's twins by rows). A folded norm's
@@ -283,12 +283,13 @@ Piece load_piece(uint n, uint g, uint i) {
 uint run_start(uint i, uint run) { return 128 * (run / 4) + 32 * (run % 4) + 4 * i; }
 // Run r's scale is 8 (r / 4) + 2 (r % 4) + i / 4: its low 4 bits in byte s % 8 at 4 (s / 8), the high 2 in
 // byte 8 + s % 4 at 2 (s / 4).
+int run_scale(Piece pc, uint i, uint run) {
+  const uint s = 8 * (run / 4) + 2 * (run % 4) + i / 4;
+  const uint low = (byte_of(pc.scales, s % 8) >> (4 * (s / 8))) & 15u, high = (byte_of(pc.scales, 8 + s % 4) >> (2 * (s / 4))) & 3u;
+  return int(low | (high << 4)) - 32;
+}
 void decode_scales(inout Piece pc, uint i) {
-  UNROLL for (uint run = 0; run < 8; run++) {
-    const uint s = 8 * (run / 4) + 2 * (run % 4) + i / 4;
-    const uint low = (byte_of(pc.scales, s % 8) >> (4 * (s / 8))) & 15u, high = (byte_of(pc.scales, 8 + s % 4) >> (2 * (s / 4))) & 3u;
-    pc.sc[run / 4][run % 4] = pc.d * float(int(low | (high << 4)) - 32);
-  }
+  UNROLL for (uint run = 0; run < 8; run++) pc.sc[run / 4][run % 4] = pc.d * float(run_scale(pc, i, run));
 }
 float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
   precise float a = acc;
@@ -315,6 +316,29 @@ float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, ivec2 xsum, float acc
   UNROLL for (uint run = 0; run < 8; run++) a = fma(pc.sc[run / 4][run % 4] * xd, float(sdot(pc.qw[run], xq[run])), a);
   return a;
 }
+#ifdef QMM_ORDER
+ivec2 piece_isums(Piece pc, uint i, uint xq[8], ivec2 xsum) {
+  int s = 0;
+  UNROLL for (uint run = 0; run < 8; run++) s += run_scale(pc, i, run) * sdot(pc.qw[run], xq[run]);
+  return ivec2(s, 0);
+}
+float piece_d(Piece pc) { return pc.d; }
+// The super-block's sum of squares (in lane 7): each sub-block's (run's) 32 values in order (each lane's four
+// going on from the lane before), then the tree ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)).
+float group_squares(vec4 x[8], uint i) {
+  float s[8];
+  UNROLL for (uint run = 0; run < 8; run++) {
+    precise float c = add_squares(0.0, x[run]);
+    UNROLL for (uint lane = 1; lane < 8; lane++) {
+      const float before = subgroupShuffle(c, gl_SubgroupInvocationID - (i == 0 ? 0 : 1));
+      if (i == lane) c = add_squares(before, x[run]);
+    }
+    s[run] = c;
+  }
+  precise float a = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+  return a;
+}
+#endif
 #endif
 
 #elif defined(TYPE_IQ4_XS)
@@ -359,6 +383,20 @@ float piece_dot_q8(Piece pc, uint i, uint xq[8], float xd, ivec2 xsum, float acc
   precise float a = fma(pc.sc * xd, float(d), acc);
   return a;
 }
+#ifdef QMM_ORDER
+#define ENTRIES_A_GROUP 8  // (a sub-block a lane, inputs scaled per 32 as the CPU's: its own entry, as Q8_0's blocks)
+ivec2 piece_isums(Piece pc, uint i, uint xq[8], ivec2 xsum) {
+  int d = 0;
+  UNROLL for (uint v = 0; v < 8; v++) d += sdot(pc.qw[v], xq[v]);
+  return ivec2(d, 0);
+}
+float piece_d(Piece pc) { return pc.sc; }
+float group_squares(vec4 x[8], uint i) {  // (the sub-block's 32 in order)
+  precise float c = 0.0;
+  UNROLL for (uint v = 0; v < 8; v++) c = add_squares(c, x[v]);
+  return c;
+}
+#endif
 #endif
 
 #elif defined(TYPE_Q8_0)

@@ -1,6 +1,6 @@
 // The -qmm members' chain (matmul_vec.comp with QMM_ORDER): the entries a step's lanes hand over and the
 // threads that add them in order, as matmul_qmm.comp adds its blocks. Included after the type's piece_isums.
-// The DEPTH steps' entries (super-blocks; Q8_0's blocks): integer sums by (entry, output, row), d (and dmin)
+// The DEPTH steps' entries (super-blocks; Q8_0's, IQ4_XS's blocks): integer sums by (entry, output, row), d (and dmin)
 // by output, input scales and sums of squares by row: what the chaining threads add in order.
 #ifndef ENTRIES_A_GROUP
 #define ENTRIES_A_GROUP 1
@@ -16,7 +16,7 @@ shared float Qd[QE * NO];
 shared float Qxd[QE * R], Qss[QE * R];
 shared float Qrow_ss[R];
 // Thread o R + r adds (row r, output o)'s entries e0 .. e0 + QE - 1 (of `entries`) to acc, and thread NO R + r
-// row r's sums of squares to ss, in order: acc = fma(d d_x, S, acc) (then, Q4_K, acc = fma(-(dmin d_x), M, acc)).
+// row r's sums of squares to ss, in order: acc = fma(d d_x, S, acc) (then, Q4_K and Q5_K, acc = fma(-(dmin d_x), M, acc)).
 // (Called outside the loops over register arrays: a rolled loop inside one would keep it rolled.)
 void add_in_order(uint e0, uint entries, uint rows, uint outs, inout float acc, inout float ss) {
   const uint t = gl_LocalInvocationID.x;
@@ -43,5 +43,5 @@ void add_in_order(uint e0, uint entries, uint rows, uint outs, inout float acc, 
   }
 }
 
-// Thread t's entry in step s: its group's (a K-quant's super-block), or its own block (Q8_0).
+// Thread t's entry in step s: its group's (a K-quant's super-block), or its own block (Q8_0, IQ4_XS).
 uint entry_of(uint s, uint t) { return ENTRIES_A_GROUP == 1 ? s * STEP_GROUPS + t / 8 : (s * STEP_GROUPS + t / 8) * 8 + t % 8; }
