@@ -162,7 +162,8 @@ TEST(VulkanForward, OneRowProductsRunTheMembersOneRowTwin) {
 
 // A cached choice with twins by row count (qmm members, which give each other's bits) runs, for each product,
 // the twin its row count names: a prompt of 5 rows the 64-row one, a step the one-row one (a 16-row qmm member
-// on Q8_0, a vec -qmm member's one-row twin on Q4_K: the bandwidth-shaped kernel beside the tile), both in
+// on Q8_0, a vec -qmm member's one-row twin on Q4_K, Q5_K, Q3_K and IQ4_XS: the bandwidth-shaped kernel beside the
+// tile), both in
 // the profile; the logits are the bits of one qmm member forced on every matrix, prompt and steps alike.
 void runs_the_twin_chosen_for_each_row_count(int device, const char* preset, DType type, const char* one_name,
                                              const char* forced_name) {
@@ -217,7 +218,8 @@ void runs_the_twin_chosen_for_each_row_count(int device, const char* preset, DTy
 TEST(VulkanForward, RunsTheQmmTwinChosenForEachRowCount) {
   JF_VULKAN_DEVICE(device);
   runs_the_twin_chosen_for_each_row_count(device, "tiny", DType::Q8_0, "qmm-o16-r16", "qmm-o64-r32");
-  runs_the_twin_chosen_for_each_row_count(device, "tiny-256", DType::Q4_K, "vec-wg64-o2-r4-qmm", "qmm-o16-r16");
+  for (const DType type : {DType::Q4_K, DType::Q5_K, DType::Q3_K, DType::IQ4_XS})
+    runs_the_twin_chosen_for_each_row_count(device, "tiny-256", type, "vec-wg64-o2-r4-qmm", "qmm-o16-r16");
 }
 
 // What an untimed matrix runs: a thread per output below the split's K, else the member the H200 measured
