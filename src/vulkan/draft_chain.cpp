@@ -253,13 +253,12 @@ int VulkanForward::row_chain(int logit_row, int32_t first, int count, int32_t* o
 // tokens at tokens[j * rows]), from the hidden states in x.
 void VulkanForward::record_chain_steps(int steps) {
   Activations& a = *chain_act_;
-  const uint32_t dim = static_cast<uint32_t>(cfg_.dim), C = static_cast<uint32_t>(chain_plan_.rows.size());
+  const uint32_t C = static_cast<uint32_t>(chain_plan_.rows.size());
   for (int j = 0; j < steps; j++) {
     in_ = chain_in_[static_cast<size_t>(j)].get();
     add_token_embeddings(a.tokens.view(), static_cast<uint32_t>(j) * C, C, a.x.view());
     record_layer(cfg_.n_layers);
-    rmsnorm(a.x.view(), a.xb.view(), weights_->draft_output_norm, C, dim, false);
-    matmul(weights_->draft_output, a.xb.view(), C, a.head.view(), false);
+    matmul(weights_->draft_output, a.x.view(), C, a.head.view(), false, weights_->draft_output_norm);  // (the norm folded in)
     softcap(a.head.view(), uint64_t{C} * static_cast<uint32_t>(cfg_.vocab_size));
     argmax(a.head.view(), C, a.tokens.view(), static_cast<uint32_t>(j + 1) * C);
   }

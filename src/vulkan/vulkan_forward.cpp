@@ -430,15 +430,14 @@ const float* VulkanForward::fetched_row(const Buffer& dev, const Buffer& host, i
 }
 
 // A draft layer (Transformer::draft_layer): every row's greedy next token from the output head (in pieces of
-// kHeadRows rows), the layer on x + draft_token_scale * its embedding, then xb = the logit rows' output
+// kHeadRows rows, its norm folded into the product), the layer on x + draft_token_scale * its embedding, then xb = the logit rows' output
 // normalised by draft_output_norm, for the draft head.
 void VulkanForward::record_draft_layer() {
   Activations& a = *a_;
   const uint32_t n = u32(rows_->rows.size()), dim = u32(cfg_.dim), V = u32(cfg_.vocab_size);
   for (uint32_t r0 = 0; r0 < n; r0 += kHeadRows) {
     const uint32_t m = std::min(kHeadRows, n - r0);
-    rmsnorm(a.x.view(r0 * dim * 4, m * dim * 4), a.emb.view(), weights_->output_norm, m, dim, false);
-    matmul(weights_->output, a.emb.view(), m, a.head.view(), false);
+    matmul(weights_->output, a.x.view(r0 * dim * 4, m * dim * 4), m, a.head.view(), false, weights_->output_norm);  // (norm folded)
     softcap(a.head.view(), uint64_t{m} * V);
     argmax(a.head.view(), m, a.greedy.view(), r0);
   }
