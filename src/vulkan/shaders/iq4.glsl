@@ -2,7 +2,8 @@
 // -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113, held as signed bytes four a word and the word picked by
 // selects, not as an array: a table indexed at run time lives in memory on a GPU (a load a weight, its
 // lanes' different indices serialised), these are a few register operations.
-float iq4_value(uint q) {
-  const uint word = q < 8u ? (q < 4u ? 0xBFAD9881u : 0xF6EADDCFu) : (q < 12u ? 0x26190D01u : 0x71594535u);
-  return float(bitfieldExtract(int(word), int(8u * (q % 4u)), 8));
-}
+uint iq4_word(uint q) { return q < 8u ? (q < 4u ? 0xBFAD9881u : 0xF6EADDCFu) : (q < 12u ? 0x26190D01u : 0x71594535u); }
+int iq4_int(uint q) { return bitfieldExtract(int(iq4_word(q)), int(8u * (q % 4u)), 8); }
+float iq4_value(uint q) { return float(iq4_int(q)); }
+// The value as a signed byte, for the int8 kernels' packed words (no float between).
+uint iq4_byte(uint q) { return (iq4_word(q) >> (8u * (q % 4u))) & 255u; }

@@ -178,7 +178,7 @@ void stage_weight_word(uint n0, uint o, uint g, uint j, uint w, uint outs, uint 
   if (o < outs && g < blocks) {
     const uint s = g % 8, B = (weight_row(n0, o) * (blocks / 8) + g / 8) * 136;
     const uint q = (W32[(B + 8 + 16 * s + 4 * (w % 4)) / 4] >> (4 * (w / 4))) & 0x0f0f0f0fu;
-    UNROLL for (uint i = 0; i < 4; i++) Wq[o * LBW + 32 * j + 4 * w + i] = int8_t(int(iq4_value((q >> (8 * i)) & 15u)));
+    UNROLL for (uint i = 0; i < 4; i++) Wq[o * LBW + 32 * j + 4 * w + i] = int8_t(iq4_int((q >> (8 * i)) & 15u));
     if (w == 0) {
       const uint head = W32[B / 4], ls = ((weight_byte(B + 4 + s / 2) >> (4 * (s % 2))) & 15u) | (((head >> (16 + 2 * s)) & 3u) << 4);
       Wd[o * KB + j] = unpackHalf2x16(head).x * float(int(ls) - 32);

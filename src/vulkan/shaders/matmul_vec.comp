@@ -373,7 +373,7 @@ void pack_weights(inout Piece pc, uint i) {
   UNROLL for (uint run = 0; run < 2; run++)
     UNROLL for (uint w = 0; w < 4; w++) {
       uint q = 0;
-      UNROLL for (uint b = 0; b < 4; b++) q |= (uint(int(iq4_value((byte_of(pc.q[w], b) >> (4 * run)) & 15u))) & 255u) << (8 * b);
+      UNROLL for (uint b = 0; b < 4; b++) q |= iq4_byte((byte_of(pc.q[w], b) >> (4 * run)) & 15u) << (8 * b);
       pc.qw[4 * run + w] = q;
     }
 }
