@@ -258,8 +258,7 @@ void VulkanForward::record_chain_steps(int steps) {
     in_ = chain_in_[static_cast<size_t>(j)].get();
     add_token_embeddings(a.tokens.view(), static_cast<uint32_t>(j) * C, C, a.x.view());
     record_layer(cfg_.n_layers);
-    matmul(weights_->draft_output, a.x.view(), C, a.head.view(), false, weights_->draft_output_norm);  // (the norm folded in)
-    softcap(a.head.view(), uint64_t{C} * static_cast<uint32_t>(cfg_.vocab_size));
+    record_draft_head(a.x.view(), C, a.head.view());
     argmax(a.head.view(), C, a.tokens.view(), static_cast<uint32_t>(j + 1) * C);
   }
 }

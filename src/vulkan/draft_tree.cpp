@@ -74,8 +74,7 @@ void VulkanForward::expand_tree_rows(std::span<const DraftNode> nodes, int k, Dr
     add_token_embeddings(arena(), 0, m, a.x.view(), &outputs, a.tokens.view(), 0);  // (the nodes' tokens lead the arena)
     record_layer(cfg_.n_layers);
     rec_.copy(a.x.view(0, uint64_t{m} * dim * 4), tree_x_.view(uint64_t(first + 1) * dim * 4, uint64_t{m} * dim * 4));
-    matmul(weights_->draft_output, a.x.view(), m, a.head.view(), false, weights_->draft_output_norm);  // (the norm folded in)
-    softcap(a.head.view(), uint64_t{m} * static_cast<uint64_t>(V));
+    record_draft_head(a.x.view(), m, a.head.view());
     if (on_device) {
       top_k(a.head.view(), m, static_cast<uint32_t>(k), a.logits.view(), 0);
     } else {

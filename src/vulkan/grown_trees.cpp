@@ -133,8 +133,7 @@ void VulkanForward::record_grown_trees() {
     add_token_embeddings(grow_gather_.view(), gather, R, a.x.view(), &from, grow_gather_.view(), gather + R);
     record_layer(cfg_.n_layers);
     rec_.copy(a.x.view(0, uint64_t{R} * dim * 4), grow_x_.view(uint64_t{s} * R * dim * 4, uint64_t{R} * dim * 4));
-    matmul(weights_->draft_output, a.x.view(), R, a.head.view(), false, weights_->draft_output_norm);  // (the norm folded in)
-    softcap(a.head.view(), uint64_t{R} * V);
+    record_draft_head(a.x.view(), R, a.head.view());
     top_k(a.head.view(), R, W, grow_topk_.view(), (T + s * R) * 2 * W);
     if (s == 0 && !rec_.keying()) tree_level_counts_ = {rec_.dispatches() - dispatches0, rec_.barriers() - barriers0};
   }

@@ -76,6 +76,24 @@ std::vector<double> time_member(Context& ctx, Kernels& kernels, const DeviceMatr
   return best;
 }
 
+// The qmm members (which give each other's bits) as one candidate: the fastest of them at each of `counts` row
+// counts (SIZE_MAX where none was timed), and their times as one member's, named by the fastest at one row.
+struct QmmCandidate {
+  std::vector<size_t> best;
+  MemberTimes times;
+};
+QmmCandidate fastest_qmm(const std::vector<MemberTimes>& members, size_t counts) {
+  QmmCandidate c;
+  c.best.assign(counts, SIZE_MAX);
+  for (size_t i = 0; i < members.size(); i++)
+    for (size_t j = 0; j < counts && members[i].kernel.qmm_bits(); j++)
+      if (!std::isnan(members[i].seconds[j]) && (c.best[j] == SIZE_MAX || members[i].seconds[j] < members[c.best[j]].seconds[j])) c.best[j] = i;
+  if (c.best[0] == SIZE_MAX) return c;
+  c.times = members[c.best[0]];
+  for (size_t j = 0; j < counts; j++) c.times.seconds[j] = c.best[j] == SIZE_MAX ? NAN : members[c.best[j]].seconds[j];
+  return c;
+}
+
 }  // namespace
 
 size_t choose_member(const std::vector<MemberTimes>& members, const std::vector<int>& rows) {
@@ -97,15 +115,11 @@ size_t choose_member(const std::vector<MemberTimes>& members, const std::vector<
 }
 
 std::vector<std::pair<int, size_t>> choose_qmm_by_rows(const std::vector<MemberTimes>& members, const std::vector<int>& rows) {
-  std::vector<size_t> best(rows.size(), SIZE_MAX);  // the fastest qmm member at each row count
-  for (size_t i = 0; i < members.size(); i++)
-    for (size_t j = 0; j < rows.size() && members[i].kernel.qmm_bits(); j++)
-      if (!std::isnan(members[i].seconds[j]) && (best[j] == SIZE_MAX || members[i].seconds[j] < members[best[j]].seconds[j])) best[j] = i;
+  const QmmCandidate qmm = fastest_qmm(members, rows.size());
+  const std::vector<size_t>& best = qmm.best;
   if (best[0] == SIZE_MAX) return {};
   std::vector<MemberTimes> candidates = members;
-  MemberTimes twins = members[best[0]];
-  for (size_t j = 0; j < rows.size(); j++) twins.seconds[j] = best[j] == SIZE_MAX ? NAN : members[best[j]].seconds[j];
-  candidates.push_back(twins);
+  candidates.push_back(qmm.times);
   // (the candidate is at least as fast as each of its members at every row count: where the objective picks
   // any qmm member, the twins serve instead)
   const size_t chosen = choose_member(candidates, rows);
@@ -269,21 +283,13 @@ std::string sweep_table(const SweepResult& r) {
       out += "\n";
     }
     if (s.default_member != SIZE_MAX && s.default_member != s.chosen) row("  default", s.members[s.default_member]);
-    if (s.by_rows.empty()) {  // what the qmm twins would have cost (the decision a device run is for)
-      MemberTimes twins;
-      twins.seconds.assign(r.rows.size(), NAN);
-      for (const MemberTimes& m : s.members)
-        for (size_t j = 0; j < r.rows.size() && m.kernel.qmm_bits(); j++)
-          if (!std::isnan(m.seconds[j]) && (std::isnan(twins.seconds[j]) || m.seconds[j] < twins.seconds[j])) {
-            twins.seconds[j] = m.seconds[j];
-            if (j == 0) twins.kernel = m.kernel;
-          }
-      if (!std::isnan(twins.seconds[0])) {
-        row("  qmm twins (not chosen)", twins);
-        std::snprintf(line, sizeof line, "      one row: %+.1f%% against the chosen (the objective's window: +3%%)\n",
-                      100.0 * (twins.seconds[0] / s.members[s.chosen].seconds[0] - 1.0));
-        out += line;
-      }
+    if (const QmmCandidate qmm = fastest_qmm(s.members, r.rows.size()); s.by_rows.empty() && qmm.best[0] != SIZE_MAX) {
+      MemberTimes twins = qmm.times;  // what the qmm twins would have cost (the decision a device run is for)
+      twins.compiled.clear(), twins.compiled_one_row.clear();
+      row("  qmm twins (not chosen)", twins);
+      std::snprintf(line, sizeof line, "      one row: %+.1f%% against the chosen (the objective's window: +3%%)\n",
+                    100.0 * (twins.seconds[0] / s.members[s.chosen].seconds[0] - 1.0));
+      out += line;
     }
     std::vector<size_t> shown = {s.chosen, s.default_member};
     for (size_t j = 0; j < r.rows.size(); j++) {  // the fastest at each row count, where it is another member

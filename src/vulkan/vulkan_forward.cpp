@@ -447,6 +447,11 @@ void VulkanForward::record_draft_layer() {
   if (nl > 0) rmsnorm(a.x.view(), a.xb.view(), weights_->draft_output_norm, nl, dim, false, static_cast<int>(in_->logit));
 }
 
+void VulkanForward::record_draft_head(View x, uint32_t rows, View logits) {
+  matmul(weights_->draft_output, x, rows, logits, false, weights_->draft_output_norm);
+  softcap(logits, uint64_t{rows} * static_cast<uint64_t>(cfg_.vocab_size));
+}
+
 void VulkanForward::grow_activations(Activations& a, int64_t n, bool draft_layer) {
   auto grow = [&](Buffer& b, int64_t floats) { ensure_size(*ctx_, b, static_cast<size_t>(floats) * 4, Buffer::Kind::Device); };
   const int64_t dim = cfg_.dim;
@@ -465,8 +470,7 @@ void VulkanForward::grow_activations(Activations& a, int64_t n, bool draft_layer
     ensure_size(*ctx_, attention_done_, counters, Buffer::Kind::Device);
     zero_attention_done_ = true;
   }
-  if (draft_layer) {  // the draft layer's input (the greedy tokens' embeddings, from the output head)
-    grow(a.emb, n * dim);
+  if (draft_layer) {  // the draft layer's input: the greedy tokens (from the output head) and their embeddings
     grow(a.head, std::min<int64_t>(n, kHeadRows) * cfg_.vocab_size);
     grow(a.greedy, n);
   }

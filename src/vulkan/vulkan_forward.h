@@ -122,6 +122,9 @@ class VulkanForward : public ForwardPass {
   void plan_host_copies(std::span<SequenceInput* const> seqs);  // logit_host_, draft_host_
   const float* fetched_row(const Buffer& dev, const Buffer& host, int row, std::vector<char>& on_host);
   void record_draft_layer();
+  // rows x vocab draft-head logits of the draft layer's outputs x into `logits` (draft_output_norm folded into
+  // the product): what chains, expanded trees and grown trees take their guesses from.
+  void record_draft_head(View x, uint32_t rows, View logits);
   bool plan_draft_rows(std::span<SequenceInput* const> seqs);  // draft_plan_ and its maps (draft_rows.cpp)
   void record_draft_rows(bool drafts);
   // draft_chain.cpp: chains asked for up front, in the forward's submission; chains asked for later

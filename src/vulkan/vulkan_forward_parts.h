@@ -7,7 +7,7 @@ namespace jf::vulkan {
 // Device buffers of one forward's activations (rows x width, grown for the largest forward seen) and the
 // host-visible ones it writes for the device (the arena) and reads back (logits).
 struct VulkanForward::Activations {
-  Buffer x, xb, q, k, v, att, hg, hu, emb, head, greedy;  // device
+  Buffer x, xb, q, k, v, att, hg, hu, head, greedy;  // device
   Buffer logits_dev, draft_logits_dev;                    // device: the heads' products, copied out to ...
   Buffer logits, draft_logits, tokens;                    // host-visible (tokens: a draft chain's)
   Buffer picks, draft_picks;                              // host-visible: each row's greedy token (argmax)
