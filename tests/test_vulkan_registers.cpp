@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -67,9 +68,24 @@ const ShaderBlob& blob(const std::string& name) {
   throw std::runtime_error("no embedded shader " + name);
 }
 
-// The module with `constants` as its specialization constants, frozen, and its loops unrolled: -1 when
-// spirv-opt fails, else its dynamic local-array accesses.
-int unrolled_dynamic_accesses(const std::string& shader, const std::vector<uint32_t>& constants, int job) {
+// Int-to-float conversions in a SPIR-V module, each vector's components counted (a GPU converts each).
+int int_to_float_conversions(const std::vector<uint32_t>& w) {
+  enum : uint32_t { TypeVector = 23, ConvertSToF = 111, ConvertUToF = 112 };
+  std::map<uint32_t, int> components;  // vector type -> its component count
+  int found = 0;
+  for (size_t i = 5; i < w.size();) {
+    const uint32_t n = w[i] >> 16, op = w[i] & 0xffff;
+    if (n == 0 || i + n > w.size()) throw std::runtime_error("malformed SPIR-V");
+    if (op == TypeVector) components[w[i + 1]] = static_cast<int>(w[i + 3]);
+    if (op == ConvertSToF || op == ConvertUToF) found += components.count(w[i + 1]) ? components[w[i + 1]] : 1;
+    i += n;
+  }
+  return found;
+}
+
+// The module with `constants` as its specialization constants, frozen, and its loops unrolled (empty when
+// spirv-opt fails).
+std::vector<uint32_t> unrolled(const std::string& shader, const std::vector<uint32_t>& constants, int job) {
   const std::string in = testing::TempDir() + "jf_regs_" + std::to_string(getpid()) + "_" + std::to_string(job) + ".spv", out = in + ".opt";
   const ShaderBlob& b = blob(shader);
   std::ofstream(in, std::ios::binary).write(reinterpret_cast<const char*>(b.words), static_cast<std::streamsize>(b.count * 4));
@@ -83,9 +99,15 @@ int unrolled_dynamic_accesses(const std::string& shader, const std::vector<uint3
   const std::string cmd = "spirv-opt " + (spec.empty() ? "" : "'--set-spec-const-default-value=" + spec + "' ") +
                           "--freeze-spec-const --fold-spec-const-op-composite " + unroll + " '" + in + "' -o '" + out + "' 2>/dev/null";
   const int rc = std::system(cmd.c_str());
-  const int result = rc == 0 ? dynamic_local_array_accesses(read_words(out)) : -1;
+  std::vector<uint32_t> words = rc == 0 ? read_words(out) : std::vector<uint32_t>{};
   std::remove(in.c_str()), std::remove(out.c_str());
-  return result;
+  return words;
+}
+
+// -1 when spirv-opt fails, else the unrolled module's dynamic local-array accesses.
+int unrolled_dynamic_accesses(const std::string& shader, const std::vector<uint32_t>& constants, int job) {
+  const std::vector<uint32_t> w = unrolled(shader, constants, job);
+  return w.empty() ? -1 : dynamic_local_array_accesses(w);
 }
 
 bool have_spirv_opt() { return std::system("command -v spirv-opt >/dev/null 2>&1") == 0; }
@@ -174,6 +196,40 @@ TEST(DynamicLocalArrays, NoneInAnyMatrixMembersKernel) {
 // Every other kernel a GPU runs (attention, drafting's top-k and plans, embeddings, norms, ...), with its
 // default constants, and attention also as models specialize it (a thread's dimensions, the query group).
 // (A software device's `_rolled` twins are left rolled on purpose.)
+// The FMA members' weights become floats without a conversion instruction (common.glsl's small_float: the
+// same values), which NVIDIA issues at an eighth of its FMA rate: a conversion a weight (a vec member's again
+// for each row) capped Q4_K at ~2 TB/s of an H200's 4.4 before any load. Their unrolled modules keep at most
+// the folded norm's float(K), whatever the member's outputs and rows. The check itself finds a module that
+// converts its weights: get_rows (dequant.glsl's units, float() casts: an embedding row a token, not a product).
+TEST(IntToFloatConversions, NoneAWeightInTheFmaMembers) {
+  REQUIRE_SPIRV_OPT();
+  EXPECT_GE(int_to_float_conversions(unrolled("get_rows_q4_k", {}, 0)), 32);
+  std::vector<Case> cases;
+  for (const MatmulKernel& k : matmul_family(gpu())) {
+    if (k.serial || k.tile_rows || k.qmm || k.dot || k.depth != 1) continue;  // (-dot: integer sums, converted a run)
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K, DType::Q4_K,
+                    DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS})
+      if (member_runs_type(k, t) && k.rows == 4 && k.wg == 64)  // (every outputs count and variant)
+        cases.push_back({matmul_shader(k, MatrixMath::Fma, t), k.name() + " " + dtype_name(t), matmul_constants(k, MatrixMath::Fma)});
+  }
+  ASSERT_GT(cases.size(), 50u);
+  std::vector<int> found(cases.size(), 0);
+  std::atomic<size_t> next{0};
+  auto work = [&](int job) {
+    for (size_t i; (i = next++) < cases.size();) {
+      const std::vector<uint32_t> w = unrolled(cases[i].shader, cases[i].constants, job);
+      found[i] = w.empty() ? -1 : int_to_float_conversions(w);
+    }
+  };
+  std::thread other(work, 1);
+  work(0);
+  other.join();
+  std::string bad;
+  for (size_t i = 0; i < cases.size(); i++)
+    if (found[i] < 0 || found[i] > 2) bad += "\n  " + cases[i].label + ": " + (found[i] < 0 ? "spirv-opt failed" : std::to_string(found[i]) + " conversions");
+  EXPECT_TRUE(bad.empty()) << bad;
+}
+
 TEST(DynamicLocalArrays, NoneInAnyOtherKernel) {
   REQUIRE_SPIRV_OPT();
   std::vector<Case> cases;

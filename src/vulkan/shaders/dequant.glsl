@@ -130,9 +130,9 @@ const uint BLOCK = 84, QS = 16;
 #else
 const uint BLOCK = 110, QS = 32;
 #endif
-int q3k_scale(uint s, uint j) {  // sub-block j's scale, sc - 32; s: the scales' first byte
+uint q3k_scale6(uint s, uint j) {  // sub-block j's 6-bit scale sc (its multiplier sc - 32); s: the scales' first byte
   const uint low = j < 8 ? byte_at(s + j) & 15 : byte_at(s + j - 8) >> 4, high = (byte_at(s + 8 + j % 4) >> (2 * (j / 4))) & 3;
-  return int(low | (high << 4)) - 32;
+  return low | (high << 4);
 }
 void load_unit(uint row, uint u, uint K, out float w[32]) {
   const uint b = (row * (K / 256) + u / 8) * BLOCK, jb = u % 8, qs = b + QS + 32 * (jb / 4), shift = 2 * (jb % 4);
@@ -143,7 +143,7 @@ void load_unit(uint row, uint u, uint K, out float w[32]) {
   UNROLL for (uint l = 0; l < 32; l++) w[l] = (l < 16 ? d0 : d1) * float((byte_at(qs + l) >> shift) & 3) - (l < 16 ? m0 : m1);
 #else
   const float d = half_at(b + 108);
-  const float d0 = d * float(q3k_scale(b + 96, 2 * jb)), d1 = d * float(q3k_scale(b + 96, 2 * jb + 1));
+  const float d0 = d * small_float_less(q3k_scale6(b + 96, 2 * jb), 32.0), d1 = d * small_float_less(q3k_scale6(b + 96, 2 * jb + 1), 32.0);
   UNROLL for (uint l = 0; l < 32; l++) {
     const int q = int((byte_at(qs + l) >> shift) & 3) - (((byte_at(b + l) >> jb) & 1) != 0 ? 0 : 4);
     w[l] = (l < 16 ? d0 : d1) * float(q);
@@ -159,7 +159,7 @@ void load_unit(uint row, uint u, uint K, out float w[32]) {
 float iq4_scale(uint b, uint j) {  // IQ4_XS sub-block j's multiplier of d
   const uint h = byte_at(b + 2) | (byte_at(b + 3) << 8);
   const uint ls = ((byte_at(b + 4 + j / 2) >> (4 * (j % 2))) & 15) | (((h >> (2 * j)) & 3) << 4);
-  return float(int(ls) - 32);
+  return small_float_less(ls, 32.0);
 }
 void load_unit(uint row, uint u, uint K, out float w[32]) {
 #if defined(TYPE_IQ4_NL)

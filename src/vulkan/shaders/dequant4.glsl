@@ -44,18 +44,18 @@ void load4_parts(uint row, uint k, uint K, out vec4 q, out float a, out float c)
 #elif defined(TYPE_Q8_0)
 void load4_parts(uint row, uint k, uint K, out vec4 q, out float a, out float c) {
   const uint b = (row * (K / 32) + k / 32) * 34;
-  q = vec4(ivec4(bytes4_even(b + 2 + k % 32) << 24) >> 24), a = half_even(b), c = 0.0;
+  q = signed_byte_float(bytes4_even(b + 2 + k % 32)), a = half_even(b), c = 0.0;
 }
 
 #elif defined(TYPE_Q4_0) || defined(TYPE_Q4_1) || defined(TYPE_Q5_0) || defined(TYPE_Q5_1)
 // Nibbles as load4 reads them into the type's q (Q4_0 / Q5_0: signed, less 8 / 16), and its c.
 void nibble_parts(uint b, uvec4 n, out vec4 q, out float c) {
 #if defined(TYPE_Q4_0)
-  q = vec4(ivec4(n) - 8), c = 0.0;
+  q = small_float_less(n, 8.0), c = 0.0;
 #elif defined(TYPE_Q5_0)
-  q = vec4(ivec4(n) - 16), c = 0.0;
+  q = small_float_less(n, 16.0), c = 0.0;
 #else
-  q = vec4(n), c = -half_even(b + 2);
+  q = small_float(n), c = -half_even(b + 2);
 #endif
 }
 void load4_parts(uint row, uint k, uint K, out vec4 q, out float a, out float c) {
@@ -78,7 +78,7 @@ void load4_parts(uint row, uint k, uint K, out vec4 q, out float a, out float c)
 #if defined(TYPE_Q5_K)
   n |= ((bytes4(b + 16 + l) >> j) & 1) << 4;
 #endif
-  q = vec4(n), a = dm.x * float(sc), c = dm.y * float(m);
+  q = small_float(n), a = dm.x * small_float(sc), c = dm.y * small_float(m);
 }
 
 #elif defined(TYPE_Q6_K)
@@ -86,8 +86,8 @@ void load4_parts(uint row, uint k, uint K, out vec4 q, out float a, out float c)
   const uint u = k / 32, b = (row * (K / 256) + u / 8) * 210, j = u % 8, h = j / 4, part = j % 4, l = k % 32;
   const uvec4 lo = (bytes4_even(b + 64 * h + 32 * (part % 2) + l) >> (4 * (part / 2))) & 15;
   const uvec4 hi = (bytes4_even(b + 128 + 32 * h + l) >> (2 * part)) & 3;
-  q = vec4(ivec4(lo | (hi << 4)) - 32);
-  a = half_even(b + 208) * float(signed_byte_at(b + 192 + 8 * h + 2 * part + (l < 16 ? 0 : 1))), c = 0.0;
+  q = small_float_less(lo | (hi << 4), 32.0);
+  a = half_even(b + 208) * signed_byte_float(byte_at(b + 192 + 8 * h + 2 * part + (l < 16 ? 0 : 1))), c = 0.0;
 }
 
 #elif defined(TYPE_Q2_K) || defined(TYPE_Q3_K)
@@ -95,19 +95,19 @@ void lowbits4_parts(uint row, uint k, uint K, uint step_delta, out vec4 q, out f
   const uint u = k / 32, b = (row * (K / 256) + u / 8) * BLOCK, jb = u % 8 + step_delta, l = k % 32;
   const uint shift = 2 * (jb % 4), sub = 2 * jb + l / 16;
 #if defined(TYPE_Q2_K)
-  q = vec4((bytes4(b + QS + 32 * (jb / 4) + l) >> shift) & 3);
+  q = small_float((bytes4(b + QS + 32 * (jb / 4) + l) >> shift) & 3);
   const vec2 dm = unpackHalf2x16(W32[(b + 80) / 4]);
   const uint s = byte_at(b + sub);
-  a = dm.x * float(s & 15), c = dm.y * float(s >> 4);
+  a = dm.x * small_float(s & 15), c = dm.y * small_float(s >> 4);
 #else
   const uvec4 low = (bytes4_even(b + QS + 32 * (jb / 4) + l) >> shift) & 3, high = (bytes4_even(b + l) >> jb) & 1;
-  q = vec4(ivec4(low) - 4 * ivec4(1 - high)), a = half_even(b + 108) * float(q3k_scale(b + 96, sub)), c = 0.0;
+  q = small_float_less(low | (high << 2), 4.0), a = half_even(b + 108) * small_float_less(q3k_scale6(b + 96, sub), 32.0), c = 0.0;
 #endif
 }
 void load4_parts(uint row, uint k, uint K, out vec4 q, out float a, out float c) { lowbits4_parts(row, k, K, 0, q, a, c); }
 
 #elif defined(TYPE_IQ4_NL) || defined(TYPE_IQ4_XS)
-vec4 iq4_values(uvec4 q) { return vec4(iq4_value(q.x), iq4_value(q.y), iq4_value(q.z), iq4_value(q.w)); }
+vec4 iq4_values(uvec4 q) { return small_float_less(uvec4(iq4_biased(q.x), iq4_biased(q.y), iq4_biased(q.z), iq4_biased(q.w)), 128.0); }
 // The block's first quant byte and multiplier for weight k.
 void iq4_block(uint row, uint k, uint K, out uint qs, out float d) {
 #if defined(TYPE_IQ4_NL)
@@ -171,8 +171,8 @@ void load_pair_parts(uint row, uint k, uint K, out vec4 q0, out float a0, out fl
   n0 |= ((qh >> j) & 1) << 4;
   n1 |= ((qh >> (j + 1)) & 1) << 4;
 #endif
-  q0 = vec4(n0), a0 = dm.x * float(sc0), c0 = dm.y * float(m0);
-  q1 = vec4(n1), a1 = dm.x * float(sc1), c1 = dm.y * float(m1);
+  q0 = small_float(n0), a0 = dm.x * small_float(sc0), c0 = dm.y * small_float(m0);
+  q1 = small_float(n1), a1 = dm.x * small_float(sc1), c1 = dm.y * small_float(m1);
 }
 
 #elif defined(TYPE_Q6_K)
@@ -182,8 +182,8 @@ void load_pair_parts(uint row, uint k, uint K, out vec4 q0, out float a0, out fl
   const uvec4 ql = bytes4_even(b + 64 * h + 32 * part + l), qh = bytes4_even(b + 128 + 32 * h + l);
   const float d = half_even(b + 208);
   const uint s = b + 192 + 8 * h + 2 * part + (l < 16 ? 0 : 1);
-  q0 = vec4(ivec4((ql & 15) | (((qh >> (2 * part)) & 3) << 4)) - 32), a0 = d * float(signed_byte_at(s)), c0 = 0.0;
-  q1 = vec4(ivec4((ql >> 4) | (((qh >> (2 * part + 4)) & 3) << 4)) - 32), a1 = d * float(signed_byte_at(s + 4)), c1 = 0.0;
+  q0 = small_float_less((ql & 15) | (((qh >> (2 * part)) & 3) << 4), 32.0), a0 = d * signed_byte_float(byte_at(s)), c0 = 0.0;
+  q1 = small_float_less((ql >> 4) | (((qh >> (2 * part + 4)) & 3) << 4), 32.0), a1 = d * signed_byte_float(byte_at(s + 4)), c1 = 0.0;
 }
 
 #elif defined(TYPE_Q2_K) || defined(TYPE_Q3_K)

@@ -4,6 +4,8 @@
 // lanes' different indices serialised), these are a few register operations.
 uint iq4_word(uint q) { return q < 8u ? (q < 4u ? 0xBFAD9881u : 0xF6EADDCFu) : (q < 12u ? 0x26190D01u : 0x71594535u); }
 int iq4_int(uint q) { return bitfieldExtract(int(iq4_word(q)), int(8u * (q % 4u)), 8); }
-float iq4_value(uint q) { return float(iq4_int(q)); }
 // The value as a signed byte, for the int8 kernels' packed words (no float between).
 uint iq4_byte(uint q) { return (iq4_word(q) >> (8u * (q % 4u))) & 255u; }
+// The value plus 128 (0..255): as a float through common.glsl's small_float_less, with no conversion instruction.
+uint iq4_biased(uint q) { return iq4_byte(q) ^ 0x80u; }
+float iq4_value(uint q) { return small_float_less(iq4_biased(q), 128.0); }

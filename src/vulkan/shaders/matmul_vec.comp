@@ -103,7 +103,7 @@ ivec2 scale_min_int(uvec4 head, uint j) {
   return ivec2(sc, m);
 }
 vec2 scale_min(uvec4 head, uint j) {
-  const vec2 dm = unpackHalf2x16(head[0]), sm = vec2(scale_min_int(head, j));
+  const vec2 dm = unpackHalf2x16(head[0]), sm = small_float(uvec2(scale_min_int(head, j)));
   precise vec2 r = vec2(dm.x * sm.x, dm.y * sm.y);
   return r;
 }
@@ -118,7 +118,7 @@ float run_dot(Piece pc, uint i, uint run, vec4 x[8]) {
 #if defined(TYPE_Q5_K)
       q |= ((pc.qh[w] >> (8 * b + 2 * (i / 2) + run)) & 1u) << 4;
 #endif
-      d = fma(float(q), x[4 * run + w][b], d);
+      d = fma(small_float(q), x[4 * run + w][b], d);
     }
   return d;
 }
@@ -209,7 +209,7 @@ Piece load_piece(uint n, uint g, uint i) {
 }
 uint run_start(uint i, uint run) { return 128 * (i / 4) + 8 * (i % 4) + 32 * run; }
 void decode_scales(inout Piece pc, uint i) {
-  UNROLL for (uint run = 0; run < 4; run++) pc.sc[run] = pc.d * float(int(byte_of(pc.scales, (i % 4) / 2 + 2 * run) << 24) >> 24);
+  UNROLL for (uint run = 0; run < 4; run++) pc.sc[run] = pc.d * signed_byte_float(byte_of(pc.scales, (i % 4) / 2 + 2 * run));
 }
 float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
   precise float a = acc;
@@ -218,7 +218,7 @@ float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
     precise float d = 0.0;
     UNROLL for (uint j = 0; j < 8; j++) {
       const uint q = ((byte_of(ql, j) >> (4 * (run / 2))) & 15u) | (((byte_of(pc.qh, j) >> (2 * run)) & 3u) << 4);
-      d = fma(float(int(q) - 32), x[2 * run + j / 4][j % 4], d);
+      d = fma(small_float_less(q, 32.0), x[2 * run + j / 4][j % 4], d);
     }
     a = fma(pc.sc[run], d, a);
   }
@@ -282,14 +282,15 @@ Piece load_piece(uint n, uint g, uint i) {
 }
 uint run_start(uint i, uint run) { return 128 * (run / 4) + 32 * (run % 4) + 4 * i; }
 // Run r's scale is 8 (r / 4) + 2 (r % 4) + i / 4: its low 4 bits in byte s % 8 at 4 (s / 8), the high 2 in
-// byte 8 + s % 4 at 2 (s / 4).
-int run_scale(Piece pc, uint i, uint run) {
+// byte 8 + s % 4 at 2 (s / 4); the run's multiplier is that 6-bit value less 32.
+uint run_scale6(Piece pc, uint i, uint run) {
   const uint s = 8 * (run / 4) + 2 * (run % 4) + i / 4;
   const uint low = (byte_of(pc.scales, s % 8) >> (4 * (s / 8))) & 15u, high = (byte_of(pc.scales, 8 + s % 4) >> (2 * (s / 4))) & 3u;
-  return int(low | (high << 4)) - 32;
+  return low | (high << 4);
 }
+int run_scale(Piece pc, uint i, uint run) { return int(run_scale6(pc, i, run)) - 32; }
 void decode_scales(inout Piece pc, uint i) {
-  UNROLL for (uint run = 0; run < 8; run++) pc.sc[run / 4][run % 4] = pc.d * float(run_scale(pc, i, run));
+  UNROLL for (uint run = 0; run < 8; run++) pc.sc[run / 4][run % 4] = pc.d * small_float_less(run_scale6(pc, i, run), 32.0);
 }
 float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
   precise float a = acc;
@@ -297,8 +298,8 @@ float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
     const uint qs = run < 4 ? pc.qs0 : pc.qs1;
     precise float d = 0.0;
     UNROLL for (uint b = 0; b < 4; b++) {
-      const int q = int((byte_of(qs, b) >> (2 * (run % 4))) & 3u) - (((byte_of(pc.hm, b) >> run) & 1u) != 0 ? 0 : 4);
-      d = fma(float(q), x[run][b], d);
+      const uint q = ((byte_of(qs, b) >> (2 * (run % 4))) & 3u) | (((byte_of(pc.hm, b) >> run) & 1u) << 2);  // (less 4)
+      d = fma(small_float_less(q, 4.0), x[run][b], d);
     }
     a = fma(pc.sc[run / 4][run % 4], d, a);
   }
@@ -359,7 +360,7 @@ Piece load_piece(uint n, uint g, uint i) {
 uint run_start(uint i, uint run) { return 32 * i + 16 * run; }
 void decode_scales(inout Piece pc, uint i) {
   const uint ls = ((byte_of(pc.head.y, i / 2) >> (4 * (i % 2))) & 15u) | (((pc.head.x >> (16 + 2 * i)) & 3u) << 4);
-  pc.sc = unpackHalf2x16(pc.head.x).x * float(int(ls) - 32);
+  pc.sc = unpackHalf2x16(pc.head.x).x * small_float_less(ls, 32.0);
 }
 float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
   precise float d = 0.0;
@@ -417,7 +418,7 @@ void decode_scales(inout Piece pc, uint i) {}  // (d is the scale)
 float piece_dot(Piece pc, uint i, vec4 x[8], float acc) {
   precise float d = 0.0;
   UNROLL for (uint w = 0; w < 8; w++)
-    UNROLL for (uint b = 0; b < 4; b++) d = fma(float(int(pc.q[w] << (24 - 8 * b)) >> 24), x[w][b], d);
+    UNROLL for (uint b = 0; b < 4; b++) d = fma(signed_byte_float(byte_of(pc.q[w], b)), x[w][b], d);
   precise float a = fma(pc.d, d, acc);
   return a;
 }
