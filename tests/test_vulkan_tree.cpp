@@ -204,10 +204,13 @@ void expect_grown_tree_follows_the_rule(int device, int prompt_len, uint32_t chu
   EXPECT_EQ(m.fwd.device_syncs().submissions - syncs_before, 1u);
   EXPECT_EQ(m.fwd.trees_in_forward() - grown_before, 1u);
   // A level's launches: its plan step, the draft layer's input (the parents' hidden states plus the tokens'
-  // scaled embeddings: one dispatch), the layer, the head's product (its norm folded in), the top guesses.
+  // scaled embeddings: one dispatch), the layer, the head's product (its norm folded in), the top guesses; no
+  // copy of the level's hidden states (the layer updates them in place, in the rows the next levels read).
   if (m.fwd.tree_level_counts().dispatches > 0) {  // (0: the forward was replayed, nothing recorded)
     EXPECT_LE(m.fwd.tree_level_counts().dispatches, m.fwd.layer_counts().dispatches + 4);
     EXPECT_GE(m.fwd.tree_level_counts().dispatches, m.fwd.layer_counts().dispatches + 3);  // (counted at all)
+    // (a barrier after each; the layer writes its residual stream where the next levels gather it: no copy)
+    EXPECT_LE(m.fwd.tree_level_counts().barriers, m.fwd.layer_counts().barriers + 4);
   }
   const int end = toks[3] == res.greedy(1) ? 3 : 1;  // (row 3 is wrong unless the model agrees by chance)
   ASSERT_EQ(res.grown_tree(end == 3 ? 1 : 3), nullptr);

@@ -37,7 +37,11 @@ uint32_t VulkanForward::grow_state_stride() const {
 
 // Which sequences' trees grow inside this forward: those that asked, with the first one's shape, a level of
 // at most kChainRows rows in all, and the cache room for every level's rows; their table and level passes.
+// None where a hidden state's bytes are not a multiple of the device's binding alignment (grown by the decoder).
 bool VulkanForward::plan_grown_trees(std::span<SequenceInput* const> seqs) {
+  // (each level's rows are bound where they lie in grow_x_: a row's bytes a multiple of the binding alignment,
+  // as every model's width of a multiple of 64 gives)
+  if (uint64_t(cfg_.dim) * 4 % ctx_->offset_alignment() != 0) return false;
   std::vector<size_t> fits;
   std::vector<int> logit_first(seqs.size());
   const TreeGrowth* shape = nullptr;
@@ -129,11 +133,12 @@ void VulkanForward::record_grown_trees() {
     plan(s + 1, *in_);
     const uint32_t gather = T + s * 2 * R;  // the level's tokens, then the rows their hidden states come from
     const DeviceMatrix from = s == 0 ? DeviceMatrix{da.x.view(), DType::F32, static_cast<uint32_t>(draft_plan_.rows.size()), dim}
-                                     : DeviceMatrix{grow_x_.view(), DType::F32, s * R, dim};
-    add_token_embeddings(grow_gather_.view(), gather, R, a.x.view(), &from, grow_gather_.view(), gather + R);
-    record_layer(cfg_.n_layers);
-    rec_.copy(a.x.view(0, uint64_t{R} * dim * 4), grow_x_.view(uint64_t{s} * R * dim * 4, uint64_t{R} * dim * 4));
-    record_draft_head(a.x.view(), R, a.head.view());
+                                     : DeviceMatrix{grow_x_.view(0, uint64_t{s} * R * dim * 4), DType::F32, s * R, dim};
+    // (the level's residual stream is its own rows of grow_x_, where the next levels gather their parents)
+    const View x = grow_x_.view(uint64_t{s} * R * dim * 4, uint64_t{R} * dim * 4);
+    add_token_embeddings(grow_gather_.view(), gather, R, x, &from, grow_gather_.view(), gather + R);
+    record_layer(cfg_.n_layers, x);
+    record_draft_head(x, R, a.head.view());
     top_k(a.head.view(), R, W, grow_topk_.view(), (T + s * R) * 2 * W);
     if (s == 0 && !rec_.keying()) tree_level_counts_ = {rec_.dispatches() - dispatches0, rec_.barriers() - barriers0};
   }

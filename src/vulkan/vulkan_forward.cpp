@@ -223,13 +223,13 @@ void VulkanForward::argmax(View x, uint32_t rows, View out, uint32_t out_off) {
 
 // One layer over every row (l == n_layers: the draft layer, global attention): the same steps, in the same
 // order, as Transformer::qkv_rows, attend_units and out_ffn_rows.
-void VulkanForward::record_layer(int l) {
+void VulkanForward::record_layer(int l, View x) {
   const uint64_t dispatches0 = rec_.dispatches(), barriers0 = rec_.barriers();
-  record_layer_body(l);
+  record_layer_body(l, x.buffer ? x : a_->x.view());
   if (l == 0 && !rec_.keying()) layer_counts_ = {rec_.dispatches() - dispatches0, rec_.barriers() - barriers0};
 }
 
-void VulkanForward::record_layer_body(int l) {
+void VulkanForward::record_layer_body(int l, View x) {
   const DeviceLayer& L = l < cfg_.n_layers ? weights_->layers[static_cast<size_t>(l)] : weights_->draft_layer;
   Activations& a = *a_;
   const uint32_t n = u32(rows_->rows.size()), dim = u32(cfg_.dim), qd = u32(cfg_.q_dim()), kvd = u32(cfg_.kv_dim());
@@ -239,17 +239,17 @@ void VulkanForward::record_layer_body(int l) {
   // normalises it by attn_norm itself: no barrier between them)
   if (L.qkv_parts == 3) {
     const SplitOutputs to{a.k.view(), a.v.view(), qd, qd + kvd};
-    matmul(L.wqkv, a.x.view(), n, a.q.view(), false, L.attn_norm, {}, &to);
+    matmul(L.wqkv, x, n, a.q.view(), false, L.attn_norm, {}, &to);
   } else if (L.qkv_parts == 2) {
     const SplitOutputs to{a.k.view(), {}, qd, qd + kvd};
     rec_.skip_barriers(1);
-    matmul(L.wqkv, a.x.view(), n, a.q.view(), false, L.attn_norm, {}, &to);
-    matmul(L.wv, a.x.view(), n, a.v.view(), false, L.attn_norm);
+    matmul(L.wqkv, x, n, a.q.view(), false, L.attn_norm, {}, &to);
+    matmul(L.wv, x, n, a.v.view(), false, L.attn_norm);
   } else {
     rec_.skip_barriers(2);
-    matmul(L.wq, a.x.view(), n, a.q.view(), false, L.attn_norm);
-    matmul(L.wk, a.x.view(), n, a.k.view(), false, L.attn_norm);
-    matmul(L.wv, a.x.view(), n, a.v.view(), false, L.attn_norm);
+    matmul(L.wq, x, n, a.q.view(), false, L.attn_norm);
+    matmul(L.wk, x, n, a.k.view(), false, L.attn_norm);
+    matmul(L.wv, x, n, a.v.view(), false, L.attn_norm);
   }
   auto bias = [&](View y, View b, uint32_t width) {
     if (!b.buffer) return;
@@ -269,9 +269,9 @@ void VulkanForward::record_layer_body(int l) {
   // x += Wo att (gemma: x += norm(Wo att)), then the feed-forward the same way
   if (L.post_attn_norm.buffer) {
     matmul(L.wo, a.att.view(), n, a.xb.view(), false);
-    rmsnorm(a.xb.view(), a.x.view(), L.post_attn_norm, n, dim, true);
+    rmsnorm(a.xb.view(), x, L.post_attn_norm, n, dim, true);
   } else {
-    matmul(L.wo, a.att.view(), n, a.x.view(), true);
+    matmul(L.wo, a.att.view(), n, x, true);
   }
   // gate and up (one product, or two that only read x), each normalising x by ffn_norm itself; the down
   // projection reads act(gate) * up as it loads its inputs, or (where the product's member pairs gate and up
@@ -279,21 +279,21 @@ void VulkanForward::record_layer_body(int l) {
   const uint32_t ffn = u32(cfg_.ffn_dim), act = cfg_.gemma() ? 2u : 1u;
   const bool epilogue = L.w_gate_up && glu_in_epilogue(L.w_gate_up);
   if (epilogue) {
-    matmul(L.w_gate_up, a.x.view(), n, a.hg.view(), false, L.ffn_norm, {}, nullptr, act);
+    matmul(L.w_gate_up, x, n, a.hg.view(), false, L.ffn_norm, {}, nullptr, act);
   } else if (L.w_gate_up) {
     const SplitOutputs to{a.hu.view(), {}, ffn, 2 * ffn};
-    matmul(L.w_gate_up, a.x.view(), n, a.hg.view(), false, L.ffn_norm, {}, &to);
+    matmul(L.w_gate_up, x, n, a.hg.view(), false, L.ffn_norm, {}, &to);
   } else {
     rec_.skip_barriers(1);
-    matmul(L.w_gate, a.x.view(), n, a.hg.view(), false, L.ffn_norm);
-    matmul(L.w_up, a.x.view(), n, a.hu.view(), false, L.ffn_norm);
+    matmul(L.w_gate, x, n, a.hg.view(), false, L.ffn_norm);
+    matmul(L.w_up, x, n, a.hu.view(), false, L.ffn_norm);
   }
   const View up = epilogue ? View{} : a.hu.view();
   if (L.post_ffn_norm.buffer) {
     matmul(L.w_down, a.hg.view(), n, a.xb.view(), false, {}, up);
-    rmsnorm(a.xb.view(), a.x.view(), L.post_ffn_norm, n, dim, true);
+    rmsnorm(a.xb.view(), x, L.post_ffn_norm, n, dim, true);
   } else {
-    matmul(L.w_down, a.hg.view(), n, a.x.view(), true, {}, up);
+    matmul(L.w_down, a.hg.view(), n, x, true, {}, up);
   }
 }
 

@@ -110,8 +110,10 @@ class VulkanForward : public ForwardPass {
   void grow_activations(Activations& a, int64_t rows, bool draft_layer);
   void upload_inputs(uint32_t extra = 0);
   void mark_own_slots(int32_t* list);
-  void record_layer(int l);  // (and its dispatches and barriers into layer_counts_, for layer 0)
-  void record_layer_body(int l);
+  // x: the residual stream's rows, read and updated in place (default: the pass's activations' x). Counts its
+  // dispatches and barriers into layer_counts_ for layer 0.
+  void record_layer(int l, View x = {});
+  void record_layer_body(int l, View x);
   void record_attention(int l, bool local);
   uint32_t plan_attention_chunks(bool local, std::vector<uint32_t>& chunks);
   bool split_attention() const;
