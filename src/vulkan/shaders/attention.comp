@@ -36,8 +36,8 @@ layout(constant_id = 0) const uint PER_THREAD = 4;
 const uint MAX_DIMS = PER_THREAD * WG;
 shared float red[WG];
 shared vec4 score4[WG / 4];  // a chunk's scores, for every thread to take their max
-shared float q[MAX_DIMS];
-shared float prob[WG];
+shared vec4 q4[MAX_DIMS / 4];  // (q and the chunk's probabilities as vec4s: every thread reads the same, four a load)
+shared vec4 prob4[WG / 4];
 shared int slot_of[WG];
 #include "reduce.glsl"
 
@@ -49,7 +49,7 @@ void main() {
   const uint info = p.info_off + r * ROW_INFO;
   const uint first = uint(INFO[info + (p.local != 0 ? 3 : 1)]), end = uint(INFO[info + (p.local != 0 ? 4 : 2)]);
   const uint nv = end - first, qd = p.n_heads * hd;
-  for (uint d = t; d < hd; d += WG) q[d] = query_at(r * qd + h * hd, d, r);
+  for (uint d = t; d < hd; d += WG) q4[d / 4][d % 4] = query_at(r * qd + h * hd, d, r);
   if (h % group == 0) {  // the row's key and value, for later forwards (this one reads them from K and V)
     const uint at = (kvh * p.capacity + uint(INFO[info])) * hd;
     for (uint d = t; d < hd; d += WG) CK[at + d] = KV_T(key_now(r, kvh, d)), CV[at + d] = KV_T(value_now(r, kvh, d));
@@ -69,14 +69,14 @@ void main() {
         float kd[LOADS];
         keys_at(e, head, kvh, d0, kd);
         [[unroll]] for (uint u = 0; u < LOADS; u++)
-          if (d0 + u < hd) dot = fma(q[d0 + u], kd[u], dot);
+          if (d0 + u < hd) dot = fma(q4[d0 / 4 + u / 4][u % 4], kd[u], dot);
       }
       s = dot * p.scale;
       if (p.cap > 0.0) s = p.cap * tanh(s / p.cap);
     }
     // Two barriers a chunk: every thread takes the max of the chunk's scores itself (a max is exact in any
     // order), and keeps its own slots' sum of exponentials. The barriers also keep a chunk's writes from the
-    // previous chunk's readers: score4 is written past B of the chunk before, prob and slot_of past A, and
+    // previous chunk's readers: score4 is written past B of the chunk before, prob4 and slot_of past A, and
     // every thread reads them before the next of those barriers.
     score4[t / 4][t % 4] = s;
     barrier();  // A
@@ -84,7 +84,7 @@ void main() {
     [[unroll]] for (uint i = 1; i < WG / 4; i++) cm = max(cm, score4[i]);
     const float m_new = max(m, max(max(cm.x, cm.y), max(cm.z, cm.w)));
     const float pj = j < nv ? exp(s - m_new) : 0.0;
-    prob[t] = pj, slot_of[t] = e;
+    prob4[t / 4][t % 4] = pj, slot_of[t] = e;
     barrier();  // B
     const float alpha = exp(m - m_new);
     l = l * alpha + pj;
@@ -101,7 +101,7 @@ void main() {
           float vd[LOADS];
           values_at(k0, n, head, kvh, t + i * WG, vd);
           [[unroll]] for (uint u = 0; u < LOADS; u++)
-            if (k0 + u < n) a[i] = fma(prob[k0 + u], vd[u], a[i]);
+            if (k0 + u < n) a[i] = fma(prob4[k0 / 4 + u / 4][u % 4], vd[u], a[i]);
         }
     [[unroll]] for (uint i = 0; i < PER_THREAD; i++)
       if (t + i * WG < hd) acc[i] = acc[i] * alpha + a[i];

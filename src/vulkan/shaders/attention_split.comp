@@ -40,8 +40,10 @@ layout(push_constant) uniform Params {
 layout(constant_id = 0) const uint PER_THREAD = 4;
 layout(constant_id = 1) const uint MAX_GROUP = 8;
 const uint MAX_DIMS = PER_THREAD * WG;
-shared float q[MAX_GROUP * MAX_DIMS];
-shared float prob[MAX_GROUP * WG];
+// (q and the chunk's probabilities as vec4s: every thread reads the same ones, four a load, a quarter of the
+// shared-memory reads of one at a time, which at one per FMA would bound the loops at a quarter of the FMA rate)
+shared vec4 q4[MAX_GROUP * MAX_DIMS / 4];
+shared vec4 prob4[MAX_GROUP * WG / 4];
 shared float red[MAX_GROUP * WG];
 shared vec4 score4[MAX_GROUP * WG / 4];  // a chunk's scores per head, for every thread to take their max
 shared int slot_of[WG];
@@ -72,7 +74,7 @@ void main() {
   }
   if (c0 >= nv) return;  // (past the row's slots: a longer row's chunk)
   for (uint g = 0; g < group; g++)
-    for (uint d = t; d < hd; d += WG) q[g * MAX_DIMS + d] = query_at(r * qd + (kvh * group + g) * hd, d, r);
+    for (uint d = t; d < hd; d += WG) q4[(g * MAX_DIMS + d) / 4][d % 4] = query_at(r * qd + (kvh * group + g) * hd, d, r);
   barrier();
   const uint head = kvh * p.capacity * hd, stop = min(nv, c0 + p.chunk);
   // (loops over the group run MAX_GROUP times with a guard: constant indices keep these arrays in registers)
@@ -96,7 +98,7 @@ void main() {
         [[unroll]] for (uint u = 0; u < LOADS; u++)
           if (d0 + u < hd)
             [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
-              if (g < group) dot[g] = fma(q[g * MAX_DIMS + d0 + u], kd[u], dot[g]);
+              if (g < group) dot[g] = fma(q4[(g * MAX_DIMS + d0) / 4 + u / 4][u % 4], kd[u], dot[g]);
       }
       [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) {
         s[g] = dot[g] * p.scale;
@@ -115,7 +117,7 @@ void main() {
         [[unroll]] for (uint i = 1; i < WG / 4; i++) cm = max(cm, score4[g * WG / 4 + i]);
         m_new[g] = max(m[g], max(max(cm.x, cm.y), max(cm.z, cm.w)));
         pj[g] = j < stop ? exp(s[g] - m_new[g]) : 0.0;
-        prob[g * WG + t] = pj[g];
+        prob4[(g * WG + t) / 4][t % 4] = pj[g];
       }
     slot_of[t] = e;
     barrier();  // B
@@ -141,7 +143,7 @@ void main() {
           [[unroll]] for (uint u = 0; u < LOADS; u++)
             if (k0 + u < n)
               [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
-                if (g < group) a[i][g] = fma(prob[g * WG + k0 + u], vd[u], a[i][g]);
+                if (g < group) a[i][g] = fma(prob4[(g * WG + k0) / 4 + u / 4][u % 4], vd[u], a[i][g]);
         }
     [[unroll]] for (uint i = 0; i < PER_THREAD; i++)
       [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
@@ -168,23 +170,28 @@ void main() {
   barrier();
   if (!folds) return;
   memoryBarrierBuffer();
-  for (uint g = 0; g < group; g++) {
-    const uint h = kvh * group + g, base = (r * p.n_heads + h) * p.max_chunks;
-    float mx = -1.0 / 0.0;
-    for (uint cc = 0; cc < chunks; cc++) mx = max(mx, PART[(base + cc) * (hd + 2)]);
-    float sum = 0.0;
-    for (uint cc = 0; cc < chunks; cc++) {
-      const uint o = (base + cc) * (hd + 2);
-      sum += PART[o + 1] * exp(PART[o] - mx);
-    }
-    for (uint d = t; d < hd; d += WG) {
-      float out_d = 0.0;
-      for (uint cc = 0; cc < chunks; cc++) {
-        const uint o = (base + cc) * (hd + 2);
-        out_d += PART[o + 2 + d] * exp(PART[o] - mx);
-      }
-      OUT[(r * p.n_heads + h) * hd + d] = out_d / sum;
-    }
+  // The group's query heads folded side by side, each in chunk order: a step's loads for every head are
+  // independent, in flight together (a head after another made the fold a chain of group x chunks x 3 memory
+  // waits, as long as the chunks' own work at long contexts). Head g's chunk cc is at part(g, cc).
+  const uint part0 = (r * p.n_heads + kvh * group) * p.max_chunks;
+#define PART_AT(g, cc) ((part0 + (g) * p.max_chunks + (cc)) * (hd + 2))
+  float mx[MAX_GROUP], sum[MAX_GROUP];
+  [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) mx[g] = -1.0 / 0.0, sum[g] = 0.0;
+  for (uint cc = 0; cc < chunks; cc++)
+    [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
+      if (g < group) mx[g] = max(mx[g], PART[PART_AT(g, cc)]);
+  for (uint cc = 0; cc < chunks; cc++)
+    [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
+      if (g < group) sum[g] += PART[PART_AT(g, cc) + 1] * exp(PART[PART_AT(g, cc)] - mx[g]);
+  for (uint d = t; d < hd; d += WG) {
+    float out_d[MAX_GROUP];
+    [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) out_d[g] = 0.0;
+    for (uint cc = 0; cc < chunks; cc++)
+      [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
+        if (g < group) out_d[g] += PART[PART_AT(g, cc) + 2 + d] * exp(PART[PART_AT(g, cc)] - mx[g]);
+    [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
+      if (g < group) OUT[(r * p.n_heads + kvh * group + g) * hd + d] = out_d[g] / sum[g];
   }
+#undef PART_AT
   if (t == 0) DONE[count] = 0;
 }
