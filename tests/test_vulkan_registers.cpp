@@ -104,12 +104,6 @@ std::vector<uint32_t> unrolled(const std::string& shader, const std::vector<uint
   return words;
 }
 
-// -1 when spirv-opt fails, else the unrolled module's dynamic local-array accesses.
-int unrolled_dynamic_accesses(const std::string& shader, const std::vector<uint32_t>& constants, int job) {
-  const std::vector<uint32_t> w = unrolled(shader, constants, job);
-  return w.empty() ? -1 : dynamic_local_array_accesses(w);
-}
-
 bool have_spirv_opt() { return std::system("command -v spirv-opt >/dev/null 2>&1") == 0; }
 
 #define REQUIRE_SPIRV_OPT()                                                                           \
@@ -156,16 +150,25 @@ std::vector<Case> matmul_cases() {
   return cases;
 }
 
-// The cases' dynamic accesses, run on two threads; failures named.
-std::vector<std::string> offenders(const std::vector<Case>& cases) {
+// count(module) of each case's unrolled module (-1 where spirv-opt fails), run on two threads.
+std::vector<int> count_unrolled(const std::vector<Case>& cases, int (*count)(const std::vector<uint32_t>&)) {
   std::vector<int> found(cases.size(), 0);
   std::atomic<size_t> next{0};
   auto work = [&](int job) {
-    for (size_t i; (i = next++) < cases.size();) found[i] = unrolled_dynamic_accesses(cases[i].shader, cases[i].constants, job);
+    for (size_t i; (i = next++) < cases.size();) {
+      const std::vector<uint32_t> w = unrolled(cases[i].shader, cases[i].constants, job);
+      found[i] = w.empty() ? -1 : count(w);
+    }
   };
   std::thread other(work, 1);
   work(0);
   other.join();
+  return found;
+}
+
+// The cases' dynamic accesses; failures named.
+std::vector<std::string> offenders(const std::vector<Case>& cases) {
+  const std::vector<int> found = count_unrolled(cases, dynamic_local_array_accesses);
   std::vector<std::string> bad;
   for (size_t i = 0; i < cases.size(); i++)
     if (found[i] != 0)
@@ -180,7 +183,7 @@ TEST(DynamicLocalArrays, FoundInAModuleThatIndexesAnArrayAtRunTime) {
   REQUIRE_SPIRV_OPT();
   // The check itself: matmul_serial's fixed-count loops are not marked [[unroll]], so its unit of 32 weights is
   // an array indexed by the loop's counter, which spirv-opt leaves rolled. (If this fails, the check finds nothing.)
-  EXPECT_GT(unrolled_dynamic_accesses("matmul_serial_q4_k", {}, 0), 0);
+  EXPECT_GT(dynamic_local_array_accesses(unrolled("matmul_serial_q4_k", {}, 0)), 0);
 }
 
 TEST(DynamicLocalArrays, NoneInAnyMatrixMembersKernel) {
@@ -193,9 +196,6 @@ TEST(DynamicLocalArrays, NoneInAnyMatrixMembersKernel) {
   EXPECT_TRUE(bad.empty()) << bad.size() << " of " << cases.size() << " kernels keep a local array in memory:" << list;
 }
 
-// Every other kernel a GPU runs (attention, drafting's top-k and plans, embeddings, norms, ...), with its
-// default constants, and attention also as models specialize it (a thread's dimensions, the query group).
-// (A software device's `_rolled` twins are left rolled on purpose.)
 // The FMA members' weights become floats without a conversion instruction (common.glsl's small_float: the
 // same values), which NVIDIA issues at an eighth of its FMA rate: a conversion a weight (a vec member's again
 // for each row) capped Q4_K at ~2 TB/s of an H200's 4.4 before any load. Their unrolled modules keep at most
@@ -213,23 +213,16 @@ TEST(IntToFloatConversions, NoneAWeightInTheFmaMembers) {
         cases.push_back({matmul_shader(k, MatrixMath::Fma, t), k.name() + " " + dtype_name(t), matmul_constants(k, MatrixMath::Fma)});
   }
   ASSERT_GT(cases.size(), 50u);
-  std::vector<int> found(cases.size(), 0);
-  std::atomic<size_t> next{0};
-  auto work = [&](int job) {
-    for (size_t i; (i = next++) < cases.size();) {
-      const std::vector<uint32_t> w = unrolled(cases[i].shader, cases[i].constants, job);
-      found[i] = w.empty() ? -1 : int_to_float_conversions(w);
-    }
-  };
-  std::thread other(work, 1);
-  work(0);
-  other.join();
+  const std::vector<int> found = count_unrolled(cases, int_to_float_conversions);
   std::string bad;
   for (size_t i = 0; i < cases.size(); i++)
     if (found[i] < 0 || found[i] > 2) bad += "\n  " + cases[i].label + ": " + (found[i] < 0 ? "spirv-opt failed" : std::to_string(found[i]) + " conversions");
   EXPECT_TRUE(bad.empty()) << bad;
 }
 
+// Every other kernel a GPU runs (attention, drafting's top-k and plans, embeddings, norms, ...), with its
+// default constants, and attention also as models specialize it (a thread's dimensions, the query group).
+// (A software device's `_rolled` twins are left rolled on purpose.)
 TEST(DynamicLocalArrays, NoneInAnyOtherKernel) {
   REQUIRE_SPIRV_OPT();
   std::vector<Case> cases;
