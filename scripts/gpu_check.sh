@@ -259,9 +259,10 @@ for entry in "${shapes[@]}"; do
   [ "$entry" = "${shapes[0]}" ] && run "forward cost $shape $type, recorded every time" sh -c "JF_VULKAN_REPLAY=0 '$bin/forward_cost' \
     -m '$file' --device $device --ms 1,16 --reps $reps --context 64 > '$out/cost_${shape}_${type}_no_replay.txt'"
   # attention at a long context: a workgroup per row and query head over all its slots, or chunks of slots
-  # with a key-value head's query group together (flash-decoding): which one the device is faster with
+  # with a key-value head's query group together (flash-decoding), and 4 rows a workgroup sharing their reads
+  # (split-64-r4: what a draft's 16 rows cost at a long context): which one the device is faster with
   if [ "$entry" = "${shapes[0]}" ]; then
-    for attention in whole split-256 split-1024; do
+    for attention in whole split-256 split-1024 split-64-r4; do
       run "attention $attention, $shape $type, context $long_context" sh -c "JF_VULKAN_ATTENTION=$attention '$bin/forward_cost' \
         -m '$file' --device $device --ms 1,16 --reps $reps --context $long_context > '$out/attention_${attention}_${shape}_${type}.txt'"
     done

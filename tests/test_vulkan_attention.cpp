@@ -1,8 +1,9 @@
 // Attention in fixed chunks of visible slots on the device (JF_VULKAN_ATTENTION=split-C,
 // shaders/attention_split.comp: the last chunk to finish folds), over contexts of several chunks: the same bits
-// whatever the batch (all rows at once, row by row, beside another sequence, a tree), close to the whole-row
-// kernel and the CPU, for f32 and f16 caches and query groups of 1, 2 and 4; and a bad setting refused. (Every
-// architecture with one chunk: test_vulkan_forward.cpp's VulkanArch.)
+// whatever the batch (all rows at once, row by row, beside another sequence, a tree) and whatever the rows a
+// workgroup takes (-r2, -r4: rows sharing their key and value reads), close to the whole-row kernel and the
+// CPU, for f32 and f16 caches and query groups of 1, 2 and 4; and a bad setting refused. (Every architecture
+// with one chunk: test_vulkan_forward.cpp's VulkanArch, also with 4 rows a workgroup.)
 #include <cmath>
 #include <cstdlib>
 
@@ -52,6 +53,27 @@ std::vector<std::vector<float>> last_rows(ForwardPass& f, const std::vector<int3
   return out;
 }
 
+// Every row's logits of an 8-row tree after the first 140 tokens of `toks`: siblings and cousins, so rows a
+// workgroup takes together see different slots at the same place in their lists (their own rows' keys).
+std::vector<std::vector<float>> tree_rows(ForwardPass& f, const std::vector<int32_t>& toks, DType kv) {
+  KvCache c = f.make_cache(256, kv);
+  SequenceInput in;
+  in.set_causal(&c, std::vector<int32_t>(toks.begin(), toks.begin() + 140), SequenceInput::Logits::None);
+  f.forward(in);
+  const int parent[8] = {-1, 0, 0, 1, 2, 3, 4, 1};
+  in.reset_rows(&c, 8);
+  for (int i = 0; i < 8; i++) {
+    in.tokens[i] = toks[static_cast<size_t>(141 + i)];
+    in.positions[i] = parent[i] < 0 ? 140 : in.positions[parent[i]] + 1;
+    for (int j = i; j >= 0; j = parent[j]) in.mask.set(i, j);
+    in.logit_rows.push_back(i);
+  }
+  const ForwardResult l = f.forward(in);
+  std::vector<std::vector<float>> out;
+  for (int r = 0; r < 8; r++) out.push_back(row_of(l, r));
+  return out;
+}
+
 TEST(VulkanAttention, ChunksGiveTheSameBitsInEveryBatchAndCloseToTheWholeRow) {
   JF_VULKAN_DEVICE(device);
   for (const char* preset : {"tiny", "llama3-tiny", "phi3-tiny"}) {  // query groups of 2, 4 and 1
@@ -59,15 +81,26 @@ TEST(VulkanAttention, ChunksGiveTheSameBitsInEveryBatchAndCloseToTheWholeRow) {
     const std::unique_ptr<Model> m = test::make_model(cfg, DType::F32, 17);
     const std::vector<int32_t> toks = test::random_tokens(kTokens, cfg.vocab_size, 3);
     vulkan::VulkanForward whole(device, m->config(), m->weights()), split(device, m->config(), m->weights());
-    split.set_attention_chunk(64);
-    ASSERT_EQ(split.attention_chunk(), 64u);
     for (DType kv : {DType::F32, DType::F16}) {
       const std::string what = std::string(preset) + " kv " + dtype_name(kv);
+      split.set_attention_chunk(64);
+      ASSERT_EQ(split.attention_chunk(), 64u);
       const auto ref = last_rows(split, toks, kv, 0);
-      for (int how : {1, 2}) {
-        const auto got = last_rows(split, toks, kv, how);
-        for (size_t r = 0; r < ref.size(); r++) expect_bits(got[r], ref[r], what + " way " + std::to_string(how) + " row " + std::to_string(140 + r));
+      std::vector<std::vector<float>> tree;  // (with one row a workgroup)
+      for (uint32_t rows : {1u, 2u, 4u}) {
+        split.set_attention({64, rows});
+        ASSERT_EQ(split.attention(), (vulkan::AttentionChoice{64, rows})) << what;
+        for (int how : {0, 1, 2}) {
+          if (rows == 1 && how == 0) continue;  // (the reference)
+          const auto got = last_rows(split, toks, kv, how);
+          for (size_t r = 0; r < ref.size(); r++)
+            expect_bits(got[r], ref[r], what + " rows " + std::to_string(rows) + " way " + std::to_string(how) + " row " + std::to_string(140 + r));
+        }
+        if (rows == 1) tree = tree_rows(split, toks, kv);
+        const auto got = tree_rows(split, toks, kv);
+        for (size_t r = 0; r < tree.size(); r++) expect_bits(got[r], tree[r], what + " rows " + std::to_string(rows) + " tree row " + std::to_string(r));
       }
+      split.set_attention_chunk(64);
       const auto want = last_rows(whole, toks, kv, 0);
       for (size_t r = 0; r < ref.size(); r++) EXPECT_LE(relative_error(want[r], ref[r]), 1e-4f) << what << " row " << 140 + r;
     }
@@ -79,27 +112,29 @@ TEST(VulkanAttention, ChunksGiveTheSameBitsInEveryBatchAndCloseToTheWholeRow) {
 // reads (JF_VULKAN_ATTENTION overrides it); a bad value in the file names the file.
 TEST(VulkanAttention, TuningChoosesAndEveryForwardRunsTheChoice) {
   using vulkan::AttentionTimes;
-  EXPECT_EQ(vulkan::choose_attention({AttentionTimes{0, 1.00, 5.0}, AttentionTimes{256, 1.01, 2.0}, AttentionTimes{1024, 0.99, 4.0}}), 1u);
-  EXPECT_EQ(vulkan::choose_attention({AttentionTimes{0, 1.00, 5.0}, AttentionTimes{256, 1.10, 2.0}}), 0u);
+  using vulkan::AttentionChoice;
+  EXPECT_EQ(vulkan::choose_attention({AttentionTimes{{0, 1}, 1.00, 5.0}, AttentionTimes{{256, 1}, 1.01, 2.0}, AttentionTimes{{1024, 1}, 0.99, 4.0}}), 1u);
+  EXPECT_EQ(vulkan::choose_attention({AttentionTimes{{0, 1}, 1.00, 5.0}, AttentionTimes{{256, 4}, 1.10, 2.0}}), 0u);
   JF_VULKAN_DEVICE(device);
   const std::unique_ptr<Model> m = test::make_model(preset_config("tiny"), DType::F32, 2);
   vulkan::VulkanForward fwd(device, m->config(), m->weights());
   fwd.set_attention_chunk(64);
   const vulkan::AttentionSweep s = vulkan::sweep_attention(fwd, 150, 1);
   EXPECT_EQ(s.context, 150);
-  ASSERT_EQ(s.options.size(), 4u);  // whole, 64, 256, 1024
-  for (const AttentionTimes& t : s.options) EXPECT_GT(t.one_row, 0.0) << vulkan::attention_name(t.chunk);
+  ASSERT_EQ(s.options.size(), 8u);  // whole, 64, 256, 1024, and 64 and 256 with 2 and 4 rows a workgroup
+  EXPECT_EQ(s.options.back().kernel, (AttentionChoice{256, 4}));
+  for (const AttentionTimes& t : s.options) EXPECT_GT(t.one_row, 0.0) << vulkan::attention_name(t.kernel);
   EXPECT_EQ(s.chosen, vulkan::choose_attention(s.options));
   EXPECT_EQ(fwd.attention_chunk(), 64u);  // (left as it was)
   EXPECT_NE(vulkan::attention_table(s).find("chosen"), std::string::npos);
 
   vulkan::KernelChoices c;
-  c.device = fwd.device().name, c.driver = fwd.device().driver, c.attention_chunk = 256;
+  c.device = fwd.device().name, c.driver = fwd.device().driver, c.attention = AttentionChoice{256, 2};
   const std::string path = ::testing::TempDir() + "jf_attention_choices.json";
   c.write(path);
-  EXPECT_EQ(vulkan::KernelChoices::read(path, fwd.device()).attention_chunk, std::optional<uint32_t>(256));
+  EXPECT_EQ(vulkan::KernelChoices::read(path, fwd.device()).attention, std::optional<AttentionChoice>(AttentionChoice{256, 2}));
   setenv("JF_VULKAN_KERNELS", path.c_str(), 1);
-  EXPECT_EQ(vulkan::VulkanForward(device, m->config(), m->weights()).attention_chunk(), 256u);
+  EXPECT_EQ(vulkan::VulkanForward(device, m->config(), m->weights()).attention(), (AttentionChoice{256, 2}));
   setenv("JF_VULKAN_ATTENTION", "whole", 1);
   EXPECT_EQ(vulkan::VulkanForward(device, m->config(), m->weights()).attention_chunk(), 0u);
   unsetenv("JF_VULKAN_ATTENTION");
@@ -116,12 +151,14 @@ TEST(VulkanAttention, TuningChoosesAndEveryForwardRunsTheChoice) {
 TEST(VulkanAttention, BadSettingsAreRefused) {
   JF_VULKAN_DEVICE(device);
   const std::unique_ptr<Model> m = test::make_model(preset_config("tiny"), DType::F32, 1);
-  for (const char* bad : {"split-100", "split-", "split-0", "halves", "split-64x"}) {
+  for (const char* bad : {"split-100", "split-", "split-0", "halves", "split-64x", "split-64-r3", "split-64-r", "split-64-r4x", "split-64-4"}) {
     setenv("JF_VULKAN_ATTENTION", bad, 1);
     EXPECT_THROW(vulkan::VulkanForward(device, m->config(), m->weights()), Error) << bad;
   }
   setenv("JF_VULKAN_ATTENTION", "split-128", 1);
   EXPECT_EQ(vulkan::VulkanForward(device, m->config(), m->weights()).attention_chunk(), 128u);
+  setenv("JF_VULKAN_ATTENTION", "split-128-r4", 1);
+  EXPECT_EQ(vulkan::VulkanForward(device, m->config(), m->weights()).attention(), (vulkan::AttentionChoice{128, 4}));
   unsetenv("JF_VULKAN_ATTENTION");
 }
 

@@ -97,18 +97,18 @@ TEST_P(VulkanArch, BatchInvariantAndCloseToTheCpu) {
   struct Variant {
     std::optional<vulkan::MatmulKernel> kernel;
     vulkan::MatrixMath math;
-    uint32_t attention_chunk = 0;  // attention in chunks of slots (split-C), 0: whole
+    vulkan::AttentionChoice attention;  // whole rows, or chunks of slots (split-C) with rows a workgroup (-rR)
   };
-  std::vector<Variant> variants{{{}, vulkan::MatrixMath::Fma}, {{}, vulkan::MatrixMath::Fma, 64}};
+  std::vector<Variant> variants{{{}, vulkan::MatrixMath::Fma}, {{}, vulkan::MatrixMath::Fma, {64, 1}}, {{}, vulkan::MatrixMath::Fma, {64, 4}}};
   for (const vulkan::MatmulKernel& k : test::some_split_kernels(device)) variants.push_back({k, vulkan::MatrixMath::Fma});
   for (vulkan::MatrixMath math : test::matrix_maths(device))
     if (math != vulkan::MatrixMath::Fma) variants.push_back({{}, math});
   for (const Variant& v : variants) {
     const bool fp16 = v.math != vulkan::MatrixMath::Fma;
     const std::string what = GetParam() + (fp16 ? std::string(" ") + vulkan::matrix_math_name(v.math) : v.kernel ? std::string(" ") + v.kernel->name() : "") +
-                             (v.attention_chunk ? " attention split-" + std::to_string(v.attention_chunk) : "");
+                             (v.attention.chunk ? " attention " + vulkan::attention_name(v.attention) : "");
     vulkan::VulkanForward fwd(device, m->config(), m->weights(), v.kernel, v.math);
-    fwd.set_attention_chunk(v.attention_chunk);
+    fwd.set_attention(v.attention);
     for (DType kv : {DType::F32, DType::F16}) expect_batch_invariant(fwd, toks, kv, what + " kv " + dtype_name(kv));
     // CPU and device sum in different orders: logits agree to 1e-4 of the largest logit's magnitude; the
     // tiles' fp16 weights and inputs (11 significant bits; ~1e-3 measured) to 5e-3.

@@ -62,8 +62,8 @@ int first_gpu(std::string* why) {
 
 // What `jf devices` says an untuned device's attention is.
 std::string untuned_attention(bool software) {
-  const uint32_t chunk = vulkan::default_attention_chunk(software);
-  return (chunk ? vulkan::attention_name(chunk) : std::string("whole rows")) + " (untuned)";
+  const vulkan::AttentionChoice a = vulkan::default_attention(software);
+  return (a.chunk ? vulkan::attention_name(a) : std::string("whole rows")) + " (untuned)";
 }
 
 // Whether jf uses a device's matrix units: they must give a row the same bits at every tile position.
@@ -132,7 +132,7 @@ std::string describe_devices() {
                                                                             " matrix shapes (" + vulkan::KernelChoices::cache_path(d) + ")")
             << "\n";
         if (d.missing.empty())
-          o << "           attention: " << (c.attention_chunk ? vulkan::attention_name(*c.attention_chunk) + " (chosen by jf tune --kernels)"
+          o << "           attention: " << (c.attention ? vulkan::attention_name(*c.attention) + " (chosen by jf tune --kernels)"
                                                               : untuned_attention(d.software))
             << "\n";
       } catch (const Error& e) {
@@ -251,7 +251,7 @@ std::string tune_gpu_kernels(Model& model, const std::string& device, const Kern
     const std::string path = vulkan::KernelChoices::cache_path(fwd.device());
     vulkan::KernelChoices c = vulkan::KernelChoices::load(fwd.device());
     vulkan::record_choices(r, c);
-    if (attention) c.attention_chunk = attention->options[attention->chosen].chunk;
+    if (attention) c.attention = attention->options[attention->chosen].kernel;
     c.write(path);
     out += "kept for every forward on this device and driver: " + path + "\n";
   }

@@ -30,15 +30,21 @@ double time_forward(VulkanForward& fwd, KvCache& cache, int context, int m, int 
 }
 }  // namespace
 
-std::string attention_name(uint32_t chunk) { return chunk == 0 ? "whole" : "split-" + std::to_string(chunk); }
+std::string attention_name(AttentionChoice a) {
+  if (a.chunk == 0) return "whole";
+  return "split-" + std::to_string(a.chunk) + (a.rows > 1 ? "-r" + std::to_string(a.rows) : "");
+}
 
-uint32_t parse_attention_name(const std::string& s) {
-  if (s == "whole") return 0;
+AttentionChoice parse_attention_name(const std::string& s) {
+  if (s == "whole") return {};
   char* end = nullptr;
   const unsigned long c = s.rfind("split-", 0) == 0 ? std::strtoul(s.c_str() + 6, &end, 10) : 0;
-  if (!end || *end || c < 64 || c > 65536 || c % 64)
-    throw Error("attention must be 'whole' or 'split-C' with C a multiple of 64 up to 65536 (slots a chunk), got '" + s + "'");
-  return static_cast<uint32_t>(c);
+  unsigned long rows = 1;
+  if (end && end[0] == '-' && end[1] == 'r' && end[2] >= '0' && end[2] <= '9') rows = std::strtoul(end + 2, &end, 10);
+  if (!end || *end || c < 64 || c > 65536 || c % 64 || (rows != 1 && rows != 2 && rows != 4))
+    throw Error("attention must be 'whole' or 'split-C[-rR]' with C a multiple of 64 up to 65536 (slots a chunk) and R 1, 2 or 4 (rows a "
+                "workgroup), got '" + s + "'");
+  return {static_cast<uint32_t>(c), static_cast<uint32_t>(rows)};
 }
 
 size_t choose_attention(const std::vector<AttentionTimes>& options) {
@@ -68,17 +74,18 @@ AttentionSweep sweep_attention(VulkanForward& fwd, int context, int reps) {
     fwd.forward(in);
     done += n;
   }
-  const uint32_t before = fwd.attention_chunk();
-  for (uint32_t chunk : {0u, 64u, 256u, 1024u}) {
-    fwd.set_attention_chunk(chunk);
-    if (chunk != 0 && fwd.attention_chunk() == 0) continue;  // (this model's query groups: whole rows only)
+  const AttentionChoice before = fwd.attention();
+  const AttentionChoice kernels[] = {{0, 1}, {64, 1}, {256, 1}, {1024, 1}, {64, 2}, {256, 2}, {64, 4}, {256, 4}};
+  for (const AttentionChoice& k : kernels) {
+    fwd.set_attention(k);
+    if (!(fwd.attention() == k)) continue;  // (this model's query groups: whole rows only, or fewer rows a workgroup)
     AttentionTimes t;
-    t.chunk = chunk;
+    t.kernel = k;
     t.one_row = time_forward(fwd, cache, s.context, 1, reps, rng);
     t.rows = time_forward(fwd, cache, s.context, kDraftRows, reps, rng);
     s.options.push_back(t);
   }
-  fwd.set_attention_chunk(before);
+  fwd.set_attention(before);
   s.chosen = choose_attention(s.options);
   return s;
 }
@@ -89,7 +96,7 @@ std::string attention_table(const AttentionSweep& s) {
   char line[160];
   for (size_t i = 0; i < s.options.size(); i++) {
     const AttentionTimes& t = s.options[i];
-    std::snprintf(line, sizeof line, "| %s | %.3f | %.3f | %s |\n", attention_name(t.chunk).c_str(), t.one_row * 1e3, t.rows * 1e3,
+    std::snprintf(line, sizeof line, "| %s | %.3f | %.3f | %s |\n", attention_name(t.kernel).c_str(), t.one_row * 1e3, t.rows * 1e3,
                   i == s.chosen ? "chosen" : "");
     out += line;
   }

@@ -232,7 +232,7 @@ KernelChoices KernelChoices::read(const std::string& path, const DeviceInfo& d) 
         }
       c.by_shape[s] = ch;
     }
-    if (j.contains("attention")) c.attention_chunk = parse_attention_name(j.at("attention").get<std::string>());
+    if (j.contains("attention")) c.attention = parse_attention_name(j.at("attention").get<std::string>());
   } catch (const std::exception& e) {
     throw Error("the kernel choices " + path + " are malformed (" + e.what() + "); delete the file or run jf tune --kernels again");
   }
@@ -254,7 +254,7 @@ void KernelChoices::write(const std::string& path) const {
     }
     j["matrices"].push_back(e);
   }
-  if (attention_chunk) j["attention"] = attention_name(*attention_chunk);
+  if (attention) j["attention"] = attention_name(*attention);
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   const std::string text = j.dump(1) + "\n";
   write_file_atomic(path, text.data(), text.size());

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/dtype.h"
+#include "vulkan/attention_sweep.h"
 #include "vulkan/context.h"
 
 namespace jf::vulkan {
@@ -120,7 +121,7 @@ struct KernelChoices {
   };
   std::string device, driver;
   std::map<MatmulShape, Choice> by_shape;
-  std::optional<uint32_t> attention_chunk;  // attention_sweep.h's choice (0: whole rows), if timed
+  std::optional<AttentionChoice> attention;  // attention_sweep.h's choice, if timed
 
   // $XDG_CACHE_HOME/jf/vulkan-kernels/<device and driver>.json (base/cache_dir.h).
   static std::string cache_path(const DeviceInfo& d);

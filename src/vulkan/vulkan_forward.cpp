@@ -78,9 +78,9 @@ VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const Mod
   if (cfg.head_dim > 256) throw Error("Vulkan: head_dim " + std::to_string(cfg.head_dim) + " is above the backend's 256");
   choose_kernels();
   // Attention: JF_VULKAN_ATTENTION, else what jf tune --kernels chose for this device, else the default.
-  if (attention && *attention) attention_chunk_ = parse_attention_name(attention);
-  else if (choices_.attention_chunk) attention_chunk_ = *choices_.attention_chunk;
-  else attention_chunk_ = default_attention_chunk(ctx_->info().software);
+  if (attention && *attention) attention_ = parse_attention_name(attention);
+  else if (choices_.attention) attention_ = *choices_.attention;
+  else attention_ = default_attention(ctx_->info().software);
   weights_ = std::make_unique<DeviceWeights>(*ctx_, cfg, w);
   matrix_kernels_.resize(weights_->matrix_count());
   if (ctx_->timestamps()) {
@@ -309,6 +309,7 @@ void VulkanForward::record_attention(int l, bool local) {
   for (size_t s = 0; s < n_seqs; s++) live += rows_->seq_first[s + 1] > rows_->seq_first[s] ? 1 : 0;
   if (live > 1) rec_.skip_barriers(static_cast<int>(live) - 1);
   const bool split = split_attention(), local_rope = cfg_.rope_theta_local > 0.0f && local;
+  const uint32_t group_rows = attention().rows;
   std::vector<uint32_t> chunks;
   const uint32_t most = split ? plan_attention_chunks(local, chunks) : 0;
   for (size_t s = 0; s < n_seqs; s++) {
@@ -318,15 +319,15 @@ void VulkanForward::record_attention(int l, bool local) {
     struct {  // (the whole-row kernel declares all but the last two)
       uint32_t row0, n_heads, n_kv_heads, head_dim, capacity, info_off, slots_off, local;
       float scale, cap;
-      uint32_t half_dim, neox, cos_off, sin_off, chunk, max_chunks;
+      uint32_t half_dim, neox, cos_off, sin_off, chunk, max_chunks, rows;
     } pa{r0, u32(cfg_.n_heads), u32(cfg_.n_kv_heads), u32(cfg_.head_dim), u32(kv.capacity()), in_->info, in_->slots, local ? 1u : 0u,
          cfg_.attention_scale(), cfg_.attn_softcap, u32(cfg_.rope_dim / 2), cfg_.rope_style == RopeStyle::Neox ? 1u : 0u,
-         local_rope ? in_->lcos : in_->cos, local_rope ? in_->lsin : in_->sin, attention_chunk_, most};
+         local_rope ? in_->lcos : in_->cos, local_rope ? in_->lsin : in_->sin, attention_.chunk, most, rows};
     if (split)
       rec_.dispatch(attention_kernel(kv.f16(), true),
                     {a.q.view(), kv.keys(l), kv.values(l), arena(), arena(), attention_part_.view(), a.k.view(), a.v.view(), a.att.view(),
                      attention_done_.view()},
-                    pa, rows, u32(cfg_.n_kv_heads), chunks[s]);
+                    pa, (rows + group_rows - 1) / group_rows, u32(cfg_.n_kv_heads), chunks[s]);
     else
       rec_.dispatch(attention_kernel(kv.f16(), false),
                     {a.q.view(), kv.keys(l), kv.values(l), arena(), arena(), a.att.view(), a.k.view(), a.v.view()}, pa, rows,
@@ -344,7 +345,7 @@ uint32_t VulkanForward::plan_attention_chunks(bool local, std::vector<uint32_t>&
     for (int32_t r = rows_->seq_first[s]; r < rows_->seq_first[s + 1]; r++) {
       const PlannedRow& row = rows_->rows[static_cast<size_t>(r)];
       const uint32_t nv = u32(local ? row.local_end - row.local_begin : row.slots_end - row.slots_begin);
-      chunks[s] = std::max(chunks[s], (nv + attention_chunk_ - 1) / attention_chunk_);
+      chunks[s] = std::max(chunks[s], (nv + attention_.chunk - 1) / attention_.chunk);
     }
     most = std::max(most, chunks[s]);
   }
@@ -356,22 +357,39 @@ uint32_t VulkanForward::plan_attention_chunks(bool local, std::vector<uint32_t>&
 }
 
 // Attention's kernel, specialized for the model: a thread's output dimensions (PER_THREAD, ceil(head_dim / 64))
-// and, in chunks, the query group (MAX_GROUP), so its arrays are as long as the model needs. Kept, since every
-// layer's recording asks (a lookup by name and constants builds a key).
+// and, in chunks, the query group (MAX_GROUP) and the rows a workgroup (ROWS), so its arrays are as long as
+// the model needs. Kept, since every layer's recording asks (a lookup by name and constants builds a key).
 const Kernel& VulkanForward::attention_kernel(bool f16, bool split) {
-  const Kernel*& k = attention_kernels_[f16][split];
+  const uint32_t rows = attention().rows;
+  const Kernel*& k = attention_kernels_[f16][split ? 1 + (rows == 4 ? 2 : rows - 1) : 0];
   if (!k) {
     const uint32_t dims = u32((cfg_.head_dim + 63) / 64), group = u32(cfg_.n_heads / cfg_.n_kv_heads);
-    k = split ? &kernels_->get(f16 ? "attention_split_f16" : "attention_split_f32", 10, {dims, group})
+    k = split ? &kernels_->get(f16 ? "attention_split_f16" : "attention_split_f32", 10, {dims, group, rows})
               : &kernels_->get(f16 ? "attention_f16" : "attention_f32", 8, {dims});
   }
   return *k;
 }
 
-// Whether attention runs in chunks: set (set_attention_chunk, JF_VULKAN_ATTENTION=split-C) and the model's
-// query groups fit the kernel (at most 8 query heads a key-value head).
+// Whether attention runs in chunks: set (set_attention, JF_VULKAN_ATTENTION=split-C) and the model's query
+// groups fit the kernel (at most 8 query heads a key-value head).
 bool VulkanForward::split_attention() const {
-  return attention_chunk_ > 0 && cfg_.n_heads / cfg_.n_kv_heads <= 8;
+  return attention_.chunk > 0 && cfg_.n_heads / cfg_.n_kv_heads <= 8;
+}
+
+// Whether chunked attention can take `rows` rows a workgroup: their heads' scores, sums and outputs in
+// registers (at most 16 heads: the rows times the query group) and their shared arrays in the device's
+// shared memory (attention_split.comp: q, probabilities, scores and sums a head, slots a row).
+bool VulkanForward::attention_rows_fit(uint32_t rows) const {
+  const uint32_t group = u32(cfg_.n_heads / cfg_.n_kv_heads), heads = rows * group, wg = 64;
+  const uint32_t dims = u32((cfg_.head_dim + 63) / 64) * wg, bytes = 4 * (heads * dims + 3 * heads * wg + rows * wg) + 4;
+  return rows == 1 || (heads <= 16 && bytes <= ctx_->info().shared_memory);
+}
+
+AttentionChoice VulkanForward::attention() const {
+  if (!split_attention()) return {};
+  uint32_t rows = attention_.rows;
+  while (rows > 1 && !attention_rows_fit(rows)) rows /= 2;
+  return {attention_.chunk, rows};
 }
 
 // The requested rows' logits: the output head into device memory, each row's greedy token there

@@ -12,6 +12,7 @@
 #include "model/draft_tree_plan.h"
 #include "model/row_plan.h"
 #include "model/transformer.h"
+#include "vulkan/attention_sweep.h"
 #include "vulkan/device_weights.h"
 #include "vulkan/kernels.h"
 #include "vulkan/matmul_grid.h"
@@ -63,10 +64,14 @@ class VulkanForward : public ForwardPass {
   // Whether forwards of a shape seen before submit its kept command buffer (replay_cache.h) instead of
   // recording again; on by default (JF_VULKAN_REPLAY=0 turns it off, to compare).
   void set_replay(bool on) { replay_on_ = on; }
-  // Attention in chunks of `slots` visible slots (shaders/attention_split.comp; a multiple of 64), or 0: a
-  // workgroup per row and query head over all its slots (the default; JF_VULKAN_ATTENTION=whole|split-C).
-  void set_attention_chunk(uint32_t slots) { attention_chunk_ = slots; }
-  uint32_t attention_chunk() const { return split_attention() ? attention_chunk_ : 0; }
+  // Attention in chunks of visible slots (shaders/attention_split.comp; a multiple of 64) with 1, 2 or 4 rows
+  // a workgroup, or whole rows: a workgroup per row and query head over all its slots (chunk 0;
+  // JF_VULKAN_ATTENTION=whole|split-C[-rR]). attention() says what runs: whole rows where the model's query
+  // groups are above 8, and fewer rows a workgroup where they would not fit (attention_rows_fit).
+  void set_attention(AttentionChoice a) { attention_ = a; }
+  AttentionChoice attention() const;
+  void set_attention_chunk(uint32_t slots) { attention_ = {slots, 1}; }
+  uint32_t attention_chunk() const { return attention().chunk; }
   uint64_t replayed_forwards() const { return replay_.replays(); }
   uint64_t replayed_chains() const { return chain_replay_.replays(); }  // draft chains, likewise
   // Rows the draft layer ran on, over every forward (the rows of the sequences that draft from it).
@@ -117,6 +122,7 @@ class VulkanForward : public ForwardPass {
   void record_attention(int l, bool local);
   uint32_t plan_attention_chunks(bool local, std::vector<uint32_t>& chunks);
   bool split_attention() const;
+  bool attention_rows_fit(uint32_t rows) const;
   const Kernel& attention_kernel(bool f16, bool split);
   void record_output();
   void record_head(const DeviceMatrix& head, View in, uint32_t rows, const Buffer& dev, const Buffer& host, const Buffer& picks,
@@ -193,11 +199,11 @@ class VulkanForward : public ForwardPass {
   Buffer chain_source_;
   std::vector<int32_t> chain_of_logit_, chain_tokens_, chain_end_;
   int chain_rows_ = 0, chain_steps_ = 0;
-  uint32_t attention_chunk_ = 0;
+  AttentionChoice attention_;
   Buffer attention_part_;  // split attention's per-chunk results
   Buffer attention_done_;  // split attention's chunks finished a (row, key-value head): zero between dispatches
   bool zero_attention_done_ = false;  // made since the last submission: zeroed first in the next
-  const Kernel* attention_kernels_[2][2] = {};  // [f16][split], specialized for the model (attention_kernel)
+  const Kernel* attention_kernels_[2][4] = {};  // [f16][whole, split 1, 2, 4 rows], specialized for the model (attention_kernel)
   // An open draft tree (draft_tree.cpp): its nodes' rows, its source row's place in the draft layer's pass, the
   // nodes' layer outputs (tree_x_, row 0 the source's); a level's pass.
   DraftTreePlan tree_;
