@@ -96,6 +96,11 @@ TEST(VulkanTree, ANodesGuessesDoNotDependOnItsSiblingsOrItsPass) {
   ASSERT_EQ(res.expand_tree(0, level, K, together.data()), kSiblings);
   const DraftNode child{67, 5};  // under a sibling of the second pass
   ASSERT_EQ(res.expand_tree(0, std::span<const DraftNode>(&child, 1), K, child_together.data()), 1);
+  // A pass past the first is its input, the layer (on the nodes' own rows of the tree's hidden states: no
+  // copy, and no barrier for one), the head and the top guesses.
+  ASSERT_GT(m.fwd.tree_level_counts().dispatches, 0u);
+  EXPECT_EQ(m.fwd.tree_level_counts().dispatches, m.fwd.layer_counts().dispatches + 3);
+  EXPECT_LE(m.fwd.tree_level_counts().barriers, m.fwd.layer_counts().barriers + 3);
   res.end_tree();
   for (int t : {0, 13, 67}) {
     KvCache c = m.fwd.make_cache(128);

@@ -69,17 +69,24 @@ void VulkanForward::expand_tree_rows(std::span<const DraftNode> nodes, int k, Dr
   DeviceKvStore* store = const_cast<DeviceKvStore*>(&dynamic_cast<const DeviceKvStore&>(*p.rows[0].cache->device_store()));
   submit(chain_replay_, false, std::span<DeviceKvStore* const>(&store, 1), [&] {
     stage_inputs(*in_);
+    const uint64_t dispatches0 = rec_.dispatches(), barriers0 = rec_.barriers();
     if (first == 0) rec_.copy(draft_act_->x.view(static_cast<size_t>(tree_layer_row_) * dim * 4, dim * 4), tree_x_.view(0, dim * 4));
-    const DeviceMatrix outputs{tree_x_.view(), DType::F32, static_cast<uint32_t>(first + 1), dim};
-    add_token_embeddings(arena(), 0, m, a.x.view(), &outputs, a.tokens.view(), 0);  // (the nodes' tokens lead the arena)
-    record_layer(cfg_.n_layers);
-    rec_.copy(a.x.view(0, uint64_t{m} * dim * 4), tree_x_.view(uint64_t(first + 1) * dim * 4, uint64_t{m} * dim * 4));
-    record_draft_head(a.x.view(), m, a.head.view());
+    const uint64_t row_bytes = uint64_t{dim} * 4;
+    const DeviceMatrix outputs{tree_x_.view(0, uint64_t(first + 1) * row_bytes), DType::F32, static_cast<uint32_t>(first + 1), dim};
+    // The pass's residual stream is its nodes' own rows of tree_x_, where later passes gather their parents (no
+    // copy), where a row's bytes are a multiple of the binding alignment; else a.x, copied there after.
+    const bool in_place = row_bytes % ctx_->offset_alignment() == 0;
+    const View x = in_place ? tree_x_.view(uint64_t(first + 1) * row_bytes, uint64_t{m} * row_bytes) : a.x.view();
+    add_token_embeddings(arena(), 0, m, x, &outputs, a.tokens.view(), 0);  // (the nodes' tokens lead the arena)
+    record_layer(cfg_.n_layers, x);
+    if (!in_place) rec_.copy(a.x.view(0, uint64_t{m} * row_bytes), tree_x_.view(uint64_t(first + 1) * row_bytes, uint64_t{m} * row_bytes));
+    record_draft_head(x, m, a.head.view());
     if (on_device) {
       top_k(a.head.view(), m, static_cast<uint32_t>(k), a.logits.view(), 0);
     } else {
       rec_.copy(a.head.view(0, uint64_t{m} * static_cast<uint64_t>(V) * 4), a.logits.view(0, uint64_t{m} * static_cast<uint64_t>(V) * 4));
     }
+    if (first > 0 && !rec_.keying()) tree_level_counts_ = {rec_.dispatches() - dispatches0, rec_.barriers() - barriers0};
   });
   extra_fetches_++;
   bytes_to_host_ += uint64_t{m} * (on_device ? 2 * static_cast<uint64_t>(k) : static_cast<uint64_t>(V)) * 4;

@@ -88,7 +88,8 @@ class VulkanForward : public ForwardPass {
   };
   LayerCounts layer_counts() const { return layer_counts_; }
   // The same for the first level of the last draft tree grown in a forward (SequenceInput::grow_tree): its plan
-  // step, the draft layer's input, the layer, the draft head and its top guesses.
+  // step, the draft layer's input, the layer, the draft head and its top guesses; or for the last pass past a
+  // tree's first that expand_tree recorded (the same but the plan step).
   LayerCounts tree_level_counts() const { return tree_level_counts_; }
   // Gate/up products recorded with the GLU in their epilogue (matmul_io.glsl's store_glu), since construction.
   uint64_t glu_epilogues() const { return glu_epilogues_; }
