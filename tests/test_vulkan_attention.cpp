@@ -107,6 +107,56 @@ TEST(VulkanAttention, ChunksGiveTheSameBitsInEveryBatchAndCloseToTheWholeRow) {
   }
 }
 
+// The last 4 of `toks`' rows after the rest (in the cache), all at once, or one at a time.
+std::vector<std::vector<float>> after_long_context(ForwardPass& f, KvCache& c, const std::vector<int32_t>& toks, bool together) {
+  const int n = static_cast<int>(toks.size()) - 4;
+  c.truncate(n);
+  SequenceInput in;
+  std::vector<std::vector<float>> out;
+  if (together) {
+    in.set_causal(&c, std::vector<int32_t>(toks.begin() + n, toks.end()), SequenceInput::Logits::All);
+    const ForwardResult l = f.forward(in);
+    for (int r = 0; r < 4; r++) out.push_back(row_of(l, r));
+  } else {
+    for (int r = n; r < n + 4; r++) {
+      in.set_causal(&c, std::vector<int32_t>{toks[static_cast<size_t>(r)]}, SequenceInput::Logits::Last);
+      out.push_back(row_of(f.forward(in), 0));
+    }
+  }
+  return out;
+}
+
+// A context of more chunks than a workgroup has threads (65 chunks of 64): the fold takes them a block of 64
+// at a time; the same bits whatever the batch and the rows a workgroup, close to the whole-row kernel on the
+// same cache.
+TEST(VulkanAttention, AFoldOfMoreChunksThanThreads) {
+  JF_VULKAN_DEVICE(device);
+  ModelConfig cfg = preset_config("tiny");
+  cfg.context_length = 4160, cfg.n_layers = 1;  // (a layer: the prompt's attention is most of the test's time)
+  const std::unique_ptr<Model> m = test::make_model(cfg, DType::F32, 23);
+  const std::vector<int32_t> toks = test::random_tokens(4104, cfg.vocab_size, 4);
+  vulkan::VulkanForward f(device, m->config(), m->weights());
+  KvCache c = f.make_cache(4160);
+  SequenceInput in;
+  f.set_attention_chunk(1024);
+  for (int done = 0; done < 4100; done += 1025) {  // (the prompt, in 4 forwards)
+    in.set_causal(&c, std::vector<int32_t>(toks.begin() + done, toks.begin() + done + 1025), SequenceInput::Logits::None);
+    f.forward(in);
+  }
+  f.set_attention_chunk(64);
+  const auto ref = after_long_context(f, c, toks, true);
+  const auto alone = after_long_context(f, c, toks, false);
+  f.set_attention({64, 4});
+  const auto grouped = after_long_context(f, c, toks, true);
+  f.set_attention({0, 1});
+  const auto want = after_long_context(f, c, toks, true);
+  for (size_t r = 0; r < 4; r++) {
+    expect_bits(alone[r], ref[r], "one at a time, row " + std::to_string(r));
+    expect_bits(grouped[r], ref[r], "4 rows a workgroup, row " + std::to_string(r));
+    EXPECT_LE(relative_error(want[r], ref[r]), 1e-4f) << "row " << r;
+  }
+}
+
 // jf tune --kernels times attention too: every choice at a context on the device, one chosen by the least time
 // at one row (within 3%, the least at 16 rows), kept in the device's choices file, which every forward then
 // reads (JF_VULKAN_ATTENTION overrides it); a bad value in the file names the file.

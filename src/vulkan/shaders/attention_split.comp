@@ -86,29 +86,64 @@ void row_values(uint gr, uint k0, uint n, uint head, uint kvh, uint d, inout int
   [[unroll]] for (uint u = 0; u < LOADS; u++) e_prev[u] = e[u];
 }
 
-// The last workgroup of the rows' chunks folds each row's query heads side by side, each in chunk order: a
-// step's loads for every head are independent, in flight together (a head after another made the fold a chain
-// of group x chunks x 3 memory waits, as long as the chunks' own work at long contexts).
+// The last workgroup of the rows' chunks folds a row's query heads side by side, each in chunk order, a block
+// of WG chunks at a time: each thread reads one chunk's maxima and sums (a block's in one memory wait, not one a
+// chunk), the factors exp(m_c - max) go to shared memory once (prob4; the sums to score4), and each output
+// dimension reads FOLD_LOADS chunks' partial outputs a wait. (Read chunk after chunk, the fold was a chain of
+// chunks x 3 memory waits in one workgroup, as long as the chunks' own work at long contexts.)
+const uint FOLD_LOADS = 8;
 void fold(uint r, uint kvh, uint group, uint chunks) {
   const uint t = gl_LocalInvocationID.x, hd = p.head_dim, part0 = (r * p.n_heads + kvh * group) * p.max_chunks;
 #define PART_AT(g, cc) ((part0 + (g) * p.max_chunks + (cc)) * (hd + 2))
-  float mx[MAX_GROUP], sum[MAX_GROUP];
-  [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) mx[g] = -1.0 / 0.0, sum[g] = 0.0;
-  for (uint cc = 0; cc < chunks; cc++)
+  // The maxima (exact in any order): each thread's chunks, then over the threads.
+  float mx[MAX_GROUP];
+  [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) mx[g] = -1.0 / 0.0;
+  for (uint cc = t; cc < chunks; cc += WG)
     [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
       if (g < group) mx[g] = max(mx[g], PART[PART_AT(g, cc)]);
-  for (uint cc = 0; cc < chunks; cc++)
-    [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
-      if (g < group) sum[g] += PART[PART_AT(g, cc) + 1] * exp(PART[PART_AT(g, cc)] - mx[g]);
-  for (uint d = t; d < hd; d += WG) {
-    float out_d[MAX_GROUP];
-    [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) out_d[g] = 0.0;
-    for (uint cc = 0; cc < chunks; cc++)
-      [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
-        if (g < group) out_d[g] += PART[PART_AT(g, cc) + 2 + d] * exp(PART[PART_AT(g, cc)] - mx[g]);
-    [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
-      if (g < group) OUT[(r * p.n_heads + kvh * group + g) * hd + d] = out_d[g] / sum[g];
+  barrier();  // (red's last readers done)
+  [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) red[g * WG + t] = mx[g];
+  barrier();
+  for (uint s = WG / 2; s > 0; s >>= 1) {
+    if (t < s)
+      for (uint g = 0; g < group; g++) red[g * WG + t] = max(red[g * WG + t], red[g * WG + t + s]);
+    barrier();
   }
+  [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) mx[g] = red[g * WG];
+  float sum[MAX_GROUP], out_d[PER_THREAD][MAX_GROUP];
+  [[unroll]] for (uint g = 0; g < MAX_GROUP; g++) {
+    sum[g] = 0.0;
+    [[unroll]] for (uint i = 0; i < PER_THREAD; i++) out_d[i][g] = 0.0;
+  }
+  for (uint b0 = 0; b0 < chunks; b0 += WG) {
+    const uint n = min(WG, chunks - b0);
+    barrier();  // (the block before's readers done)
+    if (t < n)
+      [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
+        if (g < group) {
+          prob4[(g * WG + t) / 4][t % 4] = exp(PART[PART_AT(g, b0 + t)] - mx[g]);
+          score4[(g * WG + t) / 4][t % 4] = PART[PART_AT(g, b0 + t) + 1];
+        }
+    barrier();
+    for (uint k = 0; k < n; k++)  // (every thread adds the same terms in chunk order: the same sums)
+      [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
+        if (g < group) sum[g] += score4[(g * WG + k) / 4][k % 4] * prob4[(g * WG + k) / 4][k % 4];
+    for (uint k0 = 0; k0 < n; k0 += FOLD_LOADS)
+      [[unroll]] for (uint i = 0; i < PER_THREAD; i++)
+        if (t + i * WG < hd) {
+          float v[FOLD_LOADS][MAX_GROUP];
+          [[unroll]] for (uint u = 0; u < FOLD_LOADS; u++)
+            [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
+              v[u][g] = g < group && k0 + u < n ? PART[PART_AT(g, b0 + k0 + u) + 2 + t + i * WG] : 0.0;
+          [[unroll]] for (uint u = 0; u < FOLD_LOADS; u++)
+            if (k0 + u < n)
+              [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
+                if (g < group) out_d[i][g] += v[u][g] * prob4[(g * WG + k0 + u) / 4][(k0 + u) % 4];
+        }
+  }
+  [[unroll]] for (uint i = 0; i < PER_THREAD; i++)
+    [[unroll]] for (uint g = 0; g < MAX_GROUP; g++)
+      if (g < group && t + i * WG < hd) OUT[(r * p.n_heads + kvh * group + g) * hd + t + i * WG] = out_d[i][g] / sum[g];
 #undef PART_AT
 }
 
