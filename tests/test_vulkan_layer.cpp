@@ -50,6 +50,19 @@ TEST(VulkanForward, ProfilesDeviceTimeByKernel) {
   EXPECT_LE(profiled.layer_counts().barriers, 5u);
   EXPECT_NE(profiled.take_profile().find("attention_split_f32"), std::string::npos);
   for (size_t r = 0; r < toks.size(); r++) EXPECT_NEAR(chunked[r][0], want[r][0], 1e-3f) << "step " << r;
+  // With 4 rows a workgroup: a sequence's 5 rows run the 4-row kernel, its 3 rows the 2-row one, one row the
+  // one-row kernel (the same bits, without the unused rows' registers).
+  profiled.set_attention({64, 4});
+  stepwise(profiled, toks);
+  EXPECT_EQ(profiled.take_profile().find("attention_split_f32-r"), std::string::npos);
+  for (const auto& [rows, kernel] : {std::pair{5, "attention_split_f32-r4"}, std::pair{3, "attention_split_f32-r2"}}) {
+    KvCache c = profiled.make_cache(64);
+    SequenceInput in;
+    in.set_causal(&c, std::vector<int32_t>(static_cast<size_t>(rows), 1), SequenceInput::Logits::Last);
+    profiled.forward(in);
+    const std::string report = profiled.take_profile();
+    EXPECT_NE(report.find(kernel), std::string::npos) << report;
+  }
 }
 
 // q/k/v and gate/up uploaded concatenated, each one product whose outputs are split over their matrices, give

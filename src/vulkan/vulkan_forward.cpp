@@ -309,27 +309,31 @@ void VulkanForward::record_attention(int l, bool local) {
   for (size_t s = 0; s < n_seqs; s++) live += rows_->seq_first[s + 1] > rows_->seq_first[s] ? 1 : 0;
   if (live > 1) rec_.skip_barriers(static_cast<int>(live) - 1);
   const bool split = split_attention(), local_rope = cfg_.rope_theta_local > 0.0f && local;
-  const uint32_t group_rows = attention().rows;
+  const uint32_t most_rows = attention().rows;
   std::vector<uint32_t> chunks;
   const uint32_t most = split ? plan_attention_chunks(local, chunks) : 0;
   for (size_t s = 0; s < n_seqs; s++) {
     const uint32_t r0 = u32(rows_->seq_first[s]), rows = u32(rows_->seq_first[s + 1]) - r0;
     if (rows == 0) continue;
     const DeviceKvStore& kv = device_store(*rows_->rows[r0].cache, ctx_.get());
-    struct {  // (the whole-row kernel declares all but the last two)
+    struct {  // (the whole-row kernel declares all but the last three)
       uint32_t row0, n_heads, n_kv_heads, head_dim, capacity, info_off, slots_off, local;
       float scale, cap;
       uint32_t half_dim, neox, cos_off, sin_off, chunk, max_chunks, rows;
     } pa{r0, u32(cfg_.n_heads), u32(cfg_.n_kv_heads), u32(cfg_.head_dim), u32(kv.capacity()), in_->info, in_->slots, local ? 1u : 0u,
          cfg_.attention_scale(), cfg_.attn_softcap, u32(cfg_.rope_dim / 2), cfg_.rope_style == RopeStyle::Neox ? 1u : 0u,
          local_rope ? in_->lcos : in_->cos, local_rope ? in_->lsin : in_->sin, attention_.chunk, most, rows};
+    // (rows a workgroup: the choice's, or fewer for a sequence of fewer rows, a decode step's one: every
+    // number gives the same bits, and a workgroup's unused rows would cost it registers for nothing)
+    uint32_t group_rows = most_rows;
+    while (group_rows > rows) group_rows /= 2;
     if (split)
-      rec_.dispatch(attention_kernel(kv.f16(), true),
+      rec_.dispatch(attention_kernel(kv.f16(), group_rows),
                     {a.q.view(), kv.keys(l), kv.values(l), arena(), arena(), attention_part_.view(), a.k.view(), a.v.view(), a.att.view(),
                      attention_done_.view()},
                     pa, (rows + group_rows - 1) / group_rows, u32(cfg_.n_kv_heads), chunks[s]);
     else
-      rec_.dispatch(attention_kernel(kv.f16(), false),
+      rec_.dispatch(attention_kernel(kv.f16(), 0),
                     {a.q.view(), kv.keys(l), kv.values(l), arena(), arena(), a.att.view(), a.k.view(), a.v.view()}, pa, rows,
                     u32(cfg_.n_heads));
   }
@@ -357,14 +361,16 @@ uint32_t VulkanForward::plan_attention_chunks(bool local, std::vector<uint32_t>&
 }
 
 // Attention's kernel, specialized for the model: a thread's output dimensions (PER_THREAD, ceil(head_dim / 64))
-// and, in chunks, the query group (MAX_GROUP) and the rows a workgroup (ROWS), so its arrays are as long as
-// the model needs. Kept, since every layer's recording asks (a lookup by name and constants builds a key).
-const Kernel& VulkanForward::attention_kernel(bool f16, bool split) {
-  const uint32_t rows = attention().rows;
-  const Kernel*& k = attention_kernels_[f16][split ? 1 + (rows == 4 ? 2 : rows - 1) : 0];
+// and, in chunks (rows > 0: a workgroup's, 1, 2 or 4), the query group (MAX_GROUP) and the rows (ROWS), so its
+// arrays are as long as the model needs. Kept, since every layer's recording asks (a lookup by name and
+// constants builds a key).
+const Kernel& VulkanForward::attention_kernel(bool f16, uint32_t rows) {
+  const bool split = rows > 0;
+  const Kernel*& k = attention_kernels_[f16][rows == 4 ? 3 : rows];
   if (!k) {
     const uint32_t dims = u32((cfg_.head_dim + 63) / 64), group = u32(cfg_.n_heads / cfg_.n_kv_heads);
-    k = split ? &kernels_->get(f16 ? "attention_split_f16" : "attention_split_f32", 10, {dims, group, rows})
+    const std::string name = f16 ? "attention_split_f16" : "attention_split_f32";
+    k = split ? &kernels_->get(name, 10, {dims, group, rows}, rows > 1 ? name + "-r" + std::to_string(rows) : name)
               : &kernels_->get(f16 ? "attention_f16" : "attention_f32", 8, {dims});
   }
   return *k;

@@ -124,7 +124,7 @@ class VulkanForward : public ForwardPass {
   uint32_t plan_attention_chunks(bool local, std::vector<uint32_t>& chunks);
   bool split_attention() const;
   bool attention_rows_fit(uint32_t rows) const;
-  const Kernel& attention_kernel(bool f16, bool split);
+  const Kernel& attention_kernel(bool f16, uint32_t rows);
   void record_output();
   void record_head(const DeviceMatrix& head, View in, uint32_t rows, const Buffer& dev, const Buffer& host, const Buffer& picks,
                    const std::vector<char>& to_host);
