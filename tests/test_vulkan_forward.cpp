@@ -99,10 +99,10 @@ TEST_P(VulkanArch, BatchInvariantAndCloseToTheCpu) {
     vulkan::MatrixMath math;
     vulkan::AttentionChoice attention;  // whole rows, or chunks of slots (split-C) with rows a workgroup (-rR)
   };
-  std::vector<Variant> variants{{{}, vulkan::MatrixMath::Fma}, {{}, vulkan::MatrixMath::Fma, {64, 1}}, {{}, vulkan::MatrixMath::Fma, {64, 4}}};
-  for (const vulkan::MatmulKernel& k : test::some_split_kernels(device)) variants.push_back({k, vulkan::MatrixMath::Fma});
+  std::vector<Variant> variants{{{}, vulkan::MatrixMath::Fma, {}}, {{}, vulkan::MatrixMath::Fma, {64, 1}}, {{}, vulkan::MatrixMath::Fma, {64, 4}}};
+  for (const vulkan::MatmulKernel& k : test::some_split_kernels(device)) variants.push_back({k, vulkan::MatrixMath::Fma, {}});
   for (vulkan::MatrixMath math : test::matrix_maths(device))
-    if (math != vulkan::MatrixMath::Fma) variants.push_back({{}, math});
+    if (math != vulkan::MatrixMath::Fma) variants.push_back({{}, math, {}});
   for (const Variant& v : variants) {
     const bool fp16 = v.math != vulkan::MatrixMath::Fma;
     const std::string what = GetParam() + (fp16 ? std::string(" ") + vulkan::matrix_math_name(v.math) : v.kernel ? std::string(" ") + v.kernel->name() : "") +

@@ -1,8 +1,21 @@
-// The buffers behind VulkanForward, shared by its files (vulkan_forward.cpp, draft_chain.cpp).
+// The buffers behind VulkanForward, shared by its files (vulkan_forward.cpp, attention_record.cpp,
+// draft_chain.cpp, ...), and small helpers they share.
 #pragma once
+#include "base/error.h"
+#include "vulkan/kv_storage.h"
 #include "vulkan/vulkan_forward.h"
 
 namespace jf::vulkan {
+
+inline uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
+
+// The cache's device store, which must be this device's.
+inline const DeviceKvStore& device_store(const KvCache& cache, const Context* ctx) {
+  const auto* s = dynamic_cast<const DeviceKvStore*>(cache.device_store());
+  if (!s || s->context() != ctx)
+    throw Error("forward: a KV cache that was not made by this device's forward pass (use ForwardPass::make_cache)");
+  return *s;
+}
 
 // Device buffers of one forward's activations (rows x width, grown for the largest forward seen) and the
 // host-visible ones it writes for the device (the arena) and reads back (logits).
