@@ -13,8 +13,8 @@ namespace jf::vulkan {
 
 // Each sequence's attention, with its rows' RoPE and the store of their keys and values folded in
 // (attention.comp: the rows' own slots are read from the activations, mark_own_slots): a workgroup per (row,
-// head), or, in chunks of visible slots (attention_split.comp), per (row, key-value head, chunk) with the query
-// group together, the last chunk of each to finish folding them. The sequences write apart (each its own cache,
+// head), or, in chunks of visible slots (attention_split.comp), per (1, 2 or 4 rows, key-value head, chunk)
+// with the query group together, the last chunk of each to finish folding them. The sequences write apart (each its own cache,
 // rows of att and counters): one barrier after them all.
 void VulkanForward::record_attention(int l, bool local) {
   Activations& a = *a_;

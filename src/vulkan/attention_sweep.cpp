@@ -81,7 +81,9 @@ AttentionSweep sweep_attention(VulkanForward& fwd, int context, int reps) {
     if (!(fwd.attention() == k)) continue;  // (this model's query groups: whole rows only, or fewer rows a workgroup)
     AttentionTimes t;
     t.kernel = k;
-    t.one_row = time_forward(fwd, cache, s.context, 1, reps, rng);
+    // (one row runs the one-row kernel whatever the rows a workgroup: the same chunk's one-row time, not again)
+    const auto one = std::find_if(s.options.begin(), s.options.end(), [&](const AttentionTimes& o) { return o.kernel == AttentionChoice{k.chunk, 1}; });
+    t.one_row = k.rows > 1 && one != s.options.end() ? one->one_row : time_forward(fwd, cache, s.context, 1, reps, rng);
     t.rows = time_forward(fwd, cache, s.context, kDraftRows, reps, rng);
     s.options.push_back(t);
   }
