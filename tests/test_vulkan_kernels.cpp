@@ -197,7 +197,7 @@ TEST_P(VulkanMatmulFamily, EveryMemberMatchesTheReferenceAndIsBatchInvariant) {
   std::vector<vulkan::KernelSpec> specs;  // (compiled several at once: a GPU driver takes its time a pipeline)
   for (size_t i = 0; i < family.size(); i++)
     if (runs(family, i, c, !f.ctx.info().software))
-      specs.push_back({vulkan::matmul_shader(family[i], vulkan::MatrixMath::Fma, type), vulkan::kMatmulBindings,
+      specs.push_back({vulkan::matmul_shader(family[i], vulkan::MatrixMath::Fma, type), vulkan::matmul_bindings(family[i], vulkan::MatrixMath::Fma),
                        vulkan::matmul_constants(family[i], vulkan::MatrixMath::Fma), family[i].name()});
   f.kernels.prepare(specs);
   for (size_t i = 0; i < family.size(); i++) {
@@ -449,6 +449,18 @@ TEST(VulkanMatmulFamily, TheSpreadCoversEveryMember) {
   EXPECT_THROW(vulkan::parse_matmul_kernel("split-wg64-o2-r4-dot"), Error);
   EXPECT_TRUE(vulkan::parse_matmul_kernel("vec-wg64-o8-r4").vec);
   EXPECT_THROW(vulkan::parse_matmul_kernel("vec-wg64-o8-r8"), Error);  // (registers)
+  EXPECT_EQ(vulkan::parse_matmul_kernel("vec-wg64-o2-r4-d2-dot-k4").slices, 4u);  // (K slices: last)
+  EXPECT_THROW(vulkan::parse_matmul_kernel("vec-wg64-o2-r4-k4-dot"), Error);
+  EXPECT_THROW(vulkan::parse_matmul_kernel("vec-wg64-o2-r4-qmm-k2"), Error);  // (the qmm order chains super-blocks)
+  EXPECT_THROW(vulkan::parse_matmul_kernel("vec-wg64-o2-r4-k3"), Error);
+  EXPECT_THROW(vulkan::parse_matmul_kernel("split-wg64-o2-r4-k2"), Error);
+  {  // K slices only on long-K, short-N matrices (K >= 2N)
+    const vulkan::MatmulKernel k = vulkan::parse_matmul_kernel("vec-wg64-o1-r4-k2");
+    EXPECT_TRUE(vulkan::member_runs(k, {2048, 8192, DType::Q4_K}));
+    EXPECT_FALSE(vulkan::member_runs(k, {2048, 2048, DType::Q4_K}));
+    EXPECT_FALSE(vulkan::member_runs(k, {2048, 8192, DType::Q2_K}));
+    EXPECT_TRUE(vulkan::member_runs(vulkan::parse_matmul_kernel("vec-wg64-o1-r4"), {2048, 2048, DType::Q4_K}));
+  }
   EXPECT_THROW(vulkan::parse_matmul_kernel("split-wg64-o8-r4"), Error);
   EXPECT_TRUE(vulkan::member_runs_type(vulkan::parse_matmul_kernel("vec-wg64-o1-r8"), DType::Q4_K));
   EXPECT_TRUE(vulkan::member_runs_type(vulkan::parse_matmul_kernel("vec-wg64-o1-r8"), DType::Q6_K));

@@ -138,6 +138,18 @@ TEST(VulkanForward, RunsTheKernelsTuningChose) {
   }
   ::setenv("JF_VULKAN_KERNELS", "split-wg64-o3-r8", 1);
   EXPECT_THROW(vulkan::VulkanForward(device, m->config(), m->weights()), Error);
+  if (vulkan::Context(device).info().subgroup_shuffle) {  // K slices chosen for a matrix of K < 2N (q, k, v: 64 inputs)
+    vulkan::KernelChoices sliced = choices;
+    for (auto& [shape, choice] : sliced.by_shape) choice.kernel = vulkan::parse_matmul_kernel("vec-wg64-o1-r4-k2");
+    sliced.write(path);
+    ::setenv("JF_VULKAN_KERNELS", path.c_str(), 1);
+    try {
+      vulkan::VulkanForward bad(device, m->config(), m->weights());
+      ADD_FAILURE() << "K slices were accepted for a short-K matrix";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("does not run a "), std::string::npos) << e.what();
+    }
+  }
   ::unsetenv("JF_VULKAN_KERNELS");
 }
 
@@ -149,7 +161,7 @@ TEST(VulkanForward, OneRowProductsRunTheMembersOneRowTwin) {
   const std::unique_ptr<Model> m = make_model(preset_config("tiny"), DType::Q8_0, 11);
   const std::vector<int32_t> toks = test::random_tokens(5, m->config().vocab_size, 4);
   std::vector<std::string> names = {"split-wg128-o2-r4-pair", "split-wg64-o1-r8", "vec-wg64-o2-r4"};
-  if (vulkan::Context(device).info().subgroup_shuffle) names.push_back("split-wg64-o4-r4-sg");
+  if (vulkan::Context(device).info().subgroup_shuffle) names.push_back("split-wg64-o4-r4-sg"), names.push_back("vec-wg64-o1-r4-k2");  // (the down projection's K slices)
   for (const std::string& name : names) {
     const vulkan::MatmulKernel member = vulkan::parse_matmul_kernel(name);
     ::setenv("JF_VULKAN_PROFILE", "1", 1);

@@ -7,6 +7,7 @@
 #include "base/rng.h"
 #include "kernels/dtype.h"
 #include "vulkan/buffer.h"
+#include "vulkan/k_slices.h"
 #include "vulkan/kernels.h"
 #include "vulkan/matmul_grid.h"
 #include "vulkan/recorder.h"
@@ -45,9 +46,15 @@ inline std::vector<float> device_matmul(Fixture& f, DType t, const std::vector<u
   vulkan::MatmulParams p = vulkan::MatmulParams::plain(M, uint32_t(N), uint32_t(K));
   p.x_off = uint32_t(first * K), p.norm = gain ? 1u : 0u;
   vulkan::Recorder rec(f.ctx);
+  vulkan::KSliceScratch k_slices(f.ctx);
   rec.begin();
-  rec.dispatch(f.kernels.get(vulkan::matmul_shader(run, math, t), vulkan::kMatmulBindings, vulkan::matmul_constants(run, math)),
-               {xb.view(), yb.view(), wb.view(), gb.view(), xb.view(), yb.view(), yb.view()}, p, g.x, g.y, g.z);
+  const vulkan::Kernel& k = f.kernels.get(vulkan::matmul_shader(run, math, t), vulkan::matmul_bindings(run, math), vulkan::matmul_constants(run, math));
+  if (vulkan::matmul_bindings(run, math) == vulkan::kSlicedMatmulBindings) {
+    const auto [part, done] = k_slices.take(rec, run, g);
+    rec.dispatch(k, {xb.view(), yb.view(), wb.view(), gb.view(), xb.view(), yb.view(), yb.view(), part, done}, p, g.x, g.y, g.z);
+  } else {
+    rec.dispatch(k, {xb.view(), yb.view(), wb.view(), gb.view(), xb.view(), yb.view(), yb.view()}, p, g.x, g.y, g.z);
+  }
   rec.finish();
   const float* y = static_cast<const float*>(yb.mapped());
   return std::vector<float>(y, y + M * N);

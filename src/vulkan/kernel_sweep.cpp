@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "vulkan/bandwidth.h"
 #include "vulkan/buffer.h"
+#include "vulkan/k_slices.h"
 #include "vulkan/kernels.h"
 #include "vulkan/matmul_grid.h"
 #include "vulkan/recorder.h"
@@ -34,7 +35,7 @@ constexpr double kWarmSeconds = 0.25;
 // row count, the member itself).
 KernelSpec member_spec(const DeviceMatrix& m, const MatmulKernel& member, uint32_t M) {
   const MatmulKernel k = dispatched_member(member, MatrixMath::Fma, M);
-  return {matmul_shader(k, MatrixMath::Fma, m.type), kMatmulBindings, matmul_constants(k, MatrixMath::Fma), k.name()};
+  return {matmul_shader(k, MatrixMath::Fma, m.type), matmul_bindings(k, MatrixMath::Fma), matmul_constants(k, MatrixMath::Fma), k.name()};
 }
 const Kernel& member_kernel(Kernels& kernels, const DeviceMatrix& m, const MatmulKernel& k, uint32_t M) {
   const KernelSpec s = member_spec(m, k, M);
@@ -48,17 +49,24 @@ std::vector<double> time_member(Context& ctx, Kernels& kernels, const DeviceMatr
   // One timestamp before the reps of each row count and one after each rep: queries[i * (reps + 1) + j].
   Timer timer(ctx, static_cast<uint32_t>(rows.size() * (reps + 1)));
   Recorder rec(ctx);
+  KSliceScratch k_slices(ctx);  // (a K-sliced member's)
   rec.begin();
   timer.reset(rec.cmd());
   for (size_t i = 0; i < rows.size(); i++) {
     const uint32_t M = static_cast<uint32_t>(rows[i]), first = static_cast<uint32_t>(i * (reps + 1));
+    const bool fits = size_t{M} * m.rows * 4 <= kMaxOutputBytes;
+    const MatmulKernel run = dispatched_member(k, MatrixMath::Fma, M);
+    const MatmulGrid g = matmul_grid(run, MatrixMath::Fma, m.rows, M);
+    const auto scratch = fits && run.slices > 1 ? k_slices.take(rec, run, g) : std::pair<View, View>{};  // (zeroed before the stamp)
     timer.stamp(rec.cmd(), first);
-    if (size_t{M} * m.rows * 4 > kMaxOutputBytes) continue;
+    if (!fits) continue;
     const MatmulParams p = MatmulParams::plain(M, m.rows, m.cols);
     const Kernel& kernel = member_kernel(kernels, m, k, M);
-    const MatmulGrid g = matmul_grid(dispatched_member(k, MatrixMath::Fma, M), MatrixMath::Fma, m.rows, M);
     for (int r = 0; r < reps; r++) {
-      rec.dispatch(kernel, {x.view(), y.view(), m.data, x.view(), x.view(), y.view(), y.view()}, p, g.x, g.y, g.z);
+      if (run.slices > 1)
+        rec.dispatch(kernel, {x.view(), y.view(), m.data, x.view(), x.view(), y.view(), y.view(), scratch.first, scratch.second}, p, g.x, g.y, g.z);
+      else
+        rec.dispatch(kernel, {x.view(), y.view(), m.data, x.view(), x.view(), y.view(), y.view()}, p, g.x, g.y, g.z);
       timer.stamp(rec.cmd(), first + 1 + r);
     }
   }
@@ -152,12 +160,12 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
   Kernels kernels(ctx, /*capture_statistics=*/true);  // the sweep's own pipelines, with the driver's statistics
   for (const DeviceMatrix& m : matrices) {
     if (spent() > o.budget_seconds) {
-      r.skipped += static_cast<int>(std::count_if(family.begin(), family.end(), [&](const MatmulKernel& k) { return member_runs_type(k, m.type) && k.depth == 1; }));
+      r.skipped += static_cast<int>(std::count_if(family.begin(), family.end(), [&](const MatmulKernel& k) { return member_runs(k, {m.rows, m.cols, m.type}) && k.depth == 1; }));
       continue;
     }
     std::vector<KernelSpec> specs;  // every member's pipelines for the weight type, compiled several at once
     for (const MatmulKernel& k : family)
-      if (member_runs_type(k, m.type) && k.depth == 1) specs.push_back(member_spec(m, k, 1)), specs.push_back(member_spec(m, k, 2));
+      if (member_runs(k, {m.rows, m.cols, m.type}) && k.depth == 1) specs.push_back(member_spec(m, k, 1)), specs.push_back(member_spec(m, k, 2));
     kernels.prepare(specs);  // (made once a type; the few deeper twins timed are made together below)
     const WarmUp warm = warm_up(ctx, ctx.info().software ? 0.0 : kWarmSeconds);  // (a CPU has no clocks to raise)
     if (r.warm_seconds == 0) r.warm_first_bytes_per_second = warm.first_bytes_per_second, r.warm_last_bytes_per_second = warm.last_bytes_per_second;
@@ -188,7 +196,7 @@ SweepResult sweep_matmul_family(VulkanForward& fwd, const SweepOptions& o) {
       return order;
     };
     for (const MatmulKernel& k : family)
-      if (member_runs_type(k, m.type) && k.depth == 1) time_one_row(k);
+      if (member_runs(k, {m.rows, m.cols, m.type}) && k.depth == 1) time_one_row(k);
     if (s.members.empty()) continue;
     std::vector<MatmulKernel> deeper;  // the deeper twins of the fastest kDeepened depth-1 members that have any
     size_t deepened_members = 0;
@@ -292,6 +300,10 @@ std::string sweep_table(const SweepResult& r) {
       out += line;
     }
     std::vector<size_t> shown = {s.chosen, s.default_member};
+    size_t sliced = SIZE_MAX;  // the fastest K-sliced member at one row, where it lost (what slices buy this shape)
+    for (size_t i = 0; i < s.members.size(); i++)
+      if (s.members[i].kernel.slices > 1 && (sliced == SIZE_MAX || s.members[i].seconds[0] < s.members[sliced].seconds[0])) sliced = i;
+    if (sliced != SIZE_MAX && sliced != s.chosen) row("  K slices (not chosen)", s.members[sliced]), shown.push_back(sliced);
     for (size_t j = 0; j < r.rows.size(); j++) {  // the fastest at each row count, where it is another member
       size_t f = 0;  // (members timed at one row only have NaN elsewhere)
       for (size_t i = 1; i < s.members.size(); i++)

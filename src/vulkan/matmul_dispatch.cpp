@@ -45,7 +45,7 @@ void VulkanForward::choose_kernels() {
 }
 
 MatmulKernel VulkanForward::kernel_for(const MatmulShape& s) const {
-  if (every_matrix_ && member_runs_type(*every_matrix_, s.type)) return *every_matrix_;  // (else the default)
+  if (every_matrix_ && member_runs(*every_matrix_, s)) return *every_matrix_;  // (else the default)
   auto it = choices_.by_shape.find(s);
   return it != choices_.by_shape.end() ? it->second.kernel : default_matmul_kernel(s.k, split_min_k_, ctx_->info().software);
 }
@@ -80,7 +80,7 @@ const VulkanForward::MatrixKernel& VulkanForward::kernel_of(const DeviceMatrix& 
     }
     const auto pipelines = [&](const MatmulKernel& k) {
       const auto pipeline = [&](const MatmulKernel& m) {
-        return &kernels_->get(matmul_shader(m, math_, w.type), kMatmulBindings, matmul_constants(m, math_), m.name());
+        return &kernels_->get(matmul_shader(m, math_, w.type), matmul_bindings(m, math_), matmul_constants(m, math_), m.name());
       };
       MemberPipelines p{pipeline(k), nullptr, k};
       const MatmulKernel twin = dispatched_member(k, math_, 1);
@@ -119,7 +119,13 @@ void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y,
   if (mk.twins) rows_twins_++;
   const MatmulGrid g = matmul_grid(run, math_, w.rows, rows);
   const View y2 = split ? split->y2 : y, y3 = split && split->y3.buffer ? split->y3 : y;
-  rec_.dispatch(*kernel, {x, y, w.data, norm_gain.buffer ? norm_gain : x, glu_up.buffer ? glu_up : x, y2, y3}, p, g.x, g.y, g.z);
+  const View gain = norm_gain.buffer ? norm_gain : x, up = glu_up.buffer ? glu_up : x;
+  if (matmul_bindings(run, math_) == kSlicedMatmulBindings) {
+    const auto [part, done] = k_slices_->take(rec_, run, g);
+    rec_.dispatch(*kernel, {x, y, w.data, gain, up, y2, y3, part, done}, p, g.x, g.y, g.z);
+  } else {
+    rec_.dispatch(*kernel, {x, y, w.data, gain, up, y2, y3}, p, g.x, g.y, g.z);
+  }
 }
 
 }  // namespace jf::vulkan

@@ -17,7 +17,9 @@ std::string MatmulKernel::name() const {
   if (tile_rows) return "tiles-r" + std::to_string(tile_rows);
   if (qmm) return "qmm-o" + std::to_string(outputs) + "-r" + std::to_string(rows) + (units ? "-mu" : "");
   const std::string d = depth > 1 ? "-d" + std::to_string(depth) : "";
-  if (vec) return "vec-wg" + std::to_string(wg) + "-o" + std::to_string(outputs) + "-r" + std::to_string(rows) + d + (qmm_order ? "-qmm" : dot ? "-dot" : "");
+  if (vec)
+    return "vec-wg" + std::to_string(wg) + "-o" + std::to_string(outputs) + "-r" + std::to_string(rows) + d + (qmm_order ? "-qmm" : dot ? "-dot" : "") +
+           (slices > 1 ? "-k" + std::to_string(slices) : "");
   std::string s = "split-wg" + std::to_string(wg) + "-o" + std::to_string(outputs) + "-r" + std::to_string(rows) + d;
   if (pair) s += "-pair";
   if (fold) s += "-fold";
@@ -55,7 +57,7 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
   const auto bad = [&] {
     return Error("unknown matrix kernel '" + name +
                  "' (use serial, tiles-r16/r32/r64, qmm-oO-rR[-mu] with O and R 16/32/64, split-wgW-oO-rR[-dD][-pair[-fold]][-sg] with W 64/128/256, O 1/2/4, R 4/8, "
-                 "or vec-wgW-oO-rR[-dD][-dot|-qmm] with W 32/64/128, O 1/2/4/8, R 4/8, not o8-r8, -qmm O 1/2/4 R 4; D 2 or 4, with R 4, "
+                 "or vec-wgW-oO-rR[-dD][-dot|-qmm][-kS] with W 32/64/128, O 1/2/4/8, R 4/8, not o8-r8, -qmm O 1/2/4 R 4, S 2 or 4 (not -qmm); D 2 or 4, with R 4, "
                  "D x O (x 2 for pairs) at most 8, a split's with -sg)");
   };
   std::istringstream in(name);
@@ -73,9 +75,10 @@ MatmulKernel parse_matmul_kernel(const std::string& name) {
     else if (fields == 1 && part[0] == 'o') k.outputs = number(1);
     else if (fields == 2 && part[0] == 'r') k.rows = number(1);
     else if (fields == 3 && part.size() == 2 && part[0] == 'd' && (part[1] == '2' || part[1] == '4')) k.depth = number(1);
-    else if (k.vec && fields >= 3 && part == "dot" && !k.dot) k.dot = true;
-    else if (k.vec && fields >= 3 && part == "qmm" && !k.dot) k.dot = k.qmm_order = true;
-    else if (k.vec) throw bad();  // (a vec member's options: a depth, -dot)
+    else if (k.vec && fields >= 3 && part == "dot" && !k.dot && k.slices == 1) k.dot = true;
+    else if (k.vec && fields >= 3 && part == "qmm" && !k.dot && k.slices == 1) k.dot = k.qmm_order = true;
+    else if (k.vec && fields >= 3 && (part == "k2" || part == "k4") && k.slices == 1 && !k.qmm_order) k.slices = number(1);
+    else if (k.vec) throw bad();  // (a vec member's options: a depth, -dot or -qmm, K slices last)
     else if (fields >= 3 && part == "pair" && !k.pair && !k.subgroup) k.pair = true;
     else if (fields >= 3 && part == "fold" && k.pair && !k.fold && !k.subgroup) k.fold = true;
     else if (fields >= 3 && part == "sg" && !k.subgroup) k.subgroup = true;
@@ -117,7 +120,7 @@ uint32_t matmul_shared_bytes(const MatmulKernel& k) {
     const uint32_t kquants = groups * (8 * o * r + 8 * o + 8 * r), q8_0 = 8 * groups * 4 * (o * r + o + 2 * r);
     return 4 * slots * (k.wg / 8) + std::max(kquants, q8_0) + 4 * r;
   }
-  if (k.subgroup || k.vec) return 4 * slots * (k.wg / 8);
+  if (k.subgroup || k.vec) return 4 * slots * (k.wg / 8) + (k.slices > 1 ? 4 : 0);  // (k_slices.glsl's flag)
   return 4 * (slots * (k.wg + 1) + slots * (k.wg / 8));
 }
 
@@ -150,6 +153,18 @@ std::vector<MatmulKernel> matmul_family(const DeviceInfo& d) {
               const bool dot = variant > 0;
               MatmulKernel k;
               k.vec = true, k.wg = wg, k.outputs = outputs, k.rows = rows, k.dot = dot, k.qmm_order = variant == 2, k.depth = depth;
+              if (depth_allowed(k) && wg >= d.subgroup_size && matmul_shared_bytes(k) <= d.shared_memory && (!dot || d.int_dot))
+                family.push_back(k);
+            }
+  // K slices: the GPU-shaped vec members (4 rows, 1 or 2 outputs, 64 or 128 threads), fp32 and -dot.
+  if (d.subgroup_shuffle && d.subgroup_size >= 8)
+    for (uint32_t slices : {2u, 4u})
+      for (uint32_t wg : {64u, 128u})
+        for (uint32_t outputs : {1u, 2u})
+          for (bool dot : {false, true})
+            for (uint32_t depth : {1u, 2u, 4u}) {
+              MatmulKernel k;
+              k.vec = true, k.wg = wg, k.outputs = outputs, k.rows = 4, k.dot = dot, k.depth = depth, k.slices = slices;
               if (depth_allowed(k) && wg >= d.subgroup_size && matmul_shared_bytes(k) <= d.shared_memory && (!dot || d.int_dot))
                 family.push_back(k);
             }
@@ -222,6 +237,9 @@ KernelChoices KernelChoices::read(const std::string& path, const DeviceInfo& d) 
       ch.kernel = parse_matmul_kernel(e.at("kernel").get<std::string>());
       if (std::find(family.begin(), family.end(), ch.kernel) == family.end())
         throw Error("kernel " + ch.kernel.name() + " is not one " + d.name + " runs");
+      if (!member_runs(ch.kernel, s))
+        throw Error("kernel " + ch.kernel.name() + " does not run a " + dtype_name(s.type) + " matrix of " + std::to_string(s.n) + " outputs and " +
+                    std::to_string(s.k) + " inputs");
       for (const auto& t : e.at("seconds")) ch.seconds.emplace_back(t.at(0).get<int>(), t.at(1).get<double>());
       if (e.contains("by_rows"))
         for (const auto& t : e.at("by_rows")) {

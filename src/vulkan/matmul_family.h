@@ -53,11 +53,18 @@ struct MatmulKernel {
   // same order whatever the depth, so a member gives its depth-1 twin's bits (tested), and the sweep times
   // the depths of the fastest depth-1 members only (kernel_sweep.h).
   uint32_t depth = 1;
+  // K slices ("-k2", "-k4"; vec fp32 and -dot members): the workgroups of a tile of outputs and rows split K into
+  // that many fixed ranges of super-blocks, each adds its own in the member's order, and the last to finish adds
+  // the slices' sums in slice order (shaders/k_slices.glsl): more workgroups for a long-K, short-N matrix (the
+  // down projection) whose outputs alone leave SMs idle. A row's sum is a function of K and the member still.
+  // Only where K >= 2N (member_runs).
+  uint32_t slices = 1;
   // "serial", "vec-wg64-o2-r4-d2-dot" or "split-wg128-o4-r8-pair-fold-sg": what the cache, the profile and
   // JF_VULKAN_KERNELS say.
   std::string name() const;
   // The specialization constants of matmul_split.comp (constant ids 0..5), or matmul_vec.comp's (0..3).
   std::vector<uint32_t> constants() const {
+    if (vec && slices > 1) return {wg, outputs, rows, depth, slices};
     return vec ? std::vector<uint32_t>{wg, outputs, rows, depth}
                : std::vector<uint32_t>{wg, outputs, rows, pair ? 1u : 0u, fold ? 1u : 0u, depth};
   }
@@ -101,6 +108,13 @@ struct MatmulShape {
     return n != o.n ? n < o.n : k != o.k ? k < o.k : static_cast<int>(type) < static_cast<int>(o.type);
   }
 };
+
+// Whether member k runs a matrix of shape s: its type (member_runs_type), and K slices only on a long-K,
+// short-N matrix (K >= 2N: where outputs alone may leave the device idle, and the slices' partial sums stay
+// within a few times the outputs).
+inline bool member_runs(const MatmulKernel& k, const MatmulShape& s) {
+  return member_runs_type(k, s.type) && (k.slices == 1 || uint64_t{s.k} >= 2 * uint64_t{s.n});
+}
 
 // The members chosen for one device and driver, by shape, with the times that chose them.
 struct KernelChoices {

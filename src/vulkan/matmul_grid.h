@@ -62,9 +62,12 @@ struct MatmulParams {
   }
 };
 inline constexpr uint32_t kMatmulBindings = 7;
+// A K-sliced member's (k_slices.glsl) two more: the slices' partial sums and a counter a tile (k_slices.h).
+inline constexpr uint32_t kSlicedMatmulBindings = kMatmulBindings + 2;
 
 // The grid for N outputs and M rows with member k (FMA, or the tiles: a tiles member, or any member under
-// the tiles' math): groups of outputs along x (wrapping to z past 65535), groups of rows along y.
+// the tiles' math): groups of outputs along x (wrapping to z past 65535), groups of rows along y (K slices: each
+// group of rows `slices` workgroups along y, its slices in order).
 inline MatmulGrid matmul_grid(const MatmulKernel& k, MatrixMath math, uint32_t N, uint32_t M) {
   const bool tiles = runs_tiles(k, math);
   const uint32_t per_group = tiles ? kTileOutputs : k.outputs_per_group(), rows = tiles ? tile_rows_of(k) : k.rows_per_group();
@@ -72,7 +75,7 @@ inline MatmulGrid matmul_grid(const MatmulKernel& k, MatrixMath math, uint32_t N
   MatmulGrid g;
   g.x = std::min<uint32_t>(groups, 65535);
   g.z = (groups + g.x - 1) / g.x;
-  g.y = (M + rows - 1) / rows;
+  g.y = (M + rows - 1) / rows * (tiles ? 1 : k.slices);
   return g;
 }
 
@@ -94,8 +97,12 @@ inline MatmulKernel dispatched_member(const MatmulKernel& k, MatrixMath math, ui
 inline std::string matmul_shader(const MatmulKernel& k, MatrixMath math, DType t) {
   if (runs_tiles(k, math)) return (math == MatrixMath::Tiles ? "matmul_tiles_" : "matmul_units_") + dtype_name(t);
   if (k.qmm) return (k.units ? "matmul_qmm_units_" : "matmul_qmm_") + dtype_name(t);
-  if (k.vec) return (k.qmm_order ? "matmul_vec_qmm_" : k.dot ? "matmul_vec_dot_" : "matmul_vec_") + dtype_name(t);
+  if (k.vec) return (k.qmm_order ? "matmul_vec_qmm_" : k.dot ? "matmul_vec_dot_" : "matmul_vec_") + std::string(k.slices > 1 ? "ks_" : "") + dtype_name(t);
   return (k.serial ? "matmul_serial_" : k.subgroup ? "matmul_split_sg_" : "matmul_split_") + dtype_name(t);
+}
+// The buffers member k binds (under `math`): the product's, and a K-sliced member's scratch.
+inline uint32_t matmul_bindings(const MatmulKernel& k, MatrixMath math) {
+  return !runs_tiles(k, math) && k.slices > 1 ? kSlicedMatmulBindings : kMatmulBindings;
 }
 // (the tiles: SUB row tiles, and KS inputs a step: 128 for 64 rows, whose inputs would not fit 48 KB at 256)
 inline std::vector<uint32_t> matmul_constants(const MatmulKernel& k, MatrixMath math) {

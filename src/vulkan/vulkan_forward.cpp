@@ -43,6 +43,7 @@ VulkanForward::VulkanForward(int device_index, const ModelConfig& cfg, const Mod
       chain_replay_(*ctx_),
       every_matrix_(every_matrix),
       split_min_k_(default_split_min_k(ctx_->info())) {
+  k_slices_ = std::make_unique<KSliceScratch>(*ctx_);
   if (const char* f = std::getenv("JF_VULKAN_FAULT")) {  // "FIRST:COUNT": forwards FIRST.. fail (0-based)
     if (std::sscanf(f, "%" SCNu64 ":%" SCNu64, &fault_first_, &fault_count_) != 2)
       throw Error("JF_VULKAN_FAULT must be FIRST:COUNT (forwards that fail as a device error would), got '" + std::string(f) + "'");
@@ -501,6 +502,7 @@ void VulkanForward::submit(ReplayCache& kept, bool profile, std::span<DeviceKvSt
   }
   if (replay_on_) {
     rec_.begin_key(&key_);
+    k_slices_->restart();
     record();
     rec_.end_key();
   }
@@ -511,12 +513,14 @@ void VulkanForward::submit(ReplayCache& kept, bool profile, std::span<DeviceKvSt
     if (target) rec_.begin(target);
     else rec_.begin();
     if (profiler) profiler->begin(rec_.cmd());
+    k_slices_->restart();
     record();
     cmd = rec_.end();
     if (target) kept.keep(key_, target);
   }
   cmds[n++] = cmd;
   ctx_->submit_and_wait(std::span<const VkCommandBuffer>(cmds.data(), n));
+  k_slices_->release_retired();
   if (profiler) profiler->collect();
 }
 

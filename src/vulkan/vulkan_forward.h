@@ -14,6 +14,7 @@
 #include "model/transformer.h"
 #include "vulkan/attention_sweep.h"
 #include "vulkan/device_weights.h"
+#include "vulkan/k_slices.h"
 #include "vulkan/kernels.h"
 #include "vulkan/matmul_grid.h"
 #include "vulkan/recorder.h"
@@ -204,6 +205,7 @@ class VulkanForward : public ForwardPass {
   Buffer attention_part_;  // split attention's per-chunk results
   Buffer attention_done_;  // split attention's chunks finished a (row, key-value head): zero between dispatches
   bool zero_attention_done_ = false;  // made since the last submission: zeroed first in the next
+  std::unique_ptr<KSliceScratch> k_slices_;  // the K-sliced matrix members' partial sums and counters
   const Kernel* attention_kernels_[2][4] = {};  // [f16][whole, split 1, 2, 4 rows], specialized for the model (attention_kernel)
   // An open draft tree (draft_tree.cpp): its nodes' rows, its source row's place in the draft layer's pass, the
   // nodes' layer outputs (tree_x_, row 0 the source's); a level's pass.

@@ -44,6 +44,7 @@ layout(std430, binding = 2) readonly buffer Weights4 { uvec4 W4[]; };
 #include "norm_fold.glsl"
 // Slots: output o of row r at o R + r, row r's sum of squares (a folded norm) at NO R + r.
 shared float sums[(NO + 1) * R][WG / 8];  // a subgroup's sum of each slot (subgroups of 8 or more)
+#include "k_slices.glsl"  // (the -kS members' K slices: a tile's steps split over workgroups)
 
 #ifdef INT_DOT
 #extension GL_EXT_spirv_intrinsics : require
@@ -481,7 +482,7 @@ uint input_k(uint g, uint i, uint v) { return 256 * g + run_start(i, v / LOADS_A
 
 void main() {
   const uint n0 = (gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.z) * NO;
-  const uint m0 = gl_WorkGroupID.y * R, t = gl_LocalInvocationID.x;
+  const uint m0 = ROW_TILE * R, t = gl_LocalInvocationID.x;
   if (n0 >= p.N) return;  // uniform for the whole workgroup
   const uint rows = min(R, p.M - m0), outs = min(NO, p.N - n0);
   const bool aligned = p.x_off % 4 == 0 && p.x_stride % 4 == 0;
@@ -490,17 +491,17 @@ void main() {
   UNROLL for (uint o = 0; o <= NO; o++)
     UNROLL for (uint r = 0; r < R; r++) acc[o][r] = 0.0;
   float qacc = 0.0, qss = 0.0;  // (-qmm: thread o R + r's sum, thread NO R + r's row's squares)
-  for (uint g0 = 0; g0 < groups; g0 += STEP_GROUPS * DEPTH) {
+  for (uint g0 = FIRST_GROUP; g0 < END_GROUP; g0 += STEP_GROUPS * DEPTH) {
     // The loads of DEPTH steps first (step s's group g0 + s STEP_GROUPS + t / 8), then each step's sums in
     // order. (Guards, never break or continue, in loops over register arrays: a loop with an early exit may
     // stay rolled and index them in memory; tests/test_vulkan_registers.cpp checks none does.)
     Piece pc[DEPTH][NO];
     UNROLL for (uint s = 0; s < DEPTH; s++)
       UNROLL for (uint o = 0; o < NO; o++)
-        if (o < outs && piece_exists(g0 + s * STEP_GROUPS + t / 8, i)) pc[s][o] = load_piece(weight_row(n0, o), g0 + s * STEP_GROUPS + t / 8, i);
+        if (o < outs && IN_STEP(g0 + s * STEP_GROUPS + t / 8, i)) pc[s][o] = load_piece(weight_row(n0, o), g0 + s * STEP_GROUPS + t / 8, i);
     UNROLL for (uint s = 0; s < DEPTH; s++) {
       const uint g = g0 + s * STEP_GROUPS + t / 8;
-      if (piece_exists(g, i)) {  // (all but in the last steps)
+      if (IN_STEP(g, i)) {  // (all but in the last steps)
         UNROLL for (uint o = 0; o < NO; o++)  // the pieces' scales (and int8 weights), decoded once a group for all rows
           if (o < outs) {
             decode_scales(pc[s][o], i);
@@ -583,17 +584,20 @@ void main() {
       }
     }
   barrier();
+#ifdef K_SLICES
+  if (!fold_slices(rows, outs)) return;
+#endif
   for (uint slot = t; slot < NO * R; slot += WG) {
     const uint o = slot / R, r = slot % R;
     if (r >= rows || o >= outs) continue;
     if (p.glu_out != 0 && o % 2 == 1) continue;  // (its pair's thread stores both)
     precise float s = sums[slot][0], ss = sums[NO * R + r][0];
-    for (uint g = 1; g < gl_NumSubgroups; g++) s += sums[slot][g], ss += sums[NO * R + r][g];
+    for (uint g = 1; g < SUMMED_SUBGROUPS; g++) s += sums[slot][g], ss += sums[NO * R + r][g];
     if (p.glu_out == 0) {
       store_output(m0 + r, n0 + o, s, norm_scale_of(ss));
     } else {
       precise float up = sums[slot + R][0];  // (output o + 1, added as its own thread would)
-      for (uint g = 1; g < gl_NumSubgroups; g++) up += sums[slot + R][g];
+      for (uint g = 1; g < SUMMED_SUBGROUPS; g++) up += sums[slot + R][g];
       store_glu(m0 + r, n0, o, s, up, norm_scale_of(ss));
     }
   }
