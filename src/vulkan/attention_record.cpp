@@ -57,17 +57,25 @@ void VulkanForward::record_attention(int l, bool local) {
 // the partial results' buffer sized for them (its counters were grown with the pass's activations).
 uint32_t VulkanForward::plan_attention_chunks(bool local, std::vector<uint32_t>& chunks) {
   const size_t n_seqs = rows_->seq_first.size() - 1;
-  chunks.assign(n_seqs, 0);
-  uint32_t most = 1;
-  for (size_t s = 0; s < n_seqs; s++) {
-    for (int32_t r = rows_->seq_first[s]; r < rows_->seq_first[s + 1]; r++) {
-      const PlannedRow& row = rows_->rows[static_cast<size_t>(r)];
-      const uint32_t nv = u32(local ? row.local_end - row.local_begin : row.slots_end - row.slots_begin);
-      chunks[s] = std::max(chunks[s], (nv + attention_.chunk - 1) / attention_.chunk);
+  const auto plan = [&](bool in_window, std::vector<uint32_t>& out) {
+    out.assign(n_seqs, 0);
+    uint32_t most = 1;
+    for (size_t s = 0; s < n_seqs; s++) {
+      for (int32_t r = rows_->seq_first[s]; r < rows_->seq_first[s + 1]; r++) {
+        const PlannedRow& row = rows_->rows[static_cast<size_t>(r)];
+        const uint32_t nv = u32(in_window ? row.local_end - row.local_begin : row.slots_end - row.slots_begin);
+        out[s] = std::max(out[s], (nv + attention_.chunk - 1) / attention_.chunk);
+      }
+      most = std::max(most, out[s]);
     }
-    most = std::max(most, chunks[s]);
-  }
-  const uint64_t part_floats = uint64_t{u32(rows_->rows.size())} * u32(cfg_.n_heads) * most * u32(cfg_.head_dim + 2);
+    return most;
+  };
+  const uint32_t most = plan(local, chunks);
+  // Sized for the pass's global layers (a sliding window sees no more slots): a later layer never grows it in
+  // the middle of a recording that bound the old buffer (a local layer first, with replay off).
+  std::vector<uint32_t> global;
+  const uint32_t sized = local ? std::max(most, plan(false, global)) : most;
+  const uint64_t part_floats = uint64_t{u32(rows_->rows.size())} * u32(cfg_.n_heads) * sized * u32(cfg_.head_dim + 2);
   ensure_size(*ctx_, attention_part_, static_cast<size_t>(part_floats) * 4, Buffer::Kind::Device);
   JF_CHECK(attention_done_.size() >= rows_->rows.size() * static_cast<size_t>(cfg_.n_kv_heads) * 4,
            "Vulkan: split attention's counters were not grown with the pass's activations");
