@@ -49,12 +49,7 @@ inline std::vector<float> device_matmul(Fixture& f, DType t, const std::vector<u
   vulkan::KSliceScratch k_slices(f.ctx);
   rec.begin();
   const vulkan::Kernel& k = f.kernels.get(vulkan::matmul_shader(run, math, t), vulkan::matmul_bindings(run, math), vulkan::matmul_constants(run, math));
-  if (vulkan::matmul_bindings(run, math) == vulkan::kSlicedMatmulBindings) {
-    const auto [part, done] = k_slices.take(rec, run, g);
-    rec.dispatch(k, {xb.view(), yb.view(), wb.view(), gb.view(), xb.view(), yb.view(), yb.view(), part, done}, p, g.x, g.y, g.z);
-  } else {
-    rec.dispatch(k, {xb.view(), yb.view(), wb.view(), gb.view(), xb.view(), yb.view(), yb.view()}, p, g.x, g.y, g.z);
-  }
+  vulkan::dispatch_product(rec, k, run, math, {xb.view(), yb.view(), wb.view(), gb.view(), xb.view(), yb.view(), yb.view()}, p, g, k_slices);
   rec.finish();
   const float* y = static_cast<const float*>(yb.mapped());
   return std::vector<float>(y, y + M * N);

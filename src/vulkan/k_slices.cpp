@@ -30,4 +30,14 @@ std::pair<View, View> KSliceScratch::take(Recorder& rec, const MatmulKernel& k, 
   return {part_.view(r * part_bytes_, part_bytes_), done_.view(r * done_bytes_, done_bytes_)};
 }
 
+void dispatch_product(Recorder& rec, const Kernel& kernel, const MatmulKernel& run, MatrixMath math, const std::array<View, kMatmulBindings>& v,
+                      const MatmulParams& p, const MatmulGrid& g, KSliceScratch& scratch) {
+  if (matmul_bindings(run, math) == kSlicedMatmulBindings) {
+    const auto [part, done] = scratch.take(rec, run, g);
+    rec.dispatch(kernel, {v[0], v[1], v[2], v[3], v[4], v[5], v[6], part, done}, p, g.x, g.y, g.z);
+  } else {
+    rec.dispatch(kernel, {v[0], v[1], v[2], v[3], v[4], v[5], v[6]}, p, g.x, g.y, g.z);
+  }
+}
+
 }  // namespace jf::vulkan

@@ -3,6 +3,7 @@
 // last of its slices to finish reads and sets back to zero. Three regions, taken in turn: the up to three
 // products recorded without a barrier between them (q, k and v apart; gate and up) never share one.
 #pragma once
+#include <array>
 #include <utility>
 #include <vector>
 
@@ -33,5 +34,10 @@ class KSliceScratch {
   bool zero_ = false;
   uint64_t next_ = 0;
 };
+
+// Records one product of member `run` under `math` (its pipeline `kernel`) over grid g: the product's bindings
+// `views`, and for a K-sliced member the scratch it takes from `scratch`.
+void dispatch_product(Recorder& rec, const Kernel& kernel, const MatmulKernel& run, MatrixMath math, const std::array<View, kMatmulBindings>& views,
+                      const MatmulParams& p, const MatmulGrid& g, KSliceScratch& scratch);
 
 }  // namespace jf::vulkan

@@ -57,16 +57,13 @@ std::vector<double> time_member(Context& ctx, Kernels& kernels, const DeviceMatr
     const bool fits = size_t{M} * m.rows * 4 <= kMaxOutputBytes;
     const MatmulKernel run = dispatched_member(k, MatrixMath::Fma, M);
     const MatmulGrid g = matmul_grid(run, MatrixMath::Fma, m.rows, M);
-    const auto scratch = fits && run.slices > 1 ? k_slices.take(rec, run, g) : std::pair<View, View>{};  // (zeroed before the stamp)
+    if (fits && run.slices > 1) k_slices.take(rec, run, g);  // (grown, its counters zeroed, before the stamp)
     timer.stamp(rec.cmd(), first);
     if (!fits) continue;
     const MatmulParams p = MatmulParams::plain(M, m.rows, m.cols);
     const Kernel& kernel = member_kernel(kernels, m, k, M);
     for (int r = 0; r < reps; r++) {
-      if (run.slices > 1)
-        rec.dispatch(kernel, {x.view(), y.view(), m.data, x.view(), x.view(), y.view(), y.view(), scratch.first, scratch.second}, p, g.x, g.y, g.z);
-      else
-        rec.dispatch(kernel, {x.view(), y.view(), m.data, x.view(), x.view(), y.view(), y.view()}, p, g.x, g.y, g.z);
+      dispatch_product(rec, kernel, run, MatrixMath::Fma, {x.view(), y.view(), m.data, x.view(), x.view(), y.view(), y.view()}, p, g, k_slices);
       timer.stamp(rec.cmd(), first + 1 + r);
     }
   }

@@ -119,13 +119,7 @@ void VulkanForward::matmul(const DeviceMatrix& w, View x, uint32_t rows, View y,
   if (mk.twins) rows_twins_++;
   const MatmulGrid g = matmul_grid(run, math_, w.rows, rows);
   const View y2 = split ? split->y2 : y, y3 = split && split->y3.buffer ? split->y3 : y;
-  const View gain = norm_gain.buffer ? norm_gain : x, up = glu_up.buffer ? glu_up : x;
-  if (matmul_bindings(run, math_) == kSlicedMatmulBindings) {
-    const auto [part, done] = k_slices_->take(rec_, run, g);
-    rec_.dispatch(*kernel, {x, y, w.data, gain, up, y2, y3, part, done}, p, g.x, g.y, g.z);
-  } else {
-    rec_.dispatch(*kernel, {x, y, w.data, gain, up, y2, y3}, p, g.x, g.y, g.z);
-  }
+  dispatch_product(rec_, *kernel, run, math_, {x, y, w.data, norm_gain.buffer ? norm_gain : x, glu_up.buffer ? glu_up : x, y2, y3}, p, g, *k_slices_);
 }
 
 }  // namespace jf::vulkan
