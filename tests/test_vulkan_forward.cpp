@@ -225,6 +225,29 @@ TEST(VulkanForward, ReplaysRecordedShapesWithTheSameBits) {
   for (size_t r = 0; r < toks.size(); r++) expect_bits(again[r], want[r], "decode again, step " + std::to_string(r));
 }
 
+// Chunked attention's partial results are sized for the pass's global layers before its first layer is
+// recorded: with a sliding-window layer first (gemma2) and replay off, a global layer after it needing more
+// chunks grew the buffer that the recording had already bound (the context refuses to submit such a recording).
+TEST(VulkanForward, ChunkedAttentionGrowsNoBufferInTheMiddleOfARecording) {
+  JF_VULKAN_DEVICE(device);
+  const std::unique_ptr<Model> m = make_model(preset_config("gemma2-tiny"), DType::F32, 7);
+  ASSERT_GT(m->config().sliding_window, 0);
+  const std::vector<int32_t> toks = test::random_tokens(150, m->config().vocab_size, 3);  // 3 chunks of 64, the window 1
+  vulkan::VulkanForward fwd(device, m->config(), m->weights());
+  fwd.set_replay(false);
+  fwd.set_attention({64, 1});
+  Transformer cpu(m->config(), m->weights());
+  auto last_row = [&](ForwardPass& f) {
+    KvCache c = f.make_cache(160);
+    SequenceInput in;
+    in.set_causal(&c, toks, SequenceInput::Logits::Last);
+    return row_of(f.forward(in), 0);
+  };
+  std::vector<float> got;
+  ASSERT_NO_THROW(got = last_row(fwd));
+  EXPECT_LE(relative_error(last_row(cpu), got), 1e-4f);
+}
+
 // A draft head and layer: the device's draft logits agree with the CPU's, and both heads stay batch-invariant,
 // with every way of computing matrix products.
 TEST(VulkanForward, DraftHeadAndLayerMatchTheCpu) {

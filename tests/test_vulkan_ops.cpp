@@ -371,5 +371,29 @@ TEST(VulkanOps, ReadProbeTimesEveryPairAndItsLoadsRun) {
   EXPECT_THROW(vulkan::probe_one_shot_reads(ctx, {4096}, {0}), Error);
 }
 
+// A buffer freed while a recording binds it (grown in the middle of a recording, say) is a use after free when
+// the recording runs; lavapipe does not fault on it, so the context refuses to submit such a recording.
+TEST(VulkanOps, ARecordingThatBindsAFreedBufferIsRefused) {
+  JF_VULKAN_DEVICE(device);
+  Ops o(device);
+  Buffer src = o.buffer(std::vector<float>{1, 2, 3, 4}), dst = o.buffer(std::vector<float>{0, 0, 0, 0});
+  vulkan::Recorder rec(o.ctx);
+  rec.begin();
+  rec.copy(src.view(), dst.view());
+  src = Buffer(o.ctx, 16, Buffer::Kind::Host);  // the bound one freed, as ensure_size does
+  EXPECT_THROW(rec.finish(), Error);
+  rec.begin();  // a new recording of the same command buffer binds only what it binds
+  rec.copy(src.view(), dst.view());
+  EXPECT_NO_THROW(rec.finish());
+  Buffer kept(o.ctx, 16, Buffer::Kind::Host);
+  rec.begin();
+  rec.copy(kept.view(), dst.view());
+  rec.finish();
+  kept = Buffer();  // freed after the recording ran: fine until it runs again
+  rec.begin();
+  rec.copy(src.view(), dst.view());
+  EXPECT_NO_THROW(rec.finish());
+}
+
 }  // namespace
 }  // namespace jf

@@ -11,7 +11,7 @@ std::atomic<uint64_t> next_serial{1};
 }
 
 Buffer::Buffer(Context& ctx, size_t bytes, Kind kind)
-    : device_(ctx.device()), size_(std::max<size_t>(bytes, 16)), serial_(next_serial++) {
+    : ctx_(&ctx), device_(ctx.device()), size_(std::max<size_t>(bytes, 16)), serial_(next_serial++) {
   Api& a = api();
   VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bi.size = size_;
@@ -38,7 +38,7 @@ Buffer::Buffer(Context& ctx, size_t bytes, Kind kind)
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
     release();
-    device_ = o.device_, buffer_ = o.buffer_, memory_ = o.memory_, size_ = o.size_, mapped_ = o.mapped_, serial_ = o.serial_;
+    ctx_ = o.ctx_, device_ = o.device_, buffer_ = o.buffer_, memory_ = o.memory_, size_ = o.size_, mapped_ = o.mapped_, serial_ = o.serial_;
     o.buffer_ = VK_NULL_HANDLE, o.memory_ = VK_NULL_HANDLE, o.mapped_ = nullptr, o.size_ = 0, o.serial_ = 0;
   }
   return *this;
@@ -46,6 +46,7 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
 
 void Buffer::release() {
   if (!device_) return;
+  if (ctx_ && buffer_) ctx_->note_freed(serial_);
   Api& a = api();
   if (buffer_) a.vkDestroyBuffer(device_, buffer_, nullptr);
   if (memory_) a.vkFreeMemory(device_, memory_, nullptr);  // unmaps too

@@ -38,6 +38,7 @@ class Buffer {
 
  private:
   void release();
+  Context* ctx_ = nullptr;  // told when the buffer is freed (Context::note_freed)
   VkDevice device_ = VK_NULL_HANDLE;
   VkBuffer buffer_ = VK_NULL_HANDLE;
   VkDeviceMemory memory_ = VK_NULL_HANDLE;

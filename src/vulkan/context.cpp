@@ -321,12 +321,22 @@ VkCommandBuffer Context::new_command_buffer() {
 void Context::begin(VkCommandBuffer cmd, bool once) {
   Api& a = api();
   check(a.vkResetCommandBuffer(cmd, 0), "resetting a command buffer");
+  bound_[cmd].clear();
+  lost_binding_.erase(cmd);
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   bi.flags = once ? VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT : 0;
   check(a.vkBeginCommandBuffer(cmd, &bi), "beginning a command buffer");
 }
 
+void Context::note_freed(uint64_t serial) {
+  for (const auto& [cmd, serials] : bound_)
+    if (serials.count(serial)) lost_binding_.insert(cmd);
+}
 void Context::submit_and_wait(std::span<const VkCommandBuffer> cmds) {
+  for (VkCommandBuffer cmd : cmds)
+    if (lost_binding_.count(cmd))
+      throw Error("Vulkan: a recording binds a buffer that was freed before it ran (a jf bug: a buffer replaced while "
+                  "a recording used it); not submitted");
   Api& a = api();
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = static_cast<uint32_t>(cmds.size());

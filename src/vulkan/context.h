@@ -4,6 +4,8 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "vulkan/loader.h"
@@ -70,6 +72,12 @@ class Context {
   void submit_and_wait(std::span<const VkCommandBuffer> cmds);
   // Submissions made (each waited for: one host wait each), since the device was opened.
   uint64_t submissions() const { return submissions_; }
+  // The buffers each command buffer's recording binds (the Recorder notes them; begin forgets them). A buffer
+  // freed while a recording binds it is a use after free when that recording runs, which lavapipe does not
+  // fault on and a GPU may: submit_and_wait refuses such a command buffer with an error (a jf bug), so the
+  // tests catch it here (a buffer grown in the middle of a recording, say).
+  void note_binding(VkCommandBuffer cmd, uint64_t serial) { bound_[cmd].insert(serial); }
+  void note_freed(uint64_t serial);
 
  private:
   DeviceInfo info_;
@@ -84,6 +92,8 @@ class Context {
   float timestamp_period_ = 1.0f;
   bool timestamps_ = false, memory_budget_ = false, pipeline_statistics_ = false;
   uint64_t submissions_ = 0;
+  std::unordered_map<VkCommandBuffer, std::unordered_set<uint64_t>> bound_;
+  std::unordered_set<VkCommandBuffer> lost_binding_;  // recordings that bind a freed buffer
 };
 
 }  // namespace jf::vulkan

@@ -27,7 +27,10 @@ void Recorder::dispatch_raw(const Kernel& k, std::initializer_list<View> views, 
   std::array<VkDescriptorBufferInfo, kMaxBindings> infos;
   std::array<VkWriteDescriptorSet, kMaxBindings> writes;
   size_t n = 0;
-  for (const View& v : views) infos[n++] = VkDescriptorBufferInfo{v.buffer, v.offset, v.range};
+  for (const View& v : views) {
+    infos[n++] = VkDescriptorBufferInfo{v.buffer, v.offset, v.range};
+    ctx_.note_binding(cmd_, v.serial);
+  }
   for (size_t i = 0; i < n; i++) {
     writes[i] = VkWriteDescriptorSet{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     writes[i].dstBinding = static_cast<uint32_t>(i);
@@ -73,6 +76,7 @@ void Recorder::copy_regions(const View& src, const View& dst, const std::vector<
     for (const VkBufferCopy& r : regions) key_->insert(key_->end(), {r.srcOffset, r.dstOffset, r.size});
     return;
   }
+  ctx_.note_binding(cmd_, src.serial), ctx_.note_binding(cmd_, dst.serial);
   Api& a = api();
   VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER};  // the dispatches' writes, read by the copy
   before.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
