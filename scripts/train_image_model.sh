@@ -12,21 +12,27 @@
 # word one token wherever it stands), on both art styles, whole documents, every eighth picture also without its
 # caption, weight decay 0.1: 2,600 steps of 16 documents, 10 passes, ~75 min, into WORKDIR/emoji16-words-q8_0.gguf
 # (docs/IMAGES.md "Word-level captions").
+# --known: as --words, but the held-out captions are ones made of words training captions use (`jf image-data
+# --heldout-known-words --heldout-every 8`: "blue heart" beside "green heart" and "blue book"), and each training
+# picture comes four times, moved by half a pixel (`--shifts 4`): 2,600 steps, ~75 min, into
+# WORKDIR/emoji16-known-q8_0.gguf (docs/IMAGES.md "Captions made of known words").
 # Resumable: run it again after an interruption and it continues from the last checkpoint (every 100 steps).
-# Usage: scripts/train_image_model.sh [WORKDIR] [--guidance] [--styles] [--words]
-#   (~90 min on 2 cores, + ~40, + ~85; --words alone ~75)
+# Usage: scripts/train_image_model.sh [WORKDIR] [--guidance] [--styles] [--words] [--known]
+#   (~90 min on 2 cores, + ~40, + ~85; --words or --known alone ~75)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=/tmp/jf-image-model
 guidance=0
 styles=0
 words=0
+known=0
 for arg in "$@"; do
   case "$arg" in
     --guidance) guidance=1 ;;
     --styles) styles=1 ;;
     --words) words=1 ;;
-    -*) echo "usage: scripts/train_image_model.sh [WORKDIR] [--guidance] [--styles] [--words]" >&2; exit 2 ;;
+    --known) known=1 ;;
+    -*) echo "usage: scripts/train_image_model.sh [WORKDIR] [--guidance] [--styles] [--words] [--known]" >&2; exit 2 ;;
     *) work="$arg" ;;
   esac
 done
@@ -46,15 +52,21 @@ drop_captions() {  # drop_captions IN OUT N: every line, then every Nth again wi
   awk -v n="$3" '{ print } NR % n == 0 { s = $0; sub(/^[^<]*/, "", s); drop[++k] = s } END { for (i = 1; i <= k; i++) print drop[i] }' \
     "$1" > "$2"
 }
-if [ "$words" = 1 ]; then
-  scripts/image_data.sh "$work/words" --twitter --whole-words --text-vocab 2048
-  drop_captions "$work/words/train.txt" "$work/words/train_cfg.txt" 8
-  stage emoji16-words --corpus "$work/words/train_cfg.txt" --whole-docs --tokenizer-from "$work/words/vocab.gguf" \
-    --init dim=256,layers=6,heads=8,kv-heads=4,ffn=768,ctx=512 --seed 4 --accum 16 --steps 2600 --lr 1.5e-3 --min-lr 5e-5 \
-    --warmup 0.03 --weight-decay 0.1
-  "$jf" convert -m "$work/emoji16-words.gguf" --type q8_0 -o "$work/emoji16-words-q8_0.gguf"
-  "$jf" image-bench -m "$work/emoji16-words-q8_0.gguf" --data "$work/words" --images 1 --blocks 32 --locality-images 0 2>/dev/null |
-    grep -A1 "Held-out" || true
+word_model() {  # word_model NAME SEED [jf image-data options]: a word-level caption model from scratch
+  local name="$1" seed="$2"
+  shift 2
+  scripts/image_data.sh "$work/$name" --twitter --whole-words --text-vocab 2048 "$@"
+  drop_captions "$work/$name/train.txt" "$work/$name/train_cfg.txt" 8
+  stage "emoji16-$name" --corpus "$work/$name/train_cfg.txt" --whole-docs --tokenizer-from "$work/$name/vocab.gguf" \
+    --init dim=256,layers=6,heads=8,kv-heads=4,ffn=768,ctx=512 --seed "$seed" --accum 16 --steps 2600 --lr 1.5e-3 \
+    --min-lr 5e-5 --warmup 0.03 --weight-decay 0.1
+  "$jf" convert -m "$work/emoji16-$name.gguf" --type q8_0 -o "$work/emoji16-$name-q8_0.gguf"
+  "$jf" image-bench -m "$work/emoji16-$name-q8_0.gguf" --data "$work/$name" --images 1 --blocks 32 --locality-images 0 \
+    2>/dev/null | grep -A1 "Held-out" || true
+}
+if [ "$words" = 1 ] || [ "$known" = 1 ]; then
+  [ "$words" = 1 ] && word_model words 4
+  [ "$known" = 1 ] && word_model known 5 --heldout-known-words --heldout-every 8 --shifts 4
   exit 0
 fi
 scripts/image_data.sh "$work/data"

@@ -107,6 +107,35 @@ if "$jf" image-data --emoji "$tmp/emoji" -o "$tmp/words" --colours 8 --text-voca
    [ "$(ids "$tmp/words/vocab.gguf" red | tr -cd ',' | wc -c)" = 0 ]
 then ok "image-data --whole-words: a word is one token wherever it stands, a space its own"
 else fail "image-data --whole-words: $(cat "$tmp/err") red=$(ids "$tmp/words/vocab.gguf" "circle red")"; fi
+# Held out among captions made of words other captions use, and each training picture three times (moved by
+# half a pixel): "red circle" is held out only while another caption has "red" and another "circle"; "odd N"
+# never is (no other caption has "N").
+mkdir -p "$tmp/known" && ln -s "$tmp/emoji/img" "$tmp/known/img"
+python3 - "$tmp/emoji/emoji.json" "$tmp/known/emoji.json" <<'PY'
+import json, sys
+e = json.load(open(sys.argv[1]))
+for i, x in enumerate(e[:24]):
+    x["name"] = x["name"].rsplit(" ", 1)[0] if i < 16 else f"odd {i}"
+json.dump(e, open(sys.argv[2], "w"))
+PY
+if "$jf" image-data --emoji "$tmp/known" -o "$tmp/known-data" --colours 8 --text-vocab 300 --heldout-known-words --heldout-every 3 \
+     --shifts 3 2>"$tmp/err" && python3 - "$tmp/known-data" <<'PY'
+import re, sys
+d = sys.argv[1]
+train = open(d + "/train.txt").read().splitlines()
+held = open(d + "/heldout_captions.txt").read().splitlines()
+caption = lambda l: l.split("<image")[0]
+assert len(held) == 5 and not any(h.startswith("odd") for h in held), held
+words = {w for l in train for w in caption(l).split()}
+assert all(w in words for h in held for w in h.split()), held
+assert len(train) == 3 * 19, len(train)
+originals, copies = train[:19], train[19:]
+assert sorted(caption(l) for l in copies) == sorted(caption(l) for l in originals * 2)
+pixels = lambda l: re.findall(r"<#[0-9a-f]{6}>", l)
+assert sum(pixels(a) != pixels(b) for a in originals for b in copies if caption(a) == caption(b)) > 0, "no copy moved"
+PY
+then ok "image-data --heldout-known-words --shifts 3: 5 held out of known words, each training picture three times"
+else fail "image-data --heldout-known-words: $(cat "$tmp/err")"; fi
 if "$jf" image-data --emoji "$tmp/emoji" -o "$tmp/d6" --vocab-from "$tmp/data/vocab.gguf" --whole-words >"$tmp/out" 2>"$tmp/err"
 then fail "image-data: --vocab-from with --whole-words accepted"
 else ok "image-data: --vocab-from refuses the options it would ignore: $(cat "$tmp/err")"; fi

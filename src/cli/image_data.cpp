@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -32,13 +33,17 @@ struct ImageDataArgs {
   int colours = 256;
   int text_vocab = 512;
   int heldout_every = 20;
+  bool heldout_known_words = false;
+  int shifts = 1;
   bool whole_words = false;
 };
 
 struct Captioned {
   std::string caption;
-  Image image;  // size x size, opaque
+  Image image;   // size x size, opaque
+  Image source;  // the package's 64x64 picture on white (what --shifts moves)
   bool heldout = false;
+  bool shifted = false;  // a --shifts copy: trained on, but left out of the palette and the caption BPE
 };
 
 std::string lower(std::string s) {
@@ -77,7 +82,8 @@ std::vector<Captioned> read_emoji(const ImageDataArgs& a, const std::string& dir
     if (!fs::exists(file)) continue;
     Captioned c;
     c.caption = lower((*order[i])["name"].get<std::string>());
-    c.image = box_resize(flatten(read_png(file), 0xffffff), a.size, a.size);
+    c.source = flatten(read_png(file), 0xffffff);
+    c.image = box_resize(c.source, a.size, a.size);
     c.heldout = a.heldout_every > 0 && i % static_cast<size_t>(a.heldout_every) == static_cast<size_t>(a.heldout_every / 2);
     out.push_back(std::move(c));
   }
@@ -85,10 +91,61 @@ std::vector<Captioned> read_emoji(const ImageDataArgs& a, const std::string& dir
   return out;
 }
 
+std::vector<std::string> words_of(const std::string& caption) {
+  std::istringstream in(caption);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+// --heldout-known-words: hold out every Nth of the captions made only of words that other captions use ("green
+// book" beside "blue book" and "green apple"), each kept only if every word stays in some training caption. A
+// model can draw only what its training captions name; these test whether it composes the words it learnt.
+void hold_out_known_words(std::vector<Captioned>& emoji, int every) {
+  std::map<std::string, int> uses;
+  for (Captioned& c : emoji) {
+    c.heldout = false;
+    const std::vector<std::string> words = words_of(c.caption);
+    for (const std::string& w : std::set<std::string>(words.begin(), words.end())) uses[w]++;
+  }
+  size_t candidate = 0;
+  for (Captioned& c : emoji) {
+    const std::vector<std::string> words = words_of(c.caption);
+    if (words.empty() || !std::all_of(words.begin(), words.end(), [&](const std::string& w) { return uses[w] >= 2; })) continue;
+    if (candidate++ % static_cast<size_t>(every) != static_cast<size_t>(every / 2)) continue;
+    c.heldout = true;
+    for (const std::string& w : std::set<std::string>(words.begin(), words.end())) uses[w]--;
+  }
+}
+
+// Copies of each training picture moved by a fraction of a pixel (--shifts N: the first N of these offsets, in
+// the package's 64-pixel units, 4 to an output pixel at 16x16): the same emoji drawn a little differently, so a
+// caption has to name a shape rather than one sequence of pixels.
+std::vector<Captioned> shifted_copies(const std::vector<Captioned>& emoji, int shifts, int size) {
+  static const int kOffsets[][2] = {{0, 0}, {2, 2}, {-2, -2}, {2, -2}, {-2, 2}, {2, 0}, {-2, 0}, {0, 2}, {0, -2}};
+  std::vector<Captioned> out;
+  for (const Captioned& c : emoji) {
+    if (c.heldout) continue;
+    for (int s = 1; s < shifts; s++) {
+      Captioned copy{c.caption, {}, {}, false, true};
+      Image moved(c.source.width, c.source.height, 0xffffffffu);
+      for (int y = 0; y < moved.height; y++)
+        for (int x = 0; x < moved.width; x++) {
+          const int sx = x - kOffsets[s][0], sy = y - kOffsets[s][1];
+          if (sx >= 0 && sy >= 0 && sx < c.source.width && sy < c.source.height) std::copy_n(c.source.at(sx, sy), 4, moved.at(x, y));
+        }
+      copy.image = box_resize(moved, size, size);
+      out.push_back(std::move(copy));
+    }
+  }
+  return out;
+}
+
 // Every package's emoji; a caption is held out in every style when the first package holds it out, and only
 // the first package's pictures of held-out captions are kept (the held-out set stays one picture a caption).
 std::vector<Captioned> read_all_emoji(const ImageDataArgs& a) {
   std::vector<Captioned> all = read_emoji(a, a.emoji_dirs[0]);
+  if (a.heldout_known_words && a.heldout_every > 0) hold_out_known_words(all, a.heldout_every);
   std::set<std::string> heldout;
   for (const Captioned& c : all)
     if (c.heldout) heldout.insert(c.caption);
@@ -98,6 +155,9 @@ std::vector<Captioned> read_all_emoji(const ImageDataArgs& a) {
         c.heldout = false;
         all.push_back(std::move(c));
       }
+  std::vector<Captioned> copies = shifted_copies(all, a.shifts, a.size);
+  for (Captioned& c : all) c.source = Image();
+  all.insert(all.end(), std::make_move_iterator(copies.begin()), std::make_move_iterator(copies.end()));
   return all;
 }
 
@@ -105,10 +165,8 @@ std::vector<Captioned> read_all_emoji(const ImageDataArgs& a) {
 // is the same tokens at a caption's start and inside it ("green" in "green heart" and "large green circle").
 std::vector<std::string> caption_words(const std::vector<std::string>& captions) {
   std::vector<std::string> words;
-  for (const std::string& c : captions) {
-    std::istringstream in(c);
-    for (std::string w; in >> w;) words.push_back(w);
-  }
+  for (const std::string& c : captions)
+    for (std::string& w : words_of(c)) words.push_back(std::move(w));
   return words;
 }
 
@@ -127,7 +185,7 @@ std::unique_ptr<Tokenizer> corpus_vocabulary(const ImageDataArgs& a, const std::
   std::vector<Rgb> pixels;
   std::vector<std::string> train_captions;
   for (const Captioned& c : data) {
-    if (c.heldout) continue;
+    if (c.heldout || c.shifted) continue;
     train_captions.push_back(c.caption);
     for (size_t i = 0; i < c.image.rgba.size(); i += 4) pixels.push_back({c.image.rgba[i], c.image.rgba[i + 1], c.image.rgba[i + 2]});
   }
@@ -156,8 +214,9 @@ int run_image_data(const ImageDataArgs& a) {
   std::vector<Captioned> data = read_all_emoji(a);
   const size_t n_heldout = static_cast<size_t>(std::count_if(data.begin(), data.end(), [](const Captioned& c) { return c.heldout; }));
   const std::unique_ptr<Tokenizer> vocab = corpus_vocabulary(a, data);
-  std::fprintf(stderr, "jf: %zu images from %zu art style%s (%zu held out)\n", data.size(), a.emoji_dirs.size(),
-               a.emoji_dirs.size() == 1 ? "" : "s", n_heldout);
+  const size_t n_shifted = static_cast<size_t>(std::count_if(data.begin(), data.end(), [](const Captioned& c) { return c.shifted; }));
+  std::fprintf(stderr, "jf: %zu images from %zu art style%s (%zu held out, %zu shifted copies)\n", data.size(), a.emoji_dirs.size(),
+               a.emoji_dirs.size() == 1 ? "" : "s", n_heldout, n_shifted);
   const Tokenizer& tok = *vocab;
   const ImageVocab iv = *ImageVocab::find(tok);
   GgufWriter w;
@@ -209,6 +268,12 @@ Command add_image_data_command(CLI::App& app) {
       ->excludes(vocab_from);
   cmd->add_option("--heldout-every", a->heldout_every, "Hold out every Nth emoji for evaluation, 0 = none (default 20)")
       ->check(CLI::Range(0, 1000000));
+  cmd->add_flag("--heldout-known-words", a->heldout_known_words,
+                "Hold out every Nth of the captions made of words other captions use (\"green book\" beside \"blue book\"), "
+                "each word kept in some training caption: captions a model can compose from what it learnt");
+  cmd->add_option("--shifts", a->shifts,
+                  "Pictures a training emoji: the package's, then copies moved by half a pixel (up to 9; default 1)")
+      ->check(CLI::Range(1, 9));
   return [a] { return run_image_data(*a); };
 }
 
