@@ -25,14 +25,19 @@ uint slice_groups(uint groups) { return (groups + SLICES - 1) / SLICES; }
 #define IN_STEP(g, i) ((g) < END_GROUP && piece_exists(g, i))
 #define SUMMED_SUBGROUPS 1u  // (the epilogue's sums[slot][0]: the slices' sum)
 
+// Whether a slot holds a sum: a row of the tile's, of an output it has (slot NO: the norm's squares, if asked).
+bool slot_used(uint slot, uint rows, uint outs) {
+  const uint o = slot / R;
+  return slot % R < rows && (o < outs || o == NO) && (o != NO || p.norm != 0);
+}
+
 // Whether this workgroup is its tile's last slice, sums[slot][0] then each slot's sum over the slices.
 bool fold_slices(uint rows, uint outs) {
   const uint slots = (NO + 1) * R, t = gl_LocalInvocationID.x;
   const uint tile = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.z + gl_NumWorkGroups.z * ROW_TILE);
   const uint base = tile * SLICES * slots;
   for (uint slot = t; slot < slots; slot += WG) {
-    const uint o = slot / R;
-    if (slot % R >= rows || (o >= outs && o < NO) || (o == NO && p.norm == 0)) continue;
+    if (!slot_used(slot, rows, outs)) continue;
     precise float s = sums[slot][0];
     for (uint g = 1; g < gl_NumSubgroups; g++) s += sums[slot][g];
     PART[base + slice_of() * slots + slot] = s;
@@ -45,8 +50,7 @@ bool fold_slices(uint rows, uint outs) {
   if (!last_slice) return false;
   memoryBarrierBuffer();
   for (uint slot = t; slot < slots; slot += WG) {
-    const uint o = slot / R;
-    if (slot % R >= rows || (o >= outs && o < NO) || (o == NO && p.norm == 0)) continue;
+    if (!slot_used(slot, rows, outs)) continue;
     precise float s = PART[base + slot];
     for (uint c = 1; c < SLICES; c++) s += PART[base + c * slots + slot];
     sums[slot][0] = s;
