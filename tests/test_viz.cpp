@@ -276,10 +276,16 @@ TEST(Svg, LineChartHasOneMarkPerPoint) {
   EXPECT_EQ(count(svg, "<polyline"), 2);
 }
 
+// "s<k>" (built by appending: g++ 12 warns falsely on "s" + std::to_string(k), -Wrestrict).
+std::string series_name(int k) {
+  std::string name = "s";
+  return name += std::to_string(k);
+}
+
 // Past eight series the colours repeat; the marks then change shape so every curve stays apart.
 TEST(Svg, LineChartMarksChangeShapeOnceColoursRepeat) {
   viz::LineChart c;
-  for (int k = 0; k < 17; k++) c.series.push_back({"s" + std::to_string(k), {1.0 * k}, {1.0}});
+  for (int k = 0; k < 17; k++) c.series.push_back({series_name(k), {1.0 * k}, {1.0}});
   const std::string svg = viz::line_chart_svg(c);
   std::string why;
   EXPECT_TRUE(well_formed(svg, &why)) << why;
@@ -291,7 +297,7 @@ TEST(Svg, LineChartMarksChangeShapeOnceColoursRepeat) {
 // A legend longer than the plot makes the picture taller: its last entry is inside the canvas.
 TEST(Svg, LongLegendsFitTheCanvas) {
   viz::LineChart c;
-  for (int k = 0; k < 30; k++) c.series.push_back({"s" + std::to_string(k), {1.0 * k}, {1.0}});
+  for (int k = 0; k < 30; k++) c.series.push_back({series_name(k), {1.0 * k}, {1.0}});
   const std::string svg = viz::line_chart_svg(c);
   const size_t h = svg.find("height=\"");
   ASSERT_NE(h, std::string::npos);
