@@ -38,3 +38,13 @@ if [ -f "$styles_model" ]; then
   "$jf" image-bench -m "$styles_model" --data "$data" --images 1 --blocks 32 --locality-images 0 --decoders sjd:block=32 \
     | tee "$out/styles-bench.md"
 fi
+# Captions made of known words (docs/IMAGES.md), where scripts/train_image_model.sh --known made its model: 12
+# training captions ("cat face" for "dog face", held out there), then every fourth held-out caption.
+known_model="$(dirname "$data")/emoji16-known-q8_0.gguf"
+if [ -f "$known_model" ]; then
+  sed 's/^dog face$/cat face/' /tmp/jf-train12.txt > /tmp/jf-known-train12.txt
+  awk 'NR % 4 == 1' "$(dirname "$data")/known/heldout_captions.txt" | cat /tmp/jf-known-train12.txt - > /tmp/jf-known36.txt
+  "$jf" imagine -m "$known_model" --captions /tmp/jf-known36.txt --decoder ar --samples 4 --top-k 16 --scale 4 -o "$out/known-grid.svg"
+  "$jf" image-bench -m "$known_model" --data "$(dirname "$data")/known" --images 1 --blocks 32 --locality-images 0 \
+    --decoders sjd:block=32 | tee "$out/known-bench.md"
+fi
